@@ -1,0 +1,35 @@
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(STAMP)
+
+$(TEST_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP) $(TEST_STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/contactlab demo
+
+test: $(TEST_STAMP)
+	$(PY) -m pytest -n 2 -q
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check contactlab solvers scenarios tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) results/scratch .pytest_cache

@@ -1,0 +1,366 @@
+"""The static description of a scene and the state that changes every step.
+
+A :class:`Scene` does not change while it runs (brax-style model/state split):
+bodies with their inertia and collision shapes, joints between bodies (or a
+body and the world), forces, static geometry, gravity and per-scene
+parameters (stabilization, contact).  A :class:`State` holds the arrays that a
+step returns anew: stacked transforms ``E`` (nb, 4, 4) and body twists ``phi``
+(nb, 6), and for the reduced formulation joint positions ``q`` and velocities
+``qdot``.
+
+Joints are described once, by a :class:`JointSpec`, and realised by each
+formulation: the maximal formulation turns a spec into constraint rows, the
+reduced formulation into a joint map ``Q(q)`` in a tree.  The child body's
+frame is ``E_child = E_parent @ frame_parent @ Q(q) @ inv(frame_child)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError, StateError
+
+Array = NDArray[np.float64]
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+def _transform(value: ArrayLike | None, what: str) -> Array:
+    E = np.eye(4) if value is None else np.array(value, dtype=float)
+    if E.shape != (4, 4):
+        raise ConfigurationError(f"{what} must be a 4x4 transform, got shape {E.shape}")
+    if not np.all(np.isfinite(E)):
+        raise ConfigurationError(f"{what} holds non-finite numbers")
+    if not se3.is_rotation(E[:3, :3], tol=1e-6):
+        raise ConfigurationError(
+            f"{what} has a rotation block that is not orthonormal with det +1; "
+            "build it with contactlab.se3 (exp_so3, quaternion_to_rotation)"
+        )
+    if not np.allclose(E[3], [0, 0, 0, 1]):
+        raise ConfigurationError(f"{what} must have bottom row (0, 0, 0, 1)")
+    E.setflags(write=False)
+    return E
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid body: frame at its centre of mass on its principal axes.
+
+    Parameters
+    ----------
+    name : unique name in the scene.
+    mass : [kg], positive.
+    inertia : (3,) principal moments of inertia [kg m^2], positive and
+        satisfying the triangle inequality.
+    shapes : collision shapes, each placed in the body frame (see
+        :mod:`contactlab.shapes`).
+    material : name used to look up friction coefficients for contact.
+    """
+
+    name: str
+    mass: float
+    inertia: Array
+    shapes: tuple[Any, ...] = ()
+    material: str = "default"
+
+    def __post_init__(self) -> None:
+        inertia = np.array(self.inertia, dtype=float).reshape(-1)
+        if not (np.isfinite(self.mass) and self.mass > 0):
+            raise ConfigurationError(
+                f"body {self.name!r}: mass must be a positive finite number [kg], got {self.mass}"
+            )
+        if inertia.shape != (3,) or not np.all(np.isfinite(inertia)) or np.any(inertia <= 0):
+            raise ConfigurationError(
+                f"body {self.name!r}: inertia must be three positive principal moments "
+                f"[kg m^2], got {inertia}"
+            )
+        a, b, c = np.sort(inertia)
+        if a + b < c * (1 - 1e-9):
+            raise ConfigurationError(
+                f"body {self.name!r}: principal moments {inertia} violate the triangle "
+                "inequality; no mass distribution has them"
+            )
+        inertia.setflags(write=False)
+        object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "shapes", tuple(self.shapes))
+
+    @property
+    def spatial_inertia(self) -> Array:
+        """Diagonal of the 6x6 body-frame inertia ``(I1, I2, I3, m, m, m)`` (seed 000 §1.7)."""
+        return np.concatenate([self.inertia, np.full(3, self.mass)])
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """A joint between a parent body (or the world) and a child body.
+
+    Parameters
+    ----------
+    name : unique joint name.
+    kind : joint type name ("revolute", "prismatic", "spherical", "fixed",
+        "universal", "cylindrical", "planar", "translational", "free", ... —
+        whatever the chosen formulation has registered).
+    parent : parent body name, or ``None`` for the world.
+    child : child body name.
+    frame_parent : (4, 4) joint frame in parent body coordinates (world
+        coordinates when ``parent`` is ``None``).
+    frame_child : (4, 4) joint frame in child body coordinates.
+    axis : (3,) unit axis in the joint frame for revolute/prismatic/cylindrical
+        joints [-]; ignored by other kinds.
+    params : further kind-specific parameters (e.g. a universal joint's second
+        axis, a spline joint's control frames).
+    q0, qdot0 : initial joint coordinates and velocities (reduced
+        formulation; also used to place bodies initially).
+    stiffness, damping, rest : joint spring [N m/rad or N/m], damper
+        [N m s/rad or N s/m] and rest coordinates (seed 000 §2.5).
+    friction : per-joint friction description (joint contact geometry and
+        coefficient) used by joint-friction models, or ``None``.
+    closes_loop : ``True`` for a joint that closes a kinematic loop; the
+        reduced formulation enforces it as a constraint instead of a tree edge.
+    """
+
+    name: str
+    kind: str
+    parent: str | None
+    child: str
+    frame_parent: Array | None = None
+    frame_child: Array | None = None
+    axis: Array | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    q0: Array | None = None
+    qdot0: Array | None = None
+    stiffness: float = 0.0
+    damping: float = 0.0
+    rest: Array | None = None
+    friction: Any = None
+    closes_loop: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "frame_parent", _transform(self.frame_parent, f"joint {self.name!r} frame_parent")
+        )
+        object.__setattr__(
+            self, "frame_child", _transform(self.frame_child, f"joint {self.name!r} frame_child")
+        )
+        if self.axis is not None:
+            axis = np.array(self.axis, dtype=float).reshape(-1)
+            n = np.linalg.norm(axis)
+            if axis.shape != (3,) or not np.isfinite(n) or n == 0:
+                raise ConfigurationError(
+                    f"joint {self.name!r}: axis must be a non-zero 3-vector, got {self.axis}"
+                )
+            object.__setattr__(self, "axis", axis / n)
+        for key in ("q0", "qdot0", "rest"):
+            value = getattr(self, key)
+            if value is not None:
+                arr = np.atleast_1d(np.array(value, dtype=float))
+                if not np.all(np.isfinite(arr)):
+                    raise ConfigurationError(f"joint {self.name!r}: {key} must be finite")
+                object.__setattr__(self, key, arr)
+
+
+@dataclass(frozen=True)
+class StabilizationParams:
+    """Baumgarte parameters (seed 000 eq. 1.82).
+
+    ``gamma`` [1/s] for the velocity-level form ``G phi = -gamma g``;
+    ``alpha`` [1/s] and ``beta`` [1/s] for the acceleration-level form.
+    A value of ``None`` means ``1/h`` chosen at run time.
+    """
+
+    gamma: float | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class ContactParams:
+    """Contact settings of a scene.
+
+    margin : [m] contacts are reported while the signed distance is below it,
+        so resting contacts persist.
+    stabilization : [1/s] factor ``beta`` of penetration feedback: the normal
+        right-hand side is ``-min(d, 0)*beta`` (``None`` = ``0.2/h``).
+    max_correction : [m/s] cap on the penetration-recovery velocity.
+    mu : default friction coefficient; per material pair values in ``mu_pairs``.
+    directions : number of friction directions k of the pyramid (even, >= 4).
+    """
+
+    margin: float = 0.005
+    stabilization: float | None = None
+    max_correction: float = 1.0
+    mu: float = 0.5
+    mu_pairs: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    directions: int = 4
+    restitution: float = 0.0
+
+    def friction(self, a: str, b: str) -> float:
+        """Friction coefficient between materials ``a`` and ``b``.
+
+        Rule: an explicit pair entry (either order) wins; otherwise ``mu``.
+        """
+        if (a, b) in self.mu_pairs:
+            return float(self.mu_pairs[(a, b)])
+        if (b, a) in self.mu_pairs:
+            return float(self.mu_pairs[(b, a)])
+        return float(self.mu)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A complete, immutable scene description.
+
+    Parameters
+    ----------
+    name : scenario name.
+    bodies : the dynamic bodies.
+    joints : joints (see :class:`JointSpec`), in parent-before-child order for trees.
+    constraints : extra constraints (user constraint objects, loop closures,
+        couplings, prescribed motions) realised by the formulation.
+    forces : force elements (see :mod:`contactlab.forces`).
+    static_shapes : world-fixed collision geometry (planes, static boxes).
+    gravity : (3,) [m/s^2].
+    initial_E, initial_phi : initial body transforms (nb, 4, 4) and twists
+        (nb, 6); when ``None`` the bodies are placed by the joints' ``q0``.
+    stabilization, contact : per-scene parameters.
+    dt, duration : default step size [s] and duration [s].
+    params : the scenario parameters that built the scene (for results).
+    """
+
+    name: str
+    bodies: tuple[Body, ...]
+    joints: tuple[JointSpec, ...] = ()
+    constraints: tuple[Any, ...] = ()
+    forces: tuple[Any, ...] = ()
+    static_shapes: tuple[Any, ...] = ()
+    gravity: Array = field(default_factory=lambda: GRAVITY.copy())
+    initial_E: Array | None = None
+    initial_phi: Array | None = None
+    stabilization: StabilizationParams = field(default_factory=StabilizationParams)
+    contact: ContactParams = field(default_factory=ContactParams)
+    dt: float = 1e-3
+    duration: float = 1.0
+    params: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bodies", tuple(self.bodies))
+        object.__setattr__(self, "joints", tuple(self.joints))
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        object.__setattr__(self, "forces", tuple(self.forces))
+        object.__setattr__(self, "static_shapes", tuple(self.static_shapes))
+        names = [b.name for b in self.bodies]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ConfigurationError(f"scene {self.name!r}: duplicate body names {dup}")
+        index = {n: i for i, n in enumerate(names)}
+        for j in self.joints:
+            for role, ref in (("parent", j.parent), ("child", j.child)):
+                if ref is not None and ref not in index:
+                    raise ConfigurationError(
+                        f"joint {j.name!r}: {role} body {ref!r} is not in scene {self.name!r}; "
+                        f"bodies are {names}"
+                    )
+            if j.parent == j.child:
+                raise ConfigurationError(f"joint {j.name!r} connects body {j.child!r} to itself")
+        g = np.array(self.gravity, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ConfigurationError(f"scene {self.name!r}: gravity must be a finite 3-vector")
+        object.__setattr__(self, "gravity", g)
+        if not (self.dt > 0 and np.isfinite(self.dt)):
+            raise ConfigurationError(f"scene {self.name!r}: dt must be positive, got {self.dt}")
+        nb = len(self.bodies)
+        if self.initial_E is not None:
+            E = np.array(self.initial_E, dtype=float)
+            if E.shape != (nb, 4, 4):
+                raise ConfigurationError(
+                    f"scene {self.name!r}: initial_E must have shape ({nb}, 4, 4), got {E.shape}"
+                )
+            if not np.all(np.isfinite(E)):
+                raise StateError(f"scene {self.name!r}: initial_E holds non-finite numbers")
+            if nb and not se3.is_rotation(E[:, :3, :3], tol=1e-6):
+                raise ConfigurationError(
+                    f"scene {self.name!r}: an initial rotation is not orthonormal with det +1"
+                )
+            object.__setattr__(self, "initial_E", E)
+        if self.initial_phi is not None:
+            phi = np.array(self.initial_phi, dtype=float)
+            if phi.shape != (nb, 6) or not np.all(np.isfinite(phi)):
+                raise ConfigurationError(
+                    f"scene {self.name!r}: initial_phi must be finite with shape ({nb}, 6)"
+                )
+            object.__setattr__(self, "initial_phi", phi)
+
+    # -- lookups ---------------------------------------------------------
+    @property
+    def n_bodies(self) -> int:
+        return len(self.bodies)
+
+    def body_index(self, name: str | None) -> int:
+        """Index of a body by name; ``-1`` for the world (``None``)."""
+        if name is None:
+            return -1
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise ConfigurationError(
+            f"scene {self.name!r} has no body {name!r}; bodies are {[b.name for b in self.bodies]}"
+        )
+
+    @property
+    def masses(self) -> Array:
+        """(nb,) body masses [kg]."""
+        return np.array([b.mass for b in self.bodies])
+
+    @property
+    def spatial_inertia(self) -> Array:
+        """(nb, 6) diagonals of the body-frame spatial inertias."""
+        return np.array([b.spatial_inertia for b in self.bodies]).reshape(-1, 6)
+
+    def with_(self, **changes: Any) -> Scene:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything that changes during a run.
+
+    t : time [s].
+    E : (nb, 4, 4) body transforms, body to world.
+    phi : (nb, 6) body twists in body coordinates, angular first [rad/s, m/s].
+    q, qdot : reduced coordinates and velocities, or ``None`` in maximal runs.
+    cache : solver warm starts and model memory (e.g. the previous step's
+        friction impulses); never needed for correctness.
+    """
+
+    t: float
+    E: Array
+    phi: Array
+    q: Array | None = None
+    qdot: Array | None = None
+    cache: Mapping[str, Any] = field(default_factory=dict)
+
+    def check_finite(self) -> None:
+        """Raise :class:`StateError` naming the first non-finite array."""
+        for key in ("E", "phi", "q", "qdot"):
+            value = getattr(self, key)
+            if value is not None and not np.all(np.isfinite(value)):
+                raise StateError(
+                    f"state at t={self.t:.6g} s has non-finite {key}; the step diverged — "
+                    "reduce dt, enable stabilization, or choose a more robust solver"
+                )
+
+
+def as_body_list(names: Sequence[str] | None, scene: Scene) -> list[int]:
+    """Indices of the named bodies (all bodies when ``names`` is None)."""
+    if names is None:
+        return list(range(scene.n_bodies))
+    return [scene.body_index(n) for n in names]

@@ -1,0 +1,178 @@
+"""Collision shapes and their mass properties.
+
+Every shape is described in its own frame (centre at the origin, symmetry
+axis along z for cylinders and capsules) and placed in a body frame by
+``pose`` (4x4).  ``mass_properties(density)`` returns the mass, the centre of
+mass and the inertia tensor about the centre of mass, in the shape's pose
+frame's parent (i.e. the body frame), so shapes can be combined into a
+composite body (:func:`contactlab.bodies.composite`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab.errors import ConfigurationError
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class MassProperties:
+    """mass [kg], com (3,) [m], inertia (3, 3) about the com [kg m^2]."""
+
+    mass: float
+    com: Array
+    inertia: Array
+
+
+def _pose(value: Array | None) -> Array:
+    E = np.eye(4) if value is None else np.array(value, dtype=float)
+    if E.shape != (4, 4):
+        raise ConfigurationError(f"shape pose must be 4x4, got {E.shape}")
+    return E
+
+
+def _positive(name: str, value: float) -> float:
+    if not (np.isfinite(value) and value > 0):
+        raise ConfigurationError(f"{name} must be a positive length [m], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Base class: a solid placed in the body frame by ``pose``."""
+
+    pose: Array = field(default_factory=lambda: np.eye(4), kw_only=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pose", _pose(self.pose))
+
+    def _local_mass_properties(self, density: float) -> tuple[float, Array]:
+        raise NotImplementedError(f"{type(self).__name__} has no volume")
+
+    def mass_properties(self, density: float = 1000.0) -> MassProperties:
+        """Mass properties of the solid of uniform ``density`` [kg/m^3], in the body frame."""
+        if not (np.isfinite(density) and density > 0):
+            raise ConfigurationError(f"density must be positive [kg/m^3], got {density}")
+        m, I_local = self._local_mass_properties(density)
+        R = self.pose[:3, :3]
+        return MassProperties(m, self.pose[:3, 3].copy(), R @ I_local @ R.T)
+
+    def bounding_radius(self) -> float:
+        """Radius of a sphere about the shape's origin that contains it [m]."""
+        raise NotImplementedError(f"{type(self).__name__} is unbounded")
+
+
+@dataclass(frozen=True)
+class Box(Shape):
+    """Box with half extents ``(a, b, c)`` [m]."""
+
+    half_extents: Array = field(default_factory=lambda: np.full(3, 0.5))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        h = np.array(self.half_extents, dtype=float).reshape(3)
+        for k, v in zip("xyz", h):
+            _positive(f"box half extent {k}", v)
+        object.__setattr__(self, "half_extents", h)
+
+    def _local_mass_properties(self, density: float) -> tuple[float, Array]:
+        a, b, c = 2 * self.half_extents
+        m = density * a * b * c
+        return m, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * m / 12.0
+
+    def bounding_radius(self) -> float:
+        return float(np.linalg.norm(self.half_extents))
+
+
+@dataclass(frozen=True)
+class Sphere(Shape):
+    """Sphere of ``radius`` [m]."""
+
+    radius: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("sphere radius", self.radius)
+
+    def _local_mass_properties(self, density: float) -> tuple[float, Array]:
+        m = density * 4.0 / 3.0 * np.pi * self.radius**3
+        return m, np.eye(3) * 0.4 * m * self.radius**2
+
+    def bounding_radius(self) -> float:
+        return float(self.radius)
+
+
+@dataclass(frozen=True)
+class Cylinder(Shape):
+    """Solid cylinder of ``radius`` and ``half_height`` along its z axis [m]."""
+
+    radius: float = 0.5
+    half_height: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("cylinder radius", self.radius)
+        _positive("cylinder half height", self.half_height)
+
+    def _local_mass_properties(self, density: float) -> tuple[float, Array]:
+        r, L = self.radius, 2 * self.half_height
+        m = density * np.pi * r * r * L
+        Ixx = m * (3 * r * r + L * L) / 12.0
+        return m, np.diag([Ixx, Ixx, 0.5 * m * r * r])
+
+    def bounding_radius(self) -> float:
+        return float(np.hypot(self.radius, self.half_height))
+
+
+@dataclass(frozen=True)
+class Capsule(Shape):
+    """Capsule: a cylinder of ``radius`` and ``half_height`` (z axis) with hemispherical caps."""
+
+    radius: float = 0.25
+    half_height: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("capsule radius", self.radius)
+        _positive("capsule half height", self.half_height)
+
+    def _local_mass_properties(self, density: float) -> tuple[float, Array]:
+        r, hh = self.radius, self.half_height
+        L = 2 * hh
+        mc = density * np.pi * r * r * L
+        ms = density * 4.0 / 3.0 * np.pi * r**3  # both caps together
+        # cylinder part
+        Ixx = mc * (3 * r * r + L * L) / 12.0
+        Izz = 0.5 * mc * r * r
+        # two hemispheres: each has its com at 3r/8 from its flat face; parallel axis
+        Izz += 0.4 * ms * r * r
+        d = hh + 3.0 * r / 8.0
+        Ixx += ms * (0.4 * r * r - (3.0 * r / 8.0) ** 2 + d * d)
+        return mc + ms, np.diag([Ixx, Ixx, Izz])
+
+    def bounding_radius(self) -> float:
+        return float(self.radius + self.half_height)
+
+
+@dataclass(frozen=True)
+class Plane(Shape):
+    """Static half-space ``{x : n . x <= offset}`` with outward unit ``normal``.
+
+    The surface is ``n . x = offset``; bodies are kept on the side ``n . x >= offset``.
+    """
+
+    normal: Array = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        n = np.array(self.normal, dtype=float).reshape(3)
+        norm = np.linalg.norm(n)
+        if not (np.isfinite(norm) and norm > 0):
+            raise ConfigurationError(f"plane normal must be a non-zero 3-vector, got {self.normal}")
+        object.__setattr__(self, "normal", n / norm)
