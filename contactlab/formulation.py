@@ -1,0 +1,111 @@
+"""The formulation interface: how a scene's state becomes a step problem.
+
+A formulation (maximal coordinates, reduced coordinates, ...) is built once
+from an immutable :class:`~contactlab.scene.Scene` and then, every step,
+
+1. ``assemble(state, h, contacts)`` poses the velocity-level
+   :class:`~contactlab.problem.StepProblem` (mass matrix, free momentum,
+   bilateral rows with Baumgarte terms, contact rows mapped into its
+   coordinates);
+2. a contact model solves it (:mod:`contactlab.models`);
+3. ``advance(state, solution, h)`` integrates positions and returns the new
+   :class:`~contactlab.scene.State`.
+
+``metrics(state)`` reports energies, momentum and position-level drift the
+same way for every formulation; ``maximal(state)`` gives body transforms and
+twists so collision, trajectories and plots never depend on the formulation.
+Formulations are registered by name (see :func:`register_formulation`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab.errors import UnknownNameError
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.scene import Scene, State
+
+Array = NDArray[np.float64]
+
+
+class Formulation(ABC):
+    """Base class of formulations; subclasses set ``name`` and implement the steps."""
+
+    name: str = ""
+    #: whether position-level constraint drift is possible (maximal joints)
+    has_joint_drift: bool = True
+
+    def __init__(self, scene: Scene) -> None:
+        self.scene = scene
+
+    @abstractmethod
+    def initial_state(self) -> State:
+        """The state at t = 0."""
+
+    @abstractmethod
+    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+        """Pose the step problem at ``state`` for step size ``h`` [s]."""
+
+    @abstractmethod
+    def advance(self, state: State, solution: StepSolution, h: float) -> State:
+        """Integrate positions with the solved velocities; return the next state."""
+
+    @abstractmethod
+    def maximal(self, state: State) -> tuple[Array, Array]:
+        """Body transforms (nb, 4, 4) and body twists (nb, 6) of ``state``."""
+
+    @abstractmethod
+    def metrics(self, state: State) -> dict[str, float]:
+        """Per-state physical metrics.
+
+        Keys (all formulations): ``kinetic_energy`` [J], ``potential_energy``
+        [J] (gravity plus force elements), ``total_energy`` [J],
+        ``linear_momentum_x/y/z`` [kg m/s], ``angular_momentum_x/y/z``
+        [kg m^2/s] (about the world origin), ``constraint_error`` (largest
+        position-level bilateral drift, [m] or [rad]).
+        """
+
+
+_FORMULATIONS: dict[str, Callable[[Scene], Formulation]] = {}
+
+
+def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formulation]]:
+    """Class decorator registering a formulation under ``name``."""
+
+    def wrap(cls: type[Formulation]) -> type[Formulation]:
+        cls.name = name
+        _FORMULATIONS[name] = cls
+        return cls
+
+    return wrap
+
+
+def _load_builtin() -> None:
+    # Importing the built-in formulation packages registers them.
+    import importlib
+
+    for module in ("contactlab.maximal", "contactlab.reduced"):
+        try:
+            importlib.import_module(module)
+        except ImportError as err:  # pragma: no cover - only while a package is absent
+            if err.name != module:
+                raise
+
+
+def formulation_names() -> list[str]:
+    """Names of the registered formulations."""
+    _load_builtin()
+    return sorted(_FORMULATIONS)
+
+
+def make_formulation(name: str, scene: Scene) -> Formulation:
+    """Build the formulation ``name`` for ``scene``."""
+    _load_builtin()
+    if name not in _FORMULATIONS:
+        raise UnknownNameError("formulation", name, list(_FORMULATIONS))
+    return _FORMULATIONS[name](scene)

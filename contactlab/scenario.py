@@ -1,0 +1,164 @@
+"""Scenarios: named, parameterised scene builders, discovered through entry points.
+
+A scenario is a function returning a :class:`~contactlab.scene.Scene`; its
+keyword parameters (with defaults and annotations) are the scenario's
+parameters, settable from the command line with ``--set KEY=VALUE``::
+
+    from contactlab.scenario import scenario
+
+    @scenario("pendulum", formulations=("maximal", "reduced"))
+    def pendulum(length: float = 1.0, mass: float = 1.0, angle_deg: float = 10.0) -> Scene:
+        '''One link on a hinge.  length [m], mass [kg], initial angle [deg].'''
+        ...
+
+The decorator returns a :class:`Scenario` object; no global state is kept.
+A package exposes a mapping ``name -> Scenario`` through the entry-point group
+``contactlab.scenarios`` (the built-in ``scenarios`` package declares
+``builtin = "scenarios:SCENARIOS"`` in ``pyproject.toml``), and
+:func:`load_scenarios` gathers every such mapping.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from contactlab.errors import ConfigurationError, ParameterError, UnknownNameError
+from contactlab.scene import Scene
+
+ENTRY_POINT_GROUP = "contactlab.scenarios"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A scenario parameter: name, default value, type and description."""
+
+    name: str
+    default: Any
+    type: type
+    doc: str = ""
+
+    def parse(self, value: Any) -> Any:
+        """Convert a command-line string (or a Python value) to the parameter's type."""
+        if not isinstance(value, str):
+            if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+            if isinstance(value, self.type):
+                return value
+            raise ParameterError(
+                f"parameter {self.name!r} expects {self.type.__name__}, got "
+                f"{type(value).__name__} {value!r}"
+            )
+        try:
+            if self.type is bool:
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            if self.type in (tuple, list):
+                parts = [p for p in value.replace(" ", "").split(",") if p]
+                return self.type(float(p) for p in parts)
+            return self.type(value)
+        except ValueError as err:
+            raise ParameterError(
+                f"parameter {self.name!r} expects {self.type.__name__}, got {value!r}; "
+                f"for example --set {self.name}={self.default}"
+            ) from err
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named scene builder with typed parameters."""
+
+    name: str
+    builder: Callable[..., Scene]
+    parameters: Mapping[str, Parameter]
+    description: str
+    formulations: tuple[str, ...] = ("maximal",)
+
+    def defaults(self) -> dict[str, Any]:
+        return {k: p.default for k, p in self.parameters.items()}
+
+    def resolve(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Defaults updated with ``overrides`` (strings are parsed); unknown names rejected."""
+        values = self.defaults()
+        for key, value in (overrides or {}).items():
+            if key not in self.parameters:
+                raise ParameterError(
+                    f"scenario {self.name!r} has no parameter {key!r}; its parameters are "
+                    f"{', '.join(self.parameters) or '(none)'}"
+                )
+            values[key] = self.parameters[key].parse(value)
+        return values
+
+    def build(self, **overrides: Any) -> Scene:
+        """Build the scene with parameters ``overrides`` (defaults for the rest)."""
+        values = self.resolve(overrides)
+        scene = self.builder(**values)
+        if not isinstance(scene, Scene):
+            raise ConfigurationError(
+                f"scenario {self.name!r} returned {type(scene).__name__}, not a Scene"
+            )
+        return scene.with_(params=dict(values), name=self.name)
+
+    def __call__(self, **overrides: Any) -> Scene:
+        return self.build(**overrides)
+
+
+def scenario(
+    name: str, *, formulations: tuple[str, ...] = ("maximal",)
+) -> Callable[[Callable[..., Scene]], Scenario]:
+    """Decorator turning a scene-building function into a :class:`Scenario`."""
+
+    def wrap(fn: Callable[..., Scene]) -> Scenario:
+        sig = inspect.signature(fn)
+        doc = inspect.getdoc(fn) or ""
+        params: dict[str, Parameter] = {}
+        for p in sig.parameters.values():
+            if p.default is inspect.Parameter.empty:
+                raise ConfigurationError(
+                    f"scenario {name!r}: parameter {p.name!r} needs a default value"
+                )
+            ptype = type(p.default)
+            params[p.name] = Parameter(p.name, p.default, ptype, _param_doc(doc, p.name))
+        return Scenario(name, fn, params, doc.split("\n\n")[0].replace("\n", " "), formulations)
+
+    return wrap
+
+
+def _param_doc(doc: str, name: str) -> str:
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(f"{name} :") or stripped.startswith(f"{name}:"):
+            return stripped.split(":", 1)[1].strip()
+    return ""
+
+
+def load_scenarios() -> dict[str, Scenario]:
+    """Every scenario registered in the ``contactlab.scenarios`` entry-point group."""
+    found: dict[str, Scenario] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        mapping = ep.load()
+        if callable(mapping) and not isinstance(mapping, Mapping):
+            mapping = mapping()
+        for key, value in dict(mapping).items():
+            if not isinstance(value, Scenario):
+                raise ConfigurationError(
+                    f"entry point {ep.name!r} in group {ENTRY_POINT_GROUP!r} maps {key!r} to "
+                    f"{type(value).__name__}, not a Scenario"
+                )
+            found[key] = value
+    return found
+
+
+def get_scenario(name: str) -> Scenario:
+    """The registered scenario ``name`` (clear error listing known names otherwise)."""
+    found = load_scenarios()
+    if name not in found:
+        raise UnknownNameError("scenario", name, list(found))
+    return found[name]
