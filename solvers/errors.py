@@ -46,9 +46,7 @@ class SolverNotFound(SolverError, LookupError):
         self.installed = list(installed)
         self.reason = reason
         head = (
-            f"backend {name!r} is unavailable: {reason}"
-            if reason
-            else f"unknown backend {name!r}"
+            f"backend {name!r} is unavailable: {reason}" if reason else f"unknown backend {name!r}"
         )
         super().__init__(f"{head}; installed backends: {', '.join(self.installed) or 'none'}")
 

@@ -25,7 +25,11 @@ _SYMMETRY_RTOL = 1e-10
 
 def _as_sparse(name: str, value: object, shape: tuple[int, int] | None, fmt: str) -> sp.csc_matrix:
     try:
-        mat = sp.csc_matrix(value, dtype=np.float64) if fmt == "csc" else sp.csr_matrix(value, dtype=np.float64)
+        mat = (
+            sp.csc_matrix(value, dtype=np.float64)
+            if fmt == "csc"
+            else sp.csr_matrix(value, dtype=np.float64)
+        )
     except (TypeError, ValueError) as err:
         raise ProblemError(name, f"cannot be read as a float matrix ({err})") from err
     if shape is not None and mat.shape != shape:
@@ -50,13 +54,21 @@ def _as_vector(name: str, value: ArrayLike, n: int, *, finite: bool) -> NDArray[
     return arr.copy()
 
 
-def _index_array(name: str, value: ArrayLike, shape_tail: tuple[int, ...], n: int) -> NDArray[np.int64]:
+def _index_array(
+    name: str, value: ArrayLike, shape_tail: tuple[int, ...], n: int
+) -> NDArray[np.int64]:
     arr = np.asarray(value)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise ProblemError(name, f"must hold integer indices, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64).reshape((-1, *shape_tail)) if arr.size else np.zeros((0, *shape_tail), np.int64)
+    arr = (
+        arr.astype(np.int64).reshape((-1, *shape_tail))
+        if arr.size
+        else np.zeros((0, *shape_tail), np.int64)
+    )
     if arr.size and (arr.min() < 0 or arr.max() >= n):
-        raise ProblemError(name, f"indices must lie in [0, {n}), got range [{arr.min()}, {arr.max()}]")
+        raise ProblemError(
+            name, f"indices must lie in [0, {n}), got range [{arr.min()}, {arr.max()}]"
+        )
     return arr
 
 
@@ -64,8 +76,11 @@ def _check_bounds(lname: str, uname: str, lo: NDArray[np.float64], hi: NDArray[n
     bad = np.flatnonzero(lo > hi)
     if bad.size:
         i = int(bad[0])
-        raise ProblemError(f"{lname}/{uname}", f"{lname}[{i}] = {lo[i]} exceeds {uname}[{i}] = {hi[i]} "
-                           f"({bad.size} such rows); need {lname} <= {uname}")
+        raise ProblemError(
+            f"{lname}/{uname}",
+            f"{lname}[{i}] = {lo[i]} exceeds {uname}[{i}] = {hi[i]} "
+            f"({bad.size} such rows); need {lname} <= {uname}",
+        )
 
 
 def is_symmetric(mat: sp.spmatrix, rtol: float = _SYMMETRY_RTOL) -> bool:
@@ -104,7 +119,10 @@ class SOCBlocks:
         normal = _index_array("soc.normal", self.normal, (), n)
         tangent = _index_array("soc.tangent", self.tangent, (2,), n)
         if tangent.shape[0] != normal.shape[0]:
-            raise ProblemError("soc.tangent", f"has {tangent.shape[0]} rows, expected {normal.shape[0]} (one per contact)")
+            raise ProblemError(
+                "soc.tangent",
+                f"has {tangent.shape[0]} rows, expected {normal.shape[0]} (one per contact)",
+            )
         mu = _as_vector("soc.mu", self.mu, normal.shape[0], finite=True)
         if np.any(mu < 0):
             raise ProblemError("soc.mu", "friction coefficients must be >= 0")
@@ -162,16 +180,22 @@ class QP:
         n = q_arr.shape[0]
         self.P = _as_sparse("P", P, (n, n), "csc")
         if not is_symmetric(self.P):
-            raise ProblemError("P", "must be symmetric; pass (P + P.T) / 2 if only one triangle is meant")
+            raise ProblemError(
+                "P", "must be symmetric; pass (P + P.T) / 2 if only one triangle is meant"
+            )
         self.q = _as_vector("q", q_arr, n, finite=True)
         if A is None:
             if l is not None or u is not None:
-                raise ProblemError("A", "is None but bounds l/u were given; pass A (e.g. identity for bounds on x)")
+                raise ProblemError(
+                    "A", "is None but bounds l/u were given; pass A (e.g. identity for bounds on x)"
+                )
             self.A = sp.csc_matrix((0, n))
         else:
             self.A = _as_sparse("A", A, None, "csc")
             if self.A.shape[1] != n:
-                raise ProblemError("A", f"has {self.A.shape[1]} columns, expected n = {n} (length of q)")
+                raise ProblemError(
+                    "A", f"has {self.A.shape[1]} columns, expected n = {n} (length of q)"
+                )
         m = self.A.shape[0]
         self.l = _as_vector("l", np.full(m, -np.inf) if l is None else l, m, finite=False)
         self.u = _as_vector("u", np.full(m, np.inf) if u is None else u, m, finite=False)
@@ -263,8 +287,12 @@ class QP:
             return cls(P, q_arr)
         for blk in blocks:
             if blk.shape[1] != n:
-                raise ProblemError("G/A", f"constraint matrix has {blk.shape[1]} columns, expected {n}")
-        return cls(P, q_arr, sp.vstack(blocks, format="csc"), np.concatenate(lows), np.concatenate(ups))
+                raise ProblemError(
+                    "G/A", f"constraint matrix has {blk.shape[1]} columns, expected {n}"
+                )
+        return cls(
+            P, q_arr, sp.vstack(blocks, format="csc"), np.concatenate(lows), np.concatenate(ups)
+        )
 
     def __repr__(self) -> str:
         cones = f", soc={self.soc.count}" if self.soc is not None else ""
@@ -312,14 +340,18 @@ class FrictionBlocks:
         k = tangent.shape[1] if tangent.ndim == 2 else 1
         tangent = _index_array("blocks.tangent", tangent, (k,), n)
         if tangent.shape[0] != normal.shape[0]:
-            raise ProblemError("blocks.tangent", f"has {tangent.shape[0]} rows, expected {normal.shape[0]}")
+            raise ProblemError(
+                "blocks.tangent", f"has {tangent.shape[0]} rows, expected {normal.shape[0]}"
+            )
         mu = _as_vector("blocks.mu", self.mu, normal.shape[0], finite=True)
         if np.any(mu < 0):
             raise ProblemError("blocks.mu", "friction coefficients must be >= 0")
         if self.cone not in ("box", "disc"):
             raise ProblemError("blocks.cone", f"must be 'box' or 'disc', got {self.cone!r}")
         if self.cone == "disc" and k != 2:
-            raise ProblemError("blocks.tangent", f"cone='disc' needs 2 tangent rows per contact, got {k}")
+            raise ProblemError(
+                "blocks.tangent", f"cone='disc' needs 2 tangent rows per contact, got {k}"
+            )
         used = np.concatenate([normal, tangent.ravel()])
         if np.unique(used).size != used.size:
             raise ProblemError("blocks", "a row appears in more than one block slot")
@@ -385,7 +417,9 @@ class LCP:
             self.lo[t] = -np.inf
             self.hi[t] = np.inf
             if np.any(self.lo[self.blocks.normal] < 0):
-                raise ProblemError("lo", "normal rows of friction blocks need lo >= 0 (mu * z_n bounds friction)")
+                raise ProblemError(
+                    "lo", "normal rows of friction blocks need lo >= 0 (mu * z_n bounds friction)"
+                )
         _check_bounds("lo", "hi", self.lo, self.hi)
         if np.any(self.lo == np.inf) or np.any(self.hi == -np.inf):
             raise ProblemError("lo/hi", "lo = +inf or hi = -inf leaves no admissible z")
@@ -402,7 +436,7 @@ class LCP:
 
     @property
     def free_rows(self) -> NDArray[np.int64]:
-        """Rows with ``lo = -inf`` and ``hi = +inf`` outside friction blocks (equalities ``w_i = 0``)."""
+        """Rows with ``lo = -inf``, ``hi = +inf`` outside friction blocks (``w_i = 0``)."""
         free = (self.lo == -np.inf) & (self.hi == np.inf)
         if self.blocks is not None:
             free[self.blocks.tangent.ravel()] = False

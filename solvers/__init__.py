@@ -1,0 +1,39 @@
+"""contactlab's solver-adapter layer: QP and LCP problems, conversions, backends, results.
+
+Depends on numpy/scipy (and numba for the Gauss--Seidel kernel); each backend's
+package is imported only when that backend runs.  Never imports ``contactlab``.
+
+Example
+-------
+>>> import numpy as np, scipy.sparse as sp
+>>> from solvers import QP, solve
+>>> qp = QP(sp.identity(2), np.array([1.0, -1.0]), sp.identity(2), np.zeros(2), np.full(2, np.inf))
+>>> res = solve(qp, "osqp", tol=1e-9)
+>>> res.status, np.round(res.x, 6).tolist(), np.round(res.y, 6).tolist()
+('optimal', [0.0, 1.0], [-1.0, -0.0])
+"""
+
+from __future__ import annotations
+
+from solvers.dispatch import solve
+from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
+from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
+from solvers.registry import available_backends, backend_table, get_backend
+from solvers.result import STATUSES, SolverResult
+
+__all__ = [
+    "LCP",
+    "QP",
+    "STATUSES",
+    "FrictionBlocks",
+    "IncompatibleProblem",
+    "ProblemError",
+    "SOCBlocks",
+    "SolverError",
+    "SolverNotFound",
+    "SolverResult",
+    "available_backends",
+    "backend_table",
+    "get_backend",
+    "solve",
+]

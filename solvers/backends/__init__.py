@@ -1,0 +1,22 @@
+"""Built-in backends.  ``BACKENDS`` is registered under the ``solvers.backends`` entry point.
+
+Importing this package imports no native solver library: each backend imports
+its package inside ``solve_*``.
+"""
+
+from __future__ import annotations
+
+from solvers.backends.base import Backend, SolveOptions
+from solvers.backends.kkt import KKTBackend
+from solvers.backends.lemke import LemkeBackend
+from solvers.backends.osqp_ import OSQPBackend
+from solvers.backends.pgs import PGSBackend
+
+BACKENDS: list[type[Backend]] = [
+    KKTBackend,
+    OSQPBackend,
+    PGSBackend,
+    LemkeBackend,
+]
+
+__all__ = ["BACKENDS", "Backend", "SolveOptions"]

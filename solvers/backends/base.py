@@ -1,0 +1,117 @@
+"""The small plug-in base class every backend derives from.
+
+A backend declares what differs: its name, the modules it needs (checked with
+:func:`importlib.util.find_spec`, so listing backends never imports a native
+library), the forms it accepts, the tolerance it reaches with default settings
+and a ``STATUS_MAP`` from its own codes to :data:`solvers.result.STATUSES`.
+It implements ``solve_qp`` and/or ``solve_lcp``; the layer does validation,
+conversions, residuals and timing bookkeeping around it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from solvers.problems import LCP, QP
+from solvers.result import RawSolution
+
+
+@dataclass
+class SolveOptions:
+    """Options common to every backend, as passed by :func:`solvers.solve`.
+
+    Attributes
+    ----------
+    tol
+        Requested absolute residual tolerance.
+    max_iter
+        Iteration cap, or ``None`` for the backend's default.
+    x0, y0
+        Warm-start primal (``x`` or ``z``) and multipliers (QP ``y``), or ``None``.
+    time_limit
+        Wall-time limit [s], or ``None``.
+    settings
+        Backend-specific settings passed through unchanged.
+    """
+
+    tol: float = 1e-8
+    max_iter: int | None = None
+    x0: NDArray[np.float64] | None = None
+    y0: NDArray[np.float64] | None = None
+    time_limit: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend:
+    """Base class of solver backends.
+
+    Subclasses set the class attributes and override :meth:`solve_qp` and/or
+    :meth:`solve_lcp`.  One instance per name lives in the registry, so a
+    backend may cache work between calls (the ``kkt`` factorisation).
+    """
+
+    #: Registry name, e.g. ``"osqp"`` or ``"qpsolvers:quadprog"``.
+    name: ClassVar[str] = ""
+    #: One-line description for tables.
+    description: ClassVar[str] = ""
+    #: Algorithm family: direct, admm, interior-point, active-set, iterative, pivoting.
+    kind: ClassVar[str] = ""
+    #: Top-level modules that must be importable.
+    required_modules: ClassVar[tuple[str, ...]] = ()
+    #: The pip extra of contactlab that installs the modules, if any.
+    extra: ClassVar[str | None] = None
+    accepts_qp: ClassVar[bool] = False
+    accepts_lcp: ClassVar[bool] = False
+    supports_soc: ClassVar[bool] = False
+    supports_warm_start: ClassVar[bool] = False
+    #: QP backends only: every row must be an equality (``l == u``).
+    equality_only: ClassVar[bool] = False
+    #: LCP backends only: whether friction blocks (bounds following z_n) are handled.
+    supports_friction_blocks: ClassVar[bool] = False
+    #: LCP backends only: whether general box bounds are handled (else standard/mixed only).
+    supports_box_lcp: ClassVar[bool] = True
+    #: Accuracy (max residual) reached with default settings on well-scaled problems.
+    tolerance: ClassVar[float] = 1e-6
+    #: Backend status code -> shared status string.
+    STATUS_MAP: ClassVar[dict[Any, str]] = {}
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """``(available, reason)``; the reason names the missing module and the pip extra."""
+        for mod in cls.required_modules:
+            if importlib.util.find_spec(mod) is None:
+                hint = f"pip install contactlab[{cls.extra}]" if cls.extra else f"pip install {mod}"
+                return False, f"module {mod!r} is not installed ({hint})"
+        return True, ""
+
+    @classmethod
+    def map_status(cls, code: Any) -> str:
+        """Shared status for a backend code; unknown codes map to ``numerical_error``."""
+        return cls.STATUS_MAP.get(code, "numerical_error")
+
+    @classmethod
+    def forms(cls) -> list[str]:
+        """Problem forms accepted natively, for tables."""
+        out: list[str] = []
+        if cls.accepts_qp:
+            out.append("qp (equality only)" if cls.equality_only else "qp")
+        if cls.supports_soc:
+            out.append("soc")
+        if cls.accepts_lcp:
+            out.append("box lcp" if cls.supports_box_lcp else "standard lcp")
+        if cls.supports_friction_blocks:
+            out.append("friction blocks")
+        return out
+
+    def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
+        """Solve a QP the backend accepts (the layer checked compatibility)."""
+        raise NotImplementedError(f"{self.name} does not solve QPs")
+
+    def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:
+        """Solve an LCP the backend accepts (the layer checked compatibility)."""
+        raise NotImplementedError(f"{self.name} does not solve LCPs")

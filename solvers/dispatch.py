@@ -1,0 +1,254 @@
+"""``solve(problem, backend)``: route a problem to a backend, converting when the forms differ.
+
+The layer, not the backend, computes residuals and objective, so every backend
+is measured the same way.  Conversions applied are named in the result; a
+problem a backend cannot take, with no conversion that applies, raises
+:class:`~solvers.errors.IncompatibleProblem` naming what would help.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from solvers import conversions as cv
+from solvers.backends.base import Backend, SolveOptions
+from solvers.errors import IncompatibleProblem, ProblemError, SolverError
+from solvers.problems import LCP, QP
+from solvers.registry import available_backends, get_backend, registered
+from solvers.residuals import lcp_residuals, qp_residuals
+from solvers.result import RawSolution, SolverResult
+
+Vec = NDArray[np.float64]
+WarmStart = SolverResult | tuple[ArrayLike, ArrayLike | None] | ArrayLike | None
+
+
+def _fitting(pred: Callable[[type[Backend]], bool]) -> str:
+    names = [n for n in available_backends() if pred(registered()[n])]
+    return ", ".join(names) if names else "none installed"
+
+
+def _warm(warm_start: WarmStart) -> tuple[Vec | None, Vec | None]:
+    if warm_start is None:
+        return None, None
+    if isinstance(warm_start, SolverResult):
+        return warm_start.x, warm_start.y
+    if isinstance(warm_start, tuple):
+        x, y = warm_start
+        return np.asarray(x, float), None if y is None else np.asarray(y, float)
+    return np.asarray(warm_start, float), None
+
+
+def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
+    try:
+        return fn()
+    except SolverError:
+        raise
+    except Exception as err:  # a backend failure is a result, so a sweep can go on
+        return RawSolution(
+            np.full(n, np.nan),
+            None,
+            "numerical_error",
+            f"backend raised {type(err).__name__}: {err}",
+        )
+
+
+def solve(
+    problem: QP | LCP,
+    backend: str = "osqp",
+    *,
+    tol: float = 1e-8,
+    max_iter: int | None = None,
+    warm_start: WarmStart = None,
+    time_limit: float | None = None,
+    **backend_settings: Any,
+) -> SolverResult:
+    """Solve a :class:`QP` or :class:`LCP` with the named backend.
+
+    Parameters
+    ----------
+    problem
+        The problem.
+    backend
+        A name from :func:`available_backends` (``"osqp"``, ``"kkt"``,
+        ``"pgs"``, ``"lemke"``, ``"cvxpy:clarabel"``, ``"qpsolvers:quadprog"`` ...).
+    tol
+        Requested absolute tolerance, passed to the backend's own settings.
+    max_iter
+        Iteration cap (backend default if ``None``).
+    warm_start
+        A previous :class:`SolverResult`, an ``x`` (or ``z``) array, or a
+        tuple ``(x, y)``; ignored with a warning by backends without warm start.
+    time_limit
+        Wall-time limit [s] where the backend supports one.
+    **backend_settings
+        Passed unchanged to the backend (e.g. ``polish=True`` for OSQP,
+        ``omega=1.3`` for PGS).
+
+    Returns
+    -------
+    SolverResult
+        With residuals computed by the layer on the problem as given.
+    """
+    be = get_backend(backend)
+    if tol <= 0 or not np.isfinite(tol):
+        raise ProblemError("tol", f"must be a positive finite number, got {tol}")
+    x0, y0 = _warm(warm_start)
+    if x0 is not None and not be.supports_warm_start:
+        warnings.warn(f"backend {be.name!r} has no warm start; warm_start is ignored", stacklevel=2)
+        x0 = y0 = None
+    opts = SolveOptions(tol, max_iter, x0, y0, time_limit, dict(backend_settings))
+    if isinstance(problem, QP):
+        return _solve_qp(problem, be, opts)
+    if isinstance(problem, LCP):
+        return _solve_lcp(problem, be, opts)
+    raise ProblemError(
+        "problem", f"expected a solvers.QP or solvers.LCP, got {type(problem).__name__}"
+    )
+
+
+def _check_qp(qp: QP, be: Backend) -> None:
+    if qp.soc is not None and not be.supports_soc:
+        raise IncompatibleProblem(
+            f"backend {be.name!r} does not handle second-order cones (QP.soc); "
+            f"cone-capable backends: {_fitting(lambda c: c.supports_soc)}"
+        )
+    if be.equality_only and not qp.is_equality_only:
+        k = int(np.sum(qp.l != qp.u))
+        raise IncompatibleProblem(
+            f"backend {be.name!r} solves only equality-constrained QPs (l == u), this QP has "
+            f"{k} inequality rows; use osqp, a cvxpy:/qpsolvers: backend, or pgs for "
+            f"bound-constrained QPs (inequality-capable: "
+            f"{_fitting(lambda c: (c.accepts_qp and not c.equality_only) or c.accepts_lcp)})"
+        )
+
+
+def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
+    convs: list[str] = []
+    t0 = time.perf_counter()
+    if be.accepts_qp:
+        _check_qp(qp, be)
+        raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
+        x, y = raw.x, raw.y
+    elif be.accepts_lcp:
+        if qp.soc is not None:
+            _check_qp(qp, be)
+        bound = cv.bound_qp_to_lcp(qp)
+        if bound is not None:
+            lcp, recover = bound
+            convs.append(cv.BOUND_QP_TO_LCP)
+        else:
+            try:
+                lcp, recover = cv.qp_to_dual_lcp(qp)
+            except ProblemError as err:
+                raise IncompatibleProblem(
+                    f"backend {be.name!r} takes LCPs; this QP has general rows and P is not "
+                    f"positive definite, so neither the bound-constrained nor the dual LCP form "
+                    f"applies ({err}); use a QP backend: "
+                    f"{_fitting(lambda c: c.accepts_qp and not c.equality_only)}"
+                ) from err
+            convs.append(cv.QP_TO_DUAL_LCP)
+            opts = SolveOptions(opts.tol, opts.max_iter, None, None, opts.time_limit, opts.settings)
+        t_conv = time.perf_counter() - t0
+        raw, more = _run_lcp(lcp, be, opts)
+        convs.extend(more)
+        raw.setup_time += t_conv
+        x, y = recover(raw.x) if np.all(np.isfinite(raw.x)) else (np.full(qp.n, np.nan), None)
+    else:
+        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+    finite = np.all(np.isfinite(x))
+    res = qp_residuals(qp, x, y, raw.z_soc) if finite else _nan_residuals()
+    obj = qp.objective(x) if finite else float("nan")
+    return SolverResult(
+        x,
+        y,
+        raw.status,
+        raw.message,
+        raw.iterations,
+        raw.setup_time,
+        raw.solve_time,
+        obj,
+        res,
+        be.name,
+        convs,
+        z_soc=raw.z_soc,
+    )
+
+
+def _nan_residuals() -> dict[str, float]:
+    return {"primal": float("nan"), "dual": float("nan"), "complementarity": float("nan")}
+
+
+def _run_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> tuple[RawSolution, list[str]]:
+    """Solve an LCP on an LCP backend, reducing it to the form the backend takes."""
+    if lcp.blocks is not None and not be.supports_friction_blocks:
+        raise IncompatibleProblem(
+            f"backend {be.name!r} does not handle friction blocks; "
+            f"use {_fitting(lambda c: c.supports_friction_blocks)}"
+        )
+    if be.supports_box_lcp:
+        return _call(lambda: be.solve_lcp(lcp, opts), lcp.n), []
+    convs: list[str] = []
+    t0 = time.perf_counter()
+    work, back = lcp, [lambda z: z]
+    if lcp.free_rows.size:
+        red = cv.mixed_lcp_to_lcp(work)
+        work = red.lcp
+        back.append(red.recover)
+        convs.append(cv.MIXED_TO_LCP)
+    if not work.is_standard:
+        std, rec = cv.box_lcp_to_standard(work)
+        work = std
+        back.append(rec)
+        convs.append(cv.BOX_TO_STANDARD)
+    if convs:
+        opts = SolveOptions(opts.tol, opts.max_iter, None, None, opts.time_limit, opts.settings)
+    t_conv = time.perf_counter() - t0
+    raw = _call(lambda: be.solve_lcp(work, opts), work.n)
+    z = raw.x
+    if np.all(np.isfinite(z)):
+        for fn in reversed(back):
+            z = fn(z)
+    else:
+        z = np.full(lcp.n, np.nan)
+    raw.x = z
+    raw.setup_time += t_conv
+    return raw, convs
+
+
+def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
+    if be.accepts_lcp:
+        raw, convs = _run_lcp(lcp, be, opts)
+    elif be.accepts_qp:
+        t0 = time.perf_counter()
+        qp, _ = cv.lcp_to_qp(lcp)
+        _check_qp(qp, be)
+        t_conv = time.perf_counter() - t0
+        raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
+        raw.setup_time += t_conv
+        convs = [cv.LCP_TO_QP]
+    else:
+        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+    z = raw.x
+    finite = bool(np.all(np.isfinite(z)))
+    w = lcp.w(z) if finite else np.full(lcp.n, np.nan)
+    res = lcp_residuals(lcp, z) if finite else _nan_residuals()
+    return SolverResult(
+        z,
+        None,
+        raw.status,
+        raw.message,
+        raw.iterations,
+        raw.setup_time,
+        raw.solve_time,
+        float(z @ w) if finite else float("nan"),
+        res,
+        be.name,
+        convs,
+        w=w,
+    )
