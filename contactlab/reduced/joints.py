@@ -1,0 +1,289 @@
+"""Joint maps of the reduced formulation: ``Q(q)``, ``S(q)`` and ``Sdot(q, qdot)``.
+
+A joint relates its frame to the parent's joint frame by ``Q(q)`` (seed 000,
+eq. 2.22).  Its Jacobian ``S`` holds, column by column, the body twist of
+``Q`` per unit rate of each coordinate (seed 000, eq. 2.29),
+
+.. math::
+
+    [S_k] = Q^{-1} \\frac{\\partial Q}{\\partial q_k},
+
+so the relative twist of the joint, in the joint frame, is ``S qdot``.
+``Sdot`` is its time derivative along ``qdot``.
+
+A subclass declares only what differs.  Most joints are products of
+exponentials of fixed screws with scalar functions of ``q``
+(:class:`ProductOfExponentialsJoint`): revolute, prismatic, planar,
+translational, universal, Euler-angle spherical, and the spline joints
+(:mod:`contactlab.reduced.spline`).  They declare their screws and the
+functions; the base derives ``Q``, ``S`` and ``Sdot`` with one backward
+recursion (the recursion of seed 003, Alg. 4 and 5, written once).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError
+
+Array = NDArray[np.float64]
+
+E_X = np.array([1.0, 0.0, 0.0])
+E_Y = np.array([0.0, 1.0, 0.0])
+E_Z = np.array([0.0, 0.0, 1.0])
+
+
+def _unit(axis: ArrayLike | None, default: Array, what: str) -> Array:
+    a = default if axis is None else np.asarray(axis, dtype=float).reshape(-1)
+    n = np.linalg.norm(a)
+    if a.shape != (3,) or not np.isfinite(n) or n == 0.0:
+        raise ConfigurationError(f"{what} must be a non-zero finite 3-vector, got {axis!r}")
+    return a / n
+
+
+class Joint(ABC):
+    """A joint map with ``ndof`` coordinates.
+
+    Subclasses implement :meth:`evaluate` (or the three of :meth:`Q`,
+    :meth:`S`, :meth:`Sdot`); the others are derived.
+    """
+
+    ndof: int = 0
+
+    def Q(self, q: ArrayLike) -> Array:
+        """(4, 4) joint transform, child joint frame in the parent's joint frame."""
+        q = np.asarray(q, dtype=float)
+        return self.evaluate(q, np.zeros_like(q))[0]
+
+    def S(self, q: ArrayLike) -> Array:
+        """(6, ndof) joint Jacobian in the joint frame (seed 000, eq. 2.29)."""
+        q = np.asarray(q, dtype=float)
+        return self.evaluate(q, np.zeros_like(q))[1]
+
+    def Sdot(self, q: ArrayLike, qdot: ArrayLike) -> Array:
+        """(6, ndof) time derivative of :meth:`S` along ``qdot``."""
+        return self.evaluate(np.asarray(q, dtype=float), np.asarray(qdot, dtype=float))[2]
+
+    @abstractmethod
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        """``(Q, S, Sdot)`` at once, sharing the work."""
+
+    def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
+        """A better chart for ``(q, qdot)`` describing the same motion, or ``None``.
+
+        Only joints with singular charts (exponential coordinates) override this.
+        """
+        return None
+
+    def sample(self, rng: np.random.Generator) -> Array:
+        """A random configuration in the joint's useful range (tests, benchmarks)."""
+        return rng.uniform(-1.0, 1.0, self.ndof)
+
+
+class FixedJoint(Joint):
+    """No freedom: ``Q = I``, ``S`` is (6, 0) (seed 000 §2.4.1)."""
+
+    ndof = 0
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        return np.eye(4), np.zeros((6, 0)), np.zeros((6, 0))
+
+
+class ProductOfExponentialsJoint(Joint):
+    """``Q(q) = P(q) exp([xi_1] theta_1(q)) ... exp([xi_K] theta_K(q))``.
+
+    ``P`` is a prefix transform that is piecewise constant in ``q`` (a spline
+    joint's first control frame), the ``xi_k`` are fixed twists and the
+    ``theta_k`` scalar functions.  With ``A_k = Ad(exp(-[xi_k] theta_k))`` and
+    ``T_k = A_K ... A_{k+1}``,
+
+    .. math::
+
+        S = \\sum_k T_k \\xi_k \\, \\partial\\theta_k/\\partial q, \\qquad
+        \\dot A_k = -\\mathrm{ad}(\\xi_k) A_k \\dot\\theta_k ,
+
+    which is seed 003, Alg. 4 and 5 (S and its Hessian contracted with
+    ``qdot``) for any number of factors.
+    """
+
+    @abstractmethod
+    def factors(self, q: Array) -> tuple[Array, Array, Array, Array, Array]:
+        """``(P (4,4), xi (K,6), theta (K,), dtheta (K,n), d2theta (K,n,n))``."""
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        P, xi, theta, dtheta, d2theta = self.factors(q)
+        X = se3.exp_se3(xi * theta[:, None])
+        Q = P.copy()
+        for Xk in X:
+            Q = Q @ Xk
+        A = se3.adjoint(se3.inverse(X))
+        adxi = se3.ad(xi)
+        thetadot = dtheta @ qdot
+        dtheta_dt = d2theta @ qdot
+        n = self.ndof
+        S = np.zeros((6, n))
+        Sdot = np.zeros((6, n))
+        T = np.eye(6)
+        Tdot = np.zeros((6, 6))
+        for k in range(len(xi) - 1, -1, -1):
+            col, coldot = T @ xi[k], Tdot @ xi[k]
+            S += np.outer(col, dtheta[k])
+            Sdot += np.outer(coldot, dtheta[k]) + np.outer(col, dtheta_dt[k])
+            Adot = -(adxi[k] @ A[k]) * thetadot[k]
+            Tdot = Tdot @ A[k] + T @ Adot
+            T = T @ A[k]
+        return Q, S, Sdot
+
+
+class _LinearScrewJoint(ProductOfExponentialsJoint):
+    """``theta = q``: one fixed screw per coordinate."""
+
+    def __init__(self, screws: Array) -> None:
+        self.screws = np.asarray(screws, dtype=float).reshape(-1, 6)
+        self.ndof = len(self.screws)
+        self.screws.setflags(write=False)
+
+    def factors(self, q: Array) -> tuple[Array, Array, Array, Array, Array]:
+        n = self.ndof
+        return np.eye(4), self.screws, q, np.eye(n), np.zeros((n, n, n))
+
+
+class RevoluteJoint(_LinearScrewJoint):
+    """Rotation about a unit ``axis`` of the joint frame (default z); ``S = (a, 0)``.
+
+    Seed 000, eq. 2.41 (the transcription of seed 003, eq. 30, prints a
+    spurious identity block; ``S`` is the 6-vector ``(a, 0)``).
+    """
+
+    def __init__(self, axis: ArrayLike | None = None) -> None:
+        self.axis = _unit(axis, E_Z, "revolute axis")
+        super().__init__(np.concatenate([self.axis, np.zeros(3)]))
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        Q = se3.make_transform(se3.exp_so3(self.axis * q[0]))
+        return Q, self.screws.T.copy(), np.zeros((6, 1))
+
+    def sample(self, rng: np.random.Generator) -> Array:
+        return rng.uniform(-np.pi, np.pi, 1)
+
+
+class PrismaticJoint(_LinearScrewJoint):
+    """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (seed 000, eq. 2.24)."""
+
+    def __init__(self, axis: ArrayLike | None = None) -> None:
+        self.axis = _unit(axis, E_X, "prismatic axis")
+        super().__init__(np.concatenate([np.zeros(3), self.axis]))
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        Q = se3.make_transform(None, self.axis * q[0])
+        return Q, self.screws.T.copy(), np.zeros((6, 1))
+
+
+class PlanarJoint(_LinearScrewJoint):
+    """Translation in the plane normal to ``axis`` (default z: the x-y plane, seed 000 eq. 2.25).
+
+    The in-plane directions are the joint frame's x and y for the default
+    normal, otherwise an orthonormal pair completing the normal.
+    """
+
+    def __init__(self, axis: ArrayLike | None = None) -> None:
+        normal = _unit(axis, E_Z, "planar joint normal")
+        if np.allclose(normal, E_Z):
+            u, v = E_X, E_Y
+        else:
+            u = np.cross(normal, E_X if abs(normal[0]) < 0.9 else E_Y)
+            u /= np.linalg.norm(u)
+            v = np.cross(normal, u)
+        self.normal = normal
+        zero = np.zeros(3)
+        super().__init__(np.array([np.concatenate([zero, u]), np.concatenate([zero, v])]))
+
+
+class TranslationalJoint(_LinearScrewJoint):
+    """Free translation, no rotation: ``Q = [[I, q], [0, 1]]``, ``S = (0; I)`` (eq. 2.27–2.28)."""
+
+    def __init__(self) -> None:
+        super().__init__(np.hstack([np.zeros((3, 3)), np.eye(3)]))
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        return se3.make_transform(None, q), self.screws.T.copy(), np.zeros((6, 3))
+
+
+class RotationSequenceJoint(_LinearScrewJoint):
+    """Successive rotations about fixed axes: ``R = exp([a_1] q_1) ... exp([a_n] q_n)``.
+
+    The universal joint is the sequence (x, y) (seed 000, eq. 2.37–2.40) and
+    the Euler-angle spherical joint the sequence (x, z, x) (eq. 2.31–2.35).
+    """
+
+    def __init__(self, axes: Sequence[ArrayLike]) -> None:
+        self.axes = np.array([_unit(a, E_Z, "rotation axis") for a in axes])
+        super().__init__(np.hstack([self.axes, np.zeros_like(self.axes)]))
+
+    def sample(self, rng: np.random.Generator) -> Array:
+        return rng.uniform(-np.pi, np.pi, self.ndof)
+
+
+def universal_joint(axes: Sequence[ArrayLike] | None = None) -> RotationSequenceJoint:
+    """Universal joint: bending about x then y, no twist about z (seed 000 §2.4.6)."""
+    return RotationSequenceJoint(axes if axes is not None else (E_X, E_Y))
+
+
+def spherical_euler_joint(sequence: str = "xzx") -> RotationSequenceJoint:
+    """Spherical joint in Euler angles, XZX by default (seed 000 §2.4.5)."""
+    basis = {"x": E_X, "y": E_Y, "z": E_Z}
+    if len(sequence) != 3 or any(c not in basis for c in sequence.lower()):
+        raise ConfigurationError(
+            f"Euler sequence must be three letters from 'xyz', got {sequence!r}"
+        )
+    return RotationSequenceJoint([basis[c] for c in sequence.lower()])
+
+
+class CompositeJoint(Joint):
+    """Two joints in series, ``Q = Q_1 Q_2`` (seed 000 §2.4.10, eq. 2.51–2.55).
+
+    .. math::
+
+        S = (\\mathrm{Ad}(Q_2^{-1}) S_1 \\;\\; S_2), \\quad
+        \\dot S = (-\\mathrm{ad}(S_2 \\dot q_2) \\mathrm{Ad}(Q_2^{-1}) S_1
+                  + \\mathrm{Ad}(Q_2^{-1}) \\dot S_1 \\;\\; \\dot S_2).
+
+    Composites chain: ``CompositeJoint(a, CompositeJoint(b, c))``.
+    """
+
+    def __init__(self, first: Joint, second: Joint) -> None:
+        self.first, self.second = first, second
+        self.ndof = first.ndof + second.ndof
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        n1 = self.first.ndof
+        Q1, S1, S1dot = self.first.evaluate(q[:n1], qdot[:n1])
+        Q2, S2, S2dot = self.second.evaluate(q[n1:], qdot[n1:])
+        A = se3.adjoint(se3.inverse(Q2))
+        AS1 = A @ S1
+        S = np.hstack([AS1, S2])
+        Sdot = np.hstack([-se3.ad(S2 @ qdot[n1:]) @ AS1 + A @ S1dot, S2dot])
+        return Q1 @ Q2, S, Sdot
+
+    def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
+        n1 = self.first.ndof
+        parts = [
+            (self.first, q[:n1], qdot[:n1]),
+            (self.second, q[n1:], qdot[n1:]),
+        ]
+        out = [joint.reparameterize(qi, qdi) for joint, qi, qdi in parts]
+        if out[0] is None and out[1] is None:
+            return None
+        qs, qds = [], []
+        for new, (_, qi, qdi) in zip(out, parts):
+            qs.append(qi if new is None else new[0])
+            qds.append(qdi if new is None else new[1])
+        return np.concatenate(qs), np.concatenate(qds)
+
+    def sample(self, rng: np.random.Generator) -> Array:
+        return np.concatenate([self.first.sample(rng), self.second.sample(rng)])

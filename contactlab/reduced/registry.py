@@ -1,0 +1,178 @@
+"""Joint kinds of the reduced formulation, built from a :class:`~contactlab.scene.JointSpec`.
+
+``joint_from_spec(spec)`` looks ``spec.kind`` up in a registry; a new kind
+is one decorated builder (``@register_joint("name")``).  Axes are unit
+vectors in the joint frame; ``params`` carry the rest:
+
+========================  ====================================================
+kind                      params
+========================  ====================================================
+fixed                     --
+revolute, continuous      ``axis`` (default z)
+prismatic                 ``axis`` (default x)
+planar                    ``axis`` = plane normal (default z)
+translational             --
+universal                 ``axes``: two rotation axes (default x, y)
+spherical                 ``switch_angle`` [rad] of the chart switch (default pi)
+spherical_euler           ``sequence`` (default "xzx")
+free                      ``order``: "rotation_first" (seed 000, eq. 2.48,
+                          default) or "translation_first"
+cylindrical               ``axis``: revolute and prismatic about one axis
+composite                 ``joints``: two or more joints, each a Joint or a
+                          mapping with ``kind``, ``axis``, ``params``
+spline_curve              ``frames`` (m, 4, 4), ``cyclic`` (default False)
+spline_surface            ``values`` (n1, n2, 6) or ``frames`` (n1, n2, 4, 4)
+custom                    ``joint``: any :class:`Joint` instance
+========================  ====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from contactlab.errors import ConfigurationError, UnknownNameError
+from contactlab.reduced.joints import (
+    CompositeJoint,
+    FixedJoint,
+    Joint,
+    PlanarJoint,
+    PrismaticJoint,
+    RevoluteJoint,
+    TranslationalJoint,
+    spherical_euler_joint,
+    universal_joint,
+)
+from contactlab.reduced.spherical import SphericalExpJoint
+from contactlab.reduced.spline import (
+    SplineCurveJoint,
+    SplineSurfaceJoint,
+    frames_to_surface_values,
+)
+from contactlab.scene import JointSpec
+
+Builder = Callable[[Any, Mapping[str, Any]], Joint]
+_BUILDERS: dict[str, Builder] = {}
+
+
+def register_joint(kind: str) -> Callable[[Builder], Builder]:
+    """Register ``builder(axis, params) -> Joint`` under ``kind``."""
+
+    def wrap(builder: Builder) -> Builder:
+        _BUILDERS[kind] = builder
+        return builder
+
+    return wrap
+
+
+def joint_kinds() -> list[str]:
+    """Names of the registered joint kinds."""
+    return sorted(_BUILDERS)
+
+
+def make_joint(kind: str, axis: Any = None, params: Mapping[str, Any] | None = None) -> Joint:
+    """Build a joint of ``kind``; raises :class:`UnknownNameError` for unknown kinds."""
+    if kind not in _BUILDERS:
+        raise UnknownNameError("joint kind", kind, list(_BUILDERS))
+    return _BUILDERS[kind](axis, dict(params or {}))
+
+
+def joint_from_spec(spec: JointSpec) -> Joint:
+    """The joint map of ``spec`` (its kind, axis and params)."""
+    try:
+        return make_joint(spec.kind, spec.axis, spec.params)
+    except ConfigurationError as err:
+        raise ConfigurationError(f"joint {spec.name!r} ({spec.kind}): {err}") from err
+
+
+def _check_ndof(spec: JointSpec, joint: Joint) -> None:
+    for key in ("q0", "qdot0", "rest"):
+        value = getattr(spec, key)
+        if value is not None and value.shape != (joint.ndof,):
+            raise ConfigurationError(
+                f"joint {spec.name!r} ({spec.kind}) has {joint.ndof} coordinates but {key} "
+                f"has shape {value.shape}; give {joint.ndof} values"
+            )
+
+
+register_joint("fixed")(lambda axis, p: FixedJoint())
+register_joint("revolute")(lambda axis, p: RevoluteJoint(axis))
+register_joint("continuous")(lambda axis, p: RevoluteJoint(axis))
+register_joint("prismatic")(lambda axis, p: PrismaticJoint(axis))
+register_joint("planar")(lambda axis, p: PlanarJoint(axis))
+register_joint("translational")(lambda axis, p: TranslationalJoint())
+register_joint("universal")(lambda axis, p: universal_joint(p.get("axes")))
+register_joint("spherical")(lambda axis, p: SphericalExpJoint(float(p.get("switch_angle", np.pi))))
+register_joint("spherical_euler")(lambda axis, p: spherical_euler_joint(p.get("sequence", "xzx")))
+
+
+@register_joint("cylindrical")
+def _cylindrical(axis: Any, p: Mapping[str, Any]) -> Joint:
+    revolute = RevoluteJoint(axis)
+    return CompositeJoint(revolute, PrismaticJoint(revolute.axis))
+
+
+@register_joint("spline_curve")
+def _spline_curve(axis: Any, p: Mapping[str, Any]) -> Joint:
+    if "frames" not in p:
+        raise ConfigurationError("spline curve joint needs params['frames'], (m, 4, 4) transforms")
+    return SplineCurveJoint(p["frames"], bool(p.get("cyclic", False)))
+
+
+@register_joint("free")
+def _free(axis: Any, p: Mapping[str, Any]) -> Joint:
+    order = p.get("order", "rotation_first")
+    if order == "rotation_first":
+        return CompositeJoint(SphericalExpJoint(), TranslationalJoint())
+    if order == "translation_first":
+        return CompositeJoint(TranslationalJoint(), SphericalExpJoint())
+    raise ConfigurationError(
+        f"free joint order must be 'rotation_first' or 'translation_first', got {order!r}"
+    )
+
+
+@register_joint("composite")
+def _composite(axis: Any, p: Mapping[str, Any]) -> Joint:
+    parts = p.get("joints")
+    if parts is None or len(parts) < 2:
+        raise ConfigurationError("composite joint needs params['joints'] with two or more joints")
+    joints = []
+    for part in parts:
+        if isinstance(part, Joint):
+            joints.append(part)
+        elif isinstance(part, Mapping) and "kind" in part:
+            joints.append(make_joint(part["kind"], part.get("axis"), part.get("params")))
+        else:
+            raise ConfigurationError(
+                f"composite joint part {part!r} must be a Joint or a mapping with 'kind'"
+            )
+    out = joints[-1]
+    for j in reversed(joints[:-1]):
+        out = CompositeJoint(j, out)
+    return out
+
+
+@register_joint("spline_surface")
+def _spline_surface(axis: Any, p: Mapping[str, Any]) -> Joint:
+    if "values" in p:
+        return SplineSurfaceJoint(p["values"])
+    if "frames" in p:
+        return SplineSurfaceJoint(frames_to_surface_values(p["frames"]))
+    raise ConfigurationError("spline surface joint needs params['values'] or params['frames']")
+
+
+@register_joint("custom")
+def _custom(axis: Any, p: Mapping[str, Any]) -> Joint:
+    joint = p.get("joint")
+    if not isinstance(joint, Joint):
+        raise ConfigurationError("custom joint needs params['joint'], a Joint instance")
+    return joint
+
+
+def build_joint(spec: JointSpec) -> Joint:
+    """:func:`joint_from_spec` plus a check that q0/qdot0/rest match the joint's size."""
+    joint = joint_from_spec(spec)
+    _check_ndof(spec, joint)
+    return joint
