@@ -7,16 +7,20 @@ its package inside ``solve_*``.
 from __future__ import annotations
 
 from solvers.backends.base import Backend, SolveOptions
+from solvers.backends.cvxpy_ import CVXPY_BACKENDS
 from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
 from solvers.backends.osqp_ import OSQPBackend
 from solvers.backends.pgs import PGSBackend
+from solvers.backends.qpsolvers_ import QPSOLVERS_BACKENDS
 
 BACKENDS: list[type[Backend]] = [
     KKTBackend,
     OSQPBackend,
     PGSBackend,
     LemkeBackend,
+    *CVXPY_BACKENDS,
+    *QPSOLVERS_BACKENDS,
 ]
 
 __all__ = ["BACKENDS", "Backend", "SolveOptions"]

@@ -75,6 +75,8 @@ class Backend:
     supports_friction_blocks: ClassVar[bool] = False
     #: LCP backends only: whether general box bounds are handled (else standard/mixed only).
     supports_box_lcp: ClassVar[bool] = True
+    #: Whether a primal-infeasible problem is reported with status ``infeasible``.
+    detects_infeasibility: ClassVar[bool] = False
     #: Accuracy (max residual) reached with default settings on well-scaled problems.
     tolerance: ClassVar[float] = 1e-6
     #: Backend status code -> shared status string.

@@ -1,0 +1,171 @@
+"""``qpsolvers:<name>``: every solver qpsolvers finds installed, called through ``solve_problem``.
+
+The OSQP-form QP is split into qpsolvers' form: equality rows ``A x = b``,
+finite upper bounds ``A_i x <= u_i`` and finite lower bounds
+``-A_i x <= -l_i`` in ``G x <= h``; a QP whose rows are all bounds on single
+variables is passed as ``lb <= x <= ub``.  The duals ``y``, ``z``, ``z_box``
+(non-negative ``z`` for ``G x <= h``) are mapped back to OSQP signs.  Solvers
+that only take dense matrices (``qpsolvers.dense_solvers`` minus
+``sparse_solvers``) get dense copies.  qpsolvers reports neither iterations nor
+why no solution was found, so a failure has status ``numerical_error`` with
+that said in the message; cones are not supported.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.backends.base import Backend, SolveOptions
+from solvers.problems import QP
+from solvers.result import RawSolution
+
+#: qpsolvers name -> (module to find, tolerance keywords, kind, pip extra)
+_SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
+    "clarabel": ("clarabel", ("tol_gap_abs", "tol_gap_rel", "tol_feas"), "interior-point", None),
+    "cvxopt": ("cvxopt", ("abstol", "reltol", "feastol"), "interior-point", None),
+    "daqp": ("daqp", (), "active-set", "qp"),
+    "ecos": ("ecos", ("abstol", "reltol", "feastol"), "interior-point", "qp"),
+    "gurobi": ("gurobipy", (), "interior-point", None),
+    "highs": (
+        "highspy",
+        ("primal_feasibility_tolerance", "dual_feasibility_tolerance"),
+        "active-set",
+        "qp",
+    ),
+    "hpipm": ("hpipm_python", (), "interior-point", None),
+    "mosek": ("mosek", (), "interior-point", None),
+    "osqp": ("osqp", ("eps_abs", "eps_rel"), "admm", None),
+    "piqp": ("piqp", ("eps_abs", "eps_rel"), "interior-point", "qp"),
+    "proxqp": ("proxsuite", ("eps_abs", "eps_rel"), "augmented-lagrangian", "qp"),
+    "qpalm": ("qpalm", ("eps_abs", "eps_rel"), "augmented-lagrangian", None),
+    "qpoases": ("qpoases", (), "active-set", None),
+    "qpswift": ("qpSWIFT", (), "interior-point", None),
+    "quadprog": ("quadprog", (), "active-set", "qp"),
+    "scs": ("scs", ("eps_abs", "eps_rel"), "admm", "qp"),
+}
+
+_TOLERANCE = {"osqp": 1e-5, "scs": 1e-4, "qpalm": 1e-5, "highs": 1e-6, "ecos": 1e-5}
+
+
+class QpsolversBackend(Backend):
+    """Base of the ``qpsolvers:<name>`` family; subclasses set :attr:`solver`."""
+
+    solver: ClassVar[str] = ""
+    accepts_qp = True
+    supports_warm_start = True
+
+    def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
+        import qpsolvers
+
+        tol_keys = _SOLVERS.get(self.solver, ("", (), "", None))[1]
+        kwargs: dict[str, Any] = {key: opts.tol for key in tol_keys}
+        kwargs.update(opts.settings)
+        dense = (
+            self.solver in qpsolvers.dense_solvers and self.solver not in qpsolvers.sparse_solvers
+        )
+
+        t0 = time.perf_counter()
+        problem, back = _to_qpsolvers(qp, dense)
+        t1 = time.perf_counter()
+        sol = qpsolvers.solve_problem(problem, self.solver, initvals=opts.x0, **kwargs)
+        t2 = time.perf_counter()
+        if not sol.found or sol.x is None:
+            return RawSolution(
+                np.full(qp.n, np.nan),
+                None,
+                "numerical_error",
+                f"qpsolvers/{self.solver}: no solution found (the problem may be "
+                "infeasible or unbounded, or the solver failed; qpsolvers does not "
+                "say which)",
+                0,
+                t1 - t0,
+                t2 - t1,
+            )
+        y = back(sol)
+        return RawSolution(
+            np.asarray(sol.x, dtype=np.float64),
+            y,
+            "optimal",
+            f"qpsolvers/{self.solver}: found",
+            0,
+            t1 - t0,
+            t2 - t1,
+        )
+
+
+def _to_qpsolvers(qp: QP, dense: bool) -> tuple[Any, Any]:
+    """qpsolvers ``Problem`` of an OSQP-form QP and the map of its duals to OSQP-signed ``y``."""
+    import qpsolvers
+
+    def mat(m: sp.spmatrix) -> Any:
+        return m.toarray() if dense else sp.csc_matrix(m)
+
+    cols = qp.bound_rows()
+    if cols is not None and cols.size:
+        lb = np.full(qp.n, -np.inf)
+        ub = np.full(qp.n, np.inf)
+        lb[cols], ub[cols] = qp.l, qp.u
+        problem = qpsolvers.Problem(mat(qp.P), qp.q, lb=lb, ub=ub)
+
+        def back_box(sol: Any) -> np.ndarray:
+            return np.asarray(sol.z_box, dtype=np.float64)[cols]
+
+        return problem, back_box
+    A = sp.csr_matrix(qp.A)
+    eq = np.flatnonzero(qp.l == qp.u)
+    up = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.u))
+    lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
+    G = sp.vstack([A[up], -A[lo]], format="csc") if up.size + lo.size else None
+    h = np.concatenate([qp.u[up], -qp.l[lo]]) if G is not None else None
+    problem = qpsolvers.Problem(
+        mat(qp.P),
+        qp.q,
+        None if G is None else mat(G),
+        h,
+        mat(A[eq]) if eq.size else None,
+        qp.l[eq] if eq.size else None,
+    )
+
+    def back(sol: Any) -> np.ndarray:
+        y = np.zeros(qp.m)
+        if eq.size:
+            y[eq] += np.asarray(sol.y).reshape(-1)
+        if G is not None:
+            z = np.asarray(sol.z).reshape(-1)
+            np.add.at(y, up, z[: up.size])
+            np.add.at(y, lo, -z[up.size :])
+        return y
+
+    return problem, back
+
+
+def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
+    """Backend class for a qpsolvers solver name, or ``None`` if qpsolvers does not know it."""
+    if solver not in _SOLVERS:
+        try:
+            import qpsolvers
+        except ImportError:
+            return None
+        if solver not in qpsolvers.available_solvers:
+            return None
+    module, _, kind, extra = _SOLVERS.get(solver, (solver, (), "", None))
+    attrs = {
+        "name": f"qpsolvers:{solver}",
+        "solver": solver,
+        "description": f"qpsolvers.solve_problem with {solver}",
+        "kind": kind,
+        "required_modules": ("qpsolvers", module),
+        "extra": extra,
+        "tolerance": _TOLERANCE.get(solver, 1e-6),
+        "__doc__": f"qpsolvers with the {solver} solver.",
+    }
+    return type(f"Qpsolvers{solver.title()}Backend", (QpsolversBackend,), attrs)
+
+
+QPSOLVERS_BACKENDS: list[type[Backend]] = [
+    cls for cls in (make_qpsolvers_backend(name) for name in _SOLVERS) if cls is not None
+]
