@@ -1,0 +1,202 @@
+"""The kinematic tree of a scene in reduced coordinates.
+
+:class:`Tree` is the static description built once from a
+:class:`~contactlab.scene.Scene`: joints in depth-first order (parents
+before children), their joint maps, the constant frames and the inertias,
+stacked into arrays for the compiled recursions.  Joints flagged
+``closes_loop`` are not tree edges; they are kept in ``loop_joints`` for the
+constraint layer.
+
+Coordinates ``q`` are the joints' coordinates concatenated in tree order;
+``tree.dofs(name)`` gives a joint's slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError
+from contactlab.reduced import _kernels
+from contactlab.reduced.joints import Joint, PrismaticJoint, RevoluteJoint
+from contactlab.reduced.registry import build_joint
+from contactlab.scene import JointSpec, Scene
+
+Array = np.ndarray
+
+
+def _simple_code(joint: Joint) -> tuple[int, Array]:
+    if type(joint) is RevoluteJoint:
+        return _kernels.REVOLUTE, joint.axis
+    if type(joint) is PrismaticJoint:
+        return _kernels.PRISMATIC, joint.axis
+    if joint.ndof == 0 and type(joint).__name__ == "FixedJoint":
+        return _kernels.FIXED, np.zeros(3)
+    return _kernels.OTHER, np.zeros(3)
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A tree of joints and bodies, in depth-first order.
+
+    Attributes
+    ----------
+    scene : the scene it was built from.
+    specs, joints : the tree joints' specs and joint maps, in tree order.
+    body : (n,) scene index of the child body of each tree joint.
+    parent : (n,) tree index of the parent node, ``-1`` for the world.
+    frame_parent, frame_child_inv : (n, 4, 4) constant joint frames.
+    ad_frame_child : (n, 6, 6) ``Ad(frame_child)``: joint-frame twists to body frame.
+    ndof, dof0 : (n,) coordinates per joint and their offsets in ``q``.
+    inertia : (n, 6) body-frame spatial inertia diagonals, tree order.
+    loop_joints : joints that close loops (not in the tree).
+    """
+
+    scene: Scene
+    specs: tuple[JointSpec, ...]
+    joints: tuple[Joint, ...]
+    body: Array
+    parent: Array
+    frame_parent: Array
+    frame_child_inv: Array
+    ad_frame_child: Array
+    ndof: Array
+    dof0: Array
+    inertia: Array
+    loop_joints: tuple[JointSpec, ...]
+    codes: Array
+    axes: Array
+
+    # ------------------------------------------------------------------
+    @classmethod
+    def from_scene(cls, scene: Scene) -> Tree:
+        """Build the tree; every body needs exactly one non-loop joint naming it as child."""
+        tree_specs = [j for j in scene.joints if not j.closes_loop]
+        loops = tuple(j for j in scene.joints if j.closes_loop)
+        by_child: dict[str, JointSpec] = {}
+        for j in tree_specs:
+            if j.child in by_child:
+                raise ConfigurationError(
+                    f"body {j.child!r} is the child of joints {by_child[j.child].name!r} and "
+                    f"{j.name!r}; mark one of them closes_loop=True to make it a loop closure"
+                )
+            by_child[j.child] = j
+        missing = [b.name for b in scene.bodies if b.name not in by_child]
+        if missing:
+            raise ConfigurationError(
+                f"scene {scene.name!r}: bodies {missing} have no joint; in reduced coordinates "
+                "every body needs a joint to its parent (use kind 'free' for a floating body)"
+            )
+        children: dict[str | None, list[JointSpec]] = {}
+        for j in tree_specs:
+            children.setdefault(j.parent, []).append(j)
+        order: list[JointSpec] = []
+        stack = list(reversed(children.get(None, [])))
+        while stack:
+            j = stack.pop()
+            order.append(j)
+            stack.extend(reversed(children.get(j.child, [])))
+        if len(order) != len(tree_specs):
+            cyc = sorted({j.name for j in tree_specs} - {j.name for j in order})
+            raise ConfigurationError(
+                f"scene {scene.name!r}: joints {cyc} are not connected to the world (a cycle "
+                "of parent links); mark the joint that closes the cycle closes_loop=True"
+            )
+        joints = tuple(build_joint(j) for j in order)
+        index = {j.child: i for i, j in enumerate(order)}
+        ndof = np.array([jt.ndof for jt in joints], dtype=np.int64)
+        simple = [_simple_code(jt) for jt in joints]
+        Fc = np.array([j.frame_child for j in order]).reshape(-1, 4, 4)
+        return cls(
+            scene=scene,
+            specs=tuple(order),
+            joints=joints,
+            body=np.array([scene.body_index(j.child) for j in order], dtype=np.int64),
+            parent=np.array(
+                [-1 if j.parent is None else index[j.parent] for j in order], dtype=np.int64
+            ),
+            frame_parent=np.array([j.frame_parent for j in order]).reshape(-1, 4, 4),
+            frame_child_inv=se3.inverse(Fc),
+            ad_frame_child=se3.adjoint(Fc),
+            ndof=ndof,
+            dof0=np.concatenate([[0], np.cumsum(ndof)[:-1]]).astype(np.int64),
+            inertia=scene.spatial_inertia[[scene.body_index(j.child) for j in order]],
+            loop_joints=loops,
+            codes=np.array([c for c, _ in simple], dtype=np.int64),
+            axes=np.array([a for _, a in simple]).reshape(-1, 3),
+        )
+
+    # ------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of tree joints (= bodies)."""
+        return len(self.joints)
+
+    @property
+    def nq(self) -> int:
+        """Number of coordinates."""
+        return int(self.ndof.sum())
+
+    def dofs(self, joint_name: str) -> slice:
+        """The slice of ``q`` that belongs to a joint."""
+        for i, s in enumerate(self.specs):
+            if s.name == joint_name:
+                return slice(int(self.dof0[i]), int(self.dof0[i] + self.ndof[i]))
+        raise ConfigurationError(
+            f"no tree joint {joint_name!r}; tree joints are {[s.name for s in self.specs]}"
+        )
+
+    def per_dof(self, attribute: str, default: float = 0.0) -> Array:
+        """A per-joint scalar or vector attribute of the specs, expanded to (nq,)."""
+        out = np.full(self.nq, default)
+        for i, s in enumerate(self.specs):
+            value = getattr(s, attribute)
+            if value is not None:
+                out[self.dof0[i] : self.dof0[i] + self.ndof[i]] = value
+        return out
+
+    def initial_coordinates(self) -> tuple[Array, Array]:
+        """``q0`` and ``qdot0`` from the joint specs (zeros where not given)."""
+        return self.per_dof("q0"), self.per_dof("qdot0")
+
+    def check_coordinates(self, q: Array, name: str = "q") -> Array:
+        """``q`` as a float array of shape (nq,), or a clear error."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.nq,):
+            raise ConfigurationError(
+                f"{name} must have shape ({self.nq},) for this tree, got {q.shape}"
+            )
+        if not np.all(np.isfinite(q)):
+            raise ConfigurationError(f"{name} holds non-finite numbers")
+        return q
+
+    # ------------------------------------------------------------------
+    def evaluate_joints(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        """Stacked joint maps ``Q`` (n, 4, 4), ``S`` and ``Sdot`` (n, 6, 6), zero-padded.
+
+        Fixed, revolute and prismatic joints are filled by a compiled loop;
+        the others call their own :meth:`Joint.evaluate`.
+        """
+        n = self.n
+        Q = np.empty((n, 4, 4))
+        S = np.zeros((n, 6, 6))
+        Sd = np.zeros((n, 6, 6))
+        _kernels.evaluate_simple(self.codes, self.axes, q, self.dof0, Q, S)
+        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+            a, k = self.dof0[i], self.ndof[i]
+            Q[i], S[i, :, :k], Sd[i, :, :k] = self.joints[i].evaluate(q[a : a + k], qdot[a : a + k])
+        return Q, S, Sd
+
+    def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array, bool]:
+        """Switch charts of joints that ask for it (spherical joints near |q| = pi)."""
+        changed = False
+        q, qdot = q.copy(), qdot.copy()
+        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+            a, k = self.dof0[i], self.ndof[i]
+            new = self.joints[i].reparameterize(q[a : a + k], qdot[a : a + k])
+            if new is not None:
+                q[a : a + k], qdot[a : a + k] = new
+                changed = True
+        return q, qdot, changed
