@@ -1,0 +1,11 @@
+"""Contact/friction models, registered by name (see :func:`contactlab.models.base.make_model`).
+
+Importing this package registers every built-in model: ``frictionless``,
+``anitescu-hart``, ``box-friction``, ``stewart-trinkle`` and
+``staggered-projections``.
+"""
+
+from contactlab.models import anitescu_hart, box_friction, frictionless  # noqa: F401
+from contactlab.models.base import ContactModel, make_model, model_names, register_model
+
+__all__ = ["ContactModel", "make_model", "model_names", "register_model"]

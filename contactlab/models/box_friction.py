@@ -1,0 +1,153 @@
+"""Box friction (seed 001, eqs. (0.5)-(0.6), §0.16) as an LCP with friction blocks.
+
+Eliminating ``v = M^-1 (f + C^T z)`` from seed 001, eq. (0.5) with
+``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` leaves the mixed/box LCP
+
+.. math::
+
+    w = C M^{-1} C^T z + (C M^{-1} f - b), \\qquad
+    z = (\\lambda_G, \\lambda_N, \\lambda_T, \\lambda_L)
+
+with ``lambda_G`` free (``w_G = 0``), ``0 <= lambda_N ⟂ w_N >= 0``,
+``0 <= lambda_L ⟂ w_L >= 0`` and, on each of the two tangent rows of a contact,
+the box ``-mu lambda_N <= lambda_T <= mu lambda_N`` with the complementarity
+of eq. (0.6): the friction impulse opposes the tangential velocity ``w_T``
+when at a bound and the velocity is zero inside.  ``cone="disc"`` replaces the
+box by the disc ``||lambda_T,i|| <= mu lambda_N,i`` (the exact Coulomb cone),
+projected by Gauss--Seidel.  The bounds follow the normal impulse inside the
+solve, so the problem goes to LCP backends with friction blocks (``pgs``).
+
+QP backends solve it by a fixed point on the bounds: with the normal impulse
+``lambda_N^k`` frozen, the bounds are constant and the LCP is the
+bound-constrained QP ``min 1/2 z'C M^-1 C'z + z'(C M^-1 f - b)`` (box rows
+``|lambda_T| <= mu lambda_N^k``, or for the disc the cones
+``||lambda_T,i|| <= r_i`` with an auxiliary ``r = mu lambda_N^k`` fixed by its
+bounds); its solution gives ``lambda_N^{k+1}``.  The iteration starts from the
+previous step's normal impulse (or from zero friction) and stops when
+``max |lambda_N^{k+1} - lambda_N^k| <= tol * max |lambda_N^{k+1}|`` or after
+``max_outer`` solves (status ``max_iterations``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactlab.errors import ConfigurationError
+from contactlab.models.anitescu_hart import check_cone
+from contactlab.models.base import register_model
+from contactlab.models.common import Array, MassInverse, Rows, check_friction_data, stack_rows
+from contactlab.models.compat import SolvingModel
+from contactlab.models.frictionless import make_solution
+from contactlab.problem import StepProblem, StepSolution
+from solvers import LCP, QP, FrictionBlocks, SOCBlocks
+
+
+def box_rows(problem: StepProblem) -> Rows:
+    """``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` (tangent rows unbounded here)."""
+    return stack_rows(
+        problem.n,
+        ("G", problem.G, problem.g, "free"),
+        ("N", problem.N, problem.c, "nonneg"),
+        ("T", problem.T, np.zeros(problem.T.shape[0]), "free"),
+        ("L", problem.L, problem.l, "nonneg"),
+    )
+
+
+def check_outer(options: dict[str, Any]) -> None:
+    if not float(options["tol"]) > 0:
+        raise ConfigurationError(f"option tol must be > 0, got {options['tol']}")
+    if int(options["max_outer"]) < 1:
+        raise ConfigurationError(f"option max_outer must be >= 1, got {options['max_outer']}")
+
+
+@register_model("box-friction")
+class BoxFriction(SolvingModel):
+    """Box (or disc) friction LCP, bounds following the normal impulse.
+
+    Options
+    -------
+    cone : ``"box"`` (``|lambda_T,k| <= mu lambda_N`` per tangent row, default)
+        or ``"disc"`` (exact cone).
+    tol : relative tolerance of the fixed point on the bounds (QP backends), default 1e-6.
+    max_outer : cap on the fixed-point solves (QP backends), default 100.
+    """
+
+    defaults = {"cone": "box", "tol": 1e-6, "max_outer": 100}
+
+    def validate_options(self) -> None:
+        check_cone(self.options["cone"], ("box", "disc"))
+        check_outer(self.options)
+
+    @classmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        return [("block_lcp",), ("box_qp",) if options["cone"] == "box" else ("soc_qp",)]
+
+    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        check_friction_data(problem)
+        rows = box_rows(problem)
+        minv = MassInverse(problem.M)
+        P = minv.delassus(rows.C)
+        q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
+        n_idx = np.arange(rows.slices["N"].start, rows.slices["N"].stop)
+        t_idx = np.arange(rows.slices["T"].start, rows.slices["T"].stop).reshape(-1, 2)
+        key = f"box-friction:{self.options['cone']}"
+        prev = cache.get(key)
+        if prev is not None and np.shape(prev) != (rows.m,):
+            prev = None
+        if self.route == ("block_lcp",):
+            blocks = FrictionBlocks(n_idx, t_idx, problem.mu, cone=self.options["cone"])
+            res = self.run(LCP(P, q, rows.lo, rows.hi, blocks), prev)
+            z, outer, extra = res.x, 0, "optimal"
+        else:
+            z, outer, extra = self._fixed_point(problem, rows, P, q, n_idx, t_idx, prev)
+        cache[key] = z
+        v = minv.vec(problem.f + np.asarray(rows.C.T @ z))
+        return make_solution(self, problem, v, rows, z, rows.part(z, "T"), extra, outer)
+
+    def _fixed_point(
+        self,
+        problem: StepProblem,
+        rows: Rows,
+        P: sp.spmatrix,
+        q: Array,
+        n_idx: Array,
+        t_idx: Array,
+        prev: Array | None,
+    ) -> tuple[Array, int, str]:
+        lam_n = prev[n_idx] if prev is not None else np.zeros(n_idx.size)
+        z = prev
+        for outer in range(1, int(self.options["max_outer"]) + 1):
+            radius = problem.mu * np.maximum(lam_n, 0.0)
+            warm = z if self.options["cone"] == "box" else None
+            z = self.run(self._bounded_qp(rows, P, q, t_idx, radius), warm).x[: rows.m]
+            change = float(np.max(np.abs(z[n_idx] - lam_n), initial=0.0))
+            scale = float(np.max(np.abs(z[n_idx]), initial=0.0))
+            lam_n = z[n_idx]
+            if not np.all(np.isfinite(z)) or change <= self.options["tol"] * max(scale, 1e-300):
+                return z, outer, "optimal"
+        return z, outer, "max_iterations"
+
+    def _bounded_qp(self, rows: Rows, P: sp.spmatrix, q: Array, t_idx: Array, radius: Array) -> QP:
+        lo, hi = rows.lo.copy(), rows.hi.copy()
+        bounded = np.isfinite(lo)
+        if self.options["cone"] == "box":
+            lo[t_idx.ravel()] = -np.repeat(radius, 2)
+            hi[t_idx.ravel()] = np.repeat(radius, 2)
+            bounded[t_idx.ravel()] = True
+            A = sp.identity(rows.m, format="csr")[bounded]
+            return QP(P, q, A, lo[bounded], hi[bounded])
+        nc, m = radius.size, rows.m
+        P_aug = sp.block_diag([P, sp.csr_matrix((nc, nc))], format="csc")
+        q_aug = np.concatenate([q, np.zeros(nc)])
+        keep = np.flatnonzero(bounded)
+        A = sp.vstack(
+            [sp.identity(m + nc, format="csr")[keep], sp.identity(m + nc, format="csr")[m:]],
+            format="csc",
+        )
+        low = np.concatenate([lo[keep], radius])
+        up = np.concatenate([hi[keep], radius])
+        cones = SOCBlocks(m + np.arange(nc), t_idx, np.ones(nc))
+        return QP(P_aug, q_aug, A, low, up, soc=cones)

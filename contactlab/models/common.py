@@ -1,0 +1,182 @@
+"""Pieces every contact model shares: the mass inverse, stacked rows, the friction pyramid.
+
+All models eliminate the velocities the same way.  With the impulses
+``lambda`` on stacked rows ``C`` (right-hand sides ``b``) the step's
+stationarity condition ``M v = f + C^T lambda`` gives
+
+.. math::
+
+    v = M^{-1}(f + C^T \\lambda), \\qquad
+    C v - b = \\underbrace{C M^{-1} C^T}_{\\text{Delassus}} \\lambda
+              + (C M^{-1} f - b),
+
+the dual quadratic program of the contact QP (seed 000, eq. (1.83), with the
+sign of eq. (1.84) corrected to ``M v = f + N^T alpha``) and the matrix/vector
+of every LCP below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from numpy.typing import NDArray
+
+from contactlab.errors import ConfigurationError, SingularSystemError
+from contactlab.problem import StepProblem
+from solvers import STATUSES, SolverResult
+from solvers.conversions import spd_inverse
+from solvers.errors import ProblemError
+
+Array = NDArray[np.float64]
+
+
+class MassInverse:
+    """``M^{-1}`` of an SPD mass matrix, explicit and sparse when ``M`` is block diagonal.
+
+    Rigid-body mass matrices (6x6 blocks) are inverted block by block; a dense
+    reduced mass matrix is factorised once (``splu``) and applied by solves.
+    """
+
+    def __init__(self, M: sp.spmatrix) -> None:
+        try:
+            self._inv = spd_inverse(M)
+        except ProblemError as err:
+            raise SingularSystemError(
+                "the mass matrix M is not symmetric positive definite; check body masses and "
+                "inertias (every body needs m > 0 and a positive definite inertia)"
+            ) from err
+
+    def apply(self, B: sp.spmatrix | Array) -> Array | sp.csr_matrix:
+        """``M^{-1} B`` (sparse if ``M^{-1}`` is explicit and ``B`` sparse)."""
+        if isinstance(self._inv, spla.SuperLU):
+            dense = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=float)
+            return np.asarray(self._inv.solve(dense))
+        return self._inv @ B
+
+    def vec(self, x: Array) -> Array:
+        """``M^{-1} x`` for a vector ``x``."""
+        return np.asarray(self.apply(np.asarray(x, dtype=float).reshape(-1, 1))).reshape(-1)
+
+    def delassus(self, A: sp.spmatrix, B: sp.spmatrix | None = None) -> sp.csr_matrix:
+        """``A M^{-1} B^T`` (``B = A`` gives the symmetrised Delassus matrix)."""
+        other = A if B is None else B
+        out = sp.csr_matrix(A @ self.apply(sp.csc_matrix(other.T)))
+        if B is None:
+            out = sp.csr_matrix((out + out.T) * 0.5)
+        return out
+
+    def norm(self, x: Array) -> float:
+        """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (seed 000, Alg. 7 stopping test)."""
+        return float(np.sqrt(max(float(x @ self.vec(x)), 0.0)))
+
+
+@dataclass
+class Rows:
+    """Constraint rows stacked for one problem, with the slice of every named block.
+
+    ``C`` (m, n), right-hand side ``b`` (m,), and ``lo``/``hi`` the bounds of
+    the impulses on the rows (``-inf..inf`` bilateral, ``0..inf`` unilateral).
+    """
+
+    C: sp.csr_matrix
+    b: Array
+    lo: Array
+    hi: Array
+    slices: dict[str, slice] = field(default_factory=dict)
+
+    @property
+    def m(self) -> int:
+        return int(self.C.shape[0])
+
+    def part(self, x: Array, name: str) -> Array:
+        """The entries of ``x`` (one per row) that belong to block ``name`` (empty if absent)."""
+        s = self.slices.get(name)
+        return np.zeros(0) if s is None else np.asarray(x[s])
+
+
+def stack_rows(n: int, *blocks: tuple[str, sp.spmatrix, Array, str]) -> Rows:
+    """Stack ``(name, rows, rhs, kind)`` blocks; kind is ``"free"`` or ``"nonneg"``."""
+    mats, rhs, los, his, slices, start = [], [], [], [], {}, 0
+    for name, A, b, kind in blocks:
+        m = A.shape[0]
+        mats.append(sp.csr_matrix(A))
+        rhs.append(np.asarray(b, dtype=float))
+        los.append(np.full(m, -np.inf if kind == "free" else 0.0))
+        his.append(np.full(m, np.inf))
+        slices[name] = slice(start, start + m)
+        start += m
+    C = sp.vstack(mats, format="csr") if mats else sp.csr_matrix((0, n))
+    return Rows(C, _cat(rhs), _cat(los), _cat(his), slices)
+
+
+def _cat(parts: list[Array]) -> Array:
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def bilateral_and_limits(problem: StepProblem) -> list[tuple[str, sp.spmatrix, Array, str]]:
+    """The joint rows ``G v = g`` (free impulses) and limit rows ``L v >= l`` (non-negative)."""
+    return [("G", problem.G, problem.g, "free"), ("L", problem.L, problem.l, "nonneg")]
+
+
+def pyramid_angles(k: int) -> tuple[Array, Array]:
+    """``(cos a_j, sin a_j)`` with ``a_j = 2 pi j / k``, the pyramid's tangent directions."""
+    a = 2.0 * np.pi * np.arange(k) / k
+    return np.cos(a), np.sin(a)
+
+
+def pyramid_rows(T: sp.spmatrix, k: int) -> sp.csr_matrix:
+    """The ``k`` direction rows per contact, ``d_ij = cos(a_j) t_i1 + sin(a_j) t_i2``.
+
+    Row ``i k + j`` belongs to contact ``i`` and direction ``j`` (seed 000,
+    eqs. (1.85)-(1.86): the friction impulse ``beta_ij >= 0`` acts along ``d_ij``).
+    """
+    T = sp.csr_matrix(T)
+    nc = T.shape[0] // 2
+    cos, sin = pyramid_angles(k)
+    eye = sp.identity(nc, format="csr")
+    Rc = sp.kron(eye, cos[:, None], format="csr")
+    Rs = sp.kron(eye, sin[:, None], format="csr")
+    return sp.csr_matrix(Rc @ T[0::2] + Rs @ T[1::2])
+
+
+def pyramid_sum(nc: int, k: int) -> sp.csr_matrix:
+    """``E^T``-like summation ``(nc, nc k)``: row ``i`` adds the ``k`` impulses of contact ``i``."""
+    return sp.kron(sp.identity(nc, format="csr"), np.ones((1, k)), format="csr")
+
+
+def pyramid_to_tangent(beta: Array, k: int) -> Array:
+    """Friction impulse in the ``T`` basis, ``(2 nc,)``, from pyramid impulses ``(nc k,)``."""
+    B = np.asarray(beta, dtype=float).reshape(-1, k)
+    cos, sin = pyramid_angles(k)
+    return np.column_stack([B @ cos, B @ sin]).reshape(-1)
+
+
+def check_friction_data(problem: StepProblem, k: int | None = None) -> None:
+    """Raise :class:`ConfigurationError` if ``T``, ``mu`` or ``k`` do not fit the contacts."""
+    nc = problem.n_contacts
+    if problem.T.shape[0] != 2 * nc:
+        raise ConfigurationError(
+            f"StepProblem.T has {problem.T.shape[0]} rows, expected 2 per contact "
+            f"(2 * {nc}); assemble two orthonormal tangent rows per contact"
+        )
+    if problem.mu.shape != (nc,) or np.any(problem.mu < 0) or not np.all(np.isfinite(problem.mu)):
+        raise ConfigurationError(
+            f"StepProblem.mu must be {nc} finite non-negative friction coefficients, "
+            f"got shape {problem.mu.shape}"
+        )
+    if k is not None and (k < 4 or k % 2):
+        raise ConfigurationError(
+            f"the friction pyramid needs an even number of directions >= 4, got directions={k}"
+        )
+
+
+_RANK = {s: i for i, s in enumerate(STATUSES)}
+
+
+def worst_status(results: list[SolverResult], extra: str = "optimal") -> str:
+    """The worst status among inner solves (order of :data:`solvers.STATUSES`)."""
+    statuses = [r.status for r in results] + [extra]
+    return max(statuses, key=lambda s: _RANK.get(s, len(STATUSES)))

@@ -1,0 +1,175 @@
+"""Frictionless contact: the contact QP with joints and limits (seed 000, eqs. (1.79)-(1.83)).
+
+Primal form (variables ``v``)::
+
+    min 1/2 v^T M v - f^T v   s.t.  G v = g,  N v >= c,  L v >= l
+
+posed as ``QP(P=M, q=-f, A=[G; N; L], l=[g; c; l], u=[g; inf; inf])``; the
+impulses are minus the OSQP multipliers, ``lambda = -y``.
+
+Dual form (impulses ``lambda = (lambda_G, lambda_N, lambda_L)``), derived from
+the Lagrangian ``1/2 v'Mv - f'v - lambda'(C v - b)`` with ``C = [G; N; L]``::
+
+    min 1/2 lambda^T C M^-1 C^T lambda + lambda^T (C M^-1 f - b)
+    s.t. lambda_N >= 0, lambda_L >= 0   (lambda_G free)
+
+and ``v = M^-1 (f + C^T lambda)`` (seed 000, eq. (1.84) with the sign of
+``N^T alpha`` corrected).  ``M^-1`` is formed block by block for block-diagonal
+``M`` (maximal coordinates) and by one sparse LU otherwise.
+
+With no contacts and no limits the primal is an equality QP (the KKT system
+of seed 000, eq. (1.73)) that the ``kkt`` backend solves directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactlab.errors import ConfigurationError
+from contactlab.models.base import register_model
+from contactlab.models.common import Array, MassInverse, Rows, stack_rows, worst_status
+from contactlab.models.compat import SolvingModel, summary
+from contactlab.problem import StepProblem, StepSolution
+from solvers import QP, SolverResult
+
+
+@dataclass
+class ContactSolve:
+    """Velocities and impulses of one contact-QP solve."""
+
+    v: Array
+    lam: Array
+    rows: Rows
+    result: SolverResult
+
+
+def contact_rows(problem: StepProblem) -> Rows:
+    """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
+    return stack_rows(
+        problem.n,
+        ("G", problem.G, problem.g, "free"),
+        ("N", problem.N, problem.c, "nonneg"),
+        ("L", problem.L, problem.l, "nonneg"),
+    )
+
+
+def primal_qp(M: sp.spmatrix, f: Array, rows: Rows) -> QP:
+    """``min 1/2 v'Mv - f'v, b <= C v <= (b on free rows, inf otherwise)``."""
+    upper = np.where(np.isfinite(rows.lo), np.inf, rows.b)
+    if rows.m == 0:
+        return QP(M, -f)
+    return QP(M, -f, rows.C, rows.b, upper)
+
+
+def dual_qp(minv: MassInverse, f: Array, rows: Rows) -> QP:
+    """``min 1/2 lam' C M^-1 C' lam + lam'(C M^-1 f - b)`` with ``lam >= 0`` on unilateral rows."""
+    P = minv.delassus(rows.C)
+    q = np.asarray(rows.C @ minv.vec(f)) - rows.b
+    bounded = np.flatnonzero(np.isfinite(rows.lo))
+    if bounded.size == 0:
+        return QP(P, q)
+    A = sp.identity(rows.m, format="csr")[bounded]
+    return QP(P, q, A, rows.lo[bounded], rows.hi[bounded])
+
+
+def solve_contact(
+    model: SolvingModel,
+    problem: StepProblem,
+    f: Array,
+    form: str,
+    minv: MassInverse | None,
+    previous: tuple[Array, Array] | None = None,
+) -> ContactSolve:
+    """Solve the frictionless contact QP with free momentum ``f`` in ``form``.
+
+    ``previous`` is a ``(v, lambda)`` pair from an earlier solve, used as a
+    warm start when its shapes match this problem.
+    """
+    rows = contact_rows(problem)
+    warm = None
+    if (
+        previous is not None
+        and previous[0].shape == (problem.n,)
+        and previous[1].shape == (rows.m,)
+    ):
+        warm = (previous[0], -previous[1]) if form == "primal" else previous[1]
+    has_ineq = bool(np.any(np.isfinite(rows.lo)))
+    if form == "primal":
+        if has_ineq:
+            model.require("qp", "the primal contact QP with contacts or limits")
+        res = model.run(primal_qp(problem.M, f, rows), warm)
+        lam = -res.y if res.y is not None else np.full(rows.m, np.nan)
+        return ContactSolve(res.x, lam, rows, res)
+    assert minv is not None
+    if has_ineq:
+        model.require("bound_qp", "the dual contact QP with contacts or limits")
+    res = model.run(dual_qp(minv, f, rows), warm)
+    v = minv.vec(f + np.asarray(rows.C.T @ res.x))
+    return ContactSolve(v, res.x, rows, res)
+
+
+def make_solution(
+    model: SolvingModel,
+    problem: StepProblem,
+    v: Array,
+    rows: Rows,
+    lam: Array,
+    lambda_T: Array,
+    extra_status: str = "optimal",
+    outer: int = 0,
+) -> StepSolution:
+    """Assemble the :class:`StepSolution` from the recorded inner results."""
+    results = model.take_results()
+    s = summary(results)
+    return StepSolution(
+        v=v,
+        lambda_G=rows.part(lam, "G"),
+        lambda_N=rows.part(lam, "N"),
+        lambda_T=lambda_T,
+        lambda_L=rows.part(lam, "L"),
+        status=worst_status(results, extra_status),
+        iterations=int(s["iterations"]),
+        outer_iterations=outer,
+        solve_time=s["solve_time"],
+        residual=s["residual"],
+        results=results,
+    )
+
+
+def check_form(form: str) -> None:
+    if form not in ("primal", "dual"):
+        raise ConfigurationError(f"option form must be 'primal' or 'dual', got {form!r}")
+
+
+@register_model("frictionless")
+class Frictionless(SolvingModel):
+    """The contact QP without friction.
+
+    Options
+    -------
+    form : ``"primal"`` (velocities, default) or ``"dual"`` (impulses).
+    """
+
+    defaults = {"form": "primal"}
+
+    def validate_options(self) -> None:
+        check_form(self.options["form"])
+
+    @classmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        # Equality-only problems (joints alone) fit every backend, kkt included;
+        # a step with contacts or limits is checked again when it is solved.
+        return [("eq_qp",)]
+
+    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        form = self.options["form"]
+        minv = MassInverse(problem.M) if form == "dual" else None
+        key = f"frictionless:{form}"
+        sol = solve_contact(self, problem, problem.f, form, minv, cache.get(key))
+        cache[key] = (sol.v, sol.lam)
+        lambda_T = np.zeros(problem.T.shape[0])
+        return make_solution(self, problem, sol.v, sol.rows, sol.lam, lambda_T)
