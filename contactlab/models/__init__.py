@@ -5,7 +5,13 @@ Importing this package registers every built-in model: ``frictionless``,
 ``staggered-projections``.
 """
 
-from contactlab.models import anitescu_hart, box_friction, frictionless  # noqa: F401
+from contactlab.models import (  # noqa: F401
+    anitescu_hart,
+    box_friction,
+    frictionless,
+    staggered,
+    stewart_trinkle,
+)
 from contactlab.models.base import ContactModel, make_model, model_names, register_model
 
 __all__ = ["ContactModel", "make_model", "model_names", "register_model"]

@@ -122,7 +122,10 @@ class BoxFriction(SolvingModel):
         for outer in range(1, int(self.options["max_outer"]) + 1):
             radius = problem.mu * np.maximum(lam_n, 0.0)
             warm = z if self.options["cone"] == "box" else None
-            z = self.run(self._bounded_qp(rows, P, q, t_idx, radius), warm).x[: rows.m]
+            z = self.run(
+                bounded_friction_qp(P, q, rows.lo, rows.hi, t_idx, radius, self.options["cone"]),
+                warm,
+            ).x[: rows.m]
             change = float(np.max(np.abs(z[n_idx] - lam_n), initial=0.0))
             scale = float(np.max(np.abs(z[n_idx]), initial=0.0))
             lam_n = z[n_idx]
@@ -130,24 +133,36 @@ class BoxFriction(SolvingModel):
                 return z, outer, "optimal"
         return z, outer, "max_iterations"
 
-    def _bounded_qp(self, rows: Rows, P: sp.spmatrix, q: Array, t_idx: Array, radius: Array) -> QP:
-        lo, hi = rows.lo.copy(), rows.hi.copy()
-        bounded = np.isfinite(lo)
-        if self.options["cone"] == "box":
-            lo[t_idx.ravel()] = -np.repeat(radius, 2)
-            hi[t_idx.ravel()] = np.repeat(radius, 2)
-            bounded[t_idx.ravel()] = True
-            A = sp.identity(rows.m, format="csr")[bounded]
-            return QP(P, q, A, lo[bounded], hi[bounded])
-        nc, m = radius.size, rows.m
-        P_aug = sp.block_diag([P, sp.csr_matrix((nc, nc))], format="csc")
-        q_aug = np.concatenate([q, np.zeros(nc)])
-        keep = np.flatnonzero(bounded)
-        A = sp.vstack(
-            [sp.identity(m + nc, format="csr")[keep], sp.identity(m + nc, format="csr")[m:]],
-            format="csc",
-        )
-        low = np.concatenate([lo[keep], radius])
-        up = np.concatenate([hi[keep], radius])
-        cones = SOCBlocks(m + np.arange(nc), t_idx, np.ones(nc))
-        return QP(P_aug, q_aug, A, low, up, soc=cones)
+
+def bounded_friction_qp(
+    P: sp.spmatrix, q: Array, lo: Array, hi: Array, t_idx: Array, radius: Array, cone: str
+) -> QP:
+    """``min 1/2 z'Pz + q'z`` with ``lo <= z <= hi`` and friction rows in fixed discs or boxes.
+
+    ``t_idx`` ``(nc, 2)`` are the tangent variables of each contact and
+    ``radius`` ``(nc,)`` the frozen bound ``mu lambda_N``.  ``cone="box"``
+    bounds each tangent variable by ``±radius``; ``cone="disc"`` adds one
+    auxiliary variable per contact fixed to ``radius`` by its bounds and the
+    cone ``||z_t|| <= r`` (variables beyond ``len(q)`` are the auxiliaries).
+    """
+    m = q.size
+    lo, hi = lo.copy(), hi.copy()
+    lo[t_idx.ravel()], hi[t_idx.ravel()] = -np.inf, np.inf
+    if cone == "box":
+        lo[t_idx.ravel()] = -np.repeat(radius, 2)
+        hi[t_idx.ravel()] = np.repeat(radius, 2)
+        keep = np.flatnonzero(np.isfinite(lo) | np.isfinite(hi))
+        if keep.size == 0:
+            return QP(P, q)
+        return QP(P, q, sp.identity(m, format="csr")[keep], lo[keep], hi[keep])
+    nc = radius.size
+    eye = sp.identity(m + nc, format="csr")
+    keep = np.flatnonzero(np.isfinite(lo) | np.isfinite(hi))
+    return QP(
+        sp.block_diag([P, sp.csr_matrix((nc, nc))], format="csc"),
+        np.concatenate([q, np.zeros(nc)]),
+        sp.vstack([eye[keep], eye[m:]], format="csc"),
+        np.concatenate([lo[keep], radius]),
+        np.concatenate([hi[keep], radius]),
+        soc=SOCBlocks(m + np.arange(nc), t_idx, np.ones(nc)),
+    )

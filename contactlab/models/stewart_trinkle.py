@@ -1,0 +1,99 @@
+"""Stewart--Trinkle / Anitescu--Potra friction: the exact-complementarity LCP (seed 001, §0.10).
+
+Unknowns per contact: the normal impulse ``lambda_N,i``, the pyramid impulses
+``beta_ij >= 0`` along ``d_ij = cos(2 pi j/k) t_i1 + sin(2 pi j/k) t_i2`` and a
+slack ``s_i`` (the sliding speed).  With ``v = M^-1 (f + C^T lambda)``,
+``C = [G; N; D; L]``, ``b = [g; c; 0; l]`` and ``E`` the ``(nc k, nc)`` matrix
+with ``E_(ij),i = 1`` (seed 001's ``E``), the system of seed 001, §0.10 becomes
+
+.. math::
+
+    \\begin{pmatrix} w_C \\\\ w_s \\end{pmatrix} =
+    \\begin{pmatrix} C M^{-1} C^T & \\bar E \\\\ \\bar E_\\mu & 0 \\end{pmatrix}
+    \\begin{pmatrix} \\lambda \\\\ s \\end{pmatrix} +
+    \\begin{pmatrix} C M^{-1} f - b \\\\ 0 \\end{pmatrix}
+
+where ``bar E`` places ``E`` on the ``D`` rows (``w_D = D v + E s``) and
+``bar E_mu`` gives ``w_s = mu lambda_N - E^T beta``.  Complementarity:
+``lambda_G`` free (``w_G = G v - g = 0``), ``0 <= lambda_N ⟂ N v - c >= 0``,
+``0 <= beta ⟂ D v + E s >= 0``, ``0 <= s ⟂ mu lambda_N - E^T beta >= 0``,
+``0 <= lambda_L ⟂ L v - l >= 0``.  Sliding (``s > 0``) puts the impulse on
+the cone boundary and on the directions most opposed to the slip (maximal
+dissipation); sticking (``s = 0``) forces ``D v >= 0`` in every direction,
+hence zero tangential velocity.  Unlike the Anitescu--Hart relaxation, the
+normal rows stay ``N v = c`` when the contact is active: no lift-off.
+
+The matrix is not symmetric and has a zero diagonal block, so neither a QP
+backend nor Gauss--Seidel applies; Lemke's method solves it (the joint rows
+are eliminated by the solver layer's Schur complement, seed 001 §0.7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactlab.models.base import register_model
+from contactlab.models.common import (
+    MassInverse,
+    check_friction_data,
+    pyramid_rows,
+    pyramid_sum,
+    pyramid_to_tangent,
+    stack_rows,
+)
+from contactlab.models.compat import SolvingModel
+from contactlab.models.frictionless import make_solution
+from contactlab.problem import StepProblem, StepSolution
+from solvers import LCP
+
+
+@register_model("stewart-trinkle")
+class StewartTrinkle(SolvingModel):
+    """Exact complementarity friction LCP with the sliding-speed slack.
+
+    Options
+    -------
+    directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
+    """
+
+    defaults = {"directions": None}
+
+    @classmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        return [("pivot_lcp",)]
+
+    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        k = int(self.options["directions"] or problem.directions)
+        check_friction_data(problem, k)
+        nc = problem.n_contacts
+        D = pyramid_rows(problem.T, k)
+        rows = stack_rows(
+            problem.n,
+            ("G", problem.G, problem.g, "free"),
+            ("N", problem.N, problem.c, "nonneg"),
+            ("F", D, np.zeros(D.shape[0]), "nonneg"),
+            ("L", problem.L, problem.l, "nonneg"),
+        )
+        minv = MassInverse(problem.M)
+        W = minv.delassus(rows.C)
+        q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
+        S = pyramid_sum(nc, k)
+        n_sl, f_sl = rows.slices["N"], rows.slices["F"]
+        couple = sp.lil_matrix((rows.m, nc))
+        couple[f_sl, :] = S.T
+        cone = sp.lil_matrix((nc, rows.m))
+        cone[:, n_sl] = sp.diags(problem.mu)
+        cone[:, f_sl] = -S
+        M_lcp = sp.bmat([[W, couple.tocsr()], [cone.tocsr(), None]], format="csr")
+        q_lcp = np.concatenate([q, np.zeros(nc)])
+        lo = np.concatenate([rows.lo, np.zeros(nc)])
+        res = self.run(LCP(M_lcp, q_lcp, lo, np.full(rows.m + nc, np.inf)))
+        lam = res.x[: rows.m]
+        v = minv.vec(problem.f + np.asarray(rows.C.T @ lam))
+        lambda_T = pyramid_to_tangent(rows.part(lam, "F"), k)
+        sol = make_solution(self, problem, v, rows, lam, lambda_T)
+        sol.cache["sliding_speed"] = res.x[rows.m :]
+        return sol
