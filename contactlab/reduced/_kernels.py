@@ -223,16 +223,16 @@ def hybrid_dynamics(  # noqa: ANN201, PLR0913
             Si = np.ascontiguousarray(Sb[i, :, :k])
             Ui = M @ Si
             D = Si.T @ Ui
+            Pk = np.empty((k, k))
             if k == 1:
-                Pk = np.empty((1, 1))
                 Pk[0, 0] = 1.0 / D[0, 0]
             else:
-                Pk = np.linalg.inv(D)
+                Pk[:, :] = np.linalg.inv(D)
             ui = np.empty(k)
             Mb = M @ eta[i] + Bh[i]
             for c in range(k):
                 ui[c] = tau[dof0[i] + c] - _col_dot(Si, c, Mb)
-            Pi = M - Ui @ Pk @ Ui.T
+            Pi = M - (Ui @ Pk) @ np.ascontiguousarray(Ui.T)
             beta = Bh[i] + M @ eta[i] + Ui @ (Pk @ ui)
             U[i, :, :k] = Ui
             Psi[i, :k, :k] = Pk

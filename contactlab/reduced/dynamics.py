@@ -1,0 +1,164 @@
+"""Reduced equations of motion ``M_r qddot = f_r`` (REDMAX, seed 000 §2.3 and §2.5).
+
+With the maximal (body-frame, diagonal) inertia ``M``,
+
+.. math::
+
+    M_r = J^T M J, \\qquad
+    f_r = J^T (f_m - M \\dot J \\dot q) + \\tau_{joint} + \\tau ,
+
+(seed 000, eq. 2.18 and 2.69).  ``f_m`` stacks per body the Coriolis
+wrench ``ad(phi)^T M phi`` (eq. 1.21; it equals ``(-w x I w, -w x m v)``,
+the Newton–Euler terms moved to the right), gravity ``(0, R^T m g)``
+(eq. 1.22) and the wrenches of the scene's force elements.  Joint springs
+and dampers give ``tau_joint = -k (q - rest) - d qdot`` (eq. 2.68, 2.70).
+
+Stiffness and damping for the linearly implicit integrator (eq. 2.75) use
+``K = df/dq`` and ``D = -df/dqdot``:
+``K_r = -diag(k) + J^T K_m J`` and ``D_r = diag(d) + J^T D_m J``.  The
+geometric term ``(dJ^T/dq) f_m`` of the exact ``d f_r / d q`` is left out,
+as in eq. 2.75; it only changes the implicit linearization, not the forces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from contactlab import se3
+from contactlab.errors import SingularSystemError
+from contactlab.reduced.kinematics import Kinematics, forward_kinematics
+from contactlab.reduced.tree import Array, Tree
+
+
+def _dense(matrix: Any, size: int) -> Array:
+    if matrix is None:
+        return np.zeros((size, size))
+    if hasattr(matrix, "toarray"):
+        return np.asarray(matrix.toarray(), dtype=float)
+    return np.asarray(matrix, dtype=float).reshape(size, size)
+
+
+def coriolis_wrenches(inertia: Array, phi: Array) -> Array:
+    """``ad(phi)^T M phi`` per body (n, 6) for diagonal inertias (n, 6) (seed 000, eq. 1.21)."""
+    Mphi = inertia * phi
+    return np.einsum("nji,nj->ni", se3.ad(phi), Mphi)
+
+
+def gravity_wrenches(scene_masses: Array, E: Array, gravity: Array) -> Array:
+    """Body-frame gravity wrenches ``(0, R^T m g)`` (seed 000, eq. 1.22), (nb, 6)."""
+    out = np.zeros((len(E), 6))
+    out[:, 3:] = scene_masses[:, None] * np.einsum("nji,j->ni", E[:, :3, :3], gravity)
+    return out
+
+
+def force_wrenches(tree: Tree, kin: Kinematics) -> Array:
+    """Summed wrenches (nb, 6) of the scene's force elements at the current state."""
+    scene = tree.scene
+    out = np.zeros((scene.n_bodies, 6))
+    for force in scene.forces:
+        out += np.asarray(force.wrench(scene, kin.E, kin.phi), dtype=float).reshape(-1, 6)
+    return out
+
+
+def applied_wrenches(tree: Tree, kin: Kinematics) -> Array:
+    """Gravity plus force elements (nb, 6): every maximal force except Coriolis."""
+    scene = tree.scene
+    return gravity_wrenches(scene.masses, kin.E, scene.gravity) + force_wrenches(tree, kin)
+
+
+def joint_forces(tree: Tree, q: Array, qdot: Array) -> Array:
+    """Joint spring and damper forces ``-k (q - rest) - d qdot`` (nq,) (eq. 2.68, 2.70)."""
+    k = tree.per_dof("stiffness")
+    d = tree.per_dof("damping")
+    rest = tree.per_dof("rest")
+    return -k * (q - rest) - d * qdot
+
+
+def mass_matrix(kin: Kinematics) -> Array:
+    """``M_r = J^T M J`` (nq, nq) (seed 000, eq. 2.18)."""
+    J = kin.J
+    m = kin.tree.scene.spatial_inertia.reshape(-1)
+    return J.T @ (m[:, None] * J)
+
+
+def reduced_forces(kin: Kinematics, tau: Array | None = None) -> Array:
+    """``f_r = J^T (f_m - M Jdot qdot) + tau_joint + tau`` (nq,), computed in O(n)."""
+    tree = kin.tree
+    scene = tree.scene
+    inertia = scene.spatial_inertia
+    f_m = coriolis_wrenches(inertia, kin.phi) + applied_wrenches(tree, kin)
+    f_m -= inertia * kin.bias_acceleration
+    f = kin.JT_times(f_m) + joint_forces(tree, kin.q, kin.qdot)
+    return f if tau is None else f + tau
+
+
+def bias_forces(tree: Tree, q: Array, qdot: Array) -> Array:
+    """``h(q, qdot)`` of ``M_r qddot + h = tau``: minus the reduced forces at zero torque."""
+    return -reduced_forces(forward_kinematics(tree, q, qdot))
+
+
+def forward_dynamics_dense(tree: Tree, q: Array, qdot: Array, tau: Array | None = None) -> Array:
+    """``qddot = M_r^{-1} f_r`` by a Cholesky solve (the dense REDMAX path, O(n^3))."""
+    kin = forward_kinematics(tree, q, qdot)
+    return solve_mass(mass_matrix(kin), reduced_forces(kin, tau))
+
+
+def solve_mass(M: Array, f: Array) -> Array:
+    """Solve with an SPD matrix, naming the failure if it is singular."""
+    if M.shape[0] == 0:
+        return np.zeros(0)
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(M), f)
+    except np.linalg.LinAlgError as err:
+        raise SingularSystemError(
+            "the reduced mass matrix is not positive definite: a joint has coordinates that "
+            "do not move any mass (check massless chains or degenerate joint axes)"
+        ) from err
+
+
+@dataclass(frozen=True)
+class ImplicitTerms:
+    """Linearization of the reduced forces: ``K_r = df_r/dq``, ``D_r = -df_r/dqdot`` (nq, nq)."""
+
+    K: Array
+    D: Array
+
+
+def implicit_terms(kin: Kinematics) -> ImplicitTerms:
+    """``K_r`` and ``D_r`` from joint springs/dampers and force elements (eq. 2.74–2.75)."""
+    tree = kin.tree
+    scene = tree.scene
+    K = -np.diag(tree.per_dof("stiffness"))
+    D = np.diag(tree.per_dof("damping"))
+    if scene.forces:
+        size = 6 * scene.n_bodies
+        J = kin.J
+        Km = sum(_dense(f.stiffness(scene, kin.E, kin.phi), size) for f in scene.forces)
+        Dm = sum(_dense(f.damping(scene, kin.E, kin.phi), size) for f in scene.forces)
+        K = K + J.T @ Km @ J
+        D = D + J.T @ Dm @ J
+    return ImplicitTerms(K, D)
+
+
+def energies(kin: Kinematics) -> dict[str, float]:
+    """Kinetic, gravitational, joint-spring and force-element energies [J]."""
+    tree = kin.tree
+    scene = tree.scene
+    kinetic = 0.5 * float(np.sum(scene.spatial_inertia * kin.phi**2))
+    gravity = -float(np.sum(scene.masses * (kin.E[:, :3, 3] @ scene.gravity)))
+    k = tree.per_dof("stiffness")
+    spring = 0.5 * float(np.sum(k * (kin.q - tree.per_dof("rest")) ** 2))
+    forces = float(sum(f.energy(scene, kin.E, kin.phi) for f in scene.forces))
+    potential = gravity + spring + forces
+    return {
+        "kinetic_energy": kinetic,
+        "gravity_energy": gravity,
+        "joint_spring_energy": spring,
+        "force_energy": forces,
+        "potential_energy": potential,
+        "total_energy": kinetic + potential,
+    }
