@@ -279,24 +279,36 @@ def mixed_lcp_to_lcp(lcp: LCP) -> ReducedLCP:
 
 
 def box_lcp_to_standard(lcp: LCP) -> tuple[LCP, Callable[[Vec], Vec]]:
-    """Standard LCP of a box LCP whose every row has exactly one finite bound.
+    r"""Standard LCP of a box LCP without free rows or friction blocks.
 
     ``z = lo + s`` on rows with a finite lower bound and ``z = hi - s`` on rows
-    with a finite upper bound: with ``D = diag(±1)`` and ``c`` the bound,
-    ``M' = D M D`` and ``q' = D (M c + q)``.
+    with only a finite upper bound: with ``D = diag(±1)`` and ``c`` the bound,
+    ``M' = D M D`` and ``q' = D (M c + q)``.  A row ``B`` with both bounds
+    finite gets a second unknown ``t_B = w^-_B >= 0`` (the part of ``w``
+    pushing against the upper bound), paired with the slack ``hi - lo - s``:
+
+    .. math::
+
+        \begin{pmatrix} M' & E \\ -E^\top & 0 \end{pmatrix}
+        \begin{pmatrix} s \\ t \end{pmatrix} +
+        \begin{pmatrix} q' \\ hi_B - lo_B \end{pmatrix} \ge 0,
+
+    with ``E`` selecting the rows ``B``.  The map back returns ``z = c + D s``.
     """
     if lcp.blocks is not None:
         raise IncompatibleProblem("friction blocks have no standard-LCP form; use 'pgs'")
     fin_lo, fin_hi = np.isfinite(lcp.lo), np.isfinite(lcp.hi)
-    if np.any(fin_lo & fin_hi):
-        raise IncompatibleProblem(
-            "rows with both bounds finite (a box) have no standard-LCP form without "
-            "doubling; use 'pgs' or a QP backend (symmetric PSD M)"
-        )
     if np.any(~fin_lo & ~fin_hi):
         raise IncompatibleProblem("free rows remain; apply mixed_lcp_to_lcp first")
+    n = lcp.n
     d = np.where(fin_lo, 1.0, -1.0)
     c = np.where(fin_lo, lcp.lo, lcp.hi)
     D = sp.diags(d)
-    std = LCP(D @ lcp.M @ D, d * (np.asarray(lcp.M @ c) + lcp.q))
-    return std, lambda s: c + d * s
+    M1 = sp.csr_matrix(D @ lcp.M @ D)
+    q1 = d * (np.asarray(lcp.M @ c) + lcp.q)
+    box = np.flatnonzero(fin_lo & fin_hi)
+    if box.size:
+        E = sp.csr_matrix((np.ones(box.size), (box, np.arange(box.size))), shape=(n, box.size))
+        M1 = sp.bmat([[M1, E], [-E.T, None]], format="csr")
+        q1 = np.concatenate([q1, lcp.hi[box] - lcp.lo[box]])
+    return LCP(M1, q1), lambda s: c + d * s[:n]

@@ -75,6 +75,8 @@ class Backend:
     supports_friction_blocks: ClassVar[bool] = False
     #: LCP backends only: whether general box bounds are handled (else standard/mixed only).
     supports_box_lcp: ClassVar[bool] = True
+    #: QP backends only: ``P`` must be positive definite (a singular ``P`` makes the solve fail).
+    requires_definite: ClassVar[bool] = False
     #: Whether a primal-infeasible problem is reported with status ``infeasible``.
     detects_infeasibility: ClassVar[bool] = False
     #: Accuracy (max residual) reached with default settings on well-scaled problems.

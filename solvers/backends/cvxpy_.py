@@ -50,7 +50,9 @@ _KIND = {
 
 # Lowest accuracy the backend reaches on well-scaled problems with tol = 1e-8 (first-order
 # methods plateau earlier than interior-point ones).
-_TOLERANCE = {"SCS": 1e-4, "OSQP": 1e-5, "PROXQP": 1e-6, "ECOS": 1e-5}
+_TOLERANCE = {"SCS": 1e-4, "OSQP": 1e-5, "PROXQP": 1e-6, "ECOS": 1e-4}
+# Solvers that do not report infeasibility/unboundedness (they run into the iteration cap).
+_NO_CERTIFICATES = {"PROXQP"}
 
 
 class CvxpyBackend(Backend):
@@ -171,6 +173,7 @@ def _make(solver: str) -> type[CvxpyBackend]:
         "extra": extra,
         "supports_soc": soc,
         "tolerance": _TOLERANCE.get(solver, 1e-6),
+        "detects_infeasibility": solver not in _NO_CERTIFICATES,
         "__doc__": f"cvxpy with the {solver} solver.",
     }
     return type(f"Cvxpy{solver.title()}Backend", (CvxpyBackend,), attrs)

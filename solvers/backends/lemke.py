@@ -6,7 +6,7 @@ which rules out cycling.  The method ends when ``z0`` leaves the basis (a
 solution) or when the entering column has no positive entry (a secondary ray:
 status ``ray_termination``, no solution found).  For P-matrices, and for
 positive semidefinite ``M`` with a feasible LCP, Lemke's method always finds a
-solution.  Mixed and one-sided box LCPs are reduced to standard form by the
+solution.  Mixed and box LCPs are reduced to standard form by the
 layer (``mixed_lcp_to_lcp``, ``box_lcp_to_standard``).
 
 Settings: ``pivot_tol`` (default ``1e-12``, relative to the column's largest

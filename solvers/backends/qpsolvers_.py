@@ -40,7 +40,12 @@ _SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
     "mosek": ("mosek", (), "interior-point", None),
     "osqp": ("osqp", ("eps_abs", "eps_rel"), "admm", None),
     "piqp": ("piqp", ("eps_abs", "eps_rel"), "interior-point", "qp"),
-    "proxqp": ("proxsuite", ("eps_abs", "eps_rel"), "augmented-lagrangian", "qp"),
+    "proxqp": (
+        "proxsuite",
+        ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"),
+        "augmented-lagrangian",
+        "qp",
+    ),
     "qpalm": ("qpalm", ("eps_abs", "eps_rel"), "augmented-lagrangian", None),
     "qpoases": ("qpoases", (), "active-set", None),
     "qpswift": ("qpSWIFT", (), "interior-point", None),
@@ -48,7 +53,15 @@ _SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
     "scs": ("scs", ("eps_abs", "eps_rel"), "admm", "qp"),
 }
 
-_TOLERANCE = {"osqp": 1e-5, "scs": 1e-4, "qpalm": 1e-5, "highs": 1e-6, "ecos": 1e-5}
+# ECOS sees the QP as an SOCP (epigraph of the quadratic): its duals reach about 1e-4.
+_TOLERANCE = {"osqp": 1e-5, "scs": 1e-4, "qpalm": 1e-5, "highs": 1e-6, "ecos": 1e-4}
+# Settings without which the solver stops before complementarity is met (ProxQP checks
+# only primal/dual residuals unless told to check the duality gap).
+_FIXED: dict[str, dict[str, Any]] = {"proxqp": {"check_duality_gap": True}}
+# Solvers that reject infinite entries in lb/ub: their bounds go through G x <= h instead.
+_FINITE_BOUNDS_ONLY = {"ecos"}
+# Solvers that factorise P itself (Cholesky) and fail when it is only semidefinite.
+_DEFINITE = {"quadprog", "ecos"}
 
 
 class QpsolversBackend(Backend):
@@ -63,13 +76,14 @@ class QpsolversBackend(Backend):
 
         tol_keys = _SOLVERS.get(self.solver, ("", (), "", None))[1]
         kwargs: dict[str, Any] = {key: opts.tol for key in tol_keys}
+        kwargs.update(_FIXED.get(self.solver, {}))
         kwargs.update(opts.settings)
         dense = (
             self.solver in qpsolvers.dense_solvers and self.solver not in qpsolvers.sparse_solvers
         )
 
         t0 = time.perf_counter()
-        problem, back = _to_qpsolvers(qp, dense)
+        problem, back = _to_qpsolvers(qp, dense, self.solver in _FINITE_BOUNDS_ONLY)
         t1 = time.perf_counter()
         sol = qpsolvers.solve_problem(problem, self.solver, initvals=opts.x0, **kwargs)
         t2 = time.perf_counter()
@@ -97,7 +111,7 @@ class QpsolversBackend(Backend):
         )
 
 
-def _to_qpsolvers(qp: QP, dense: bool) -> tuple[Any, Any]:
+def _to_qpsolvers(qp: QP, dense: bool, finite_box: bool) -> tuple[Any, Any]:
     """qpsolvers ``Problem`` of an OSQP-form QP and the map of its duals to OSQP-signed ``y``."""
     import qpsolvers
 
@@ -105,7 +119,7 @@ def _to_qpsolvers(qp: QP, dense: bool) -> tuple[Any, Any]:
         return m.toarray() if dense else sp.csc_matrix(m)
 
     cols = qp.bound_rows()
-    if cols is not None and cols.size:
+    if cols is not None and cols.size and not (finite_box and not np.all(np.isfinite(qp.l + qp.u))):
         lb = np.full(qp.n, -np.inf)
         ub = np.full(qp.n, np.inf)
         lb[cols], ub[cols] = qp.l, qp.u
@@ -161,6 +175,7 @@ def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
         "required_modules": ("qpsolvers", module),
         "extra": extra,
         "tolerance": _TOLERANCE.get(solver, 1e-6),
+        "requires_definite": solver in _DEFINITE,
         "__doc__": f"qpsolvers with the {solver} solver.",
     }
     return type(f"Qpsolvers{solver.title()}Backend", (QpsolversBackend,), attrs)
