@@ -1,0 +1,484 @@
+"""The simulator loop: collision, assembly, contact model, integration, metrics.
+
+One step (DESIGN.md, "One step, as data flows")::
+
+    contacts = collide(scene, E)                    # when the scene has geometry
+    problem  = formulation.assemble(state, h, contacts)
+    solution = model.solve(problem, cache)          # through the solver layer
+    state    = formulation.advance(state, solution, h)
+
+followed by a finiteness check and the per-step metrics of
+:mod:`contactlab.metrics`.  A step whose solver reports a failure is recorded
+with its status; the run continues while the velocities are usable (status in
+:data:`~contactlab.metrics.USABLE_STATUSES` and finite) and stops with
+:class:`~contactlab.errors.StepFailure` otherwise.  Nothing in the loop is
+random, so the same inputs give the same run bit for bit.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from contactlab import metrics as M
+from contactlab.errors import (
+    ConfigurationError,
+    IncompatibleError,
+    StepFailure,
+    UnknownNameError,
+)
+from contactlab.formulation import Formulation, make_formulation
+from contactlab.models.base import ContactModel, make_model
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.scene import Scene, State
+
+Array = NDArray[np.float64]
+Collide = Callable[[Scene, Array], Any]
+
+#: Callback run after every step; returning ``True`` stops the run early.
+StepCallback = Callable[[State, "StepRecord"], "bool | None"]
+
+
+@dataclass
+class StepRecord:
+    """What one step produced.
+
+    index : step index from 0.
+    t : time at the end of the step [s].
+    h : step size [s].
+    metrics : the row of ``steps.csv`` (see :data:`contactlab.metrics.STEP_METRICS`).
+    problem, solution : the step problem and the model's solution.
+    contacts : the contact set used by the step (``None`` without collision).
+    """
+
+    index: int
+    t: float
+    h: float
+    metrics: dict[str, Any]
+    problem: StepProblem
+    solution: StepSolution
+    contacts: Any = None
+
+
+@dataclass
+class Run:
+    """A finished (or, attached to a :class:`StepFailure`, interrupted) run.
+
+    steps : one row per step (columns of :data:`contactlab.metrics.STEP_METRICS`).
+    trajectory : ``t`` (T+1,), ``body_names`` (nb,), ``position`` (T+1, nb, 3),
+        ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) body-frame twists
+        angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
+    initial_metrics : the formulation's state metrics at t = 0.
+    status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
+        but not optimal), ``"stopped"`` (a callback ended it) or ``"failed"``.
+    """
+
+    scene: Scene
+    formulation: str
+    model: str
+    solver: str
+    dt: float
+    model_options: dict[str, Any]
+    steps: pd.DataFrame
+    trajectory: dict[str, NDArray[Any]]
+    initial_metrics: dict[str, float]
+    wall_time_s: float
+    status: str
+    message: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def duration(self) -> float:
+        """Simulated time [s]."""
+        t = self.trajectory["t"]
+        return float(t[-1] - t[0]) if len(t) else 0.0
+
+    def aggregates(self) -> dict[str, float | None]:
+        """Run aggregates (see :func:`contactlab.metrics.aggregate`)."""
+        return M.aggregate(self.steps, self.initial_metrics)
+
+
+def _collision_function(scene: Scene) -> Collide | None:
+    has_geometry = bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
+    if not has_geometry:
+        return None
+    try:
+        from contactlab.collision import collide
+    except ImportError as err:
+        if err.name not in ("contactlab.collision",):
+            raise
+        warnings.warn(
+            f"scene {scene.name!r} has collision shapes but contactlab.collision is not "
+            "installed; the run proceeds without contacts",
+            stacklevel=3,
+        )
+        return None
+    return collide  # type: ignore[no-any-return]
+
+
+def check_solver(name: str) -> None:
+    """Raise a clear error if ``name`` is not a usable backend of the solver layer.
+
+    Does nothing when the solver layer itself cannot be imported (models that
+    solve without it still run).
+    """
+    try:
+        import solvers
+    except ImportError:
+        return
+    try:
+        solvers.get_backend(name)
+    except solvers.SolverNotFound as err:
+        known = [row["name"] for row in solvers.backend_table()]
+        if err.reason is None:
+            raise UnknownNameError("solver", name, known) from err
+        raise IncompatibleError(
+            f"solver {name!r} is unavailable: {err.reason}; available solvers: "
+            f"{', '.join(solvers.available_backends()) or 'none'}"
+        ) from err
+
+
+def _solver_error_types() -> tuple[type[BaseException], ...]:
+    try:
+        from solvers.errors import SolverError
+    except ImportError:
+        return ()
+    return (SolverError,)
+
+
+class Simulator:
+    """Steps a scene with a chosen formulation, contact model and solver.
+
+    Parameters
+    ----------
+    scene : the scene to simulate.
+    formulation : formulation name (``"maximal"``, ``"reduced"``) or instance.
+    model : contact model name (``"frictionless"``, ``"anitescu-hart"``, ...) or instance.
+    solver : solver-layer backend name (``"kkt"``, ``"osqp"``, ``"pgs"``, ...);
+        ignored when ``model`` is an instance.
+    dt : step size [s]; the scene's ``dt`` when ``None``.
+    model_options : keyword options of the model (``cone``, ``directions``, ...).
+    collide : collision function ``(scene, E) -> contacts``; by default
+        :func:`contactlab.collision.collide` when the scene has geometry.
+    slip_threshold : [m/s] slip speed above which a contact counts as sliding.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        formulation: str | Formulation = "maximal",
+        model: str | ContactModel = "frictionless",
+        solver: str = "kkt",
+        dt: float | None = None,
+        model_options: Mapping[str, Any] | None = None,
+        collide: Collide | None = None,
+        slip_threshold: float = M.SLIP_THRESHOLD,
+    ) -> None:
+        self.scene = scene
+        h = scene.dt if dt is None else dt
+        if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
+            raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
+        self.dt = float(h)
+        self.model_options = dict(model_options or {})
+        if isinstance(model, ContactModel):
+            self.model = model
+            self.solver = model.solver
+        else:
+            check_solver(solver)
+            self.model = make_model(model, solver, **self.model_options)
+            self.solver = solver
+        self.formulation = (
+            formulation
+            if isinstance(formulation, Formulation)
+            else make_formulation(formulation, scene)
+        )
+        self.collide = collide if collide is not None else _collision_function(scene)
+        self.slip_threshold = slip_threshold
+
+    @property
+    def names(self) -> tuple[str, str, str]:
+        """``(formulation, model, solver)`` names."""
+        return self.formulation.name, self.model.name, self.solver
+
+    def initial_state(self) -> State:
+        """The formulation's state at t = 0 (checked finite)."""
+        state = self.formulation.initial_state()
+        state.check_finite()
+        return state
+
+    def _failure(self, index: int, t: float, what: str) -> StepFailure:
+        form, model, solver = self.names
+        return StepFailure(
+            f"step {index} (t = {t:.6g} s) failed: {what} (formulation {form!r}, model "
+            f"{model!r}, solver {solver!r}); try a smaller --dt, another --solver, or "
+            "model options such as a looser tolerance"
+        )
+
+    def step(self, state: State, index: int = 0) -> tuple[State, StepRecord]:
+        """Advance ``state`` by one step of size ``dt``; return the new state and the record.
+
+        Raises
+        ------
+        StepFailure
+            If the solver's velocities are unusable (failed status or non-finite).
+        StateError
+            If the new state holds non-finite numbers.
+        """
+        h = self.dt
+        start = time.perf_counter()
+        contacts = None
+        if self.collide is not None:
+            E, _ = self.formulation.maximal(state)
+            contacts = self.collide(self.scene, E)
+        collided = time.perf_counter()
+        problem = self.formulation.assemble(state, h, contacts)
+        assembled = time.perf_counter()
+        cache = dict(state.cache)
+        try:
+            solution = self.model.solve(problem, cache)
+        except _solver_error_types() as err:
+            raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
+        if solution.status not in M.USABLE_STATUSES:
+            raise self._failure(index, state.t, f"solver status {solution.status!r}")
+        if not np.all(np.isfinite(solution.v)):
+            raise self._failure(
+                index, state.t, f"non-finite velocities (status {solution.status!r})"
+            )
+        new_state = self.formulation.advance(state, solution, h)
+        new_state = replace(new_state, cache={**new_state.cache, **cache, **solution.cache})
+        new_state.check_finite()
+        row: dict[str, Any] = {"step": index, "t": float(new_state.t), "h": h}
+        row.update(self.formulation.metrics(new_state))
+        row.update(
+            status=str(solution.status),
+            solve_time_s=float(solution.solve_time),
+            iterations=int(solution.iterations),
+            outer_iterations=int(solution.outer_iterations),
+            n_contacts=problem.n_contacts,
+            penetration=M.penetration(contacts if contacts is not None else problem.contacts),
+        )
+        row.update(M.contact_metrics(problem, solution, self.slip_threshold))
+        row["solver_residual"] = M.solver_residual(solution)
+        row["collision_time_s"] = collided - start
+        row["assembly_time_s"] = assembled - collided
+        row["step_time_s"] = time.perf_counter() - start
+        record = StepRecord(index, float(new_state.t), h, row, problem, solution, contacts)
+        return new_state, record
+
+    def n_steps(self, steps: int | None = None, duration: float | None = None) -> int:
+        """Number of steps for ``steps`` or ``duration`` [s] (the scene's duration by default)."""
+        if steps is not None and duration is not None:
+            raise ConfigurationError("give either steps or duration, not both")
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+                raise ConfigurationError(f"steps must be a positive integer, got {steps!r}")
+            return int(steps)
+        T = self.scene.duration if duration is None else duration
+        if not (isinstance(T, (int, float)) and np.isfinite(T) and T > 0):
+            raise ConfigurationError(f"duration must be a positive number [s], got {T!r}")
+        return max(1, int(round(T / self.dt)))
+
+    def run(
+        self,
+        steps: int | None = None,
+        duration: float | None = None,
+        progress: bool | Callable[[int, int], None] | None = None,
+        callback: StepCallback | None = None,
+        state: State | None = None,
+    ) -> Run:
+        """Run ``steps`` steps (or ``duration`` seconds) from ``state`` (t = 0 by default).
+
+        Parameters
+        ----------
+        progress : ``True`` for a progress bar on stderr shown once the run has
+            taken a second; a callable ``(done, total)`` called after each step.
+        callback : called as ``callback(state, record)`` after each step;
+            returning ``True`` stops the run.
+
+        Raises
+        ------
+        StepFailure
+            When a step's solution is unusable; the exception's ``run``
+            attribute holds the run up to the failed step.
+        """
+        n = self.n_steps(steps, duration)
+        wall_start = time.perf_counter()
+        state = self.initial_state() if state is None else state
+        state.check_finite()
+        initial = dict(self.formulation.metrics(state))
+        recorder = _Recorder(self.formulation, self.scene, state, n)
+        bar = _progress_bar(n) if progress is True else None
+        rows: list[dict[str, Any]] = []
+        status = "ok"
+        try:
+            for i in range(n):
+                state, record = self.step(state, i)
+                rows.append(record.metrics)
+                recorder.add(state)
+                if bar is not None:
+                    bar.update(1)
+                elif callable(progress):
+                    progress(i + 1, n)
+                if callback is not None and callback(state, record):
+                    status = "stopped"
+                    break
+        except StepFailure as err:
+            err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        if status == "ok" and any(r["status"] != "optimal" for r in rows):
+            status = "inaccurate"
+        return self._make_run(rows, recorder, initial, wall_start, status)
+
+    def _make_run(
+        self,
+        rows: list[dict[str, Any]],
+        recorder: _Recorder,
+        initial: dict[str, float],
+        wall_start: float,
+        status: str,
+        message: str = "",
+    ) -> Run:
+        columns = [m.name for m in M.STEP_METRICS]
+        steps = pd.DataFrame(rows)
+        ordered = [c for c in columns if c in steps] + [c for c in steps if c not in columns]
+        steps = steps[ordered] if rows else pd.DataFrame(columns=columns)
+        form, model, solver = self.names
+        return Run(
+            scene=self.scene,
+            formulation=form,
+            model=model,
+            solver=solver,
+            dt=self.dt,
+            model_options=dict(self.model_options),
+            steps=steps,
+            trajectory=recorder.arrays(),
+            initial_metrics=initial,
+            wall_time_s=time.perf_counter() - wall_start,
+            status=status,
+            message=message,
+            parameters=dict(self.scene.params),
+        )
+
+
+def _progress_bar(total: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="step", delay=1.0, file=sys.stderr, dynamic_ncols=True)
+
+
+class _Recorder:
+    """Preallocated trajectory arrays filled frame by frame."""
+
+    def __init__(self, formulation: Formulation, scene: Scene, state: State, n: int) -> None:
+        self.formulation = formulation
+        nb = scene.n_bodies
+        self.names = np.array([b.name for b in scene.bodies], dtype=str)
+        self.t = np.zeros(n + 1)
+        self.E = np.zeros((n + 1, nb, 4, 4))
+        self.phi = np.zeros((n + 1, nb, 6))
+        self.q = None if state.q is None else np.zeros((n + 1, np.size(state.q)))
+        self.qdot = None if state.qdot is None else np.zeros((n + 1, np.size(state.qdot)))
+        self.count = 0
+        self.add(state)
+
+    def add(self, state: State) -> None:
+        k = self.count
+        E, phi = self.formulation.maximal(state)
+        self.t[k] = state.t
+        self.E[k] = E
+        self.phi[k] = phi
+        if self.q is not None and state.q is not None:
+            self.q[k] = np.ravel(state.q)
+        if self.qdot is not None and state.qdot is not None:
+            self.qdot[k] = np.ravel(state.qdot)
+        self.count += 1
+
+    def arrays(self) -> dict[str, NDArray[Any]]:
+        k = self.count
+        out: dict[str, NDArray[Any]] = {
+            "t": self.t[:k].copy(),
+            "body_names": self.names,
+            "position": self.E[:k, :, :3, 3].copy(),
+            "rotation": self.E[:k, :, :3, :3].copy(),
+            "twist": self.phi[:k].copy(),
+        }
+        if self.q is not None:
+            out["q"] = self.q[:k].copy()
+        if self.qdot is not None:
+            out["qdot"] = self.qdot[:k].copy()
+        return out
+
+
+def simulate(
+    scenario: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    formulation: str = "maximal",
+    model: str = "frictionless",
+    solver: str = "kkt",
+    dt: float | None = None,
+    steps: int | None = None,
+    duration: float | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    progress: bool | Callable[[int, int], None] | None = None,
+) -> Run:
+    """Build the registered scenario ``scenario`` with ``parameters`` and run it.
+
+    Raises
+    ------
+    UnknownNameError, ParameterError, IncompatibleError
+        For an unknown scenario or parameter, a wrongly typed value, or a
+        formulation the scenario does not support.
+    """
+    sim = build_simulator(
+        scenario,
+        parameters,
+        formulation=formulation,
+        model=model,
+        solver=solver,
+        dt=dt,
+        model_options=model_options,
+    )
+    return sim.run(steps=steps, duration=duration, progress=progress)
+
+
+def build_simulator(
+    scenario: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    formulation: str = "maximal",
+    model: str = "frictionless",
+    solver: str = "kkt",
+    dt: float | None = None,
+    model_options: Mapping[str, Any] | None = None,
+) -> Simulator:
+    """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
+    from contactlab import scenario as scenario_registry
+
+    spec = scenario_registry.get_scenario(scenario)
+    if formulation not in spec.formulations:
+        from contactlab.formulation import formulation_names
+
+        if formulation not in formulation_names():
+            raise UnknownNameError("formulation", formulation, formulation_names())
+        raise IncompatibleError(
+            f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
+            f"not {formulation!r}; choose one with --formulation"
+        )
+    scene = spec.build(**dict(parameters or {}))
+    return Simulator(scene, formulation, model, solver, dt=dt, model_options=model_options)
