@@ -1,0 +1,310 @@
+"""Narrow phase for boxes: sphere–box (batched numpy) and box–box (numba).
+
+Box–box follows the separating-axis test (SAT): the 15 candidate axes are the
+three face normals of each box and the nine cross products of their edges.
+The axis of least penetration (largest separation) decides the contact:
+
+* a **face axis**: the box owning it gives the *reference* face (the face
+  whose outward normal is that axis, oriented toward the other box); the
+  other box's face most anti-parallel to it is the *incident* face.  The
+  incident quadrilateral is clipped against the four side planes of the
+  reference face (Sutherland–Hodgman) and every clipped vertex lying less
+  than the margin above the reference plane is a contact, its distance the
+  height above the reference plane.  A box resting on a larger box thus gets
+  its four bottom corners.
+* an **edge axis** (chosen only when clearly better than every face axis, so
+  that face contacts win ties): one contact between the two supporting edges,
+  at the midpoint of their closest points.
+
+The normal always points from B toward A.  Clipping is a short loop per
+pair, so it runs in a numba kernel over all box pairs at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numpy.typing import NDArray
+
+from contactlab.collision.primitives import Raw, empty_raw
+
+Array = NDArray[np.float64]
+
+#: A face axis is kept unless an edge axis separates by more than this
+#: relative and absolute amount (prefers stable face manifolds).
+_EDGE_REL_TOL = 0.05
+_EDGE_ABS_TOL = 1e-5
+#: Edge axes with |a x b| below this are parallel edges, covered by the face axes.
+_EDGE_EPS = 1e-6
+#: At most 8 contacts per box pair (a quadrilateral clipped by 4 planes).
+MAX_BOX_CONTACTS = 8
+
+
+def sphere_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
+    """Sphere A against box B (either may be static)."""
+    m = Wa.shape[0]
+    Rb, pb, h = Wb[:, :3, :3], Wb[:, :3, 3], sb
+    r = sa[:, 0]
+    c = np.einsum("mji,mj->mi", Rb, Wa[:, :3, 3] - pb)  # centre in box frame
+    q = np.clip(c, -h, h)
+    diff = c - q
+    L = np.linalg.norm(diff, axis=1)
+    outside = L > 1e-12
+    n_loc = np.zeros((m, 3))
+    n_loc[outside] = diff[outside] / L[outside, None]
+    dist = L - r
+    # Centre inside the box: push out through the nearest face.
+    inside = ~outside
+    if np.any(inside):
+        depth = h[inside] - np.abs(c[inside])
+        k = np.argmin(depth, axis=1)
+        rows = np.arange(k.shape[0])
+        sign = np.where(c[inside][rows, k] >= 0.0, 1.0, -1.0)
+        nl = np.zeros((k.shape[0], 3))
+        nl[rows, k] = sign
+        n_loc[inside] = nl
+        qi = c[inside].copy()
+        qi[rows, k] = sign * h[inside][rows, k]
+        q[inside] = qi
+        dist[inside] = -depth[rows, k] - r[inside]
+    n = np.einsum("mij,mj->mi", Rb, n_loc)
+    on_box = np.einsum("mij,mj->mi", Rb, q) + pb
+    on_sphere = Wa[:, :3, 3] - r[:, None] * n
+    point = 0.5 * (on_box + on_sphere)
+    keep = dist < margin
+    return np.arange(m)[keep], point[keep], n[keep], dist[keep]
+
+
+# ----------------------------------------------------------------------------
+# box-box
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _sgn(x: float) -> float:
+    return 1.0 if x >= 0.0 else -1.0
+
+
+@njit(cache=True)
+def _clip(poly: np.ndarray, count: int, normal: np.ndarray, limit: float, out: np.ndarray) -> int:
+    """Keep the part of polygon ``poly[:count]`` with ``normal . x <= limit``."""
+    n_out = 0
+    for k in range(count):
+        p = poly[k]
+        q = poly[(k + 1) % count]
+        dp = normal[0] * p[0] + normal[1] * p[1] + normal[2] * p[2] - limit
+        dq = normal[0] * q[0] + normal[1] * q[1] + normal[2] * q[2] - limit
+        if dp <= 0.0:
+            out[n_out] = p
+            n_out += 1
+        if (dp < 0.0 < dq) or (dq < 0.0 < dp):
+            t = dp / (dp - dq)
+            out[n_out] = p + t * (q - p)
+            n_out += 1
+    return n_out
+
+
+@njit(cache=True)
+def _face_contacts(
+    Rr: np.ndarray,
+    pr: np.ndarray,
+    hr: np.ndarray,
+    axis: int,
+    nr: np.ndarray,
+    Ri: np.ndarray,
+    pi: np.ndarray,
+    hi: np.ndarray,
+    normal_ba: np.ndarray,
+    margin: float,
+    points: np.ndarray,
+    normals: np.ndarray,
+    dists: np.ndarray,
+) -> int:
+    """Clip the incident box's face against the reference face (outward ``nr``)."""
+    # incident face: most anti-parallel to nr
+    best, li = -1.0, 0
+    for l in range(3):
+        v = abs(Ri[l, 0] * nr[0] + Ri[l, 1] * nr[1] + Ri[l, 2] * nr[2])
+        if v > best:
+            best, li = v, l
+    s = -_sgn(Ri[li, 0] * nr[0] + Ri[li, 1] * nr[1] + Ri[li, 2] * nr[2])
+    fc = pi + s * hi[li] * Ri[li]
+    u, v = (li + 1) % 3, (li + 2) % 3
+    poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    su = (1.0, -1.0, -1.0, 1.0)
+    sv = (1.0, 1.0, -1.0, -1.0)
+    for k in range(4):
+        poly[k] = fc + su[k] * hi[u] * Ri[u] + sv[k] * hi[v] * Ri[v]
+    count = 4
+    cref = pr + hr[axis] * nr
+    for side in ((axis + 1) % 3, (axis + 2) % 3):
+        a = Rr[side]
+        lim = a[0] * cref[0] + a[1] * cref[1] + a[2] * cref[2]
+        count = _clip(poly, count, a, lim + hr[side], buf)
+        poly[:count] = buf[:count]
+        count = _clip(poly, count, -a, -lim + hr[side], buf)
+        poly[:count] = buf[:count]
+        if count == 0:
+            return 0
+    n_c = 0
+    for k in range(count):
+        p = poly[k]
+        depth = nr[0] * (p[0] - cref[0]) + nr[1] * (p[1] - cref[1]) + nr[2] * (p[2] - cref[2])
+        if depth < margin and n_c < MAX_BOX_CONTACTS:
+            points[n_c] = p - 0.5 * depth * nr
+            normals[n_c] = normal_ba
+            dists[n_c] = depth
+            n_c += 1
+    return n_c
+
+
+@njit(cache=True)
+def _segment_closest(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> tuple:
+    """Closest points of segments ``p1 + s d1`` and ``p2 + t d2``, s, t in [0, 1]."""
+    r = p1 - p2
+    a = d1 @ d1
+    e = d2 @ d2
+    b = d1 @ d2
+    c = d1 @ r
+    f = d2 @ r
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 1e-12 * a * e:
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-c / a, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((b - c) / a, 0.0), 1.0)
+    return p1 + s * d1, p2 + t * d2
+
+
+@njit(cache=True)
+def _box_box_pair(
+    Ra: np.ndarray,
+    pa: np.ndarray,
+    ha: np.ndarray,
+    Rb: np.ndarray,
+    pb: np.ndarray,
+    hb: np.ndarray,
+    margin: float,
+    points: np.ndarray,
+    normals: np.ndarray,
+    dists: np.ndarray,
+) -> int:
+    """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows."""
+    d = pb - pa
+    C = Ra @ Rb.T  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
+    absC = np.abs(C) + 1e-12
+    t = Ra @ d
+    u = Rb @ d
+    best_face, face_kind, face_idx = -np.inf, 0, 0
+    for i in range(3):
+        sep = abs(t[i]) - (ha[i] + hb[0] * absC[i, 0] + hb[1] * absC[i, 1] + hb[2] * absC[i, 2])
+        if sep > best_face:
+            best_face, face_kind, face_idx = sep, 0, i
+    for j in range(3):
+        sep = abs(u[j]) - (hb[j] + ha[0] * absC[0, j] + ha[1] * absC[1, j] + ha[2] * absC[2, j])
+        if sep > best_face:
+            best_face, face_kind, face_idx = sep, 1, j
+    if best_face > margin:
+        return 0
+    best_edge, ei, ej = -np.inf, -1, -1
+    for i in range(3):
+        for j in range(3):
+            # L = e_i x C[:, j] in A's frame
+            L = np.zeros(3)
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            L[i1] = -C[i2, j]
+            L[i2] = C[i1, j]
+            norm = np.sqrt(L[i1] * L[i1] + L[i2] * L[i2])
+            if norm < _EDGE_EPS:
+                continue
+            ra = ha[0] * abs(L[0]) + ha[1] * abs(L[1]) + ha[2] * abs(L[2])
+            CL = L[0] * C[0] + L[1] * C[1] + L[2] * C[2]
+            rb = hb[0] * abs(CL[0]) + hb[1] * abs(CL[1]) + hb[2] * abs(CL[2])
+            sep = (abs(t @ L) - ra - rb) / norm
+            if sep > best_edge:
+                best_edge, ei, ej = sep, i, j
+    if best_edge > margin:
+        return 0
+    if ei >= 0 and best_edge > best_face + _EDGE_REL_TOL * abs(best_face) + _EDGE_ABS_TOL:
+        n = np.cross(Ra[ei], Rb[ej])
+        n /= np.linalg.norm(n)
+        if n @ (pa - pb) < 0.0:
+            n = -n
+        ca = pa.copy()
+        for k in range(3):
+            if k != ei:
+                ca -= _sgn(Ra[k] @ n) * ha[k] * Ra[k]
+        cb = pb.copy()
+        for k in range(3):
+            if k != ej:
+                cb += _sgn(Rb[k] @ n) * hb[k] * Rb[k]
+        qa, qb = _segment_closest(
+            ca - ha[ei] * Ra[ei],
+            2.0 * ha[ei] * Ra[ei],
+            cb - hb[ej] * Rb[ej],
+            2.0 * hb[ej] * Rb[ej],
+        )
+        dist = (qa - qb) @ n
+        if dist >= margin:
+            return 0
+        points[0] = 0.5 * (qa + qb)
+        normals[0] = n
+        dists[0] = dist
+        return 1
+    if face_kind == 0:
+        axis_w = Ra[face_idx]
+        nr = _sgn(t[face_idx]) * axis_w  # A's outward face normal toward B
+        return _face_contacts(
+            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -nr, margin, points, normals, dists
+        )
+    axis_w = Rb[face_idx]
+    nr = -_sgn(u[face_idx]) * axis_w  # B's outward face normal toward A
+    return _face_contacts(Rb, pb, hb, face_idx, nr, Ra, pa, ha, nr, margin, points, normals, dists)
+
+
+@njit(cache=True)
+def _box_box_kernel(
+    Wa: np.ndarray, ha: np.ndarray, Wb: np.ndarray, hb: np.ndarray, margin: float
+) -> tuple:
+    m = Wa.shape[0]
+    points = np.zeros((m, MAX_BOX_CONTACTS, 3))
+    normals = np.zeros((m, MAX_BOX_CONTACTS, 3))
+    dists = np.zeros((m, MAX_BOX_CONTACTS))
+    counts = np.zeros(m, dtype=np.int64)
+    for k in range(m):
+        Ra = np.ascontiguousarray(Wa[k, :3, :3].T)
+        Rb = np.ascontiguousarray(Wb[k, :3, :3].T)
+        counts[k] = _box_box_pair(
+            Ra,
+            Wa[k, :3, 3].copy(),
+            ha[k],
+            Rb,
+            Wb[k, :3, 3].copy(),
+            hb[k],
+            margin,
+            points[k],
+            normals[k],
+            dists[k],
+        )
+    return points, normals, dists, counts
+
+
+def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
+    """Box A against box B: a contact manifold of up to 8 points per pair."""
+    m = Wa.shape[0]
+    if m == 0:
+        return empty_raw()
+    points, normals, dists, counts = _box_box_kernel(
+        np.ascontiguousarray(Wa),
+        np.ascontiguousarray(sa),
+        np.ascontiguousarray(Wb),
+        np.ascontiguousarray(sb),
+        float(margin),
+    )
+    mask = np.arange(MAX_BOX_CONTACTS)[None, :] < counts[:, None]
+    pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
+    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]

@@ -1,0 +1,201 @@
+"""Collision detection for a whole scene: broad phase, narrow phase, contact set.
+
+``collide(scene, E)`` places every shape (``E[body] @ pose``), tests each
+dynamic shape against every static plane directly, finds the candidate pairs
+among the other shapes (dynamic and static) by sweep-and-prune on their
+axis-aligned boxes, runs the narrow phase once per pair kind on all pairs of
+that kind, and returns one :class:`~contactlab.collision.contacts.ContactSet`.
+
+Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
+plus planes): sphere–plane, capsule–plane, box–plane, cylinder–plane,
+sphere–sphere, sphere–capsule, capsule–capsule, sphere–box, box–box.  A
+candidate pair of another kind (e.g. cylinder–box) is an error naming it.
+
+Friction: each contact gets ``scene.contact.friction(material_a, material_b)``
+(an explicit ``mu_pairs`` entry for the two materials, in either order, else
+``mu``).  A body's material is ``Body.material``; static geometry uses its
+shape's ``material`` attribute if it has one, else ``"world"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab.collision import boxes, primitives
+from contactlab.collision.broadphase import sweep_and_prune
+from contactlab.collision.contacts import ContactSet
+from contactlab.collision.primitives import Raw
+from contactlab.collision.table import BOX, CAPSULE, CYLINDER, KIND_NAMES, SPHERE, ShapeTable
+from contactlab.errors import ConfigurationError, StateError
+from contactlab.scene import Scene
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+PairFn = Callable[[Array, Array, Array, Array, float], Raw]
+
+#: Narrow phase per (kind A, kind B) with kind A <= kind B.
+PAIR_FUNCTIONS: dict[tuple[int, int], PairFn] = {
+    (SPHERE, SPHERE): primitives.sphere_sphere,
+    (SPHERE, CAPSULE): primitives.sphere_capsule,
+    (SPHERE, BOX): boxes.sphere_box,
+    (CAPSULE, CAPSULE): primitives.capsule_capsule,
+    (BOX, BOX): boxes.box_box,
+}
+
+#: Narrow phase of each kind against a plane.
+PLANE_FUNCTIONS: dict[int, Callable[[Array, Array, Array, Array, float], Raw]] = {
+    SPHERE: primitives.sphere_plane,
+    CAPSULE: primitives.capsule_plane,
+    BOX: primitives.box_plane,
+    CYLINDER: primitives.cylinder_plane,
+}
+
+
+def supported_pairs() -> list[str]:
+    """Names of the supported shape pairs, e.g. ``"sphere-box"``."""
+    names = [f"{KIND_NAMES[a]}-{KIND_NAMES[b]}" for a, b in PAIR_FUNCTIONS]
+    return names + [f"{KIND_NAMES[k]}-plane" for k in PLANE_FUNCTIONS]
+
+
+class Collider:
+    """Collision detection for one scene; the shape table is built once.
+
+    Parameters
+    ----------
+    scene : the scene; its ``contact.margin`` [m] is the reporting margin.
+    """
+
+    def __init__(self, scene: Scene) -> None:
+        self.scene = scene
+        self.table = ShapeTable.from_scene(scene)
+        self.margin = float(scene.contact.margin)
+        if not (np.isfinite(self.margin) and self.margin >= 0.0):
+            raise ConfigurationError(
+                f"scene {scene.name!r}: contact margin must be >= 0 [m], got {self.margin}"
+            )
+
+    def candidate_pairs(self, W: Array) -> tuple[IntArray, IntArray]:
+        """Shape pairs (i < j) whose margin-grown boxes overlap, excluding pairs on
+        the same body and pairs of two static shapes."""
+        lo, hi = self.table.aabbs(W, self.margin)
+        i, j = sweep_and_prune(lo, hi)
+        body = self.table.body
+        keep = (body[i] != body[j]) & ((body[i] >= 0) | (body[j] >= 0))
+        return i[keep], j[keep]
+
+    def __call__(self, E: Array) -> ContactSet:
+        """Contacts for body transforms ``E`` (nb, 4, 4)."""
+        E = np.asarray(E, dtype=float)
+        nb = self.scene.n_bodies
+        if E.shape != (nb, 4, 4):
+            raise StateError(
+                f"collide: E must have shape ({nb}, 4, 4) for scene {self.scene.name!r}, "
+                f"got {E.shape}"
+            )
+        if not np.all(np.isfinite(E)):
+            raise StateError("collide: body transforms E hold non-finite numbers")
+        tab = self.table
+        W = tab.world_poses(E)
+        parts = [self._planes(W)]
+        i, j = self.candidate_pairs(W)
+        # Orient each pair so that kind[a] <= kind[b]; equal kinds keep i < j.
+        swap = tab.kind[i] > tab.kind[j]
+        a, b = np.where(swap, j, i), np.where(swap, i, j)
+        ka, kb = tab.kind[a], tab.kind[b]
+        code = ka * 8 + kb
+        for c in np.unique(code):
+            key = (int(c) // 8, int(c) % 8)
+            fn = PAIR_FUNCTIONS.get(key)
+            sel = code == c
+            if fn is None:
+                k = int(np.flatnonzero(sel)[0])
+                raise ConfigurationError(
+                    f"no narrow phase for {KIND_NAMES[key[0]]}-{KIND_NAMES[key[1]]} "
+                    f"(shape {tab.local[a[k]]} of body {tab.body[a[k]]} against shape "
+                    f"{tab.local[b[k]]} of body {tab.body[b[k]]}; -1 = static); supported "
+                    f"pairs: {', '.join(supported_pairs())}"
+                )
+            sa, sb = a[sel], b[sel]
+            pair, point, normal, dist = fn(W[sa], tab.size[sa], W[sb], tab.size[sb], self.margin)
+            parts.append(self._assemble(sa[pair], sb[pair], point, normal, dist))
+        contacts = ContactSet.concatenate(parts)
+        # Static geometry is always B.
+        flip = contacts.body_a < 0
+        if np.any(flip):
+            flipped = contacts.select(flip).swapped()
+            contacts = ContactSet.concatenate([contacts.select(~flip), flipped])
+        return contacts
+
+    def _assemble(
+        self, sa: IntArray, sb: IntArray, point: Array, normal: Array, dist: Array
+    ) -> ContactSet:
+        tab = self.table
+        return ContactSet(
+            point=point,
+            normal=normal,
+            distance=dist,
+            body_a=tab.body[sa],
+            body_b=tab.body[sb],
+            shape_a=tab.local[sa],
+            shape_b=tab.local[sb],
+            mu=tab.mu_table[tab.material[sa], tab.material[sb]],
+        )
+
+    def _planes(self, W: Array) -> ContactSet:
+        tab = self.table
+        npl = tab.plane_normal.shape[0]
+        dyn = np.flatnonzero(tab.body >= 0)
+        if npl == 0 or dyn.size == 0:
+            return ContactSet.empty()
+        parts = []
+        for kind, fn in PLANE_FUNCTIONS.items():
+            shapes = dyn[tab.kind[dyn] == kind]
+            if shapes.size == 0:
+                continue
+            s = np.tile(shapes, npl)
+            p = np.repeat(np.arange(npl), shapes.size)
+            pair, point, normal, dist = fn(
+                W[s], tab.size[s], tab.plane_normal[p], tab.plane_offset[p], self.margin
+            )
+            s, p = s[pair], p[pair]
+            parts.append(
+                ContactSet(
+                    point=point,
+                    normal=normal,
+                    distance=dist,
+                    body_a=tab.body[s],
+                    body_b=np.full(s.shape, -1, dtype=np.int64),
+                    shape_a=tab.local[s],
+                    shape_b=tab.plane_local[p],
+                    mu=tab.mu_table[tab.material[s], tab.plane_material[p]],
+                )
+            )
+        return ContactSet.concatenate(parts)
+
+
+_CACHE: list[Collider] = []
+_CACHE_SIZE = 8
+
+
+def collider_for(scene: Scene) -> Collider:
+    """The :class:`Collider` of ``scene``, reused across calls for the same scene object."""
+    for col in _CACHE:
+        if col.scene is scene:
+            return col
+    col = Collider(scene)
+    _CACHE.insert(0, col)
+    del _CACHE[_CACHE_SIZE:]
+    return col
+
+
+def collide(scene: Scene, E: Array) -> ContactSet:
+    """Contacts of ``scene`` with body transforms ``E`` (nb, 4, 4).
+
+    See the module docstring for the supported pairs and
+    :class:`~contactlab.collision.contacts.ContactSet` for the conventions
+    (normal from B toward A, signed distance, world B = -1).
+    """
+    return collider_for(scene)(E)

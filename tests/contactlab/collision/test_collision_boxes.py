@@ -1,0 +1,213 @@
+"""Box–box manifolds, static boxes, swap symmetry and the broad phase.
+
+Hand-computed cases: the contact points of a face-on box pair are the
+vertices of the intersection of the two faces' rectangles (a rectangle for
+aligned boxes, an octagon for a square turned 45 degrees on another), all at
+the common face height; an edge-on pair touches at the crossing of the two
+edges.  Tolerance: round-off, ``1e-9`` [m].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab import se3
+from contactlab.collision import Collider, ContactSet, brute_force_pairs, collide, sweep_and_prune
+from contactlab.scene import Body, ContactParams, Scene
+from contactlab.shapes import Box, Capsule, Plane, Sphere
+
+TOL = 1e-9
+S2 = np.sqrt(0.5)
+
+
+def scene_of(*shapes, static=(), margin=0.005):
+    bodies = tuple(Body(f"b{k}", 1.0, [1.0, 1.0, 1.0], shapes=(s,)) for k, s in enumerate(shapes))
+    return Scene("t", bodies, static_shapes=static, contact=ContactParams(margin=margin))
+
+
+def T(p, w=(0.0, 0.0, 0.0)):
+    return se3.make_transform(se3.exp_so3(np.asarray(w, float)), np.asarray(p, float))
+
+
+def rows(x):
+    x = np.round(np.asarray(x, float), 8) + 0.0
+    return x[np.lexsort(x.T[::-1])]
+
+
+BIG = Box(half_extents=[0.5, 0.5, 0.5])
+SMALL = Box(half_extents=[0.3, 0.2, 0.1])
+
+
+def test_small_box_resting_on_big_box_gets_its_four_corners():
+    c = collide(scene_of(BIG, SMALL), np.stack([T([0, 0, 0]), T([0.1, -0.05, 0.6], [0, 0, 0.4])]))
+    assert len(c) == 4
+    R = se3.exp_so3([0, 0, 0.4])
+    corners = [R @ [x, y, 0] + [0.1, -0.05, 0.5] for x in (-0.3, 0.3) for y in (-0.2, 0.2)]
+    assert np.allclose(rows(c.point), rows(corners), atol=1e-8)
+    assert np.allclose(c.distance, 0.0, atol=TOL)
+    assert np.allclose(c.normal, [0, 0, -1], atol=TOL)  # B (small, above) toward A
+    assert set(c.body_a) == {0} and set(c.body_b) == {1}
+
+
+@pytest.mark.parametrize(("gap", "count"), [(0.003, 4), (-0.01, 4), (0.006, 0)])
+def test_offset_equal_boxes_give_the_overlap_rectangle(gap, count):
+    c = collide(scene_of(BIG, BIG), np.stack([T([0, 0, 0]), T([0.4, 0.3, 1.0 + gap])]))
+    assert len(c) == count
+    if count:
+        # face overlap x in [-0.1, 0.5], y in [-0.2, 0.5]; points midway in the gap
+        expect = [[x, y, 0.5 + gap / 2] for x in (-0.1, 0.5) for y in (-0.2, 0.5)]
+        assert np.allclose(rows(c.point), rows(expect), atol=1e-8)
+        assert np.allclose(c.distance, gap, atol=TOL)
+
+
+def test_square_turned_45_degrees_gives_an_octagon():
+    c = collide(scene_of(BIG, BIG), np.stack([T([0, 0, 0]), T([0, 0, 1.0], [0, 0, np.pi / 4])]))
+    assert len(c) == 8
+    p = c.point[:, :2]
+    # every vertex lies on the boundary of both squares and inside both
+    R = se3.exp_so3([0, 0, -np.pi / 4])[:2, :2]
+    q = p @ R.T
+    assert np.all(np.abs(p) <= 0.5 + 1e-9) and np.all(np.abs(q) <= 0.5 + 1e-9)
+    on_a = np.isclose(np.abs(p).max(axis=1), 0.5)
+    on_b = np.isclose(np.abs(q).max(axis=1), 0.5)
+    assert np.all(on_a & on_b)
+    assert np.allclose(c.point[:, 2], 0.5, atol=TOL)
+
+
+@pytest.mark.parametrize("gap", [0.002, -0.01])
+def test_edge_on_edge(gap):
+    # A turned 45 deg about x: top edge along x at height sqrt(2)/2.
+    # B turned 45 deg about y: bottom edge along y at height z_B - sqrt(2)/2.
+    zb = 2 * S2 + gap
+    c = collide(
+        scene_of(BIG, BIG),
+        np.stack([T([0, 0, 0], [np.pi / 4, 0, 0]), T([0, 0, zb], [0, np.pi / 4, 0])]),
+    )
+    assert len(c) == 1
+    assert c.distance[0] == pytest.approx(gap, abs=TOL)
+    assert np.allclose(c.normal[0], [0, 0, -1], atol=TOL)
+    assert np.allclose(c.point[0], [0, 0, S2 + gap / 2], atol=TOL)
+
+
+def test_box_tilted_onto_an_edge_of_its_bottom_face_gets_two_points():
+    # SMALL rotated about x by a: the lowest edge (y = -0.2, z = -0.1) along x
+    a = 0.2
+    zc = 0.5 + 0.2 * np.sin(a) + 0.1 * np.cos(a)
+    c = collide(scene_of(BIG, SMALL), np.stack([T([0, 0, 0]), T([0, 0, zc], [a, 0, 0])]))
+    assert len(c) == 2
+    assert np.allclose(c.distance, 0.0, atol=TOL)
+    assert sorted(np.round(c.point[:, 0], 9)) == [-0.3, 0.3]
+
+
+def test_box_on_static_box_has_world_as_b():
+    table = Box(half_extents=[0.5, 0.5, 0.5], pose=T([0, 0, -0.5]))
+    c = collide(scene_of(SMALL, static=(table,)), T([0.2, 0.1, 0.1])[None])
+    assert len(c) == 4
+    assert set(c.body_a) == {0} and set(c.body_b) == {-1}
+    assert np.allclose(c.normal, [0, 0, 1], atol=TOL)
+    assert np.allclose(c.point[:, 2], 0.0, atol=TOL)
+
+
+PAIRS = [
+    (BIG, SMALL, 0.9),
+    (Box(half_extents=[0.4, 0.3, 0.2]), Box(half_extents=[0.25, 0.35, 0.15]), 0.75),
+    (Sphere(radius=0.4), Box(half_extents=[0.4, 0.3, 0.2]), 0.75),
+    (Sphere(radius=0.3), Sphere(radius=0.4), 0.72),
+    (Capsule(radius=0.2, half_height=0.3), Capsule(radius=0.1, half_height=0.5), 0.55),
+    (Sphere(radius=0.2), Capsule(radius=0.1, half_height=0.5), 0.4),
+]
+
+
+@pytest.mark.parametrize(("sa", "sb", "reach"), PAIRS)
+def test_swapping_the_pair_gives_the_same_contacts_with_opposite_normals(sa, sb, reach):
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(60):
+        Ea = se3.make_transform(se3.random_rotation(rng), rng.normal(size=3) * 0.1)
+        d = rng.normal(size=3)
+        Eb = se3.make_transform(
+            se3.random_rotation(rng), d / np.linalg.norm(d) * reach * rng.uniform(0.8, 1.1)
+        )
+        c1 = collide(scene_of(sa, sb, margin=0.05), np.stack([Ea, Eb]))
+        c2 = collide(scene_of(sb, sa, margin=0.05), np.stack([Eb, Ea]))
+        assert len(c1) == len(c2)
+        if not len(c1):
+            continue
+        hits += 1
+        assert np.allclose(np.linalg.norm(c1.normal, axis=1), 1.0)
+        # normals oriented toward the shape `sa` (body 0 in c1, body 1 in c2)
+        n1 = c1.normal * np.where(c1.body_a == 0, 1.0, -1.0)[:, None]
+        n2 = c2.normal * np.where(c2.body_a == 1, 1.0, -1.0)[:, None]
+        a = np.hstack([c1.point, n1, c1.distance[:, None]])
+        b = np.hstack([c2.point, n2, c2.distance[:, None]])
+        assert np.allclose(rows(a), rows(b), atol=1e-7)
+        # the normal points from B toward A: A's centre lies on its + side
+        centre_a = np.stack([Ea, Eb])[c1.body_a, :3, 3]
+        assert np.all(np.einsum("ij,ij->i", centre_a - c1.point, c1.normal) > -1e-9)
+    assert hits >= 20
+
+
+def test_normal_separates_by_the_reported_distance():
+    """Moving A by -distance along the normal brings a separated pair to touching."""
+    rng = np.random.default_rng(3)
+    s = scene_of(BIG, SMALL, margin=0.2)
+    checked = 0
+    for _ in range(40):
+        Ea = T([0, 0, 0])
+        d = rng.normal(size=3)
+        Eb = se3.make_transform(se3.random_rotation(rng), d / np.linalg.norm(d) * 0.95)
+        c = collide(s, np.stack([Ea, Eb]))
+        if not len(c) or c.distance.min() <= 0.01:
+            continue
+        k = int(np.argmin(c.distance))
+        moved = Ea.copy()
+        moved[:3, 3] -= (c.distance[k] - 1e-4) * c.normal[k]
+        assert collide(s, np.stack([moved, Eb])).distance.min() == pytest.approx(1e-4, abs=2e-3)
+        checked += 1
+    assert checked >= 5
+
+
+# ----------------------------------------------------------------------------
+# broad phase
+# ----------------------------------------------------------------------------
+def test_sweep_and_prune_equals_brute_force_on_random_boxes():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 50, 400):
+        lo = rng.uniform(0, 5, size=(n, 3))
+        hi = lo + rng.uniform(0, 0.6, size=(n, 3))
+        hi[: n // 4, 0] = lo[: n // 4, 0]  # degenerate (flat) boxes
+        a = sweep_and_prune(lo, hi)
+        b = brute_force_pairs(lo, hi)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    # touching intervals count as overlapping (closed intervals)
+    lo = np.array([[0.0, 0, 0], [1.0, 0, 0]])
+    hi = np.array([[1.0, 1, 1], [2.0, 1, 1]])
+    assert sweep_and_prune(lo, hi)[0].tolist() == [0]
+
+
+def test_collider_pairs_on_a_random_pile_match_brute_force():
+    rng = np.random.default_rng(1)
+    n = 300
+    shapes = [
+        Box(half_extents=rng.uniform(0.05, 0.2, 3)) if k % 3 else Sphere(radius=0.1)
+        for k in range(n)
+    ]
+    static = (Plane(), Box(half_extents=[2, 2, 0.1], pose=T([0, 0, -0.1])))
+    s = scene_of(*shapes, static=static)
+    E = se3.make_transform(
+        se3.random_rotation(rng, n), rng.uniform([-1.5, -1.5, 0], [1.5, 1.5, 3], (n, 3))
+    )
+    col = Collider(s)
+    W = col.table.world_poses(E)
+    lo, hi = col.table.aabbs(W, col.margin)
+    i, j = brute_force_pairs(lo, hi)
+    body = col.table.body
+    keep = (body[i] != body[j]) & ((body[i] >= 0) | (body[j] >= 0))
+    got = col.candidate_pairs(W)
+    assert np.array_equal(got[0], i[keep]) and np.array_equal(got[1], j[keep])
+    # far fewer than all n^2/2 pairs are tested
+    assert got[0].size < 0.05 * n * (n - 1) / 2
+    # every contact found comes from a candidate pair or a plane
+    c = collide(s, E)
+    assert isinstance(c, ContactSet) and len(c) > 0
