@@ -1,0 +1,182 @@
+"""``compare``: one scenario, every combination of formulation × model × solver that fits.
+
+Each combination runs through the same code path as ``contactlab run``
+(:func:`contactlab.experiments.runner.execute`) into its own folder
+``OUT/runs/<formulation>-<model>-<solver>/``.  Then
+
+* ``comparison.csv`` — one row per combination that was run (the columns of
+  :mod:`contactlab.experiments.table`);
+* ``comparison.md`` — the same as a readable table, the best value per
+  column in bold, followed by the combinations that do not fit and why;
+* ``skipped.csv`` — the combinations that do not fit, with the reason;
+* ``plots/`` — solve time per step, energy, penetration, drift and
+  iterations, one line per combination.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.experiments.loading import load_run_folder
+from contactlab.experiments.runner import check_fits, execute
+from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+
+KEY_COLUMNS = ["formulation", "model", "solver"]
+MD_COLUMNS = KEY_COLUMNS + [
+    "status",
+    "step_success_rate",
+    "solve_time_median_ms",
+    "solve_time_p90_ms",
+    "wall_time_s",
+    "iterations_mean",
+    "max_penetration",
+    "max_drift",
+    "energy_drift",
+    "max_cone_violation",
+    "max_dissipation_violation",
+]
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` produced: the table, the skipped combinations, the folder."""
+
+    folder: Path
+    table: pd.DataFrame
+    skipped: pd.DataFrame
+
+
+def _names(value: str | Sequence[str] | None, default: Sequence[str]) -> list[str]:
+    if value is None:
+        return list(default)
+    if isinstance(value, str):
+        value = value.split(",")
+    names = [v.strip() for v in value if v.strip()]
+    if not names:
+        raise ConfigurationError("an empty list of names was given; name at least one")
+    return names
+
+
+def compare(
+    scenario: str,
+    solvers: str | Sequence[str],
+    models: str | Sequence[str] | None = None,
+    formulations: str | Sequence[str] | None = None,
+    set: Mapping[str, Any] | None = None,  # noqa: A002  (mirrors the --set option)
+    dt: float | None = None,
+    duration: float | None = None,
+    out: Path | str | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    quiet: bool = False,
+) -> Comparison:
+    """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
+
+    Parameters
+    ----------
+    scenario : registered scenario name.
+    solvers : backend names (list or comma-separated string).
+    models : contact model names; default every registered model.
+    formulations : default the formulations the scenario supports.
+    set : scenario parameters (strings are parsed like ``--set KEY=VALUE``).
+    dt, duration : step size and simulated time [s]; default the scene's.
+    out : output folder; default ``results/scratch/compare-<scenario>-<time>``.
+    model_options : options passed to every model (``cone``, ``directions``, ...).
+    quiet : no progress bar.
+    """
+    from contactlab.models.base import model_names
+    from contactlab.scenario import get_scenario
+
+    sc = get_scenario(scenario)
+    params = sc.resolve(set or {})
+    solver_list = _names(solvers, [])
+    model_list = _names(models, model_names())
+    form_list = _names(formulations, sc.formulations)
+    folder = (
+        Path(out)
+        if out
+        else Path("results/scratch") / (f"compare-{scenario}-{time.strftime('%Y%m%d-%H%M%S')}")
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+
+    fitting: list[RunSpec] = []
+    skipped: list[dict[str, str]] = []
+    for form, model, solver in itertools.product(form_list, model_list, solver_list):
+        spec = RunSpec(
+            scenario, params, form, model, solver, dt, duration, 0, dict(model_options or {})
+        )
+        try:
+            check_fits(spec)
+        except (IncompatibleError, UnknownNameError) as err:
+            skipped.append(
+                {"formulation": form, "model": model, "solver": solver, "reason": str(err)}
+            )
+            continue
+        fitting.append(spec)
+
+    rows = []
+    for spec in tqdm(fitting, desc=f"compare {scenario}", disable=quiet, unit="run"):
+        name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
+        outcome = execute(spec, folder / "runs" / name, plots=True)
+        row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+        row.update(run_metrics(load_run_folder(outcome.folder)))
+        row["error"] = outcome.error
+        row["folder"] = f"runs/{name}"
+        rows.append(row)
+
+    table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["error", "folder"])
+    skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
+    table.to_csv(folder / "comparison.csv", index=False)
+    skipped_df.to_csv(folder / "skipped.csv", index=False)
+    (folder / "comparison.md").write_text(
+        comparison_markdown(scenario, params, table, skipped_df, dt, duration)
+    )
+    from contactlab.experiments.plots import plot_comparison
+
+    plot_comparison(folder)
+    return Comparison(folder, table, skipped_df)
+
+
+def comparison_markdown(
+    scenario: str,
+    params: Mapping[str, Any],
+    table: pd.DataFrame,
+    skipped: pd.DataFrame,
+    dt: float | None,
+    duration: float | None,
+) -> str:
+    """The readable report: settings, the table with best values in bold, what did not fit."""
+    settings = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+    lines = [
+        f"# Comparison on `{scenario}`",
+        "",
+        f"Parameters: {settings}; dt = {dt if dt else 'scene default'} s; "
+        f"duration = {duration if duration else 'scene default'} s.",
+        "",
+        "Times are per step [ms] (median and 90th percentile) and per run (wall time [s]); "
+        "best value per column in **bold**.",
+        "",
+    ]
+    if len(table):
+        lines.append(markdown_table(table, [c for c in MD_COLUMNS if c in table]))
+    else:
+        lines.append("No combination fits.\n")
+    failed = table[table["error"].astype(str).str.len() > 0] if len(table) else table
+    if len(failed):
+        lines += ["", "## Runs that failed", ""]
+        lines += [f"- {r.formulation}/{r.model}/{r.solver}: {r.error}" for r in failed.itertuples()]
+    if len(skipped):
+        lines += ["", "## Combinations that do not fit", ""]
+        lines += [
+            f"- {r.formulation}/{r.model}/{r.solver}: {r.reason}" for r in skipped.itertuples()
+        ]
+    return "\n".join(lines) + "\n"

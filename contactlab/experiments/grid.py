@@ -1,0 +1,214 @@
+"""Sweep specifications: a TOML file expanded into a grid of :class:`RunSpec`.
+
+Format (every list is a grid dimension; a scalar is a fixed value)::
+
+    [sweep]
+    out = "sweep-out"            # relative to this file's folder; default: <file stem>/
+    duration = 0.5               # [s]; default the scene's
+    dt = [1e-3, 5e-3]            # [s]; default the scene's
+    seeds = [0, 1]               # default [0]
+    formulations = ["maximal"]   # default: the scenario's formulations
+    models = ["frictionless", "anitescu-hart"]
+    solvers = ["osqp", "pgs"]
+    compare_by = ["model", "solver"]   # what the aggregates compare (default shown)
+    shift = 10.0                 # shift of the geometric mean of time [ms]
+
+    [model_options]              # lists are grid dimensions here too
+    directions = [4, 8]
+
+    [[scenarios]]
+    name = "box-stack"
+    params = { n = [2, 4] }      # grid over the scenario's parameters
+    models = ["frictionless"]    # any [sweep] key may be overridden per scenario
+
+A combination that does not fit (the model cannot be solved by the solver,
+the scenario lacks the formulation) is not a run: it is listed with the
+reason in the sweep's ``skipped.csv``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.experiments.runner import check_fits
+from contactlab.experiments.spec import RunSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SWEEP_KEYS = {
+    "out",
+    "duration",
+    "dt",
+    "seeds",
+    "formulations",
+    "models",
+    "solvers",
+    "compare_by",
+    "shift",
+    "model_options",
+    "name",
+    "description",
+}
+SPEC_COLUMNS = [
+    "scenario",
+    "params",
+    "formulation",
+    "model",
+    "model_options",
+    "solver",
+    "dt",
+    "duration",
+    "seed",
+]
+
+
+@dataclass
+class Grid:
+    """An expanded sweep: the runs, the combinations that do not fit, and the settings."""
+
+    runs: list[RunSpec]
+    skipped: list[dict[str, Any]]
+    out: Path
+    compare_by: list[str] = field(default_factory=lambda: ["model", "solver"])
+    shift: float = 10.0
+    name: str = ""
+    description: str = ""
+
+    @property
+    def problem_columns(self) -> list[str]:
+        """Spec columns that identify a problem (all but those compared)."""
+        return [c for c in SPEC_COLUMNS if c not in self.compare_by]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _product(options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    keys = list(options)
+    return [
+        dict(zip(keys, combo)) for combo in itertools.product(*(_as_list(options[k]) for k in keys))
+    ]
+
+
+def load_spec(path: Path | str) -> dict[str, Any]:
+    """Parse the TOML file; clear errors for a missing file or bad syntax."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigurationError(f"sweep specification {str(path)!r} does not exist")
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} is not valid TOML: {err}"
+        ) from err
+
+
+def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -> Grid:
+    """Expand a parsed specification into a :class:`Grid` (see the module docstring)."""
+    from contactlab.scenario import get_scenario
+
+    top = dict(data.get("sweep", {}))
+    unknown = set(top) - SWEEP_KEYS
+    if unknown:
+        raise ConfigurationError(
+            f"[sweep] has unknown keys {sorted(unknown)}; known keys: {sorted(SWEEP_KEYS)}"
+        )
+    top.setdefault("model_options", data.get("model_options", {}))
+    entries = data.get("scenarios")
+    if not entries:
+        raise ConfigurationError("the sweep specification lists no [[scenarios]]; add at least one")
+    runs: list[RunSpec] = []
+    skipped: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for entry in entries:
+        entry = dict(entry)
+        if "name" not in entry:
+            raise ConfigurationError('every [[scenarios]] entry needs a name = "..."')
+        sc = get_scenario(entry.pop("name"))
+        grid_params = entry.pop("params", {})
+        bad = set(entry) - SWEEP_KEYS
+        if bad:
+            raise ConfigurationError(
+                f"[[scenarios]] {sc.name!r} has unknown keys {sorted(bad)}; known: "
+                f"name, params, {', '.join(sorted(SWEEP_KEYS))}"
+            )
+        cfg = {**top, **entry}
+        if "solvers" not in cfg or "models" not in cfg:
+            raise ConfigurationError(
+                f"scenario {sc.name!r}: the sweep needs solvers = [...] and models = [...]"
+            )
+        dims = itertools.product(
+            _product(grid_params),
+            _as_list(cfg.get("formulations", list(sc.formulations))),
+            _as_list(cfg["models"]),
+            _product(cfg.get("model_options", {})),
+            _as_list(cfg["solvers"]),
+            _as_list(cfg.get("dt", None)),
+            _as_list(cfg.get("seeds", 0)),
+        )
+        for params, form, model, options, solver, dt, seed in dims:
+            spec = RunSpec(
+                sc.name,
+                sc.resolve(params),
+                form,
+                model,
+                solver,
+                None if dt is None else float(dt),
+                None if cfg.get("duration") is None else float(cfg["duration"]),
+                int(seed),
+                options,
+            )
+            digest = spec.digest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            try:
+                check_fits(spec)
+            except (IncompatibleError, UnknownNameError) as err:
+                skipped.append(
+                    {
+                        "scenario": sc.name,
+                        "formulation": form,
+                        "model": model,
+                        "solver": solver,
+                        "reason": str(err),
+                    }
+                )
+                continue
+            runs.append(spec)
+    target = Path(out) if out is not None else base / str(top.get("out", "sweep"))
+    compare_by = _as_list(top.get("compare_by", ["model", "solver"]))
+    bad_cols = set(compare_by) - set(SPEC_COLUMNS)
+    if bad_cols:
+        raise ConfigurationError(
+            f"compare_by names unknown columns {sorted(bad_cols)}; choose from {SPEC_COLUMNS}"
+        )
+    return Grid(
+        runs,
+        skipped,
+        target,
+        compare_by,
+        float(top.get("shift", 10.0)),
+        str(top.get("name", "")),
+        str(top.get("description", "")),
+    )
+
+
+def load_grid(path: Path | str, out: Path | str | None = None) -> Grid:
+    """Read and expand the TOML file at ``path``; relative ``out`` is against its folder."""
+    path = Path(path)
+    data = load_spec(path)
+    grid = expand(data, path.parent, out)
+    if out is None and "out" not in data.get("sweep", {}):
+        grid.out = path.parent / path.stem
+    return grid

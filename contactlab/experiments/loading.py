@@ -1,0 +1,125 @@
+"""Load any results folder (a run, a comparison or a sweep) into pandas and numpy.
+
+>>> res = load_results("results/scratch/box-incline")     # doctest: +SKIP
+>>> res.kind, res.steps.columns[:3].tolist()               # doctest: +SKIP
+('run', ['t', 'kinetic_energy', 'potential_energy'])
+
+A **run** folder holds ``summary.json``, ``steps.csv`` and ``trajectory.npz``;
+a **comparison** folder ``comparison.csv`` and one run folder per
+combination under ``runs/``; a **sweep** folder ``sweep.parquet`` (or
+``sweep.csv``) and its runs under ``runs/``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contactlab.errors import ConfigurationError
+
+RUN_FILES = ("summary.json", "steps.csv", "trajectory.npz")
+
+
+def folder_kind(folder: Path | str) -> str:
+    """``"run"``, ``"comparison"`` or ``"sweep"`` by the files the folder holds."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigurationError(f"results folder {str(folder)!r} does not exist")
+    if (folder / "sweep.parquet").exists() or (folder / "sweep.csv").exists():
+        return "sweep"
+    if (folder / "comparison.csv").exists():
+        return "comparison"
+    if (folder / "summary.json").exists():
+        return "run"
+    raise ConfigurationError(
+        f"{str(folder)!r} is not a results folder: it holds none of summary.json, "
+        "comparison.csv, sweep.parquet; pass the folder written by run, compare or sweep"
+    )
+
+
+@dataclass
+class RunResults:
+    """A run folder: ``summary`` (dict), ``steps`` (one row per step) and ``trajectory``.
+
+    ``trajectory`` maps ``t`` (T+1,), ``body_names`` (nb,), ``position``
+    (T+1, nb, 3), ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) and,
+    in reduced runs, ``q`` and ``qdot``.  A failed run has an empty ``steps``
+    and ``trajectory``.
+    """
+
+    folder: Path
+    summary: dict[str, Any]
+    steps: pd.DataFrame
+    trajectory: dict[str, np.ndarray] = field(default_factory=dict)
+    kind: str = "run"
+
+    @property
+    def failed(self) -> bool:
+        return self.steps.empty
+
+
+@dataclass
+class TableResults:
+    """A comparison or sweep folder: its table and lazy access to its runs."""
+
+    folder: Path
+    table: pd.DataFrame
+    kind: str
+    aggregates: pd.DataFrame | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, index: int) -> RunResults:
+        """The run of row ``index`` of the table."""
+        return load_run_folder(self.folder / str(self.table.iloc[index]["folder"]))
+
+
+def load_run_folder(folder: Path | str) -> RunResults:
+    """Read a run folder (see :class:`RunResults`)."""
+    folder = Path(folder)
+    summary_path = folder / "summary.json"
+    if not summary_path.exists():
+        raise ConfigurationError(f"{str(folder)!r} holds no summary.json; it is not a run folder")
+    summary = json.loads(summary_path.read_text())
+    steps_path = folder / "steps.csv"
+    steps = pd.read_csv(steps_path) if steps_path.exists() else pd.DataFrame()
+    trajectory: dict[str, np.ndarray] = {}
+    traj_path = folder / "trajectory.npz"
+    if traj_path.exists():
+        with np.load(traj_path, allow_pickle=False) as data:
+            trajectory = {k: data[k] for k in data.files}
+    return RunResults(folder, summary, steps, trajectory)
+
+
+def load_table(folder: Path | str) -> TableResults:
+    """Load a comparison or sweep folder (a run folder is an error)."""
+    res = load_results(folder)
+    if not isinstance(res, TableResults):
+        raise ConfigurationError(
+            f"{str(folder)!r} is a run folder; a comparison or sweep folder was expected"
+        )
+    return res
+
+
+def load_results(folder: Path | str) -> RunResults | TableResults:
+    """Load a run, comparison or sweep folder (detected by its files)."""
+    folder = Path(folder)
+    kind = folder_kind(folder)
+    if kind == "run":
+        return load_run_folder(folder)
+    if kind == "comparison":
+        table = pd.read_csv(folder / "comparison.csv")
+        extra: dict[str, Any] = {}
+        skipped = folder / "skipped.csv"
+        if skipped.exists():
+            extra["skipped"] = pd.read_csv(skipped)
+        return TableResults(folder, table, kind, extra=extra)
+    parquet = folder / "sweep.parquet"
+    table = pd.read_parquet(parquet) if parquet.exists() else pd.read_csv(folder / "sweep.csv")
+    agg_path = folder / "aggregates.csv"
+    aggregates = pd.read_csv(agg_path) if agg_path.exists() else None
+    return TableResults(folder, table, kind, aggregates=aggregates)

@@ -1,0 +1,165 @@
+"""Plots of runs, comparisons and sweeps (matplotlib, Agg backend, PNG files).
+
+:func:`plot` looks at a folder and regenerates the plots that belong to it:
+
+* run: ``plots/`` drawn by :func:`contactlab.results.plot_run`;
+* comparison: the same five, one line per combination;
+* sweep: the Dolan–Moré performance profile and the success/time bars of
+  the solver aggregates, plus one time-series set per scenario × model when
+  the sweep is small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from contactlab.experiments.aggregate import cost_matrix, performance_profile, profile_taus  # noqa: E402
+from contactlab.experiments.loading import (  # noqa: E402
+    folder_kind,
+    load_run_folder,
+    load_table,
+)
+
+#: (file stem, steps.csv column, y label, log scale)
+SERIES = (
+    ("solve_time", "solve_time_s", "solve time per step [s]", True),
+    ("energy", "total_energy", "total energy [J]", False),
+    ("penetration", "penetration", "deepest penetration [m]", False),
+    ("drift", "constraint_error", "bilateral drift [m or rad]", True),
+    ("iterations", "iterations", "solver iterations per step", False),
+)
+
+
+def plot_series(runs: Mapping[str, pd.DataFrame], out: Path, title: str = "") -> list[Path]:
+    """One figure per quantity of :data:`SERIES`, one line per entry of ``runs``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem, column, ylabel, log in SERIES:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        drawn = False
+        for label, steps in runs.items():
+            if steps.empty or column not in steps or "t" not in steps:
+                continue
+            y = pd.to_numeric(steps[column], errors="coerce").to_numpy(float)
+            t = steps["t"].to_numpy(float)
+            if log:
+                y = np.where(y > 0, y, np.nan)
+            if np.all(~np.isfinite(y)):
+                continue
+            ax.plot(t, y, label=label, lw=1.2)
+            drawn = True
+        if not drawn:
+            plt.close(fig)
+            continue
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        if len(runs) > 1:
+            ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        path = out / f"{stem}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_comparison(folder: Path) -> list[Path]:
+    """Time-series plots of every run of a comparison, one line per combination."""
+    res = load_table(folder)
+    runs = {}
+    for row in res.table.itertuples():
+        runs[f"{row.formulation}/{row.model}/{row.solver}"] = load_run_folder(
+            Path(folder) / str(row.folder)
+        ).steps
+    return plot_series(runs, Path(folder) / "plots")
+
+
+def plot_profile(
+    table: pd.DataFrame,
+    solver_cols: list[str],
+    problem_cols: list[str],
+    path: Path,
+    cost: str = "solve_time_ms",
+) -> Path:
+    """Dolan–Moré performance profile of ``cost`` (one step line per solver)."""
+    costs = cost_matrix(table, solver_cols, problem_cols, cost=cost)
+    values = np.where(costs.to_numpy(float) > 0, costs.to_numpy(float), 1e-12)
+    taus = profile_taus(values)
+    rho = performance_profile(values, taus)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for j, name in enumerate(costs.columns):
+        ax.step(taus, rho[:, j], where="post", label=str(name), lw=1.4)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(r"performance ratio $\tau$ (time / best time on the problem)")
+    ax.set_ylabel(r"fraction of problems solved within $\tau$")
+    ax.set_title(f"Performance profile ({len(costs)} problems)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_aggregates(aggregates: pd.DataFrame, solver_cols: list[str], path: Path) -> Path:
+    """Bars of success rate and relative shifted geometric mean of time per solver."""
+    labels = aggregates[solver_cols].astype(str).agg("/".join, axis=1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 0.4 * len(labels) + 2))
+    ax1.barh(labels, aggregates["success_rate"] * 100)
+    ax1.set_xlabel("success rate [%]")
+    ax1.set_xlim(0, 100)
+    ax2.barh(labels, aggregates["shifted_gm_rel"])
+    ax2.set_xlabel("shifted geometric mean of time (1 = best)")
+    ax2.set_xscale("log")
+    ax2.set_yticklabels([])
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(folder: Path) -> list[Path]:
+    """Performance profile and aggregate bars of a sweep, from its saved tables."""
+    import json
+
+    folder = Path(folder)
+    res = load_table(folder)
+    meta_path = folder / "sweep.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    solver_cols = meta.get("compare_by", ["model", "solver"])
+    problem_cols = meta.get("problem_columns", ["scenario", "params", "formulation", "dt", "seed"])
+    out = folder / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    table = res.table
+    written = [plot_profile(table, solver_cols, problem_cols, out / "performance_profile.png")]
+    if res.aggregates is not None and len(res.aggregates):
+        written.append(plot_aggregates(res.aggregates, solver_cols, out / "aggregates.png"))
+    return written
+
+
+def plot(folder: Path | str) -> list[Path]:
+    """Regenerate the plots of a run, comparison or sweep folder; return the files written."""
+    folder = Path(folder)
+    kind = folder_kind(folder)
+    if kind == "run":
+        from contactlab.results import plot_run
+
+        return plot_run(folder)
+    if kind == "comparison":
+        return plot_comparison(folder)
+    return plot_sweep(folder)

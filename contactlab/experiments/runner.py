@@ -1,0 +1,189 @@
+"""Execute one :class:`~contactlab.experiments.spec.RunSpec` into a results folder.
+
+This is the code path of ``contactlab run``: the scene is built from the
+registered scenario, stepped by :class:`contactlab.simulator.Simulator` and
+written by :mod:`contactlab.results`.  Two things are added for experiments:
+
+* the spec and its hash go into ``summary.json`` (key ``"experiment"``), so a
+  sweep can tell a finished run from a different one in the same folder;
+* the folder appears atomically: everything is written into a hidden
+  temporary sibling and renamed into place, so an interrupted sweep leaves
+  either a complete run or nothing.
+
+A run that fails in a way the framework reports (a solver failure, a
+diverged state, an incompatible model/solver) is a *result*: a folder is
+still written, with ``status`` ``"failed"`` and the error message, so a
+sweep records it and does not retry it.  Any other exception propagates and
+leaves no folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contactlab.errors import ContactlabError, IncompatibleError, UnknownNameError
+from contactlab.experiments.spec import RunSpec
+
+SUMMARY = "summary.json"
+#: steps of the discarded warm-up run that precedes every run, so that one-time
+#: costs (imports, JIT compilation, first-call set-up) are not timed
+WARMUP_STEPS = 2
+#: step statuses counted as a successful step
+SUCCESS_STATUSES = frozenset({"optimal"})
+
+#: errors a run reports as its outcome instead of aborting the experiment
+try:  # the solver layer is optional for the framework's import graph
+    from solvers.errors import SolverError as _SolverError
+
+    RUN_ERRORS: tuple[type[BaseException], ...] = (ContactlabError, _SolverError)
+except ImportError:  # pragma: no cover
+    RUN_ERRORS = (ContactlabError,)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run was written and how it ended."""
+
+    spec: RunSpec
+    folder: Path
+    status: str
+    wall_time_s: float
+    error: str = ""
+
+
+def read_summary(folder: Path) -> dict[str, Any] | None:
+    """The parsed ``summary.json`` of ``folder``, or ``None`` if absent or unreadable."""
+    path = Path(folder) / SUMMARY
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_hash(folder: Path) -> str | None:
+    """The spec hash recorded in ``folder``'s summary, or ``None``."""
+    summary = read_summary(folder)
+    if not summary:
+        return None
+    return (summary.get("experiment") or {}).get("spec_hash")
+
+
+def check_fits(spec: RunSpec) -> None:
+    """Raise :class:`IncompatibleError`/:class:`UnknownNameError` if the combination cannot run.
+
+    Checks the names, the scenario's formulations and the model's compatible
+    solvers (when the model declares them) without stepping anything.
+    """
+    from contactlab.formulation import formulation_names
+    from contactlab.models.base import _MODELS, model_names
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import check_solver
+
+    scenario = get_scenario(spec.scenario)
+    check_solver(spec.solver)
+    if spec.formulation not in formulation_names():
+        raise UnknownNameError("formulation", spec.formulation, formulation_names())
+    if spec.formulation not in scenario.formulations:
+        raise IncompatibleError(
+            f"scenario {spec.scenario!r} is built for formulations "
+            f"{', '.join(scenario.formulations)}, not {spec.formulation!r}"
+        )
+    if spec.model not in model_names():
+        raise UnknownNameError("model", spec.model, model_names())
+    fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
+    if fitting and spec.solver not in fitting:
+        raise IncompatibleError(
+            f"model {spec.model!r} cannot be solved by {spec.solver!r}; backends that fit: "
+            f"{', '.join(fitting)}"
+        )
+
+
+def _scene(spec: RunSpec) -> Any:
+    from contactlab.scenario import get_scenario
+
+    scenario = get_scenario(spec.scenario)
+    params = dict(spec.params)
+    if "seed" in scenario.parameters and "seed" not in params:
+        params["seed"] = spec.seed
+    return scenario.build(**params)
+
+
+def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcome:
+    """Run ``spec`` and write its results folder ``folder`` atomically (replacing any).
+
+    The timed run is preceded by a discarded run of :data:`WARMUP_STEPS` steps.
+
+    The run is written by :func:`contactlab.results.write_run` with the
+    experiment record (spec, spec hash, wall time) added to ``summary.json``.
+    A run the framework reports as failed is written too (see the module
+    docstring); any other exception propagates and leaves ``folder`` as it was.
+    """
+    from contactlab.results import atomic_folder, jsonable, write_run
+    from contactlab.simulator import Simulator
+
+    folder = Path(folder)
+    start = time.perf_counter()
+    run = None
+    error = ""
+    try:
+        check_fits(spec)
+        scene = _scene(spec)
+        for steps in (WARMUP_STEPS, None):
+            sim = Simulator(
+                scene,
+                spec.formulation,
+                spec.model,
+                spec.solver,
+                dt=spec.dt,
+                model_options=dict(spec.model_options),
+            )
+            run = sim.run(steps=steps, duration=None if steps else spec.duration)
+    except RUN_ERRORS as err:
+        run = getattr(err, "run", None)
+        error = f"{type(err).__name__}: {err}"
+    wall = time.perf_counter() - start
+    record = {
+        "experiment": {
+            "spec": spec.as_dict(),
+            "spec_hash": spec.digest(),
+            "wall_time_s": wall,
+            "error": error,
+        }
+    }
+    if run is not None:
+        write_run(run, folder, overwrite=True, plots=plots, extra=record)
+        status = "failed" if error else run.status
+    else:
+        status = "failed"
+        summary = {
+            "scenario": spec.scenario,
+            "parameters": dict(spec.params),
+            "formulation": spec.formulation,
+            "model": spec.model,
+            "solver": spec.solver,
+            "model_options": dict(spec.model_options),
+            "dt": spec.dt,
+            "status": status,
+            "message": error,
+            **record,
+        }
+        with atomic_folder(folder, overwrite=True) as tmp:
+            (tmp / SUMMARY).write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    return RunOutcome(spec, folder, status, wall, error)
+
+
+def clean_temporaries(root: Path | str) -> int:
+    """Remove temporary folders left by interrupted runs under ``root``; return how many."""
+    root = Path(root)
+    if not root.is_dir():
+        return 0
+    count = 0
+    for path in [*root.glob(".*.tmp-*"), *root.glob(".*.old-*")]:
+        shutil.rmtree(path, ignore_errors=True)
+        count += 1
+    return count

@@ -1,0 +1,103 @@
+"""The specification of one experiment run and its hash.
+
+A :class:`RunSpec` says everything that determines a run: scenario and
+parameters, formulation, contact model (with options), solver, step size,
+duration and seed.  Its :meth:`~RunSpec.digest` is a SHA-256 of a canonical
+JSON form, so two specs that mean the same run (parameters given as strings
+or numbers, in any order) have the same hash.  Sweeps name results folders
+after it and skip a run whose folder already records the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from contactlab.errors import ConfigurationError
+
+SPEC_VERSION = 1
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy: tuples to lists, numpy scalars to Python numbers, keys sorted."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the grid.
+
+    Parameters
+    ----------
+    scenario : registered scenario name.
+    params : scenario parameters (resolved values, not strings).
+    formulation, model, solver : registered names.
+    dt : step size [s]; ``None`` uses the scene's default.
+    duration : simulated time [s]; ``None`` uses the scene's default.
+    seed : passed to the scenario's ``seed`` parameter when it has one (e.g.
+        a random pile); otherwise it only distinguishes repetitions (timing
+        statistics).
+    model_options : options of the contact model (``cone``, ``directions``, ...).
+    """
+
+    scenario: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    formulation: str = "maximal"
+    model: str = "frictionless"
+    solver: str = "kkt"
+    dt: float | None = None
+    duration: float | None = None
+    seed: int = 0
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Canonical, JSON-ready dictionary (what the hash covers)."""
+        d = _plain(asdict(self))
+        d["version"] = SPEC_VERSION
+        return d
+
+    def digest(self) -> str:
+        """SHA-256 hex digest of the canonical JSON form."""
+        text = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def folder_name(self) -> str:
+        """``<scenario>-<formulation>-<model>-<solver>-<hash12>`` (filesystem-safe)."""
+        slug = "-".join((self.scenario, self.formulation, self.model, self.solver))
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug)
+        return f"{slug}-{self.digest()[:12]}"
+
+    def label(self) -> str:
+        """Short human-readable name: ``formulation/model/solver``."""
+        return f"{self.formulation}/{self.model}/{self.solver}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """Inverse of :meth:`as_dict` (unknown keys rejected)."""
+        known = {
+            "scenario",
+            "params",
+            "formulation",
+            "model",
+            "solver",
+            "dt",
+            "duration",
+            "seed",
+            "model_options",
+        }
+        extra = set(data) - known - {"version"}
+        if extra:
+            raise ConfigurationError(
+                f"run specification has unknown keys {sorted(extra)}; known keys: {sorted(known)}"
+            )
+        return cls(**{k: data[k] for k in known if k in data})

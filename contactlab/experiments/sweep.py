@@ -1,0 +1,262 @@
+"""``sweep``: run a grid of experiments in parallel, resumably, and aggregate per solver.
+
+Execution
+    Local worker processes by default (:class:`concurrent.futures.ProcessPoolExecutor`,
+    nothing to set up); with ``scheduler="tcp://host:8786"`` the same tasks
+    go to an existing Dask distributed cluster (:class:`dask.distributed.Client`),
+    otherwise unchanged.  ``workers=1`` runs in this process.
+
+Resuming
+    Each run writes into ``OUT/runs/<scenario>-<formulation>-<model>-<solver>-<hash>``
+    atomically (:func:`contactlab.experiments.runner.execute`).  A folder that
+    exists and records the same spec hash in ``summary.json`` is skipped, so
+    re-running an interrupted sweep completes only the missing runs.
+
+Outputs (``OUT/``)
+    ``sweep.parquet`` and ``sweep.csv`` (one row per run, spec columns then the
+    metrics of :mod:`contactlab.experiments.table`), ``aggregates.csv`` and
+    ``aggregates.md`` (qpbenchmark-style: success rate and the shifted geometric
+    mean of total solver time [ms], shift 10, relative to the best), ``skipped.csv``,
+    ``sweep.json`` (settings and counts) and ``plots/performance_profile.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from contactlab.experiments.aggregate import solver_table
+from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
+from contactlab.experiments.loading import load_run_folder
+from contactlab.experiments.runner import clean_temporaries, execute, recorded_hash
+from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+
+TIME_COLUMNS = ("solve_time_median_ms", "solve_time_p90_ms", "solve_time_ms", "wall_time_s")
+
+
+@dataclass
+class SweepResult:
+    """Counts of a sweep call and where its outputs are.
+
+    ``executed`` runs were made now, ``reused`` were found finished on disk,
+    ``incomplete`` lists ``(spec, error)`` for runs that raised or whose
+    worker died; re-running the sweep completes exactly those.
+    """
+
+    folder: Path
+    table: pd.DataFrame
+    aggregates: pd.DataFrame | None
+    executed: int
+    reused: int
+    incomplete: list[tuple[RunSpec, str]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
+
+
+def _run_task(spec_dict: dict[str, Any], folder: str) -> dict[str, Any]:
+    """Worker entry point: plain data in, plain data out (picklable for every executor)."""
+    outcome = execute(RunSpec.from_dict(spec_dict), Path(folder))
+    return {"folder": str(outcome.folder), "status": outcome.status, "error": outcome.error}
+
+
+def _spec_row(spec: RunSpec) -> dict[str, Any]:
+    d = spec.as_dict()
+    row = {k: d[k] for k in SPEC_COLUMNS}
+    row["params"] = json.dumps(d["params"], sort_keys=True)
+    row["model_options"] = json.dumps(d["model_options"], sort_keys=True)
+    for key, value in d["params"].items():
+        row[f"param.{key}"] = value if not isinstance(value, list) else json.dumps(value)
+    for key, value in d["model_options"].items():
+        row[f"option.{key}"] = value if not isinstance(value, list) else json.dumps(value)
+    return row
+
+
+def _execute_all(
+    todo: list[tuple[RunSpec, Path]],
+    scheduler: str | None,
+    workers: int | None,
+    progress: tqdm,
+) -> list[tuple[RunSpec, str]]:
+    """Run ``todo``; return the runs that did not finish, with the reason."""
+    failed: list[tuple[RunSpec, str]] = []
+
+    def finish(spec: RunSpec, call: Callable[[], Any]) -> None:
+        try:
+            call()
+        except Exception as err:  # a crashed run or worker: record it, keep the others
+            failed.append((spec, f"{type(err).__name__}: {err}"))
+        progress.update(1)
+
+    if not todo:
+        return failed
+    if scheduler is not None:
+        from dask.distributed import Client
+        from dask.distributed import as_completed as dask_completed
+
+        with Client(scheduler) as client:
+            futures = {
+                client.submit(
+                    _run_task,
+                    spec.as_dict(),
+                    str(folder),
+                    pure=False,
+                    key=f"contactlab-run-{spec.digest()[:16]}",
+                ): spec
+                for spec, folder in todo
+            }
+            for future in dask_completed(futures):
+                finish(futures[future], future.result)
+        return failed
+    n = workers or os.cpu_count() or 1
+    if n == 1:
+        for spec, folder in todo:
+            finish(spec, partial(_run_task, spec.as_dict(), str(folder)))
+        return failed
+    with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
+        pending = {
+            pool.submit(_run_task, spec.as_dict(), str(folder)): spec for spec, folder in todo
+        }
+        for future in as_completed(pending):
+            finish(pending[future], future.result)
+    return failed
+
+
+def gather(grid: Grid) -> pd.DataFrame:
+    """The table of every finished run of ``grid`` (in grid order), read from disk."""
+    rows = []
+    for spec in grid.runs:
+        folder = grid.out / "runs" / spec.folder_name()
+        if recorded_hash(folder) != spec.digest():
+            continue
+        row = _spec_row(spec)
+        row.update(run_metrics(load_run_folder(folder)))
+        row["spec_hash"] = spec.digest()
+        row["folder"] = f"runs/{spec.folder_name()}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_outputs(
+    grid: Grid, table: pd.DataFrame, incomplete: Iterable[tuple[RunSpec, str]]
+) -> pd.DataFrame | None:
+    """Write the tables, aggregates, metadata and plots of a sweep; return the aggregates."""
+    out = grid.out
+    incomplete = list(incomplete)
+    table.to_parquet(out / "sweep.parquet", index=False)
+    table.to_csv(out / "sweep.csv", index=False)
+    pd.DataFrame(
+        grid.skipped, columns=["scenario", "formulation", "model", "solver", "reason"]
+    ).to_csv(out / "skipped.csv", index=False)
+    aggregates = None
+    if len(table):
+        aggregates = solver_table(
+            table, grid.compare_by, grid.problem_columns, cost="solve_time_ms", shift=grid.shift
+        )
+        aggregates.to_csv(out / "aggregates.csv", index=False)
+        (out / "aggregates.md").write_text(_aggregates_markdown(grid, table, aggregates))
+    meta = {
+        "name": grid.name,
+        "description": grid.description,
+        "compare_by": grid.compare_by,
+        "problem_columns": grid.problem_columns,
+        "shift_ms": grid.shift,
+        "runs": len(grid.runs),
+        "finished": len(table),
+        "skipped_combinations": len(grid.skipped),
+        "incomplete": [{"spec": s.as_dict(), "error": e} for s, e in incomplete],
+    }
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
+    if aggregates is not None:
+        from contactlab.experiments.plots import plot_sweep
+
+        plot_sweep(out)
+    return aggregates
+
+
+def _aggregates_markdown(grid: Grid, table: pd.DataFrame, aggregates: pd.DataFrame) -> str:
+    cols = grid.compare_by + ["n_problems", "success_rate", "shifted_gm_rel", "shifted_gm"]
+    if "mean_iterations" in aggregates:
+        cols.append("mean_iterations")
+    shown = aggregates.rename(columns={"shifted_gm": "shifted_gm_ms"})
+    cols = [c if c != "shifted_gm" else "shifted_gm_ms" for c in cols]
+    lines = [
+        f"# Sweep {grid.name}".rstrip(),
+        "",
+        f"{len(table)} runs; compared by {', '.join(grid.compare_by)}; a problem is one value "
+        f"of ({', '.join(grid.problem_columns)}).",
+        "",
+        "Success: the run completed and every step's solver status was `optimal`. Time: the "
+        f"run's total solver time [ms]; shifted geometric mean with shift {grid.shift:g} ms, "
+        "failures charged ten times the slowest successful run, `shifted_gm_rel` relative to "
+        "the best (1 = best). Best per column in bold.",
+        "",
+        markdown_table(shown, cols),
+    ]
+    return "\n".join(lines)
+
+
+def sweep(
+    spec_path: Path | str,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    out: Path | str | None = None,
+    quiet: bool = False,
+) -> SweepResult:
+    """Run the sweep described by the TOML file ``spec_path`` (see :mod:`.grid`).
+
+    Parameters
+    ----------
+    spec_path : the TOML specification.
+    scheduler : address of a running Dask scheduler; ``None`` for local processes.
+    workers : local worker processes (default: CPU count; 1 = in this process).
+    out : output folder, overriding the specification's ``out``.
+    quiet : no progress bar.
+    """
+    grid = load_grid(spec_path, out)
+    return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet)
+
+
+def run_grid(
+    grid: Grid, scheduler: str | None = None, workers: int | None = None, quiet: bool = False
+) -> SweepResult:
+    """Execute an expanded grid (see :func:`sweep`)."""
+    runs_dir = grid.out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    clean_temporaries(runs_dir)
+    todo = []
+    for spec in grid.runs:
+        folder = runs_dir / spec.folder_name()
+        if recorded_hash(folder) != spec.digest():
+            todo.append((spec, folder))
+    reused = len(grid.runs) - len(todo)
+    with tqdm(
+        total=len(grid.runs),
+        initial=reused,
+        desc=f"sweep {grid.name or grid.out.name}",
+        unit="run",
+        disable=quiet,
+    ) as progress:
+        incomplete = _execute_all(todo, scheduler, workers, progress)
+    table = gather(grid)
+    aggregates = write_outputs(grid, table, incomplete)
+    return SweepResult(grid.out, table, aggregates, len(todo) - len(incomplete), reused, incomplete)
+
+
+def comparable(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without wall-clock columns (which differ between otherwise equal runs)."""
+    return table.drop(columns=[c for c in TIME_COLUMNS if c in table]).reset_index(drop=True)
+
+
+__all__ = ["METRIC_COLUMNS", "SweepResult", "comparable", "gather", "run_grid", "sweep"]

@@ -1,0 +1,156 @@
+"""One row of metrics per run: what ``comparison.csv`` and the sweep table hold.
+
+Every number comes from the run's ``summary.json`` (its run aggregates,
+defined once in :mod:`contactlab.metrics`) and ``steps.csv``, so a table can
+be rebuilt from the folders at any time.
+
+Columns
+-------
+status : the run's status (``"failed"`` when it did not complete).
+step_success_rate : fraction of steps whose solver status is ``"optimal"``.
+solve_time_median_ms, solve_time_p90_ms : per-step solver time [ms].
+solve_time_ms : total solver time of the run [ms].
+wall_time_s : wall time of the whole run (build, steps, writing) [s].
+iterations_mean, iterations_max : solver iterations per step.
+max_penetration : deepest penetration over the run [m].
+max_drift : largest position-level bilateral drift [m or rad].
+energy_drift : total energy at the end minus at t = 0 [J] (signed).
+max_energy_deviation : largest ``|E(t) - E(0)|`` [J].
+max_complementarity, max_cone_violation, max_dissipation_violation : the
+    largest per-step normal complementarity [N s m/s], friction-cone
+    violation [N s] and maximal-dissipation violation [N s].
+success : the run completed and every step succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contactlab.experiments.loading import RunResults
+from contactlab.experiments.runner import SUCCESS_STATUSES
+
+#: run statuses of runs that did not complete
+FAILED_STATUSES = frozenset({"failed"})
+
+METRIC_COLUMNS = (
+    "status",
+    "step_success_rate",
+    "solve_time_median_ms",
+    "solve_time_p90_ms",
+    "solve_time_ms",
+    "wall_time_s",
+    "iterations_mean",
+    "iterations_max",
+    "max_penetration",
+    "max_drift",
+    "energy_drift",
+    "max_energy_deviation",
+    "max_complementarity",
+    "max_cone_violation",
+    "max_dissipation_violation",
+    "steps",
+    "success",
+)
+
+#: how "best" is judged per column in readable tables
+BEST = {
+    "success_rate": "max",
+    "shifted_gm_rel": "min",
+    "shifted_gm_ms": "min",
+    "mean_iterations": "min",
+    "step_success_rate": "max",
+    "solve_time_median_ms": "min",
+    "solve_time_p90_ms": "min",
+    "solve_time_ms": "min",
+    "wall_time_s": "min",
+    "iterations_mean": "min",
+    "max_penetration": "min",
+    "max_drift": "min",
+    "energy_drift": "absmin",
+    "max_energy_deviation": "min",
+    "max_complementarity": "min",
+    "max_cone_violation": "min",
+    "max_dissipation_violation": "min",
+}
+
+
+#: columns copied from the run aggregates of summary.json (contactlab.metrics.RUN_AGGREGATES)
+FROM_AGGREGATES = {
+    "step_success_rate": ("success_rate", 1.0),
+    "solve_time_median_ms": ("median_solve_time_s", 1e3),
+    "solve_time_p90_ms": ("p90_solve_time_s", 1e3),
+    "solve_time_ms": ("total_solve_time_s", 1e3),
+    "max_penetration": ("max_penetration", 1.0),
+    "max_drift": ("max_constraint_error", 1.0),
+    "max_energy_deviation": ("max_energy_deviation", 1.0),
+    "max_complementarity": ("max_normal_complementarity", 1.0),
+    "max_cone_violation": ("max_cone_violation", 1.0),
+    "max_dissipation_violation": ("max_dissipation_violation", 1.0),
+}
+
+
+def run_metrics(run: RunResults) -> dict[str, Any]:
+    """The metric columns (module docstring) of one run."""
+    summary, steps = run.summary, run.steps
+    status = str(summary.get("status", "unknown"))
+    row: dict[str, Any] = dict.fromkeys(METRIC_COLUMNS, float("nan"))
+    row.update(status=status, steps=int(len(steps)), success=False, step_success_rate=0.0)
+    row["wall_time_s"] = float((summary.get("experiment") or {}).get("wall_time_s", np.nan))
+    aggregates = summary.get("aggregates") or {}
+    for column, (key, scale) in FROM_AGGREGATES.items():
+        value = aggregates.get(key)
+        if value is not None:
+            row[column] = float(value) * scale
+    if steps.empty:
+        return row
+    iters = pd.to_numeric(steps["iterations"], errors="coerce")
+    row["iterations_mean"] = float(iters.mean())
+    row["iterations_max"] = float(iters.max())
+    e0 = (summary.get("initial_metrics") or {}).get("total_energy")
+    energy = pd.to_numeric(steps["total_energy"], errors="coerce").to_numpy(float)
+    if e0 is not None and energy.size:
+        row["energy_drift"] = float(energy[-1] - e0)
+    completed = status not in FAILED_STATUSES
+    all_ok = bool(steps["status"].astype(str).isin(SUCCESS_STATUSES).all())
+    row["success"] = completed and all_ok
+    return row
+
+
+def best_marks(table: pd.DataFrame) -> dict[str, set[int]]:
+    """Row positions holding the best value of each column of :data:`BEST` present."""
+    marks: dict[str, set[int]] = {}
+    for col, how in BEST.items():
+        if col not in table:
+            continue
+        values = pd.to_numeric(table[col], errors="coerce").to_numpy(float)
+        if how == "absmin":
+            values = np.abs(values)
+        finite = np.isfinite(values)
+        if not finite.any():
+            continue
+        target = values[finite].max() if how == "max" else values[finite].min()
+        tol = 1e-12 * max(1.0, abs(target))
+        marks[col] = {int(i) for i in np.flatnonzero(finite) if abs(values[i] - target) <= tol}
+    return marks
+
+
+def markdown_table(table: pd.DataFrame, columns: list[str], digits: int = 4) -> str:
+    """A GitHub markdown table of ``columns``; the best value per column in bold."""
+    marks = best_marks(table)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for pos in range(len(table)):
+        cells = []
+        for col in columns:
+            value = table.iloc[pos][col]
+            if isinstance(value, (float, np.floating)):
+                text = "—" if not np.isfinite(value) else f"{value:.{digits}g}"
+            else:
+                text = str(value)
+            if pos in marks.get(col, set()):
+                text = f"**{text}**"
+            cells.append(text)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

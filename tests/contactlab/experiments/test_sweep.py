@@ -1,0 +1,112 @@
+"""Sweeps: local processes and a Dask cluster agree, resuming skips finished runs,
+an interrupted sweep loses no finished run, and the runs are physically right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contactlab.experiments import load_results
+from contactlab.experiments.runner import recorded_hash
+from contactlab.experiments.sweep import comparable, sweep
+
+from . import fakes
+
+SPEC = """
+[sweep]
+name = "fall"
+duration = 0.1
+dt = [0.01, 0.005]
+models = ["exp-qp"]
+solvers = ["kkt", "osqp", "pgs"]
+compare_by = ["solver"]
+
+[[scenarios]]
+name = "exp-fall"
+params = {{ height = [1.0, 2.0] }}
+{extra}
+"""
+
+
+def write_spec(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "fall.toml"
+    path.write_text(SPEC.format(extra=extra))
+    return path
+
+
+def test_local_and_dask_sweeps_give_the_same_table(tmp_path: Path, fake_scenarios: None) -> None:
+    from dask.distributed import LocalCluster
+
+    spec = write_spec(tmp_path)
+    local = sweep(spec, workers=2, out=tmp_path / "local", quiet=True)
+    # the real scheduler path: a cluster with its own scheduler, reached by address
+    with LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        remote = sweep(spec, scheduler=cluster.scheduler_address, out=tmp_path / "dask", quiet=True)
+    # 2 heights x 2 step sizes x {kkt, osqp}; pgs does not fit the model
+    assert local.executed == remote.executed == 8 and local.complete and remote.complete
+    pd.testing.assert_frame_equal(comparable(local.table), comparable(remote.table))
+    skipped = pd.read_csv(tmp_path / "local" / "skipped.csv")
+    assert len(skipped) == 4 and set(skipped["solver"]) == {"pgs"}
+    assert skipped["reason"].str.contains("backends that fit: kkt, osqp").all()
+
+    # every run is the exact symplectic-Euler free fall, and Parquet == CSV
+    table = load_results(tmp_path / "dask").table
+    assert len(table) == 8
+    for _, row in table.iterrows():
+        traj = load_results(tmp_path / "dask" / row["folder"]).trajectory
+        n = np.round(traj["t"] / row["dt"])
+        expected = fakes.expected_position(row["param.height"], 0.5, row["dt"], n)
+        np.testing.assert_allclose(traj["position"][:, 0], expected, rtol=0, atol=1e-9)
+    csv = pd.read_csv(tmp_path / "dask" / "sweep.csv")
+    assert list(csv.columns) == list(table.columns) and len(csv) == len(table)
+
+    # aggregates: both solvers solve every problem (4 problems each)
+    agg = load_results(tmp_path / "local").aggregates.set_index("solver")
+    assert agg.loc["kkt", "success_rate"] == agg.loc["osqp", "success_rate"] == 1.0
+    assert (agg["n_problems"] == 4).all() and agg["shifted_gm_rel"].min() == 1.0
+    assert (tmp_path / "local" / "plots" / "performance_profile.png").stat().st_size > 0
+
+
+def test_resume_skips_finished_runs(tmp_path: Path, fake_scenarios: None) -> None:
+    spec = write_spec(tmp_path)
+    first = sweep(spec, workers=1, quiet=True)
+    assert (first.executed, first.reused) == (8, 0)
+    stamps = {p: p.stat().st_mtime_ns for p in (first.folder / "runs").glob("*/summary.json")}
+    again = sweep(spec, workers=1, quiet=True)
+    assert (again.executed, again.reused) == (0, 8)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
+    # one more step size: only its 4 runs are new
+    spec.write_text(SPEC.format(extra="").replace("[0.01, 0.005]", "[0.01, 0.005, 0.02]"))
+    more = sweep(spec, workers=1, quiet=True)
+    assert (more.executed, more.reused) == (4, 8) and len(more.table) == 12
+
+
+@pytest.mark.parametrize("how", ["crash_file", "kill_file"])
+def test_interrupted_sweep_loses_no_finished_run(
+    tmp_path: Path, fake_scenarios: None, how: str
+) -> None:
+    flag = tmp_path / "flag"
+    flag.touch()
+    extra = (
+        f'\n[[scenarios]]\nname = "exp-fall"\nparams = {{ height = 3.0 }}\n'
+        f'model_options = {{ {how} = "{flag}" }}\n'
+    )
+    spec = write_spec(tmp_path, extra)
+    first = sweep(spec, workers=2, quiet=True)
+    # the 4 flagged runs raise (or kill their worker, which breaks the pool)
+    assert not first.complete and len(first.incomplete) >= 4
+    finished = sorted(p.parent.name for p in (first.folder / "runs").glob("*/summary.json"))
+    assert len(finished) == len(first.table) == 12 - len(first.incomplete)
+    flag.unlink()
+    second = sweep(spec, workers=2, quiet=True)
+    assert second.complete and second.executed == 12 - len(finished)
+    assert second.reused == len(finished) and len(second.table) == 12
+    runs = second.folder / "runs"
+    assert not list(runs.glob(".*"))  # no temporary folder left behind
+    for row in second.table.itertuples():
+        assert recorded_hash(runs / Path(row.folder).name) == row.spec_hash
