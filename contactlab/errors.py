@@ -51,3 +51,7 @@ class IncompatibleError(ContactlabError, ValueError):
 
 class StepFailure(ContactlabError, RuntimeError):
     """A time step could not be completed (the solver failed)."""
+
+
+class ResultsError(ContactlabError, OSError):
+    """A results folder is missing, incomplete, or would be overwritten."""

@@ -1,0 +1,321 @@
+"""Self-describing results folders: write atomically, load back, plot.
+
+A run's folder holds
+
+``summary.json``
+    scenario, parameters, formulation, model, solver, model options, dt,
+    steps, duration, package versions, git commit, status, wall time, the run
+    aggregates of :data:`contactlab.metrics.RUN_AGGREGATES`, the initial state
+    metrics, and a description of every column and aggregate.
+``steps.csv``
+    one row per step, the columns of :data:`contactlab.metrics.STEP_METRICS`.
+``trajectory.npz``
+    ``t`` (T+1,), ``body_names`` (nb,), ``position`` (T+1, nb, 3) world
+    positions of the body frames [m], ``rotation`` (T+1, nb, 3, 3),
+    ``twist`` (T+1, nb, 6) body-frame twists, angular first [rad/s, m/s];
+    ``q``, ``qdot`` (T+1, nq) for reduced runs.
+``plots/``
+    energy, constraint error, penetration and solve time versus time,
+    regenerated from the files by :func:`plot_run`.
+
+A folder is written into a temporary sibling and renamed into place at the
+end (:func:`atomic_folder`): on any error the temporary folder is removed, so
+no half-written folder remains, and an existing folder is replaced only when
+asked (``overwrite=True``), never silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from contactlab import metrics as M
+from contactlab.errors import ResultsError
+from contactlab.simulator import Run
+
+SUMMARY = "summary.json"
+STEPS = "steps.csv"
+TRAJECTORY = "trajectory.npz"
+PLOTS = "plots"
+
+#: Packages whose versions every summary records.
+VERSIONED_PACKAGES = ("contactlab", "numpy", "scipy", "osqp", "qpsolvers", "cvxpy", "pandas")
+
+
+def package_versions(names: Sequence[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (``None`` for a package that is not installed)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_commit(path: Path | None = None) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the checkout holding ``path``.
+
+    ``path`` defaults to the installed contactlab package; outside a git
+    checkout (or without git) both values are ``None``.
+    """
+    where = path or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        porcelain = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": sha or None, "dirty": bool(porcelain.strip())}
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy types, tuples and paths converted; non-finite floats become null."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)
+
+
+def summarize(
+    run: Run, command: Sequence[str] | None = None, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The content of ``summary.json`` for ``run`` (JSON-ready)."""
+    summary: dict[str, Any] = {
+        "scenario": run.scene.name,
+        "parameters": dict(run.parameters),
+        "formulation": run.formulation,
+        "model": run.model,
+        "solver": run.solver,
+        "model_options": dict(run.model_options),
+        "dt": run.dt,
+        "steps": run.n_steps,
+        "duration": run.duration,
+        "n_bodies": run.scene.n_bodies,
+        "status": run.status,
+        "message": run.message,
+        "wall_time_s": run.wall_time_s,
+        "aggregates": run.aggregates(),
+        "initial_metrics": dict(run.initial_metrics),
+        "versions": package_versions(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git": git_commit(),
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": list(command) if command is not None else None,
+        "files": {
+            SUMMARY: "this file",
+            STEPS: "one row per step; columns described under 'columns'",
+            TRAJECTORY: "t (T+1,), body_names (nb,), position (T+1, nb, 3) [m], "
+            "rotation (T+1, nb, 3, 3), twist (T+1, nb, 6) body frame, angular first; "
+            "q, qdot (T+1, nq) for reduced runs",
+            PLOTS: "energy, constraint error, penetration, solve time vs t (contactlab plot)",
+        },
+        "columns": M.describe_columns(),
+    }
+    summary.update(extra or {})
+    return jsonable(summary)  # type: ignore[no-any-return]
+
+
+def check_target(folder: Path | str, overwrite: bool = False) -> Path:
+    """Raise :class:`ResultsError` if ``folder`` exists and may not be overwritten."""
+    target = Path(folder)
+    if target.exists() and not overwrite:
+        raise ResultsError(
+            f"results folder {str(target)!r} already exists; choose another --out or pass "
+            "--force to replace it"
+        )
+    if target.exists() and not target.is_dir():
+        raise ResultsError(f"{str(target)!r} exists and is not a folder; choose another --out")
+    return target
+
+
+@contextmanager
+def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling of ``folder`` to fill; move it into place on success.
+
+    On an exception inside the block the temporary folder is removed and
+    ``folder`` (if it existed) is untouched.  With ``overwrite`` an existing
+    ``folder`` is replaced only after the new one is complete.
+    """
+    target = check_target(folder, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
+    tmp = target.parent / f".{target.name}.tmp-{tag}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        check_target(target, overwrite)
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{tag}"
+            os.replace(target, old)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(old, target)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_run(
+    run: Run,
+    folder: Path | str,
+    *,
+    overwrite: bool = False,
+    plots: bool = True,
+    command: Sequence[str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``run`` as a results folder at ``folder`` (atomically); return its path."""
+    with atomic_folder(folder, overwrite) as tmp:
+        summary = summarize(run, command, extra)
+        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        run.steps.to_csv(tmp / STEPS, index=False)
+        np.savez_compressed(tmp / TRAJECTORY, **run.trajectory)  # type: ignore[arg-type]
+        if plots:
+            plot_run(tmp)
+    return Path(folder)
+
+
+@dataclass
+class RunData:
+    """A results folder loaded back: ``summary`` dict, ``steps`` table, ``trajectory`` arrays."""
+
+    folder: Path
+    summary: dict[str, Any]
+    steps: pd.DataFrame
+    trajectory: dict[str, NDArray[Any]]
+
+    @property
+    def t(self) -> NDArray[np.float64]:
+        """(T+1,) frame times [s]."""
+        return self.trajectory["t"]
+
+
+def _require(folder: Path, name: str) -> Path:
+    path = folder / name
+    if not path.is_file():
+        raise ResultsError(
+            f"{str(folder)!r} is not a complete results folder: {name} is missing "
+            "(write one with `contactlab run`)"
+        )
+    return path
+
+
+def load_run(folder: Path | str) -> RunData:
+    """Load a results folder written by :func:`write_run`."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ResultsError(f"results folder {str(root)!r} does not exist")
+    summary = json.loads(_require(root, SUMMARY).read_text())
+    steps = pd.read_csv(_require(root, STEPS), dtype={"status": str})
+    with np.load(_require(root, TRAJECTORY), allow_pickle=False) as data:
+        trajectory = {key: data[key] for key in data.files}
+    return RunData(root, summary, steps, trajectory)
+
+
+def _title(summary: Mapping[str, Any]) -> str:
+    keys = ("scenario", "formulation", "model", "solver")
+    return " / ".join(str(summary.get(k, "?")) for k in keys) + f"  (h = {summary.get('dt')} s)"
+
+
+def plot_run(folder: Path | str) -> list[Path]:
+    """(Re)draw the plots of the run in ``folder`` from its files; return their paths."""
+    from matplotlib.figure import Figure
+
+    root = Path(folder)
+    summary = json.loads(_require(root, SUMMARY).read_text())
+    steps = pd.read_csv(_require(root, STEPS), dtype={"status": str})
+    out_dir = root / PLOTS
+    out_dir.mkdir(exist_ok=True)
+    t = steps["t"].to_numpy(dtype=float) if "t" in steps else np.zeros(0)
+    panels: list[tuple[str, list[tuple[str, str]], str, bool]] = [
+        (
+            "energy",
+            [
+                ("kinetic_energy", "kinetic"),
+                ("potential_energy", "potential"),
+                ("total_energy", "total"),
+            ],
+            "energy [J]",
+            False,
+        ),
+        ("constraint_error", [("constraint_error", "joint drift")], "drift [m or rad]", True),
+        ("penetration", [("penetration", "deepest penetration")], "penetration [m]", True),
+        ("solve_time", [("solve_time_s", "solver"), ("step_time_s", "whole step")], "[s]", True),
+    ]
+    paths = []
+    for name, series, ylabel, log in panels:
+        fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+        ax = fig.add_subplot()
+        drawn = False
+        for column, label in series:
+            if column in steps and len(steps):
+                y = pd.to_numeric(steps[column], errors="coerce").to_numpy(dtype=float)
+                ax.plot(t, y, label=label, linewidth=1.0)
+                drawn = drawn or bool(np.any(y > 0))
+        if log and drawn:
+            ax.set_yscale("symlog" if name != "solve_time" else "log", **_log_kwargs(name, steps))
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(ylabel)
+        ax.set_title(_title(summary), fontsize=9)
+        ax.grid(True, alpha=0.3)
+        if len(series) > 1:
+            ax.legend(fontsize=8)
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        paths.append(path)
+    return paths
+
+
+def _log_kwargs(name: str, steps: pd.DataFrame) -> dict[str, float]:
+    """Linear threshold of a symlog axis: a small fraction of the largest value."""
+    if name == "solve_time":
+        return {}
+    y = pd.to_numeric(steps[name], errors="coerce").to_numpy(dtype=float)
+    top = float(np.nanmax(np.abs(y))) if y.size else 1.0
+    return {"linthresh": max(top * 1e-6, 1e-15)}
