@@ -80,6 +80,10 @@ class Joint(ABC):
         """
         return None
 
+    def chart_distance(self, q: Array) -> float:
+        """How far ``q`` is from needing :meth:`reparameterize` (negative past it) [rad]."""
+        return np.inf
+
     def sample(self, rng: np.random.Generator) -> Array:
         """A random configuration in the joint's useful range (tests, benchmarks)."""
         return rng.uniform(-1.0, 1.0, self.ndof)
@@ -284,6 +288,10 @@ class CompositeJoint(Joint):
             qs.append(qi if new is None else new[0])
             qds.append(qdi if new is None else new[1])
         return np.concatenate(qs), np.concatenate(qds)
+
+    def chart_distance(self, q: Array) -> float:
+        n1 = self.first.ndof
+        return min(self.first.chart_distance(q[:n1]), self.second.chart_distance(q[n1:]))
 
     def sample(self, rng: np.random.Generator) -> Array:
         return np.concatenate([self.first.sample(rng), self.second.sample(rng)])

@@ -88,6 +88,9 @@ class SphericalExpJoint(Joint):
         qdot_new = np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
         return q_new, qdot_new
 
+    def chart_distance(self, q: Array) -> float:
+        return self.switch_angle - float(np.linalg.norm(q))
+
     def sample(self, rng: np.random.Generator) -> Array:
         v = rng.standard_normal(3)
         return v / np.linalg.norm(v) * rng.uniform(0.0, 3.0)
