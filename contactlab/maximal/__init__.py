@@ -1,0 +1,31 @@
+"""Maximal coordinates: every body carries its own transform and twist.
+
+Joints and user constraints become bilateral rows ``G Phi = g``
+(:mod:`contactlab.maximal.constraints`, :mod:`contactlab.maximal.joints`);
+:class:`MaximalFormulation` assembles the velocity-level step problem
+(seed 000 §1.6–1.12) and is registered as formulation ``"maximal"``.
+"""
+
+from contactlab.maximal.constraints import (
+    Constraint,
+    ConstraintRows,
+    constraint_class,
+    constraint_kinds,
+    register_constraint,
+    scene_constraints,
+    stack_rows,
+)
+from contactlab.maximal.formulation import MaximalFormulation
+from contactlab.maximal.joints import JointConstraint
+
+__all__ = [
+    "Constraint",
+    "ConstraintRows",
+    "JointConstraint",
+    "MaximalFormulation",
+    "constraint_class",
+    "constraint_kinds",
+    "register_constraint",
+    "scene_constraints",
+    "stack_rows",
+]

@@ -1,0 +1,244 @@
+"""Bilateral constraints in maximal coordinates: the extension point.
+
+A :class:`Constraint` is a group of ``m`` scalar rows that keep a
+position-level function of the body transforms at zero, ``g(E) = 0``
+(seed 000 §1.12, eq. 1.81).  For the current transforms ``E`` (nb, 4, 4) and
+body twists ``phi`` (nb, 6) it supplies
+
+* ``g(E)`` (m,): the position-level error (drift, Baumgarte feedback);
+* the velocity rows ``G`` with ``G Phi = d/dt g(E(t))`` along
+  ``Edot = E [phi]``, as dense ``(m, K, 6)`` blocks on ``K`` bodies per row
+  (``bodies`` (m, K), ``-1`` for the world, whose columns are dropped);
+* ``Gdot Phi`` (m,): ``d^2/dt^2 g(E(t))`` along ``E(t) = E exp(t [phi])`` with
+  constant body twists, needed only by the acceleration-level form of
+  Baumgarte stabilization (eq. 1.82).  The base class differentiates the
+  blocks numerically along that flow; subclasses override it with a closed
+  form when they have one.
+
+Subclasses are registered by name with :func:`register_constraint`; a
+registered class may build itself from the scene's
+:class:`~contactlab.scene.JointSpec` entries of its kind
+(:meth:`Constraint.from_joints`), and instances placed in
+``Scene.constraints`` are bound to the scene (:meth:`Constraint.bind`) and
+enforced as they are.  :func:`stack_rows` turns the rows of every
+constraint into one sparse ``G``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError, UnknownNameError
+from contactlab.scene import JointSpec, Scene
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Step [-] of the numerical directional derivative in :meth:`Constraint.bias`.
+_BIAS_STEP = 1e-6
+
+
+@dataclass
+class ConstraintRows:
+    """The rows of one constraint group at one configuration.
+
+    g : (m,) position-level error [m or rad].
+    blocks : (m, K, 6) row blocks: ``G[i, 6 b : 6 b + 6] += blocks[i, k]`` with
+        ``b = bodies[i, k]``.
+    bodies : (m, K) body indices, ``-1`` for the world (no columns).
+    bias : (m,) ``Gdot Phi`` or ``None`` when not requested.
+    """
+
+    g: Array
+    blocks: Array
+    bodies: IntArray
+    bias: Array | None = None
+
+
+class Constraint(ABC):
+    """A group of bilateral constraint rows (see the module docstring).
+
+    Subclasses implement :attr:`n_rows`, :meth:`error` and :meth:`jacobian`;
+    optionally :meth:`bias` (closed-form ``Gdot Phi``), :meth:`bind` (resolve
+    body names against the scene), :meth:`from_joints` (build from joint
+    specs of the registered kind) and :meth:`evaluate` (share work between
+    the three).
+    """
+
+    #: registry name, set by :func:`register_constraint`
+    name: ClassVar[str] = ""
+
+    @property
+    @abstractmethod
+    def n_rows(self) -> int:
+        """Number of scalar rows ``m``."""
+
+    @abstractmethod
+    def error(self, E: Array) -> Array:
+        """Position-level error ``g(E)`` (m,) for transforms ``E`` (nb, 4, 4)."""
+
+    @abstractmethod
+    def jacobian(self, E: Array) -> tuple[Array, IntArray]:
+        """Row blocks (m, K, 6) and their body indices (m, K) at ``E``."""
+
+    def row_owners(self) -> list[str]:
+        """Name of the joint or constraint owning each row (error messages, reactions)."""
+        return [self.name or type(self).__name__] * self.n_rows
+
+    def bind(self, scene: Scene) -> Constraint:
+        """The constraint with body names resolved against ``scene`` (default: itself)."""
+        return self
+
+    @classmethod
+    def from_joints(cls, scene: Scene, specs: Sequence[JointSpec]) -> list[Constraint]:
+        """Constraints enforcing the joints ``specs`` (all of this class's kind)."""
+        raise ConfigurationError(
+            f"constraint kind {cls.name!r} cannot be built from a JointSpec; put an instance "
+            "of it in Scene.constraints instead"
+        )
+
+    def bias(self, E: Array, phi: Array) -> Array:
+        """``Gdot Phi`` (m,): central difference of the rows along ``E exp(t [phi])``.
+
+        Exact to O(step^2); subclasses with a closed form override it.
+        """
+        eps = _BIAS_STEP
+        step = se3.exp_se3(eps * phi)
+        back = se3.exp_se3(-eps * phi)
+        plus, bodies = self.jacobian(E @ step)
+        minus, _ = self.jacobian(E @ back)
+        phi_ext = np.vstack([phi, np.zeros((1, 6))])
+        return np.einsum("mkj,mkj->m", (plus - minus) / (2.0 * eps), phi_ext[bodies])
+
+    def evaluate(self, E: Array, phi: Array, with_bias: bool = False) -> ConstraintRows:
+        """Error, row blocks and (optionally) ``Gdot Phi`` at ``(E, phi)``."""
+        blocks, bodies = self.jacobian(E)
+        return ConstraintRows(
+            self.error(E), blocks, bodies, self.bias(E, phi) if with_bias else None
+        )
+
+
+_CONSTRAINTS: dict[str, type[Constraint]] = {}
+
+
+def register_constraint(name: str) -> Callable[[type[Constraint]], type[Constraint]]:
+    """Class decorator registering a constraint kind under ``name``.
+
+    A class registered under a joint kind (``"revolute"``, or a new name) is
+    used for every :class:`~contactlab.scene.JointSpec` of that kind through
+    :meth:`Constraint.from_joints`.
+    """
+
+    def wrap(cls: type[Constraint]) -> type[Constraint]:
+        if not (isinstance(cls, type) and issubclass(cls, Constraint)):
+            raise ConfigurationError(
+                f"register_constraint({name!r}) decorates a Constraint subclass, got {cls!r}"
+            )
+        cls.name = name
+        _CONSTRAINTS[name] = cls
+        return cls
+
+    return wrap
+
+
+def constraint_kinds() -> list[str]:
+    """Names of the registered constraint kinds."""
+    return sorted(_CONSTRAINTS)
+
+
+def constraint_class(name: str) -> type[Constraint]:
+    """The constraint class registered under ``name``."""
+    if name not in _CONSTRAINTS:
+        raise UnknownNameError("constraint kind", name, list(_CONSTRAINTS))
+    return _CONSTRAINTS[name]
+
+
+def scene_constraints(scene: Scene) -> list[Constraint]:
+    """Every constraint of ``scene``: its joints grouped by kind, then ``Scene.constraints``.
+
+    Joints of one kind become one vectorized group (in scene order within the
+    kind); each entry of ``Scene.constraints`` must be a :class:`Constraint`.
+    """
+    by_kind: dict[str, list[JointSpec]] = {}
+    for spec in scene.joints:
+        by_kind.setdefault(spec.kind, []).append(spec)
+    out: list[Constraint] = []
+    for kind, specs in by_kind.items():
+        if kind not in _CONSTRAINTS:
+            raise UnknownNameError("joint kind (maximal formulation)", kind, list(_CONSTRAINTS))
+        out.extend(_CONSTRAINTS[kind].from_joints(scene, specs))
+    for item in scene.constraints:
+        if not isinstance(item, Constraint):
+            raise ConfigurationError(
+                f"scene {scene.name!r}: constraint {item!r} is not a "
+                "contactlab.maximal.Constraint; subclass it and register it with "
+                "@register_constraint"
+            )
+        out.append(item.bind(scene))
+    return out
+
+
+@dataclass
+class StackedRows:
+    """All constraint rows of a scene at one configuration.
+
+    G : (m, 6 nb) sparse CSR rows.
+    g : (m,) position-level errors.
+    bias : (m,) ``Gdot Phi`` or ``None``.
+    owners : (m,) name of the joint/constraint owning each row.
+    """
+
+    G: sp.csr_matrix
+    g: Array
+    bias: Array | None
+    owners: NDArray[np.str_]
+
+
+def stack_rows(
+    constraints: Sequence[Constraint], E: Array, phi: Array, with_bias: bool = False
+) -> StackedRows:
+    """Evaluate every constraint and assemble one sparse ``G`` (COO, vectorized per group)."""
+    nb = E.shape[0]
+    rows_g, rows_bias, rows_i, cols, data, owners = [], [], [], [], [], []
+    offset = 0
+    for con in constraints:
+        r = con.evaluate(E, phi, with_bias)
+        m = r.g.shape[0]
+        if (
+            r.blocks.shape[:1] != (m,)
+            or r.blocks.shape[2:] != (6,)
+            or r.bodies.shape != r.blocks.shape[:2]
+        ):
+            raise ConfigurationError(
+                f"constraint {con.name!r} returned blocks {r.blocks.shape} and bodies "
+                f"{r.bodies.shape} for {m} rows; expected (m, K, 6) and (m, K)"
+            )
+        rows_g.append(r.g)
+        if with_bias:
+            rows_bias.append(r.bias if r.bias is not None else con.bias(E, phi))
+        keep = r.bodies >= 0
+        row_index = np.broadcast_to(offset + np.arange(m)[:, None], r.bodies.shape)[keep]
+        rows_i.append(np.repeat(row_index, 6))
+        cols.append((6 * r.bodies[keep][:, None] + np.arange(6)).ravel())
+        data.append(r.blocks[keep].ravel())
+        owners.extend(con.row_owners())
+        offset += m
+    cat = np.concatenate if constraints else (lambda _: np.zeros(0))
+    G = sp.csr_matrix(
+        (cat(data), (cat(rows_i).astype(np.int64), cat(cols).astype(np.int64))),
+        shape=(offset, 6 * nb),
+    )
+    return StackedRows(
+        G,
+        cat(rows_g),
+        cat(rows_bias) if with_bias else None,
+        np.array(owners, dtype=str),
+    )

@@ -1,0 +1,214 @@
+"""The maximal-coordinate formulation: one SE(3) transform and one twist per body.
+
+Each step poses the KKT problem of seed 000, eq. 1.73, in the sign
+convention of :mod:`contactlab.problem` (``M phi+ = f + G^T lambda``, so the
+seed's ``lambda`` is minus ours), with the joints and registered constraints
+as rows ``G`` (:mod:`contactlab.maximal.joints`), Baumgarte right-hand sides
+(:mod:`contactlab.maximal.assembly`), and contact rows when a contact set is
+given; positions follow by ``E <- E exp(h [phi+])`` (eq. 1.29).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from numpy.typing import NDArray
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError, SingularSystemError
+from contactlab.formulation import Formulation, register_formulation
+from contactlab.maximal import assembly as asm
+from contactlab.maximal.constraints import Constraint, StackedRows, scene_constraints, stack_rows
+from contactlab.maximal.kinematics import place_bodies
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.scene import Scene, State
+
+Array = NDArray[np.float64]
+
+#: Relative pivot size below which the constraint rows count as dependent.
+_RANK_TOL = 1e-10
+
+
+@register_formulation("maximal")
+class MaximalFormulation(Formulation):
+    """Maximal coordinates (seed 000 §1.6–1.12).
+
+    Parameters
+    ----------
+    scene : the scene.
+    stabilization : "velocity" (``G phi+ = -gamma g``, default),
+        "acceleration" (eq. 1.82, second form) or "off" (``G phi+ = 0``).
+        Factors come from ``scene.stabilization``; unset ones get the
+        dead-beat defaults ``gamma = 1/h``, ``alpha = 1/(2h)``, ``beta = 1/h``
+        (see :mod:`contactlab.maximal.assembly`).
+    implicit : linearly implicit Euler (``M + hD - h^2 K``, eq. 1.30) for the
+        force elements; ``None`` (default) turns it on when the scene has forces.
+    check_rank : check at the initial state that the constraint rows are
+        independent and raise :class:`SingularSystemError` naming the
+        redundant joints otherwise.
+    """
+
+    has_joint_drift = True
+
+    def __init__(
+        self,
+        scene: Scene,
+        stabilization: str = "velocity",
+        implicit: bool | None = None,
+        check_rank: bool = True,
+    ) -> None:
+        super().__init__(scene)
+        if stabilization not in ("velocity", "acceleration", "off"):
+            raise ConfigurationError(
+                f"stabilization must be 'velocity', 'acceleration' or 'off', got {stabilization!r}"
+            )
+        self.stabilization = stabilization
+        self.implicit = bool(scene.forces) if implicit is None else bool(implicit)
+        self.check_rank = check_rank
+        self.constraints: list[Constraint] = scene_constraints(scene)
+        self.mass_diagonal = asm.mass_diagonal(scene)
+
+    # -- state -----------------------------------------------------------
+    def initial_state(self) -> State:
+        sc = self.scene
+        if sc.initial_E is not None:
+            E = np.array(sc.initial_E, dtype=float)
+            phi = np.zeros((sc.n_bodies, 6)) if sc.initial_phi is None else sc.initial_phi.copy()
+        else:
+            E, phi = place_bodies(sc)
+            if sc.initial_phi is not None:
+                phi = sc.initial_phi.copy()
+        state = State(0.0, E, phi)
+        state.check_finite()
+        if self.check_rank:
+            self.check_independent(self.rows(E, phi))
+        return state
+
+    def rows(self, E: Array, phi: Array, with_bias: bool = False) -> StackedRows:
+        """Every bilateral row at ``(E, phi)`` (see :func:`stack_rows`)."""
+        return stack_rows(self.constraints, E, phi, with_bias)
+
+    # -- step ------------------------------------------------------------
+    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+        E, phi = state.E, state.phi
+        M, f = asm.free_momentum(self.scene, self.mass_diagonal, E, phi, h, self.implicit)
+        b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
+        rows = self.rows(E, phi, with_bias=b.form == "acceleration")
+        rhs = asm.constraint_rhs(rows, phi, h, b)
+        extra: dict[str, Any] = {}
+        if contacts is not None and len(contacts) > 0:
+            from contactlab.contact.rows import contact_rows
+
+            N, c, T, mu = contact_rows(contacts, E, self.scene.n_bodies, h, self.scene.contact)
+            extra = {"N": N, "c": c, "T": T, "mu": mu, "contacts": contacts}
+        return StepProblem(
+            h=h,
+            M=M,
+            f=f,
+            v=phi.reshape(-1),
+            G=rows.G,
+            g=rhs,
+            directions=self.scene.contact.directions,
+            info={"row_owners": rows.owners, "constraint_error": rows.g},
+            **extra,
+        )
+
+    def advance(self, state: State, solution: StepSolution, h: float) -> State:
+        phi = np.asarray(solution.v, dtype=float).reshape(-1, 6)
+        E = se3.integrate(state.E, phi, h)
+        return replace(state, t=state.t + h, E=E, phi=phi)
+
+    def maximal(self, state: State) -> tuple[Array, Array]:
+        return state.E, state.phi
+
+    # -- measurements ----------------------------------------------------
+    def metrics(self, state: State) -> dict[str, float]:
+        E, phi = state.E, state.phi
+        md = self.mass_diagonal
+        R, p = E[:, :3, :3], E[:, :3, 3]
+        kinetic = 0.5 * float(np.sum(md * phi * phi))
+        potential = asm.gravity_energy(md, self.scene.gravity, E) + asm.force_energy(
+            self.scene, E, phi
+        )
+        lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
+        ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
+        L, H = lin.sum(axis=0), ang.sum(axis=0)
+        g = self.rows(E, phi).g if self.constraints else np.zeros(0)
+        return {
+            "kinetic_energy": kinetic,
+            "potential_energy": potential,
+            "total_energy": kinetic + potential,
+            "linear_momentum_x": float(L[0]),
+            "linear_momentum_y": float(L[1]),
+            "linear_momentum_z": float(L[2]),
+            "angular_momentum_x": float(H[0]),
+            "angular_momentum_y": float(H[1]),
+            "angular_momentum_z": float(H[2]),
+            "constraint_error": float(np.max(np.abs(g))) if g.size else 0.0,
+        }
+
+    def reaction_wrenches(self, problem: StepProblem, solution: StepSolution) -> dict[str, Array]:
+        """Per joint/constraint, the body wrenches (nb, 6) its rows apply [N m, N].
+
+        ``G^T lambda_G / h`` restricted to the owner's rows: the seed's
+        ``-G^T lambda / h`` (eq. 1.74) in this package's sign convention.
+        Each wrench is in the body frame, angular part first; the parent
+        receives the opposite of the child's reaction (transported).
+        """
+        owners = problem.info["row_owners"]
+        lam = np.asarray(solution.lambda_G, dtype=float)
+        out: dict[str, Array] = {}
+        for name in dict.fromkeys(owners.tolist()):
+            sel = np.flatnonzero(owners == name)
+            w = problem.G[sel].T @ lam[sel] / problem.h
+            out[str(name)] = np.asarray(w).reshape(-1, 6)
+        return out
+
+    def check_independent(self, rows: StackedRows) -> None:
+        """Raise :class:`SingularSystemError` naming the joints whose rows are dependent.
+
+        The rows are independent exactly when the Schur complement
+        ``G M^{-1} G^T`` of the KKT matrix (eq. 1.73) is non-singular; its
+        sparse LU (banded for chains) detects a tiny pivot, and a pivoted QR
+        of the scaled rows then names the dependent ones.
+        """
+        G = rows.G
+        m = G.shape[0]
+        if m == 0:
+            return
+        Minv = sp.diags(1.0 / self.mass_diagonal.reshape(-1))
+        S = sp.csc_matrix(G @ Minv @ G.T)
+        scale = max(float(abs(S).max()), 1e-300)
+        try:
+            lu = spla.splu(S / scale)
+            pivots = np.abs(lu.U.diagonal())
+            singular = bool(pivots.min() < _RANK_TOL * pivots.max())
+        except RuntimeError:
+            singular = True
+        if not singular:
+            return
+        dependent = self._dependent_rows(
+            G @ sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
+        )
+        names = list(dict.fromkeys(rows.owners[dependent].tolist()))
+        raise SingularSystemError(
+            f"the KKT system of scene {self.scene.name!r} is singular: the rows of "
+            f"{', '.join(repr(n) for n in names)} repeat what other joints already constrain "
+            "(redundant joints); remove the redundant joints or replace them by joints that "
+            "constrain fewer directions"
+        )
+
+    @staticmethod
+    def _dependent_rows(A: sp.spmatrix) -> NDArray[np.int64]:
+        """Rows of ``A`` outside a maximal independent set (pivoted QR of ``A^T``)."""
+        import scipy.linalg as la
+
+        dense = A.toarray()
+        _, r, perm = la.qr(dense.T, mode="economic", pivoting=True)
+        d = np.abs(np.diag(r))
+        rank = int(np.sum(d > _RANK_TOL * max(d.max(), 1e-300) * 1e2))
+        return np.sort(perm[rank:])
