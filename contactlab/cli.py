@@ -1,0 +1,363 @@
+"""The ``contactlab`` command line: ``list``, ``run``, ``demo``, ``plot``.
+
+Every mistake in the input (an unknown name, a wrongly typed parameter, a
+non-finite state, a singular system, a failed step) ends the command with
+one line on stderr naming the thing and the fix, exit code 2, and no results
+folder left behind.  Success exits with 0 and prints where the results are.
+
+More subcommands plug in through :func:`register_command`; the command line
+imports :mod:`contactlab.experiments.cli` when it exists so that module can
+register its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as _dt
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from contactlab.errors import ConfigurationError, ContactlabError
+
+Handler = Callable[[argparse.Namespace], int]
+Setup = Callable[[argparse.ArgumentParser], None]
+
+#: Default root of scratch runs (ignored by git).
+SCRATCH = Path("results") / "scratch"
+#: Default folder of `contactlab demo`.
+DEMO = Path("results") / "demo"
+#: Scenarios run by `contactlab demo`, with their simulated duration [s].
+DEMO_RUNS: tuple[tuple[str, float], ...] = (("pendulum", 2.0), ("chain", 2.0))
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: help text, argument set-up and handler returning the exit code."""
+
+    name: str
+    help: str
+    setup: Setup
+    handler: Handler
+
+
+_COMMANDS: dict[str, Command] = {}
+
+
+def register_command(name: str, help: str, setup: Setup, handler: Handler) -> None:
+    """Add (or replace) the subcommand ``name``."""
+    _COMMANDS[name] = Command(name, help, setup, handler)
+
+
+# -- argument parsing helpers ---------------------------------------------------
+
+
+def parse_assignments(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` to ``{"k": "v"}``; values stay strings (typed by their consumer)."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_option_value(text: str) -> Any:
+    """A model option's value: Python literal (number, bool, tuple, string), else the text."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
+def default_out(scenario: str, formulation: str, model: str, solver: str) -> Path:
+    """``results/scratch/<scenario>-<formulation>-<model>-<solver>-<UTC timestamp>`` (unique)."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = SCRATCH / _slug(f"{scenario}-{formulation}-{model}-{solver}-{stamp}")
+    out, k = base, 1
+    while out.exists():
+        k += 1
+        out = base.with_name(f"{base.name}-{k}")
+    return out
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+# -- list -----------------------------------------------------------------------
+
+
+def _setup_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from contactlab import registry
+
+    cat = registry.catalog()
+    if args.json:
+        from contactlab.results import jsonable
+
+        print(json.dumps(jsonable(cat), indent=2))
+        return 0
+    errors = cat["errors"]
+    print("Scenarios (parameters with defaults; set with --set KEY=VALUE):")
+    if not cat["scenarios"]:
+        print("  (none registered)")
+    for row in cat["scenarios"]:
+        print(f"  {row['name']:<22} {row['description']}")
+        print(f"  {'':<22} formulations: {', '.join(row['formulations'])}")
+        for p in row["parameters"]:
+            doc = f"  {p['doc']}" if p["doc"] else ""
+            print(f"      {p['name']} = {p['default']!r} ({p['type']}){doc}")
+    for section, title in (("formulations", "Formulations"), ("models", "Contact models")):
+        print(f"\n{title}:")
+        for row in cat[section]:
+            forms = f" [{', '.join(row['forms'])}]" if row.get("forms") else ""
+            print(f"  {row['name']:<22}{forms} {row['description']}")
+    print("\nSolvers:")
+    for row in cat["solvers"]:
+        if row["available"]:
+            print(f"  {row['name']:<22} available    {row['description']}")
+        else:
+            extra = f" (pip install 'contactlab[{row['extra']}]')" if row["extra"] else ""
+            print(f"  {row['name']:<22} unavailable  {row['reason']}{extra}")
+    for section, message in errors.items():
+        print(f"\n{section}: could not be loaded: {message}", file=sys.stderr)
+    return 0
+
+
+# -- run ------------------------------------------------------------------------
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--formulation", default="maximal", help="formulation name (default maximal)")
+    p.add_argument("--model", default="frictionless", help="contact model (default frictionless)")
+    p.add_argument("--solver", default="kkt", help="solver backend (default kkt)")
+    p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
+    span = p.add_mutually_exclusive_group()
+    span.add_argument("--steps", type=int, default=None, help="number of steps")
+    span.add_argument("--duration", type=float, default=None, help="simulated time [s]")
+    p.add_argument(
+        "--set",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario parameter (repeatable)",
+    )
+    p.add_argument(
+        "--model-option",
+        dest="model_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="contact-model option, e.g. directions=8 (repeatable)",
+    )
+
+
+def _setup_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", help="scenario name (see `contactlab list`)")
+    _add_run_options(p)
+    p.add_argument("--out", type=Path, default=None, help="results folder")
+    p.add_argument("--force", action="store_true", help="replace an existing results folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, print only the folder")
+    p.add_argument("--no-plots", action="store_true", help="skip the plots")
+
+
+def run_to_folder(
+    scenario: str,
+    out: Path | None,
+    *,
+    formulation: str = "maximal",
+    model: str = "frictionless",
+    solver: str = "kkt",
+    dt: float | None = None,
+    steps: int | None = None,
+    duration: float | None = None,
+    params: dict[str, Any] | None = None,
+    model_options: dict[str, Any] | None = None,
+    force: bool = False,
+    quiet: bool = False,
+    plots: bool = True,
+    command: Sequence[str] | None = None,
+) -> tuple[Path, Any]:
+    """Validate everything, run, and write the results folder; return ``(folder, run)``.
+
+    Every check that can fail (names, parameters, the target folder) happens
+    before the first step, and the folder is written atomically after the last.
+    """
+    from contactlab.results import check_target, write_run
+    from contactlab.simulator import build_simulator
+
+    sim = build_simulator(
+        scenario,
+        params,
+        formulation=formulation,
+        model=model,
+        solver=solver,
+        dt=dt,
+        model_options=model_options,
+    )
+    n = sim.n_steps(steps, duration)
+    target = out if out is not None else default_out(scenario, formulation, model, solver)
+    check_target(target, force)
+    run = sim.run(steps=n, progress=not quiet)
+    write_run(run, target, overwrite=force, plots=plots, command=command)
+    return target, run
+
+
+def _report(folder: Path, run: Any, quiet: bool) -> None:
+    if quiet:
+        print(folder)
+        return
+    agg = run.aggregates()
+    drift = agg.get("energy_drift")
+    drift_text = "n/a" if drift is None else f"{drift:.3g} J"
+    print(
+        f"{run.scene.name}: {run.n_steps} steps of {run.dt:g} s, status {run.status}, "
+        f"energy drift {drift_text}, max drift {agg.get('max_constraint_error') or 0:.3g}, "
+        f"wall time {run.wall_time_s:.2f} s"
+    )
+    print(f"results: {folder}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    params = parse_assignments(args.params, "--set")
+    options = {
+        k: parse_option_value(v)
+        for k, v in parse_assignments(args.model_options, "--model-option").items()
+    }
+    if args.dt is not None and not (np.isfinite(args.dt) and args.dt > 0):
+        raise ConfigurationError(f"--dt must be a positive number of seconds, got {args.dt}")
+    folder, run = run_to_folder(
+        args.scenario,
+        args.out,
+        formulation=args.formulation,
+        model=args.model,
+        solver=args.solver,
+        dt=args.dt,
+        steps=args.steps,
+        duration=args.duration,
+        params=params,
+        model_options=options,
+        force=args.force,
+        quiet=args.quiet,
+        plots=not args.no_plots,
+        command=["contactlab", *args.argv],
+    )
+    _report(folder, run, args.quiet)
+    return 0
+
+
+# -- demo and plot ----------------------------------------------------------------
+
+
+def _setup_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=DEMO, help=f"folder of the demo runs ({DEMO})")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    for scenario, duration in DEMO_RUNS:
+        folder, run = run_to_folder(
+            scenario,
+            args.out / scenario,
+            duration=duration,
+            force=True,
+            quiet=args.quiet,
+            command=["contactlab", *args.argv],
+        )
+        _report(folder, run, args.quiet)
+    print(f"demo results: {args.out}")
+    return 0
+
+
+def _setup_plot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", type=Path, help="a results folder written by `contactlab run`")
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from contactlab.results import plot_run
+
+    for path in plot_run(args.folder):
+        print(path)
+    return 0
+
+
+register_command("list", "list scenarios, formulations, models and solvers", _setup_list, _cmd_list)
+register_command("run", "run a scenario and write a results folder", _setup_run, _cmd_run)
+register_command("demo", "run the demo scenarios into results/demo", _setup_demo, _cmd_demo)
+register_command("plot", "redraw the plots of a results folder", _setup_plot, _cmd_plot)
+
+
+def _load_plugins() -> None:
+    try:
+        import contactlab.experiments.cli  # noqa: F401  (registers its commands)
+    except ModuleNotFoundError as err:
+        if err.name not in ("contactlab.experiments", "contactlab.experiments.cli"):
+            raise
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors as one line (with a pointer to --help), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand."""
+    _load_plugins()
+    parser = _Parser(
+        prog="contactlab",
+        description="Rigid-body dynamics with joints, contact and friction.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for cmd in _COMMANDS.values():
+        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        cmd.setup(p)
+        p.set_defaults(handler=cmd.handler)
+    return parser
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [ContactlabError, np.linalg.LinAlgError]
+    try:
+        from solvers.errors import SolverError
+
+        types.append(SolverError)
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``contactlab``; returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(arguments)
+    args.argv = arguments
+    try:
+        return int(args.handler(args))
+    except _user_error_types() as err:
+        print(f"contactlab: error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("contactlab: interrupted; no results folder was written", file=sys.stderr)
+        return 130

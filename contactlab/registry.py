@@ -1,0 +1,108 @@
+"""One catalogue of everything selectable by name: scenarios, formulations, models, solvers.
+
+Used by ``contactlab list`` (text and ``--json``) and by anything that needs
+to enumerate the choices.  Each section is gathered independently: a section
+that cannot be loaded (for example a solver layer that is not installed)
+reports why instead of breaking the others.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def scenarios() -> list[dict[str, Any]]:
+    """Registered scenarios with their formulations and parameters (name, type, default, doc)."""
+    from contactlab import scenario as registry
+
+    rows = []
+    for name, spec in sorted(registry.load_scenarios().items()):
+        rows.append(
+            {
+                "name": name,
+                "description": spec.description,
+                "formulations": list(spec.formulations),
+                "parameters": [
+                    {
+                        "name": p.name,
+                        "type": _type_name(p.default),
+                        "default": p.default,
+                        "doc": p.doc,
+                    }
+                    for p in spec.parameters.values()
+                ],
+            }
+        )
+    return rows
+
+
+def formulations() -> list[dict[str, Any]]:
+    """Registered formulations."""
+    from contactlab.formulation import _FORMULATIONS, formulation_names
+
+    return [
+        {"name": name, "description": _first_line(_FORMULATIONS[name])}
+        for name in formulation_names()
+    ]
+
+
+def models() -> list[dict[str, Any]]:
+    """Registered contact models with the problem forms they pose."""
+    from contactlab.models.base import _MODELS, model_names
+
+    return [
+        {
+            "name": name,
+            "forms": list(_MODELS[name].forms),
+            "description": _first_line(_MODELS[name]),
+        }
+        for name in model_names()
+    ]
+
+
+def solvers() -> list[dict[str, Any]]:
+    """Solver-layer backends with availability, the reason when unavailable, and the pip extra."""
+    import solvers as layer
+
+    return [
+        {
+            "name": row["name"],
+            "available": bool(row["available"]),
+            "reason": row.get("reason"),
+            "extra": row.get("extra"),
+            "forms": list(row.get("forms") or ()),
+            "description": row.get("description", ""),
+        }
+        for row in layer.backend_table()
+    ]
+
+
+def _first_line(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.split("\n", 1)[0]
+
+
+SECTIONS: dict[str, Callable[[], list[dict[str, Any]]]] = {
+    "scenarios": scenarios,
+    "formulations": formulations,
+    "models": models,
+    "solvers": solvers,
+}
+
+
+def catalog() -> dict[str, Any]:
+    """``{section: rows}`` for every section, and ``errors: {section: message}`` for failures."""
+    out: dict[str, Any] = {"errors": {}}
+    for section, gather in SECTIONS.items():
+        try:
+            out[section] = gather()
+        except Exception as err:  # a half-installed optional piece must not hide the rest
+            out[section] = []
+            out["errors"][section] = f"{type(err).__name__}: {err}"
+    return out
