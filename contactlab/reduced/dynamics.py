@@ -10,7 +10,8 @@ With the maximal (body-frame, diagonal) inertia ``M``,
 (seed 000, eq. 2.18 and 2.69).  ``f_m`` stacks per body the Coriolis
 wrench ``ad(phi)^T M phi`` (eq. 1.21; it equals ``(-w x I w, -w x m v)``,
 the Newton–Euler terms moved to the right), gravity ``(0, R^T m g)``
-(eq. 1.22) and the wrenches of the scene's force elements.  Joint springs
+(eq. 1.22) and the wrenches of the scene's force elements; these maximal
+terms are the ones :mod:`contactlab.maximal.assembly` assembles.  Joint springs
 and dampers give ``tau_joint = -k (q - rest) - d qdot`` (eq. 2.68, 2.70).
 
 Stiffness and damping for the linearly implicit integrator (eq. 2.75) use
@@ -23,51 +24,23 @@ as in eq. 2.75; it only changes the implicit linearization, not the forces.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.linalg
 
-from contactlab import se3
+from contactlab import forces
 from contactlab.errors import SingularSystemError
+from contactlab.maximal import assembly as asm
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
-
-
-def _dense(matrix: Any, size: int) -> Array:
-    if matrix is None:
-        return np.zeros((size, size))
-    if hasattr(matrix, "toarray"):
-        return np.asarray(matrix.toarray(), dtype=float)
-    return np.asarray(matrix, dtype=float).reshape(size, size)
-
-
-def coriolis_wrenches(inertia: Array, phi: Array) -> Array:
-    """``ad(phi)^T M phi`` per body (n, 6) for diagonal inertias (n, 6) (seed 000, eq. 1.21)."""
-    Mphi = inertia * phi
-    return np.einsum("nji,nj->ni", se3.ad(phi), Mphi)
-
-
-def gravity_wrenches(scene_masses: Array, E: Array, gravity: Array) -> Array:
-    """Body-frame gravity wrenches ``(0, R^T m g)`` (seed 000, eq. 1.22), (nb, 6)."""
-    out = np.zeros((len(E), 6))
-    out[:, 3:] = scene_masses[:, None] * np.einsum("nji,j->ni", E[:, :3, :3], gravity)
-    return out
-
-
-def force_wrenches(tree: Tree, kin: Kinematics) -> Array:
-    """Summed wrenches (nb, 6) of the scene's force elements at the current state."""
-    scene = tree.scene
-    out = np.zeros((scene.n_bodies, 6))
-    for force in scene.forces:
-        out += np.asarray(force.wrench(scene, kin.E, kin.phi), dtype=float).reshape(-1, 6)
-    return out
 
 
 def applied_wrenches(tree: Tree, kin: Kinematics) -> Array:
     """Gravity plus force elements (nb, 6): every maximal force except Coriolis."""
     scene = tree.scene
-    return gravity_wrenches(scene.masses, kin.E, scene.gravity) + force_wrenches(tree, kin)
+    return asm.gravity_wrench(scene.spatial_inertia, scene.gravity, kin.E) + asm.force_wrench(
+        scene, kin.E, kin.phi
+    )
 
 
 def joint_forces(tree: Tree, q: Array, qdot: Array) -> Array:
@@ -90,7 +63,7 @@ def reduced_forces(kin: Kinematics, tau: Array | None = None) -> Array:
     tree = kin.tree
     scene = tree.scene
     inertia = scene.spatial_inertia
-    f_m = coriolis_wrenches(inertia, kin.phi) + applied_wrenches(tree, kin)
+    f_m = asm.coriolis(inertia, kin.phi) + applied_wrenches(tree, kin)
     f_m -= inertia * kin.bias_acceleration
     f = kin.JT_times(f_m) + joint_forces(tree, kin.q, kin.qdot)
     return f if tau is None else f + tau
@@ -135,12 +108,9 @@ def implicit_terms(kin: Kinematics) -> ImplicitTerms:
     K = -np.diag(tree.per_dof("stiffness"))
     D = np.diag(tree.per_dof("damping"))
     if scene.forces:
-        size = 6 * scene.n_bodies
         J = kin.J
-        Km = sum(_dense(f.stiffness(scene, kin.E, kin.phi), size) for f in scene.forces)
-        Dm = sum(_dense(f.damping(scene, kin.E, kin.phi), size) for f in scene.forces)
-        K = K + J.T @ Km @ J
-        D = D + J.T @ Dm @ J
+        K = K + J.T @ (forces.total_stiffness(scene, kin.E, kin.phi) @ J)
+        D = D + J.T @ (forces.total_damping(scene, kin.E, kin.phi) @ J)
     return ImplicitTerms(K, D)
 
 
@@ -149,16 +119,16 @@ def energies(kin: Kinematics) -> dict[str, float]:
     tree = kin.tree
     scene = tree.scene
     kinetic = 0.5 * float(np.sum(scene.spatial_inertia * kin.phi**2))
-    gravity = -float(np.sum(scene.masses * (kin.E[:, :3, 3] @ scene.gravity)))
+    gravity = asm.gravity_energy(scene.spatial_inertia, scene.gravity, kin.E)
     k = tree.per_dof("stiffness")
     spring = 0.5 * float(np.sum(k * (kin.q - tree.per_dof("rest")) ** 2))
-    forces = float(sum(f.energy(scene, kin.E, kin.phi) for f in scene.forces))
-    potential = gravity + spring + forces
+    elements = asm.force_energy(scene, kin.E, kin.phi)
+    potential = gravity + spring + elements
     return {
         "kinetic_energy": kinetic,
         "gravity_energy": gravity,
         "joint_spring_energy": spring,
-        "force_energy": forces,
+        "force_energy": elements,
         "potential_energy": potential,
         "total_energy": kinetic + potential,
     }

@@ -116,3 +116,40 @@ def test_inverse_mass_product_matches_the_dense_solve(tree: Tree) -> None:
     x = rng.standard_normal(tree.nq)
     M = dyn.mass_matrix(forward_kinematics(tree, q))
     np.testing.assert_allclose(M @ inverse_mass_times(tree, q, x), x, atol=1e-9)
+
+
+def test_force_elements_map_through_J() -> None:
+    """Springs: f_r = -dV/dq; body damping: D_r = -d f_r / d qdot (at qdot = 0, exact)."""
+    from contactlab.forces import BodyDamping, ZeroLengthSpring
+
+    base = random_tree_scene(21, sorted(JOINTS))
+    springs = (
+        ZeroLengthSpring("b1", (0.1, 0.2, 0.0), None, (1.0, 0.0, 0.5), 3.0),
+        ZeroLengthSpring("b2", (0.0, 0.1, 0.1), "b4", (0.2, 0.0, 0.0), 2.0),
+        BodyDamping(0.3, 0.7),
+    )
+    tree = Tree.from_scene(base.with_(forces=springs))
+    rng = np.random.default_rng(22)
+    q, _ = random_coordinates(tree, rng)
+    zero = np.zeros(tree.nq)
+    kin = forward_kinematics(tree, q, zero)
+    assert dyn.energies(kin)["force_energy"] > 0
+
+    def V(qq: np.ndarray) -> float:
+        return dyn.energies(forward_kinematics(tree, qq))["potential_energy"]
+
+    grad = np.array([(V(q + EPS * e) - V(q - EPS * e)) / (2 * EPS) for e in np.eye(tree.nq)])
+    np.testing.assert_allclose(dyn.reduced_forces(kin), -grad, atol=1e-6)
+
+    def f(qd: np.ndarray) -> np.ndarray:
+        return dyn.reduced_forces(forward_kinematics(tree, q, qd))
+
+    D_fd = -np.array([(f(EPS * e) - f(-EPS * e)) / (2 * EPS) for e in np.eye(tree.nq)]).T
+    np.testing.assert_allclose(dyn.implicit_terms(kin).D, D_fd, atol=1e-6)
+    # recursive forward dynamics sees the same force elements
+    np.testing.assert_allclose(
+        forward_dynamics_recursive(tree, q, zero),
+        dyn.forward_dynamics_dense(tree, q, zero),
+        rtol=1e-9,
+        atol=1e-9,
+    )
