@@ -80,6 +80,12 @@ class PGSBackend(Backend):
                 keep[t[:, 1]] = False
                 unit_b[t[:, 0]] = t[:, 1]
                 unit_a, unit_b = unit_a[keep], unit_b[keep]
+        step = np.zeros(unit_a.size)
+        pairs = unit_b >= 0
+        if np.any(pairs):
+            a, b = unit_a[pairs], unit_b[pairs]
+            off = np.abs(np.asarray(M[a, b]).reshape(-1))
+            step[pairs] = 1.0 / (np.maximum(diag[a], diag[b]) + off)
         z = np.zeros(lcp.n) if opts.x0 is None else np.array(opts.x0, dtype=np.float64)
         if z.shape != (lcp.n,):
             raise ProblemError("warm_start", f"has shape {z.shape}, expected ({lcp.n},)")
@@ -110,6 +116,7 @@ class PGSBackend(Backend):
                 mu_row,
                 unit_a,
                 unit_b,
+                step,
                 z,
                 omega,
                 chunk,

@@ -5,7 +5,7 @@ contact.  A row update is the Gauss--Seidel step of seed 001, eq. (0.17), with
 over-relaxation ``omega`` and projection onto the row's bounds; a box-friction
 row's bounds are ``±mu z_n`` with the current normal impulse (seed 001,
 §0.16); a disc pair is updated row by row and then projected onto the disc of
-radius ``mu z_n``.
+radius ``mu z_n`` (a projected-gradient step on the pair's 2x2 block).
 """
 
 from __future__ import annotations
@@ -47,11 +47,16 @@ def pgs_sweeps(
     mu_row: Vec,
     unit_a: IVec,
     unit_b: IVec,
+    step: Vec,
     z: Vec,
     omega: float,
     sweeps: int,
 ) -> None:
-    """Run ``sweeps`` projected Gauss--Seidel sweeps in place on ``z``."""
+    """Run ``sweeps`` projected Gauss--Seidel sweeps in place on ``z``.
+
+    ``step[u]`` is the step length of a disc pair ``u``: ``1 / lambda_max`` of its
+    2x2 diagonal block (bounded by Gershgorin), so the block step is a descent step.
+    """
     for _ in range(sweeps):
         for u in range(unit_a.shape[0]):
             a = unit_a[u]
@@ -61,8 +66,12 @@ def pgs_sweeps(
                 lo_a, hi_a = _bounds(a, lo, hi, owner, mu_row, z)
                 z[a] = min(max(za, lo_a), hi_a)
             else:
-                z[a] = z[a] - omega * _row_w(indptr, indices, data, q, z, a) / diag[a]
-                z[b] = z[b] - omega * _row_w(indptr, indices, data, q, z, b) / diag[b]
+                # One step length for both rows keeps the step parallel to w_t, so the fixed
+                # point is z_t = Pi_disc(z_t - alpha w_t): the disc condition for any alpha > 0.
+                wa = _row_w(indptr, indices, data, q, z, a)
+                wb = _row_w(indptr, indices, data, q, z, b)
+                z[a] = z[a] - omega * step[u] * wa
+                z[b] = z[b] - omega * step[u] * wb
                 radius = mu_row[a] * max(z[owner[a]], 0.0)
                 norm = np.sqrt(z[a] * z[a] + z[b] * z[b])
                 if norm > radius:

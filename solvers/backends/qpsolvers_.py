@@ -53,8 +53,17 @@ _SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
     "scs": ("scs", ("eps_abs", "eps_rel"), "admm", "qp"),
 }
 
-# ECOS sees the QP as an SOCP (epigraph of the quadratic): its duals reach about 1e-4.
-_TOLERANCE = {"osqp": 1e-5, "scs": 1e-4, "qpalm": 1e-5, "highs": 1e-6, "ecos": 1e-4}
+# Accuracy (largest layer residual) reached with tol = 1e-8.  Interior-point methods stop on
+# the duality gap (a sum of products y_i s_i), so min(|y_i|, s_i) is about its square root;
+# ECOS sees the QP as an SOCP (epigraph of the quadratic) and its duals reach about 1e-4.
+_TOLERANCE = {
+    "osqp": 1e-5,
+    "scs": 1e-4,
+    "qpalm": 1e-5,
+    "highs": 1e-6,
+    "ecos": 1e-4,
+    "clarabel": 1e-5,
+}
 # Settings without which the solver stops before complementarity is met (ProxQP checks
 # only primal/dual residuals unless told to check the duality gap).
 _FIXED: dict[str, dict[str, Any]] = {"proxqp": {"check_duality_gap": True}}
