@@ -7,6 +7,15 @@ the reduced equations of motion are ``M_r qddot = f_r`` with
 recursive (O(n), compiled).
 """
 
+from contactlab.reduced.dynamics import (
+    bias_forces,
+    energies,
+    forward_dynamics_dense,
+    mass_matrix,
+    reduced_forces,
+)
+from contactlab.reduced.formulation import ReducedConstraint, ReducedFormulation
+from contactlab.reduced.integrators import simulate_adaptive, step_linearly_implicit
 from contactlab.reduced.joints import (
     CompositeJoint,
     FixedJoint,
@@ -18,11 +27,35 @@ from contactlab.reduced.joints import (
     RotationSequenceJoint,
     TranslationalJoint,
 )
+from contactlab.reduced.kinematics import Kinematics, forward_kinematics
+from contactlab.reduced.recursive import (
+    forward_dynamics_recursive,
+    hybrid_dynamics,
+    inverse_dynamics,
+    inverse_mass_times,
+)
 from contactlab.reduced.registry import build_joint, joint_kinds, make_joint, register_joint
 from contactlab.reduced.spherical import SphericalExpJoint
 from contactlab.reduced.spline import SplineCurveJoint, SplineSurfaceJoint
+from contactlab.reduced.tree import Tree
 
 __all__ = [
+    "Kinematics",
+    "ReducedConstraint",
+    "ReducedFormulation",
+    "Tree",
+    "bias_forces",
+    "energies",
+    "forward_dynamics_dense",
+    "forward_dynamics_recursive",
+    "forward_kinematics",
+    "hybrid_dynamics",
+    "inverse_dynamics",
+    "inverse_mass_times",
+    "mass_matrix",
+    "reduced_forces",
+    "simulate_adaptive",
+    "step_linearly_implicit",
     "CompositeJoint",
     "FixedJoint",
     "Joint",

@@ -1,0 +1,176 @@
+"""The reduced-coordinate formulation: joint coordinates ``q``, velocities ``qdot``.
+
+Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
+2.95 in the sign convention of :mod:`contactlab.problem`:
+
+.. math::
+
+    (M_r + h D_r - h^2 K_r)\\, \\dot q^+ = M_r \\dot q + h f_r + h D_r \\dot q
+        + G^T \\lambda_G + N^T \\lambda_N + T^T \\lambda_T,
+
+with contact rows mapped from maximal coordinates, ``N = N_m J``,
+``T = T_m J`` (eq. 2.95: maximal constraints right-multiplied by ``J``).
+Positions follow by ``q <- q + h qdot+`` with a chart switch of spherical
+joints; body transforms and twists are recomputed from ``(q, qdot)``, so
+joints never drift.
+
+Bilateral and unilateral rows other than contact (loop closures, couplings,
+prescribed motion, joint limits) plug in as :class:`ReducedConstraint`
+objects; the ones the scene declares are not built yet, and a scene that
+needs them is refused with a message rather than simulated wrongly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactlab.errors import IncompatibleError
+from contactlab.formulation import Formulation, register_formulation
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.kinematics import Kinematics, forward_kinematics
+from contactlab.reduced.tree import Array, Tree
+from contactlab.scene import Scene, State
+
+JointTorque = Callable[[float, Array, Array], Array]
+
+
+class ReducedConstraint(ABC):
+    """Rows acting on ``qdot+``: ``G qdot+ = g`` (bilateral) or ``L qdot+ >= l`` (unilateral).
+
+    Subclasses compute their rows from the tree's kinematics; maximal rows
+    ``G_m`` become ``G_m J`` (seed 000, eq. 2.98).
+    """
+
+    #: ``True`` for inequality rows (joint limits), ``False`` for equalities.
+    unilateral: bool = False
+
+    @abstractmethod
+    def rows(self, tree: Tree, kin: Kinematics, h: float) -> tuple[Array, Array, Array]:
+        """``(rows (m, nq), rhs (m,), position error (m,))`` at the current state."""
+
+
+@register_formulation("reduced")
+class ReducedFormulation(Formulation):
+    """Reduced coordinates (REDMAX, seed 000 §2).
+
+    Parameters
+    ----------
+    scene : a scene whose joints form a tree (every body the child of one joint).
+    implicit : take joint springs/dampers and force elements implicitly
+        (``M_r + h D_r - h^2 K_r``, eq. 2.75); default on.
+    joint_torque : applied joint forces ``tau(t, q, qdot)`` (nq,) [N m or N].
+    constraints : extra :class:`ReducedConstraint` rows.
+    """
+
+    has_joint_drift = False
+
+    def __init__(
+        self,
+        scene: Scene,
+        implicit: bool = True,
+        joint_torque: JointTorque | None = None,
+        constraints: Sequence[ReducedConstraint] = (),
+    ) -> None:
+        super().__init__(scene)
+        self.tree = Tree.from_scene(scene)
+        if self.tree.loop_joints or scene.constraints:
+            names = [j.name for j in self.tree.loop_joints] + [
+                type(c).__name__ for c in scene.constraints
+            ]
+            raise IncompatibleError(
+                f"scene {scene.name!r} has loop closures or constraints {names} that the reduced "
+                "formulation does not enforce yet; run it with formulation 'maximal'"
+            )
+        self.implicit = bool(implicit)
+        self.joint_torque = joint_torque
+        self.constraints = list(constraints)
+
+    # -- state -----------------------------------------------------------
+    def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
+        kin = forward_kinematics(self.tree, q, qdot)
+        return State(t, kin.E, kin.phi, q, qdot, dict(cache or {}))
+
+    def initial_state(self) -> State:
+        """Coordinates from the joints' ``q0``/``qdot0`` (the scene's ``initial_E`` is not used)."""
+        q, qdot = self.tree.initial_coordinates()
+        q, qdot, _ = self.tree.reparameterize(q, qdot)
+        return self._state(0.0, q, qdot)
+
+    # -- step ------------------------------------------------------------
+    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+        tree = self.tree
+        q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
+        kin = forward_kinematics(tree, q, qdot)
+        M_r = dyn.mass_matrix(kin)
+        tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
+        f = M_r @ qdot + h * dyn.reduced_forces(kin, tau)
+        M = M_r
+        if self.implicit:
+            terms = dyn.implicit_terms(kin)
+            M = M_r + h * terms.D - h * h * terms.K
+            f = f + h * (terms.D @ qdot)
+        rows: dict[str, Any] = {}
+        bil = [c.rows(tree, kin, h) for c in self.constraints if not c.unilateral]
+        uni = [c.rows(tree, kin, h) for c in self.constraints if c.unilateral]
+        if bil:
+            rows["G"] = sp.csr_matrix(np.vstack([r[0] for r in bil]))
+            rows["g"] = np.concatenate([r[1] for r in bil])
+        if uni:
+            rows["L"] = sp.csr_matrix(np.vstack([r[0] for r in uni]))
+            rows["l"] = np.concatenate([r[1] for r in uni])
+        if contacts is not None and len(contacts) > 0:
+            from contactlab.contact.rows import contact_rows
+
+            N, c, T, mu = contact_rows(contacts, kin.E, self.scene.n_bodies, h, self.scene.contact)
+            J = kin.J
+            rows.update(
+                N=sp.csr_matrix(N @ J), c=c, T=sp.csr_matrix(T @ J), mu=mu, contacts=contacts
+            )
+        return StepProblem(
+            h=h,
+            M=sp.csc_matrix(0.5 * (M + M.T)),
+            f=f,
+            v=qdot,
+            directions=self.scene.contact.directions,
+            info={"coordinates": "reduced", "nq": tree.nq},
+            **rows,
+        )
+
+    def advance(self, state: State, solution: StepSolution, h: float) -> State:
+        qdot = np.asarray(solution.v, dtype=float)
+        q, qdot, _ = self.tree.reparameterize(np.asarray(state.q) + h * qdot, qdot)
+        return self._state(state.t + h, q, qdot, state.cache)
+
+    def maximal(self, state: State) -> tuple[Array, Array]:
+        return state.E, state.phi
+
+    # -- measurements ----------------------------------------------------
+    def metrics(self, state: State) -> dict[str, float]:
+        kin = forward_kinematics(self.tree, np.asarray(state.q), np.asarray(state.qdot))
+        e = dyn.energies(kin)
+        md = self.scene.spatial_inertia
+        E, phi = kin.E, kin.phi
+        R, p = E[:, :3, :3], E[:, :3, 3]
+        lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
+        ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
+        L, H = lin.sum(axis=0), ang.sum(axis=0)
+        errors = [np.abs(c.rows(self.tree, kin, 1.0)[2]) for c in self.constraints]
+        drift = max((float(x.max()) for x in errors if x.size), default=0.0)
+        return {
+            "kinetic_energy": e["kinetic_energy"],
+            "potential_energy": e["potential_energy"],
+            "total_energy": e["total_energy"],
+            "linear_momentum_x": float(L[0]),
+            "linear_momentum_y": float(L[1]),
+            "linear_momentum_z": float(L[2]),
+            "angular_momentum_x": float(H[0]),
+            "angular_momentum_y": float(H[1]),
+            "angular_momentum_z": float(H[2]),
+            "constraint_error": drift,
+        }
