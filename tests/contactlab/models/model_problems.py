@@ -59,16 +59,16 @@ def box_on_plane(
     )
 
 
-def next_step(problem: StepProblem, v: np.ndarray, force_z: float) -> StepProblem:
-    """The same contacts one step later with velocity ``v`` (no rotation of the box)."""
-    M = problem.M.toarray()
-    f = M @ v + problem.h * np.array([0, 0, 0, 0, 0, force_z]) + (problem.f - M @ problem.v) * 0
-    ext = problem.f - problem.M @ problem.v
-    f = problem.M @ v + ext
+def next_step(problem: StepProblem, v: np.ndarray) -> StepProblem:
+    """The same contacts one step later, starting from velocity ``v`` (same external impulse).
+
+    Valid while the box does not rotate (the contact rows stay those of the flat box).
+    """
+    external = problem.f - problem.M @ problem.v
     return StepProblem(
         h=problem.h,
         M=problem.M,
-        f=f,
+        f=problem.M @ v + external,
         v=v,
         N=problem.N,
         c=problem.c,

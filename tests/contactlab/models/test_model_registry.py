@@ -1,0 +1,90 @@
+"""Model registry, options and solver compatibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from model_problems import box_on_plane
+
+import solvers
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.models import make_model, model_names
+from contactlab.models.base import _MODELS
+from contactlab.problem import StepProblem
+
+MODELS = [
+    "anitescu-hart",
+    "box-friction",
+    "frictionless",
+    "staggered-projections",
+    "stewart-trinkle",
+]
+
+
+def test_every_model_is_registered() -> None:
+    assert set(MODELS) <= set(model_names())
+
+
+def test_unknown_model_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownNameError, match="known models: anitescu-hart"):
+        make_model("coulomb", "osqp")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_compatible_solvers_are_available_and_accepted(name: str) -> None:
+    fitting = _MODELS[name].compatible_solvers()
+    assert fitting, name
+    assert set(fitting) <= set(solvers.available_backends())
+    for backend in fitting:
+        make_model(name, backend)  # must not raise
+
+
+def test_capabilities_decide_the_lists() -> None:
+    avail = set(solvers.available_backends())
+    assert "kkt" in _MODELS["frictionless"].compatible_solvers()
+    if "lemke" in avail:
+        assert _MODELS["stewart-trinkle"].compatible_solvers() == ["lemke"]
+    if "pgs" in avail:
+        assert "pgs" in _MODELS["box-friction"].compatible_solvers()
+        assert "pgs" in _MODELS["anitescu-hart"].compatible_solvers(form="primal")
+        assert "pgs" not in _MODELS["anitescu-hart"].compatible_solvers(form="dual")
+    for name in _MODELS["anitescu-hart"].compatible_solvers(cone="soc"):
+        assert solvers.get_backend(name).supports_soc
+    assert "kkt" not in _MODELS["staggered-projections"].compatible_solvers()
+
+
+def test_unsupported_pairing_lists_the_backends_that_fit() -> None:
+    with pytest.raises(IncompatibleError, match="backends that fit: .*lemke"):
+        make_model("stewart-trinkle", "osqp")
+    with pytest.raises(IncompatibleError, match="second-order cones.*cvxpy:clarabel"):
+        make_model("anitescu-hart", "osqp", cone="soc")
+
+
+def test_kkt_refuses_a_step_with_contacts_but_solves_joints_only() -> None:
+    model = make_model("frictionless", "kkt")
+    with pytest.raises(IncompatibleError, match="backends that fit: .*osqp"):
+        model.solve(box_on_plane(), {})
+    # one body, a joint fixing its angular velocity and vertical speed
+    M = sp.diags([1.0, 2.0, 3.0, 4.0, 4.0, 4.0])
+    G = sp.csr_matrix(np.eye(6)[[0, 1, 2, 5]])
+    f = np.array([1.0, 1.0, 1.0, 2.0, -4.0, 8.0])
+    sol = model.solve(StepProblem(h=0.01, M=M, f=f, v=np.zeros(6), G=G, g=np.full(4, 0.5)), {})
+    # free rows: M v = f; constrained rows: v = g, impulse = M v - f
+    np.testing.assert_allclose(sol.v, [0.5, 0.5, 0.5, 0.5, -1.0, 0.5], atol=1e-12)
+    np.testing.assert_allclose(sol.lambda_G, [-0.5, 0.0, 0.5, -6.0], atol=1e-12)
+
+
+def test_bad_options_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="no option.*'cones'"):
+        make_model("anitescu-hart", "osqp", cones="soc")
+    with pytest.raises(ConfigurationError, match="cone must be one of"):
+        make_model("box-friction", "pgs", cone="pyramid")
+    with pytest.raises(ConfigurationError, match="form must be"):
+        make_model("frictionless", "osqp", form="both")
+    with pytest.raises(ConfigurationError, match="max_outer"):
+        make_model("staggered-projections", "osqp", max_outer=0)
+    with pytest.raises(ConfigurationError, match="even number of directions"):
+        make_model("stewart-trinkle", "lemke", directions=5).solve(box_on_plane(), {})
+    with pytest.raises(UnknownNameError, match="unknown solver 'gurobi'"):
+        make_model("frictionless", "gurobi")
