@@ -112,7 +112,9 @@ RUN_AGGREGATES: tuple[Metric, ...] = (
     Metric(
         "energy_drift_relative",
         "",
-        "energy_drift / max(|E_0|, largest kinetic energy of the run); null if both are 0",
+        "energy_drift / energy scale, the scale being the larger of the largest kinetic "
+        "energy and the range of potential energy over the run (independent of the potential's "
+        "zero); null for a run that neither moves nor exchanges energy (scale < 1e-12 J)",
     ),
     Metric("max_energy_deviation", "J", "max over steps of |E_t - E_0|"),
     Metric("median_solve_time_s", "s", "median of solve_time_s"),
@@ -228,6 +230,17 @@ def _max(x: Array) -> float | None:
     return float(x.max()) if x.size else None
 
 
+def _relative(drift: float, steps: pd.DataFrame, initial: Mapping[str, float]) -> float | None:
+    kinetic = np.append(_column(steps, "kinetic_energy"), initial.get("kinetic_energy", np.nan))
+    potential = np.append(
+        _column(steps, "potential_energy"), initial.get("potential_energy", np.nan)
+    )
+    potential = potential[np.isfinite(potential)]
+    spread = float(np.ptp(potential)) if potential.size else 0.0
+    scale = max(_max(kinetic) or 0.0, spread)
+    return drift / scale if scale > 1e-12 else None
+
+
 def aggregate(steps: pd.DataFrame, initial: Mapping[str, float]) -> dict[str, float | None]:
     """The run aggregates of :data:`RUN_AGGREGATES` from the per-step table.
 
@@ -252,9 +265,7 @@ def aggregate(steps: pd.DataFrame, initial: Mapping[str, float]) -> dict[str, fl
         drift = abs(float(energy[-1]) - e0)
         out["energy_drift"] = drift
         out["max_energy_deviation"] = _max(np.abs(energy - e0))
-        kinetic = np.append(_column(steps, "kinetic_energy"), initial.get("kinetic_energy", 0.0))
-        scale = max(abs(e0), _max(kinetic) or 0.0)
-        out["energy_drift_relative"] = drift / scale if scale > 0 else None
+        out["energy_drift_relative"] = _relative(drift, steps, initial)
     solve = _column(steps, "solve_time_s")
     solve = solve[np.isfinite(solve)]
     if solve.size:

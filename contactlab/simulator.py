@@ -128,6 +128,33 @@ def _collision_function(scene: Scene) -> Collide | None:
     return collide  # type: ignore[no-any-return]
 
 
+def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
+    """Codes ``a * (nb + 1) + b`` (both orders, world = -1 -> nb) of bodies joined directly.
+
+    Bodies connected by a joint do not collide with each other (their shapes
+    usually overlap at the joint by construction), unless the scene sets
+    ``extras["collide_jointed"] = True``.
+    """
+    nb = scene.n_bodies
+    codes = []
+    for joint in scene.joints:
+        a, b = scene.body_index(joint.parent), scene.body_index(joint.child)
+        a, b = (nb if a < 0 else a), (nb if b < 0 else b)
+        codes += [a * (nb + 1) + b, b * (nb + 1) + a]
+    return np.unique(np.array(codes, dtype=np.int64))
+
+
+def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> Any:
+    """``contacts`` without those between bodies joined directly (see :func:`jointed_pairs`)."""
+    if contacts is None or excluded.size == 0 or not hasattr(contacts, "select"):
+        return contacts
+    nb = scene.n_bodies
+    a = np.where(contacts.body_a < 0, nb, contacts.body_a)
+    b = np.where(contacts.body_b < 0, nb, contacts.body_b)
+    keep = ~np.isin(a * (nb + 1) + b, excluded)
+    return contacts if keep.all() else contacts.select(keep)
+
+
 def check_solver(name: str) -> None:
     """Raise a clear error if ``name`` is not a usable backend of the solver layer.
 
@@ -205,6 +232,11 @@ class Simulator:
             else make_formulation(formulation, scene)
         )
         self.collide = collide if collide is not None else _collision_function(scene)
+        self._excluded = (
+            np.zeros(0, dtype=np.int64)
+            if scene.extras.get("collide_jointed")
+            else jointed_pairs(scene)
+        )
         self.slip_threshold = slip_threshold
 
     @property
@@ -241,7 +273,7 @@ class Simulator:
         contacts = None
         if self.collide is not None:
             E, _ = self.formulation.maximal(state)
-            contacts = self.collide(self.scene, E)
+            contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
         assembled = time.perf_counter()

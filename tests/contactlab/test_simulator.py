@@ -237,6 +237,7 @@ def test_aggregates_of_a_hand_made_table():
         {
             "t": [0.1, 0.2, 0.3, 0.4],
             "kinetic_energy": [1.0, 2.0, 3.0, 1.5],
+            "potential_energy": [9.0, 8.5, 6.0, 8.7],
             "total_energy": [10.0, 10.5, 9.0, 10.2],
             "constraint_error": [1e-6, 3e-6, 2e-6, 0.0],
             "penetration": [0.0, 0.01, 0.002, 0.0],
@@ -245,9 +246,17 @@ def test_aggregates_of_a_hand_made_table():
             "status": ["optimal", "max_iterations", "optimal", "optimal"],
         }
     )
-    agg = M.aggregate(steps, {"total_energy": 10.0, "kinetic_energy": 4.0})
+    initial = {"total_energy": 10.0, "kinetic_energy": 4.0, "potential_energy": 6.0}
+    agg = M.aggregate(steps, initial)
     assert agg["energy_drift"] == pytest.approx(0.2)
-    assert agg["energy_drift_relative"] == pytest.approx(0.2 / 10.0)
+    # scale: largest kinetic energy 4 J vs potential range 9 - 6 = 3 J
+    assert agg["energy_drift_relative"] == pytest.approx(0.2 / 4.0)
+    # shifting the potential's zero changes nothing relative
+    shifted = steps.assign(
+        potential_energy=steps.potential_energy + 100, total_energy=steps.total_energy + 100
+    )
+    initial_shifted = {**initial, "total_energy": 110.0, "potential_energy": 106.0}
+    assert M.aggregate(shifted, initial_shifted)["energy_drift_relative"] == pytest.approx(0.05)
     assert agg["max_energy_deviation"] == pytest.approx(1.0)
     assert agg["max_constraint_error"] == 3e-6 and agg["max_penetration"] == 0.01
     assert agg["median_solve_time_s"] == 2.5
@@ -262,3 +271,33 @@ def test_every_step_column_is_documented_once():
     run = _sim().run(steps=3)
     documented = {m.name for m in M.STEP_METRICS}
     assert set(run.steps.columns) <= documented
+
+
+def test_contacts_between_jointed_bodies_are_dropped():
+    from contactlab.collision import ContactSet
+    from contactlab.scene import JointSpec
+    from contactlab.simulator import drop_jointed, jointed_pairs
+
+    scene = pf.falling_spheres.build(n=3).with_(
+        joints=(
+            JointSpec("j01", "revolute", "ball0", "ball1", axis=[0, 1, 0]),
+            JointSpec("jw2", "spherical", None, "ball2"),
+        )
+    )
+    pairs = [(0, 1), (1, 0), (1, 2), (0, -1), (2, -1), (0, 2)]
+    a, b = (np.array(x) for x in zip(*pairs))
+    n = len(pairs)
+    contacts = ContactSet(
+        np.zeros((n, 3)),
+        np.tile([0.0, 0, 1], (n, 1)),
+        -np.arange(n) * 1e-3,
+        a,
+        b,
+        0 * a,
+        0 * b,
+        np.full(n, 0.5),
+    )
+    kept = drop_jointed(contacts, scene, jointed_pairs(scene))
+    # (0,1) and (1,0) share joint j01, (2,-1) is ball2's joint to the world.
+    assert list(zip(kept.body_a, kept.body_b)) == [(1, 2), (0, -1), (0, 2)]
+    np.testing.assert_array_equal(kept.distance, [-2e-3, -3e-3, -5e-3])
