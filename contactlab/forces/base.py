@@ -111,23 +111,33 @@ def positive(value: float, what: str) -> float:
 class Force(ABC):
     """Base class of force elements (see the module docstring for the conventions).
 
-    Subclasses declare the bodies they touch (:meth:`bodies`) and compute
-    local quantities over those bodies only; this base places them in the
-    stacked (nb, 6) / (6nb, 6nb) arrays.  A local matrix of size (6m, 6m) is
-    ordered like :meth:`bodies` (m distinct body indices, world excluded).
+    The public methods (:meth:`energy`, :meth:`wrench`, :meth:`stiffness`,
+    :meth:`damping`) and the sums (:func:`total_wrench`, ...) go through the
+    ``batch_*`` class methods, which evaluate many instances of one class at
+    once.  A subclass either
+
+    - implements the per-instance hooks :meth:`bodies`, :meth:`local_energy`,
+      :meth:`local_wrench` and, where non-zero, :meth:`local_stiffness` and
+      :meth:`local_damping` over its m bodies (the defaults of ``batch_*``
+      loop over instances), or
+    - overrides the ``batch_*`` class methods with a vectorized evaluation
+      (worth it for elements that come by the thousand, like springs).
+
+    A local matrix of size (6m, 6m) is ordered like :meth:`bodies` (m
+    distinct body indices, world excluded).
     """
 
     @abstractmethod
     def bodies(self, scene: Scene) -> IntArray:
         """Distinct indices (m,) of the bodies the force acts on (no world)."""
 
-    @abstractmethod
-    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
+    def local_energy(self, scene: Scene, E: Array, phi: Array) -> float:
         """Potential energy [J] (0 for purely dissipative elements)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither energy hook")
 
-    @abstractmethod
     def local_wrench(self, scene: Scene, E: Array, phi: Array) -> Array:
         """(m, 6) body-frame wrenches on :meth:`bodies`."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither wrench hook")
 
     def local_stiffness(self, scene: Scene, E: Array, phi: Array) -> Array | None:
         """Exact (6m, 6m) ``d wrench / d delta`` over :meth:`bodies`; ``None`` if zero."""
@@ -137,7 +147,6 @@ class Force(ABC):
         """(6m, 6m) ``-d wrench / d phi`` over :meth:`bodies`; ``None`` if zero."""
         return None
 
-    # -- sparse triplets (override for structured matrices, e.g. diagonals) --
     def stiffness_triplets(
         self, scene: Scene, E: Array, phi: Array, symmetric: bool = True
     ) -> Triplets | None:
@@ -152,22 +161,53 @@ class Force(ABC):
         D = self.local_damping(scene, E, phi)
         return None if D is None else _dense_triplets(self.bodies(scene), D)
 
-    # -- stacked forms -----------------------------------------------------
+    # -- many instances of one class at once ---------------------------------
+    @classmethod
+    def batch_energy(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> float:
+        """Total energy [J] of ``items`` (all instances of ``cls``)."""
+        return float(sum(f.local_energy(scene, E, phi) for f in items))
+
+    @classmethod
+    def batch_wrench(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> Array:
+        """Total (nb, 6) wrench of ``items``."""
+        out = np.zeros((scene.n_bodies, 6))
+        for f in items:
+            out[f.bodies(scene)] += f.local_wrench(scene, E, phi)
+        return out
+
+    @classmethod
+    def batch_stiffness_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array, symmetric: bool
+    ) -> list[Triplets | None]:
+        """Triplets of the ``K`` of ``items``."""
+        return [f.stiffness_triplets(scene, E, phi, symmetric) for f in items]
+
+    @classmethod
+    def batch_damping_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array
+    ) -> list[Triplets | None]:
+        """Triplets of the ``D`` of ``items``."""
+        return [f.damping_triplets(scene, E, phi) for f in items]
+
+    # -- public, one element ---------------------------------------------------
+    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
+        """Potential energy [J] stored by the element."""
+        return type(self).batch_energy([self], scene, E, phi)
+
     def wrench(self, scene: Scene, E: Array, phi: Array) -> Array:
         """(nb, 6) body-frame wrenches ``(tau, f)`` [N m, N] on every body."""
-        out = np.zeros((scene.n_bodies, 6))
-        out[self.bodies(scene)] += self.local_wrench(scene, E, phi)
-        return out
+        return type(self).batch_wrench([self], scene, E, phi)
 
     def stiffness(
         self, scene: Scene, E: Array, phi: Array, *, symmetric: bool = True
     ) -> sp.csr_matrix:
         """``K = d wrench / d delta`` (6nb, 6nb); its symmetric part unless ``symmetric=False``."""
-        return _assemble(scene.n_bodies, [self.stiffness_triplets(scene, E, phi, symmetric)])
+        parts = type(self).batch_stiffness_triplets([self], scene, E, phi, symmetric)
+        return _assemble(scene.n_bodies, parts)
 
     def damping(self, scene: Scene, E: Array, phi: Array) -> sp.csr_matrix:
         """``D = -d wrench / d phi`` (6nb, 6nb) (seed 000, eq. 1.30)."""
-        return _assemble(scene.n_bodies, [self.damping_triplets(scene, E, phi)])
+        return _assemble(scene.n_bodies, type(self).batch_damping_triplets([self], scene, E, phi))
 
 
 def _dense_triplets(bodies: IntArray, local: Array) -> Triplets:
@@ -214,33 +254,44 @@ def _parse(args: tuple[Any, ...]) -> tuple[Sequence[Force], Scene, Array, Array]
     return forces, scene, E, phi
 
 
+def _groups(forces: Sequence[Force]) -> list[tuple[type[Force], list[Force]]]:
+    groups: dict[type[Force], list[Force]] = {}
+    for f in forces:
+        groups.setdefault(type(f), []).append(f)
+    return list(groups.items())
+
+
 def total_energy(*args: Any) -> float:
     """Sum of the potential energies [J]: ``total_energy([forces,] scene, E, phi)``."""
     forces, scene, E, phi = _parse(args)
-    return float(sum(f.energy(scene, E, phi) for f in forces))
+    return float(sum(cls.batch_energy(items, scene, E, phi) for cls, items in _groups(forces)))
 
 
 def total_wrench(*args: Any) -> Array:
     """Sum of the (nb, 6) body wrenches: ``total_wrench([forces,] scene, E, phi)``."""
     forces, scene, E, phi = _parse(args)
     out = np.zeros((scene.n_bodies, 6))
-    for f in forces:
-        out[f.bodies(scene)] += f.local_wrench(scene, E, phi)
+    for cls, items in _groups(forces):
+        out += cls.batch_wrench(items, scene, E, phi)
     return out
 
 
 def total_stiffness(*args: Any, symmetric: bool = True) -> sp.csr_matrix:
     """Sum of the stiffness matrices ``K`` (6nb, 6nb), symmetrized unless told otherwise."""
     forces, scene, E, phi = _parse(args)
-    return _assemble(
-        scene.n_bodies, [f.stiffness_triplets(scene, E, phi, symmetric) for f in forces]
-    )
+    parts: list[Triplets | None] = []
+    for cls, items in _groups(forces):
+        parts += cls.batch_stiffness_triplets(items, scene, E, phi, symmetric)
+    return _assemble(scene.n_bodies, parts)
 
 
 def total_damping(*args: Any) -> sp.csr_matrix:
     """Sum of the damping matrices ``D = -d wrench/d phi`` (6nb, 6nb)."""
     forces, scene, E, phi = _parse(args)
-    return _assemble(scene.n_bodies, [f.damping_triplets(scene, E, phi) for f in forces])
+    parts: list[Triplets | None] = []
+    for cls, items in _groups(forces):
+        parts += cls.batch_damping_triplets(items, scene, E, phi)
+    return _assemble(scene.n_bodies, parts)
 
 
 def linearly_implicit_terms(

@@ -54,7 +54,7 @@ class BodyDamping(Force):
             return np.arange(scene.n_bodies)
         return body_indices(scene, list(self.bodies_named))
 
-    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
+    def local_energy(self, scene: Scene, E: Array, phi: Array) -> float:
         return 0.0
 
     def local_wrench(self, scene: Scene, E: Array, phi: Array) -> Array:

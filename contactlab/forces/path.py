@@ -42,7 +42,8 @@ from numpy.typing import ArrayLike
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.forces.base import Array, Force, IntArray, as_point, body_indices
+from contactlab.forces.base import Array, Force, IntArray, Triplets, as_point, body_indices
+from contactlab.forces.pairs import PairKinematics, pair_kinematics
 from contactlab.scene import Scene
 
 PathPoint = tuple[str | None, Array]
@@ -125,11 +126,33 @@ def path_kinematics(
     )
 
 
+@dataclass(frozen=True)
+class _PathState:
+    kin: PathKinematics
+    u: Array  # (n-1, 3) segment directions
+    lk: Array  # (n-1,) segment lengths [m]
+    v: Array  # (n, 3) force directions on the points
+    g: Array  # (6m,) generalized direction, -dl/d delta
+    length: float  # [m]
+    rate: float  # [m/s]
+
+
+def _check_lengths(lk: Array, what: str) -> None:
+    if np.any(lk <= 1e-12):
+        k = int(np.argmin(lk))
+        raise ConfigurationError(
+            f"{what}: path segment {k} has zero length, so its direction is undefined; "
+            "keep consecutive path points apart"
+        )
+
+
 class PathForce(Force):
     """A scalar tension ``F(l, ldot)`` along a polyline of body points.
 
     Subclasses provide :meth:`path` (the points), :meth:`tension` and
-    :meth:`potential`; this class supplies wrench, ``K`` and ``D``.
+    :meth:`potential`; this class supplies wrench, ``K`` and ``D``.  Paths of
+    two points (springs, straight muscles) are evaluated many at a time with
+    :mod:`contactlab.forces.pairs`; longer paths one by one.
     """
 
     @abstractmethod
@@ -144,7 +167,7 @@ class PathForce(Force):
     def potential(self, length: float) -> float:
         """Energy ``V(l)`` [J] with ``dV/dl = F(l, 0)``."""
 
-    # -- geometry ------------------------------------------------------------
+    # -- one path of any length -------------------------------------------------
     def _path_arrays(self, scene: Scene) -> tuple[IntArray, Array]:
         pts = self.path()
         return body_indices(scene, [p[0] for p in pts]), np.array([p[1] for p in pts])
@@ -153,53 +176,134 @@ class PathForce(Force):
         idx, _ = self._path_arrays(scene)
         return np.unique(idx[idx >= 0])
 
-    def _state(self, scene: Scene, E: Array, phi: Array):  # type: ignore[no-untyped-def]
+    def _state(self, scene: Scene, E: Array, phi: Array) -> _PathState:
         idx, pts = self._path_arrays(scene)
         _, kin = path_kinematics(idx, pts, E, phi)
         dx = np.diff(kin.x, axis=0)
         lk = np.linalg.norm(dx, axis=1)
-        if np.any(lk <= 1e-12):
-            k = int(np.argmin(lk))
-            raise ConfigurationError(
-                f"{type(self).__name__}: path segment {k} has zero length, so its direction "
-                "is undefined; keep consecutive path points apart"
-            )
+        _check_lengths(lk, type(self).__name__)
         u = dx / lk[:, None]
         v = np.zeros_like(kin.x)
         v[:-1] += u
         v[1:] -= u
         g = kin.generalized(v)
-        length = float(lk.sum())
-        rate = float(-g @ kin.phi)
-        return kin, u, lk, v, g, length, rate
+        return _PathState(kin, u, lk, v, g, float(lk.sum()), float(-g @ kin.phi))
 
     def path_length(self, scene: Scene, E: Array, phi: Array) -> tuple[float, float]:
         """Total length ``l`` [m] and its rate ``ldot`` [m/s] (seed 000, eqs. 1.57–1.58)."""
-        _, _, _, _, _, length, rate = self._state(scene, E, phi)
-        return length, rate
+        st = self._state(scene, E, phi)
+        return st.length, st.rate
 
-    def _H(self, kin: PathKinematics, u: Array, lk: Array, v: Array) -> Array:
-        B = kin.J[1:] - kin.J[:-1]  # (n-1, 3, 6m)
-        P = (np.eye(3) - u[:, :, None] * u[:, None, :]) / lk[:, None, None]
-        return kin.rotation_term(v) - np.einsum("kam,kab,kbn->mn", B, P, B)
-
-    # -- Force interface -----------------------------------------------------
-    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
-        length, _ = self.path_length(scene, E, phi)
-        return float(self.potential(length))
+    def local_energy(self, scene: Scene, E: Array, phi: Array) -> float:
+        return float(self.potential(self._state(scene, E, phi).length))
 
     def local_wrench(self, scene: Scene, E: Array, phi: Array) -> Array:
-        _, _, _, _, g, length, rate = self._state(scene, E, phi)
-        F, _, _ = self.tension(length, rate)
-        return (F * g).reshape(-1, 6)
+        st = self._state(scene, E, phi)
+        F, _, _ = self.tension(st.length, st.rate)
+        return (F * st.g).reshape(-1, 6)
 
     def local_stiffness(self, scene: Scene, E: Array, phi: Array) -> Array:
-        kin, u, lk, v, g, length, rate = self._state(scene, E, phi)
-        F, F_l, F_v = self.tension(length, rate)
-        H = self._H(kin, u, lk, v)
-        return -F_l * np.outer(g, g) - F_v * np.outer(g, kin.phi @ H) + F * H
+        st = self._state(scene, E, phi)
+        F, F_l, F_v = self.tension(st.length, st.rate)
+        B = st.kin.J[1:] - st.kin.J[:-1]  # (n-1, 3, 6m)
+        P = (np.eye(3) - st.u[:, :, None] * st.u[:, None, :]) / st.lk[:, None, None]
+        H = st.kin.rotation_term(st.v) - np.einsum("kam,kab,kbn->mn", B, P, B)
+        g = st.g
+        return -F_l * np.outer(g, g) - F_v * np.outer(g, st.kin.phi @ H) + F * H
 
     def local_damping(self, scene: Scene, E: Array, phi: Array) -> Array | None:
-        _, _, _, _, g, length, rate = self._state(scene, E, phi)
-        _, _, F_v = self.tension(length, rate)
-        return F_v * np.outer(g, g)
+        st = self._state(scene, E, phi)
+        _, _, F_v = self.tension(st.length, st.rate)
+        return F_v * np.outer(st.g, st.g)
+
+    # -- many two-point paths at once ---------------------------------------------
+    @classmethod
+    def batch_tension(
+        cls, items: Sequence[PathForce], length: Array, rate: Array
+    ) -> tuple[Array, Array, Array]:
+        """``(F, dF/dl, dF/dldot)`` (N,) of ``items`` at lengths and rates (N,)."""
+        out = np.array([f.tension(a, b) for f, a, b in zip(items, length, rate)], dtype=float)
+        out = out.reshape(len(items), 3)
+        return out[:, 0], out[:, 1], out[:, 2]
+
+    @staticmethod
+    def _split(items: Sequence[Force]) -> tuple[list[PathForce], list[Force]]:
+        two: list[PathForce] = []
+        rest: list[Force] = []
+        for f in items:
+            if isinstance(f, PathForce) and len(f.path()) == 2:
+                two.append(f)
+            else:
+                rest.append(f)
+        return two, rest
+
+    @classmethod
+    def _pair_state(
+        cls, items: list[PathForce], scene: Scene, E: Array, phi: Array
+    ) -> tuple[PairKinematics, Array, Array, Array, Array, Array, Array]:
+        n = len(items)
+        paths = [f.path() for f in items]
+        b = body_indices(scene, [p[0][0] for p in paths] + [p[1][0] for p in paths])
+        r1 = np.array([p[0][1] for p in paths]).reshape(n, 3)
+        r2 = np.array([p[1][1] for p in paths]).reshape(n, 3)
+        kin = pair_kinematics(b[:n], r1, b[n:], r2, E, phi)
+        dx = kin.x2 - kin.x1
+        length = np.linalg.norm(dx, axis=1)
+        _check_lengths(length, cls.__name__)
+        u = dx / length[:, None]
+        g = kin.generalized(u, -u)  # (N, 12), seed 000 eq. (1.60)
+        rate = -np.einsum("ni,ni->n", g, kin.phi)  # eq. (1.48)
+        F, F_l, F_v = cls.batch_tension(items, length, rate)
+        return kin, u, length, g, F, F_l, F_v
+
+    @classmethod
+    def batch_energy(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> float:
+        two, rest = cls._split(items)
+        total = super().batch_energy(rest, scene, E, phi)
+        if two:
+            _, _, length, _, _, _, _ = cls._pair_state(two, scene, E, phi)
+            total += float(sum(f.potential(a) for f, a in zip(two, length)))
+        return total
+
+    @classmethod
+    def batch_wrench(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> Array:
+        two, rest = cls._split(items)
+        out = super().batch_wrench(rest, scene, E, phi)
+        if two:
+            kin, _, _, g, F, _, _ = cls._pair_state(two, scene, E, phi)
+            out += kin.scatter(F[:, None] * g, scene.n_bodies)
+        return out
+
+    @classmethod
+    def batch_stiffness_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array, symmetric: bool
+    ) -> list[Triplets | None]:
+        two, rest = cls._split(items)
+        out = super().batch_stiffness_triplets(rest, scene, E, phi, symmetric)
+        if two:
+            kin, u, length, g, F, F_l, F_v = cls._pair_state(two, scene, E, phi)
+            B = kin.B
+            P = (np.eye(3) - u[:, :, None] * u[:, None, :]) / length[:, None, None]
+            H = kin.rotation_term(u, -u) - np.einsum("nai,nab,nbj->nij", B, P, B)
+            gg = g[:, :, None] * g[:, None, :]
+            phiH = np.einsum("ni,nij->nj", kin.phi, H)
+            K = (
+                -F_l[:, None, None] * gg
+                - F_v[:, None, None] * g[:, :, None] * phiH[:, None, :]
+                + F[:, None, None] * H
+            )
+            if symmetric:
+                K = 0.5 * (K + np.swapaxes(K, 1, 2))
+            out.append(kin.triplets(K))
+        return out
+
+    @classmethod
+    def batch_damping_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array
+    ) -> list[Triplets | None]:
+        two, rest = cls._split(items)
+        out = super().batch_damping_triplets(rest, scene, E, phi)
+        if two:
+            kin, _, _, g, _, _, F_v = cls._pair_state(two, scene, E, phi)
+            out.append(kin.triplets(F_v[:, None, None] * g[:, :, None] * g[:, None, :]))
+        return out

@@ -54,7 +54,7 @@ class PointForce(Force):
     def bodies(self, scene: Scene) -> IntArray:
         return body_indices(scene, [self.body])
 
-    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
+    def local_energy(self, scene: Scene, E: Array, phi: Array) -> float:
         i = self.bodies(scene)[0]
         return -float(self.force @ se3.transform_points(E[i], self.point))
 

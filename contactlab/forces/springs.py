@@ -6,6 +6,7 @@ name ``None``, a fixed point in world coordinates.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,12 +16,14 @@ from contactlab.forces.base import (
     Array,
     Force,
     IntArray,
+    Triplets,
     as_point,
     body_indices,
     nonnegative,
     positive,
 )
-from contactlab.forces.path import PathForce, PathPoint, path_kinematics
+from contactlab.forces.pairs import PairKinematics, pair_kinematics
+from contactlab.forces.path import PathForce, PathPoint
 from contactlab.scene import Scene
 
 
@@ -59,29 +62,55 @@ class ZeroLengthSpring(Force):
         object.__setattr__(self, "point2", as_point(self.point2, "ZeroLengthSpring point2"))
         nonnegative(self.spring_constant, "ZeroLengthSpring spring_constant [N/m]")
 
-    def _state(self, scene: Scene, E: Array, phi: Array):  # type: ignore[no-untyped-def]
-        idx = body_indices(scene, [self.body1, self.body2])
-        _, kin = path_kinematics(idx, np.stack([self.point1, self.point2]), E, phi)
-        dx = kin.x[1] - kin.x[0]
-        return kin, dx
-
     def bodies(self, scene: Scene) -> IntArray:
         idx = body_indices(scene, [self.body1, self.body2])
         return np.unique(idx[idx >= 0])
 
-    def energy(self, scene: Scene, E: Array, phi: Array) -> float:
-        _, dx = self._state(scene, E, phi)
-        return 0.5 * self.spring_constant * float(dx @ dx)
+    @staticmethod
+    def _pairs(
+        items: Sequence[Force], scene: Scene, E: Array, phi: Array
+    ) -> tuple[PairKinematics, Array, Array]:
+        springs = [f for f in items if isinstance(f, ZeroLengthSpring)]
+        n = len(springs)
+        b = body_indices(scene, [f.body1 for f in springs] + [f.body2 for f in springs])
+        kin = pair_kinematics(
+            b[:n],
+            np.array([f.point1 for f in springs]).reshape(n, 3),
+            b[n:],
+            np.array([f.point2 for f in springs]).reshape(n, 3),
+            E,
+            phi,
+        )
+        k = np.array([f.spring_constant for f in springs])
+        return kin, k, kin.x2 - kin.x1
 
-    def local_wrench(self, scene: Scene, E: Array, phi: Array) -> Array:
-        kin, dx = self._state(scene, E, phi)
-        return (self.spring_constant * kin.generalized(np.stack([dx, -dx]))).reshape(-1, 6)
+    @classmethod
+    def batch_energy(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> float:
+        _, k, dx = cls._pairs(items, scene, E, phi)
+        return 0.5 * float(np.sum(k * np.sum(dx * dx, axis=1)))  # seed 000, eq. (1.36)
 
-    def local_stiffness(self, scene: Scene, E: Array, phi: Array) -> Array:
-        # d/d delta of -k B^T dx with B = A_2 - A_1 = d dx / d delta
-        kin, dx = self._state(scene, E, phi)
-        B = kin.J[1] - kin.J[0]
-        return self.spring_constant * (kin.rotation_term(np.stack([dx, -dx])) - B.T @ B)
+    @classmethod
+    def batch_wrench(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> Array:
+        kin, k, dx = cls._pairs(items, scene, E, phi)
+        return kin.scatter(k[:, None] * kin.generalized(dx, -dx), scene.n_bodies)  # eq. (1.35)
+
+    @classmethod
+    def batch_stiffness_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array, symmetric: bool
+    ) -> list[Triplets | None]:
+        # d/d delta of -k B^T dx, with B = d dx / d delta
+        kin, k, dx = cls._pairs(items, scene, E, phi)
+        B = kin.B
+        K = k[:, None, None] * (kin.rotation_term(dx, -dx) - np.einsum("nai,naj->nij", B, B))
+        if symmetric:
+            K = 0.5 * (K + np.swapaxes(K, 1, 2))
+        return [kin.triplets(K)]
+
+    @classmethod
+    def batch_damping_triplets(
+        cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array
+    ) -> list[Triplets | None]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -128,9 +157,21 @@ class SpringDamper(PathForce):
         return ((self.body1, self.point1), (self.body2, self.point2))
 
     def tension(self, length: float, rate: float) -> tuple[float, float, float]:
-        L = self.rest_length
-        F = self.spring_constant * (length - L) / L + self.damping_coefficient * rate / L
-        return F, self.spring_constant / L, self.damping_coefficient / L
+        F, F_l, F_v = self.batch_tension([self], np.array([length]), np.array([rate]))
+        return float(F[0]), float(F_l[0]), float(F_v[0])
+
+    @classmethod
+    def batch_tension(
+        cls, items: Sequence[PathForce], length: Array, rate: Array
+    ) -> tuple[Array, Array, Array]:
+        """Eq. (1.65) (damping sign corrected, see the class docstring) for many springs."""
+        params = [
+            (f.spring_constant, f.damping_coefficient, f.rest_length)
+            for f in items
+            if isinstance(f, SpringDamper)
+        ]
+        k, d, L = np.array(params).reshape(-1, 3).T
+        return k * (length - L) / L + d * rate / L, k / L, d / L
 
     def potential(self, length: float) -> float:
         return 0.5 * self.spring_constant * (length - self.rest_length) ** 2 / self.rest_length

@@ -395,6 +395,77 @@ def test_totals_sum_the_elements_in_both_call_forms() -> None:
     )
 
 
+class _Total:
+    """The sum of a force list seen as one element, for the finite-difference helpers."""
+
+    def __init__(self, fs: tuple) -> None:
+        self.fs = fs
+
+    def wrench(self, scene, E, phi):
+        return forces.total_wrench(self.fs, scene, E, phi)
+
+    def energy(self, scene, E, phi):
+        return forces.total_energy(self.fs, scene, E, phi)
+
+
+def test_many_two_point_elements_at_once() -> None:
+    """The vectorized sums over dozens of springs and straight muscles (shared bodies,
+    world ends, both ends on one body) against finite differences of the summed wrench."""
+    rng = np.random.default_rng(10)
+    ends = [*NAMES, None]
+
+    def pair() -> tuple:
+        b1 = ends[rng.integers(4)]  # first end always on a body
+        b2 = ends[rng.integers(5)]
+        return b1, rng.uniform(-0.5, 0.5, 3), b2, rng.uniform(-0.5, 0.5, 3)
+
+    fs = []
+    for _ in range(20):
+        b1, p1, b2, p2 = pair()
+        fs.append(forces.ZeroLengthSpring(b1, p1, b2, p2, spring_constant=rng.uniform(1, 9)))
+        b1, p1, b2, p2 = pair()
+        fs.append(
+            forces.SpringDamper(
+                b1,
+                p1,
+                b2,
+                p2,
+                spring_constant=rng.uniform(1, 9),
+                damping_coefficient=rng.uniform(0, 2),
+                rest_length=rng.uniform(0.2, 1.0),
+            )
+        )
+    fs.append(
+        forces.Muscle.between(
+            "a",
+            [0.1, 0, 0],
+            "b",
+            [0, 0.2, 0],
+            max_isometric_force=5.0,
+            optimal_length=1.0,
+            max_contraction_velocity=50.0,
+        )
+    )
+    fs = tuple(fs)
+    scene = _scene(fs)
+    E, phi = _state(10)
+    total = _Total(fs)
+    K = forces.total_stiffness(scene, E, phi, symmetric=False).toarray()
+    _close(K, _fd_stiffness(total, scene, E, phi), "summed K")
+    _close(
+        forces.total_damping(scene, E, phi).toarray(), _fd_damping(total, scene, E, phi), "summed D"
+    )
+    np.testing.assert_allclose(
+        forces.total_wrench(scene, E, phi), sum(f.wrench(scene, E, phi) for f in fs), atol=1e-12
+    )
+    rest = np.zeros_like(phi)
+    _close(
+        forces.total_wrench(scene, E, rest),
+        -_fd_gradient(total, scene, E, rest),
+        "summed wrench = -dV",
+    )
+
+
 def test_linearly_implicit_step_is_stable_for_a_stiff_spring() -> None:
     """Seed 000, eq. (1.30): a stiff spring (omega h = 20) to a world point.
 
