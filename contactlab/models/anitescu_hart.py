@@ -46,6 +46,7 @@ from contactlab.models.common import (
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
+    step_data,
 )
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import check_form, contact_rows, make_solution
@@ -90,14 +91,15 @@ class AnitescuHart(SolvingModel):
         return self._primal(problem, k, soc)
 
     def _dual(self, problem: StepProblem, k: int, soc: bool) -> StepSolution:
+        d = step_data(problem)
         nc = problem.n_contacts
-        F = problem.T if soc else pyramid_rows(problem.T, k)
+        F = d.T if soc else pyramid_rows(d.T, k)
         rows = stack_rows(
             problem.n,
-            ("G", problem.G, problem.g, "free"),
-            ("N", problem.N, problem.c, "nonneg"),
+            ("G", d.G, d.g, "free"),
+            ("N", d.N, d.c, "nonneg"),
             ("F", F, np.zeros(F.shape[0]), "free" if soc else "nonneg"),
-            ("L", problem.L, problem.l, "nonneg"),
+            ("L", d.L, d.l, "nonneg"),
         )
         minv = MassInverse(problem.M)
         P = minv.delassus(rows.C)
@@ -109,11 +111,11 @@ class AnitescuHart(SolvingModel):
         f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
         cones = None
         if soc:
-            cones = SOCBlocks(n_idx, f_idx.reshape(nc, 2), problem.mu)
+            cones = SOCBlocks(n_idx, f_idx.reshape(nc, 2), d.mu)
         elif nc:
             # E lam >= 0 (seed 000, eq. (1.86)): mu_i alpha_i - sum_j beta_ij >= 0
             E = sp.lil_matrix((nc, rows.m))
-            E[:, n_idx] = sp.diags(problem.mu)
+            E[:, n_idx] = sp.diags(d.mu)
             E[:, f_idx] = -pyramid_sum(nc, k)
             A_blocks.append(sp.csr_matrix(E))
             lows.append(np.zeros(nc))
@@ -128,17 +130,18 @@ class AnitescuHart(SolvingModel):
         return make_solution(self, problem, v, rows, lam, lambda_T)
 
     def _primal(self, problem: StepProblem, k: int, soc: bool) -> StepSolution:
+        d = step_data(problem)
         if soc:
             return self._primal_soc(problem)
         nc, n = problem.n_contacts, problem.n
-        mu_rep = np.repeat(problem.mu, k)
+        mu_rep = np.repeat(d.mu, k)
         expand = sp.kron(sp.identity(nc, format="csr"), np.ones((k, 1)), format="csr")
-        R = sp.csr_matrix(expand @ problem.N + sp.diags(mu_rep) @ pyramid_rows(problem.T, k))
+        R = sp.csr_matrix(expand @ d.N + sp.diags(mu_rep) @ pyramid_rows(d.T, k))
         rows = stack_rows(
             n,
-            ("G", problem.G, problem.g, "free"),
-            ("R", R, expand @ problem.c, "nonneg"),
-            ("L", problem.L, problem.l, "nonneg"),
+            ("G", d.G, d.g, "free"),
+            ("R", R, expand @ d.c, "nonneg"),
+            ("L", d.L, d.l, "nonneg"),
         )
         upper = np.where(np.isfinite(rows.lo), np.inf, rows.b)
         qp = (
@@ -156,27 +159,28 @@ class AnitescuHart(SolvingModel):
         return make_solution(self, problem, res.x, out, full, lambda_T)
 
     def _primal_soc(self, problem: StepProblem) -> StepSolution:
+        d = step_data(problem)
         nc, n = problem.n_contacts, problem.n
-        mg, ml = problem.G.shape[0], problem.L.shape[0]
+        mg, ml = d.G.shape[0], d.L.shape[0]
         P = sp.block_diag([problem.M, sp.csc_matrix((3 * nc, 3 * nc))], format="csc")
         q = np.concatenate([-problem.f, np.zeros(3 * nc)])
-        muT = sp.diags(np.repeat(problem.mu, 2)) @ problem.T
+        muT = sp.diags(np.repeat(d.mu, 2)) @ d.T
         A = sp.bmat(
             [
-                [problem.G, _zeros(mg, nc), _zeros(mg, 2 * nc)],
-                [problem.N, -sp.identity(nc), _zeros(nc, 2 * nc)],
+                [d.G, _zeros(mg, nc), _zeros(mg, 2 * nc)],
+                [d.N, -sp.identity(nc), _zeros(nc, 2 * nc)],
                 [muT, _zeros(2 * nc, nc), -sp.identity(2 * nc)],
-                [problem.L, _zeros(ml, nc), _zeros(ml, 2 * nc)],
+                [d.L, _zeros(ml, nc), _zeros(ml, 2 * nc)],
             ],
             format="csc",
         )
-        low = np.concatenate([problem.g, problem.c, np.zeros(2 * nc), problem.l])
-        up = np.concatenate([problem.g, problem.c, np.zeros(2 * nc), np.full(ml, np.inf)])
+        low = np.concatenate([d.g, d.c, np.zeros(2 * nc), d.l])
+        up = np.concatenate([d.g, d.c, np.zeros(2 * nc), np.full(ml, np.inf)])
         cones = SOCBlocks(n + np.arange(nc), n + nc + np.arange(2 * nc).reshape(nc, 2), np.ones(nc))
         res = self.run(QP(P, q, A, low, up, soc=cones))
         y = res.y if res.y is not None else np.full(A.shape[0], np.nan)
         y_G, y_n, y_t, y_L = np.split(y, np.cumsum([mg, nc, 2 * nc]))
-        lambda_T = -np.repeat(problem.mu, 2) * y_t
+        lambda_T = -np.repeat(d.mu, 2) * y_t
         rows = contact_rows(problem)
         lam = -np.concatenate([y_G, y_n, y_L])
         return make_solution(self, problem, res.x[:n], rows, lam, lambda_T)

@@ -36,11 +36,19 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
 from contactlab.models.base import register_model
-from contactlab.models.common import Array, MassInverse, Rows, check_friction_data, stack_rows
+from contactlab.models.common import (
+    Array,
+    MassInverse,
+    Rows,
+    check_friction_data,
+    stack_rows,
+    step_data,
+)
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
@@ -49,12 +57,13 @@ from solvers import LCP, QP, FrictionBlocks, SOCBlocks
 
 def box_rows(problem: StepProblem) -> Rows:
     """``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` (tangent rows unbounded here)."""
+    d = step_data(problem)
     return stack_rows(
         problem.n,
-        ("G", problem.G, problem.g, "free"),
-        ("N", problem.N, problem.c, "nonneg"),
-        ("T", problem.T, np.zeros(problem.T.shape[0]), "free"),
-        ("L", problem.L, problem.l, "nonneg"),
+        ("G", d.G, d.g, "free"),
+        ("N", d.N, d.c, "nonneg"),
+        ("T", d.T, np.zeros(d.T.shape[0]), "free"),
+        ("L", d.L, d.l, "nonneg"),
     )
 
 
@@ -88,6 +97,7 @@ class BoxFriction(SolvingModel):
         return [("block_lcp",), ("box_qp",) if options["cone"] == "box" else ("soc_qp",)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        d = step_data(problem)
         check_friction_data(problem)
         rows = box_rows(problem)
         minv = MassInverse(problem.M)
@@ -100,7 +110,7 @@ class BoxFriction(SolvingModel):
         if prev is not None and np.shape(prev) != (rows.m,):
             prev = None
         if self.route == ("block_lcp",):
-            blocks = FrictionBlocks(n_idx, t_idx, problem.mu, cone=self.options["cone"])
+            blocks = FrictionBlocks(n_idx, t_idx, d.mu, cone=self.options["cone"])
             res = self.run(LCP(P, q, rows.lo, rows.hi, blocks), prev)
             z, outer, extra = res.x, 0, "optimal"
         else:
@@ -116,14 +126,15 @@ class BoxFriction(SolvingModel):
         rows: Rows,
         P: sp.spmatrix,
         q: Array,
-        n_idx: Array,
-        t_idx: Array,
+        n_idx: NDArray[np.int64],
+        t_idx: NDArray[np.int64],
         prev: Array | None,
     ) -> tuple[Array, int, str]:
+        d = step_data(problem)
         z = prev
         lam_n = prev[n_idx] if prev is not None else np.zeros(n_idx.size)
         for outer in range(1, int(self.options["max_outer"]) + 1):
-            radius = problem.mu * np.maximum(lam_n, 0.0)
+            radius = d.mu * np.maximum(lam_n, 0.0)
             warm = z if self.options["cone"] == "box" else None
             qp = bounded_friction_qp(P, q, rows.lo, rows.hi, t_idx, radius, self.options["cone"])
             z_new = self.run(qp, warm).x[: rows.m]
@@ -141,7 +152,13 @@ class BoxFriction(SolvingModel):
 
 
 def bounded_friction_qp(
-    P: sp.spmatrix, q: Array, lo: Array, hi: Array, t_idx: Array, radius: Array, cone: str
+    P: sp.spmatrix,
+    q: Array,
+    lo: Array,
+    hi: Array,
+    t_idx: NDArray[np.int64],
+    radius: Array,
+    cone: str,
 ) -> QP:
     """``min 1/2 z'Pz + q'z`` with ``lo <= z <= hi`` and friction rows in fixed discs or boxes.
 

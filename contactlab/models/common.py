@@ -18,6 +18,7 @@ of every LCP below.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +32,30 @@ from solvers.conversions import spd_inverse
 from solvers.errors import ProblemError
 
 Array = NDArray[np.float64]
+
+
+class StepData(NamedTuple):
+    """The constraint data of a :class:`StepProblem`, never ``None`` (empty when absent)."""
+
+    G: sp.csr_matrix
+    g: Array
+    N: sp.csr_matrix
+    c: Array
+    T: sp.csr_matrix
+    mu: Array
+    L: sp.csr_matrix
+    l: Array
+
+
+def step_data(problem: StepProblem) -> StepData:
+    """Rows and right-hand sides of ``problem`` (absent ones are empty, never ``None``)."""
+    p = problem
+    return StepData(
+        *(
+            cast(sp.csr_matrix, x) if sp.issparse(x) else cast(Array, x)
+            for x in (p.G, p.g, p.N, p.c, p.T, p.mu, p.L, p.l)
+        )
+    )
 
 
 class MassInverse:
@@ -52,7 +77,7 @@ class MassInverse:
     def apply(self, B: sp.spmatrix | Array) -> Array | sp.csr_matrix:
         """``M^{-1} B`` (sparse if ``M^{-1}`` is explicit and ``B`` sparse)."""
         if isinstance(self._inv, spla.SuperLU):
-            dense = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=float)
+            dense = cast(sp.spmatrix, B).toarray() if sp.issparse(B) else np.asarray(B, float)
             return np.asarray(self._inv.solve(dense))
         return self._inv @ B
 
@@ -116,11 +141,6 @@ def _cat(parts: list[Array]) -> Array:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def bilateral_and_limits(problem: StepProblem) -> list[tuple[str, sp.spmatrix, Array, str]]:
-    """The joint rows ``G v = g`` (free impulses) and limit rows ``L v >= l`` (non-negative)."""
-    return [("G", problem.G, problem.g, "free"), ("L", problem.L, problem.l, "nonneg")]
-
-
 def pyramid_angles(k: int) -> tuple[Array, Array]:
     """``(cos a_j, sin a_j)`` with ``a_j = 2 pi j / k``, the pyramid's tangent directions."""
     a = 2.0 * np.pi * np.arange(k) / k
@@ -157,15 +177,16 @@ def pyramid_to_tangent(beta: Array, k: int) -> Array:
 def check_friction_data(problem: StepProblem, k: int | None = None) -> None:
     """Raise :class:`ConfigurationError` if ``T``, ``mu`` or ``k`` do not fit the contacts."""
     nc = problem.n_contacts
-    if problem.T.shape[0] != 2 * nc:
+    d = step_data(problem)
+    if d.T.shape[0] != 2 * nc:
         raise ConfigurationError(
-            f"StepProblem.T has {problem.T.shape[0]} rows, expected 2 per contact "
+            f"StepProblem.T has {d.T.shape[0]} rows, expected 2 per contact "
             f"(2 * {nc}); assemble two orthonormal tangent rows per contact"
         )
-    if problem.mu.shape != (nc,) or np.any(problem.mu < 0) or not np.all(np.isfinite(problem.mu)):
+    if d.mu.shape != (nc,) or np.any(d.mu < 0) or not np.all(np.isfinite(d.mu)):
         raise ConfigurationError(
             f"StepProblem.mu must be {nc} finite non-negative friction coefficients, "
-            f"got shape {problem.mu.shape}"
+            f"got shape {d.mu.shape}"
         )
     if k is not None and (k < 4 or k % 2):
         raise ConfigurationError(

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import register_model
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, worst_status
+from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data, worst_status
 from contactlab.models.compat import SolvingModel, summary
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
@@ -49,11 +49,12 @@ class ContactSolve:
 
 def contact_rows(problem: StepProblem) -> Rows:
     """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
+    d = step_data(problem)
     return stack_rows(
         problem.n,
-        ("G", problem.G, problem.g, "free"),
-        ("N", problem.N, problem.c, "nonneg"),
-        ("L", problem.L, problem.l, "nonneg"),
+        ("G", d.G, d.g, "free"),
+        ("N", d.N, d.c, "nonneg"),
+        ("L", d.L, d.l, "nonneg"),
     )
 
 
@@ -166,10 +167,11 @@ class Frictionless(SolvingModel):
         return [("eq_qp",)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        d = step_data(problem)
         form = self.options["form"]
         minv = MassInverse(problem.M) if form == "dual" else None
         key = f"frictionless:{form}"
         sol = solve_contact(self, problem, problem.f, form, minv, cache.get(key))
         cache[key] = (sol.v, sol.lam)
-        lambda_T = np.zeros(problem.T.shape[0])
+        lambda_T = np.zeros(d.T.shape[0])
         return make_solution(self, problem, sol.v, sol.rows, sol.lam, lambda_T)

@@ -47,6 +47,7 @@ from contactlab.models.common import (
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
+    step_data,
 )
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import ContactSolve, check_form, make_solution, solve_contact
@@ -89,11 +90,12 @@ class StaggeredProjections(SolvingModel):
         return [(contact, friction)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        d = step_data(problem)
         cone = self.options["cone"]
         k = int(self.options["directions"] or problem.directions)
         check_friction_data(problem, k if cone == "pyramid" else None)
         minv = MassInverse(problem.M)
-        F = pyramid_rows(problem.T, k) if cone == "pyramid" else problem.T
+        F = pyramid_rows(d.T, k) if cone == "pyramid" else d.T
         lam_F = cache.get(_CACHE)
         if lam_F is None or lam_F.shape != (F.shape[0],):
             lam_F = np.zeros(F.shape[0])
@@ -127,11 +129,7 @@ class StaggeredProjections(SolvingModel):
                 break
             prev_C, prev_F = impulse_C, lam_F
             lam_N = contact.rows.part(contact.lam, "N")
-            f_C = (
-                problem.f
-                + impulse_C
-                - np.asarray(problem.G.T @ contact.rows.part(contact.lam, "G"))
-            )
+            f_C = problem.f + impulse_C - np.asarray(d.G.T @ contact.rows.part(contact.lam, "G"))
             lam_F = self._friction(problem, minv, F, f_C, lam_N, k)
         assert contact is not None
         cache[_CACHE] = lam_F
@@ -150,14 +148,15 @@ class StaggeredProjections(SolvingModel):
         k: int,
     ) -> Array:
         """The friction QP (seed 000, eq. (2.110)) for frozen normal impulses ``lam_N``."""
+        d = step_data(problem)
         nc = problem.n_contacts
         rows = stack_rows(
-            problem.n, ("G", problem.G, problem.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")
+            problem.n, ("G", d.G, d.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")
         )
         P = minv.delassus(rows.C)
         q = np.asarray(rows.C @ minv.vec(f_C)) - rows.b
         f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
-        radius = problem.mu * np.maximum(lam_N, 0.0)
+        radius = d.mu * np.maximum(lam_N, 0.0)
         cone = self.options["cone"]
         if cone == "pyramid":
             A = sp.vstack(

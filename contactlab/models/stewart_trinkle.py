@@ -43,6 +43,7 @@ from contactlab.models.common import (
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
+    step_data,
 )
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import make_solution
@@ -66,16 +67,17 @@ class StewartTrinkle(SolvingModel):
         return [("pivot_lcp",)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        d = step_data(problem)
         k = int(self.options["directions"] or problem.directions)
         check_friction_data(problem, k)
         nc = problem.n_contacts
-        D = pyramid_rows(problem.T, k)
+        D = pyramid_rows(d.T, k)
         rows = stack_rows(
             problem.n,
-            ("G", problem.G, problem.g, "free"),
-            ("N", problem.N, problem.c, "nonneg"),
+            ("G", d.G, d.g, "free"),
+            ("N", d.N, d.c, "nonneg"),
             ("F", D, np.zeros(D.shape[0]), "nonneg"),
-            ("L", problem.L, problem.l, "nonneg"),
+            ("L", d.L, d.l, "nonneg"),
         )
         minv = MassInverse(problem.M)
         W = minv.delassus(rows.C)
@@ -85,7 +87,7 @@ class StewartTrinkle(SolvingModel):
         couple = sp.lil_matrix((rows.m, nc))
         couple[f_sl, :] = S.T
         cone = sp.lil_matrix((nc, rows.m))
-        cone[:, n_sl] = sp.diags(problem.mu)
+        cone[:, n_sl] = sp.diags(d.mu)
         cone[:, f_sl] = -S
         M_lcp = sp.bmat([[W, couple.tocsr()], [cone.tocsr(), None]], format="csr")
         q_lcp = np.concatenate([q, np.zeros(nc)])
