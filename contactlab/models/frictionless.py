@@ -58,59 +58,56 @@ def contact_rows(problem: StepProblem) -> Rows:
     )
 
 
-def primal_qp(M: sp.spmatrix, f: Array, rows: Rows) -> QP:
-    """``min 1/2 v'Mv - f'v, b <= C v <= (b on free rows, inf otherwise)``."""
-    upper = np.where(np.isfinite(rows.lo), np.inf, rows.b)
-    if rows.m == 0:
-        return QP(M, -f)
-    return QP(M, -f, rows.C, rows.b, upper)
+class ContactQP:
+    """The frictionless contact QP of one step, set up once and solved for any free momentum.
 
-
-def dual_qp(minv: MassInverse, f: Array, rows: Rows) -> QP:
-    """``min 1/2 lam' C M^-1 C' lam + lam'(C M^-1 f - b)`` with ``lam >= 0`` on unilateral rows."""
-    P = minv.delassus(rows.C)
-    q = np.asarray(rows.C @ minv.vec(f)) - rows.b
-    bounded = np.flatnonzero(np.isfinite(rows.lo))
-    if bounded.size == 0:
-        return QP(P, q)
-    A = sp.identity(rows.m, format="csr")[bounded]
-    return QP(P, q, A, rows.lo[bounded], rows.hi[bounded])
-
-
-def solve_contact(
-    model: SolvingModel,
-    problem: StepProblem,
-    f: Array,
-    form: str,
-    minv: MassInverse | None,
-    previous: tuple[Array, Array] | None = None,
-) -> ContactSolve:
-    """Solve the frictionless contact QP with free momentum ``f`` in ``form``.
-
-    ``previous`` is a ``(v, lambda)`` pair from an earlier solve, used as a
-    warm start when its shapes match this problem.
+    The rows, and in dual form the Delassus matrix ``C M^-1 C^T``, depend only
+    on the step, so Staggered Projections reuses them across its iterations.
+    Raises :class:`IncompatibleError` if the model's backend cannot take this
+    step's problem (e.g. ``kkt`` with contacts or limits).
     """
-    rows = contact_rows(problem)
-    warm = None
-    if (
-        previous is not None
-        and previous[0].shape == (problem.n,)
-        and previous[1].shape == (rows.m,)
-    ):
-        warm = (previous[0], -previous[1]) if form == "primal" else previous[1]
-    has_ineq = bool(np.any(np.isfinite(rows.lo)))
-    if form == "primal":
-        if has_ineq:
-            model.require("qp", "the primal contact QP with contacts or limits")
-        res = model.run(primal_qp(problem.M, f, rows), warm)
-        lam = -res.y if res.y is not None else np.full(rows.m, np.nan)
-        return ContactSolve(res.x, lam, rows, res)
-    assert minv is not None
-    if has_ineq:
-        model.require("bound_qp", "the dual contact QP with contacts or limits")
-    res = model.run(dual_qp(minv, f, rows), warm)
-    v = minv.vec(f + np.asarray(rows.C.T @ res.x))
-    return ContactSolve(v, res.x, rows, res)
+
+    def __init__(
+        self, model: SolvingModel, problem: StepProblem, form: str, minv: MassInverse | None
+    ) -> None:
+        self.model, self.form, self.M, self.minv = model, form, problem.M, minv
+        self.rows = rows = contact_rows(problem)
+        if np.any(np.isfinite(rows.lo)):
+            kind = "qp" if form == "primal" else "bound_qp"
+            model.require(kind, f"the {form} contact QP with contacts or limits")
+        if form == "dual":
+            if minv is None:
+                raise ValueError("the dual contact QP needs the mass inverse")
+            self.P = minv.delassus(rows.C)
+            self.bounded = np.flatnonzero(np.isfinite(rows.lo))
+            self.A = sp.identity(rows.m, format="csr")[self.bounded]
+
+    def qp(self, f: Array) -> QP:
+        """The primal or dual (seed 000, eq. (1.83)) contact QP for free momentum ``f``."""
+        rows = self.rows
+        if self.form == "primal":
+            if rows.m == 0:
+                return QP(self.M, -f)
+            return QP(self.M, -f, rows.C, rows.b, np.where(np.isfinite(rows.lo), np.inf, rows.b))
+        assert self.minv is not None
+        q = np.asarray(rows.C @ self.minv.vec(f)) - rows.b
+        if self.bounded.size == 0:
+            return QP(self.P, q)
+        return QP(self.P, q, self.A, rows.lo[self.bounded], rows.hi[self.bounded])
+
+    def solve(self, f: Array, previous: tuple[Array, Array] | None = None) -> ContactSolve:
+        """Solve for momentum ``f``; ``previous`` ``(v, lambda)`` warm-starts if shapes match."""
+        rows, n = self.rows, self.M.shape[0]
+        warm: Any = None
+        if previous is not None and previous[0].shape == (n,) and previous[1].shape == (rows.m,):
+            warm = (previous[0], -previous[1]) if self.form == "primal" else previous[1]
+        res = self.model.run(self.qp(f), warm)
+        if self.form == "primal":
+            lam = -res.y if res.y is not None else np.full(rows.m, np.nan)
+            return ContactSolve(res.x, lam, rows, res)
+        assert self.minv is not None
+        v = self.minv.vec(f + np.asarray(rows.C.T @ res.x))
+        return ContactSolve(v, res.x, rows, res)
 
 
 def make_solution(
@@ -171,7 +168,7 @@ class Frictionless(SolvingModel):
         form = self.options["form"]
         minv = MassInverse(problem.M) if form == "dual" else None
         key = f"frictionless:{form}"
-        sol = solve_contact(self, problem, problem.f, form, minv, cache.get(key))
+        sol = ContactQP(self, problem, form, minv).solve(problem.f, cache.get(key))
         cache[key] = (sol.v, sol.lam)
         lambda_T = np.zeros(d.T.shape[0])
         return make_solution(self, problem, sol.v, sol.rows, sol.lam, lambda_T)

@@ -50,7 +50,7 @@ from contactlab.models.common import (
     step_data,
 )
 from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import ContactSolve, check_form, make_solution, solve_contact
+from contactlab.models.frictionless import ContactQP, ContactSolve, check_form, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 
@@ -95,7 +95,9 @@ class StaggeredProjections(SolvingModel):
         k = int(self.options["directions"] or problem.directions)
         check_friction_data(problem, k if cone == "pyramid" else None)
         minv = MassInverse(problem.M)
-        F = pyramid_rows(d.T, k) if cone == "pyramid" else d.T
+        contact_qp = ContactQP(self, problem, self.options["form"], minv)
+        friction_qp = FrictionQP(problem, minv, k, cone)
+        F = friction_qp.F
         lam_F = cache.get(_CACHE)
         if lam_F is None or lam_F.shape != (F.shape[0],):
             lam_F = np.zeros(F.shape[0])
@@ -107,14 +109,8 @@ class StaggeredProjections(SolvingModel):
         while outer < cap:
             outer += 1
             impulse_F = np.asarray(F.T @ lam_F)
-            contact = solve_contact(
-                self,
-                problem,
-                problem.f + impulse_F,
-                self.options["form"],
-                minv,
-                None if contact is None else (contact.v, contact.lam),
-            )
+            previous = None if contact is None else (contact.v, contact.lam)
+            contact = contact_qp.solve(problem.f + impulse_F, previous)
             impulse_C = np.asarray(contact.rows.C.T @ contact.lam)
             if prev_C is not None:
                 scale = minv.norm(impulse_C + impulse_F)
@@ -130,7 +126,7 @@ class StaggeredProjections(SolvingModel):
             prev_C, prev_F = impulse_C, lam_F
             lam_N = contact.rows.part(contact.lam, "N")
             f_C = problem.f + impulse_C - np.asarray(d.G.T @ contact.rows.part(contact.lam, "G"))
-            lam_F = self._friction(problem, minv, F, f_C, lam_N, k)
+            lam_F = friction_qp.solve(self, f_C, d.mu * np.maximum(lam_N, 0.0))
         assert contact is not None
         cache[_CACHE] = lam_F
         lambda_T = pyramid_to_tangent(lam_F, k) if cone == "pyramid" else lam_F
@@ -138,46 +134,45 @@ class StaggeredProjections(SolvingModel):
             self, problem, contact.v, contact.rows, contact.lam, lambda_T, status, outer
         )
 
-    def _friction(
-        self,
-        problem: StepProblem,
-        minv: MassInverse,
-        F: sp.spmatrix,
-        f_C: Array,
-        lam_N: Array,
-        k: int,
-    ) -> Array:
-        """The friction QP (seed 000, eq. (2.110)) for frozen normal impulses ``lam_N``."""
+
+class FrictionQP:
+    """The friction QP of seed 000, eq. (2.110), set up once per step.
+
+    Variables ``x = (lambda_G', lambda_F)`` on rows ``K = [G; F]``; for a
+    contact momentum ``f_C`` and cone radii ``mu lambda_N`` it is
+    ``min 1/2 x' K M^-1 K' x + x'(K M^-1 f_C - [g; 0])`` with the friction in
+    the pyramid (``beta >= 0``, ``sum_j beta_ij <= radius_i``), the box or the disc.
+    """
+
+    def __init__(self, problem: StepProblem, minv: MassInverse, k: int, cone: str) -> None:
         d = step_data(problem)
-        nc = problem.n_contacts
-        rows = stack_rows(
-            problem.n, ("G", d.G, d.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")
+        self.cone, self.minv, self.nc = cone, minv, problem.n_contacts
+        self.F = pyramid_rows(d.T, k) if cone == "pyramid" else d.T
+        self.rows = rows = stack_rows(
+            problem.n, ("G", d.G, d.g, "free"), ("F", self.F, np.zeros(self.F.shape[0]), "free")
         )
-        P = minv.delassus(rows.C)
-        q = np.asarray(rows.C @ minv.vec(f_C)) - rows.b
-        f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
-        radius = d.mu * np.maximum(lam_N, 0.0)
-        cone = self.options["cone"]
+        self.P = minv.delassus(rows.C)
+        self.f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
         if cone == "pyramid":
-            A = sp.vstack(
+            nc, nf = self.nc, self.f_idx.size
+            self.A = sp.vstack(
                 [
-                    sp.identity(rows.m, format="csr")[f_idx],
-                    sp.hstack([sp.csr_matrix((nc, rows.m - f_idx.size)), pyramid_sum(nc, k)]),
+                    sp.identity(rows.m, format="csr")[self.f_idx],
+                    sp.hstack([sp.csr_matrix((nc, rows.m - nf)), pyramid_sum(nc, k)]),
                 ],
                 format="csc",
             )
-            low = np.concatenate([np.zeros(f_idx.size), np.full(nc, -np.inf)])
-            up = np.concatenate([np.full(f_idx.size, np.inf), radius])
-            qp = QP(P, q, A, low, up)
+            self.low = np.concatenate([np.zeros(nf), np.full(nc, -np.inf)])
+
+    def solve(self, model: SolvingModel, f_C: Array, radius: Array) -> Array:
+        """Friction impulses on the rows ``F`` for contact momentum ``f_C`` and cone radii."""
+        rows = self.rows
+        q = np.asarray(rows.C @ self.minv.vec(f_C)) - rows.b
+        if self.cone == "pyramid":
+            up = np.concatenate([np.full(self.f_idx.size, np.inf), radius])
+            qp = QP(self.P, q, self.A, self.low, up)
         else:
-            qp = bounded_friction_qp(
-                P,
-                q,
-                rows.lo,
-                rows.hi,
-                f_idx.reshape(nc, 2),
-                radius,
-                "box" if cone == "box" else "disc",
-            )
-        res = self.run(qp)
-        return np.asarray(res.x[f_idx])
+            t_idx = self.f_idx.reshape(self.nc, 2)
+            kind = "box" if self.cone == "box" else "disc"
+            qp = bounded_friction_qp(self.P, q, rows.lo, rows.hi, t_idx, radius, kind)
+        return np.asarray(model.run(qp).x[self.f_idx])

@@ -21,6 +21,7 @@ CLARABEL = "cvxpy:clarabel"
 # (model, solver, options): the models that respect Coulomb's law
 COULOMB = [
     ("box-friction", "pgs", {}),
+    ("box-friction", "pgs", {"cone": "disc"}),
     ("box-friction", "osqp", {}),
     ("stewart-trinkle", "lemke", {}),
     ("staggered-projections", "osqp", {}),
@@ -69,6 +70,7 @@ def test_box_pushed_above_the_limit_accelerates_at_the_coulomb_rate(case: tuple)
         ("stewart-trinkle", "lemke", {}),
         ("staggered-projections", "osqp", {}),
         ("staggered-projections", CLARABEL, {"cone": "soc"}),
+        ("box-friction", "pgs", {"cone": "disc"}),
     ],
     ids=ids,
 )
@@ -132,3 +134,4 @@ def test_four_direction_pyramid_distorts_oblique_sliding() -> None:
     assert box == pytest.approx(expected_error(225.0, 30.0, np.sqrt(2.0)), abs=1e-4)
     soc = ("staggered-projections", CLARABEL, {"cone": "soc"})
     assert friction_angle_error(soc, 30.0) < 0.05
+    assert friction_angle_error(("box-friction", "pgs", {"cone": "disc"}), 30.0) < 1e-4

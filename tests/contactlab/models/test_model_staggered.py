@@ -99,3 +99,14 @@ def test_stewart_trinkle_slack_is_the_sliding_speed() -> None:
     p = box_on_plane(v0=(1.0, 0.0))
     s = make_model("stewart-trinkle", "lemke").solve(p, {})
     np.testing.assert_allclose(s.cache["sliding_speed"], s.v[3], rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_staggered_box_and_disc_cones_match_the_box_friction_lcp(seed: int) -> None:
+    """A fixed point with the box (disc) friction QP satisfies the box (disc) friction LCP."""
+    p = problem(seed)
+    for cone, lcp_cone, solver in (("box", "box", "pgs"), ("soc", "disc", "cvxpy:clarabel")):
+        sp_ = make_model("staggered-projections", solver, cone=cone, solver_tol=1e-8).solve(p, {})
+        lcp = make_model("box-friction", "pgs", cone=lcp_cone).solve(p, {})
+        assert sp_.status == "optimal" and lcp.status == "optimal"
+        assert np.max(np.abs(sp_.v - lcp.v)) < 1e-4 * np.max(np.abs(lcp.v))
