@@ -51,7 +51,7 @@ class PairKinematics:
     def generalized(self, w1: Array, w2: Array) -> Array:
         """(N, 12) ``(A1^T w1, A2^T w2)`` for world forces on the two points."""
         return np.concatenate(
-            [np.einsum("nai,na->ni", self.A1, w1), np.einsum("nai,na->ni", self.A2, w2)], axis=1
+            [(w1[:, None, :] @ self.A1)[:, 0], (w2[:, None, :] @ self.A2)[:, 0]], axis=1
         )
 
     def rotation_term(self, w1: Array, w2: Array) -> Array:
@@ -63,8 +63,8 @@ class PairKinematics:
         for k, (b, R, r, w) in enumerate(
             ((self.b1, self.R1, self.r1, w1), (self.b2, self.R2, self.r2, w2))
         ):
-            Rtw = np.einsum("nab,na->nb", R, w)
-            block = np.einsum("nai,nab->nib", se3.gamma(r), se3.bracket3(Rtw))
+            Rtw = (w[:, None, :] @ R)[:, 0]
+            block = np.swapaxes(se3.gamma(r), 1, 2) @ se3.bracket3(Rtw)
             out[:, 6 * k : 6 * k + 6, 6 * k : 6 * k + 3] = block * (b >= 0)[:, None, None]
         return out
 

@@ -284,9 +284,9 @@ class PathForce(Force):
             kin, u, length, g, F, F_l, F_v = cls._pair_state(two, scene, E, phi)
             B = kin.B
             P = (np.eye(3) - u[:, :, None] * u[:, None, :]) / length[:, None, None]
-            H = kin.rotation_term(u, -u) - np.einsum("nai,nab,nbj->nij", B, P, B)
+            H = kin.rotation_term(u, -u) - np.swapaxes(B, 1, 2) @ (P @ B)
             gg = g[:, :, None] * g[:, None, :]
-            phiH = np.einsum("ni,nij->nj", kin.phi, H)
+            phiH = (kin.phi[:, None, :] @ H)[:, 0, :]
             K = (
                 -F_l[:, None, None] * gg
                 - F_v[:, None, None] * g[:, :, None] * phiH[:, None, :]

@@ -101,7 +101,7 @@ class ZeroLengthSpring(Force):
         # d/d delta of -k B^T dx, with B = d dx / d delta
         kin, k, dx = cls._pairs(items, scene, E, phi)
         B = kin.B
-        K = k[:, None, None] * (kin.rotation_term(dx, -dx) - np.einsum("nai,naj->nij", B, B))
+        K = k[:, None, None] * (kin.rotation_term(dx, -dx) - np.swapaxes(B, 1, 2) @ B)
         if symmetric:
             K = 0.5 * (K + np.swapaxes(K, 1, 2))
         return [kin.triplets(K)]
