@@ -227,13 +227,17 @@ def box_push(
         "box-push",
         (_box("box", np.full(3, h), mass),),
         static_shapes=(Plane(),),
-        forces=(PointForce("box", [0.0, 0.0, height], F),),
+        forces=(PointForce("box", np.array([0.0, 0.0, height]), F),),
         initial_E=se3.make_transform(None, [0.0, 0.0, h])[None],
         initial_phi=np.zeros((1, 6)),
         contact=_contact(mu),
         dt=5e-3,
         duration=1.0,
-        extras={"force": F, "acceleration": a, "direction": F / max(np.linalg.norm(F), 1e-300)},
+        extras={
+            "force": F,
+            "acceleration": a,
+            "direction": F / max(float(np.linalg.norm(F)), 1e-300),
+        },
     )
 
 
@@ -442,8 +446,8 @@ def sheath(
     gap = dt * mu * v
     drive = SpeedDrive(
         "box",
-        [0.0, 0.0, -half[2]],
-        [1.0, 0.0, 0.0],
+        np.array([0.0, 0.0, -half[2]]),
+        np.array([1.0, 0.0, 0.0]),
         speed=v,
         bias=mu * mass * G,
         gain=SHEATH_GAIN * mass,
