@@ -66,8 +66,14 @@ class MassInverse:
     """
 
     def __init__(self, M: sp.spmatrix) -> None:
+        Mc = sp.csr_matrix(M)
+        diag = Mc.diagonal()
+        if Mc.nnz == np.count_nonzero(diag) and np.all(diag > 0):
+            # maximal coordinates on principal axes: M is diagonal
+            self._inv = sp.diags(1.0 / diag, format="csr")
+            return
         try:
-            self._inv = spd_inverse(M)
+            self._inv = spd_inverse(Mc)
         except ProblemError as err:
             raise SingularSystemError(
                 "the mass matrix M is not symmetric positive definite; check body masses and "
@@ -86,12 +92,9 @@ class MassInverse:
         return np.asarray(self.apply(np.asarray(x, dtype=float).reshape(-1, 1))).reshape(-1)
 
     def delassus(self, A: sp.spmatrix, B: sp.spmatrix | None = None) -> sp.csr_matrix:
-        """``A M^{-1} B^T`` (``B = A`` gives the symmetrised Delassus matrix)."""
+        """``A M^{-1} B^T`` (``B = A`` gives the Delassus matrix, symmetric to rounding)."""
         other = A if B is None else B
-        out = sp.csr_matrix(A @ self.apply(sp.csc_matrix(other.T)))
-        if B is None:
-            out = sp.csr_matrix((out + out.T) * 0.5)
-        return out
+        return sp.csr_matrix(A @ self.apply(sp.csc_matrix(other.T)))
 
     def norm(self, x: Array) -> float:
         """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (seed 000, Alg. 7 stopping test)."""
