@@ -268,6 +268,8 @@ def plot_run(folder: Path | str) -> list[Path]:
     from matplotlib.figure import Figure
 
     root = Path(folder)
+    if not root.is_dir():
+        raise ResultsError(f"results folder {str(root)!r} does not exist")
     summary = json.loads(_require(root, SUMMARY).read_text())
     steps = pd.read_csv(_require(root, STEPS), dtype={"status": str})
     out_dir = root / PLOTS

@@ -124,7 +124,7 @@ def test_bad_parameters_are_rejected_before_running(tmp_path, capsys, assignment
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
 def test_non_finite_state_leaves_no_folder_and_keeps_an_existing_one(tmp_path, capsys):
     out = tmp_path / "r"
-    argv = ["run", "test-fall", *FAKE, "--steps", "5", "--out", str(out)]
+    argv = ["run", "test-fall", *FAKE, "--steps", "5", "--out", str(out), "--no-plots"]
     _fails(capsys, [*argv, "--set", "z0=1.797e308", "--set", "vz0=8e307"], "non-finite E")
     assert list(tmp_path.iterdir()) == []
     out.mkdir()
@@ -136,7 +136,7 @@ def test_non_finite_state_leaves_no_folder_and_keeps_an_existing_one(tmp_path, c
 
 
 def test_failed_step_names_step_solver_and_fix(tmp_path, capsys):
-    argv = ["run", "test-fall", *FAKE, "--steps", "9", "--out", str(tmp_path / "r")]
+    argv = ["run", "test-fall", *FAKE, "--steps", "9", "--out", str(tmp_path / "r"), "--no-plots"]
     _fails(
         capsys,
         [*argv, "--model-option", "fail_at=4"],
@@ -149,7 +149,7 @@ def test_failed_step_names_step_solver_and_fix(tmp_path, capsys):
 
 
 def test_singular_kkt_system_is_a_clear_error(tmp_path, capsys):
-    argv = ["run", "test-fall", *FAKE, "--steps", "3", "--out", str(tmp_path / "r")]
+    argv = ["run", "test-fall", *FAKE, "--steps", "3", "--out", str(tmp_path / "r"), "--no-plots"]
     _fails(capsys, [*argv, "--set", "pin_twice=true"], "singular", "redundant")
     assert list(tmp_path.iterdir()) == []
 
@@ -195,13 +195,40 @@ def test_list_shows_parameters_and_solver_availability(capsys):
         assert row["available"] or row["reason"]
 
 
+def test_list_survives_a_missing_solver_layer(monkeypatch, capsys):
+    from contactlab import registry
+
+    def missing():
+        raise ModuleNotFoundError("No module named 'solvers'", name="solvers")
+
+    monkeypatch.setitem(registry.SECTIONS, "solvers", missing)
+    assert cli.main(["list"]) == 0
+    captured = capsys.readouterr()
+    assert "test-fall" in captured.out and "test-free" in captured.out
+    assert "solvers: could not be loaded: ModuleNotFoundError" in captured.err
+
+
+def test_an_unavailable_solver_says_why(tmp_path, capsys):
+    import solvers
+
+    missing = [row for row in solvers.backend_table() if not row["available"]]
+    if not missing:
+        pytest.skip("every registered solver backend is installed here")
+    row = missing[0]
+    argv = ["run", "test-fall", *FAKE, "--steps", "2", "--out", str(tmp_path / "r")]
+    argv[argv.index("kkt")] = row["name"]
+    _fails(capsys, argv, f"solver {row['name']!r} is unavailable", str(row["reason"]))
+
+
 def test_plot_regenerates_the_figures(tmp_path, capsys):
     out = tmp_path / "r"
     assert cli.main(["run", "test-fall", *FAKE, "--steps", "10", "--out", str(out), "--quiet"]) == 0
     (out / "plots" / "energy.png").unlink()
     assert cli.main(["plot", str(out)]) == 0
     assert (out / "plots" / "energy.png").stat().st_size > 0
-    _fails(capsys, ["plot", str(tmp_path / "missing")], "summary.json is missing")
+    _fails(capsys, ["plot", str(tmp_path / "missing")], "missing' does not exist")
+    (out / "summary.json").unlink()
+    _fails(capsys, ["plot", str(out)], "summary.json")
 
 
 # -- the installed command, as a user runs it -----------------------------------------
@@ -240,7 +267,7 @@ def test_demo_writes_one_folder_per_demo_run(tmp_path, monkeypatch, capsys):
 
 def _with_fake_stack(run_to_folder):
     def wrapped(scenario, out, **kwargs):
-        kwargs.update(formulation="test-particle", model="test-free")
+        kwargs.update(formulation="test-particle", model="test-free", plots=False)
         return run_to_folder(scenario, out, **kwargs)
 
     return wrapped
@@ -251,7 +278,7 @@ def test_pendulum_run_conserves_energy_and_follows_the_pendulum_equation(tmp_pat
     from scipy.integrate import solve_ivp
 
     proc = _contactlab(
-        "run", "pendulum", "--duration", "0.5", "--out", "p", "--quiet", cwd=tmp_path
+        "run", "pendulum", "--duration", "0.5", "--out", "p", "--quiet", "--no-plots", cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     folder = tmp_path / "p"
