@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from contactlab import metrics as M
 from contactlab.errors import (
     ConfigurationError,
+    ContactlabError,
     IncompatibleError,
     StepFailure,
     UnknownNameError,
@@ -341,9 +342,10 @@ class Simulator:
 
         Raises
         ------
-        StepFailure
-            When a step's solution is unusable; the exception's ``run``
-            attribute holds the run up to the failed step.
+        StepFailure, StateError, SingularSystemError
+            When a step's solution is unusable, the state stops being finite
+            or the system is singular; the exception's ``run`` attribute holds
+            the run up to the failed step.
         """
         n = self.n_steps(steps, duration)
         wall_start = time.perf_counter()
@@ -366,7 +368,7 @@ class Simulator:
                 if callback is not None and callback(state, record):
                     status = "stopped"
                     break
-        except StepFailure as err:
+        except ContactlabError as err:  # StepFailure, StateError, SingularSystemError, ...
             err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
             raise
         finally:
