@@ -41,6 +41,7 @@ from contactlab.errors import ConfigurationError
 from contactlab.models.base import register_model
 from contactlab.models.common import (
     MassInverse,
+    check_directions,
     check_friction_data,
     pyramid_rows,
     pyramid_sum,
@@ -70,11 +71,14 @@ class AnitescuHart(SolvingModel):
     directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
     """
 
+    forms = ("qp",)
     defaults = {"form": "dual", "cone": "pyramid", "directions": None}
 
-    def validate_options(self) -> None:
-        check_form(self.options["form"])
-        check_cone(self.options["cone"], ("pyramid", "soc"))
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_form(options["form"])
+        check_directions(options["directions"])
+        check_cone(options["cone"], ("pyramid", "soc"))
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:

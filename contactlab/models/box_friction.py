@@ -86,11 +86,13 @@ class BoxFriction(SolvingModel):
     max_outer : cap on the fixed-point solves (QP backends), default 100.
     """
 
+    forms = ("lcp", "qp")
     defaults = {"cone": "box", "tol": 1e-6, "max_outer": 100}
 
-    def validate_options(self) -> None:
-        check_cone(self.options["cone"], ("box", "disc"))
-        check_outer(self.options)
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_cone(options["cone"], ("box", "disc"))
+        check_outer(options)
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:

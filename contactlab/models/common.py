@@ -197,6 +197,16 @@ def check_friction_data(problem: StepProblem, k: int | None = None) -> None:
         )
 
 
+def check_directions(k: object) -> None:
+    """Raise :class:`ConfigurationError` unless ``k`` is ``None`` or an even integer >= 4."""
+    if k is None:
+        return
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 4 or k % 2:
+        raise ConfigurationError(
+            f"option directions must be an even integer >= 4 (or None for the scene's), got {k!r}"
+        )
+
+
 _RANK = {s: i for i, s in enumerate(STATUSES)}
 
 

@@ -38,6 +38,7 @@ import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import ContactModel
 from solvers import LCP, QP, SolverResult
+from solvers.registry import ALIASES
 
 KINDS: dict[str, str] = {
     "eq_qp": "equality-constrained QP",
@@ -113,28 +114,42 @@ class SolvingModel(ContactModel):
     }
 
     def __init__(self, solver: str, **options: Any) -> None:
-        known = {**self.common, **self.defaults}
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            raise ConfigurationError(
-                f"model {self.name!r} has no option(s) {unknown}; its options are {sorted(known)}"
-            )
-        merged = {**known, **options}
+        merged = self.merged_options(**options)
         super().__init__(solver, **merged)
-        self.validate_options()
         fitting = type(self).compatible_solvers(**options)
-        if _backend(solver).name not in fitting:
+        backend = _backend(solver)
+        if backend.name not in fitting:
             raise IncompatibleError(
                 f"model {self.name!r} with options {options or '{}'} poses "
                 f"{' or '.join(' and '.join(KINDS[k] for k in r) for r in self.routes(**merged))}"
                 f", which solver {solver!r} cannot take; backends that fit: "
                 f"{', '.join(fitting) or 'none installed'}"
             )
-        self.backend = _backend(solver)
+        self.backend = backend
         self.route = next(r for r in self.routes(**merged) if fits_route(r, solver))
         self._results: list[SolverResult] = []
 
-    def validate_options(self) -> None:
+    @classmethod
+    def merged_options(cls, **options: Any) -> dict[str, Any]:
+        """Defaults updated by ``options``; unknown names or bad values raise ConfigurationError."""
+        known = {**cls.common, **cls.defaults}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ConfigurationError(
+                f"model {cls.name!r} has no option(s) {unknown}; its options are {sorted(known)}"
+            )
+        merged = {**known, **options}
+        tol = merged["solver_tol"]
+        if not (isinstance(tol, (int, float)) and 0 < tol < 1):
+            raise ConfigurationError(f"option solver_tol must be a number in (0, 1), got {tol!r}")
+        cap = merged["max_iter"]
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ConfigurationError(f"option max_iter must be a positive integer, got {cap!r}")
+        cls.check_options(merged)
+        return merged
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
         """Raise :class:`ConfigurationError` for option values out of range (override)."""
 
     @classmethod
@@ -144,8 +159,10 @@ class SolvingModel(ContactModel):
 
     @classmethod
     def compatible_solvers(cls, **options: Any) -> list[str]:
-        merged = {**cls.common, **cls.defaults, **options}
-        return backends_for(*cls.routes(**merged))
+        """Available backends that fit (aliases such as ``cvxpy`` listed with their target)."""
+        names = backends_for(*cls.routes(**cls.merged_options(**options)))
+        aliases = [a for a, target in ALIASES.items() if target in names]
+        return names + aliases
 
     def require(self, kind: str, what: str) -> None:
         """Raise :class:`IncompatibleError` if the backend does not fit ``kind`` (this step)."""

@@ -152,10 +152,12 @@ class Frictionless(SolvingModel):
     form : ``"primal"`` (velocities, default) or ``"dual"`` (impulses).
     """
 
+    forms = ("qp",)
     defaults = {"form": "primal"}
 
-    def validate_options(self) -> None:
-        check_form(self.options["form"])
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_form(options["form"])
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:

@@ -42,6 +42,7 @@ from contactlab.models.box_friction import bounded_friction_qp, check_outer
 from contactlab.models.common import (
     Array,
     MassInverse,
+    check_directions,
     check_friction_data,
     pyramid_rows,
     pyramid_sum,
@@ -70,6 +71,7 @@ class StaggeredProjections(SolvingModel):
     max_outer : cap on outer iterations, default 100.
     """
 
+    forms = ("qp",)
     defaults = {
         "cone": "pyramid",
         "directions": None,
@@ -78,10 +80,12 @@ class StaggeredProjections(SolvingModel):
         "max_outer": 100,
     }
 
-    def validate_options(self) -> None:
-        check_cone(self.options["cone"], ("pyramid", "box", "soc"))
-        check_form(self.options["form"])
-        check_outer(self.options)
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_directions(options["directions"])
+        check_cone(options["cone"], ("pyramid", "box", "soc"))
+        check_form(options["form"])
+        check_outer(options)
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from contactlab.models.base import register_model
 from contactlab.models.common import (
     MassInverse,
+    check_directions,
     check_friction_data,
     pyramid_rows,
     pyramid_sum,
@@ -60,7 +61,12 @@ class StewartTrinkle(SolvingModel):
     directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
     """
 
+    forms = ("lcp",)
     defaults = {"directions": None}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_directions(options["directions"])
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:

@@ -35,7 +35,7 @@ def test_unknown_model_name_lists_the_known_ones() -> None:
 def test_compatible_solvers_are_available_and_accepted(name: str) -> None:
     fitting = _MODELS[name].compatible_solvers()
     assert fitting, name
-    assert set(fitting) <= set(solvers.available_backends())
+    assert set(fitting) <= set(solvers.available_backends()) | {"cvxpy"}
     for backend in fitting:
         make_model(name, backend)  # must not raise
 
@@ -84,7 +84,25 @@ def test_bad_options_are_configuration_errors() -> None:
         make_model("frictionless", "osqp", form="both")
     with pytest.raises(ConfigurationError, match="max_outer"):
         make_model("staggered-projections", "osqp", max_outer=0)
+    with pytest.raises(ConfigurationError, match="directions must be an even integer"):
+        make_model("stewart-trinkle", "lemke", directions=5)
     with pytest.raises(ConfigurationError, match="even number of directions"):
-        make_model("stewart-trinkle", "lemke", directions=5).solve(box_on_plane(), {})
+        make_model("stewart-trinkle", "lemke").solve(box_on_plane(directions=5), {})
+    with pytest.raises(ConfigurationError, match="solver_tol"):
+        make_model("frictionless", "osqp", solver_tol=0.0)
+    with pytest.raises(ConfigurationError, match="cone must be one of"):
+        _MODELS["anitescu-hart"].compatible_solvers(cone="disc")
     with pytest.raises(UnknownNameError, match="unknown solver 'gurobi'"):
         make_model("frictionless", "gurobi")
+
+
+def test_aliases_are_listed_with_their_target() -> None:
+    if "cvxpy:clarabel" in solvers.available_backends():
+        fitting = _MODELS["anitescu-hart"].compatible_solvers(cone="soc")
+        assert "cvxpy" in fitting
+        assert make_model("anitescu-hart", "cvxpy", cone="soc").backend.name == "cvxpy:clarabel"
+
+
+def test_models_declare_their_problem_forms() -> None:
+    for name in MODELS:
+        assert set(_MODELS[name].forms) <= {"qp", "lcp"} and _MODELS[name].forms
