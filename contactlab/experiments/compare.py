@@ -78,6 +78,7 @@ def compare(
     out: Path | str | None = None,
     model_options: Mapping[str, Any] | None = None,
     quiet: bool = False,
+    run_plots: bool = False,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
@@ -92,6 +93,7 @@ def compare(
     out : output folder; default ``results/scratch/compare-<scenario>-<time>``.
     model_options : options passed to every model (``cone``, ``directions``, ...).
     quiet : no progress bar.
+    run_plots : also draw each run's own plots (``contactlab plot`` draws them later).
     """
     from contactlab.models.base import model_names
     from contactlab.scenario import get_scenario
@@ -126,7 +128,7 @@ def compare(
     rows = []
     for spec in tqdm(fitting, desc=f"compare {scenario}", disable=quiet, unit="run"):
         name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
-        outcome = execute(spec, folder / "runs" / name, plots=True)
+        outcome = execute(spec, folder / "runs" / name, plots=run_plots)
         row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
         row.update(run_metrics(load_run_folder(outcome.folder)))
         row["error"] = outcome.error

@@ -149,9 +149,15 @@ def gather(grid: Grid) -> pd.DataFrame:
 
 
 def write_outputs(
-    grid: Grid, table: pd.DataFrame, incomplete: Iterable[tuple[RunSpec, str]]
+    grid: Grid,
+    table: pd.DataFrame,
+    incomplete: Iterable[tuple[RunSpec, str]],
+    plots: bool = True,
 ) -> pd.DataFrame | None:
-    """Write the tables, aggregates, metadata and plots of a sweep; return the aggregates."""
+    """Write the tables, aggregates, metadata and (with ``plots``) the plots of a sweep.
+
+    Returns the aggregates (``None`` without finished runs).
+    """
     out = grid.out
     incomplete = list(incomplete)
     table.to_parquet(out / "sweep.parquet", index=False)
@@ -178,7 +184,7 @@ def write_outputs(
         "incomplete": [{"spec": s.as_dict(), "error": e} for s, e in incomplete],
     }
     (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
-    if aggregates is not None:
+    if aggregates is not None and plots:
         from contactlab.experiments.plots import plot_sweep
 
         plot_sweep(out)
@@ -250,7 +256,8 @@ def run_grid(
     ) as progress:
         incomplete = _execute_all(todo, scheduler, workers, progress)
     table = gather(grid)
-    aggregates = write_outputs(grid, table, incomplete)
+    replot = bool(todo) or not (grid.out / "plots" / "performance_profile.png").exists()
+    aggregates = write_outputs(grid, table, incomplete, plots=replot)
     return SweepResult(grid.out, table, aggregates, len(todo) - len(incomplete), reused, incomplete)
 
 

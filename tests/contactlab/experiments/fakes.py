@@ -28,6 +28,7 @@ from contactlab.models.base import ContactModel, register_model
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scenario import scenario
 from contactlab.scene import Body, Scene, State
+from contactlab.shapes import Box
 
 G = 9.81
 
@@ -99,13 +100,17 @@ class FreeQP(ContactModel):
 
 
 @scenario("exp-fall", formulations=("exp-point",))
-def exp_fall(height: float = 2.0, v0x: float = 0.5, mass: float = 1.5) -> Scene:
-    """One free body falling from ``height`` [m] with horizontal speed ``v0x`` [m/s]."""
+def exp_fall(height: float = 2.0, v0x: float = 0.5, mass: float = 1.5, box: bool = False) -> Scene:
+    """One free body falling from ``height`` [m] with horizontal speed ``v0x`` [m/s].
+
+    box : give the body a 0.2 x 0.4 x 0.6 m box shape (drawn by the renderers).
+    """
     E = np.eye(4)
     E[2, 3] = height
     phi = np.zeros(6)
     phi[3] = v0x
-    body = Body("particle", mass, np.full(3, 0.1))
+    shapes = (Box(half_extents=(0.1, 0.2, 0.3)),) if box else ()
+    body = Body("particle", mass, np.full(3, 0.1), shapes=shapes)
     return Scene(
         "exp-fall", (body,), initial_E=E[None], initial_phi=phi[None], dt=0.01, duration=0.2
     )
