@@ -19,20 +19,27 @@ With ``ground=True`` the formulation reports a contact row for every body
 closer than the margin to the plane ``z = 0`` (the model ignores it, so the
 ball falls through and the penetration is known); with ``pin_twice=True`` it
 adds the same bilateral row twice, which makes the KKT system singular.
+
+The formulation and model are registered only inside :func:`registered` so
+that other tests enumerating the registries never see them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab import formulation as formulation_registry
 from contactlab import se3
 from contactlab.errors import SingularSystemError
-from contactlab.formulation import Formulation, register_formulation
-from contactlab.models.base import ContactModel, register_model
+from contactlab.formulation import Formulation
+from contactlab.models import base as model_registry
+from contactlab.models.base import ContactModel
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scenario import scenario
 from contactlab.scene import Body, Scene, State
@@ -49,10 +56,10 @@ class GroundContacts:
     body: np.ndarray
 
 
-@register_formulation("test-particle")
 class ParticleFormulation(Formulation):
     """Free spinning spheres (see the module docstring)."""
 
+    name = "test-particle"
     has_joint_drift = False
 
     def initial_state(self) -> State:
@@ -125,7 +132,6 @@ class ParticleFormulation(Formulation):
         return out
 
 
-@register_model("test-free")
 class FreeModel(ContactModel):
     """Solves the bilateral KKT system and ignores contact rows.
 
@@ -133,6 +139,7 @@ class FreeModel(ContactModel):
     ``numerical_error`` with non-finite velocities.
     """
 
+    name = "test-free"
     forms = ("qp",)
 
     def __init__(self, solver: str, fail_at: int = -1, **options: Any) -> None:
@@ -208,3 +215,15 @@ def discrete_position(p0: np.ndarray, v0: np.ndarray, g: np.ndarray, h: float, k
 
 
 SCENARIOS = {"test-fall": falling_spheres}
+
+
+@contextmanager
+def registered() -> Iterator[None]:
+    """Register the fake formulation and model for the duration of the block."""
+    formulation_registry.register_formulation("test-particle")(ParticleFormulation)
+    model_registry.register_model("test-free")(FreeModel)
+    try:
+        yield
+    finally:
+        formulation_registry._FORMULATIONS.pop("test-particle", None)
+        model_registry._MODELS.pop("test-free", None)

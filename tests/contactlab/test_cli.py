@@ -33,6 +33,8 @@ FAKE = ["--formulation", "test-particle", "--model", "test-free", "--solver", "k
 @pytest.fixture(autouse=True)
 def fake_scenarios(monkeypatch):
     monkeypatch.setattr(scenario_registry, "load_scenarios", lambda: dict(pf.SCENARIOS))
+    with pf.registered():
+        yield
 
 
 def _fails(capsys, argv, *patterns):

@@ -23,7 +23,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def run():
     scene = pf.falling_spheres.build(n=2, ground=True, z0=0.15, vz0=0.0)
-    return Simulator(scene, "test-particle", "test-free", "kkt").run(steps=120)
+    with pf.registered():
+        return Simulator(scene, "test-particle", "test-free", "kkt").run(steps=120)
 
 
 def _siblings(path):

@@ -27,6 +27,12 @@ G = np.array([0.0, 0.0, -9.81])
 H = 1e-3
 
 
+@pytest.fixture(autouse=True)
+def fake_stack():
+    with pf.registered():
+        yield
+
+
 def _sim(**params) -> Simulator:
     options = params.pop("model_options", None)
     scene = pf.falling_spheres.build(**params)
