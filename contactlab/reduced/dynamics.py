@@ -38,7 +38,7 @@ from contactlab.reduced.tree import Array, Tree
 def applied_wrenches(tree: Tree, kin: Kinematics) -> Array:
     """Gravity plus force elements (nb, 6): every maximal force except Coriolis."""
     scene = tree.scene
-    return asm.gravity_wrench(scene.spatial_inertia, scene.gravity, kin.E) + asm.force_wrench(
+    return asm.gravity_wrench(tree.scene_inertia, scene.gravity, kin.E) + asm.force_wrench(
         scene, kin.E, kin.phi
     )
 
@@ -54,15 +54,14 @@ def joint_forces(tree: Tree, q: Array, qdot: Array) -> Array:
 def mass_matrix(kin: Kinematics) -> Array:
     """``M_r = J^T M J`` (nq, nq) (seed 000, eq. 2.18)."""
     J = kin.J
-    m = kin.tree.scene.spatial_inertia.reshape(-1)
+    m = kin.tree.scene_inertia.reshape(-1)
     return J.T @ (m[:, None] * J)
 
 
 def reduced_forces(kin: Kinematics, tau: Array | None = None) -> Array:
     """``f_r = J^T (f_m - M Jdot qdot) + tau_joint + tau`` (nq,), computed in O(n)."""
     tree = kin.tree
-    scene = tree.scene
-    inertia = scene.spatial_inertia
+    inertia = tree.scene_inertia
     f_m = asm.coriolis(inertia, kin.phi) + applied_wrenches(tree, kin)
     f_m -= inertia * kin.bias_acceleration
     f = kin.JT_times(f_m) + joint_forces(tree, kin.q, kin.qdot)
@@ -118,8 +117,8 @@ def energies(kin: Kinematics) -> dict[str, float]:
     """Kinetic, gravitational, joint-spring and force-element energies [J]."""
     tree = kin.tree
     scene = tree.scene
-    kinetic = 0.5 * float(np.sum(scene.spatial_inertia * kin.phi**2))
-    gravity = asm.gravity_energy(scene.spatial_inertia, scene.gravity, kin.E)
+    kinetic = 0.5 * float(np.sum(tree.scene_inertia * kin.phi**2))
+    gravity = asm.gravity_energy(tree.scene_inertia, scene.gravity, kin.E)
     k = tree.per_dof("stiffness")
     spring = 0.5 * float(np.sum(k * (kin.q - tree.per_dof("rest")) ** 2))
     elements = asm.force_energy(scene, kin.E, kin.phi)

@@ -14,6 +14,7 @@ Coordinates ``q`` are the joints' coordinates concatenated in tree order;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -149,7 +150,29 @@ class Tree:
         )
 
     def per_dof(self, attribute: str, default: float = 0.0) -> Array:
-        """A per-joint scalar or vector attribute of the specs, expanded to (nq,)."""
+        """A per-joint scalar or vector attribute of the specs, expanded to (nq,).
+
+        The arrays are computed once per tree and returned read-only.
+        """
+        key = (attribute, default)
+        if key not in self._per_dof:
+            value = self._expand(attribute, default)
+            value.setflags(write=False)
+            self._per_dof[key] = value
+        return self._per_dof[key]
+
+    @cached_property
+    def scene_inertia(self) -> Array:
+        """(nb, 6) spatial inertia diagonals in scene body order (cached)."""
+        out = self.scene.spatial_inertia
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def _per_dof(self) -> dict[tuple[str, float], Array]:
+        return {}
+
+    def _expand(self, attribute: str, default: float) -> Array:
         out = np.full(self.nq, default)
         for i, s in enumerate(self.specs):
             value = getattr(s, attribute)
@@ -159,7 +182,7 @@ class Tree:
 
     def initial_coordinates(self) -> tuple[Array, Array]:
         """``q0`` and ``qdot0`` from the joint specs (zeros where not given)."""
-        return self.per_dof("q0"), self.per_dof("qdot0")
+        return self.per_dof("q0").copy(), self.per_dof("qdot0").copy()
 
     def check_coordinates(self, q: Array, name: str = "q") -> Array:
         """``q`` as a float array of shape (nq,), or a clear error."""
