@@ -311,7 +311,10 @@ class Simulator:
         return new_state, record
 
     def n_steps(self, steps: int | None = None, duration: float | None = None) -> int:
-        """Number of steps for ``steps`` or ``duration`` [s] (the scene's duration by default)."""
+        """Number of steps for ``steps`` or ``duration`` [s] (the scene's duration by default).
+
+        A duration is rounded to the nearest whole number of steps (at least one).
+        """
         if steps is not None and duration is not None:
             raise ConfigurationError("give either steps or duration, not both")
         if steps is not None:
