@@ -12,6 +12,7 @@ from contactlab.maximal.constraints import (
     constraint_class,
     constraint_kinds,
     register_constraint,
+    row_owners,
     scene_constraints,
     stack_rows,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "constraint_class",
     "constraint_kinds",
     "register_constraint",
+    "row_owners",
     "scene_constraints",
     "stack_rows",
 ]

@@ -193,52 +193,62 @@ class StackedRows:
     G : (m, 6 nb) sparse CSR rows.
     g : (m,) position-level errors.
     bias : (m,) ``Gdot Phi`` or ``None``.
-    owners : (m,) name of the joint/constraint owning each row.
     """
 
     G: sp.csr_matrix
     g: Array
     bias: Array | None
-    owners: NDArray[np.str_]
+
+
+def row_owners(constraints: Sequence[Constraint]) -> NDArray[np.str_]:
+    """(m,) name of the joint or constraint owning each stacked row."""
+    names = [name for con in constraints for name in con.row_owners()]
+    return np.array(names, dtype=str)
+
+
+def stack_errors(constraints: Sequence[Constraint], E: Array) -> Array:
+    """(m,) position-level errors of every constraint, without the rows."""
+    if not constraints:
+        return np.zeros(0)
+    return np.concatenate([con.error(E) for con in constraints])
 
 
 def stack_rows(
     constraints: Sequence[Constraint], E: Array, phi: Array, with_bias: bool = False
 ) -> StackedRows:
-    """Evaluate every constraint and assemble one sparse ``G`` (COO, vectorized per group)."""
+    """Evaluate every constraint and assemble one sparse ``G``.
+
+    The CSR arrays are written directly from the row blocks (6 entries per
+    row and involved body, world columns dropped), one vectorized pass per
+    constraint group.
+    """
     nb = E.shape[0]
-    rows_g, rows_bias, rows_i, cols, data, owners = [], [], [], [], [], []
-    offset = 0
+    gs, biases, counts, indices, data = [], [], [], [], []
     for con in constraints:
         r = con.evaluate(E, phi, with_bias)
         m = r.g.shape[0]
         if (
-            r.blocks.shape[:1] != (m,)
-            or r.blocks.shape[2:] != (6,)
+            r.blocks.ndim != 3
+            or r.blocks.shape[::2] != (m, 6)
             or r.bodies.shape != r.blocks.shape[:2]
         ):
             raise ConfigurationError(
                 f"constraint {con.name!r} returned blocks {r.blocks.shape} and bodies "
                 f"{r.bodies.shape} for {m} rows; expected (m, K, 6) and (m, K)"
             )
-        rows_g.append(r.g)
+        gs.append(r.g)
         if with_bias:
-            rows_bias.append(r.bias if r.bias is not None else con.bias(E, phi))
+            biases.append(r.bias if r.bias is not None else con.bias(E, phi))
         keep = r.bodies >= 0
-        row_index = np.broadcast_to(offset + np.arange(m)[:, None], r.bodies.shape)[keep]
-        rows_i.append(np.repeat(row_index, 6))
-        cols.append((6 * r.bodies[keep][:, None] + np.arange(6)).ravel())
+        counts.append(6 * keep.sum(axis=1))
+        indices.append((6 * r.bodies[keep][:, None] + np.arange(6)).ravel())
         data.append(r.blocks[keep].ravel())
-        owners.extend(con.row_owners())
-        offset += m
-    cat = np.concatenate if constraints else (lambda _: np.zeros(0))
+    if not constraints:
+        return StackedRows(
+            sp.csr_matrix((0, 6 * nb)), np.zeros(0), np.zeros(0) if with_bias else None
+        )
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
     G = sp.csr_matrix(
-        (cat(data), (cat(rows_i).astype(np.int64), cat(cols).astype(np.int64))),
-        shape=(offset, 6 * nb),
+        (np.concatenate(data), np.concatenate(indices), indptr), shape=(indptr.size - 1, 6 * nb)
     )
-    return StackedRows(
-        G,
-        cat(rows_g),
-        cat(rows_bias) if with_bias else None,
-        np.array(owners, dtype=str),
-    )
+    return StackedRows(G, np.concatenate(gs), np.concatenate(biases) if with_bias else None)

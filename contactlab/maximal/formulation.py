@@ -22,7 +22,14 @@ from contactlab import se3
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.maximal import assembly as asm
-from contactlab.maximal.constraints import Constraint, StackedRows, scene_constraints, stack_rows
+from contactlab.maximal.constraints import (
+    Constraint,
+    StackedRows,
+    row_owners,
+    scene_constraints,
+    stack_errors,
+    stack_rows,
+)
 from contactlab.maximal.kinematics import place_bodies
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -43,10 +50,15 @@ class MaximalFormulation(Formulation):
     stabilization : "velocity" (``G phi+ = -gamma g``, default),
         "acceleration" (eq. 1.82, second form) or "off" (``G phi+ = 0``).
         Factors come from ``scene.stabilization``; unset ones get the
-        dead-beat defaults ``gamma = 1/h``, ``alpha = 1/(2h)``, ``beta = 1/h``
-        (see :mod:`contactlab.maximal.assembly`).
+        defaults ``gamma = 1/h`` and ``alpha = beta = 10`` [1/s] (see
+        :mod:`contactlab.maximal.assembly` for why not ``1/h``).
     implicit : linearly implicit Euler (``M + hD - h^2 K``, eq. 1.30) for the
         force elements; ``None`` (default) turns it on when the scene has forces.
+    coriolis : "rotated" (default): the body momenta ``M phi`` are turned by
+        ``exp(-h [omega])``, first-order equal to seed 000 eq. 1.28's
+        ``M phi + h ad(phi)^T M phi`` but norm-preserving; "explicit": eq. 1.28
+        as printed, whose explicit gyroscopic terms add energy every step
+        (``|m nu|`` grows by ``sqrt(1 + h^2 |omega x nu|^2/|nu|^2)``).
     check_rank : check at the initial state that the constraint rows are
         independent and raise :class:`SingularSystemError` naming the
         redundant joints otherwise.
@@ -60,16 +72,21 @@ class MaximalFormulation(Formulation):
         stabilization: str = "velocity",
         implicit: bool | None = None,
         check_rank: bool = True,
+        coriolis: str = "rotated",
     ) -> None:
         super().__init__(scene)
         if stabilization not in ("velocity", "acceleration", "off"):
             raise ConfigurationError(
                 f"stabilization must be 'velocity', 'acceleration' or 'off', got {stabilization!r}"
             )
+        if coriolis not in ("rotated", "explicit"):
+            raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
         self.stabilization = stabilization
+        self.coriolis = coriolis
         self.implicit = bool(scene.forces) if implicit is None else bool(implicit)
         self.check_rank = check_rank
         self.constraints: list[Constraint] = scene_constraints(scene)
+        self.row_owners = row_owners(self.constraints)
         self.mass_diagonal = asm.mass_diagonal(scene)
 
     # -- state -----------------------------------------------------------
@@ -95,7 +112,9 @@ class MaximalFormulation(Formulation):
     # -- step ------------------------------------------------------------
     def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
         E, phi = state.E, state.phi
-        M, f = asm.free_momentum(self.scene, self.mass_diagonal, E, phi, h, self.implicit)
+        M, f = asm.free_momentum(
+            self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis
+        )
         b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
         rows = self.rows(E, phi, with_bias=b.form == "acceleration")
         rhs = asm.constraint_rhs(rows, phi, h, b)
@@ -113,7 +132,7 @@ class MaximalFormulation(Formulation):
             G=rows.G,
             g=rhs,
             directions=self.scene.contact.directions,
-            info={"row_owners": rows.owners, "constraint_error": rows.g},
+            info={"row_owners": self.row_owners, "constraint_error": rows.g},
             **extra,
         )
 
@@ -137,7 +156,7 @@ class MaximalFormulation(Formulation):
         lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
         ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
         L, H = lin.sum(axis=0), ang.sum(axis=0)
-        g = self.rows(E, phi).g if self.constraints else np.zeros(0)
+        g = stack_errors(self.constraints, E)
         return {
             "kinetic_energy": kinetic,
             "potential_energy": potential,
@@ -194,7 +213,7 @@ class MaximalFormulation(Formulation):
         dependent = self._dependent_rows(
             G @ sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
         )
-        names = list(dict.fromkeys(rows.owners[dependent].tolist()))
+        names = list(dict.fromkeys(self.row_owners[dependent].tolist()))
         raise SingularSystemError(
             f"the KKT system of scene {self.scene.name!r} is singular: the rows of "
             f"{', '.join(repr(n) for n in names)} repeat what other joints already constrain "

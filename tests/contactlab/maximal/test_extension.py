@@ -79,8 +79,12 @@ def test_bead_on_an_inclined_line_slides_with_g_dot_d(stabilization: str, spin: 
     if spin == 0.0:
         assert s == pytest.approx(a * h * h * n * (n + 1) / 2, rel=1e-9)
     assert s == pytest.approx(0.5 * a * (n * h) ** 2, rel=2 * h / (n * h))
-    # the drift of one step is O(h^2 |omega| |v|) ~ 1e-5 m with spin; Baumgarte keeps it there
-    assert np.abs(line.error(state.E)).max() < (1e-9 if spin == 0.0 else 25 * h * h)
+    # With spin the body origin moves on a helix within a step (E exp(h [phi])), a
+    # drift of O(h^2 |omega| |v|) ~ 1e-5 m per step: the dead-beat velocity form keeps
+    # it there (measured 1.4e-5 m), the softer acceleration form (alpha = beta = 10
+    # [1/s]) lets it build up to 7e-4 m over the 0.5 s.
+    bound = 1e-9 if spin == 0.0 else (25 * h * h if stabilization == "velocity" else 2e-3)
+    assert np.abs(line.error(state.E)).max() < bound
 
 
 def test_registered_kind_can_serve_as_a_joint_kind() -> None:

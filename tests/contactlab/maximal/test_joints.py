@@ -78,14 +78,14 @@ def joint_rows(scene: Scene, E, phi, bias=False):
 @pytest.mark.parametrize("world", [False, True])
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_rows_are_the_exact_time_derivative_of_the_error(kind: str, world: bool) -> None:
-    rng = np.random.default_rng(hash((kind, world)) % 2**32)
+    rng = np.random.default_rng(sorted(KINDS).index(kind) + 100 * world)
     scene = two_body_scene(kind, world, rng)
     for _ in range(3):
         E = se3.random_transform(rng, 2)
         phi = rng.standard_normal((2, 6))
         rows = joint_rows(scene, E, phi, bias=True)
 
-        def g_at(t: float) -> np.ndarray:
+        def g_at(t: float, E=E, phi=phi) -> np.ndarray:
             return joint_rows(scene, E @ se3.exp_se3(t * phi), phi).g
 
         d1 = (g_at(1e-6) - g_at(-1e-6)) / 2e-6
