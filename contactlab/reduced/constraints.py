@@ -488,9 +488,7 @@ def simulate_constrained(
     return ConstrainedTrajectory(sol.t, sol.y[:nq].T, sol.y[nq:].T, sol.nfev)
 
 
-def constraint_errors(
-    tree: Tree, constraints: Sequence[Any], q: Array, t: float = 0.0
-) -> Array:
+def constraint_errors(tree: Tree, constraints: Sequence[Any], q: Array, t: float = 0.0) -> Array:
     """Position errors of every constraint at ``q`` (violations for limits)."""
     kin = forward_kinematics(tree, q)
     parts = [c.rows(tree, kin, 1.0, t)[2] for c in constraints]

@@ -16,8 +16,8 @@ joints never drift.
 
 Bilateral and unilateral rows other than contact (loop closures, couplings,
 prescribed motion, joint limits) plug in as :class:`ReducedConstraint`
-objects; the ones the scene declares are not built yet, and a scene that
-needs them is refused with a message rather than simulated wrongly.
+objects; the scene's loop-closing joints and ``Scene.constraints`` are built
+by :mod:`contactlab.reduced.constraints`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.errors import IncompatibleError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
@@ -51,8 +50,10 @@ class ReducedConstraint(ABC):
     unilateral: bool = False
 
     @abstractmethod
-    def rows(self, tree: Tree, kin: Kinematics, h: float) -> tuple[Array, Array, Array]:
-        """``(rows (m, nq), rhs (m,), position error (m,))`` at the current state."""
+    def rows(
+        self, tree: Tree, kin: Kinematics, h: float, t: float = 0.0
+    ) -> tuple[Array, Array, Array]:
+        """``(rows (m, nq), rhs (m,), position error (m,))`` at the state at time ``t`` [s]."""
 
 
 @register_formulation("reduced")
@@ -66,6 +67,9 @@ class ReducedFormulation(Formulation):
         (``M_r + h D_r - h^2 K_r``, eq. 2.75); default on.
     joint_torque : applied joint forces ``tau(t, q, qdot)`` (nq,) [N m or N].
     constraints : extra :class:`ReducedConstraint` rows.
+    stabilization : Baumgarte form of the loop closures and the scene's
+        constraints (:mod:`contactlab.reduced.constraints`): "velocity",
+        "acceleration" or "off".
     """
 
     has_joint_drift = False
@@ -76,20 +80,16 @@ class ReducedFormulation(Formulation):
         implicit: bool = True,
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
+        stabilization: str = "velocity",
     ) -> None:
         super().__init__(scene)
         self.tree = Tree.from_scene(scene)
-        if self.tree.loop_joints or scene.constraints:
-            names = [j.name for j in self.tree.loop_joints] + [
-                type(c).__name__ for c in scene.constraints
-            ]
-            raise IncompatibleError(
-                f"scene {scene.name!r} has loop closures or constraints {names} that the reduced "
-                "formulation does not enforce yet; run it with formulation 'maximal'"
-            )
+        from contactlab.reduced.constraints import scene_constraints
+
         self.implicit = bool(implicit)
-        self.joint_torque = joint_torque
-        self.constraints = list(constraints)
+        # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
+        self.joint_torque = joint_torque or scene.extras.get("joint_torque")
+        self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
@@ -116,8 +116,8 @@ class ReducedFormulation(Formulation):
             M = M_r + h * terms.D - h * h * terms.K
             f = f + h * (terms.D @ qdot)
         rows: dict[str, Any] = {}
-        bil = [c.rows(tree, kin, h) for c in self.constraints if not c.unilateral]
-        uni = [c.rows(tree, kin, h) for c in self.constraints if c.unilateral]
+        bil = [c.rows(tree, kin, h, state.t) for c in self.constraints if not c.unilateral]
+        uni = [c.rows(tree, kin, h, state.t) for c in self.constraints if c.unilateral]
         if bil:
             rows["G"] = sp.csr_matrix(np.vstack([r[0] for r in bil]))
             rows["g"] = np.concatenate([r[1] for r in bil])
@@ -138,7 +138,11 @@ class ReducedFormulation(Formulation):
             f=f,
             v=qdot,
             directions=self.scene.contact.directions,
-            info={"coordinates": "reduced", "nq": tree.nq},
+            info={
+                "coordinates": "reduced",
+                "nq": tree.nq,
+                "constraint_rows": [len(r[1]) for r in bil],
+            },
             **rows,
         )
 
@@ -160,7 +164,7 @@ class ReducedFormulation(Formulation):
         lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
         ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
         L, H = lin.sum(axis=0), ang.sum(axis=0)
-        errors = [np.abs(c.rows(self.tree, kin, 1.0)[2]) for c in self.constraints]
+        errors = [np.abs(c.rows(self.tree, kin, 1.0, state.t)[2]) for c in self.constraints]
         drift = max((float(x.max()) for x in errors if x.size), default=0.0)
         return {
             "kinetic_energy": e["kinetic_energy"],

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
-from contactlab.errors import IncompatibleError
 from contactlab.formulation import make_formulation
 from contactlab.problem import StepSolution
 from contactlab.reduced import (
@@ -70,8 +69,8 @@ def test_reduced_and_maximal_converge_to_the_same_trajectory() -> None:
     assert 1.7 < gap[0] / gap[1] < 2.3, gap
 
 
-def test_loop_closures_are_refused_until_supported() -> None:
+def test_loop_closures_become_constraint_rows() -> None:
     scene = chain(2)
     loop = JointSpec("close", "revolute", None, "link1", closes_loop=True)
-    with pytest.raises(IncompatibleError, match="formulation 'maximal'"):
-        make_formulation("reduced", scene.with_(joints=scene.joints + (loop,)))
+    form = make_formulation("reduced", scene.with_(joints=scene.joints + (loop,)))
+    assert [c.name for c in form.constraints] == ["close"]  # type: ignore[attr-defined]
