@@ -160,6 +160,45 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_studies(p: argparse.ArgumentParser) -> None:
+    p.add_argument("numbers", type=int, nargs="*", help="study numbers (default: all)")
+    p.add_argument("--short", action="store_true", help="the quick versions (the demo)")
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=Path("results/studies"),
+        help="folder of the study specifications (results/studies)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the reports under this folder instead of next to the specs",
+    )
+    p.add_argument("--workers", type=int, default=None, help="local worker processes")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _cmd_studies(args: argparse.Namespace) -> int:
+    from contactlab.experiments.studies import STUDIES, get_study, run_study
+
+    numbers = args.numbers or list(STUDIES)
+    for number in numbers:
+        out = None if args.out is None else args.out / get_study(number).folder
+        report = run_study(
+            number,
+            root=args.root,
+            out=out,
+            short=args.short,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            quiet=args.quiet,
+        )
+        print(f"study {number}: {report / 'README.md'}")
+    return 0
+
+
 register_command(
     "compare",
     "run every fitting formulation x model x solver on a scenario",
@@ -177,4 +216,10 @@ register_command(
     "animate a run (GIF, MP4) or write an interactive HTML viewer",
     _setup_render,
     _cmd_render,
+)
+register_command(
+    "studies",
+    "run the reproduced studies (results/studies); --short for the demo versions",
+    _setup_studies,
+    _cmd_studies,
 )

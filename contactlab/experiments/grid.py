@@ -21,6 +21,15 @@ Format (every list is a grid dimension; a scalar is a fixed value)::
     params = { n = [2, 4] }      # grid over the scenario's parameters
     models = ["frictionless"]    # any [sweep] key may be overridden per scenario
 
+A ``[short]`` table makes a quick version of the same sweep (``short=True``):
+its ``sweep`` table overrides keys of ``[sweep]`` and its ``scenarios`` list,
+when given, replaces ``[[scenarios]]``::
+
+    [short.sweep]
+    duration = 0.2
+    [[short.scenarios]]
+    name = "box-stack"
+
 A combination that does not fit (the model cannot be solved by the solver,
 the scenario lacks the formulation) is not a run: it is listed with the
 reason in the sweep's ``skipped.csv``.
@@ -117,6 +126,12 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
     """Expand a parsed specification into a :class:`Grid` (see the module docstring)."""
     from contactlab.scenario import get_scenario
 
+    extra_tables = set(data) - {"sweep", "scenarios", "model_options", "short"}
+    if extra_tables:
+        raise ConfigurationError(
+            f"the sweep specification has unknown tables {sorted(extra_tables)}; known: "
+            "[sweep], [[scenarios]], [model_options], [short]"
+        )
     top = dict(data.get("sweep", {}))
     unknown = set(top) - SWEEP_KEYS
     if unknown:
@@ -159,7 +174,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         for params, form, model, options, solver, dt, seed in dims:
             spec = RunSpec(
                 sc.name,
-                sc.resolve(params),
+                sc.resolve({k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}),
                 form,
                 model,
                 solver,
@@ -204,10 +219,30 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
     )
 
 
-def load_grid(path: Path | str, out: Path | str | None = None) -> Grid:
-    """Read and expand the TOML file at ``path``; relative ``out`` is against its folder."""
+def shorten(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The specification with its ``[short]`` overrides applied (see the module docstring)."""
+    short = dict(data.get("short", {}))
+    if not short:
+        raise ConfigurationError("the sweep specification has no [short] table for a short run")
+    bad = set(short) - {"sweep", "scenarios"}
+    if bad:
+        raise ConfigurationError(f"[short] has unknown keys {sorted(bad)}; known: sweep, scenarios")
+    out = dict(data)
+    out["sweep"] = {**data.get("sweep", {}), **short.get("sweep", {})}
+    if "scenarios" in short:
+        out["scenarios"] = short["scenarios"]
+    return out
+
+
+def load_grid(path: Path | str, out: Path | str | None = None, short: bool = False) -> Grid:
+    """Read and expand the TOML file at ``path``; relative ``out`` is against its folder.
+
+    ``short`` applies the specification's ``[short]`` overrides.
+    """
     path = Path(path)
     data = load_spec(path)
+    if short:
+        data = shorten(data)
     grid = expand(data, path.parent, out)
     if out is None and "out" not in data.get("sweep", {}):
         grid.out = path.parent / path.stem

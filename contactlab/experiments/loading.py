@@ -4,7 +4,10 @@
 >>> res.kind, res.steps.columns[:3].tolist()               # doctest: +SKIP
 ('run', ['t', 'kinetic_energy', 'potential_energy'])
 
-A **run** folder holds ``summary.json``, ``steps.csv`` and ``trajectory.npz``;
+A **run** folder holds ``summary.json``, ``steps.csv`` and ``trajectory.npz``
+and loads as :class:`contactlab.results.RunData` (``summary`` dict, ``steps``
+DataFrame, ``trajectory`` dict of arrays: ``t``, ``body_names``,
+``position`` (T+1, nb, 3), ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6));
 a **comparison** folder ``comparison.csv`` and one run folder per
 combination under ``runs/``; a **sweep** folder ``sweep.parquet`` (or
 ``sweep.csv``) and its runs under ``runs/``.
@@ -17,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from contactlab.errors import ConfigurationError
+from contactlab.results import RunData
 
 RUN_FILES = ("summary.json", "steps.csv", "trajectory.npz")
 
@@ -43,27 +46,6 @@ def folder_kind(folder: Path | str) -> str:
 
 
 @dataclass
-class RunResults:
-    """A run folder: ``summary`` (dict), ``steps`` (one row per step) and ``trajectory``.
-
-    ``trajectory`` maps ``t`` (T+1,), ``body_names`` (nb,), ``position``
-    (T+1, nb, 3), ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) and,
-    in reduced runs, ``q`` and ``qdot``.  A failed run has an empty ``steps``
-    and ``trajectory``.
-    """
-
-    folder: Path
-    summary: dict[str, Any]
-    steps: pd.DataFrame
-    trajectory: dict[str, np.ndarray] = field(default_factory=dict)
-    kind: str = "run"
-
-    @property
-    def failed(self) -> bool:
-        return self.steps.empty
-
-
-@dataclass
 class TableResults:
     """A comparison or sweep folder: its table and lazy access to its runs."""
 
@@ -73,26 +55,26 @@ class TableResults:
     aggregates: pd.DataFrame | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def run(self, index: int) -> RunResults:
+    def run(self, index: int) -> RunData:
         """The run of row ``index`` of the table."""
         return load_run_folder(self.folder / str(self.table.iloc[index]["folder"]))
 
 
-def load_run_folder(folder: Path | str) -> RunResults:
-    """Read a run folder (see :class:`RunResults`)."""
+def load_run_folder(folder: Path | str) -> RunData:
+    """Read a run folder with :func:`contactlab.results.load_run`.
+
+    A run that failed before its first step has only ``summary.json``; it
+    loads with an empty ``steps`` table and no trajectory.
+    """
+    from contactlab.results import load_run
+
     folder = Path(folder)
     summary_path = folder / "summary.json"
     if not summary_path.exists():
         raise ConfigurationError(f"{str(folder)!r} holds no summary.json; it is not a run folder")
-    summary = json.loads(summary_path.read_text())
-    steps_path = folder / "steps.csv"
-    steps = pd.read_csv(steps_path) if steps_path.exists() else pd.DataFrame()
-    trajectory: dict[str, np.ndarray] = {}
-    traj_path = folder / "trajectory.npz"
-    if traj_path.exists():
-        with np.load(traj_path, allow_pickle=False) as data:
-            trajectory = {k: data[k] for k in data.files}
-    return RunResults(folder, summary, steps, trajectory)
+    if (folder / "steps.csv").exists():
+        return load_run(folder)
+    return RunData(folder, json.loads(summary_path.read_text()), pd.DataFrame(), {})
 
 
 def load_table(folder: Path | str) -> TableResults:
@@ -105,7 +87,7 @@ def load_table(folder: Path | str) -> TableResults:
     return res
 
 
-def load_results(folder: Path | str) -> RunResults | TableResults:
+def load_results(folder: Path | str) -> RunData | TableResults:
     """Load a run, comparison or sweep folder (detected by its files)."""
     folder = Path(folder)
     kind = folder_kind(folder)

@@ -20,8 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
-from contactlab.experiments.loading import RunResults, load_run_folder
+from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.wireframe import SceneWireframe, scene_wireframe
+from contactlab.results import RunData
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -84,7 +85,7 @@ def contact_points(scene: Scene, position: Array, rotation: Array) -> tuple[Arra
 
 
 def _limits(
-    wire: SceneWireframe, run: RunResults, rows: NDArray[np.int64], camera: Camera
+    wire: SceneWireframe, run: RunData, rows: NDArray[np.int64], camera: Camera
 ) -> tuple[Array, Array]:
     pos, rot = run.trajectory["position"], run.trajectory["rotation"]
     pts = [camera.project(wire.static.reshape(-1, 3))] if wire.static.size else []
@@ -98,7 +99,7 @@ def _limits(
 
 
 def draw_frames(
-    run: RunResults,
+    run: RunData,
     scene: Scene,
     camera: Camera,
     rows: NDArray[np.int64],

@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contactlab.errors import ContactlabError, IncompatibleError, UnknownNameError
+from contactlab.errors import (
+    ConfigurationError,
+    ContactlabError,
+    IncompatibleError,
+    UnknownNameError,
+)
 from contactlab.experiments.spec import RunSpec
 
 SUMMARY = "summary.json"
@@ -95,7 +100,10 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
-    fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
+    try:
+        fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
+    except ConfigurationError as err:
+        raise IncompatibleError(f"model {spec.model!r} does not take these options: {err}") from err
     if fitting and spec.solver not in fitting:
         raise IncompatibleError(
             f"model {spec.model!r} cannot be solved by {spec.solver!r}; backends that fit: "

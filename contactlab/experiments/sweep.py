@@ -219,6 +219,7 @@ def sweep(
     workers: int | None = None,
     out: Path | str | None = None,
     quiet: bool = False,
+    short: bool = False,
 ) -> SweepResult:
     """Run the sweep described by the TOML file ``spec_path`` (see :mod:`.grid`).
 
@@ -229,8 +230,9 @@ def sweep(
     workers : local worker processes (default: CPU count; 1 = in this process).
     out : output folder, overriding the specification's ``out``.
     quiet : no progress bar.
+    short : apply the specification's ``[short]`` overrides (a quick version).
     """
-    grid = load_grid(spec_path, out)
+    grid = load_grid(spec_path, out, short)
     return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet)
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactlab.experiments.loading import RunResults
 from contactlab.experiments.runner import SUCCESS_STATUSES
+from contactlab.results import RunData
 
 #: run statuses of runs that did not complete
 FAILED_STATUSES = frozenset({"failed"})
@@ -92,7 +92,7 @@ FROM_AGGREGATES = {
 }
 
 
-def run_metrics(run: RunResults) -> dict[str, Any]:
+def run_metrics(run: RunData) -> dict[str, Any]:
     """The metric columns (module docstring) of one run."""
     summary, steps = run.summary, run.steps
     status = str(summary.get("status", "unknown"))

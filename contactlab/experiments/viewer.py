@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.experiments.loading import RunResults
 from contactlab.experiments.wireframe import scene_wireframe
+from contactlab.results import RunData
 from contactlab.scene import Scene
 
 DIGITS = 5
@@ -130,7 +130,7 @@ def _flat(values: NDArray[Any]) -> list[float]:
 
 
 def viewer_payload(
-    run: RunResults, scene: Scene, rows: NDArray[np.int64], contacts: bool = False
+    run: RunData, scene: Scene, rows: NDArray[np.int64], contacts: bool = False
 ) -> dict[str, Any]:
     """The JSON data the page draws: wireframes, poses of ``rows``, optional contacts."""
     pos, rot, t = (run.trajectory[k] for k in ("position", "rotation", "t"))
@@ -156,7 +156,7 @@ def viewer_payload(
 
 
 def write_viewer(
-    run: RunResults, scene: Scene, rows: NDArray[np.int64], out: Path, contacts: bool = False
+    run: RunData, scene: Scene, rows: NDArray[np.int64], out: Path, contacts: bool = False
 ) -> Path:
     """Write the viewer page for ``rows`` of ``run`` to ``out``."""
     data = json.dumps(viewer_payload(run, scene, rows, contacts), separators=(",", ":"))

@@ -1,0 +1,153 @@
+"""The reproduced studies: a sweep specification each, plus the analysis that measures the fact.
+
+A study lives in ``results/studies/<n>-<slug>/``: ``spec.toml`` (the grid),
+and, after :func:`run_study`, ``README.md`` (expected outcome, what was
+measured, the command that regenerates it), ``measurements.csv``, the
+sweep's ``sweep.csv`` and ``aggregates.csv``, and ``plots/``.  The runs
+themselves (trajectories) go to ``results/scratch/studies/`` (not
+committed); re-running the command resumes from them.
+
+``contactlab studies 1 4 --short`` runs the ``[short]`` versions of the
+specifications (the demo).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from contactlab.errors import ConfigurationError
+from contactlab.experiments import analyses as A
+from contactlab.experiments.grid import load_grid
+from contactlab.experiments.sweep import run_grid
+
+ROOT = Path("results") / "studies"
+SCRATCH = Path("results") / "scratch" / "studies"
+
+#: an analysis reads the sweep table and folder and writes plots into ``out/plots``;
+#: it returns the measurements table and the markdown of its findings
+Analysis = Callable[[pd.DataFrame, Path, Path], tuple[pd.DataFrame, str]]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A reproduced study: number, folder name, title, the expected outcome and its analysis."""
+
+    number: int
+    slug: str
+    title: str
+    expected: str
+    analysis: Analysis
+
+    @property
+    def folder(self) -> str:
+        return f"{self.number}-{self.slug}"
+
+
+STUDIES: dict[int, Study] = {
+    s.number: s
+    for s in (
+        Study(1, "stick-slip", "Stick/slip threshold on an incline", A.EXPECTED_1, A.stick_slip),
+        Study(
+            2,
+            "anitescu-hart-gap",
+            "Anitescu–Hart separation while sliding",
+            A.EXPECTED_2,
+            A.anitescu_hart_gap,
+        ),
+        Study(
+            3,
+            "cone-discretization",
+            "Friction-cone discretization",
+            A.EXPECTED_3,
+            A.cone_discretization,
+        ),
+        Study(
+            4,
+            "solver-comparison",
+            "Solver comparison on stacks and piles",
+            A.EXPECTED_4,
+            A.solver_comparison,
+        ),
+        Study(5, "baumgarte", "Baumgarte stabilization of joint drift", A.EXPECTED_5, A.baumgarte),
+        Study(
+            7,
+            "redmax-scenes",
+            "REDMAX reference scenes, maximal versus reduced",
+            A.EXPECTED_7,
+            A.redmax_scenes,
+        ),
+    )
+}
+
+
+def get_study(number: int) -> Study:
+    if number not in STUDIES:
+        raise ConfigurationError(
+            f"no study {number}; the reproduced studies are {', '.join(map(str, STUDIES))}"
+        )
+    return STUDIES[number]
+
+
+def run_study(
+    number: int,
+    root: Path | str = ROOT,
+    out: Path | str | None = None,
+    scratch: Path | str = SCRATCH,
+    short: bool = False,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    quiet: bool = False,
+) -> Path:
+    """Run (or resume) study ``number`` and write its report; return the report folder.
+
+    Parameters
+    ----------
+    root : folder holding ``<n>-<slug>/spec.toml``.
+    out : report folder; default the study's folder under ``root``.
+    scratch : where the sweep's runs are kept (``<scratch>/<n>-<slug>[-short]``).
+    short : the ``[short]`` version of the specification.
+    workers, scheduler : as for :func:`contactlab.experiments.sweep.sweep`.
+    """
+    study = get_study(number)
+    spec = Path(root) / study.folder / "spec.toml"
+    report = Path(out) if out is not None else Path(root) / study.folder
+    sweep_dir = Path(scratch) / (study.folder + ("-short" if short else ""))
+    start = time.perf_counter()
+    grid = load_grid(spec, sweep_dir, short=short)
+    result = run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet)
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "plots").mkdir(exist_ok=True)
+    for name in ("sweep.csv", "aggregates.csv", "aggregates.md", "skipped.csv"):
+        if (sweep_dir / name).exists():
+            shutil.copyfile(sweep_dir / name, report / name)
+    for png in (sweep_dir / "plots").glob("*.png"):
+        shutil.copyfile(png, report / "plots" / png.name)
+    measured, findings = study.analysis(result.table, sweep_dir, report)
+    measured.to_csv(report / "measurements.csv", index=False)
+    command = f"contactlab studies {number}" + (" --short" if short else "")
+    incomplete = (
+        f"\n**Incomplete:** {len(result.incomplete)} runs did not finish; run the command "
+        "again to complete them.\n"
+        if result.incomplete
+        else ""
+    )
+    (report / "README.md").write_text(
+        f"# Study {number}: {study.title}\n\n"
+        f"Regenerate: `{command}` (specification: `{spec.as_posix()}`"
+        f"{', short version' if short else ''}). "
+        f"{len(result.table)} runs, {len(grid.skipped)} combinations that do not fit "
+        f"(`skipped.csv`); {time.perf_counter() - start:.0f} s on this machine.\n{incomplete}\n"
+        f"## Expected\n\n{study.expected}\n\n## Measured\n\n{findings}\n"
+    )
+    return report
+
+
+def run_studies(numbers: Sequence[int], **kwargs: object) -> list[Path]:
+    """Run several studies in turn (see :func:`run_study`)."""
+    return [run_study(n, **kwargs) for n in numbers]  # type: ignore[arg-type]
