@@ -142,6 +142,8 @@ class BoxFriction(SolvingModel):
             z_new = self.run(qp, warm).x[: rows.m]
             if not np.all(np.isfinite(z_new)):
                 return z_new, outer, "numerical_error"
+            if n_idx.size == 0:  # no contacts, no bounds to iterate on
+                return z_new, outer, "optimal"
             if z is not None:
                 # the impulse change in the M^-1 norm (the velocity change it causes);
                 # normal impulses may drift where they are not unique without effect

@@ -175,6 +175,23 @@ class SolvingModel(ContactModel):
     def run(self, problem: QP | LCP, warm: Any = None) -> SolverResult:
         """Solve one inner problem through the solver layer and record the result."""
         opts = self.options
+        if problem.n == 0:
+            # a dual problem of a step without constraint rows: nothing to solve
+            res = SolverResult(
+                np.zeros(0),
+                np.zeros(0) if isinstance(problem, QP) else None,
+                "optimal",
+                "empty problem (no constraint rows): nothing to solve",
+                0,
+                0.0,
+                0.0,
+                0.0,
+                {"primal": 0.0, "dual": 0.0, "complementarity": 0.0},
+                self.backend.name,
+                w=np.zeros(0) if isinstance(problem, LCP) else None,
+            )
+            self._results.append(res)
+            return res
         if warm is not None and not self.backend.supports_warm_start:
             warm = None
         res = solvers.solve(

@@ -106,3 +106,22 @@ def test_aliases_are_listed_with_their_target() -> None:
 def test_models_declare_their_problem_forms() -> None:
     for name in MODELS:
         assert set(_MODELS[name].forms) <= {"qp", "lcp"} and _MODELS[name].forms
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_steps_without_contacts_reduce_to_the_kkt_solution(name: str) -> None:
+    """No contacts: every model gives M v = f + G^T lambda_G, G v = g (free body: v = M^-1 f)."""
+    M = sp.diags([1.0, 2.0, 3.0, 4.0, 4.0, 4.0])
+    f = np.arange(6.0)
+    G = sp.csr_matrix(np.eye(6)[:2])
+    free = StepProblem(h=0.01, M=M, f=f, v=np.zeros(6))
+    joint = StepProblem(h=0.01, M=M, f=f, v=np.zeros(6), G=G, g=np.ones(2))
+    for solver in _MODELS[name].compatible_solvers()[:3]:
+        model = make_model(name, solver)
+        tol = 10 * solvers.get_backend(solver).tolerance
+        s = model.solve(free, {})
+        assert s.status == "optimal"
+        np.testing.assert_allclose(s.v, f / M.diagonal(), atol=tol)
+        s = model.solve(joint, {})
+        np.testing.assert_allclose(s.v, [1, 1, 2 / 3, 0.75, 1.0, 1.25], atol=tol)
+        np.testing.assert_allclose(M @ s.v, f + G.T @ s.lambda_G, atol=tol)
