@@ -423,7 +423,8 @@ def constrained_acceleration(
                 "the constrained KKT system is singular: the constraint rows are dependent "
                 "(a loop closed with too many rows, or two constraints on the same motion)"
             ) from err
-        return x[: tree.nq], x[tree.nq :]
+        # the symmetric KKT matrix carries -lambda: M qddot = f + G^T lambda
+        return x[: tree.nq], -x[tree.nq :]
     if method != "dual":
         raise ConfigurationError(f"method must be 'dense' or 'dual', got {method!r}")
     free = forward_dynamics_recursive(tree, q, qdot, tau)
