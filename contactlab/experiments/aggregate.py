@@ -141,6 +141,11 @@ def solver_table(
     return table
 
 
+def key_column(df: pd.DataFrame, columns: Sequence[str], sep: str) -> pd.Series:
+    """Row-wise text key of ``columns`` (missing values spelled out, not dropped)."""
+    return df[list(columns)].apply(lambda col: col.map(str)).agg(sep.join, axis=1)
+
+
 def cost_matrix(
     df: pd.DataFrame,
     solver_cols: Sequence[str],
@@ -149,10 +154,8 @@ def cost_matrix(
     success: str = "success",
 ) -> pd.DataFrame:
     """(problems, solvers) cost table with ``inf`` for failures and for runs not made."""
-    solver_key = df[list(solver_cols)].astype(str).agg("/".join, axis=1)
-    problem_key = (
-        df[list(problem_cols)].astype(str).agg("|".join, axis=1) if problem_cols else "all"
-    )
+    solver_key = key_column(df, solver_cols, "/")
+    problem_key = key_column(df, problem_cols, "|") if problem_cols else "all"
     value = np.where(df[success].astype(bool), df[cost].astype(float), np.inf)
     table = pd.DataFrame({"problem": problem_key, "solver": solver_key, "cost": value})
     return table.pivot_table(

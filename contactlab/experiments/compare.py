@@ -131,11 +131,10 @@ def compare(
         outcome = execute(spec, folder / "runs" / name, plots=run_plots)
         row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
         row.update(run_metrics(load_run_folder(outcome.folder)))
-        row["error"] = outcome.error
         row["folder"] = f"runs/{name}"
         rows.append(row)
 
-    table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["error", "folder"])
+    table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
     table.to_csv(folder / "comparison.csv", index=False)
     skipped_df.to_csv(folder / "skipped.csv", index=False)
@@ -172,10 +171,12 @@ def comparison_markdown(
         lines.append(markdown_table(table, [c for c in MD_COLUMNS if c in table]))
     else:
         lines.append("No combination fits.\n")
-    failed = table[table["error"].astype(str).str.len() > 0] if len(table) else table
+    failed = table[table["status"] == "failed"] if len(table) else table
     if len(failed):
         lines += ["", "## Runs that failed", ""]
-        lines += [f"- {r.formulation}/{r.model}/{r.solver}: {r.error}" for r in failed.itertuples()]
+        lines += [
+            f"- {r.formulation}/{r.model}/{r.solver}: {r.message}" for r in failed.itertuples()
+        ]
     if len(skipped):
         lines += ["", "## Combinations that do not fit", ""]
         lines += [

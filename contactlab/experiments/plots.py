@@ -21,7 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from contactlab.experiments.aggregate import cost_matrix, performance_profile, profile_taus  # noqa: E402
+from contactlab.experiments.aggregate import (  # noqa: E402
+    cost_matrix,
+    key_column,
+    performance_profile,
+    profile_taus,
+)
 from contactlab.experiments.loading import (  # noqa: E402
     folder_kind,
     load_run_folder,
@@ -116,7 +121,7 @@ def plot_profile(
 
 def plot_aggregates(aggregates: pd.DataFrame, solver_cols: list[str], path: Path) -> Path:
     """Bars of success rate and relative shifted geometric mean of time per solver."""
-    labels = aggregates[solver_cols].astype(str).agg("/".join, axis=1)
+    labels = key_column(aggregates, solver_cols, "/")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 0.4 * len(labels) + 2))
     ax1.barh(labels, aggregates["success_rate"] * 100)
     ax1.set_xlabel("success rate [%]")

@@ -142,7 +142,9 @@ def run_study(
         f"Regenerate: `{command}` (specification: `{spec.as_posix()}`"
         f"{', short version' if short else ''}). "
         f"{len(result.table)} runs, {len(grid.skipped)} combinations that do not fit "
-        f"(`skipped.csv`); {time.perf_counter() - start:.0f} s on this machine.\n{incomplete}\n"
+        f"(`skipped.csv`); this invocation took {time.perf_counter() - start:.0f} s on a "
+        "2-core machine (runs already on disk are reused).\n"
+        f"{incomplete}\n"
         f"## Expected\n\n{study.expected}\n\n## Measured\n\n{findings}\n"
     )
     return report

@@ -20,6 +20,7 @@ max_complementarity, max_cone_violation, max_dissipation_violation : the
     largest per-step normal complementarity [N s m/s], friction-cone
     violation [N s] and maximal-dissipation violation [N s].
 success : the run completed and every step succeeded.
+message : why the run stopped, when it failed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ METRIC_COLUMNS = (
     "max_dissipation_violation",
     "steps",
     "success",
+    "message",
 )
 
 #: how "best" is judged per column in readable tables
@@ -97,7 +99,13 @@ def run_metrics(run: RunData) -> dict[str, Any]:
     summary, steps = run.summary, run.steps
     status = str(summary.get("status", "unknown"))
     row: dict[str, Any] = dict.fromkeys(METRIC_COLUMNS, float("nan"))
-    row.update(status=status, steps=int(len(steps)), success=False, step_success_rate=0.0)
+    row.update(
+        status=status,
+        steps=int(len(steps)),
+        success=False,
+        step_success_rate=0.0,
+        message=str(summary.get("message") or ""),
+    )
     row["wall_time_s"] = float((summary.get("experiment") or {}).get("wall_time_s", np.nan))
     aggregates = summary.get("aggregates") or {}
     for column, (key, scale) in FROM_AGGREGATES.items():

@@ -110,3 +110,27 @@ def test_interrupted_sweep_loses_no_finished_run(
     assert not list(runs.glob(".*"))  # no temporary folder left behind
     for row in second.table.itertuples():
         assert recorded_hash(runs / Path(row.folder).name) == row.spec_hash
+
+
+def test_grid_expansion_overrides_and_short_version(tmp_path: Path, fake_scenarios: None) -> None:
+    from contactlab.experiments.grid import load_grid
+
+    spec = tmp_path / "grid.toml"
+    spec.write_text(
+        '[sweep]\nmodels = ["exp-qp"]\nsolvers = ["kkt", "osqp"]\nseeds = [0, 1]\n'
+        '[[scenarios]]\nname = "exp-fall"\nparams = { height = [1, 2], v0x = 0.0 }\n'
+        '[[scenarios]]\nname = "exp-fall"\nsolvers = ["kkt"]\n'
+        'model_options = { crash_file = ["a", "b", "c"] }\n'
+        "[short.sweep]\nseeds = 0\n"
+        '[[short.scenarios]]\nname = "exp-fall"\n'
+    )
+    grid = load_grid(spec)
+    # 2 heights x 2 solvers x 2 seeds, then 3 option values x 1 solver x 2 seeds
+    assert len(grid.runs) == 8 + 6 and grid.out == tmp_path / "grid"
+    first = grid.runs[0]
+    assert first.params == {"height": 1.0, "v0x": 0.0, "mass": 1.5, "box": False}
+    assert isinstance(first.params["height"], float)  # parsed to the parameter's type
+    assert {r.model_options.get("crash_file") for r in grid.runs[8:]} == {"a", "b", "c"}
+    assert len({r.digest() for r in grid.runs}) == 14  # every run its own folder
+    short = load_grid(spec, short=True)
+    assert len(short.runs) == 2  # defaults, 2 solvers, one seed
