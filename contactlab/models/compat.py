@@ -37,6 +37,7 @@ import numpy as np
 import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import ContactModel
+from contactlab.models.common import worst_status
 from solvers import LCP, QP, SolverResult
 from solvers.registry import ALIASES
 
@@ -128,6 +129,7 @@ class SolvingModel(ContactModel):
         self.backend = backend
         self.route = next(r for r in self.routes(**merged) if fits_route(r, solver))
         self._results: list[SolverResult] = []
+        self._suspect = False
 
     @classmethod
     def merged_options(cls, **options: Any) -> dict[str, Any]:
@@ -203,12 +205,30 @@ class SolvingModel(ContactModel):
             **(opts["solver_settings"] or {}),
         )
         self._results.append(res)
+        if res.status in ("optimal", "optimal_inaccurate") and not self._plausible(problem, res):
+            self._suspect = True
         return res
+
+    def _plausible(self, problem: QP | LCP, res: SolverResult) -> bool:
+        """Whether a result claimed optimal has residuals near the backend's declared accuracy.
+
+        The solver layer measures residuals the same way for every backend; a
+        claim of optimality with residuals a thousand times the backend's
+        tolerance (relative to the data) is treated as a failed solve.
+        """
+        scale = max(1.0, float(np.max(np.abs(problem.q), initial=0.0)))
+        limit = 1e3 * max(self.backend.tolerance, self.options["solver_tol"]) * scale
+        return bool(np.isfinite(res.max_residual) and res.max_residual <= limit)
 
     def take_results(self) -> list[SolverResult]:
         """The inner results since the last call (and forget them)."""
         out, self._results = self._results, []
         return out
+
+    def take_status(self, extra: str = "optimal") -> str:
+        """Worst status of the inner solves since the last call, with implausible ones failed."""
+        suspect, self._suspect = self._suspect, False
+        return worst_status(self._results, "numerical_error" if suspect else extra)
 
 
 def summary(results: list[SolverResult]) -> dict[str, float]:

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import register_model
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data, worst_status
+from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
 from contactlab.models.compat import SolvingModel, summary
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
@@ -121,6 +121,7 @@ def make_solution(
     outer: int = 0,
 ) -> StepSolution:
     """Assemble the :class:`StepSolution` from the recorded inner results."""
+    status = model.take_status(extra_status)
     results = model.take_results()
     s = summary(results)
     return StepSolution(
@@ -129,7 +130,7 @@ def make_solution(
         lambda_N=rows.part(lam, "N"),
         lambda_T=lambda_T,
         lambda_L=rows.part(lam, "L"),
-        status=worst_status(results, extra_status),
+        status=status,
         iterations=int(s["iterations"]),
         outer_iterations=outer,
         solve_time=s["solve_time"],

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from model_problems import box_on_plane, random_contact_problem
 
+import solvers
 from contactlab.models import make_model
+from contactlab.models.base import _MODELS
 from contactlab.models.common import pyramid_angles
 from contactlab.problem import StepProblem, StepSolution
 
@@ -110,3 +112,15 @@ def test_staggered_box_and_disc_cones_match_the_box_friction_lcp(seed: int) -> N
         lcp = make_model("box-friction", "pgs", cone=lcp_cone).solve(p, {})
         assert sp_.status == "optimal" and lcp.status == "optimal"
         assert np.max(np.abs(sp_.v - lcp.v)) < 1e-4 * np.max(np.abs(lcp.v))
+
+
+def test_staggered_projections_agree_across_backends() -> None:
+    p = problem(SEEDS[1])
+    ref = make_model("stewart-trinkle", "lemke").solve(p, {})
+    fitting = set(_MODELS["staggered-projections"].compatible_solvers())
+    picks = ["osqp", "qpsolvers:clarabel", "qpsolvers:proxqp", "qpsolvers:daqp", "cvxpy:piqp"]
+    for name in [n for n in picks if n in fitting]:
+        s = make_model("staggered-projections", name).solve(p, {})
+        tol = 200 * solvers.get_backend(name).tolerance + 1e-5
+        assert s.status == "optimal", (name, s.status)
+        assert np.max(np.abs(s.v - ref.v)) < tol, (name, np.max(np.abs(s.v - ref.v)))
