@@ -1,0 +1,208 @@
+"""URDF import against an independent computation from the URDF numbers themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError
+from contactlab.reduced import (
+    Tree,
+    bias_forces,
+    forward_dynamics_dense,
+    forward_dynamics_recursive,
+    forward_kinematics,
+    inverse_dynamics,
+    mass_matrix,
+)
+from contactlab.reduced.urdf import load_urdf
+from contactlab.shapes import Box, Cylinder, Sphere
+
+# Three links; link2's inertial frame is rotated and its tensor is not diagonal
+# there; a massless tool link hangs on a fixed joint; the root "world" is massless.
+ARM = """<?xml version="1.0"?>
+<robot name="arm3">
+  <link name="world"/>
+  <link name="link1">
+    <inertial><origin xyz="0 0 0.2" rpy="0 0 0"/><mass value="2.0"/>
+      <inertia ixx="0.03" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.004"/></inertial>
+    <collision><origin xyz="0 0 0.2" rpy="0 0 0"/>
+      <geometry><box size="0.1 0.1 0.4"/></geometry></collision>
+  </link>
+  <link name="link2">
+    <inertial><origin xyz="0.15 0.02 -0.01" rpy="0.3 -0.2 0.5"/><mass value="1.5"/>
+      <inertia ixx="0.02" ixy="0.004" ixz="-0.002" iyy="0.015" iyz="0.003" izz="0.01"/></inertial>
+    <collision><origin xyz="0.15 0 0" rpy="0 1.5707963267948966 0"/>
+      <geometry><cylinder radius="0.03" length="0.3"/></geometry></collision>
+  </link>
+  <link name="link3">
+    <inertial><origin xyz="0 0 -0.1" rpy="0 0 0"/><mass value="0.7"/>
+      <inertia ixx="0.004" ixy="0.001" ixz="0" iyy="0.003" iyz="0" izz="0.005"/></inertial>
+  </link>
+  <link name="tool">
+    <collision><origin xyz="0 0 0" rpy="0 0 0"/>
+      <geometry><sphere radius="0.02"/></geometry></collision>
+  </link>
+  <joint name="j1" type="continuous"><parent link="world"/><child link="link1"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
+  <joint name="j2" type="revolute"><parent link="link1"/><child link="link2"/>
+    <origin xyz="0 0 0.4" rpy="0.1 0.2 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1.0" upper="1.0" effort="10" velocity="2"/><dynamics damping="0.05"/></joint>
+  <joint name="j3" type="prismatic"><parent link="link2"/><child link="link3"/>
+    <origin xyz="0.3 0 0" rpy="0 0 0.4"/><axis xyz="0.6 0 0.8"/>
+    <limit lower="-0.1" upper="0.2" effort="10" velocity="1"/></joint>
+  <joint name="tool_fix" type="fixed"><parent link="link3"/><child link="tool"/>
+    <origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>
+</robot>
+"""
+
+LINKS = {  # the URDF's numbers, for the independent computation
+    "link1": (2.0, np.array([0, 0, 0.2]), np.zeros(3), [[0.03, 0, 0], [0, 0.03, 0], [0, 0, 0.004]]),
+    "link2": (
+        1.5,
+        np.array([0.15, 0.02, -0.01]),
+        np.array([0.3, -0.2, 0.5]),
+        [[0.02, 0.004, -0.002], [0.004, 0.015, 0.003], [-0.002, 0.003, 0.01]],
+    ),
+    "link3": (
+        0.7,
+        np.array([0, 0, -0.1]),
+        np.zeros(3),
+        [[0.004, 0.001, 0], [0.001, 0.003, 0], [0, 0, 0.005]],
+    ),
+}
+
+
+def _rpy(r: float, p: float, y: float) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw: ``Rz(y) Ry(p) Rx(r)``."""
+    return se3.exp_so3([0, 0, y]) @ se3.exp_so3([0, p, 0]) @ se3.exp_so3([r, 0, 0])
+
+
+def _link_poses(q: np.ndarray) -> dict[str, np.ndarray]:
+    """World transforms of the link frames, chained by hand from the URDF text."""
+    T = lambda R, p: se3.make_transform(R, p)  # noqa: E731
+    a3 = np.array([0.6, 0, 0.8])
+    T1 = T(np.eye(3), [0, 0, 0.1]) @ T(se3.exp_so3([0, 0, q[0]]), None)
+    T2 = T1 @ T(_rpy(0.1, 0.2, 0), [0, 0, 0.4]) @ T(se3.exp_so3([0, q[1], 0]), None)
+    T3 = T2 @ T(_rpy(0, 0, 0.4), [0.3, 0, 0]) @ T(np.eye(3), a3 * q[2])
+    return {"link1": T1, "link2": T2, "link3": T3}
+
+
+def _mass_matrix_by_hand(q: np.ndarray) -> np.ndarray:
+    """``sum m Jv^T Jv + Jw^T I_world Jw`` with Jacobians by central differences.
+
+    Uses the URDF's full tensors (no eigen-decomposition); step 1e-6.
+    """
+    eps = 1e-6
+    M = np.zeros((3, 3))
+    for name, (m, com, rpy, inertia) in LINKS.items():
+        Jv = np.zeros((3, 3))
+        Jw = np.zeros((3, 3))
+        for k in range(3):
+            dq = np.zeros(3)
+            dq[k] = eps
+            Tp, Tm = _link_poses(q + dq)[name], _link_poses(q - dq)[name]
+            Jv[:, k] = (Tp[:3, :3] @ com + Tp[:3, 3] - Tm[:3, :3] @ com - Tm[:3, 3]) / (2 * eps)
+            R = _link_poses(q)[name][:3, :3]
+            W = (Tp[:3, :3] - Tm[:3, :3]) / (2 * eps) @ R.T
+            Jw[:, k] = [W[2, 1], W[0, 2], W[1, 0]]
+        R = _link_poses(q)[name][:3, :3] @ _rpy(*rpy)
+        Iw = R @ np.asarray(inertia) @ R.T
+        M += m * Jv.T @ Jv + Jw.T @ Iw @ Jw
+    return M
+
+
+@pytest.fixture(scope="module")
+def arm():  # type: ignore[no-untyped-def]
+    scene = load_urdf(ARM)
+    return scene, Tree.from_scene(scene)
+
+
+def test_bodies_sit_on_principal_axes_and_massless_links_merge(arm) -> None:  # type: ignore[no-untyped-def]
+    scene, tree = arm
+    assert [b.name for b in scene.bodies] == ["link1", "link2", "link3"]
+    assert [s.kind for s in tree.specs] == ["revolute", "revolute", "prismatic"]
+    assert tree.nq == 3
+    eig = np.linalg.eigvalsh(np.asarray(LINKS["link2"][3]))
+    np.testing.assert_allclose(np.sort(scene.bodies[1].inertia), eig, rtol=1e-12)
+    assert scene.joints[1].damping == pytest.approx(0.05)
+
+
+def test_mass_matrix_matches_the_hand_computation(arm) -> None:  # type: ignore[no-untyped-def]
+    """M(q) of the import equals the finite-difference Jacobian sum to 1e-8 relative
+    (central differences with step 1e-6: truncation ~1e-12, rounding ~1e-10)."""
+    _, tree = arm
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        q = rng.uniform(-1, 1, 3) * [3, 1, 0.1]
+        M = mass_matrix(forward_kinematics(tree, q))
+        ref = _mass_matrix_by_hand(q)
+        np.testing.assert_allclose(M, ref, atol=1e-8 * np.abs(ref).max())
+
+
+def test_body_poses_match_the_urdf_chain(arm) -> None:  # type: ignore[no-untyped-def]
+    """Each body's centre of mass is where the URDF puts it, and the collision
+    shapes sit where the URDF's collision origins are."""
+    scene, tree = arm
+    q = np.array([0.7, -0.4, 0.05])
+    E = forward_kinematics(tree, q).E
+    poses = _link_poses(q)
+    for i, (name, (_, com, _, _)) in enumerate(LINKS.items()):
+        np.testing.assert_allclose(
+            E[i, :3, 3], poses[name][:3, :3] @ com + poses[name][:3, 3], atol=1e-14
+        )
+    box = scene.bodies[0].shapes[0]
+    assert isinstance(box, Box)
+    np.testing.assert_allclose(box.half_extents, [0.05, 0.05, 0.2])
+    np.testing.assert_allclose(
+        (E[0] @ box.pose)[:3, 3],
+        (poses["link1"] @ se3.make_transform(None, [0, 0, 0.2]))[:3, 3],
+        atol=1e-14,
+    )
+    cyl = scene.bodies[1].shapes[0]
+    assert isinstance(cyl, Cylinder) and cyl.half_height == pytest.approx(0.15)
+    # the cylinder's axis (its z) lies along link2's x (rpy pitch 90 deg)
+    np.testing.assert_allclose((E[1] @ cyl.pose)[:3, 2], poses["link2"][:3, 0], atol=1e-12)
+    tool = scene.bodies[2].shapes[0]
+    assert isinstance(tool, Sphere)
+    expect = poses["link3"] @ se3.make_transform(None, [0, 0, -0.2])
+    np.testing.assert_allclose((E[2] @ tool.pose)[:3, 3], expect[:3, 3], atol=1e-14)
+
+
+def test_forward_then_inverse_dynamics_round_trip(arm) -> None:  # type: ignore[no-untyped-def]
+    """tau -> qddot (recursive and dense agree to 1e-10) -> tau back to 1e-10 relative;
+    at qddot = 0 inverse dynamics is the bias force h(q, qdot)."""
+    _, tree = arm
+    rng = np.random.default_rng(5)
+    q, qdot, tau = (
+        rng.uniform(-1, 1, 3) * [3, 1, 0.1],
+        rng.standard_normal(3),
+        rng.standard_normal(3),
+    )
+    qdd = forward_dynamics_recursive(tree, q, qdot, tau)
+    np.testing.assert_allclose(forward_dynamics_dense(tree, q, qdot, tau), qdd, rtol=1e-10)
+    np.testing.assert_allclose(inverse_dynamics(tree, q, qdot, qdd), tau, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        inverse_dynamics(tree, q, qdot, np.zeros(3)), bias_forces(tree, q, qdot), atol=1e-12
+    )
+
+
+def test_floating_base_limits_and_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    one = """<robot name="one"><link name="b"><inertial><mass value="1"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="2" iyz="0" izz="2.5"/></inertial></link></robot>"""
+    scene = load_urdf(one, fixed_base=False)
+    assert scene.joints[0].kind == "free" and Tree.from_scene(scene).nq == 6
+    limited = load_urdf(ARM, joint_limits=True)
+    assert [c.name for c in limited.constraints] == ["limit:j2", "limit:j3"]
+    path = tmp_path / "arm.urdf"
+    path.write_text(ARM)
+    assert load_urdf(path).n_bodies == 3
+    bad = ARM.replace('type="fixed"', 'type="revolute"').replace(
+        '<origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>',
+        '<origin xyz="0 0 -0.2"/><axis xyz="1 0 0"/></joint>',
+    )
+    with pytest.raises(ConfigurationError, match="no mass but moves"):
+        load_urdf(bad)
+    with pytest.raises(ConfigurationError, match="fixed_base=False"):
+        load_urdf(ARM, fixed_base=False)
