@@ -1,12 +1,13 @@
 """Contact/friction models, registered by name (see :func:`contactlab.models.base.make_model`).
 
 Importing this package registers every built-in model: ``frictionless``,
-``anitescu-hart``, ``box-friction``, ``stewart-trinkle`` and
-``staggered-projections``.
+``anitescu-hart``, ``box-friction``, ``stewart-trinkle``,
+``staggered-projections``, ``bisp`` and ``joint-friction-sp``.
 """
 
 from contactlab.models import (  # noqa: F401
     anitescu_hart,
+    bisp,
     box_friction,
     frictionless,
     staggered,

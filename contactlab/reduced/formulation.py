@@ -142,6 +142,9 @@ class ReducedFormulation(Formulation):
                 "coordinates": "reduced",
                 "nq": tree.nq,
                 "constraint_rows": [len(r[1]) for r in bil],
+                # for models that need the tree (joint friction, contactlab.models.bisp)
+                "kinematics": kin,
+                "constraints": [c for c in self.constraints if not c.unilateral],
             },
             **rows,
         )

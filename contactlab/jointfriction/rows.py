@@ -1,0 +1,200 @@
+"""Joint contact rows in maximal coordinates ("explicit joint contact constraints").
+
+Contact ``k`` of a joint with point ``s`` and direction ``d`` in the
+parent's joint frame ``F_p`` measures the velocity of the child's material
+point at ``s`` relative to the parent's, along ``d``.  In body coordinates
+(twists angular first) the row is
+
+.. math::
+
+    d_c^T(\\nu_c + \\omega_c \\times s_c) - d_p^T(\\nu_p + \\omega_p \\times s_p)
+    = [s_c \\times d_c,\\ d_c]\\, \\phi_c - [s_p \\times d_p,\\ d_p]\\, \\phi_p,
+
+with ``(s_p, d_p) = F_p (s, d)`` in the parent body frame and ``(s_c, d_c) =
+E_c^{-1} E_p F_p (s, d)`` in the child's (``E_p = I`` for the world), the
+blocks of seed 000, eq. 1.75–1.78.  Normal rows give ``N_j``, tangent rows
+``T_j``.  Tangents are gathered into *friction groups*: by default all
+tangents of a revolute (or prismatic) joint form one group, whose row is the
+mean of its tangent rows — the rows are equal modulo the joint's constrained
+directions (each is ``r`` times the rotation rate, or the slide rate), and
+their mean applies a pure torque about the axis (a pure force along it) —
+and whose bound is the sum of its rows' bounds ``mu |alpha|``.  The
+tangents of a spherical joint are groups of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError
+from contactlab.jointfriction.geometry import JointFriction, LocalContacts, local_contacts
+from contactlab.scene import JointSpec, Scene
+
+Array = NDArray[np.float64]
+Index = NDArray[np.int64]
+
+
+@dataclass(frozen=True, eq=False)
+class JointContactLayout:
+    """The static joint contact data of a scene (joints with a :class:`JointFriction`).
+
+    specs : the joints with friction (tree and loop-closing), in scene order.
+    child, parent : (nj,) body indices (``-1`` for the world).
+    frame_parent : (nj, 4, 4) the parents' joint frames.
+    points, normals : (K, 3) contacts in the parent joint frames; ``joint`` (K,)
+        their joint, ``offsets`` (nj + 1,) the contact ranges per joint.
+    tangents : (nt, 3); ``owner`` (nt,) the contact of each tangent;
+        ``mu`` (nt,) its friction coefficient; ``group`` (nt,) its friction
+        group, ``n_groups`` groups.
+    """
+
+    specs: tuple[JointSpec, ...]
+    child: Index
+    parent: Index
+    frame_parent: Array
+    points: Array
+    normals: Array
+    joint: Index
+    offsets: Index
+    tangents: Array
+    owner: Index
+    tangent_joint: Index
+    mu: Array
+    group: Index
+    n_groups: int
+    n_bodies: int
+
+    @classmethod
+    def from_scene(cls, scene: Scene, aggregate: bool = True) -> JointContactLayout:
+        """Gather the joints whose ``friction`` is a :class:`JointFriction`."""
+        specs = []
+        for j in scene.joints:
+            if j.friction is None:
+                continue
+            if not isinstance(j.friction, JointFriction):
+                raise ConfigurationError(
+                    f"joint {j.name!r}: friction must be a contactlab.jointfriction."
+                    f"JointFriction, got {type(j.friction).__name__}"
+                )
+            specs.append(j)
+        local: list[LocalContacts] = [
+            local_contacts(j.kind, j.friction, j.axis, j.name) for j in specs
+        ]
+        ks = np.array([lc.k for lc in local], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(ks)]).astype(np.int64)
+        cat = lambda xs, w: np.concatenate(xs) if xs else np.zeros((0, w))  # noqa: E731
+        icat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)  # noqa: E731
+        owner = [lc.owner + offsets[i] for i, lc in enumerate(local)]
+        tj = [np.full(lc.owner.size, i) for i, lc in enumerate(local)]
+        mus = [np.full(lc.owner.size, float(j.friction.mu)) for j, lc in zip(specs, local)]
+        groups, start = [], 0
+        for j, lc in zip(specs, local):
+            n = lc.owner.size
+            if aggregate and j.kind != "spherical":
+                groups.append(np.full(n, start))
+                start += 1
+            else:
+                groups.append(start + np.arange(n))
+                start += n
+        return cls(
+            specs=tuple(specs),
+            child=np.array([scene.body_index(j.child) for j in specs], dtype=np.int64),
+            parent=np.array([scene.body_index(j.parent) for j in specs], dtype=np.int64),
+            frame_parent=np.array([j.frame_parent for j in specs]).reshape(-1, 4, 4),
+            points=cat([lc.points for lc in local], 3),
+            normals=cat([lc.normals for lc in local], 3),
+            joint=np.repeat(np.arange(len(specs)), ks).astype(np.int64),
+            offsets=offsets,
+            tangents=cat([lc.tangents for lc in local], 3),
+            owner=icat(owner),
+            tangent_joint=icat(tj),
+            mu=np.concatenate(mus) if mus else np.zeros(0),
+            group=icat(groups),
+            n_groups=start,
+            n_bodies=scene.n_bodies,
+        )
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.specs)
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.points.shape[0])
+
+    def rows(self, E: Array) -> JointContactRows:
+        """The rows at body transforms ``E`` (nb, 4, 4)."""
+        return JointContactRows.build(self, np.asarray(E, dtype=float))
+
+    def group_bounds(self, alpha: Array) -> Array:
+        """Friction bound per group, ``sum_t mu_t |alpha_owner(t)|`` [N s] (eq. 2.110 box)."""
+        b = self.mu * np.abs(np.asarray(alpha)[self.owner])
+        return np.bincount(self.group, weights=b, minlength=self.n_groups)
+
+
+@dataclass(frozen=True, eq=False)
+class JointContactRows:
+    """Joint contact rows at one configuration.
+
+    N : (K, 6 nb) normal rows; T : (nt, 6 nb) tangent rows; Tg : (n_groups,
+    6 nb) friction-group rows (means of their tangent rows).
+    child_normal : (K, 6) child blocks of ``N`` (child body frame), for the
+    local solves of seed 000, eq. 2.114.
+    """
+
+    layout: JointContactLayout
+    N: sp.csr_matrix
+    T: sp.csr_matrix
+    Tg: sp.csr_matrix
+    child_normal: Array
+
+    @classmethod
+    def build(cls, layout: JointContactLayout, E: Array) -> JointContactRows:
+        nb = layout.n_bodies
+        Ep = np.where(
+            (layout.parent >= 0)[:, None, None], E[np.maximum(layout.parent, 0)], np.eye(4)
+        )
+        W = Ep @ layout.frame_parent  # parent joint frames in world
+        C = se3.inverse(E[layout.child]) @ W  # ... in child body coordinates
+        Fp = layout.frame_parent
+        Nc, Np = _blocks(C, Fp, layout.joint, layout.points, layout.normals)
+        tj = layout.tangent_joint
+        Tc, Tp = _blocks(C, Fp, tj, layout.points[layout.owner], layout.tangents)
+        N = _assemble(Nc, -Np, layout.child[layout.joint], layout.parent[layout.joint], nb)
+        T = _assemble(Tc, -Tp, layout.child[tj], layout.parent[tj], nb)
+        count = np.bincount(layout.group, minlength=layout.n_groups).astype(float)
+        S = sp.csr_matrix(
+            (1.0 / count[layout.group], (layout.group, np.arange(layout.group.size))),
+            shape=(layout.n_groups, layout.group.size),
+        )
+        return cls(layout, N, T, sp.csr_matrix(S @ T), Nc)
+
+
+def _blocks(C: Array, Fp: Array, joint: Index, s: Array, d: Array) -> tuple[Array, Array]:
+    """Child and parent 1x6 blocks ``[s x d, d]`` of rows at points ``s`` along ``d``."""
+    Cj, Fj = C[joint], Fp[joint]
+    sc = np.einsum("kab,kb->ka", Cj[:, :3, :3], s) + Cj[:, :3, 3]
+    dc = np.einsum("kab,kb->ka", Cj[:, :3, :3], d)
+    sp_ = np.einsum("kab,kb->ka", Fj[:, :3, :3], s) + Fj[:, :3, 3]
+    dp = np.einsum("kab,kb->ka", Fj[:, :3, :3], d)
+    return np.hstack([np.cross(sc, dc), dc]), np.hstack([np.cross(sp_, dp), dp])
+
+
+def _assemble(child: Array, parent: Array, ic: Index, ip: Index, nb: int) -> sp.csr_matrix:
+    """Rows with a 6-block at body ``ic`` and (where ``ip >= 0``) one at ``ip``."""
+    k = child.shape[0]
+    r = np.repeat(np.arange(k), 6)
+    cols_c = (6 * ic[:, None] + np.arange(6)).reshape(-1)
+    has = np.repeat(ip >= 0, 6)
+    cols_p = (6 * np.maximum(ip, 0)[:, None] + np.arange(6)).reshape(-1)
+    rows = np.concatenate([r, r[has]])
+    cols = np.concatenate([cols_c, cols_p[has]])
+    vals = np.concatenate([child.reshape(-1), parent.reshape(-1)[has]])
+    if k == 0:
+        return sp.csr_matrix((0, 6 * nb))
+    return sp.csr_matrix((vals, (rows, cols)), shape=(k, 6 * nb))

@@ -1,0 +1,177 @@
+"""The staggered loop shared by BISP and Staggered Projections with joint friction.
+
+Both models alternate (seed 000, Alg. 7 and Alg. 8):
+
+1. **contact**: with the friction impulses frozen, solve for the velocities
+   with the bilateral rows ``G`` (joints in maximal coordinates, loop
+   closures in reduced ones), external contacts ``N`` and limits ``L``
+   (eq. 2.109; in reduced coordinates eq. 2.115–2.116).  Without such rows
+   it is the plain solve ``v = M^{-1}(f + F^T beta)`` (the "reduced solve"
+   of BISP);
+2. **joint contact multipliers**: each model turns the solve into joint
+   reactions (BISP: velocities compared and one backward traversal; SP: the
+   joints' own multipliers), then the local solves of eq. 2.114 give
+   ``alpha``;
+3. **convergence**: stop when the change of the joint contact impulse
+   ``N_j^T alpha`` plus the external contact impulse is at most ``tol`` times
+   its size, in the maximal ``M^{-1}`` norm (relative 1e-3 and at most 100
+   iterations, as in the reference BISP), or after ``max_outer`` iterations;
+4. **friction** (eq. 2.110, box): with normal impulses frozen, the friction
+   QP over ``x = (lambda_G', beta_ext, beta_joint)`` on rows ``K = [G; T; T_g]``,
+   ``min 1/2 x' K M^-1 K' x + x'(K M^-1 f_C - [g; 0; 0])``,
+   ``|beta_ext| <= mu lambda_N`` per tangent row and ``|beta_g| <= sum mu |alpha|``
+   per joint friction group; the bilateral rows are re-solved so that the
+   dissipation is measured on velocities that keep the joints.
+
+The returned velocities are those of the last contact solve, made with the
+converged friction impulses (Alg. 8, line 26 / eq. 2.116).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactlab.jointfriction.local import local_multipliers
+from contactlab.jointfriction.rows import JointContactRows
+from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
+from contactlab.models.compat import SolvingModel
+from contactlab.models.frictionless import ContactQP, contact_rows, make_solution
+from contactlab.problem import StepProblem, StepSolution
+from solvers import QP
+
+#: ``(v, contact rows, contact impulses, beta_ext, beta_joint) -> (nj, 6)`` child reactions [N s]
+ReactionFn = Callable[[Array, Rows, Array, Array, Array], Array]
+
+
+@dataclass
+class JointFrictionReport:
+    """Joint friction quantities of the last step.
+
+    alpha : (K,) joint contact normal impulses [N s] (bilateral, either sign).
+    beta : (n_groups,) joint friction impulses on the group rows [N s].
+    bound : (n_groups,) their bounds ``sum mu |alpha|`` [N s].
+    reactions : (nj, 6) joint reaction impulses on the children, body frame.
+    outer : outer iterations; ``converged`` whether the test was met.
+    """
+
+    alpha: Array
+    beta: Array
+    bound: Array
+    reactions: Array
+    outer: int
+    converged: bool
+
+
+@dataclass
+class StaggeredSetup:
+    """What a model hands to :func:`solve_staggered` for one step.
+
+    joint : joint contact rows at this configuration (maximal coordinates).
+    T_joint : (n_groups, n) friction-group rows in the problem's coordinates.
+    inertia_inv : (6 nb,) maximal inverse mass diagonal (for the ``M^-1`` norm).
+    N_ext : (nc, 6 nb) external contact normal rows in maximal coordinates.
+    reactions : the model's joint-reaction function.
+    """
+
+    joint: JointContactRows
+    T_joint: sp.csr_matrix
+    inertia_inv: Array
+    N_ext: sp.csr_matrix
+    reactions: ReactionFn
+
+
+def solve_staggered(
+    model: SolvingModel,
+    problem: StepProblem,
+    setup: StaggeredSetup,
+    cache: dict[str, Any],
+    key: str,
+) -> tuple[StepSolution, JointFrictionReport]:
+    """Run the loop of the module docstring; ``cache[key]`` warm-starts the friction."""
+    d = step_data(problem)
+    opts = model.options
+    tol, cap, eps = float(opts["tol"]), int(opts["max_outer"]), float(opts["regularization"])
+    minv = MassInverse(problem.M)
+    crow = contact_rows(problem)
+    cqp = ContactQP(model, problem, "dual", minv) if crow.m else None
+    jrows = setup.joint
+    lay = jrows.layout
+    F = sp.vstack([d.T, setup.T_joint], format="csr")
+    n_ext = d.T.shape[0]
+    fqp = _FrictionQP(problem, minv, F)
+    lam = cache.get(key)
+    if lam is None or lam.shape != (F.shape[0],):
+        lam = np.zeros(F.shape[0])
+    W = np.asarray(setup.inertia_inv).reshape(-1, 6)[lay.child]
+
+    def norm(x: Array) -> float:
+        return float(np.sqrt(max(float(x @ (setup.inertia_inv * x)), 0.0)))
+
+    prev: Array | None = None
+    previous: tuple[Array, Array] | None = None
+    converged, outer = False, 0
+    while outer < cap:
+        outer += 1
+        momentum = problem.f + np.asarray(F.T @ lam)
+        if cqp is not None:
+            s = cqp.solve(momentum, previous)
+            v, lam_C = s.v, s.lam
+            previous = (v, lam_C)
+        else:
+            v, lam_C = minv.vec(momentum), np.zeros(0)
+        r = setup.reactions(v, crow, lam_C, lam[:n_ext], lam[n_ext:])
+        alpha = local_multipliers(jrows.child_normal, lay.offsets, W, r, eps)
+        lam_N = crow.part(lam_C, "N")
+        impulse = np.asarray(jrows.N.T @ alpha) + np.asarray(setup.N_ext.T @ lam_N)
+        if prev is not None:
+            change, size = norm(impulse - prev), norm(impulse)
+            if change <= tol * size or size == 0.0:
+                converged = True
+                break
+        prev = impulse
+        if F.shape[0] == 0 or not np.all(np.isfinite(v)):
+            converged = F.shape[0] == 0
+            break
+        f_C = problem.f + np.asarray(d.N.T @ lam_N) + np.asarray(d.L.T @ crow.part(lam_C, "L"))
+        radius = np.concatenate(
+            [np.repeat(d.mu * np.maximum(lam_N, 0.0), 2), lay.group_bounds(alpha)]
+        )
+        lam = fqp.solve(model, f_C, radius)
+    cache[key] = lam
+    sol = make_solution(
+        model,
+        problem,
+        v,
+        crow,
+        lam_C,
+        lam[:n_ext],
+        "optimal" if converged else "max_iterations",
+        outer,
+    )
+    report = JointFrictionReport(alpha, lam[n_ext:], lay.group_bounds(alpha), r, outer, converged)
+    return sol, report
+
+
+class _FrictionQP:
+    """The box friction QP of step 4, set up once per step."""
+
+    def __init__(self, problem: StepProblem, minv: MassInverse, F: sp.csr_matrix) -> None:
+        d = step_data(problem)
+        self.minv = minv
+        self.rows = rows = stack_rows(
+            problem.n, ("G", d.G, d.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")
+        )
+        self.P = minv.delassus(rows.C) if rows.m else sp.csr_matrix((0, 0))
+        self.f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
+        self.A = sp.identity(rows.m, format="csc")[self.f_idx]
+
+    def solve(self, model: SolvingModel, f_C: Array, radius: Array) -> Array:
+        rows = self.rows
+        q = np.asarray(rows.C @ self.minv.vec(f_C)) - rows.b
+        res = model.run(QP(self.P, q, self.A, -radius, radius))
+        return np.asarray(res.x[self.f_idx])
