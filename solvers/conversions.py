@@ -58,8 +58,8 @@ def spd_inverse(P: Matrix) -> sp.csr_matrix | spla.SuperLU:
     if sizes.max(initial=0) > _BLOCK_LIMIT:
         return spla.splu(sp.csc_matrix(Pc))
     order = np.argsort(labels, kind="stable")
-    rows: list[Vec] = []
-    cols: list[Vec] = []
+    rows: list[NDArray[np.int64]] = []
+    cols: list[NDArray[np.int64]] = []
     vals: list[Vec] = []
     for size in np.unique(sizes):
         comps = np.flatnonzero(sizes == size)
@@ -84,7 +84,7 @@ def spd_inverse(P: Matrix) -> sp.csr_matrix | spla.SuperLU:
 
 def _apply_inverse(inv: sp.csr_matrix | spla.SuperLU, B: Matrix) -> Matrix:
     if isinstance(inv, spla.SuperLU):
-        dense = B.toarray() if sp.issparse(B) else np.asarray(B)
+        dense = sp.csr_matrix(B).toarray() if sp.issparse(B) else np.asarray(B)
         return inv.solve(dense)
     return inv @ B
 

@@ -164,10 +164,11 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
     finite = np.all(np.isfinite(x))
     res = qp_residuals(qp, x, y, raw.z_soc) if finite else _nan_residuals()
     obj = qp.objective(x) if finite else float("nan")
+    status = _verdict(raw, res, be, opts.tol) if finite else raw.status
     return SolverResult(
         x,
         y,
-        raw.status,
+        status,
         raw.message,
         raw.iterations,
         raw.setup_time,
@@ -178,6 +179,23 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
         convs,
         z_soc=raw.z_soc,
     )
+
+
+#: A claimed optimum whose layer residual exceeds this multiple of the tolerance is downgraded.
+IMPLAUSIBLE_FACTOR = 1e3
+
+
+def _verdict(raw: RawSolution, residuals: dict[str, float], be: Backend, tol: float) -> str:
+    """The backend's status, unless the layer's residuals contradict a claimed optimum."""
+    worst = max(residuals.values())
+    limit = IMPLAUSIBLE_FACTOR * max(tol, be.tolerance)
+    if raw.status == "optimal" and worst > limit:
+        raw.message += (
+            f"; the backend reported optimal but the layer's residual {worst:.2e} "
+            f"exceeds {limit:.1e}: reported as optimal_inaccurate"
+        )
+        return "optimal_inaccurate"
+    return raw.status
 
 
 def _nan_residuals() -> dict[str, float]:
@@ -238,10 +256,11 @@ def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
     finite = bool(np.all(np.isfinite(z)))
     w = lcp.w(z) if finite else np.full(lcp.n, np.nan)
     res = lcp_residuals(lcp, z) if finite else _nan_residuals()
+    status = _verdict(raw, res, be, opts.tol) if finite else raw.status
     return SolverResult(
         z,
         None,
-        raw.status,
+        status,
         raw.message,
         raw.iterations,
         raw.setup_time,

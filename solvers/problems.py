@@ -10,7 +10,7 @@ sweeps).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from solvers.errors import ProblemError
 
-Matrix = sp.spmatrix | sp.sparray | NDArray[np.float64]
+Matrix: TypeAlias = sp.spmatrix | sp.sparray | NDArray[np.float64]
 
 _SYMMETRY_RTOL = 1e-10
 

@@ -20,6 +20,19 @@ from numpy.typing import NDArray
 from solvers.problems import LCP, QP
 from solvers.result import RawSolution
 
+#: Settings that bound a duality gap, a sum of products ``y_i s_i`` over rows.  The layer's
+#: complementarity residual is per row, ``min(|y_i|, s_i)``, about the square root of the
+#: product, so these are set to ``tol**2`` (floored at 1e-12) to reach a residual ``tol``.
+#: (ECOS's ``abstol``/``reltol`` stay linear: ECOS stalls short of a squared gap.)
+GAP_KEYWORDS = frozenset(
+    {"tol_gap_abs", "tol_gap_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"}
+)
+
+
+def tolerance_settings(keys: tuple[str, ...], tol: float) -> dict[str, float]:
+    """Backend tolerance keywords for a requested residual ``tol`` (gap keywords squared)."""
+    return {key: max(tol * tol, 1e-12) if key in GAP_KEYWORDS else tol for key in keys}
+
 
 @dataclass
 class SolveOptions:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.backends.base import Backend, SolveOptions
+from solvers.backends.base import Backend, SolveOptions, tolerance_settings
 from solvers.errors import SolverNotFound
 from solvers.problems import QP
 from solvers.result import RawSolution
@@ -27,7 +27,13 @@ _SOLVERS: dict[str, tuple[str, bool, tuple[str, ...], str | None, str | None]] =
     "ECOS": ("ecos", True, ("abstol", "reltol", "feastol"), "max_iters", "qp"),
     "SCS": ("scs", True, ("eps_abs", "eps_rel"), "max_iters", "qp"),
     "OSQP": ("osqp", False, ("eps_abs", "eps_rel"), "max_iter", None),
-    "PIQP": ("piqp", False, ("eps_abs", "eps_rel"), "max_iter", "qp"),
+    "PIQP": (
+        "piqp",
+        False,
+        ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"),
+        "max_iter",
+        "qp",
+    ),
     "PROXQP": ("proxsuite", False, ("eps_abs", "eps_rel"), "max_iter", "qp"),
     "DAQP": ("daqp", False, (), None, "qp"),
     "CVXOPT": ("cvxopt", True, ("abstol", "reltol", "feastol"), "max_iters", None),
@@ -86,7 +92,7 @@ class CvxpyBackend(Backend):
                 f"cvxpy does not list {self.solver} in installed_solvers()",
             )
         _, _, tol_keys, iter_key, _ = _SOLVERS[self.solver]
-        kwargs: dict[str, Any] = {key: opts.tol for key in tol_keys}
+        kwargs: dict[str, Any] = dict(tolerance_settings(tol_keys, opts.tol))
         if opts.max_iter is not None and iter_key is not None:
             kwargs[iter_key] = int(opts.max_iter)
         kwargs.update(opts.settings)

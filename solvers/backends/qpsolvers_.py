@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.backends.base import Backend, SolveOptions
+from solvers.backends.base import Backend, SolveOptions, tolerance_settings
 from solvers.problems import QP
 from solvers.result import RawSolution
 
@@ -39,7 +39,12 @@ _SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
     "hpipm": ("hpipm_python", (), "interior-point", None),
     "mosek": ("mosek", (), "interior-point", None),
     "osqp": ("osqp", ("eps_abs", "eps_rel"), "admm", None),
-    "piqp": ("piqp", ("eps_abs", "eps_rel"), "interior-point", "qp"),
+    "piqp": (
+        "piqp",
+        ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"),
+        "interior-point",
+        "qp",
+    ),
     "proxqp": (
         "proxsuite",
         ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"),
@@ -67,8 +72,9 @@ _TOLERANCE = {
 # Settings without which the solver stops before complementarity is met (ProxQP checks
 # only primal/dual residuals unless told to check the duality gap).
 _FIXED: dict[str, dict[str, Any]] = {"proxqp": {"check_duality_gap": True}}
-# Solvers that reject infinite entries in lb/ub: their bounds go through G x <= h instead.
-_FINITE_BOUNDS_ONLY = {"ecos"}
+# Solvers whose bounds go through G x <= h (finite sides only) instead of lb/ub: ECOS rejects
+# infinite entries in lb/ub, and HiGHS (1.15) returns x = 0 as "optimal" for a QP without rows.
+_BOUNDS_AS_ROWS = {"ecos", "highs"}
 # Solvers that factorise P itself (Cholesky) and fail when it is only semidefinite.
 _DEFINITE = {"quadprog", "ecos"}
 
@@ -84,7 +90,7 @@ class QpsolversBackend(Backend):
         import qpsolvers
 
         tol_keys = _SOLVERS.get(self.solver, ("", (), "", None))[1]
-        kwargs: dict[str, Any] = {key: opts.tol for key in tol_keys}
+        kwargs: dict[str, Any] = dict(tolerance_settings(tol_keys, opts.tol))
         kwargs.update(_FIXED.get(self.solver, {}))
         kwargs.update(opts.settings)
         dense = (
@@ -92,7 +98,7 @@ class QpsolversBackend(Backend):
         )
 
         t0 = time.perf_counter()
-        problem, back = _to_qpsolvers(qp, dense, self.solver in _FINITE_BOUNDS_ONLY)
+        problem, back = _to_qpsolvers(qp, dense, self.solver in _BOUNDS_AS_ROWS)
         t1 = time.perf_counter()
         sol = qpsolvers.solve_problem(problem, self.solver, initvals=opts.x0, **kwargs)
         t2 = time.perf_counter()
@@ -120,7 +126,7 @@ class QpsolversBackend(Backend):
         )
 
 
-def _to_qpsolvers(qp: QP, dense: bool, finite_box: bool) -> tuple[Any, Any]:
+def _to_qpsolvers(qp: QP, dense: bool, bounds_as_rows: bool) -> tuple[Any, Any]:
     """qpsolvers ``Problem`` of an OSQP-form QP and the map of its duals to OSQP-signed ``y``."""
     import qpsolvers
 
@@ -128,7 +134,7 @@ def _to_qpsolvers(qp: QP, dense: bool, finite_box: bool) -> tuple[Any, Any]:
         return m.toarray() if dense else sp.csc_matrix(m)
 
     cols = qp.bound_rows()
-    if cols is not None and cols.size and not (finite_box and not np.all(np.isfinite(qp.l + qp.u))):
+    if cols is not None and cols.size and not bounds_as_rows:
         lb = np.full(qp.n, -np.inf)
         ub = np.full(qp.n, np.inf)
         lb[cols], ub[cols] = qp.l, qp.u

@@ -180,3 +180,23 @@ def test_statuses_are_from_the_shared_vocabulary() -> None:
 def test_warm_start_ignored_with_warning_where_unsupported() -> None:
     with pytest.warns(UserWarning, match="no warm start"):
         solve(LCP(np.eye(2), [-1.0, 1.0]), "lemke", warm_start=np.zeros(2))
+
+
+def test_claimed_optimum_contradicted_by_residuals_is_downgraded() -> None:
+    """The layer does not take a backend's word: residuals decide whether 'optimal' stands."""
+
+    class Liar(Backend):
+        name = "liar-test"
+        accepts_qp = True
+
+        def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
+            return RawSolution(np.zeros(qp.n), np.zeros(qp.m), "optimal", "claims optimal")
+
+    registry.registered()["liar-test"] = Liar
+    try:
+        res = solve(QP(np.eye(2), [1.0, -1.0]), "liar-test")
+    finally:
+        del registry.registered()["liar-test"]
+        registry._instances.pop("liar-test", None)
+    assert res.status == "optimal_inaccurate" and not res.success
+    assert res.residuals["dual"] == 1.0 and "layer's residual" in res.message
