@@ -41,12 +41,12 @@ import pandas as pd
 from contactlab import se3
 from contactlab.reduced import (
     Tree,
-    _kernels,
     forward_dynamics_dense,
     forward_dynamics_recursive,
     forward_kinematics,
 )
 from contactlab.reduced.dynamics import applied_wrenches, joint_forces
+from contactlab.reduced.recursive import recursion
 from contactlab.scene import Body, JointSpec, Scene
 
 SEED_002_MS = {20: 0.020, 50: 0.050, 100: 0.112}
@@ -118,27 +118,13 @@ def measure(scene: Scene, budget: float) -> dict[str, float]:
     a = forward_dynamics_dense(tree, q, qdot, tau)
     b = forward_dynamics_recursive(tree, q, qdot, tau)
     kin = forward_kinematics(tree, q, qdot)
-    f_ext = np.ascontiguousarray(applied_wrenches(tree, kin)[tree.body])
+    f_ext = applied_wrenches(tree, kin)
     tau_total = joint_forces(tree, q, qdot) + tau
     none = np.zeros(tree.n, dtype=np.bool_)
     zeros = np.zeros(tree.nq)
 
     def kernel() -> object:
-        return _kernels.hybrid_dynamics(
-            tree.parent,
-            kin.X,
-            kin.Sb,
-            kin.Sbd,
-            tree.ndof,
-            tree.dof0,
-            qdot,
-            kin.V,
-            tree.inertia,
-            f_ext,
-            tau_total,
-            none,
-            zeros,
-        )
+        return recursion(kin, f_ext, tau_total, none, zeros)
 
     return {
         "dense_ms": 1e3 * _best_time(lambda: forward_dynamics_dense(tree, q, qdot, tau), budget),

@@ -125,7 +125,9 @@ def simulate_adaptive(
 
     y = np.concatenate([tree.check_coordinates(q0, "q0"), tree.check_coordinates(qdot0, "qdot0")])
     t_eval = None if t_eval is None else np.asarray(t_eval, dtype=float)
-    t0, ts, ys, nfev, switches = 0.0, [], [], 0, 0
+    t0, nfev, switches = 0.0, 0, 0
+    ts: list[Array] = []
+    ys: list[Array] = []
     while True:
         te = None if t_eval is None else t_eval[(t_eval >= t0) & (t_eval <= t_end)]
         sol = scipy.integrate.solve_ivp(

@@ -64,7 +64,7 @@ class Kinematics:
     # -- dense Jacobians (seed 003, Alg. 1) -------------------------------
     @cached_property
     def _dense(self) -> tuple[Array, Array]:
-        J, Jd = _kernels.jacobians(*self._args(), self.tree.nq)
+        J, Jd = _kernels.jacobians(*self._args(), self.tree.nq)  # type: ignore[call-arg]
         nb = self.tree.scene.n_bodies
         Js = np.zeros((6 * nb, self.tree.nq))
         Jds = np.zeros_like(Js)
@@ -84,11 +84,13 @@ class Kinematics:
     # -- O(n) products (seed 003, Alg. 2-3) -------------------------------
     def J_times(self, x: Array) -> Array:
         """``J x`` as (nb, 6) body twists."""
-        return self._to_scene(_kernels.jacobian_products(*self._args(), np.asarray(x, float))[0])
+        y = _kernels.jacobian_products(*self._args(), np.asarray(x, float))  # type: ignore[call-arg]
+        return self._to_scene(y[0])
 
     def Jdot_times(self, x: Array) -> Array:
         """``Jdot x`` as (nb, 6)."""
-        return self._to_scene(_kernels.jacobian_products(*self._args(), np.asarray(x, float))[1])
+        z = _kernels.jacobian_products(*self._args(), np.asarray(x, float))  # type: ignore[call-arg]
+        return self._to_scene(z[1])
 
     def JT_times(self, y: Array) -> Array:
         """``J^T y`` for body wrenches ``y`` (nb, 6) (or stacked (6 nb,)) -> (nq,)."""

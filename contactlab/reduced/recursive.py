@@ -27,6 +27,47 @@ from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 
 
+def recursion(
+    kin: Kinematics,
+    wrenches: Array,
+    tau: Array,
+    prescribed: Array,
+    qddot_in: Array,
+) -> tuple[Array, Array]:
+    """The compiled recursion of Alg. 6 at given kinematics.
+
+    Parameters
+    ----------
+    kin : kinematics at ``(q, qdot)``.
+    wrenches : (nb, 6) body-frame wrenches on the bodies, scene order (gravity included).
+    tau : (nq,) total joint forces at the free joints.
+    prescribed : (n,) bool per tree joint.
+    qddot_in : (nq,) accelerations at the prescribed joints.
+
+    Returns
+    -------
+    ``(qddot, tau_out)``: accelerations of every joint and the joint forces
+    that act at every joint (the required ones at prescribed joints).
+    """
+    tree = kin.tree
+    qddot, tau_out, _ = _kernels.hybrid_dynamics(  # type: ignore[call-arg]
+        tree.parent,
+        kin.X,
+        kin.Sb,
+        kin.Sbd,
+        tree.ndof,
+        tree.dof0,
+        kin.qdot,
+        kin.V,
+        tree.inertia,
+        np.ascontiguousarray(wrenches[tree.body]),
+        tau,
+        prescribed,
+        qddot_in,
+    )
+    return qddot, tau_out
+
+
 def _run(
     kin: Kinematics,
     tau: Array | None,
@@ -40,21 +81,7 @@ def _run(
         f_ext = f_ext + np.asarray(wrenches, dtype=float).reshape(f_ext.shape)
     tau_joint = joint_forces(tree, kin.q, kin.qdot)
     tau_total = tau_joint if tau is None else tau_joint + tree.check_coordinates(tau, "tau")
-    qddot, tau_out, _ = _kernels.hybrid_dynamics(
-        tree.parent,
-        kin.X,
-        kin.Sb,
-        kin.Sbd,
-        tree.ndof,
-        tree.dof0,
-        kin.qdot,
-        kin.V,
-        tree.inertia,
-        np.ascontiguousarray(f_ext[tree.body]),
-        tau_total,
-        prescribed,
-        qddot_in,
-    )
+    qddot, tau_out = recursion(kin, f_ext, tau_total, prescribed, qddot_in)
     return qddot, tau_out - tau_joint
 
 
@@ -121,19 +148,6 @@ def inverse_mass_times(tree: Tree, q: Array, x: Array) -> Array:
     """``M_r^{-1} x`` in O(n): the recursion with velocity and forces removed (seed 000 §2.13)."""
     kin = forward_kinematics(tree, q)
     none = np.zeros(tree.n, dtype=np.bool_)
-    qddot, _, _ = _kernels.hybrid_dynamics(
-        tree.parent,
-        kin.X,
-        kin.Sb,
-        kin.Sbd,
-        tree.ndof,
-        tree.dof0,
-        kin.qdot,
-        kin.V,
-        tree.inertia,
-        np.zeros((tree.n, 6)),
-        tree.check_coordinates(x, "x"),
-        none,
-        np.zeros(tree.nq),
-    )
-    return qddot
+    zero_wrenches = np.zeros((tree.scene.n_bodies, 6))
+    x = tree.check_coordinates(x, "x")
+    return recursion(kin, zero_wrenches, x, none, np.zeros(tree.nq))[0]

@@ -85,7 +85,7 @@ class SphericalExpJoint(Joint):
             return None
         q_new = q * (1.0 - 2.0 * np.pi / theta)
         omega = se3.so3_right_jacobian(q) @ qdot
-        qdot_new = np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        qdot_new = np.asarray(np.linalg.solve(se3.so3_right_jacobian(q_new), omega), dtype=float)
         return q_new, qdot_new
 
     def chart_distance(self, q: Array) -> float:
