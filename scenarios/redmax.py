@@ -382,7 +382,7 @@ def universal(angle_deg: float = 22.5) -> Scene:
 
 
 @scenario("redmax-prismatic", formulations=("reduced",))
-def prismatic(leg_deg: float = 0.0) -> Scene:
+def prismatic(leg_deg: float = 30.0) -> Scene:
     """REDMAX scene 15: fixed base, revolute leg, slider along x, revolute legs, one loop.
 
     leg_deg : initial angle of the dangling leg [deg].
