@@ -103,15 +103,21 @@ class CvxpyBackend(Backend):
             x.value = opts.x0
         cost = 0.5 * cp.quad_form(x, cp.psd_wrap(qp.P)) + qp.q @ x
         A = sp.csr_matrix(qp.A)
+        cols = qp.bound_rows()
+
+        def rows_of(r: np.ndarray) -> Any:
+            # Bounds on single variables are indexed, not multiplied: a smaller cvxpy problem.
+            return x[cols[r]] if cols is not None else A[r] @ x
+
         eq = np.flatnonzero(qp.l == qp.u)
         lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
         up = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.u))
         cons: list[Any] = []
         groups: list[tuple[np.ndarray, float]] = []
         for rows, sign, make in (
-            (eq, 1.0, lambda r: A[r] @ x == qp.l[r]),
-            (lo, -1.0, lambda r: A[r] @ x >= qp.l[r]),
-            (up, 1.0, lambda r: A[r] @ x <= qp.u[r]),
+            (eq, 1.0, lambda r: rows_of(r) == qp.l[r]),
+            (lo, -1.0, lambda r: rows_of(r) >= qp.l[r]),
+            (up, 1.0, lambda r: rows_of(r) <= qp.u[r]),
         ):
             if rows.size:
                 cons.append(make(rows))
