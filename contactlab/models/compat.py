@@ -23,9 +23,10 @@ natively or through one of the solver layer's documented conversions
 - ``pivot_lcp``, non-symmetric LCP with zero diagonal entries: pivoting LCP
   backends (``lemke``); Gauss--Seidel needs a positive diagonal.
 
-Backends that factorise the QP cost (quadprog, ECOS through qpsolvers) fail on
-the singular Delassus matrices of redundant contacts, so they fit only the
-kinds whose cost is the SPD mass matrix (``eq_qp``, ``qp``).
+Backends that declare ``requires_definite`` (they factorise the QP cost, e.g.
+quadprog and ECOS through qpsolvers) fail on the singular Delassus matrices of
+redundant contacts, so they fit only the kinds whose cost is the SPD mass
+matrix (``eq_qp``, ``qp``).
 """
 
 from __future__ import annotations
@@ -53,14 +54,9 @@ KINDS: dict[str, str] = {
 }
 
 
-#: QP backends that factorise the cost and so need it positive definite (a
-#: singular Delassus matrix, common with redundant contacts, makes them fail).
-DEFINITE_COST_ONLY = frozenset({"qpsolvers:quadprog", "qpsolvers:ecos"})
-
-
 def _fits(kind: str, be: Any) -> bool:
     qp_ineq = be.accepts_qp and not be.equality_only
-    qp_psd = qp_ineq and not getattr(be, "requires_definite_cost", be.name in DEFINITE_COST_ONLY)
+    qp_psd = qp_ineq and not be.requires_definite
     rules = {
         "eq_qp": be.accepts_qp or be.accepts_lcp,
         "qp": qp_ineq or be.accepts_lcp,

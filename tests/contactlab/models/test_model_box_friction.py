@@ -83,9 +83,9 @@ def test_sliding_point_contact_disc_opposes_the_slip() -> None:
 def test_every_fitting_backend_gives_the_same_velocities_or_reports_failure() -> None:
     """Agreement within each backend's accuracy; never a wrong answer labelled optimal.
 
-    A backend whose result fails the layer's residual check (e.g. HiGHS through
-    qpsolvers on these singular Delassus matrices, which returns zeros with
-    status "found") makes the step ``numerical_error``.
+    A backend whose result fails the layer's residual check despite a success
+    status (HiGHS 1.15 through qpsolvers once returned zeros as "found" here)
+    makes the step ``numerical_error``.
     """
     p = problem(SEEDS[1])
     ref = make_model("box-friction", "pgs").solve(p, {})
