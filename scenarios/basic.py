@@ -30,7 +30,7 @@ Array = NDArray[np.float64]
 #: The reference's unit of length in metres and its density [kg/m^3].
 CM = 0.01
 DENSITY = 1000.0
-_AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
+_AXES = {k: np.eye(3)[i] for i, k in enumerate("xyz")}
 
 
 def _trans(x: float, y: float, z: float) -> Array:
@@ -45,7 +45,7 @@ def cuboid(name: str, sides_cm: tuple[float, float, float], density: float = DEN
     return body
 
 
-def _axis(letter: str) -> tuple[float, float, float]:
+def _axis(letter: str) -> Array:
     if letter not in _AXES:
         raise ConfigurationError(f"axis letter {letter!r} must be one of x, y, z")
     return _AXES[letter]
@@ -78,8 +78,8 @@ def pendulum(
         # joint frame turned so that the link (its x axis) hangs down at q = 0
         frame_parent=se3.make_transform(se3.exp_so3([0.0, np.pi / 2, 0.0])),
         frame_child=se3.make_transform(None, [-0.5 * length, 0.0, 0.0]),
-        axis=(0.0, 1.0, 0.0),
-        q0=[np.deg2rad(angle_deg)],
+        axis=_AXES["y"],
+        q0=np.array([np.deg2rad(angle_deg)]),
     )
     return Scene("pendulum", (body,), (hinge,), dt=1e-3, duration=5.0)
 
@@ -102,16 +102,18 @@ def _chain(
         bodies.append(cuboid(f"link{i}", (10.0, 1.0, 1.0)))
         parent = None if i == 0 else f"link{i - 1}"
         frame_parent = np.eye(4) if i == 0 else _trans(5.0, 0.0, 0.0)
-        common = dict(frame_parent=frame_parent, frame_child=_trans(-5.0, 0.0, 0.0))
+        frame_child = _trans(-5.0, 0.0, 0.0)
+        name, child = f"joint{i}", f"link{i}"
         if kinds[i % len(kinds)] == "R":
             axis = _axis(axes[n_rev % len(axes)])
-            q0 = np.deg2rad(angles_deg[n_rev % len(angles_deg)])
-            joints.append(
-                JointSpec(f"joint{i}", "revolute", parent, f"link{i}", axis=axis, q0=[q0], **common)
+            q0 = np.array([np.deg2rad(angles_deg[n_rev % len(angles_deg)])])
+            spec = JointSpec(
+                name, "revolute", parent, child, frame_parent, frame_child, axis, q0=q0
             )
             n_rev += 1
         else:
-            joints.append(JointSpec(f"joint{i}", "fixed", parent, f"link{i}", **common))
+            spec = JointSpec(name, "fixed", parent, child, frame_parent, frame_child)
+        joints.append(spec)
     return bodies, joints
 
 
@@ -167,7 +169,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             frame_parent=_trans(0, 0, 15),
             frame_child=top,
             axis=_AXES["x"],
-            q0=[0.0],
+            q0=np.array([0.0]),
         ),
         JointSpec(
             "middle",
@@ -176,7 +178,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             "crossbar",
             frame_parent=_trans(0, 0, -5),
             axis=_AXES["z"],
-            q0=[0.0],
+            q0=np.array([0.0]),
         ),
         JointSpec(
             "left",
@@ -186,7 +188,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             frame_parent=_trans(0, -10, 0),
             frame_child=top,
             axis=_AXES["x"],
-            q0=[q],
+            q0=np.array([q]),
         ),
         JointSpec(
             "right",
@@ -196,7 +198,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             frame_parent=_trans(0, 10, 0),
             frame_child=top,
             axis=_AXES["y"],
-            q0=[q],
+            q0=np.array([q]),
         ),
     )
     return Scene("branching", bodies, specs, dt=1e-2, duration=5.0)
@@ -255,7 +257,7 @@ def spring_damper(stiffness: float = 10.0, damping: float = 0.01) -> Scene:
             frame_parent=end,
             frame_child=start,
             axis=_AXES["y"],
-            q0=[np.pi / 2],
+            q0=np.array([np.pi / 2]),
         ),
         JointSpec(
             "hinge2",
@@ -265,7 +267,7 @@ def spring_damper(stiffness: float = 10.0, damping: float = 0.01) -> Scene:
             frame_parent=end,
             frame_child=start,
             axis=_AXES["y"],
-            q0=[-np.pi / 2],
+            q0=np.array([-np.pi / 2]),
         ),
     )
     p1, p2 = np.array([-2.0, 0.0, -0.5]) * CM, np.array([1.0, 0.5, -0.5]) * CM

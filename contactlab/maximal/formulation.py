@@ -180,10 +180,11 @@ class MaximalFormulation(Formulation):
         """
         owners = problem.info["row_owners"]
         lam = np.asarray(solution.lambda_G, dtype=float)
+        G = sp.csr_matrix(problem.G)
         out: dict[str, Array] = {}
         for name in dict.fromkeys(owners.tolist()):
             sel = np.flatnonzero(owners == name)
-            w = problem.G[sel].T @ lam[sel] / problem.h
+            w = G[sel].T @ lam[sel] / problem.h
             out[str(name)] = np.asarray(w).reshape(-1, 6)
         return out
 
