@@ -17,8 +17,8 @@ the child's inverse spatial inertia ``W``,
 .. math::  \\alpha = (B W B^T + \\epsilon I)^{-1} B W r ,
 
 the minimiser of ``||B^T alpha - r||_W^2 + eps ||alpha||^2``: as ``eps -> 0``
-the least-norm ``alpha`` that reproduces the part of ``r`` the contacts can
-carry (a joint torque about a revolute axis, say, is dropped).  The seed
+the least-norm ``alpha`` with ``B^T alpha = r`` when ``r`` is a pure reaction
+(workless on the joint's motion; :func:`remove_joint_forces` makes it so).  The seed
 prints ``alpha = h (...)^{-1} N M^{-1} f_alpha`` with ``f_alpha = -N^T alpha/h``,
 whose signs contradict each other; this module works with impulses ``r`` [N s]
 and ``B^T alpha = r``.  ``eps`` is relative to the mean diagonal of ``B W B^T``
@@ -57,6 +57,26 @@ def distribute_reactions(parent: NDArray[np.int64], X: Array, p: Array) -> Array
     return np.asarray(_distribute(parent, X, np.ascontiguousarray(p, dtype=float)))
 
 
+def remove_joint_forces(r: Array, S: Array, rotational: NDArray[np.bool_]) -> Array:
+    """Reactions without the generalized forces done on the joints' own motion.
+
+    A joint's reaction recovered from velocities also holds what the joint
+    itself applies along its free directions (a motor, a joint spring, a
+    coupling or prescribed-motion multiplier): ``tau = S^T r`` for the joint's
+    body-frame motion subspace ``S`` (6, d).  It is a pure torque ``(S_w tau,
+    0)`` for revolute/spherical joints (unit rotation axes) and a pure force
+    ``(0, S_v tau)`` for prismatic ones; removing it leaves a workless
+    wrench, ``S^T r' = 0``, which the joint contact normals carry exactly.
+
+    r : (nj, 6); S : (nj, 6, d) zero-padded; rotational : (nj,) kind flags.
+    """
+    tau = np.einsum("jad,ja->jd", S, r)
+    D = S.copy()
+    D[rotational, 3:, :] = 0.0
+    D[~rotational, :3, :] = 0.0
+    return r - np.einsum("jad,jd->ja", D, tau)
+
+
 def local_multipliers(
     B: Array, offsets: NDArray[np.int64], W: Array, r: Array, eps: float = 1e-6
 ) -> Array:
@@ -64,21 +84,24 @@ def local_multipliers(
 
     ``B`` (K, 6) child blocks of the normal rows, ``offsets`` (nj + 1,) the
     contact range of every joint, ``W`` (nj, 6) the children's inverse
-    spatial inertia diagonals.  Joints with the same contact count are
-    solved together by one batched ``numpy.linalg.solve``.
+    spatial inertia diagonals.  With ``A = B W^{1/2}`` the push-through
+    identity ``(A A^T + eps I)^{-1} A = A (A^T A + eps I)^{-1}`` turns the
+    k x k system of eq. 2.114 into a 6 x 6 one per joint, solved for all
+    joints by one batched ``numpy.linalg.solve`` (and better conditioned:
+    the k x k matrix has rank at most 6).
     """
-    alpha = np.zeros(B.shape[0])
-    ks = np.diff(offsets)
-    for k in np.unique(ks):
-        if k == 0:
-            continue
-        js = np.flatnonzero(ks == k)
-        idx = offsets[js][:, None] + np.arange(k)
-        Bj = B[idx]  # (g, k, 6)
-        BW = Bj * W[js][:, None, :]
-        A = np.einsum("gka,gla->gkl", BW, Bj)
-        scale = np.einsum("gkk->g", A) / k
-        A = A + (eps * np.maximum(scale, 1e-300))[:, None, None] * np.eye(k)
-        rhs = np.einsum("gka,ga->gk", BW, r[js])
-        alpha[idx] = np.linalg.solve(A, rhs[..., None])[..., 0]
-    return alpha
+    nj = offsets.size - 1
+    K = B.shape[0]
+    if nj == 0 or K == 0:
+        return np.zeros(K)
+    joint = np.repeat(np.arange(nj), np.diff(offsets))
+    Wh = np.sqrt(W)
+    A = B * Wh[joint]  # (K, 6)
+    outer = A[:, :, None] * A[:, None, :]
+    G = np.zeros((nj, 6, 6))
+    np.add.at(G, joint, outer)
+    k = np.maximum(np.diff(offsets), 1)
+    scale = np.maximum(np.einsum("gii->g", G) / k, 1e-300)
+    G += (eps * scale)[:, None, None] * np.eye(6)
+    y = np.linalg.solve(G, (Wh * r)[..., None])[..., 0]
+    return np.einsum("ka,ka->k", A, y[joint])

@@ -23,8 +23,10 @@ impulses that bound the joint friction are recovered from it:
    ``tests/contactlab/test_bisp.py`` checks.  External impulses are the
    contact impulses ``N_m^T lambda_N + T_m^T beta_ext`` and the loop-closure
    reactions ``G_m^T lambda_G`` (§2.11.1);
-3. one backward traversal distributes ``p`` to the joints, then the local
-   regularized solves (eq. 2.114) give the joint contact multipliers
+3. one backward traversal distributes ``p`` to the joints; what a joint
+   applies along its own free motion (motors, springs, prescribed motion)
+   is removed, and the local regularized solves (eq. 2.114) give the joint
+   contact multipliers
    (:mod:`contactlab.jointfriction.local`); loop-closing joints with friction
    take their reaction from their own multipliers;
 4. the ``M^{-1}``-norm test and the friction QP (eq. 2.110) of
@@ -45,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError, IncompatibleError
-from contactlab.jointfriction.local import distribute_reactions
+from contactlab.jointfriction.local import distribute_reactions, remove_joint_forces
 from contactlab.jointfriction.rows import JointContactLayout
 from contactlab.jointfriction.staggered import (
     JointFrictionReport,
@@ -163,6 +165,10 @@ class BISP(SolvingModel):
         loops = _loop_rows(problem, kin)
         node = {int(b): i for i, b in enumerate(tree.body)}
         loop_of = {name: k for k, (name, _, _) in enumerate(loops)}
+        is_tree = np.array([not s.closes_loop for s in layout.specs], dtype=bool)
+        nodes = np.array([node[int(c)] for c in layout.child[is_tree]], dtype=np.int64)
+        S_tree = kin.Sb[nodes]
+        rotational = np.array([s.kind != "prismatic" for s in layout.specs], dtype=bool)[is_tree]
         qdot0 = np.asarray(problem.v, dtype=float)
 
         def reactions(v: Array, crow: Rows, lam_C: Array, b_ext: Array, b_j: Array) -> Array:
@@ -173,12 +179,10 @@ class BISP(SolvingModel):
             p -= np.asarray(ext).reshape(nb, 6) + sum(loop_w, np.zeros((nb, 6)))
             r_tree = distribute_reactions(tree.parent, kin.X, p[tree.body])
             out = np.zeros((layout.n_joints, 6))
-            for j, spec in enumerate(layout.specs):
-                c = int(layout.child[j])
-                if spec.closes_loop:
-                    out[j] = loop_w[loop_of[spec.name]][c]
-                else:
-                    out[j] = r_tree[node[c]]
+            out[is_tree] = remove_joint_forces(r_tree[nodes], S_tree, rotational)
+            for j in np.flatnonzero(~is_tree):
+                spec = layout.specs[j]
+                out[j] = loop_w[loop_of[spec.name]][int(layout.child[j])]
             return out
 
         missing = [s.name for s in layout.specs if s.closes_loop and s.name not in loop_of]
