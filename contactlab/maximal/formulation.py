@@ -132,7 +132,13 @@ class MaximalFormulation(Formulation):
             G=rows.G,
             g=rhs,
             directions=self.scene.contact.directions,
-            info={"row_owners": self.row_owners, "constraint_error": rows.g},
+            info={
+                "row_owners": self.row_owners,
+                "constraint_error": rows.g,
+                # for models that need the joint geometry (joint friction, joint-friction-sp)
+                "scene": self.scene,
+                "E": E,
+            },
             **extra,
         )
 

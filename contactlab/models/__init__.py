@@ -10,6 +10,7 @@ from contactlab.models import (  # noqa: F401
     bisp,
     box_friction,
     frictionless,
+    joint_friction_sp,
     staggered,
     stewart_trinkle,
 )
