@@ -40,6 +40,7 @@ def test_every_catalogue_scene_beyond_the_basic_chains_is_registered() -> None:
         "redmax-mesh-body",
         "redmax-gears",
         "redmax-free2d",
+        "redmax-mass-springs",
     }
     assert expected <= set(REDMAX)
 

@@ -23,6 +23,7 @@ CONSERVATIVE = [
     "redmax-translational",
     "redmax-coupled",
     "redmax-loop",
+    "redmax-mass-springs",
 ]
 
 
