@@ -46,7 +46,7 @@ from typing import Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.experiments.runner import check_fits
-from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.spec import RunSpec, scenario_values
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -174,7 +174,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         for params, form, model, options, solver, dt, seed in dims:
             spec = RunSpec(
                 sc.name,
-                sc.resolve({k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}),
+                sc.resolve(scenario_values(params)),
                 form,
                 model,
                 solver,

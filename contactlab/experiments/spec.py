@@ -33,6 +33,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def scenario_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters with lists turned into tuples (TOML and JSON have no tuples; scenario
+    parameters such as ``half_extents`` are tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run of the grid.
@@ -100,4 +106,6 @@ class RunSpec:
             raise ConfigurationError(
                 f"run specification has unknown keys {sorted(extra)}; known keys: {sorted(known)}"
             )
-        return cls(**{k: data[k] for k in known if k in data})
+        values = {k: data[k] for k in known if k in data}
+        values["params"] = scenario_values(values.get("params", {}))
+        return cls(**values)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -112,7 +113,9 @@ def _execute_all(
                     spec.as_dict(),
                     str(folder),
                     pure=False,
-                    key=f"contactlab-run-{spec.digest()[:16]}",
+                    # readable task names; the random part keeps a rerun from reusing a
+                    # result the cluster still holds under the same name
+                    key=f"contactlab-run-{spec.digest()[:12]}-{uuid.uuid4().hex[:8]}",
                 ): spec
                 for spec, folder in todo
             }
@@ -242,6 +245,7 @@ def run_grid(
     """Execute an expanded grid (see :func:`sweep`)."""
     runs_dir = grid.out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
+    # leftovers of an interrupted sweep (one sweep per output folder at a time)
     clean_temporaries(runs_dir)
     todo = []
     for spec in grid.runs:

@@ -134,3 +134,16 @@ def test_grid_expansion_overrides_and_short_version(tmp_path: Path, fake_scenari
     assert len({r.digest() for r in grid.runs}) == 14  # every run its own folder
     short = load_grid(spec, short=True)
     assert len(short.runs) == 2  # defaults, 2 solvers, one seed
+
+
+def test_spec_round_trip_keeps_hash_and_tuple_parameters() -> None:
+    from contactlab.experiments.spec import RunSpec
+
+    spec = RunSpec("sheath", {"half_extents": (0.2, 0.2, 0.05), "v": 1.0}, dt=0.01, seed=3)
+    back = RunSpec.from_dict(spec.as_dict())
+    assert back == spec and back.digest() == spec.digest()
+    assert isinstance(back.params["half_extents"], tuple)
+    # the hash does not depend on the order the parameters were given in
+    same = RunSpec("sheath", {"v": 1.0, "half_extents": (0.2, 0.2, 0.05)}, dt=0.01, seed=3)
+    assert same.digest() == spec.digest()
+    assert RunSpec("sheath", {"v": 1.0}, dt=0.01, seed=4).digest() != spec.digest()
