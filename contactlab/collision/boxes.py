@@ -117,8 +117,13 @@ def _face_contacts(
     points: np.ndarray,
     normals: np.ndarray,
     dists: np.ndarray,
+    poly: np.ndarray,
+    buf: np.ndarray,
 ) -> int:
-    """Clip the incident box's face against the reference face (outward ``nr``)."""
+    """Clip the incident box's face against the reference face (outward ``nr``).
+
+    ``poly`` and ``buf`` are (MAX_BOX_CONTACTS + 4, 3) work arrays.
+    """
     # incident face: most anti-parallel to nr
     best, li = -1.0, 0
     for l in range(3):
@@ -128,8 +133,6 @@ def _face_contacts(
     s = -_sgn(Ri[li, 0] * nr[0] + Ri[li, 1] * nr[1] + Ri[li, 2] * nr[2])
     fc = pi + s * hi[li] * Ri[li]
     u, v = (li + 1) % 3, (li + 2) % 3
-    poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
-    buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
     su = (1.0, -1.0, -1.0, 1.0)
     sv = (1.0, 1.0, -1.0, -1.0)
     for k in range(4):
@@ -192,13 +195,20 @@ def _box_box_pair(
     points: np.ndarray,
     normals: np.ndarray,
     dists: np.ndarray,
+    poly: np.ndarray,
+    buf: np.ndarray,
 ) -> int:
     """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows."""
     d = pb - pa
-    C = Ra @ Rb.T  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
+    C = np.empty((3, 3))  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
+    t = np.empty(3)
+    u = np.empty(3)
+    for i in range(3):
+        t[i] = Ra[i, 0] * d[0] + Ra[i, 1] * d[1] + Ra[i, 2] * d[2]
+        u[i] = Rb[i, 0] * d[0] + Rb[i, 1] * d[1] + Rb[i, 2] * d[2]
+        for j in range(3):
+            C[i, j] = Ra[i, 0] * Rb[j, 0] + Ra[i, 1] * Rb[j, 1] + Ra[i, 2] * Rb[j, 2]
     absC = np.abs(C) + 1e-12
-    t = Ra @ d
-    u = Rb @ d
     best_face, face_kind, face_idx = -np.inf, 0, 0
     for i in range(3):
         sep = abs(t[i]) - (ha[i] + hb[0] * absC[i, 0] + hb[1] * absC[i, 1] + hb[2] * absC[i, 2])
@@ -214,17 +224,20 @@ def _box_box_pair(
     for i in range(3):
         for j in range(3):
             # L = e_i x C[:, j] in A's frame
-            L = np.zeros(3)
-            i1, i2 = (i + 1) % 3, (i + 2) % 3
-            L[i1] = -C[i2, j]
-            L[i2] = C[i1, j]
-            norm = np.sqrt(L[i1] * L[i1] + L[i2] * L[i2])
+            if i == 0:
+                l0, l1, l2 = 0.0, -C[2, j], C[1, j]
+            elif i == 1:
+                l0, l1, l2 = C[2, j], 0.0, -C[0, j]
+            else:
+                l0, l1, l2 = -C[1, j], C[0, j], 0.0
+            norm = np.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
             if norm < _EDGE_EPS:
                 continue
-            ra = ha[0] * abs(L[0]) + ha[1] * abs(L[1]) + ha[2] * abs(L[2])
-            CL = L[0] * C[0] + L[1] * C[1] + L[2] * C[2]
-            rb = hb[0] * abs(CL[0]) + hb[1] * abs(CL[1]) + hb[2] * abs(CL[2])
-            sep = (abs(t @ L) - ra - rb) / norm
+            ra = ha[0] * abs(l0) + ha[1] * abs(l1) + ha[2] * abs(l2)
+            rb = 0.0
+            for k in range(3):
+                rb += hb[k] * abs(l0 * C[0, k] + l1 * C[1, k] + l2 * C[2, k])
+            sep = (abs(t[0] * l0 + t[1] * l1 + t[2] * l2) - ra - rb) / norm
             if sep > best_edge:
                 best_edge, ei, ej = sep, i, j
     if best_edge > margin:
@@ -259,36 +272,47 @@ def _box_box_pair(
         axis_w = Ra[face_idx]
         nr = _sgn(t[face_idx]) * axis_w  # A's outward face normal toward B
         return _face_contacts(
-            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -nr, margin, points, normals, dists
+            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -nr, margin, points, normals, dists, poly, buf
         )
     axis_w = Rb[face_idx]
     nr = -_sgn(u[face_idx]) * axis_w  # B's outward face normal toward A
-    return _face_contacts(Rb, pb, hb, face_idx, nr, Ra, pa, ha, nr, margin, points, normals, dists)
+    return _face_contacts(
+        Rb, pb, hb, face_idx, nr, Ra, pa, ha, nr, margin, points, normals, dists, poly, buf
+    )
 
 
 @njit(cache=True)
 def _box_box_kernel(
-    Wa: np.ndarray, ha: np.ndarray, Wb: np.ndarray, hb: np.ndarray, margin: float
+    Xa: np.ndarray,
+    Pa: np.ndarray,
+    ha: np.ndarray,
+    Xb: np.ndarray,
+    Pb: np.ndarray,
+    hb: np.ndarray,
+    margin: float,
 ) -> tuple:
-    m = Wa.shape[0]
+    """All pairs; ``X`` (m, 3, 3) hold each box's world axes as rows, ``P`` (m, 3) centres."""
+    m = Xa.shape[0]
     points = np.zeros((m, MAX_BOX_CONTACTS, 3))
     normals = np.zeros((m, MAX_BOX_CONTACTS, 3))
     dists = np.zeros((m, MAX_BOX_CONTACTS))
     counts = np.zeros(m, dtype=np.int64)
+    poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
     for k in range(m):
-        Ra = np.ascontiguousarray(Wa[k, :3, :3].T)
-        Rb = np.ascontiguousarray(Wb[k, :3, :3].T)
         counts[k] = _box_box_pair(
-            Ra,
-            Wa[k, :3, 3].copy(),
+            Xa[k],
+            Pa[k],
             ha[k],
-            Rb,
-            Wb[k, :3, 3].copy(),
+            Xb[k],
+            Pb[k],
             hb[k],
             margin,
             points[k],
             normals[k],
             dists[k],
+            poly,
+            buf,
         )
     return points, normals, dists, counts
 
@@ -299,9 +323,11 @@ def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
     if m == 0:
         return empty_raw()
     points, normals, dists, counts = _box_box_kernel(
-        np.ascontiguousarray(Wa),
+        np.ascontiguousarray(np.swapaxes(Wa[:, :3, :3], 1, 2)),
+        np.ascontiguousarray(Wa[:, :3, 3]),
         np.ascontiguousarray(sa),
-        np.ascontiguousarray(Wb),
+        np.ascontiguousarray(np.swapaxes(Wb[:, :3, :3], 1, 2)),
+        np.ascontiguousarray(Wb[:, :3, 3]),
         np.ascontiguousarray(sb),
         float(margin),
     )

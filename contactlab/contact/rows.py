@@ -90,17 +90,30 @@ def contact_rhs(distance: Array, h: float, params: ContactParams) -> Array:
     return np.where(d > 0.0, -d / h, np.minimum(beta * (-d), params.max_correction))
 
 
-def _blocks(
-    body: NDArray[np.int64], E: Array, point: Array, dirs: Array
-) -> tuple[Array, NDArray[np.bool_]]:
-    """(nc, 3, 6) blocks ``[x x m, m]`` of the directions ``dirs`` (nc, 3, 3) on ``body``."""
-    valid = body >= 0
-    Eb = E[np.where(valid, body, 0)]
+def _blocks(body: NDArray[np.int64], E: Array, point: Array, dirs: Array) -> Array:
+    """(nc, 3, 6) blocks ``[x x m, m]`` of the directions ``dirs`` (nc, 3, 3) on ``body``.
+
+    Rows of the world (``body = -1``) are computed with body 0 and masked by the caller.
+    """
+    Eb = E[np.maximum(body, 0)]
     R, p = Eb[:, :3, :3], Eb[:, :3, 3]
-    x = np.einsum("nji,nj->ni", R, point - p)  # body coordinates
-    m = np.einsum("nji,ndj->ndi", R, dirs)  # directions in body coordinates
-    ang = np.cross(x[:, None, :], m)
-    return np.concatenate([ang, m], axis=2), valid
+    x = (np.swapaxes(R, 1, 2) @ (point - p)[:, :, None])[:, None, :, 0]  # body coordinates
+    m = dirs @ R  # m[n, d] = R_n^T dirs[n, d]
+    out = np.empty(dirs.shape[:2] + (6,))
+    out[..., 0] = x[..., 1] * m[..., 2] - x[..., 2] * m[..., 1]
+    out[..., 1] = x[..., 2] * m[..., 0] - x[..., 0] * m[..., 2]
+    out[..., 2] = x[..., 0] * m[..., 1] - x[..., 1] * m[..., 0]
+    out[..., 3:] = m
+    return out
+
+
+def _csr(
+    values: Array, cols: NDArray[np.int64], keep: NDArray[np.bool_], n_cols: int
+) -> sp.csr_matrix:
+    """CSR matrix whose row ``r`` holds ``values[r, keep[r]]`` at columns ``cols[r, keep[r]]``."""
+    indptr = np.zeros(values.shape[0] + 1, dtype=np.int64)
+    np.cumsum(keep.sum(axis=1), out=indptr[1:])
+    return sp.csr_matrix((values[keep], cols[keep], indptr), shape=(values.shape[0], n_cols))
 
 
 def contact_rows(
@@ -142,24 +155,29 @@ def contact_rows(
     n = contacts.normal
     t1, t2 = tangent_basis(n)
     dirs = np.stack([n, t1, t2], axis=1)  # (nc, 3, 3)
-    # row index of each direction: N row i; T rows 2i, 2i+1
-    data, row, col, which = [], [], [], []
-    for body, sign in ((contacts.body_a, 1.0), (contacts.body_b, -1.0)):
-        blocks, valid = _blocks(body, E, contacts.point, dirs)
-        idx = np.flatnonzero(valid)
-        data.append(sign * blocks[idx].reshape(-1))
-        r = np.broadcast_to(np.arange(3)[None, :, None], (idx.size, 3, 6))
-        row.append(np.broadcast_to(idx[:, None, None], (idx.size, 3, 6)).reshape(-1))
-        which.append(r.reshape(-1))
-        col.append(
-            (6 * body[idx][:, None, None] + np.arange(6)[None, None, :])
-            .repeat(3, axis=1)
-            .reshape(-1)
-        )
-    data_a, row_a, col_a, w = (np.concatenate(x) for x in (data, row, col, which))
-    is_n = w == 0
-    N = sp.coo_matrix((data_a[is_n], (row_a[is_n], col_a[is_n])), shape=(nc, n_cols)).tocsr()
-    t_row = 2 * row_a[~is_n] + (w[~is_n] - 1)
-    T = sp.coo_matrix((data_a[~is_n], (t_row, col_a[~is_n])), shape=(2 * nc, n_cols)).tocsr()
+    a, b = contacts.body_a, contacts.body_b
+    # 12 slots per row: body a's 6 columns then body b's, lower body index first
+    # so that column indices are sorted within each row.
+    values = np.concatenate(
+        [_blocks(a, E, contacts.point, dirs), -_blocks(b, E, contacts.point, dirs)], axis=2
+    )
+    six = np.arange(6)
+    cols = np.concatenate([6 * a[:, None] + six, 6 * b[:, None] + six], axis=1)
+    keep = np.concatenate(
+        [np.ones((nc, 6), dtype=bool), np.broadcast_to((b >= 0)[:, None], (nc, 6))], axis=1
+    )
+    swap = (b >= 0) & (b < a)
+    if np.any(swap):
+        order = np.r_[6:12, 0:6]
+        values[swap] = values[swap][:, :, order]
+        cols[swap] = cols[swap][:, order]
+        keep[swap] = keep[swap][:, order]
+    N = _csr(values[:, 0], cols, keep, n_cols)
+    T = _csr(
+        values[:, 1:].reshape(2 * nc, 12),
+        np.repeat(cols, 2, axis=0),
+        np.repeat(keep, 2, axis=0),
+        n_cols,
+    )
     c = contact_rhs(contacts.distance, h, params)
     return N, c, T, np.asarray(contacts.mu, dtype=float).copy()

@@ -84,6 +84,13 @@ def test_rows_give_the_relative_velocity_of_the_material_points():
     per_row = np.diff(N.indptr)
     assert np.array_equal(per_row, np.where(contacts.body_b >= 0, 12, 6))
     assert np.array_equal(mu, contacts.mu)
+    # canonical CSR: sorted column indices, no duplicates
+    for A in (N, T):
+        B = A.copy()
+        B.sort_indices()
+        assert np.array_equal(A.indices, B.indices)
+        B.sum_duplicates()
+        assert B.nnz == A.nnz
 
 
 def test_tangent_basis_is_orthonormal_right_handed_and_aligned_with_the_axes():
