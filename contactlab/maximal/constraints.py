@@ -129,6 +129,17 @@ class Constraint(ABC):
 _CONSTRAINTS: dict[str, type[Constraint]] = {}
 
 
+def body_index_map(scene: Scene) -> dict[str | None, int]:
+    """Body name -> index, ``None`` (the world) -> -1: one dictionary per scene.
+
+    ``Scene.body_index`` scans the bodies; looking up every joint with it
+    would make building a chain of n bodies cost O(n^2).
+    """
+    out: dict[str | None, int] = {b.name: i for i, b in enumerate(scene.bodies)}
+    out[None] = -1
+    return out
+
+
 def register_constraint(name: str) -> Callable[[type[Constraint]], type[Constraint]]:
     """Class decorator registering a constraint kind under ``name``.
 

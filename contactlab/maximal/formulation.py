@@ -176,21 +176,25 @@ class MaximalFormulation(Formulation):
             "constraint_error": float(np.max(np.abs(g))) if g.size else 0.0,
         }
 
-    def reaction_wrenches(self, problem: StepProblem, solution: StepSolution) -> dict[str, Array]:
+    def reaction_wrenches(
+        self, problem: StepProblem, solution: StepSolution, h: float | None = None
+    ) -> dict[str, Array]:
         """Per joint/constraint, the body wrenches (nb, 6) its rows apply [N m, N].
 
         ``G^T lambda_G / h`` restricted to the owner's rows: the seed's
         ``-G^T lambda / h`` (eq. 1.74) in this package's sign convention.
         Each wrench is in the body frame, angular part first; the parent
-        receives the opposite of the child's reaction (transported).
+        receives the opposite of the child's reaction (transported).  ``h``
+        defaults to the problem's step size.
         """
+        h = problem.h if h is None else h
         owners = problem.info["row_owners"]
         lam = np.asarray(solution.lambda_G, dtype=float)
         G = sp.csr_matrix(problem.G)
         out: dict[str, Array] = {}
         for name in dict.fromkeys(owners.tolist()):
             sel = np.flatnonzero(owners == name)
-            w = G[sel].T @ lam[sel] / problem.h
+            w = G[sel].T @ lam[sel] / h
             out[str(name)] = np.asarray(w).reshape(-1, 6)
         return out
 

@@ -52,7 +52,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
-from contactlab.maximal.constraints import Constraint, ConstraintRows, register_constraint
+from contactlab.maximal.constraints import (
+    Constraint,
+    ConstraintRows,
+    body_index_map,
+    register_constraint,
+)
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -122,8 +127,9 @@ class JointConstraint(Constraint):
     def __init__(self, scene: Scene, specs: Sequence[JointSpec]) -> None:
         self.specs = tuple(specs)
         nj = len(self.specs)
-        self.ia = np.array([scene.body_index(s.parent) for s in self.specs], dtype=np.int64)
-        self.ib = np.array([scene.body_index(s.child) for s in self.specs], dtype=np.int64)
+        index = body_index_map(scene)
+        self.ia = np.array([index[s.parent] for s in self.specs], dtype=np.int64)
+        self.ib = np.array([index[s.child] for s in self.specs], dtype=np.int64)
         Fa = np.array([s.frame_parent for s in self.specs]).reshape(nj, 4, 4)
         Fb = np.array([s.frame_child for s in self.specs]).reshape(nj, 4, 4)
         geos = [self._checked_geometry(s) for s in self.specs]

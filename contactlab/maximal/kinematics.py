@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
+from contactlab.maximal.constraints import body_index_map
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -53,12 +54,13 @@ def place_bodies(scene: Scene) -> tuple[Array, Array]:
     pending = [j for j in scene.joints if not j.closes_loop]
     # roots (bodies that are no joint's child) stay at the identity
     placed = np.ones(nb, dtype=bool)
-    placed[[scene.body_index(j.child) for j in pending]] = False
+    index = body_index_map(scene)
+    placed[[index[j.child] for j in pending]] = False
     while pending:
         progress = False
         rest = []
         for spec in pending:
-            ia, ib = scene.body_index(spec.parent), scene.body_index(spec.child)
+            ia, ib = index[spec.parent], index[spec.child]
             if placed[ib]:
                 continue  # a second joint to an already placed child closes a loop
             if ia >= 0 and not placed[ia]:

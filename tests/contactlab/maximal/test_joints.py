@@ -127,3 +127,18 @@ def test_rows_annihilate_exactly_the_allowed_relative_twists(kind: str) -> None:
     assert G.shape[0] == 6 - joint.ndof
     assert np.all(np.abs(G @ allowed) < 1e-12)
     assert np.linalg.matrix_rank(G, tol=1e-9) == 6 - joint.ndof
+
+
+def test_numerical_bias_of_the_base_class_matches_the_closed_forms() -> None:
+    """The fallback ``Gdot Phi`` for user constraints (central differences of the rows)."""
+    from contactlab.maximal import Constraint
+
+    rng = np.random.default_rng(21)
+    for kind in sorted(KINDS):
+        (con,) = [
+            c
+            for c in scene_constraints(two_body_scene(kind, False, rng))
+            if c.n_rows and c.row_owners()[0] == "j"
+        ]
+        E, phi = se3.random_transform(rng, 2), rng.standard_normal((2, 6))
+        assert np.abs(Constraint.bias(con, E, phi) - con.bias(E, phi)).max() < 1e-7
