@@ -17,7 +17,8 @@ revolute   cylinder of radius ``r`` and height ``l``      ``2 ends x angles x 2`
            tangent: the circumferential direction, so the
            rotation about the axis is sliding at radius r
 spherical  sphere of radius ``r``: the six points          6
-           ``+-r e_k``; normal radial, two tangents each
+           ``+-r e_i``; normal radial; tangents ``e_k x p``
+           for the two axes ``k != i``
 prismatic  box of cross-section ``w x w`` and length ``l``  ``8 corners x 2`` = 16
            along the axis: at its 8 corners one contact
            along each transverse direction; tangent: the
@@ -99,12 +100,16 @@ class LocalContacts:
     normals : (k, 3) unit normal directions (constrained).
     tangents : (t, 3) unit tangent directions (free to slide).
     owner : (t,) index of the contact each tangent belongs to.
+    group : (t,) the joint motion each tangent measures: tangents of one
+        group have equal rows on the joint's motion (``r`` times a rotation
+        rate, or the slide rate), see :mod:`contactlab.jointfriction.rows`.
     """
 
     points: Array
     normals: Array
     tangents: Array
     owner: NDArray[np.int64]
+    group: NDArray[np.int64]
 
     @property
     def k(self) -> int:
@@ -136,18 +141,26 @@ def revolute_contacts(fr: JointFriction, axis: Array) -> LocalContacts:
     normals = np.concatenate([np.tile(rad, (2, 1)), np.tile(a, (pts.shape[0], 1))])
     points = np.concatenate([pts, pts])
     k = points.shape[0]
-    return LocalContacts(points, normals, np.concatenate([tan2, tan2]), np.arange(k))
+    return LocalContacts(
+        points, normals, np.concatenate([tan2, tan2]), np.arange(k), np.zeros(k, np.int64)
+    )
 
 
 def spherical_contacts(fr: JointFriction) -> LocalContacts:
-    """Six points ``+-r e_k`` with radial normals and two tangents each."""
+    """Six points ``+-r e_i`` with radial normals and two tangents each.
+
+    The tangents at ``p = +-e_i`` are ``e_k x p`` for the two axes ``k != i``:
+    the sliding direction of a rotation about ``e_k``, whose rate they
+    measure (times ``r``), so they form group ``k``.
+    """
     eye = np.eye(3)
     normals = np.concatenate([eye, -eye])
     points = fr.radius * normals
-    t1 = np.roll(normals, 1, axis=1)
-    t2 = np.cross(normals, t1)
-    tangents = np.stack([t1, t2], axis=1).reshape(-1, 3)
-    return LocalContacts(points, normals, tangents, np.repeat(np.arange(6), 2))
+    axes = np.array([[k for k in range(3) if k != i % 3] for i in range(6)])  # (6, 2)
+    tangents = np.cross(eye[axes], normals[:, None, :]).reshape(-1, 3)
+    return LocalContacts(
+        points, normals, tangents, np.repeat(np.arange(6), 2), axes.reshape(-1).astype(np.int64)
+    )
 
 
 def prismatic_contacts(fr: JointFriction, axis: Array) -> LocalContacts:
@@ -159,7 +172,9 @@ def prismatic_contacts(fr: JointFriction, axis: Array) -> LocalContacts:
     corners = c1.reshape(-1, 1) * v1 + c2.reshape(-1, 1) * v2 + c3.reshape(-1, 1) * a
     points = np.concatenate([corners, corners])
     normals = np.concatenate([np.tile(v1, (8, 1)), np.tile(v2, (8, 1))])
-    return LocalContacts(points, normals, np.tile(a, (16, 1)), np.arange(16))
+    return LocalContacts(
+        points, normals, np.tile(a, (16, 1)), np.arange(16), np.zeros(16, np.int64)
+    )
 
 
 def local_contacts(kind: str, fr: JointFriction, axis: Array | None, joint: str) -> LocalContacts:

@@ -13,13 +13,16 @@ point at ``s`` relative to the parent's, along ``d``.  In body coordinates
 with ``(s_p, d_p) = F_p (s, d)`` in the parent body frame and ``(s_c, d_c) =
 E_c^{-1} E_p F_p (s, d)`` in the child's (``E_p = I`` for the world), the
 blocks of seed 000, eq. 1.75–1.78.  Normal rows give ``N_j``, tangent rows
-``T_j``.  Tangents are gathered into *friction groups*: by default all
-tangents of a revolute (or prismatic) joint form one group, whose row is the
-mean of its tangent rows — the rows are equal modulo the joint's constrained
-directions (each is ``r`` times the rotation rate, or the slide rate), and
-their mean applies a pure torque about the axis (a pure force along it) —
-and whose bound is the sum of its rows' bounds ``mu |alpha|``.  The
-tangents of a spherical joint are groups of one.
+``T_j``.  Tangents are gathered into *friction groups* (by default): the
+tangents that measure the same joint motion — all of a revolute's (``r``
+times its rate) or a prismatic's (its slide rate), and for a spherical
+joint the four that measure the rotation about one axis (``r`` times that
+rate).  Their rows are equal modulo the joint's constrained directions; the
+group row is their mean, which by the symmetry of the geometry is a pure
+torque about the axis (a pure force along the slide), and the group bound
+is the sum of the rows' bounds ``mu |alpha|``.  With ``aggregate=False``
+every tangent is its own group (friction forces at the points, with the
+net forces their placement implies).
 """
 
 from __future__ import annotations
@@ -93,11 +96,12 @@ class JointContactLayout:
         tj = [np.full(lc.owner.size, i) for i, lc in enumerate(local)]
         mus = [np.full(lc.owner.size, float(j.friction.mu)) for j, lc in zip(specs, local)]
         groups, start = [], 0
-        for j, lc in zip(specs, local):
+        for lc in local:
             n = lc.owner.size
-            if aggregate and j.kind != "spherical":
-                groups.append(np.full(n, start))
-                start += 1
+            if aggregate:
+                _, g = np.unique(lc.group, return_inverse=True)
+                groups.append(start + g)
+                start += int(g.max()) + 1 if n else 0
             else:
                 groups.append(start + np.arange(n))
                 start += n
