@@ -99,6 +99,14 @@ def solve(
     if tol <= 0 or not np.isfinite(tol):
         raise ProblemError("tol", f"must be a positive finite number, got {tol}")
     x0, y0 = _warm(warm_start)
+    if max_iter is not None and not be.supports_max_iter:
+        warnings.warn(
+            f"backend {be.name!r} takes no iteration cap; max_iter is ignored", stacklevel=2
+        )
+    if time_limit is not None and not be.supports_time_limit:
+        warnings.warn(
+            f"backend {be.name!r} takes no time limit; time_limit is ignored", stacklevel=2
+        )
     if x0 is not None and not be.supports_warm_start:
         warnings.warn(f"backend {be.name!r} has no warm start; warm_start is ignored", stacklevel=2)
         x0 = y0 = None

@@ -82,6 +82,9 @@ class Backend:
     accepts_lcp: ClassVar[bool] = False
     supports_soc: ClassVar[bool] = False
     supports_warm_start: ClassVar[bool] = False
+    #: Whether ``max_iter`` / ``time_limit`` reach the backend (else ignored with a warning).
+    supports_max_iter: ClassVar[bool] = True
+    supports_time_limit: ClassVar[bool] = False
     #: QP backends only: every row must be an equality (``l == u``).
     equality_only: ClassVar[bool] = False
     #: LCP backends only: whether friction blocks (bounds following z_n) are handled.

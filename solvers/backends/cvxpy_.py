@@ -41,6 +41,9 @@ _SOLVERS: dict[str, tuple[str, bool, tuple[str, ...], str | None, str | None]] =
     "GUROBI": ("gurobipy", True, (), None, None),
 }
 
+#: Time-limit keyword of the solvers that have one.
+_TIME_KEY = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "OSQP": "time_limit"}
+
 _KIND = {
     "CLARABEL": "interior-point",
     "ECOS": "interior-point",
@@ -95,6 +98,8 @@ class CvxpyBackend(Backend):
         kwargs: dict[str, Any] = dict(tolerance_settings(tol_keys, opts.tol))
         if opts.max_iter is not None and iter_key is not None:
             kwargs[iter_key] = int(opts.max_iter)
+        if opts.time_limit is not None and self.solver in _TIME_KEY:
+            kwargs[_TIME_KEY[self.solver]] = float(opts.time_limit)
         kwargs.update(opts.settings)
 
         t0 = time.perf_counter()
@@ -176,7 +181,7 @@ class CvxpyBackend(Backend):
 
 
 def _make(solver: str) -> type[CvxpyBackend]:
-    module, soc, _, _, extra = _SOLVERS[solver]
+    module, soc, _, iter_key, extra = _SOLVERS[solver]
     attrs = {
         "name": f"cvxpy:{solver.lower()}",
         "solver": solver,
@@ -187,6 +192,8 @@ def _make(solver: str) -> type[CvxpyBackend]:
         "supports_soc": soc,
         "tolerance": _TOLERANCE.get(solver, 1e-6),
         "detects_infeasibility": solver not in _NO_CERTIFICATES,
+        "supports_max_iter": iter_key is not None,
+        "supports_time_limit": solver in _TIME_KEY,
         "__doc__": f"cvxpy with the {solver} solver.",
     }
     return type(f"Cvxpy{solver.title()}Backend", (CvxpyBackend,), attrs)

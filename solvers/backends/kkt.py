@@ -37,6 +37,7 @@ class KKTBackend(Backend):
     kind = "direct"
     accepts_qp = True
     equality_only = True
+    supports_max_iter = False
     tolerance = 1e-9
 
     def __init__(self) -> None:

@@ -28,6 +28,7 @@ class OSQPBackend(Backend):
     required_modules = ("osqp",)
     accepts_qp = True
     supports_warm_start = True
+    supports_time_limit = True
     detects_infeasibility = True
     tolerance = 1e-5
     STATUS_MAP = {

@@ -36,6 +36,7 @@ class PGSBackend(Backend):
     supports_box_lcp = True
     supports_friction_blocks = True
     supports_warm_start = True
+    supports_time_limit = True
     tolerance = 1e-6
 
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:

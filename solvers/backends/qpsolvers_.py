@@ -79,6 +79,24 @@ _BOUNDS_AS_ROWS = {"ecos", "highs"}
 _DEFINITE = {"quadprog", "ecos"}
 
 
+#: Iteration-cap and time-limit keywords of the solvers that have them.
+_ITER_KEY = {
+    "clarabel": "max_iter",
+    "ecos": "max_iters",
+    "osqp": "max_iter",
+    "piqp": "max_iter",
+    "proxqp": "max_iter",
+    "qpalm": "max_iter",
+    "scs": "max_iters",
+}
+_TIME_KEY = {
+    "clarabel": "time_limit",
+    "osqp": "time_limit",
+    "scs": "time_limit_secs",
+    "highs": "time_limit",
+}
+
+
 class QpsolversBackend(Backend):
     """Base of the ``qpsolvers:<name>`` family; subclasses set :attr:`solver`."""
 
@@ -92,6 +110,10 @@ class QpsolversBackend(Backend):
         tol_keys = _SOLVERS.get(self.solver, ("", (), "", None))[1]
         kwargs: dict[str, Any] = dict(tolerance_settings(tol_keys, opts.tol))
         kwargs.update(_FIXED.get(self.solver, {}))
+        if opts.max_iter is not None and self.solver in _ITER_KEY:
+            kwargs[_ITER_KEY[self.solver]] = int(opts.max_iter)
+        if opts.time_limit is not None and self.solver in _TIME_KEY:
+            kwargs[_TIME_KEY[self.solver]] = float(opts.time_limit)
         kwargs.update(opts.settings)
         dense = (
             self.solver in qpsolvers.dense_solvers and self.solver not in qpsolvers.sparse_solvers
@@ -191,6 +213,8 @@ def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
         "extra": extra,
         "tolerance": _TOLERANCE.get(solver, 1e-6),
         "requires_definite": solver in _DEFINITE,
+        "supports_max_iter": solver in _ITER_KEY,
+        "supports_time_limit": solver in _TIME_KEY,
         "__doc__": f"qpsolvers with the {solver} solver.",
     }
     return type(f"Qpsolvers{solver.title()}Backend", (QpsolversBackend,), attrs)

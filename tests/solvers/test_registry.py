@@ -200,3 +200,21 @@ def test_claimed_optimum_contradicted_by_residuals_is_downgraded() -> None:
         registry._instances.pop("liar-test", None)
     assert res.status == "optimal_inaccurate" and not res.success
     assert res.residuals["dual"] == 1.0 and "layer's residual" in res.message
+
+
+def test_iteration_cap_reaches_the_backend_or_warns() -> None:
+    rng = np.random.default_rng(4)
+    n = 40
+    B = rng.standard_normal((n, n))
+    qp = QP(
+        B @ B.T + np.eye(n), rng.standard_normal(n), np.eye(n), -0.1 * np.ones(n), 0.1 * np.ones(n)
+    )
+    assert solve(qp, "cvxpy:clarabel", max_iter=2).status == "max_iterations"
+    assert solve(qp, "pgs", max_iter=2).status == "max_iterations"
+    assert not solve(qp, "qpsolvers:clarabel", max_iter=2).success
+    assert solve(qp, "osqp", time_limit=1e-9).status == "time_limit"
+    eq = QP(np.eye(2), np.ones(2), np.ones((1, 2)), [1.0], [1.0])
+    with pytest.warns(UserWarning, match="no iteration cap"):
+        solve(eq, "kkt", max_iter=5)
+    with pytest.warns(UserWarning, match="no time limit"):
+        solve(eq, "kkt", time_limit=1.0)
