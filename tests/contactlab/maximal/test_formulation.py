@@ -156,3 +156,45 @@ def test_linearly_implicit_springs_are_stable_where_explicit_ones_diverge() -> N
     assert MaximalFormulation(scene).implicit  # on by default when the scene has forces
     assert E.max() - E[0] <= 1e-9
     assert energies[False].max() - E[0] > 1.0
+
+
+def test_two_link_hanging_chain_reactions_balance_the_weights() -> None:
+    """At rest, the lower hinge holds the lower link (m2 g up on it, m2 g down on the upper
+    link) and the upper hinge holds both: Newton's third law in the rows' wrenches."""
+    m1, m2 = 2.0, 0.5
+    bodies = (Body("upper", m1, [0.1, 0.2, 0.25]), Body("lower", m2, [0.05, 0.06, 0.07]))
+    down = se3.make_transform(None, [0, 0, -0.5])
+    up = se3.make_transform(None, [0, 0, 0.5])
+    joints = (
+        JointSpec("top", "revolute", None, "upper", frame_child=up, axis=(1.0, 0, 0)),
+        JointSpec(
+            "mid", "revolute", "upper", "lower", frame_parent=down, frame_child=up, axis=(0, 1.0, 0)
+        ),
+    )
+    form = make_formulation("maximal", Scene("two", bodies, joints))
+    state = form.initial_state()
+    _, problem, solution = kkt_step(form, state, 1e-3)
+    w = form.reaction_wrenches(problem, solution, 1e-3)
+    R = state.E[:, :3, :3]
+    world = {k: np.einsum("nab,nb->na", R, v[:, 3:]) for k, v in w.items()}
+    g = 9.81
+    assert np.allclose(world["mid"], [[0, 0, -m2 * g], [0, 0, m2 * g]], atol=1e-10)
+    assert np.allclose(world["top"], [[0, 0, (m1 + m2) * g], [0, 0, 0]], atol=1e-10)
+
+
+def test_scene_gamma_zero_is_the_unstabilized_step() -> None:
+    from contactlab.scene import StabilizationParams
+
+    scene = chain(2)
+    E = {}
+    for name, sc, stab in (
+        ("gamma0", scene.with_(stabilization=StabilizationParams(gamma=0.0)), "velocity"),
+        ("disabled", scene.with_(stabilization=StabilizationParams(enabled=False)), "velocity"),
+        ("off", scene, "off"),
+        ("default", scene, "velocity"),
+    ):
+        state, _ = run(MaximalFormulation(sc, stabilization=stab), 1e-2, 50)
+        E[name] = state.E
+    assert np.array_equal(E["gamma0"], E["off"])
+    assert np.array_equal(E["disabled"], E["off"])
+    assert np.abs(E["default"] - E["off"]).max() > 1e-4
