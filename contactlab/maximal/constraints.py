@@ -22,6 +22,30 @@ registered class may build itself from the scene's
 ``Scene.constraints`` are bound to the scene (:meth:`Constraint.bind`) and
 enforced as they are.  :func:`stack_rows` turns the rows of every
 constraint into one sparse ``G``.
+
+Example: keep a body point ``x`` on the world line through ``o`` with unit
+normals ``P`` (2, 3) to its direction; the rows are ``P R Gamma(x)`` (seed
+000, eq. 1.12)::
+
+    @register_constraint("point-on-line")
+    class PointOnLine(Constraint):
+        def __init__(self, body, x, o, P):
+            self.body, self.x, self.o, self.P = body, x, o, P
+
+        def bind(self, scene):
+            self.i = scene.body_index(self.body)
+            return self
+
+        n_rows = 2
+
+        def error(self, E):
+            return self.P @ (se3.transform_points(E[self.i], self.x) - self.o)
+
+        def jacobian(self, E):
+            block = self.P @ E[self.i, :3, :3] @ se3.gamma(self.x)
+            return block[:, None, :], np.full((2, 1), self.i)
+
+    scene = Scene(..., constraints=(PointOnLine("bead", x, o, P),))
 """
 
 from __future__ import annotations
