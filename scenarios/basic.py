@@ -4,9 +4,10 @@ The REDMAX scenes are built in SI units with the reference's shapes scaled
 from centimetres to metres and its density 1 g/cm^3 kept as 1000 kg/m^3, so
 a 10 x 1 x 1 cm link is 0.1 x 0.01 x 0.01 m of 0.01 kg: every length,
 mass and inertia is the reference's converted exactly (1 cm = 0.01 m,
-1 g = 1e-3 kg), and gravity is 9.81 m/s^2 (the reference's 980 cm/s^2).
-Forces convert with 1 dyn = 1e-5 N (stiffness per strain [N], damping per
-strain rate [N s]) and 1 g/s^2 = 1e-3 N/m for point-to-point springs.
+1 g = 1e-3 kg); gravity is contactlab's 9.81 m/s^2 (the reference's
+980 cm/s^2 is 9.80 m/s^2).  Forces convert with 1 dyn = 1e-5 N: the
+spring-damper's stiffness per unit strain 1e6 dyn = 10 N and damping
+1e3 g/s = 1 N s/m, the point-to-point springs' 1e2 g/s^2 = 0.1 N/m.
 
 A link's body frame sits at its centre; joints sit at the link ends (the
 reference's "joint transform" ``T_j`` and "body transform" ``T_b`` give
@@ -231,11 +232,15 @@ def spring_chain(
 
 
 @scenario("spring-damper", formulations=("maximal", "reduced"))
-def spring_damper(stiffness: float = 10.0, damping: float = 0.01) -> Scene:
+def spring_damper(stiffness: float = 10.0, damping: float = 1.0) -> Scene:
     """REDMAX scene 24: a welded link carrying two hinged links and a spring-damper.
 
     stiffness : k [N] per unit strain (the reference's 1e6 dyn).
-    damping : d [N s] per unit strain rate (the reference's 1e3 dyn s).
+    damping : axial damping [N s/m] (the reference's 1e3 g/s in ``f = -d v``).
+
+    The reference's force is ``k (l - L)/L + d ldot``; contactlab's
+    spring-damper takes its damping per unit strain rate, so it is given
+    ``damping * L`` [N s].
 
     Link 0 is welded to the world (its end at the origin), link 1 hinges about
     y at its far end starting at 90 deg, link 2 hinges on link 1 at -90 deg;
@@ -274,5 +279,5 @@ def spring_damper(stiffness: float = 10.0, damping: float = 0.01) -> Scene:
     scene = Scene("spring-damper", bodies, specs, dt=1e-2, duration=5.0)
     E, _ = place_bodies(scene)
     rest = float(np.linalg.norm(se3.transform_points(E[1], p2) - se3.transform_points(E[0], p1)))
-    damper = SpringDamper("link0", p1, "link1", p2, stiffness, damping, rest)
+    damper = SpringDamper("link0", p1, "link1", p2, stiffness, damping * rest, rest)
     return scene.with_(forces=(damper,))

@@ -13,7 +13,7 @@ Facts
   same dynamics (one with constraint rows, one with joint coordinates),
   converge to the same motion: the largest body-position difference after
   0.2 s halves with h (measured ratios 1.96-1.99 from h = 4e-3 to 2e-3;
-  differences 1.0e-3, 3.0e-4, 6.7e-5, 6.4e-4 m at h = 2e-3 for chain (scene
+  differences 1.0e-3, 3.0e-4, 6.7e-5, 6.5e-4 m at h = 2e-3 for chain (scene
   1), branching, spring-chain, spring-damper).
 """
 
