@@ -16,8 +16,9 @@ A loop that the tree already keeps planar closes with the 2-row hinge form
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -67,7 +68,7 @@ def constant_rate(start: float, rate: float) -> Callable[[float], tuple]:
     return lambda t: (start + rate * t, rate, 0.0)
 
 
-def _scene(name: str, bodies, specs, **kw) -> Scene:  # type: ignore[no-untyped-def]
+def _scene(name: str, bodies: Sequence[Body], specs: Sequence[JointSpec], **kw: Any) -> Scene:
     """A scene whose bodies keep their mass properties but no collision shapes.
 
     The reference scenes have no contact between links; without shapes the
@@ -81,7 +82,18 @@ def _hanging(name: str, sides: tuple[float, float, float] = (1.0, 1.0, 10.0)) ->
     return cuboid(name, sides)
 
 
-def _rev(name, parent, child, axis, fp, fc, q0=0.0, qdot0=0.0, **kw) -> JointSpec:  # type: ignore[no-untyped-def]
+def _rev(
+    name: str,
+    parent: str | None,
+    child: str,
+    axis: str,
+    fp: Array,
+    fc: Array,
+    q0: float = 0.0,
+    qdot0: float = 0.0,
+    **kw: Any,
+) -> JointSpec:
+    """A revolute joint about the axis letter ``axis`` with frames ``fp``, ``fc``."""
     return JointSpec(
         name,
         "revolute",
@@ -90,8 +102,8 @@ def _rev(name, parent, child, axis, fp, fc, q0=0.0, qdot0=0.0, **kw) -> JointSpe
         frame_parent=fp,
         frame_child=fc,
         axis=_AXES[axis],
-        q0=[q0],
-        qdot0=[qdot0],
+        q0=np.array([q0]),
+        qdot0=np.array([qdot0]),
         **kw,
     )
 
@@ -109,7 +121,7 @@ def spherical(angle_deg: float = 45.0) -> Scene:
     bodies = (_hanging("link0"), _hanging("link1"))
     top = _trans(0, 0, 5)
     specs = (
-        JointSpec("ball0", "spherical", None, "link0", frame_child=top, q0=[a, 0, 0]),
+        JointSpec("ball0", "spherical", None, "link0", frame_child=top, q0=np.array([a, 0, 0])),
         JointSpec(
             "ball1",
             "spherical",
@@ -117,7 +129,7 @@ def spherical(angle_deg: float = 45.0) -> Scene:
             "link1",
             frame_parent=_trans(0, 0, -5),
             frame_child=top,
-            q0=[0, a, 0],
+            q0=np.array([0, a, 0]),
         ),
     )
     return _scene("redmax-spherical", bodies, specs, dt=1e-2, duration=5.0)
@@ -321,7 +333,7 @@ def joint_spring(stiffness: float = 1e4 * TORQUE, damping: float = 1e3 * TORQUE)
             frame_child=s.frame_child,
             axis=s.axis,
             q0=s.q0,
-            qdot0=[1.0 if i == 0 else 0.0],
+            qdot0=np.array([1.0 if i == 0 else 0.0]),
             stiffness=stiffness,
             damping=damping,
         )
@@ -414,7 +426,7 @@ def universal(angle_deg: float = 22.5) -> Scene:
             f"link{i}",
             frame_parent=np.eye(4) if i == 0 else _trans(0, 0, -5),
             frame_child=_trans(0, 0, 5),
-            q0=[a, 0.0] if i % 2 == 0 else [0.0, a],
+            q0=np.array([a, 0.0] if i % 2 == 0 else [0.0, a]),
         )
         for i in range(3)
     )
@@ -451,7 +463,7 @@ def prismatic(leg_deg: float = 30.0) -> Scene:
             frame_parent=foot,
             frame_child=_trans(-5, 0, 0),
             axis=_AXES["x"],
-            q0=[10 * CM],
+            q0=np.array([10 * CM]),
         ),
         _rev("stand", "slider", "leg1", "y", _trans(5, 0, 0), foot),
         _rev("dangle", "slider", "leg2", "y", _trans(0, 0, 0), top, q0=np.deg2rad(leg_deg)),
@@ -482,7 +494,7 @@ def planar(angle_deg: float = 45.0) -> Scene:
     bodies = (cuboid("plate", (10, 10, 1)), _hanging("link0"), _hanging("link1"))
     top = _trans(0, 0, 5)
     specs = (
-        JointSpec("plane", "planar", None, "plate", q0=[0.0, 0.0]),
+        JointSpec("plane", "planar", None, "plate", q0=np.array([0.0, 0.0])),
         _rev("hinge0", "plate", "link0", "y", _trans(5, 5, -0.5), top, q0=a),
         _rev("hinge1", "plate", "link1", "x", _trans(-5, -5, -0.5), top, q0=a),
     )
@@ -500,7 +512,7 @@ def translational(rate0: float = 2.0, rate1: float = 1.0) -> Scene:
     bodies = (cuboid("plate", (10, 10, 1)), _hanging("link0"), _hanging("link1"))
     top = _trans(0, 0, 5)
     specs = (
-        JointSpec("slide", "translational", None, "plate", q0=[0.0, 0.0, 0.0]),
+        JointSpec("slide", "translational", None, "plate", q0=np.array([0.0, 0.0, 0.0])),
         _rev("hinge0", "plate", "link0", "y", _trans(5, 5, -0.5), top, qdot0=rate0),
         _rev("hinge1", "plate", "link1", "x", _trans(-5, -5, -0.5), top, qdot0=rate1),
     )
@@ -536,8 +548,8 @@ def cylindrical(angle_deg: float = 45.0, slide_rate: float = 0.05) -> Scene:
             "link",
             frame_child=_trans(0, 0, 5),
             axis=_AXES["x"],
-            q0=[np.deg2rad(angle_deg), 0.0],
-            qdot0=[0.0, slide_rate],
+            q0=np.array([np.deg2rad(angle_deg), 0.0]),
+            qdot0=np.array([0.0, slide_rate]),
         ),
     )
     return _scene("redmax-cylindrical", (_hanging("link"),), specs, dt=2e-2, duration=5.0)
@@ -590,8 +602,8 @@ def spline_curve(radius_cm: float = 5.0) -> Scene:
             "rider",
             frame_parent=_trans(0, 0, -5),
             params={"frames": frames, "cyclic": True},
-            q0=[0.0],
-            qdot0=[1.0],
+            q0=np.array([0.0]),
+            qdot0=np.array([1.0]),
         ),
         _rev("hinge1", "rider", "link1", "y", _trans(0, 0, -1), top, q0=0.3),
     )
@@ -620,7 +632,7 @@ def spline_surface(curvature: float = 5.0) -> Scene:
             "rider",
             frame_parent=_trans(0, 0, -5),
             params={"values": values},
-            q0=[0.3, 0.6],
+            q0=np.array([0.3, 0.6]),
         ),
         _rev("hinge1", "rider", "link1", "y", _trans(0, 0, -1), top, q0=0.3),
     )
@@ -654,7 +666,7 @@ def composite_body(angle_deg: float = 45.0) -> Scene:
         "body",
         frame_child=_orthonormal(hinge_in_body),
         axis=_AXES["y"],
-        q0=[np.deg2rad(angle_deg)],
+        q0=np.array([np.deg2rad(angle_deg)]),
     )
     return _scene("redmax-composite-body", (result.body,), (spec,), dt=1e-2, duration=5.0)
 
@@ -688,7 +700,7 @@ def mesh_body(angle_deg: float = 45.0) -> Scene:
                 frame_parent=np.eye(4) if i == 0 else _orthonormal(_far_end(shape_in_body)),
                 frame_child=end,
                 axis=_AXES["y"],
-                q0=[np.deg2rad(angle_deg)],
+                q0=np.array([np.deg2rad(angle_deg)]),
             )
         )
     return _scene("redmax-mesh-body", tuple(bodies), tuple(specs), dt=1e-2, duration=1.0)
@@ -740,8 +752,8 @@ def free2d(angle_deg: float = 45.0) -> Scene:
             None,
             "base",
             params={"joints": [{"kind": "planar"}, {"kind": "revolute", "axis": _AXES["z"]}]},
-            q0=[0.0, 0.0, 0.0],
-            qdot0=[0.0, 0.0, 0.5],
+            q0=np.array([0.0, 0.0, 0.0]),
+            qdot0=np.array([0.0, 0.0, 0.5]),
         ),
         _rev(
             "hinge", "base", "arm", "z", _trans(5, 0, 0), _trans(-5, 0, 0), q0=np.deg2rad(angle_deg)

@@ -56,7 +56,11 @@ class HyperReduced:
             )
         if np.linalg.matrix_rank(B) < B.shape[1]:
             raise ConfigurationError("basis J_rR must have full column rank")
-        off = np.zeros(tree.nq) if offset is None else tree.check_coordinates(offset, "offset")
+        off = (
+            np.zeros(tree.nq)
+            if offset is None
+            else tree.check_coordinates(np.asarray(offset, dtype=float), "offset")
+        )
         return cls(tree, B, off)
 
     @property

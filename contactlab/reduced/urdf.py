@@ -96,6 +96,8 @@ def _shape(collision: Any, link_in_body: Array, base: Path | None) -> Shape | No
                 "pass mesh_dir= to load_urdf"
             )
         mesh = trimesh.load(path, force="mesh")
+        if not isinstance(mesh, trimesh.Trimesh):
+            raise ConfigurationError(f"URDF collision mesh {str(path)!r} holds no triangle mesh")
         if geo.mesh.scale is not None:
             mesh.apply_scale(np.broadcast_to(np.asarray(geo.mesh.scale, dtype=float), (3,)))
         return Mesh.from_trimesh(mesh, pose)

@@ -23,28 +23,38 @@ CONSERVATIVE = [
     "redmax-translational",
     "redmax-coupled",
     "redmax-loop",
-    "redmax-mass-springs",
 ]
 
 
-@pytest.mark.parametrize("name", CONSERVATIVE)
-def test_conservative_scenes_keep_energy_with_the_adaptive_integrator(name: str) -> None:
-    """DOP853 at rtol 1e-8 over 2 s: total energy within 1e-6 of the energy scale
-    (max(|E0|, max kinetic energy)); measured drifts are 1e-11..6e-9."""
+def _relative_energy_drift(name: str, t_end: float) -> float:
+    """Largest |E(t) - E(0)| over max(|E0|, max kinetic energy), DOP853 at rtol 1e-8."""
     scene = SCENARIOS[name].build()
     tree = Tree.from_scene(scene)
     q0, qdot0 = tree.initial_coordinates()
     cons = scene_constraints(scene, tree)
     if cons:
-        traj = simulate_constrained(tree, cons, q0, qdot0, 2.0, rtol=1e-8, atol=1e-10)
+        traj = simulate_constrained(tree, cons, q0, qdot0, t_end, rtol=1e-8, atol=1e-10)
     else:
-        traj = simulate_adaptive(tree, q0, qdot0, 2.0, rtol=1e-8, atol=1e-10)  # type: ignore[assignment]
+        traj = simulate_adaptive(tree, q0, qdot0, t_end, rtol=1e-8, atol=1e-10)  # type: ignore[assignment]
     e = [energies(forward_kinematics(tree, q, qd)) for q, qd in zip(traj.q, traj.qdot)]
     total = np.array([x["total_energy"] for x in e])
     kinetic = np.array([x["kinetic_energy"] for x in e])
-    assert kinetic.max() > 1e-3 * abs(total[0]) or kinetic.max() > 0  # the scene moves
-    scale = max(abs(total[0]), kinetic.max())
-    assert np.abs(total - total[0]).max() < 1e-6 * scale
+    assert kinetic.max() > 0  # the scene moves
+    return float(np.abs(total - total[0]).max() / max(abs(total[0]), kinetic.max()))
+
+
+@pytest.mark.parametrize("name", CONSERVATIVE)
+def test_conservative_scenes_keep_energy_with_the_adaptive_integrator(name: str) -> None:
+    """Over 2 s the total energy stays within 1e-6 of the energy scale; measured
+    drifts are 1e-11..6e-9 (the constrained scenes integrate the KKT
+    accelerations of eq. 2.94/2.96 without Baumgarte terms)."""
+    assert _relative_energy_drift(name, 2.0) < 1e-6
+
+
+def test_mass_spring_strands_keep_energy() -> None:
+    """redmax-mass-springs over 0.5 s (about five periods of the strands' 63 rad/s
+    stretching mode; 2 s would take 10 s of test time): within 1e-6."""
+    assert _relative_energy_drift("redmax-mass-springs", 0.5) < 1e-6
 
 
 def test_maximal_and_reduced_converge_to_the_same_trajectory() -> None:
