@@ -356,7 +356,11 @@ def fourbar(mu: float = 0.3, radius_cm: float = 0.5, crank_deg: float = 60.0) ->
 
 @scenario("jf-external", formulations=("maximal", "reduced"))
 def external(
-    mu_joint: float = 0.1, mu_floor: float = 0.2, radius_cm: float = 1.0, floor_cm: float = -15.0
+    mu_joint: float = 0.1,
+    mu_floor: float = 0.2,
+    radius_cm: float = 1.0,
+    floor_cm: float = -15.0,
+    angle_deg: float = 0.0,
 ) -> Scene:
     """REDMAX scene 31: a 2-link chain whose tip sphere lands on a floor and slides on it.
 
@@ -364,8 +368,10 @@ def external(
     mu_floor : sphere-floor friction coefficient.
     radius_cm : tip sphere radius [cm] (a massless collision shape on link1).
     floor_cm : floor height [cm].
+    angle_deg : initial angle of the root joint below the horizontal [deg]
+        (``asin(-(floor_cm + radius_cm) / 20)`` starts the sphere on the floor).
 
-    Released horizontal; the tip falls onto the floor and the chain comes to
+    Released horizontal by default; the tip falls onto the floor and the chain comes to
     rest against it.  Penetration feedback 0.1/h; 2 s at h = 1e-2.
     """
     fr = _friction(mu_joint, 0.5, 1.0)
@@ -375,7 +381,14 @@ def external(
     ]
     specs = [
         JointSpec(
-            "joint0", "revolute", None, "link0", frame_child=_T(-5), axis=(0, 1, 0), friction=fr
+            "joint0",
+            "revolute",
+            None,
+            "link0",
+            frame_child=_T(-5),
+            axis=(0, 1, 0),
+            q0=[np.deg2rad(angle_deg)],
+            friction=fr,
         ),
         JointSpec(
             "joint1",
@@ -427,3 +440,77 @@ def crank(mu: float = 0.3, rate: float = -4 * np.pi, radius_cm: float = 0.5) -> 
         dt=5e-3,
         duration=1.0,
     )
+
+
+#: the walker's coupler point in the coupler frame: along the coupler from its
+#: crank end, and normal to it [cm] (a flat-bottomed path below the pivots)
+_FOOT = (-5.0, -8.0)
+
+
+@scenario("walking-fourbar", formulations=("reduced",))
+def walking_fourbar(
+    mu_joint: float = 0.8,
+    mu_ground: float = 0.8,
+    rate: float = 4 * np.pi,
+    dip_cm: float = 1.0,
+    radius_cm: float = 0.5,
+) -> Scene:
+    """REDMAX scene 33: a free-floating four-bar that walks on a crank-driven foot.
+
+    mu_joint : friction coefficient of the four joints.
+    mu_ground : sphere-floor friction coefficient.
+    rate : crank speed [rad/s] (prescribed relative to the base).
+    dip_cm : how far the foot's lowest point reaches below the base's feet [cm].
+    radius_cm : joint cylinder radius [cm].
+
+    The base (30 x 4 x 1 cm, on a free joint) stands on three spheres of
+    1 cm radius (two at the back, one at the front) and carries the
+    four-bar of scene 30 (pivots 10 cm apart); the coupler carries a fourth
+    sphere, the foot, whose closed path dips ``dip_cm`` below the base's
+    feet.  While down, the foot moves backward and pushes the walker
+    forward (+x); on the way back it is lifted.  Without ground friction no
+    horizontal force acts, so the centre of mass cannot move horizontally.
+    h = 5e-3.
+    """
+    fr = _friction(mu_joint, radius_cm, 1.0)
+    r = 1.0
+    ext, perp = _FOOT
+    # lowest point of the foot's path below the pivots, over one crank turn
+    low = min(_foot_point(t, ext, perp)[1] for t in np.linspace(0, 2 * np.pi, 361))
+    top_t = max(np.linspace(0, 2 * np.pi, 361), key=lambda t: _foot_point(t, ext, perp)[1])
+    feet_z = low + dip_cm  # base feet centres, relative to the pivot line [cm]
+    sphere = lambda x, y, z: Sphere(radius=r * CM, pose=_T(x, y, z))  # noqa: E731
+    base = replace(
+        cuboid("base", (30, 4, 1)),
+        shapes=(sphere(-15, 2, feet_z), sphere(-15, -2, feet_z), sphere(15, 0, feet_z)),
+    )
+    bodies, specs = four_bar("base", (-5, 0), (5, 0), (4, 14, 12), np.rad2deg(top_t), fr)
+    bodies = [replace(b, shapes=()) for b in bodies]
+    b = 14.0
+    bodies[1] = replace(bodies[1], shapes=(sphere(-b / 2 + ext, 0, perp),))
+    free = JointSpec(
+        "free", "free", None, "base", frame_parent=_T(0, 0, -feet_z + r + 0.05), q0=np.zeros(6)
+    )
+    drive = PrescribedJoint("crank_joint", constant_rate(float(top_t), rate))
+    contact = ContactParams(margin=0.002, mu=mu_ground)
+    return Scene(
+        "walking-fourbar",
+        (base, *bodies),
+        (free, *specs),
+        constraints=(drive,),
+        static_shapes=(Plane(),),
+        contact=contact,
+        dt=5e-3,
+        duration=2.0,
+        # the base's free joint to the world must not hide its contacts with the floor
+        extras={"collide_jointed": True},
+    )
+
+
+def _foot_point(t: float, ext: float, perp: float) -> Array:
+    """The walker's foot (x, z) [cm] relative to the crank pivot at crank angle ``t``."""
+    A, D = np.array([-5.0, 0.0]), np.array([5.0, 0.0])
+    B = A + 4.0 * np.array([np.cos(t), -np.sin(t)])
+    C = _circle_meet(B, D, 14.0, 12.0)
+    u = (C - B) / 14.0
+    return B + ext * u + perp * np.array([-u[1], u[0]])
