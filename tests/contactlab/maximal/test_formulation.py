@@ -15,6 +15,7 @@ Facts (3-link chain of 10 x 1 x 1 cm links on hinges about y, released at
   Acceleration level (alpha = beta = 10): at most 1.7e-2 m, then 2.8e-3 m.
 * A pendulum hanging at rest: the hinge's reaction wrench on the link is the
   weight reversed, to 1e-12.
+* Energy loss converges at first order and drift at second order in h.
 * Redundant joints raise SingularSystemError naming them.
 """
 
@@ -198,3 +199,18 @@ def test_scene_gamma_zero_is_the_unstabilized_step() -> None:
     assert np.array_equal(E["gamma0"], E["off"])
     assert np.array_equal(E["disabled"], E["off"])
     assert np.abs(E["default"] - E["off"]).max() > 1e-4
+
+
+def test_energy_loss_is_first_order_and_drift_second_order_in_h() -> None:
+    """Over 2 s of the 3-link chain: energy loss 4.09e-3 J at h = 1e-2 and 2.07e-3 J at
+    h = 5e-3 (ratio 1.97: numerical dissipation of a first-order step, vanishing with h);
+    largest drift 1.8e-3 m and 4.8e-4 m (ratio 3.8: the dead-beat Baumgarte leaves the
+    O(h^2) error of one step)."""
+    loss, drift = [], []
+    for h in (1e-2, 5e-3):
+        _, m = run(MaximalFormulation(chain()), h, int(round(2.0 / h)), every=int(round(0.1 / h)))
+        E = np.array([x["total_energy"] for x in m])
+        loss.append(E[0] - E[-1])
+        drift.append(max(x["constraint_error"] for x in m))
+    assert loss[0] > 0 and 1.8 < loss[0] / loss[1] < 2.2
+    assert 3.3 < drift[0] / drift[1] < 4.4
