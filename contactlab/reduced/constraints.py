@@ -100,7 +100,13 @@ class EqualityConstraint(ReducedConstraint):
                 f"stabilization must be 'velocity', 'acceleration' or 'off', got {stabilization!r}"
             )
         self.stabilization = stabilization
+        self._tree = tree
         return self
+
+    def _bound(self, tree: Tree) -> None:
+        # constraints handed to a formulation directly are bound on first use
+        if getattr(self, "_tree", None) is not tree:
+            self.bind(tree, self.stabilization)
 
     @abstractmethod
     def terms(self, tree: Tree, kin: Kinematics, t: float, h: float) -> ConstraintTerms:
@@ -109,6 +115,7 @@ class EqualityConstraint(ReducedConstraint):
     def rows(
         self, tree: Tree, kin: Kinematics, h: float, t: float = 0.0
     ) -> tuple[Array, Array, Array]:
+        self._bound(tree)
         c = self.terms(tree, kin, t, h)
         b = asm.resolve_baumgarte(tree.scene, h, self.stabilization)
         g = np.zeros(c.G.shape[0]) if c.error is None else c.error
@@ -122,6 +129,7 @@ class EqualityConstraint(ReducedConstraint):
         self, tree: Tree, kin: Kinematics, t: float, alpha: float, beta: float
     ) -> tuple[Array, Array]:
         """``(G, rhs)`` of ``G qddot = rhs`` with Baumgarte factors ``alpha``, ``beta`` [1/s]."""
+        self._bound(tree)
         c = self.terms(tree, kin, t, 0.0)
         g = np.zeros(c.G.shape[0]) if c.error is None else c.error
         rhs = c.rate_dot - c.bias - 2.0 * alpha * (c.G @ kin.qdot - c.rate) - beta**2 * g
@@ -337,11 +345,14 @@ class JointLimit(ReducedConstraint):
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> JointLimit:
         self.dofs = _joint_dofs(tree, self.joint, f"joint limit {self.name!r}")
+        self._tree = tree
         return self
 
     def rows(
         self, tree: Tree, kin: Kinematics, h: float, t: float = 0.0
     ) -> tuple[Array, Array, Array]:
+        if getattr(self, "_tree", None) is not tree:
+            self.bind(tree)
         k = self.dofs.stop - self.dofs.start
         eye = np.zeros((k, tree.nq))
         eye[:, self.dofs] = np.eye(k)
@@ -375,7 +386,14 @@ def scene_constraints(
 def _stack(
     tree: Tree, kin: Kinematics, t: float, constraints: Sequence[Any], alpha: float, beta: float
 ) -> tuple[Array, Array, list[int]]:
-    eq = [c for c in constraints if not c.unilateral]
+    limits = [c.name for c in constraints if c.unilateral]
+    if limits:
+        raise ConfigurationError(
+            f"constraints {limits} are inequalities, which the acceleration-level solve does "
+            "not take; step them at the velocity level (Simulator with the reduced "
+            "formulation and a QP solver such as osqp)"
+        )
+    eq = list(constraints)
     parts = [c.acceleration_rows(tree, kin, t, alpha, beta) for c in eq]
     if not parts:
         return np.zeros((0, tree.nq)), np.zeros(0), []

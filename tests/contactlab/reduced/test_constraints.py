@@ -205,5 +205,22 @@ def test_unknown_constraint_objects_and_bad_couplings_are_refused() -> None:
             for j in bad.joints
         )
         ReducedFormulation(bad.with_(joints=joints))
+    limited = joint_limits.build()
+    tree = Tree.from_scene(limited)
+    with pytest.raises(ConfigurationError, match="inequalities"):
+        constrained_acceleration(
+            tree, np.zeros(2), np.zeros(2), 0.0, scene_constraints(limited, tree)
+        )
     with pytest.raises(ConfigurationError, match="prescribed joint"):
         ReducedFormulation(scene.with_(constraints=(PrescribedJoint("x", smooth_step(0, 1, 1)),)))
+
+
+def test_constraints_given_to_the_formulation_directly_are_bound_on_use() -> None:
+    """The gears without the scene's coupling, the coupling passed to the formulation:
+    the same coupled motion (to rounding)."""
+    scene = gears.build()
+    free = scene.with_(constraints=())
+    form = ReducedFormulation(free, constraints=[Coupling("axle0", "axle1", -1.0, 0.0)])
+    run = Simulator(free, form, "frictionless", "kkt").run(steps=20)
+    q = run.trajectory["q"]
+    assert np.abs(q[:, 1] + q[:, 0]).max() < 1e-12
