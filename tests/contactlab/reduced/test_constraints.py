@@ -14,12 +14,12 @@ from contactlab.reduced import (
     hybrid_dynamics,
     step_linearly_implicit,
 )
+from contactlab.reduced.constrained_dynamics import constrained_acceleration
 from contactlab.reduced.constraints import (
     Coupling,
     EqualityConstraint,
     HingeLoopRows,
     PrescribedJoint,
-    constrained_acceleration,
     prescribed_forces,
     scene_constraints,
 )

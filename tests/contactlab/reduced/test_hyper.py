@@ -7,7 +7,8 @@ import pytest
 
 from contactlab.errors import ConfigurationError
 from contactlab.reduced import Tree, forward_kinematics
-from contactlab.reduced.constraints import Coupling, simulate_constrained
+from contactlab.reduced.constrained_dynamics import simulate_constrained
+from contactlab.reduced.constraints import Coupling
 from contactlab.reduced.hyper import HyperReduced, uniform_angles
 from contactlab.scene import Scene
 from scenarios.basic import _chain

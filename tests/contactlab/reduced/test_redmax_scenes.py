@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from contactlab.reduced import Tree, energies, forward_kinematics, simulate_adaptive
-from contactlab.reduced.constraints import scene_constraints, simulate_constrained
+from contactlab.reduced.constrained_dynamics import simulate_constrained
+from contactlab.reduced.constraints import scene_constraints
 from contactlab.simulator import Simulator
 from scenarios import SCENARIOS
 
