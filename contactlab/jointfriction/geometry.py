@@ -5,7 +5,8 @@ fixed places on a simple shape around the joint, each with a *normal*
 direction (a direction the joint constrains) and *tangent* directions (the
 directions the joint lets the two bodies slide).  Everything here is in the
 **parent's joint frame** (the housing), so the points do not turn with the
-joint coordinate.
+joint coordinate — except a prismatic joint's box, which rides on the
+child's joint frame like a carriage on its rail.
 
 =========  =============================================  ======================
 kind       shape and contacts                             count (defaults)

@@ -12,7 +12,9 @@ point at ``s`` relative to the parent's, along ``d``.  In body coordinates
 
 with ``(s_p, d_p) = F_p (s, d)`` in the parent body frame and ``(s_c, d_c) =
 E_c^{-1} E_p F_p (s, d)`` in the child's (``E_p = I`` for the world), the
-blocks of seed 000, eq. 1.75–1.78.  Normal rows give ``N_j``, tangent rows
+blocks of seed 000, eq. 1.75–1.78.  A prismatic joint's box rides on the
+child instead (a carriage on its rail, so the load stays centred on it):
+there ``(s, d)`` are in the child's joint frame ``F_c``.  Normal rows give ``N_j``, tangent rows
 ``T_j``.  Tangents are gathered into *friction groups* (by default): the
 tangents that measure the same joint motion — all of a revolute's (``r``
 times its rate) or a prismatic's (its slide rate), and for a spherical
@@ -48,8 +50,10 @@ class JointContactLayout:
 
     specs : the joints with friction (tree and loop-closing), in scene order.
     child, parent : (nj,) body indices (``-1`` for the world).
-    frame_parent : (nj, 4, 4) the parents' joint frames.
-    points, normals : (K, 3) contacts in the parent joint frames; ``joint`` (K,)
+    frame_parent, frame_child : (nj, 4, 4) the joint frames in parent and child.
+    on_child : (nj,) geometry carried by the child's joint frame (prismatic:
+        the carriage travels with the slider) instead of the parent's.
+    points, normals : (K, 3) contacts in the geometry frames; ``joint`` (K,)
         their joint, ``offsets`` (nj + 1,) the contact ranges per joint.
     tangents : (nt, 3); ``owner`` (nt,) the contact of each tangent;
         ``mu`` (nt,) its friction coefficient; ``group`` (nt,) its friction
@@ -60,6 +64,8 @@ class JointContactLayout:
     child: Index
     parent: Index
     frame_parent: Array
+    frame_child: Array
+    on_child: NDArray[np.bool_]
     points: Array
     normals: Array
     joint: Index
@@ -110,6 +116,8 @@ class JointContactLayout:
             child=np.array([scene.body_index(j.child) for j in specs], dtype=np.int64),
             parent=np.array([scene.body_index(j.parent) for j in specs], dtype=np.int64),
             frame_parent=np.array([j.frame_parent for j in specs]).reshape(-1, 4, 4),
+            frame_child=np.array([j.frame_child for j in specs]).reshape(-1, 4, 4),
+            on_child=np.array([j.kind == "prismatic" for j in specs], dtype=bool),
             points=cat([lc.points for lc in local], 3),
             normals=cat([lc.normals for lc in local], 3),
             joint=np.repeat(np.arange(len(specs)), ks).astype(np.int64),
@@ -163,9 +171,13 @@ class JointContactRows:
         Ep = np.where(
             (layout.parent >= 0)[:, None, None], E[np.maximum(layout.parent, 0)], np.eye(4)
         )
-        W = Ep @ layout.frame_parent  # parent joint frames in world
-        C = se3.inverse(E[layout.child]) @ W  # ... in child body coordinates
-        Fp = layout.frame_parent
+        Ec = E[layout.child]
+        # the geometry frame in child (C) and parent (Fp) body coordinates
+        C = se3.inverse(Ec) @ Ep @ layout.frame_parent
+        Fp = layout.frame_parent.copy()
+        oc = layout.on_child
+        C[oc] = layout.frame_child[oc]
+        Fp[oc] = se3.inverse(Ep[oc]) @ Ec[oc] @ layout.frame_child[oc]
         Nc, Np = _blocks(C, Fp, layout.joint, layout.points, layout.normals)
         tj = layout.tangent_joint
         Tc, Tp = _blocks(C, Fp, tj, layout.points[layout.owner], layout.tangents)
