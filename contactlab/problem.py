@@ -106,7 +106,7 @@ class StepProblem:
 
     @property
     def n_contacts(self) -> int:
-        return int(self.N.shape[0])
+        return 0 if self.N is None else int(self.N.shape[0])
 
 
 @dataclass

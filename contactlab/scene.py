@@ -129,15 +129,15 @@ class JointSpec:
     kind: str
     parent: str | None
     child: str
-    frame_parent: Array | None = None
-    frame_child: Array | None = None
-    axis: Array | None = None
+    frame_parent: Any = None  # array-like on input, a float array after validation
+    frame_child: Any = None  # array-like on input, a float array after validation
+    axis: Any = None  # array-like on input, a float array after validation
     params: Mapping[str, Any] = field(default_factory=dict)
-    q0: Array | None = None
-    qdot0: Array | None = None
+    q0: Any = None  # array-like on input, a float array after validation
+    qdot0: Any = None  # array-like on input, a float array after validation
     stiffness: float = 0.0
     damping: float = 0.0
-    rest: Array | None = None
+    rest: Any = None  # array-like on input, a float array after validation
     friction: Any = None
     closes_loop: bool = False
 
@@ -171,12 +171,14 @@ class StabilizationParams:
 
     ``gamma`` [1/s] for the velocity-level form ``G phi = -gamma g``;
     ``alpha`` [1/s] and ``beta`` [1/s] for the acceleration-level form.
-    A value of ``None`` means ``1/h`` chosen at run time.
+    ``None`` means the formulation's default: ``gamma = 1/h``, ``alpha = beta = 10``.
     """
 
     gamma: float | None = None
     alpha: float | None = None
     beta: float | None = None
+    # The maximal formulation uses 1/h for gamma but 10 [1/s] for alpha and beta:
+    # the acceleration-level form diverges with 1/h gains (see contactlab.maximal).
     enabled: bool = True
 
 

@@ -134,13 +134,16 @@ def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
 
     Bodies connected by a joint do not collide with each other (their shapes
     usually overlap at the joint by construction), unless the scene sets
-    ``extras["collide_jointed"] = True``.
+    ``extras["collide_jointed"] = True``.  A joint to the world excludes
+    nothing: a floating base on a free joint, or a pendulum swinging into the
+    ground, must still touch the world's geometry.
     """
     nb = scene.n_bodies
     codes = []
     for joint in scene.joints:
         a, b = scene.body_index(joint.parent), scene.body_index(joint.child)
-        a, b = (nb if a < 0 else a), (nb if b < 0 else b)
+        if a < 0 or b < 0:
+            continue
         codes += [a * (nb + 1) + b, b * (nb + 1) + a]
     return np.unique(np.array(codes, dtype=np.int64))
 
