@@ -393,9 +393,11 @@ def maximal_hybrid(spin: float = 2.0) -> Scene:
 
     spin : the last link's angular velocity about its y axis [rad/s].
 
-    The last link turns at ``spin`` about y while its centre stays put
-    (body-frame twist components omega_y, nu_x, nu_z), so the chain keeps
-    one free degree of freedom.
+    The last link turns at ``spin`` about y while its centre's velocity is
+    held at zero (body-frame twist components omega_y, nu_x, nu_z), so the
+    chain keeps one free degree of freedom.  The prescription acts on
+    velocities only (no position feedback), so at the reference's
+    h = 5e-2 s the centre creeps by centimetres over the run.
     """
     bodies, specs = _chain(4, "R", "y", (30.0, 30.0, -30.0, -30.0))
     twist = PrescribedTwist("link3", (1, 3, 5), lambda t: ((spin, 0.0, 0.0), (0.0, 0.0, 0.0)))
