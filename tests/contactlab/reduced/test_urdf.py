@@ -206,3 +206,34 @@ def test_floating_base_limits_and_errors(tmp_path) -> None:  # type: ignore[no-u
         load_urdf(bad)
     with pytest.raises(ConfigurationError, match="fixed_base=False"):
         load_urdf(ARM, fixed_base=False)
+
+
+def test_mesh_shapes_and_planar_joints(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A relative STL path with a scale becomes a Mesh of the scaled size in the body
+    frame; a planar joint becomes 3 coordinates (two in-plane slides and a turn about
+    the normal) whose q moves the body's centre in the plane."""
+    import trimesh
+
+    from contactlab.shapes import Mesh
+
+    trimesh.creation.box(extents=[1.0, 1.0, 1.0]).export(tmp_path / "cube.stl")
+    text = """<robot name="slider"><link name="world"/>
+      <link name="plate"><inertial><mass value="2"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1.5"/></inertial>
+        <collision><geometry><mesh filename="cube.stl" scale="0.2 0.2 0.2"/></geometry></collision>
+      </link>
+      <joint name="p" type="planar"><parent link="world"/><child link="plate"/>
+        <axis xyz="0 0 1"/></joint></robot>"""
+    path = tmp_path / "slider.urdf"
+    path.write_text(text)
+    scene = load_urdf(path)
+    mesh = scene.bodies[0].shapes[0]
+    assert isinstance(mesh, Mesh)
+    np.testing.assert_allclose(np.ptp(mesh.vertices, axis=0), [0.2, 0.2, 0.2], atol=1e-12)
+    tree = Tree.from_scene(scene)
+    assert tree.nq == 3
+    E = forward_kinematics(tree, np.array([0.3, -0.2, 0.5])).E[0]
+    np.testing.assert_allclose(E[:3, 3], [0.3, -0.2, 0.0], atol=1e-14)
+    np.testing.assert_allclose(E[:3, :3], se3.exp_so3([0, 0, 0.5]), atol=1e-14)
+    with pytest.raises(ConfigurationError, match="not found"):
+        load_urdf(text.replace("cube.stl", "missing.stl"), mesh_dir=tmp_path)
