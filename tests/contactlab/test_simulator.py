@@ -305,6 +305,7 @@ def test_contacts_between_jointed_bodies_are_dropped():
         np.full(n, 0.5),
     )
     kept = drop_jointed(contacts, scene, jointed_pairs(scene))
-    # (0,1) and (1,0) share joint j01, (2,-1) is ball2's joint to the world.
-    assert list(zip(kept.body_a, kept.body_b)) == [(1, 2), (0, -1), (0, 2)]
-    np.testing.assert_array_equal(kept.distance, [-2e-3, -3e-3, -5e-3])
+    # (0,1) and (1,0) share joint j01; ball2's joint to the world excludes nothing,
+    # so its contact with the world geometry (2,-1) is kept.
+    assert list(zip(kept.body_a, kept.body_b)) == [(1, 2), (0, -1), (2, -1), (0, 2)]
+    np.testing.assert_array_equal(kept.distance, [-2e-3, -3e-3, -4e-3, -5e-3])
