@@ -14,20 +14,43 @@ constant, ``Jdot_mR = Jdot_mr J_rR`` (eq. 2.78), the equations of motion
 so the reduced mass matrix and forces of the tree are reused unchanged.
 The same motion follows from the full tree with the couplings
 ``q_r = J_rR q_R + q_offset`` as constraints (§2.8); the tests compare both.
+
+:class:`HyperReduced` integrates eq. 2.79 adaptively;
+:class:`HyperReducedFormulation` steps it with any contact model and solver:
+it assembles the reduced step problem of the full tree (eq. 2.73–2.75, with
+its constraint and contact rows) and restricts it to ``qdot_r = J_rR qdot_R``,
+
+.. math::
+
+    J_{rR}^T A J_{rR}\\, \\dot q_R^+ = J_{rR}^T b + (G J_{rR})^T \\lambda_G + \\dots,
+
+where ``A qdot+ = b`` is the full step.  The state keeps the full ``q_r``
+(so metrics, trajectories and results read as for the reduced formulation);
+positions advance by ``q_r <- q_r + h J_rR qdot_R+``, which stays on the
+affine subspace.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import scipy.integrate
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from contactlab.errors import ConfigurationError, StepFailure
+from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.formulation import ReducedFormulation
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
+from contactlab.scene import Scene, State
+
+#: largest distance of a start state from the subspace ``q_r = J_rR q_R + q_offset``,
+#: relative to ``1 + |q_r|`` (round-off of a state built on it is ~1e-16)
+SUBSPACE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +79,16 @@ class HyperReduced:
             )
         if np.linalg.matrix_rank(B) < B.shape[1]:
             raise ConfigurationError("basis J_rR must have full column rank")
+        charted = [
+            spec.name
+            for spec, j in zip(tree.specs, tree.joints)
+            if np.isfinite(j.chart_distance(np.zeros(j.ndof)))
+        ]
+        if charted:
+            raise ConfigurationError(
+                f"hyper-reduced coordinates need coordinates linear in time; the joints "
+                f"{charted} switch charts (spherical): use another joint kind"
+            )
         off = (
             np.zeros(tree.nq)
             if offset is None
@@ -72,6 +105,28 @@ class HyperReduced:
         """``(q_r, qdot_r)`` of the tree."""
         qR, qRdot = np.asarray(qR, dtype=float), np.asarray(qRdot, dtype=float)
         return self.basis @ qR + self.offset, self.basis @ qRdot
+
+    def coordinates(self, q: ArrayLike, qdot: ArrayLike) -> tuple[Array, Array]:
+        """``(q_R, qdot_R)`` of a tree state on the subspace (least squares, then checked).
+
+        Raises
+        ------
+        ConfigurationError
+            If ``(q, qdot)`` is off the subspace by more than ``SUBSPACE_TOLERANCE``.
+        """
+        q = self.tree.check_coordinates(np.asarray(q, dtype=float), "q")
+        qdot = self.tree.check_coordinates(np.asarray(qdot, dtype=float), "qdot")
+        out = []
+        for name, x, x0 in (("q", q, self.offset), ("qdot", qdot, np.zeros_like(q))):
+            z = np.linalg.lstsq(self.basis, x - x0, rcond=None)[0]
+            gap = float(np.abs(self.basis @ z + x0 - x).max(initial=0.0))
+            if gap > SUBSPACE_TOLERANCE * (1.0 + float(np.abs(x).max(initial=0.0))):
+                raise ConfigurationError(
+                    f"the state's {name} is {gap:.3g} away from the hyper-reduced subspace; "
+                    "start the joints on q_r = J_rR q_R + q_offset"
+                )
+            out.append(z)
+        return out[0], out[1]
 
     def kinematics(self, qR: ArrayLike, qRdot: ArrayLike) -> Kinematics:
         """The tree's kinematics at the hyper-reduced state (``J_mR = kin.J @ basis``)."""
@@ -128,3 +183,62 @@ class HyperReduced:
 def uniform_angles(tree: Tree) -> HyperReduced:
     """Every coordinate of ``tree`` equal to one angle (seed 000, eq. 2.77)."""
     return HyperReduced.build(tree, np.ones((tree.nq, 1)))
+
+
+class HyperReducedFormulation(ReducedFormulation):
+    """The reduced formulation stepped in hyper-reduced coordinates (eq. 2.77–2.79).
+
+    Parameters
+    ----------
+    scene : a tree scene whose joints start on the subspace.
+    basis : (nq, nR) ``J_rR``; ``offset`` (nq,) ``q_offset`` [rad or m].
+    options : keyword options of :class:`ReducedFormulation` (``implicit``,
+        ``joint_torque``, ``constraints``, ``stabilization``).
+
+    A constraint or contact row becomes ``G J_rR``; rows that the subspace
+    already satisfies become zero and must be left out (a coupling the basis
+    enforces is redundant).  Models that need the full tree coordinates
+    (joint friction) do not apply.
+    """
+
+    name = "hyper-reduced"
+
+    def __init__(
+        self, scene: Scene, basis: ArrayLike, offset: ArrayLike | None = None, **options: Any
+    ) -> None:
+        super().__init__(scene, **options)
+        self.hyper = HyperReduced.build(self.tree, basis, offset)
+
+    def initial_state(self) -> State:
+        """The reduced initial state, checked to lie on the subspace."""
+        state = super().initial_state()
+        self.hyper.coordinates(np.asarray(state.q), np.asarray(state.qdot))
+        return state
+
+    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+        full = super().assemble(state, h, contacts)
+        B = self.hyper.basis
+        Bs = sp.csr_matrix(B)
+        _, qRdot = self.hyper.coordinates(np.asarray(state.q), np.asarray(state.qdot))
+        M = B.T @ (full.M @ B)
+        return StepProblem(
+            h=h,
+            M=sp.csc_matrix(0.5 * (M + M.T)),
+            f=B.T @ full.f,
+            v=qRdot,
+            G=full.G @ Bs,
+            g=full.g,
+            N=full.N @ Bs,
+            c=full.c,
+            T=full.T @ Bs,
+            mu=full.mu,
+            L=full.L @ Bs,
+            l=full.l,
+            contacts=full.contacts,
+            directions=full.directions,
+            info={**full.info, "coordinates": "hyper-reduced", "basis": B},
+        )
+
+    def advance(self, state: State, solution: StepSolution, h: float) -> State:
+        qdot = self.hyper.basis @ np.asarray(solution.v, dtype=float)
+        return super().advance(state, replace(solution, v=qdot), h)
