@@ -98,8 +98,7 @@ def local_multipliers(
     Wh = np.sqrt(W)
     A = B * Wh[joint]  # (K, 6)
     outer = A[:, :, None] * A[:, None, :]
-    G = np.zeros((nj, 6, 6))
-    np.add.at(G, joint, outer)
+    G = np.add.reduceat(outer, offsets[:-1], axis=0)  # contacts of a joint are contiguous
     k = np.maximum(np.diff(offsets), 1)
     scale = np.maximum(np.einsum("gii->g", G) / k, 1e-300)
     G += (eps * scale)[:, None, None] * np.eye(6)

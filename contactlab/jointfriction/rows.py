@@ -30,6 +30,7 @@ net forces their placement implies).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -143,6 +144,15 @@ class JointContactLayout:
         """The rows at body transforms ``E`` (nb, 4, 4)."""
         return JointContactRows.build(self, np.asarray(E, dtype=float))
 
+    @cached_property
+    def group_mean(self) -> sp.csr_matrix:
+        """(n_groups, nt) the mean over each group's tangent rows."""
+        count = np.bincount(self.group, minlength=self.n_groups).astype(float)
+        return sp.csr_matrix(
+            (1.0 / count[self.group], (self.group, np.arange(self.group.size))),
+            shape=(self.n_groups, self.group.size),
+        )
+
     def group_bounds(self, alpha: Array) -> Array:
         """Friction bound per group, ``sum_t mu_t |alpha_owner(t)|`` [N s] (eq. 2.110 box)."""
         b = self.mu * np.abs(np.asarray(alpha)[self.owner])
@@ -183,12 +193,7 @@ class JointContactRows:
         Tc, Tp = _blocks(C, Fp, tj, layout.points[layout.owner], layout.tangents)
         N = _assemble(Nc, -Np, layout.child[layout.joint], layout.parent[layout.joint], nb)
         T = _assemble(Tc, -Tp, layout.child[tj], layout.parent[tj], nb)
-        count = np.bincount(layout.group, minlength=layout.n_groups).astype(float)
-        S = sp.csr_matrix(
-            (1.0 / count[layout.group], (layout.group, np.arange(layout.group.size))),
-            shape=(layout.n_groups, layout.group.size),
-        )
-        return cls(layout, N, T, sp.csr_matrix(S @ T), Nc)
+        return cls(layout, N, T, sp.csr_matrix(layout.group_mean @ T), Nc)
 
 
 def _blocks(C: Array, Fp: Array, joint: Index, s: Array, d: Array) -> tuple[Array, Array]:
@@ -202,15 +207,15 @@ def _blocks(C: Array, Fp: Array, joint: Index, s: Array, d: Array) -> tuple[Arra
 
 
 def _assemble(child: Array, parent: Array, ic: Index, ip: Index, nb: int) -> sp.csr_matrix:
-    """Rows with a 6-block at body ``ic`` and (where ``ip >= 0``) one at ``ip``."""
+    """Rows with a 6-block at body ``ic`` and (where ``ip >= 0``) one at ``ip``, CSR directly."""
     k = child.shape[0]
-    r = np.repeat(np.arange(k), 6)
-    cols_c = (6 * ic[:, None] + np.arange(6)).reshape(-1)
-    has = np.repeat(ip >= 0, 6)
-    cols_p = (6 * np.maximum(ip, 0)[:, None] + np.arange(6)).reshape(-1)
-    rows = np.concatenate([r, r[has]])
-    cols = np.concatenate([cols_c, cols_p[has]])
-    vals = np.concatenate([child.reshape(-1), parent.reshape(-1)[has]])
     if k == 0:
         return sp.csr_matrix((0, 6 * nb))
-    return sp.csr_matrix((vals, (rows, cols)), shape=(k, 6 * nb))
+    has = ip >= 0
+    width = np.where(has, 12, 6)
+    indptr = np.concatenate([[0], np.cumsum(width)])
+    six = np.arange(6)
+    cols = np.concatenate([6 * ic[:, None] + six, 6 * np.maximum(ip, 0)[:, None] + six], axis=1)
+    vals = np.concatenate([child, parent], axis=1)
+    keep = np.concatenate([np.ones((k, 6), bool), np.repeat(has[:, None], 6, axis=1)], axis=1)
+    return sp.csr_matrix((vals[keep], cols[keep], indptr), shape=(k, 6 * nb))
