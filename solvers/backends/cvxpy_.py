@@ -112,7 +112,10 @@ class CvxpyBackend(Backend):
 
         def rows_of(r: np.ndarray) -> Any:
             # Bounds on single variables are indexed, not multiplied: a smaller cvxpy problem.
-            return x[cols[r]] if cols is not None else A[r] @ x
+            if cols is None:
+                return A[r] @ x
+            idx = cols[r]
+            return x if np.array_equal(idx, np.arange(qp.n)) else x[idx]
 
         eq = np.flatnonzero(qp.l == qp.u)
         lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
