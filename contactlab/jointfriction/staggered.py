@@ -166,12 +166,17 @@ class _FrictionQP:
         self.rows = rows = stack_rows(
             problem.n, ("G", d.G, d.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")
         )
-        self.P = minv.delassus(rows.C) if rows.m else sp.csr_matrix((0, 0))
+        P = minv.delassus(rows.C) if rows.m else sp.csr_matrix((0, 0))
+        # symmetric up to rounding, which a dense reduced M^-1 amplifies on long chains
+        self.P = sp.csr_matrix(0.5 * (P + P.T))
         self.f_idx = np.arange(rows.slices["F"].start, rows.slices["F"].stop)
         self.A = sp.identity(rows.m, format="csc")[self.f_idx]
+        self._x: Array | None = None
 
     def solve(self, model: SolvingModel, f_C: Array, radius: Array) -> Array:
+        """Friction impulses; the previous iteration's solution warm-starts the backend."""
         rows = self.rows
         q = np.asarray(rows.C @ self.minv.vec(f_C)) - rows.b
-        res = model.run(QP(self.P, q, self.A, -radius, radius))
+        res = model.run(QP(self.P, q, self.A, -radius, radius), self._x)
+        self._x = np.asarray(res.x)
         return np.asarray(res.x[self.f_idx])
