@@ -1,6 +1,7 @@
 """The REDMAX reference scenes that need more than a plain chain (catalogue in REDMAX_SCENES.md).
 
-Scenes 0, 1, 2, 23 and 24 live in :mod:`scenarios.basic`; the joint-friction
+Scenes 0, 1, 2, 23 and 24 live in :mod:`scenarios.basic`, scene 12 (mass-springs)
+in :mod:`scenarios.redmax_deformable`; the joint-friction
 scenes 27–33 are not here.  Units follow
 that module: the reference's centimetre-gram-second values converted
 exactly to SI (1 cm = 0.01 m, density 1 g/cm^3 = 1000 kg/m^3, so a
@@ -28,7 +29,6 @@ from contactlab.bodies import body_from_shape, composite
 from contactlab.errors import ConfigurationError
 from contactlab.forces import BodyDamping, PointForce
 from contactlab.reduced.constraints import Coupling, JointLimit, PrescribedJoint, PrescribedTwist
-from contactlab.reduced.deformable import Strand, attach_strands, line_of_nodes
 from contactlab.scenario import scenario
 from contactlab.scene import Body, JointSpec, Scene
 from contactlab.shapes import Box, Cylinder, Mesh
@@ -346,44 +346,6 @@ def joint_spring(stiffness: float = 1e4 * TORQUE, damping: float = 1e3 * TORQUE)
         gravity=np.zeros(3),
         dt=2e-2,
         duration=5.0,
-    )
-
-
-@scenario("redmax-mass-springs", formulations=("reduced",))
-def mass_springs(stiffness: float = 1e5 * TORQUE, node_mass: float = 1e-3) -> Scene:
-    """REDMAX scene 12: a 2-link chain carrying two hanging mass-spring strands.
-
-    stiffness : K of each spring [J] (energy per squared strain, the reference's 1e5).
-    node_mass : mass of every node [kg] (the reference's 1 g).
-
-    A 3-node strand hangs 10 cm from the middle of link 0 and a 2-node strand
-    5 cm from the tip of link 1; each strand's top node is attached to its
-    link (seed 000 §2.7), the others are free.  The chain starts horizontal
-    and the springs at rest, so everything starts to fall and swing.  Reduced
-    coordinates only: the nodes are point masses, whose vanishing rotational
-    inertia leaves the maximal KKT matrix numerically singular.
-    """
-    bodies, specs = _chain(2, "R", "y", (0.0,))
-    scene = Scene("redmax-mass-springs", tuple(bodies), tuple(specs))
-    strands = (
-        Strand(
-            "strand0",
-            line_of_nodes([5 * CM, 0, 0], [5 * CM, 0, -10 * CM], 3),
-            node_mass,
-            stiffness,
-            attachments={0: "link0"},
-        ),
-        Strand(
-            "strand1",
-            line_of_nodes([20 * CM, 0, 0], [20 * CM, 0, -5 * CM], 2),
-            node_mass,
-            stiffness,
-            attachments={0: "link1"},
-        ),
-    )
-    full = attach_strands(scene, strands)
-    return _scene(
-        "redmax-mass-springs", full.bodies, full.joints, forces=full.forces, dt=5e-3, duration=5.0
     )
 
 

@@ -17,10 +17,16 @@ formulation, integrator and contact model works unchanged:
 * an attached node is a point body welded (``fixed`` joint) to its rigid
   body, so its velocity is ``J_am J_mr qdot`` and its mass enters
   ``M_R = J_MR^T M_M J_MR`` as ``m (J_am J_mr)^T (J_am J_mr)`` (eq. 2.87–2.88);
+  the attachment is exact (no constraint to drift); a node attached to the
+  world (:data:`WORLD`) is a fixed world point of its springs;
 * the springs are :class:`~contactlab.forces.SpringDamper` elements between
   consecutive nodes; with rest length ``L`` their spring constant is
   ``K/L`` (``V = (K/L)/(2L) (l - L)^2 = K/2 eps^2``), and the linearly
   implicit integrators take their stiffness through ``J``.
+
+The reference implementation (seed 003 §1) builds its strands between two
+attachment points with the strand's mass shared equally by its nodes;
+:func:`strand_between` does the same.
 
 A node body carries the inertia of a sphere of radius ``NODE_RADIUS`` so that
 :class:`~contactlab.scene.Body` is valid; it enters only the welded nodes'
@@ -45,6 +51,8 @@ Array = np.ndarray
 
 #: radius [m] of the sphere whose inertia a node body carries
 NODE_RADIUS = 1e-6
+#: attachment target meaning the world frame (a node that never moves)
+WORLD = "world"
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,8 @@ class Strand:
     node_mass : [kg] per node.
     stiffness : ``K`` [J] of eq. 2.81 (energy per squared strain).
     damping : [N s] per unit strain rate of each spring.
-    attachments : node index -> body name; an attached node is welded to that
-        body where it sits initially.
+    attachments : node index -> body name (or :data:`WORLD`); an attached node
+        is welded to that body where it sits initially.
     """
 
     name: str
@@ -93,6 +101,11 @@ def _node_body(name: str, mass: float) -> Body:
     return Body(name, mass, np.full(3, 0.4 * mass * NODE_RADIUS**2))
 
 
+def node_name(strand: Strand, i: int) -> str:
+    """Name of the body of node ``i`` of ``strand``."""
+    return f"{strand.name}_node{i}"
+
+
 def attach_strands(scene: Scene, strands: Sequence[Strand]) -> Scene:
     """``scene`` with the strands' node bodies, joints and springs added.
 
@@ -102,10 +115,15 @@ def attach_strands(scene: Scene, strands: Sequence[Strand]) -> Scene:
     E, _ = place_bodies(scene)
     bodies, joints, forces = list(scene.bodies), list(scene.joints), list(scene.forces)
     for s in strands:
-        names = [f"{s.name}_node{i}" for i in range(len(s.nodes))]
-        for i, (x, node) in enumerate(zip(s.nodes, names)):
+        # spring ends: (body or None for the world, point in that body's frame)
+        ends: list[tuple[str | None, Array]] = []
+        for i, x in enumerate(s.nodes):
+            node, parent = node_name(s, i), s.attachments.get(i)
+            if parent == WORLD:
+                ends.append((None, x))
+                continue
             bodies.append(_node_body(node, s.node_mass))
-            parent = s.attachments.get(i)
+            ends.append((node, np.zeros(3)))
             if parent is None:
                 joints.append(
                     JointSpec(
@@ -118,8 +136,7 @@ def attach_strands(scene: Scene, strands: Sequence[Strand]) -> Scene:
                     )
                 )
             else:
-                E_p = E[scene.body_index(parent)]
-                point = se3.inverse(E_p) @ np.r_[x, 1.0]
+                point = se3.inverse(E[scene.body_index(parent)]) @ np.r_[x, 1.0]
                 joints.append(
                     JointSpec(
                         node,
@@ -129,20 +146,54 @@ def attach_strands(scene: Scene, strands: Sequence[Strand]) -> Scene:
                         frame_parent=se3.make_transform(None, point[:3]),
                     )
                 )
-        for i in range(len(names) - 1):
+        for i in range(len(ends) - 1):
             L = float(np.linalg.norm(s.nodes[i + 1] - s.nodes[i]))
-            forces.append(
-                SpringDamper(
-                    names[i],
-                    np.zeros(3),
-                    names[i + 1],
-                    np.zeros(3),
-                    s.stiffness / L,
-                    s.damping,
-                    L,
-                )
-            )
+            (b0, p0), (b1, p1) = ends[i], ends[i + 1]
+            forces.append(SpringDamper(b0, p0, b1, p1, s.stiffness / L, s.damping, L))
     return scene.with_(bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces))
+
+
+def node_positions(scene: Scene, E: Array, strand: Strand) -> Array:
+    """(n, 3) world positions [m] of the strand's nodes for body transforms ``E`` (nb, 4, 4)."""
+    x = strand.nodes.copy()
+    for i in range(len(x)):
+        if strand.attachments.get(i) != WORLD:
+            x[i] = E[scene.body_index(node_name(strand, i)), :3, 3]
+    return x
+
+
+def strand_between(
+    scene: Scene,
+    name: str,
+    n_nodes: int,
+    strand_mass: float,
+    stiffness: float,
+    end0: tuple[str, ArrayLike],
+    end1: tuple[str, ArrayLike],
+    damping: float = 0.0,
+) -> Strand:
+    """A strand of ``n_nodes`` equally spaced nodes between two attachment points.
+
+    Parameters
+    ----------
+    end0, end1 : ``(body name or WORLD, point in that body's frame [m])``, read at
+        the scene's initial placement; the end nodes are attached there.
+    strand_mass : [kg], shared equally by the nodes (as in the reference).
+    stiffness, damping : as in :class:`Strand`.
+    """
+    E, _ = place_bodies(scene)
+    x = []
+    for body, point in (end0, end1):
+        p = np.r_[np.asarray(point, dtype=float).reshape(3), 1.0]
+        x.append(p[:3] if body == WORLD else (E[scene.body_index(body)] @ p)[:3])
+    return Strand(
+        name,
+        line_of_nodes(x[0], x[1], n_nodes),
+        strand_mass / n_nodes,
+        stiffness,
+        damping,
+        attachments={0: end0[0], n_nodes - 1: end1[0]},
+    )
 
 
 def line_of_nodes(start: ArrayLike, end: ArrayLike, n: int) -> Array:
