@@ -351,9 +351,9 @@ def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.Da
             }
         )
         series[(rows[-1]["h_s"], rows[-1]["gamma_per_s"])] = (t, drift)
+    if not rows:
+        return pd.DataFrame(), "No run finished.\n"
     m = pd.DataFrame(rows).sort_values(["h_s", "gamma_per_s"])
-    if m.empty:
-        return m, "No run finished.\n"
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for h, g in m.groupby("h_s"):
         ax1.plot(g["gamma_per_s"], g["max_drift"], "o-", label=f"h = {h:g} s")

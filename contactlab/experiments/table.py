@@ -57,18 +57,19 @@ METRIC_COLUMNS = (
     "message",
 )
 
-#: how "best" is judged per column in readable tables
+#: how "best" is judged per column in readable tables; iteration counts of 0 mean "direct
+#: solve or not reported by the backend", so they are not ranked
 BEST = {
     "success_rate": "max",
     "shifted_gm_rel": "min",
     "shifted_gm_ms": "min",
-    "mean_iterations": "min",
+    "mean_iterations": "min_positive",
     "step_success_rate": "max",
     "solve_time_median_ms": "min",
     "solve_time_p90_ms": "min",
     "solve_time_ms": "min",
     "wall_time_s": "min",
-    "iterations_mean": "min",
+    "iterations_mean": "min_positive",
     "max_penetration": "min",
     "max_drift": "min",
     "energy_drift": "absmin",
@@ -136,6 +137,8 @@ def best_marks(table: pd.DataFrame) -> dict[str, set[int]]:
         values = pd.to_numeric(table[col], errors="coerce").to_numpy(float)
         if how == "absmin":
             values = np.abs(values)
+        if how == "min_positive":
+            values = np.where(values > 0, values, np.nan)
         finite = np.isfinite(values)
         if not finite.any():
             continue
