@@ -10,6 +10,7 @@ sweeps).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, TypeAlias
 
 import numpy as np
@@ -213,6 +214,11 @@ class QP:
     def m(self) -> int:
         """Number of linear constraint rows."""
         return int(self.A.shape[0])
+
+    @cached_property
+    def P_upper(self) -> sp.csc_matrix:
+        """Upper triangle of ``P`` (CSC), computed once per problem (OSQP's input)."""
+        return sp.triu(self.P, format="csc")
 
     @property
     def is_equality_only(self) -> bool:

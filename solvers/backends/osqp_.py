@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.problems import QP
@@ -60,7 +59,7 @@ class OSQPBackend(Backend):
             settings["time_limit"] = float(opts.time_limit)
         settings.update(opts.settings)
         # OSQP reads the upper triangle of P and cannot represent infinite bounds beyond 1e30.
-        P = sp.triu(qp.P, format="csc")
+        P = qp.P_upper
         l = np.maximum(qp.l, -osqp.constant("OSQP_INFTY"))
         u = np.minimum(qp.u, osqp.constant("OSQP_INFTY"))
         t0 = time.perf_counter()
