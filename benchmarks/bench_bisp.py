@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "bisp.csv", index=False, float_format="%.6g")
     wide = df.pivot(
-        index="n_links", columns="model", values=["model_ms", "step_ms", "outer_iterations"]
+        index="n_links",
+        columns="model",
+        values=["model_ms", "step_ms", "outer_iterations", "solver_layer_ms"],
     )
     n = wide.index.to_numpy(float)
     lines = [
@@ -118,17 +120,20 @@ def main(argv: list[str] | None = None) -> None:
         "(revolute, joint friction on every joint, h = 1e-2).",
         "",
         "| links | BISP model [ms] | SP model [ms] | SP/BISP (model) | BISP step [ms] "
-        "| SP step [ms] | SP/BISP (step) | outer BISP | outer SP |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| SP step [ms] | SP/BISP (step) | outer BISP | outer SP | BISP solver layer [ms] "
+        "| SP solver layer [ms] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for k in wide.index:
         b, s = wide.loc[k, ("model_ms", "bisp")], wide.loc[k, ("model_ms", "sp-maximal")]
         bs, ss = wide.loc[k, ("step_ms", "bisp")], wide.loc[k, ("step_ms", "sp-maximal")]
         ob = wide.loc[k, ("outer_iterations", "bisp")]
         os_ = wide.loc[k, ("outer_iterations", "sp-maximal")]
+        lb = wide.loc[k, ("solver_layer_ms", "bisp")]
+        ls = wide.loc[k, ("solver_layer_ms", "sp-maximal")]
         lines.append(
             f"| {k} | {b:.2f} | {s:.2f} | {s / b:.2f} | {bs:.2f} | {ss:.2f} | {ss / bs:.2f} "
-            f"| {ob:.1f} | {os_:.1f} |"
+            f"| {ob:.1f} | {os_:.1f} | {lb:.2f} | {ls:.2f} |"
         )
     lines += [
         "",

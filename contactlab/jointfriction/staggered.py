@@ -40,7 +40,7 @@ from contactlab.jointfriction.local import local_multipliers
 from contactlab.jointfriction.rows import JointContactRows
 from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
 from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import ContactQP, contact_rows, make_solution
+from contactlab.models.frictionless import contact_rows, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 
@@ -98,7 +98,7 @@ def solve_staggered(
     tol, cap, eps = float(opts["tol"]), int(opts["max_outer"]), float(opts["regularization"])
     minv = MassInverse(problem.M)
     crow = contact_rows(problem)
-    cqp = ContactQP(model, problem, "dual", minv) if crow.m else None
+    cqp = _ContactQP(model, problem, minv, crow, eps) if crow.m else None
     jrows = setup.joint
     lay = jrows.layout
     F = sp.vstack([d.T, setup.T_joint], format="csr")
@@ -113,15 +113,12 @@ def solve_staggered(
         return float(np.sqrt(max(float(x @ (setup.inertia_inv * x)), 0.0)))
 
     prev: Array | None = None
-    previous: tuple[Array, Array] | None = None
     converged, outer = False, 0
     while outer < cap:
         outer += 1
         momentum = problem.f + np.asarray(F.T @ lam)
         if cqp is not None:
-            s = cqp.solve(momentum, previous)
-            v, lam_C = s.v, s.lam
-            previous = (v, lam_C)
+            v, lam_C = cqp.solve(momentum)
         else:
             v, lam_C = minv.vec(momentum), np.zeros(0)
         r = setup.reactions(v, crow, lam_C, lam[:n_ext], lam[n_ext:])
@@ -155,6 +152,42 @@ def solve_staggered(
     )
     report = JointFrictionReport(alpha, lam[n_ext:], lay.group_bounds(alpha), r, outer, converged)
     return sol, report
+
+
+class _ContactQP:
+    """The dual contact QP (seed 000, eq. 2.109) with a small Tikhonov term.
+
+    ``min 1/2 l'(C M^-1 C' + eps d I) l + l'(C M^-1 f - b)``, ``l_N, l_L >= 0``
+    (``d`` the mean diagonal): several contacts on one articulated body
+    leave the impulses non-unique, and a solver may return a different one
+    at every iteration, so the staggered loop would never see them settle;
+    the term selects the least-norm impulses, as eq. 2.114 does for the
+    joints, and changes the velocities by O(eps).
+    """
+
+    def __init__(
+        self, model: SolvingModel, problem: StepProblem, minv: MassInverse, rows: Rows, eps: float
+    ) -> None:
+        self.model, self.minv, self.rows = model, minv, rows
+        P = minv.delassus(rows.C)
+        P = 0.5 * (P + P.T)
+        scale = max(float(np.mean(P.diagonal())), 1e-300)
+        self.P = sp.csr_matrix(P + eps * scale * sp.identity(rows.m))
+        self.bounded = np.flatnonzero(np.isfinite(rows.lo))
+        self.A = sp.identity(rows.m, format="csc")[self.bounded]
+        if self.bounded.size:
+            model.require("bound_qp", "the contact QP with contacts or limits")
+        self._x: Array | None = None
+
+    def solve(self, f: Array) -> tuple[Array, Array]:
+        """Velocities and impulses for free momentum ``f``."""
+        rows = self.rows
+        q = np.asarray(rows.C @ self.minv.vec(f)) - rows.b
+        lo, hi = rows.lo[self.bounded], rows.hi[self.bounded]
+        res = self.model.run(QP(self.P, q, self.A, lo, hi), self._x)
+        lam = np.asarray(res.x)
+        self._x = lam
+        return self.minv.vec(f + np.asarray(rows.C.T @ lam)), lam
 
 
 class _FrictionQP:

@@ -161,7 +161,7 @@ def test_friction_on_unsupported_joint_kind_is_refused():
         JointFriction(radius=-1.0)
 
 
-def _moves(theta: float, psi: float, steps: int = 40) -> bool:
+def _moves(theta: float, psi: float, steps: int = 25) -> bool:
     sim = Simulator(pendulum(theta, psi=psi), "reduced", "bisp", SOLVER)
     state = sim.initial_state()
     q0 = float(state.q[0])
