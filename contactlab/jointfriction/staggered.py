@@ -157,8 +157,10 @@ def solve_staggered(
 class _ContactQP:
     """The dual contact QP (seed 000, eq. 2.109) with a small Tikhonov term.
 
-    ``min 1/2 l'(C M^-1 C' + eps d I) l + l'(C M^-1 f - b)``, ``l_N, l_L >= 0``
-    (``d`` the mean diagonal): several contacts on one articulated body
+    ``min 1/2 l'(C M^-1 C' + eps d I_N) l + l'(C M^-1 f - b)``, ``l_N, l_L >= 0``
+    (``d`` the mean diagonal of the contact rows; the joint and limit rows
+    are not regularized, so they hold exactly): several contacts on one
+    articulated body
     leave the impulses non-unique, and a solver may return a different one
     at every iteration, so the staggered loop would never see them settle;
     the term selects the least-norm impulses, as eq. 2.114 does for the
@@ -171,8 +173,11 @@ class _ContactQP:
         self.model, self.minv, self.rows = model, minv, rows
         P = minv.delassus(rows.C)
         P = 0.5 * (P + P.T)
-        scale = max(float(np.mean(P.diagonal())), 1e-300)
-        self.P = sp.csr_matrix(P + eps * scale * sp.identity(rows.m))
+        reg = np.zeros(rows.m)
+        sl = rows.slices.get("N")
+        if sl is not None and sl.stop > sl.start:
+            reg[sl] = eps * float(np.mean(P.diagonal()[sl]))
+        self.P = sp.csr_matrix(P + sp.diags(reg))
         self.bounded = np.flatnonzero(np.isfinite(rows.lo))
         self.A = sp.identity(rows.m, format="csc")[self.bounded]
         if self.bounded.size:
