@@ -103,6 +103,41 @@ def test_mass_matrix_is_eq_2_88() -> None:
         assert np.abs(M[s][:, others]).max() == 0.0  # identity block of eq. 2.85
 
 
+def test_attached_node_jacobian_and_its_derivative_are_eq_2_83_to_2_85() -> None:
+    """The welded end node of strand 0 on link 1's tip (body point x = (5, 0, 0) cm):
+    its world velocity is J_am J_mr qdot with J_am = R Gamma(x)
+    (eq. 2.83), which equals R times the linear rows of the node body's tree Jacobian
+    (to 1e-14), and the acceleration row of eq. 2.85, Jdot_am J_mr + J_am Jdot_mr with
+    Jdot_am = R [omega] Gamma(x) (eq. 2.84), equals the central difference of
+    J_am J_mr along qdot (step 1e-6 s, to 1e-7 relative)."""
+    scene = SCENARIOS["redmax-mass-springs"].build()
+    tree = Tree.from_scene(scene)
+    rng = np.random.default_rng(7)
+    q, qdot = rng.uniform(-1, 1, tree.nq), rng.uniform(-2, 2, tree.nq)
+    link, node = scene.body_index("link1"), scene.body_index("strand0_node2")
+    x = np.array([0.05, 0.0, 0.0])
+
+    def JamJ(qq: np.ndarray) -> np.ndarray:
+        kin = forward_kinematics(tree, qq, qdot)
+        R = kin.E[link, :3, :3]
+        return R @ se3.gamma(x) @ kin.J[6 * link : 6 * link + 6]
+
+    kin = forward_kinematics(tree, q, qdot)
+    R = kin.E[link, :3, :3]
+    rows = slice(6 * node + 3, 6 * node + 6)
+    scale = np.abs(JamJ(q)).max()
+    np.testing.assert_allclose(
+        JamJ(q), kin.E[node, :3, :3] @ kin.J[rows], atol=1e-14 * max(scale, 1.0)
+    )
+    omega = kin.phi[link, :3]
+    Jl = kin.J[6 * link : 6 * link + 6]
+    Jdl = kin.Jdot[6 * link : 6 * link + 6]
+    analytic = R @ se3.bracket3(omega) @ se3.gamma(x) @ Jl + R @ se3.gamma(x) @ Jdl
+    eps = 1e-6
+    fd = (JamJ(q + eps * qdot) - JamJ(q - eps * qdot)) / (2 * eps)
+    np.testing.assert_allclose(analytic, fd, rtol=1e-7, atol=1e-7 * np.abs(fd).max())
+
+
 def test_strand_stiffness_on_the_free_nodes_is_the_derivative_of_the_forces() -> None:
     """On a free node's coordinates J is constant (translational joint), so the
     implicit step's K_r = J^T K_m J (eq. 2.75) must be the exact d f_r / d q there:
