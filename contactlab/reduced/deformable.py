@@ -24,9 +24,13 @@ formulation, integrator and contact model works unchanged:
   ``K/L`` (``V = (K/L)/(2L) (l - L)^2 = K/2 eps^2``), and the linearly
   implicit integrators take their stiffness through ``J``.
 
-The reference implementation (seed 003 §1) builds its strands between two
-attachment points with the strand's mass shared equally by its nodes;
-:func:`strand_between` does the same.
+The REDMAX reference implementation (seed 003 §1) builds its strands
+between two attachment points with the strand's mass shared equally by its
+nodes; :func:`strand_between` does the same.  The reference keeps every node
+free and holds the end nodes with attachment constraints; here they are
+welded as in eq. 2.85, the same motion without constraint drift.  A node
+attached to the world does not move, so its mass only adds a constant to
+the gravitational energy and is left out.
 
 A node body carries the inertia of a sphere of radius ``NODE_RADIUS`` so that
 :class:`~contactlab.scene.Body` is valid; it enters only the welded nodes'
