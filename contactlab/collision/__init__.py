@@ -1,4 +1,4 @@
-"""Collision detection: primitive shapes, sweep-and-prune broad phase, contact sets.
+"""Collision detection: primitive shapes, grid / sweep-and-prune broad phase, contact sets.
 
 ``collide(scene, E)`` returns a :class:`ContactSet` (struct of arrays): the
 world point, the unit normal from body B toward body A (A is pushed along
@@ -7,7 +7,7 @@ world point, the unit normal from body B toward body A (A is pushed along
 closer than ``scene.contact.margin``.
 """
 
-from contactlab.collision.broadphase import brute_force_pairs, sweep_and_prune
+from contactlab.collision.broadphase import brute_force_pairs, grid_pairs, sweep_and_prune
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.detect import Collider, collide, collider_for, supported_pairs
 from contactlab.collision.table import WORLD_MATERIAL, ShapeTable
@@ -20,6 +20,7 @@ __all__ = [
     "brute_force_pairs",
     "collide",
     "collider_for",
+    "grid_pairs",
     "supported_pairs",
     "sweep_and_prune",
 ]

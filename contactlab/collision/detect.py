@@ -2,9 +2,9 @@
 
 ``collide(scene, E)`` places every shape (``E[body] @ pose``), tests each
 dynamic shape against every static plane directly, finds the candidate pairs
-among the other shapes (dynamic and static) by sweep-and-prune on their
-axis-aligned boxes, runs the narrow phase once per pair kind on all pairs of
-that kind, and returns one :class:`~contactlab.collision.contacts.ContactSet`.
+among the other shapes (dynamic and static) on their axis-aligned boxes
+with a uniform hash grid, runs the narrow phase once per pair kind on all
+pairs of that kind, and returns one :class:`~contactlab.collision.contacts.ContactSet`.
 
 Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
 plus planes): sphere–plane, capsule–plane, box–plane, cylinder–plane,
@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.collision import boxes, primitives
-from contactlab.collision.broadphase import sweep_and_prune
+from contactlab.collision.broadphase import grid_pairs
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.primitives import Raw
 from contactlab.collision.table import BOX, CAPSULE, CYLINDER, KIND_NAMES, SPHERE, ShapeTable
@@ -81,7 +81,7 @@ class Collider:
         """Shape pairs (i < j) whose margin-grown boxes overlap, excluding pairs on
         the same body and pairs of two static shapes."""
         lo, hi = self.table.aabbs(W, self.margin)
-        i, j = sweep_and_prune(lo, hi)
+        i, j = grid_pairs(lo, hi)
         body = self.table.body
         keep = (body[i] != body[j]) & ((body[i] >= 0) | (body[j] >= 0))
         return i[keep], j[keep]

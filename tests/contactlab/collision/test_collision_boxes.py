@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.collision import Collider, ContactSet, brute_force_pairs, collide, sweep_and_prune
+from contactlab.collision import (
+    Collider,
+    ContactSet,
+    brute_force_pairs,
+    collide,
+    grid_pairs,
+    sweep_and_prune,
+)
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Plane, Sphere
 
@@ -171,19 +178,21 @@ def test_normal_separates_by_the_reported_distance():
 # ----------------------------------------------------------------------------
 # broad phase
 # ----------------------------------------------------------------------------
-def test_sweep_and_prune_equals_brute_force_on_random_boxes():
+@pytest.mark.parametrize("method", [sweep_and_prune, grid_pairs])
+def test_broad_phase_equals_brute_force_on_random_boxes(method):
     rng = np.random.default_rng(0)
     for n in (1, 2, 50, 400):
-        lo = rng.uniform(0, 5, size=(n, 3))
+        lo = rng.uniform(-2, 5, size=(n, 3))
         hi = lo + rng.uniform(0, 0.6, size=(n, 3))
         hi[: n // 4, 0] = lo[: n // 4, 0]  # degenerate (flat) boxes
-        a = sweep_and_prune(lo, hi)
+        hi[n // 4 : n // 4 + 3] += 4.0  # a few large boxes (tested against all)
+        a = method(lo, hi)
         b = brute_force_pairs(lo, hi)
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-    # touching intervals count as overlapping (closed intervals)
+    # touching intervals count as overlapping (closed intervals), also across grid cells
     lo = np.array([[0.0, 0, 0], [1.0, 0, 0]])
     hi = np.array([[1.0, 1, 1], [2.0, 1, 1]])
-    assert sweep_and_prune(lo, hi)[0].tolist() == [0]
+    assert method(lo, hi)[0].tolist() == [0]
 
 
 def test_collider_pairs_on_a_random_pile_match_brute_force():
