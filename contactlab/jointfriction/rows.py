@@ -156,7 +156,7 @@ class JointContactLayout:
     def group_bounds(self, alpha: Array) -> Array:
         """Friction bound per group, ``sum_t mu_t |alpha_owner(t)|`` [N s] (eq. 2.110 box)."""
         b = self.mu * np.abs(np.asarray(alpha)[self.owner])
-        return np.bincount(self.group, weights=b, minlength=self.n_groups)
+        return np.bincount(self.group, weights=b, minlength=self.n_groups).astype(float)
 
 
 @dataclass(frozen=True, eq=False)
