@@ -100,6 +100,12 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
+    needs = getattr(_MODELS[spec.model], "formulations", None)  # e.g. bisp: reduced only
+    if needs and spec.formulation not in needs:
+        raise IncompatibleError(
+            f"model {spec.model!r} runs with --formulation {' or '.join(needs)}, "
+            f"not {spec.formulation!r}"
+        )
     try:
         fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
     except ConfigurationError as err:

@@ -120,6 +120,8 @@ class BISP(SolvingModel):
     """
 
     forms = ("qp",)
+    #: the formulation whose step problem the model reads (checked by the experiment runner)
+    formulations = ("reduced",)
     defaults = dict(JOINT_FRICTION_DEFAULTS)
 
     def __init__(self, solver: str, **options: Any) -> None:

@@ -50,6 +50,8 @@ class JointFrictionSP(SolvingModel):
     """
 
     forms = ("qp",)
+    #: the formulation whose step problem the model reads (checked by the experiment runner)
+    formulations = ("maximal",)
     defaults = dict(JOINT_FRICTION_DEFAULTS)
 
     def __init__(self, solver: str, **options: Any) -> None:

@@ -152,6 +152,20 @@ def test_bisp_needs_reduced_formulation():
         sim.step(sim.initial_state())
 
 
+def test_experiment_runner_skips_bisp_on_the_maximal_formulation():
+    from contactlab.experiments.runner import check_fits
+    from contactlab.experiments.spec import RunSpec
+
+    spec = RunSpec("jf-revolute", {}, "maximal", "bisp", SOLVER, None, None, 0, {})
+    with pytest.raises(IncompatibleError, match="--formulation reduced"):
+        check_fits(spec)
+    check_fits(RunSpec("jf-revolute", {}, "reduced", "bisp", SOLVER, None, None, 0, {}))
+    with pytest.raises(IncompatibleError, match="--formulation maximal"):
+        check_fits(
+            RunSpec("jf-revolute", {}, "reduced", "joint-friction-sp", SOLVER, None, None, 0, {})
+        )
+
+
 def test_friction_on_unsupported_joint_kind_is_refused():
     scene = _two_bodies("revolute")
     bad = JointSpec("j1", "universal", "a", "b", friction=JointFriction())
