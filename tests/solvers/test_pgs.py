@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers import LCP, FrictionBlocks, solve
+from solvers import LCP, QP, FrictionBlocks, SOCBlocks, solve
 from solvers.backends.pgs_kernel import pgs_sweeps
 from solvers.reference import contact_friction_lcp, contact_scene
 
@@ -111,3 +111,32 @@ def test_pgs_friction_agrees_with_qp_when_normals_decouple() -> None:
 def test_pgs_inner_loop_is_compiled() -> None:
     """The row loop runs in numba (a compiled dispatcher with a cached signature)."""
     assert hasattr(pgs_sweeps, "signatures") and pgs_sweeps.signatures
+
+
+def test_pgs_disc_friction_agrees_with_cone_qp_when_normals_decouple() -> None:
+    """With M_nt = 0 the normal impulses are fixed by their own rows; the disc-friction
+    condition z_t = Pi_disc(z_t - alpha w_t) is then the optimality condition of
+    min 1/2 z'Mz + q'z over ||z_t|| <= mu z_n with z_n fixed: a cone QP (cvxpy + Clarabel)."""
+    rng = np.random.default_rng(8)
+    nc = 5
+    normal = np.arange(nc) * 3
+    tangent = np.stack([normal + 1, normal + 2], axis=1)
+    B = rng.standard_normal((3 * nc, 3 * nc)) * 0.3
+    M = B @ B.T + np.eye(3 * nc)
+    M[np.ix_(normal, tangent.ravel())] = 0.0
+    M[np.ix_(tangent.ravel(), normal)] = 0.0
+    q = rng.standard_normal(3 * nc) * 2.0
+    q[normal] = -np.abs(q[normal]) - 0.5
+    mu = rng.uniform(0.2, 0.6, nc)
+    blocks = FrictionBlocks(normal, tangent, mu, "disc")
+    res = solve(LCP(M, q, blocks=blocks), "pgs", tol=1e-11, max_iter=50000)
+    assert res.success, res.message
+    zn = res.x[normal]
+    # Cone QP: the same objective, normals pinned to the PGS values by equality rows.
+    A = sp.csr_matrix((np.ones(nc), (np.arange(nc), normal)), shape=(nc, 3 * nc))
+    cone = QP(M, q, A, zn, zn, soc=SOCBlocks(normal, tangent, mu))
+    ref = solve(cone, "cvxpy:clarabel", tol=1e-9)
+    assert ref.success
+    rim = np.linalg.norm(res.x[tangent], axis=1) >= mu * zn - 1e-8
+    assert np.any(rim) and not np.all(rim), "some contacts slide, some stick"
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-6)
