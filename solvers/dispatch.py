@@ -110,14 +110,20 @@ def solve(
     if x0 is not None and not be.supports_warm_start:
         warnings.warn(f"backend {be.name!r} has no warm start; warm_start is ignored", stacklevel=2)
         x0 = y0 = None
+    if not isinstance(problem, (QP, LCP)):
+        raise ProblemError(
+            "problem", f"expected a solvers.QP or solvers.LCP, got {type(problem).__name__}"
+        )
+    if x0 is not None and x0.shape != (problem.n,):
+        raise ProblemError("warm_start", f"x has shape {x0.shape}, expected ({problem.n},)")
+    if isinstance(problem, LCP):
+        y0 = None  # an LCP has no separate multipliers: w follows from z
+    elif y0 is not None and y0.shape != (problem.m,):
+        raise ProblemError("warm_start", f"y has shape {y0.shape}, expected ({problem.m},)")
     opts = SolveOptions(tol, max_iter, x0, y0, time_limit, dict(backend_settings))
     if isinstance(problem, QP):
         return _solve_qp(problem, be, opts)
-    if isinstance(problem, LCP):
-        return _solve_lcp(problem, be, opts)
-    raise ProblemError(
-        "problem", f"expected a solvers.QP or solvers.LCP, got {type(problem).__name__}"
-    )
+    return _solve_lcp(problem, be, opts)
 
 
 def _check_qp(qp: QP, be: Backend) -> None:

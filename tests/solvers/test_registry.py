@@ -16,6 +16,7 @@ from solvers import (
     STATUSES,
     FrictionBlocks,
     IncompatibleProblem,
+    ProblemError,
     SOCBlocks,
     SolverNotFound,
     available_backends,
@@ -218,3 +219,11 @@ def test_iteration_cap_reaches_the_backend_or_warns() -> None:
         solve(eq, "kkt", max_iter=5)
     with pytest.warns(UserWarning, match="no time limit"):
         solve(eq, "kkt", time_limit=1.0)
+
+
+def test_warm_start_shapes_are_checked() -> None:
+    qp = QP(np.eye(2), [1.0, 1.0], np.eye(2), [0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ProblemError, match=r"^warm_start: x has shape \(3,\), expected \(2,\)"):
+        solve(qp, "osqp", warm_start=np.zeros(3))
+    with pytest.raises(ProblemError, match=r"^warm_start: y has shape \(5,\)"):
+        solve(qp, "osqp", warm_start=(np.zeros(2), np.zeros(5)))
