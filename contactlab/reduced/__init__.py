@@ -15,6 +15,7 @@ from contactlab.reduced.dynamics import (
     reduced_forces,
 )
 from contactlab.reduced.formulation import ReducedConstraint, ReducedFormulation
+from contactlab.reduced.hyper import HyperReducedFormulation
 from contactlab.reduced.integrators import simulate_adaptive, step_linearly_implicit
 from contactlab.reduced.joints import (
     CompositeJoint,
@@ -40,6 +41,7 @@ from contactlab.reduced.spline import SplineCurveJoint, SplineSurfaceJoint
 from contactlab.reduced.tree import Tree
 
 __all__ = [
+    "HyperReducedFormulation",
     "Kinematics",
     "ReducedConstraint",
     "ReducedFormulation",

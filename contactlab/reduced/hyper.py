@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from contactlab.errors import ConfigurationError, StepFailure
+from contactlab.formulation import register_formulation
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced.formulation import ReducedFormulation
@@ -185,13 +186,17 @@ def uniform_angles(tree: Tree) -> HyperReduced:
     return HyperReduced.build(tree, np.ones((tree.nq, 1)))
 
 
+@register_formulation("hyper-reduced")
 class HyperReducedFormulation(ReducedFormulation):
     """The reduced formulation stepped in hyper-reduced coordinates (eq. 2.77–2.79).
 
     Parameters
     ----------
     scene : a tree scene whose joints start on the subspace.
-    basis : (nq, nR) ``J_rR``; ``offset`` (nq,) ``q_offset`` [rad or m].
+    basis : (nq, nR) ``J_rR``; ``offset`` (nq,) ``q_offset`` [rad or m].  When
+        ``basis`` is not given they are read from ``scene.extras["hyper_basis"]``
+        and ``scene.extras["hyper_offset"]``, so that the formulation can be
+        chosen by name (``"hyper-reduced"``).
     options : keyword options of :class:`ReducedFormulation` (``implicit``,
         ``joint_torque``, ``constraints``, ``stabilization``).
 
@@ -201,11 +206,21 @@ class HyperReducedFormulation(ReducedFormulation):
     (joint friction) do not apply.
     """
 
-    name = "hyper-reduced"
-
     def __init__(
-        self, scene: Scene, basis: ArrayLike, offset: ArrayLike | None = None, **options: Any
+        self,
+        scene: Scene,
+        basis: ArrayLike | None = None,
+        offset: ArrayLike | None = None,
+        **options: Any,
     ) -> None:
+        if basis is None:
+            if "hyper_basis" not in scene.extras:
+                raise ConfigurationError(
+                    f"scene {scene.name!r} has no hyper-reduced basis: pass basis= (nq, nR) "
+                    "or put J_rR in scene.extras['hyper_basis']"
+                )
+            basis = scene.extras["hyper_basis"]
+            offset = scene.extras.get("hyper_offset") if offset is None else offset
         super().__init__(scene, **options)
         self.hyper = HyperReduced.build(self.tree, basis, offset)
 

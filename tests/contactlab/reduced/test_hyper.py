@@ -72,12 +72,38 @@ def test_formulation_step_equals_the_kkt_step_with_couplings() -> None:
     np.testing.assert_allclose(qb, qb[0], atol=1e-13)  # stays on the subspace
 
 
+def test_formulation_by_name_reads_the_basis_from_the_scene() -> None:
+    """ "hyper-reduced" by name with J_rR (and q_offset) in the scene's extras: a 3-link
+    chain whose hinges keep the offsets (0, 0.2, -0.2) rad around one common angle, 20
+    steps, equals the formulation built with the same basis explicitly (bit for bit)."""
+    bodies, specs = _chain(3, "R", "y", (10.0, 10.0 + np.rad2deg(0.2), 10.0 - np.rad2deg(0.2)))
+    offset = np.array([0.0, 0.2, -0.2])
+    scene = Scene("c", tuple(bodies), tuple(specs))
+    named = Simulator(
+        scene.with_(extras={"hyper_basis": np.ones((3, 1)), "hyper_offset": offset}),
+        "hyper-reduced",
+        dt=1e-2,
+    )
+    explicit = Simulator(scene, HyperReducedFormulation(scene, np.ones((3, 1)), offset), dt=1e-2)
+    assert named.formulation.name == "hyper-reduced"
+    a, b = named.initial_state(), explicit.initial_state()
+    for i in range(20):
+        a, _ = named.step(a, i)
+        b, _ = explicit.step(b, i)
+    np.testing.assert_array_equal(np.asarray(a.q), np.asarray(b.q))
+    q = np.asarray(a.q)
+    np.testing.assert_allclose(q - q[0], offset, atol=1e-12)
+    assert abs(q[0] - np.deg2rad(10.0)) > 1e-3  # it moved
+
+
 def test_formulation_refuses_a_start_off_the_subspace() -> None:
     bodies, specs = _chain(3, "R", "y", (10.0, 20.0, 10.0))
     scene = Scene("c", tuple(bodies), tuple(specs))
     form = HyperReducedFormulation(scene, np.ones((3, 1)))
     with pytest.raises(ConfigurationError, match="away from the hyper-reduced subspace"):
         form.initial_state()
+    with pytest.raises(ConfigurationError, match="no hyper-reduced basis"):
+        Simulator(scene, "hyper-reduced")
 
 
 def test_mass_matrix_and_twists_through_the_chained_jacobian() -> None:
