@@ -153,11 +153,11 @@ def cost_matrix(
     cost: str = "solve_time_ms",
     success: str = "success",
 ) -> pd.DataFrame:
-    """(problems, solvers) cost table with ``inf`` for failures and for runs not made."""
+    """(problems, solvers) cost table: ``inf`` for a failure, ``NaN`` for a run not made."""
     solver_key = key_column(df, solver_cols, "/")
     problem_key = key_column(df, problem_cols, "|") if problem_cols else "all"
     value = np.where(df[success].astype(bool), df[cost].astype(float), np.inf)
     table = pd.DataFrame({"problem": problem_key, "solver": solver_key, "cost": value})
     return table.pivot_table(
-        index="problem", columns="solver", values="cost", aggfunc="min", fill_value=np.inf
+        index="problem", columns="solver", values="cost", aggfunc="min", dropna=False
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -91,6 +92,36 @@ def plot_comparison(folder: Path) -> list[Path]:
     return plot_series(runs, Path(folder) / "plots")
 
 
+def draw_profile(
+    ax: Any,
+    table: pd.DataFrame,
+    solver_cols: list[str],
+    problem_cols: list[str],
+    cost: str = "solve_time_ms",
+) -> int:
+    """Draw the Dolan–Moré profile of ``cost`` on ``ax``; return the number of problems.
+
+    The profile is drawn over the problems every solver was run on (a sweep may
+    run some solvers on some scenes only); failures count as never solved.
+    """
+    costs = cost_matrix(table, solver_cols, problem_cols, cost=cost)
+    common = costs.notna().all(axis=1)
+    if common.any():
+        costs = costs[common]
+    values = np.where(costs.to_numpy(float) > 0, costs.to_numpy(float), 1e-12)
+    taus = profile_taus(values)
+    rho = performance_profile(values, taus)
+    for j, name in enumerate(costs.columns):
+        style = ("-", "--", ":", "-.")[(j // 10) % 4]
+        ax.step(taus, rho[:, j], where="post", label=str(name), lw=1.4, ls=style)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(r"performance ratio $\tau$ (time / best time on the problem)")
+    ax.set_ylabel(r"fraction of problems solved within $\tau$")
+    ax.grid(alpha=0.3, which="both")
+    return len(costs)
+
+
 def plot_profile(
     table: pd.DataFrame,
     solver_cols: list[str],
@@ -98,25 +129,44 @@ def plot_profile(
     path: Path,
     cost: str = "solve_time_ms",
 ) -> Path:
-    """Dolan–Moré performance profile of ``cost`` (one step line per solver)."""
-    costs = cost_matrix(table, solver_cols, problem_cols, cost=cost)
-    values = np.where(costs.to_numpy(float) > 0, costs.to_numpy(float), 1e-12)
-    taus = profile_taus(values)
-    rho = performance_profile(values, taus)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for j, name in enumerate(costs.columns):
-        ax.step(taus, rho[:, j], where="post", label=str(name), lw=1.4)
-    ax.set_xscale("log")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel(r"performance ratio $\tau$ (time / best time on the problem)")
-    ax.set_ylabel(r"fraction of problems solved within $\tau$")
-    ax.set_title(f"Performance profile ({len(costs)} problems)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="lower right")
+    """The performance profile of every compared solver, as one figure."""
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
+    n = draw_profile(ax, table, solver_cols, problem_cols, cost)
+    ax.set_title(f"Performance profile ({n} problems every solver was run on)")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    _save(fig, path)
+    return path
+
+
+def plot_profiles_by(
+    table: pd.DataFrame,
+    by: str,
+    solver_cols: list[str],
+    problem_cols: list[str],
+    path: Path,
+    cost: str = "solve_time_ms",
+) -> Path:
+    """One performance profile per value of column ``by`` (e.g. the backends of each model)."""
+    groups = sorted(table[by].unique())
+    cols = min(3, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    for ax, value in zip(axes.flat, groups):
+        n = draw_profile(
+            ax, table[table[by] == value], [c for c in solver_cols if c != by], problem_cols, cost
+        )
+        ax.set_title(f"{value} ({n} problems)", fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.axis("off")
+    _save(fig, path)
+    return path
+
+
+def _save(fig: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path
 
 
 def plot_aggregates(aggregates: pd.DataFrame, solver_cols: list[str], path: Path) -> Path:
@@ -152,6 +202,12 @@ def plot_sweep(folder: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     table = res.table
     written = [plot_profile(table, solver_cols, problem_cols, out / "performance_profile.png")]
+    if "model" in solver_cols and len(solver_cols) > 1 and table["model"].nunique() > 1:
+        written.append(
+            plot_profiles_by(
+                table, "model", solver_cols, problem_cols, out / "performance_profile_by_model.png"
+            )
+        )
     if res.aggregates is not None and len(res.aggregates):
         written.append(plot_aggregates(res.aggregates, solver_cols, out / "aggregates.png"))
     return written
