@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg.blas import dger
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
@@ -99,7 +100,8 @@ class LemkeBackend(Backend):
             b[r] /= piv
             col = T[:, entering].copy()
             col[r] = 0.0
-            T -= np.outer(col, T[r])
+            # In-place rank-1 update (BLAS dger on the Fortran view): no n x 2n temporary.
+            dger(-1.0, T[r].copy(), col, a=T.T, overwrite_a=True)
             b -= col * b[r]
             leaving = basis[r]
             basis[r] = entering
