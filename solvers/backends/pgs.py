@@ -11,6 +11,11 @@ stops with ``optimal`` once it is at most ``tol`` and with ``max_iterations``
 Settings (keywords of :func:`solvers.solve`): ``omega`` (SOR factor in
 ``(0, 2)``, default 1.0), ``check_every`` (default 4).  ``max_iter`` counts
 sweeps (default 10000).  The inner loop is compiled with numba.
+
+QPs reach PGS through the layer's conversions, named in ``result.conversions``:
+a QP whose rows are bounds on single variables (``A = I`` or absent) is the box
+LCP ``(P, q)``; a QP with SPD ``P`` and general rows becomes an LCP in its row
+multipliers (seed 001, §0.3).
 """
 
 from __future__ import annotations
