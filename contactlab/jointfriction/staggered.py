@@ -31,17 +31,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.errors import ConfigurationError
 from contactlab.jointfriction.local import local_multipliers
-from contactlab.jointfriction.rows import JointContactRows
+from contactlab.jointfriction.rows import JointContactLayout, JointContactRows
+from contactlab.models.box_friction import check_outer
 from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import contact_rows, make_solution
 from contactlab.problem import StepProblem, StepSolution
+from contactlab.scene import Scene
 from solvers import QP
 
 #: ``(v, contact rows, contact impulses, beta_ext, beta_joint) -> (nj, 6)`` child reactions [N s]
@@ -65,6 +68,60 @@ class JointFrictionReport:
     reactions: Array
     outer: int
     converged: bool
+
+
+class JointFrictionModel(SolvingModel):
+    """What ``bisp`` and ``joint-friction-sp`` share: options, problem kinds, layouts.
+
+    Options (the reference BISP's values)
+    -------
+    tol : relative ``M^-1``-norm change of the contact impulses that stops
+        the iteration, default 1e-3.
+    max_outer : cap on outer iterations, default 100.
+    regularization : ``eps`` of the local solves (eq. 2.114) and of the
+        contact rows' Tikhonov term, relative, default 1e-6.
+    aggregate : one friction row per joint motion (see
+        :mod:`contactlab.jointfriction.rows`) instead of one per contact
+        point, default ``True``.
+
+    After each step ``last`` holds a :class:`JointFrictionReport`.
+    """
+
+    forms = ("qp",)
+    defaults: ClassVar[dict[str, Any]] = {
+        "tol": 1e-3,
+        "max_outer": 100,
+        "regularization": 1e-6,
+        "aggregate": True,
+    }
+
+    def __init__(self, solver: str, **options: Any) -> None:
+        super().__init__(solver, **options)
+        self._scene: Scene | None = None
+        self._layout: JointContactLayout | None = None
+        self.last: JointFrictionReport | None = None
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_outer(options)
+        eps = options["regularization"]
+        if not isinstance(eps, (int, float)) or not 0 < eps < 1:
+            raise ConfigurationError(f"option regularization must be in (0, 1), got {eps!r}")
+        if not isinstance(options["aggregate"], bool):
+            raise ConfigurationError(
+                f"option aggregate must be True or False, got {options['aggregate']!r}"
+            )
+
+    @classmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        return [("bound_qp", "box_qp")]
+
+    def layout(self, scene: Scene) -> JointContactLayout:
+        """The joint contact layout of ``scene``, built once (scenes are immutable)."""
+        if self._scene is not scene or self._layout is None:
+            self._layout = JointContactLayout.from_scene(scene, bool(self.options["aggregate"]))
+            self._scene = scene
+        return self._layout
 
 
 @dataclass

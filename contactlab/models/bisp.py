@@ -48,94 +48,26 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.jointfriction.local import distribute_reactions, remove_joint_forces
-from contactlab.jointfriction.rows import JointContactLayout
-from contactlab.jointfriction.staggered import (
-    JointFrictionReport,
-    StaggeredSetup,
-    solve_staggered,
-)
+from contactlab.jointfriction.staggered import JointFrictionModel, StaggeredSetup, solve_staggered
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import stack_rows as maximal_rows
 from contactlab.models.base import register_model
-from contactlab.models.box_friction import check_outer
 from contactlab.models.common import Array, Rows
-from contactlab.models.compat import SolvingModel
 from contactlab.problem import StepProblem, StepSolution
-from contactlab.scene import Scene
 
 _CACHE = "bisp:friction"
 
 
-def check_joint_friction_options(options: dict[str, Any]) -> None:
-    """Validate ``tol``, ``max_outer``, ``regularization`` and ``aggregate``."""
-    check_outer(options)
-    eps = options["regularization"]
-    if not isinstance(eps, (int, float)) or not 0 < eps < 1:
-        raise ConfigurationError(f"option regularization must be in (0, 1), got {eps!r}")
-    if not isinstance(options["aggregate"], bool):
-        raise ConfigurationError(
-            f"option aggregate must be True or False, got {options['aggregate']!r}"
-        )
-
-
-#: options shared with ``joint-friction-sp`` (reference values of seed 000's BISP)
-JOINT_FRICTION_DEFAULTS: dict[str, Any] = {
-    "tol": 1e-3,
-    "max_outer": 100,
-    "regularization": 1e-6,
-    "aggregate": True,
-}
-
-
-class LayoutCache:
-    """One :class:`JointContactLayout` per scene (scenes are immutable)."""
-
-    def __init__(self) -> None:
-        self._scene: Scene | None = None
-        self._layout: JointContactLayout | None = None
-
-    def get(self, scene: Scene, aggregate: bool) -> JointContactLayout:
-        if self._scene is not scene or self._layout is None:
-            self._layout = JointContactLayout.from_scene(scene, aggregate)
-            self._scene = scene
-        return self._layout
-
-
 @register_model("bisp")
-class BISP(SolvingModel):
+class BISP(JointFrictionModel):
     """Bilateral Staggered Projections: joint friction in reduced coordinates.
 
-    Options
-    -------
-    tol : relative ``M^-1``-norm change of the contact impulses that stops
-        the iteration, default 1e-3 (the reference value).
-    max_outer : cap on outer iterations, default 100.
-    regularization : ``eps`` of the local solves (eq. 2.114), relative, default 1e-6.
-    aggregate : join the tangent rows of a revolute/prismatic joint into one
-        friction row (exact in reduced coordinates, see
-        :mod:`contactlab.jointfriction.rows`), default ``True``.
-
-    After each step ``last`` holds a
-    :class:`~contactlab.jointfriction.staggered.JointFrictionReport`.
+    Options and ``last`` as in
+    :class:`~contactlab.jointfriction.staggered.JointFrictionModel`.
     """
 
-    forms = ("qp",)
     #: the formulation whose step problem the model reads (checked by the experiment runner)
     formulations = ("reduced",)
-    defaults = dict(JOINT_FRICTION_DEFAULTS)
-
-    def __init__(self, solver: str, **options: Any) -> None:
-        super().__init__(solver, **options)
-        self._layouts = LayoutCache()
-        self.last: JointFrictionReport | None = None
-
-    @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
-        check_joint_friction_options(options)
-
-    @classmethod
-    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
-        return [("bound_qp", "box_qp")]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         kin = problem.info.get("kinematics")
@@ -147,7 +79,7 @@ class BISP(SolvingModel):
         tree = kin.tree
         scene = tree.scene
         h = problem.h
-        layout = self._layouts.get(scene, bool(self.options["aggregate"]))
+        layout = self.layout(scene)
         jrows = layout.rows(kin.E)
         J = kin.J
         nb = scene.n_bodies

@@ -26,46 +26,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.errors import IncompatibleError
-from contactlab.jointfriction.staggered import JointFrictionReport, StaggeredSetup, solve_staggered
+from contactlab.jointfriction.staggered import JointFrictionModel, StaggeredSetup, solve_staggered
 from contactlab.models.base import register_model
-from contactlab.models.bisp import (
-    JOINT_FRICTION_DEFAULTS,
-    LayoutCache,
-    check_joint_friction_options,
-)
 from contactlab.models.common import Array, Rows, step_data
-from contactlab.models.compat import SolvingModel
 from contactlab.problem import StepProblem, StepSolution
 
 _CACHE = "joint-friction-sp:friction"
 
 
 @register_model("joint-friction-sp")
-class JointFrictionSP(SolvingModel):
+class JointFrictionSP(JointFrictionModel):
     """Staggered Projections with joint friction in maximal coordinates.
 
-    Options are those of ``bisp`` (``tol`` 1e-3, ``max_outer`` 100,
-    ``regularization`` 1e-6, ``aggregate``).  After each step ``last`` holds
-    a :class:`~contactlab.jointfriction.staggered.JointFrictionReport`.
+    Options and ``last`` as in
+    :class:`~contactlab.jointfriction.staggered.JointFrictionModel`.
     """
 
-    forms = ("qp",)
     #: the formulation whose step problem the model reads (checked by the experiment runner)
     formulations = ("maximal",)
-    defaults = dict(JOINT_FRICTION_DEFAULTS)
-
-    def __init__(self, solver: str, **options: Any) -> None:
-        super().__init__(solver, **options)
-        self._layouts = LayoutCache()
-        self.last: JointFrictionReport | None = None
-
-    @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
-        check_joint_friction_options(options)
-
-    @classmethod
-    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
-        return [("bound_qp", "box_qp")]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         info = problem.info
@@ -75,7 +53,7 @@ class JointFrictionSP(SolvingModel):
                 "--formulation maximal (use model 'bisp' with --formulation reduced)"
             )
         scene, E = info["scene"], np.asarray(info["E"])
-        layout = self._layouts.get(scene, bool(self.options["aggregate"]))
+        layout = self.layout(scene)
         jrows = layout.rows(E)
         d = step_data(problem)
         owners = np.asarray(info["row_owners"])
