@@ -294,3 +294,14 @@ def test_unsupported_pair_is_a_clear_error():
 def test_plane_on_a_body_is_rejected():
     with pytest.raises(ConfigurationError, match="static_shapes"):
         collide(scene_of(Plane()), np.eye(4)[None])
+
+
+def test_static_sphere_against_a_dynamic_box_reports_the_world_as_b():
+    # a static ball of radius 0.2 at the origin; a box resting on it from above
+    ball = Sphere(radius=0.2, pose=T([0, 0, 0]))
+    s = scene_of(BOX, static=(ball,))
+    c = run(s, T([0, 0, 0.2 + 0.3 - 0.001]))
+    assert len(c) == 1
+    assert (c.body_a[0], c.body_b[0]) == (0, -1)
+    assert c.distance[0] == pytest.approx(-0.001, abs=TOL)
+    assert np.allclose(c.normal[0], [0, 0, 1], atol=TOL)  # from the ball (B) toward the box (A)
