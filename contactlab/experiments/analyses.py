@@ -382,6 +382,60 @@ def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.Da
     return m, text
 
 
+# -- study 6 -------------------------------------------------------------------------
+
+EXPECTED_6 = (
+    "BISP (reduced coordinates) and Staggered Projections with joint friction (maximal "
+    "coordinates) give the same motion on the joint-friction scenes up to their tolerances "
+    "and discretization, BISP with less solver time per step (smaller problems)."
+)
+
+
+def bisp_vs_staggered(
+    table: pd.DataFrame, sweep_dir: Path, report: Path
+) -> tuple[pd.DataFrame, str]:
+    """Per scene and backend: median solver time per step of each model, position agreement."""
+    runs: dict[tuple[str, str], dict[str, tuple[pd.Series, RunData]]] = {}
+    for row, run in _runs(table, sweep_dir):
+        runs.setdefault((row["scenario"], row["solver"]), {})[row["model"]] = (row, run)
+    rows = []
+    for (scenario, solver), pair in sorted(runs.items()):
+        entry: dict[str, Any] = {"scenario": scenario, "solver": solver}
+        for model, (row, _) in pair.items():
+            entry[f"{model}_median_ms"] = float(row["solve_time_median_ms"])
+            entry[f"{model}_status"] = row["status"]
+        if {"bisp", "joint-friction-sp"} <= set(pair):
+            a, b = pair["bisp"][1].trajectory, pair["joint-friction-sp"][1].trajectory
+            k = min(len(a["t"]), len(b["t"]))
+            entry["max_position_difference_m"] = float(
+                np.max(np.abs(a["position"][:k] - b["position"][:k]))
+            )
+            entry["time_ratio_sp_over_bisp"] = (
+                entry["joint-friction-sp_median_ms"] / entry["bisp_median_ms"]
+            )
+        rows.append(entry)
+    m = pd.DataFrame(rows)
+    if m.empty:
+        return m, "No run finished.\n"
+    if "time_ratio_sp_over_bisp" in m:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for solver, g in m.groupby("solver"):
+            ax.plot(g["scenario"], g["time_ratio_sp_over_bisp"], "o", label=solver)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("median time per step: SP / BISP")
+        ax.tick_params(axis="x", rotation=30)
+        ax.legend()
+        ax.grid(alpha=0.3)
+        _save(fig, report / "plots" / "time_ratio.png")
+    text = (
+        "Median solver time per step [ms] of each model, their ratio, and the largest "
+        "difference of any body position between the two runs (`measurements.csv`, "
+        "`plots/time_ratio.png`).\n\n" + _md(m, list(m.columns))
+    )
+    return m, text
+
+
 # -- study 7 -------------------------------------------------------------------------
 
 EXPECTED_7 = (

@@ -76,6 +76,13 @@ STUDIES: dict[int, Study] = {
         ),
         Study(5, "baumgarte", "Baumgarte stabilization of joint drift", A.EXPECTED_5, A.baumgarte),
         Study(
+            6,
+            "bisp-vs-staggered",
+            "BISP versus Staggered Projections with joint friction",
+            A.EXPECTED_6,
+            A.bisp_vs_staggered,
+        ),
+        Study(
             7,
             "redmax-scenes",
             "REDMAX reference scenes, maximal versus reduced",

@@ -4,7 +4,9 @@ Execution
     Local worker processes by default (:class:`concurrent.futures.ProcessPoolExecutor`,
     nothing to set up); with ``scheduler="tcp://host:8786"`` the same tasks
     go to an existing Dask distributed cluster (:class:`dask.distributed.Client`),
-    otherwise unchanged.  ``workers=1`` runs in this process.
+    otherwise unchanged: the workers write the run folders themselves, so they
+    need contactlab installed and the output folder on a shared file system.
+    ``workers=1`` runs in this process.
 
 Resuming
     Each run writes into ``OUT/runs/<scenario>-<formulation>-<model>-<solver>-<hash>``
