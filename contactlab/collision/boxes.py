@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from contactlab.collision.primitives import Raw, empty_raw
 
 Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
 
 #: A face axis is kept unless an edge axis separates by more than this
 #: relative and absolute amount (prefers stable face manifolds).
@@ -73,6 +74,76 @@ def sphere_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw
     point = 0.5 * (on_box + on_sphere)
     keep = dist < margin
     return np.arange(m)[keep], point[keep], n[keep], dist[keep]
+
+
+def _box_signed_distance(x: Array, h: Array) -> Array:
+    """Signed distance of points ``x`` (m, 3) in box coordinates to boxes of half extents ``h``."""
+    q = np.abs(x) - h
+    outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
+    return outside + np.minimum(q.max(axis=1), 0.0)
+
+
+#: Golden-section iterations of the capsule-box search (the interval shrinks
+#: by 0.618 per iteration: 1e-10 of the segment after 48).
+_GOLDEN_ITERATIONS = 48
+
+
+def capsule_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
+    """Capsule A against box B: spheres of the capsule's radius at points of its core.
+
+    The points are the two ends, the points where the core crosses a face
+    plane of the box (a capsule lying across an edge is supported there) and
+    the core's deepest point when it is deeper than all of these.  The signed
+    distance to a convex box is a convex function of the point, so along the
+    core it has one minimum, found by golden-section search.  A capsule lying
+    on a face gets its two end contacts; one lying across an edge, an end and
+    the edge crossing; one crossing an edge from above, the deepest point.
+    Each point goes through :func:`sphere_box`.
+    """
+    m = Wa.shape[0]
+    axis, c = Wa[:, :3, 2], Wa[:, :3, 3]
+    hh = sa[:, 1]
+    Rb, pb = Wb[:, :3, :3], Wb[:, :3, 3]
+    e0 = np.einsum("mji,mj->mi", Rb, c - hh[:, None] * axis - pb)  # box coordinates
+    e1 = np.einsum("mji,mj->mi", Rb, c + hh[:, None] * axis - pb)
+    d = e1 - e0
+
+    def f_at(rows: IntArray, t: Array) -> Array:
+        return _box_signed_distance(e0[rows] + t[:, None] * d[rows], sb[rows])
+
+    def f(t: Array) -> Array:
+        return f_at(np.arange(m), t)
+
+    lo, hi = np.zeros(m), np.ones(m)
+    g = 0.5 * (np.sqrt(5.0) - 1.0)
+    for _ in range(_GOLDEN_ITERATIONS):
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        left = f(x1) <= f(x2)  # the minimum lies in [lo, x2]
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+    # Breakpoints: where the core crosses a face plane of the box (a capsule
+    # lying over an edge is supported there).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = (np.concatenate([sb, -sb], axis=1) - np.tile(e0, 2)) / np.tile(d, 2)  # (m, 6)
+    crossing = np.isfinite(cross) & (cross > 0.0) & (cross < 1.0)
+    ts = [np.zeros(m), np.ones(m), cross[crossing]]
+    pairs = [np.arange(m), np.arange(m), np.nonzero(crossing)[0]]
+    best = np.minimum(f(np.zeros(m)), f(np.ones(m)))
+    if np.any(crossing):
+        np.minimum.at(best, pairs[2], f_at(pairs[2], ts[2]))
+    t_star = 0.5 * (lo + hi)
+    interior = f(t_star) < best - 1e-9
+    ts.append(t_star[interior])
+    pairs.append(np.flatnonzero(interior))
+    pair = np.concatenate(pairs)
+    t = np.concatenate(ts)
+    centre = c[pair] + ((2.0 * t - 1.0) * hh[pair])[:, None] * axis[pair]
+    Ws = np.zeros((pair.size, 4, 4))
+    Ws[:, :3, :3] = np.eye(3)
+    Ws[:, :3, 3] = centre
+    Ws[:, 3, 3] = 1.0
+    k, point, normal, dist = sphere_box(Ws, sa[pair], Wb[pair], sb[pair], margin)
+    return pair[k], point, normal, dist
 
 
 # ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ pairs of that kind, and returns one :class:`~contactlab.collision.contacts.Conta
 
 Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
 plus planes): sphere–plane, capsule–plane, box–plane, cylinder–plane,
-sphere–sphere, sphere–capsule, capsule–capsule, sphere–box, box–box.  A
+sphere–sphere, sphere–capsule, capsule–capsule, sphere–box, capsule–box,
+box–box.  A
 candidate pair of another kind (e.g. cylinder–box) is an error naming it.
 
 Friction: each contact gets ``scene.contact.friction(material_a, material_b)``
@@ -42,6 +43,7 @@ PAIR_FUNCTIONS: dict[tuple[int, int], PairFn] = {
     (SPHERE, CAPSULE): primitives.sphere_capsule,
     (SPHERE, BOX): boxes.sphere_box,
     (CAPSULE, CAPSULE): primitives.capsule_capsule,
+    (CAPSULE, BOX): boxes.capsule_box,
     (BOX, BOX): boxes.box_box,
 }
 

@@ -305,3 +305,41 @@ def test_static_sphere_against_a_dynamic_box_reports_the_world_as_b():
     assert (c.body_a[0], c.body_b[0]) == (0, -1)
     assert c.distance[0] == pytest.approx(-0.001, abs=TOL)
     assert np.allclose(c.normal[0], [0, 0, 1], atol=TOL)  # from the ball (B) toward the box (A)
+
+
+# ----------------------------------------------------------------------------
+# capsule-box
+# ----------------------------------------------------------------------------
+CAP = Capsule(radius=0.1, half_height=0.3)
+
+
+def test_capsule_lying_on_a_box_face_rests_on_both_ends():
+    s = scene_of(CAP, BOX, static=())
+    c = run(s, T([0.1, 0.0, 0.3 + 0.1], [0, np.pi / 2, 0]), T([0, 0, 0]))  # axis along x
+    assert len(c) == 2
+    assert np.allclose(c.distance, 0.0, atol=TOL)
+    assert np.allclose(c.normal, [0, 0, 1], atol=TOL)
+    assert sorted(np.round(c.point[:, 0], 9)) == [-0.2, 0.4]
+
+
+def test_capsule_lying_across_a_box_edge_is_held_at_the_edge():
+    # the core runs along x from 0.2 to 0.8, the box's edge is at x = 0.5
+    s = scene_of(CAP, BOX, static=())
+    c = run(s, T([0.5, 0.0, 0.3 + 0.1], [0, np.pi / 2, 0]), T([0, 0, 0]))
+    assert len(c) == 2
+    assert np.allclose(c.distance, 0.0, atol=TOL)
+    assert sorted(np.round(c.point[:, 0], 9)) == [0.2, 0.5]
+
+
+def test_capsule_crossing_a_box_edge_touches_at_its_deepest_point():
+    # core through q = edge + (r + gap) (1, 0, 1)/sqrt(2), direction (1, 0, -1)/sqrt(2):
+    # the closest core point to the box is q, at distance gap from the edge (0.5, y, 0.3)
+    gap = 0.002
+    out = np.array([1.0, 0.0, 1.0]) / np.sqrt(2)
+    q = np.array([0.5, 0.0, 0.3]) + (0.1 + gap) * out
+    s = scene_of(CAP, BOX, static=())
+    c = run(s, T(q, [0, 3 * np.pi / 4, 0]), T([0, 0, 0]))  # axis (1, 0, -1)/sqrt(2)
+    assert len(c) == 1
+    assert c.distance[0] == pytest.approx(gap, abs=1e-9)
+    assert np.allclose(c.normal[0], out, atol=1e-6)
+    assert np.allclose(c.point[0], [0.5, 0, 0.3] + 0.5 * gap * out, atol=1e-6)
