@@ -20,6 +20,7 @@ $(TEST_STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/contactlab demo
+	$(VENV)/bin/contactlab studies 1 4 --short --out results/demo/studies
 
 test: $(TEST_STAMP)
 	$(PY) -m pytest -n 2 -q
