@@ -195,7 +195,10 @@ def solve_staggered(
         radius = np.concatenate(
             [np.repeat(d.mu * np.maximum(lam_N, 0.0), 2), lay.group_bounds(alpha)]
         )
-        lam = fqp.solve(model, f_C, radius)
+        lam_next = fqp.solve(model, f_C, radius)
+        if not np.all(np.isfinite(lam_next)):
+            break  # the failed inner solve's status is reported by make_solution
+        lam = lam_next
     cache[key] = lam
     sol = make_solution(
         model,
