@@ -202,9 +202,10 @@ def write_report(df: pd.DataFrame, args: argparse.Namespace) -> None:
         "reports.  With one friction row per joint both take the same number of outer "
         "iterations; per iteration BISP replaces SP's contact QP over the joint rows (5 per "
         "revolute) by a reduced solve, and its friction QP has no joint rows.  With one "
-        "friction row per joint, fixed per-call costs (building and checking the QPs in the solver layer, sparse "
-        "assembly) dominate at these sizes, hence exponents well below 1; with explicit "
-        "rows the dense friction QP (16 rows per joint) dominates both models.",
+        "friction row per joint, fixed per-call costs (building and checking the QPs in "
+        "the solver layer, sparse assembly) dominate at these sizes, hence exponents "
+        "well below 1; with explicit rows the dense friction QP (16 rows per joint) "
+        "dominates both models.",
     ]
     notes = df[df["status"] != "optimal"]
     if len(notes):
