@@ -220,6 +220,21 @@ def is_rotation(R: ArrayLike, tol: float = 1e-9) -> bool:
     return bool(np.all(ortho & det))
 
 
+def unit_axis(v: ArrayLike | None, default: ArrayLike, what: str) -> Array:
+    """The unit vector along ``v`` (3,), or ``default`` when ``v`` is ``None``.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``v`` is not a non-zero finite 3-vector; the message names ``what``.
+    """
+    a = _as(default) if v is None else _as(v).reshape(-1)
+    n = float(np.linalg.norm(a))
+    if a.shape != (3,) or not np.isfinite(n) or n == 0.0:
+        raise ConfigurationError(f"{what} must be a non-zero finite 3-vector, got {v!r}")
+    return a / n
+
+
 # ----------------------------------------------------------------------------
 # SE(3)
 # ----------------------------------------------------------------------------

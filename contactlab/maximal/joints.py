@@ -59,6 +59,7 @@ from contactlab.maximal.constraints import (
     register_constraint,
 )
 from contactlab.scene import JointSpec, Scene
+from contactlab.se3 import unit_axis
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -69,14 +70,6 @@ _X, _Y, _Z = _EYE
 #: Per kind: translational directions (kt, 3) and rotational rows
 #: ``sum_t C[k, t] (u_kt)_a . (v_kt)_b - c0_k`` with U, V (kr, 2, 3), C (kr, 2), c0 (kr,).
 Geometry = tuple[Array, Array, Array, Array, Array]
-
-
-def _unit(v: Any, default: Array, what: str) -> Array:
-    a = default if v is None else np.asarray(v, dtype=float).reshape(-1)
-    n = float(np.linalg.norm(a))
-    if a.shape != (3,) or not np.isfinite(n) or n == 0.0:
-        raise ConfigurationError(f"{what} must be a non-zero finite 3-vector, got {v!r}")
-    return a / n
 
 
 def _basis(a: Array) -> tuple[Array, Array]:
@@ -102,9 +95,15 @@ def _align(a: Array) -> tuple[Array, Array, Array]:
     return U, V, C
 
 
-def _geometry(
+def joint_geometry(
     trans: Array, rot: tuple[Array, Array, Array] | None, c0: Array | None = None
 ) -> Geometry:
+    """A joint's :data:`Geometry` from its translational directions (kt, 3).
+
+    ``rot`` is ``(U, V, C)`` of the rotational rows (``None``: no rotational
+    row) and ``c0`` their constants (``None``: zero), as a subclass's
+    :meth:`JointConstraint.geometry` returns them.
+    """
     if rot is None:
         rot = (np.zeros((0, 2, 3)), np.zeros((0, 2, 3)), np.zeros((0, 2)))
     U, V, C = rot
@@ -267,7 +266,7 @@ class FixedConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return _geometry(_EYE, _lock())
+        return joint_geometry(_EYE, _lock())
 
 
 @register_constraint("revolute")
@@ -276,7 +275,7 @@ class RevoluteConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return _geometry(_EYE, _align(_unit(axis, _Z, "revolute axis")))
+        return joint_geometry(_EYE, _align(unit_axis(axis, _Z, "revolute axis")))
 
 
 register_constraint("continuous")(type("ContinuousConstraint", (RevoluteConstraint,), {}))
@@ -288,8 +287,8 @@ class PrismaticConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        e1, e2 = _basis(_unit(axis, _X, "prismatic axis"))
-        return _geometry(np.array([e1, e2]), _lock())
+        e1, e2 = _basis(unit_axis(axis, _X, "prismatic axis"))
+        return joint_geometry(np.array([e1, e2]), _lock())
 
 
 @register_constraint("cylindrical")
@@ -298,8 +297,8 @@ class CylindricalConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        a = _unit(axis, _Z, "cylindrical axis")
-        return _geometry(np.array(_basis(a)), _align(a))
+        a = unit_axis(axis, _Z, "cylindrical axis")
+        return joint_geometry(np.array(_basis(a)), _align(a))
 
 
 @register_constraint("planar")
@@ -313,8 +312,8 @@ class PlanarConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        n = _unit(axis, _Z, "planar joint normal")
-        return _geometry(n[None], _lock())
+        n = unit_axis(axis, _Z, "planar joint normal")
+        return joint_geometry(n[None], _lock())
 
 
 @register_constraint("universal")
@@ -327,11 +326,11 @@ class UniversalConstraint(JointConstraint):
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
         axes = params.get("axes")
-        a1, a2 = (_X, _Y) if axes is None else (_unit(a, _Z, "universal axis") for a in axes)
+        a1, a2 = (_X, _Y) if axes is None else (unit_axis(a, _Z, "universal axis") for a in axes)
         if abs(float(a1 @ a2)) > 1.0 - 1e-9:
             raise ConfigurationError("universal joint axes must not be parallel")
         rot = (np.array([[a1, a1]]), np.array([[a2, a2]]), np.array([[1.0, 0.0]]))
-        return _geometry(_EYE, rot, np.array([float(a1 @ a2)]))
+        return joint_geometry(_EYE, rot, np.array([float(a1 @ a2)]))
 
 
 @register_constraint("spherical")
@@ -340,7 +339,7 @@ class SphericalConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return _geometry(_EYE, None)
+        return joint_geometry(_EYE, None)
 
 
 register_constraint("spherical_euler")(type("SphericalEulerConstraint", (SphericalConstraint,), {}))
@@ -352,7 +351,7 @@ class TranslationalConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return _geometry(np.zeros((0, 3)), _lock())
+        return joint_geometry(np.zeros((0, 3)), _lock())
 
 
 @register_constraint("free")
@@ -361,4 +360,4 @@ class FreeConstraint(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return _geometry(np.zeros((0, 3)), None)
+        return joint_geometry(np.zeros((0, 3)), None)

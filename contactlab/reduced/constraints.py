@@ -39,11 +39,12 @@ import numpy as np
 from contactlab.errors import ConfigurationError
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import Constraint, constraint_class, stack_rows
-from contactlab.maximal.joints import Geometry, JointConstraint, _geometry, _unit
+from contactlab.maximal.joints import Geometry, JointConstraint, joint_geometry
 from contactlab.reduced.formulation import ReducedConstraint
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import JointSpec, Scene
+from contactlab.se3 import unit_axis
 
 #: ``p(t) -> (position, velocity, acceleration)`` of a prescribed joint, each (ndof,).
 Trajectory = Callable[[float], tuple[Any, Any, Any]]
@@ -143,14 +144,14 @@ class HingeLoopRows(JointConstraint):
 
     @classmethod
     def geometry(cls, axis: Array | None, params: Any) -> Geometry:
-        a = _unit(axis, np.array([0.0, 0.0, 1.0]), "loop hinge axis")
+        a = unit_axis(axis, np.array([0.0, 0.0, 1.0]), "loop hinge axis")
         v1 = np.zeros(3)
         v1[int(np.argmin(np.abs(a)))] = 1.0  # eq. 2.90: 1 at the smallest |a_k|
         v2 = np.cross(a, v1)
         v2 /= np.linalg.norm(v2)
         v1 = np.cross(v2, a)
         v1 /= np.linalg.norm(v1)
-        return _geometry(np.array([v1, v2]), None)
+        return joint_geometry(np.array([v1, v2]), None)
 
 
 class MaximalRows(EqualityConstraint):

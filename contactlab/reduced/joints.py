@@ -38,14 +38,6 @@ E_Y = np.array([0.0, 1.0, 0.0])
 E_Z = np.array([0.0, 0.0, 1.0])
 
 
-def _unit(axis: ArrayLike | None, default: Array, what: str) -> Array:
-    a = default if axis is None else np.asarray(axis, dtype=float).reshape(-1)
-    n = np.linalg.norm(a)
-    if a.shape != (3,) or not np.isfinite(n) or n == 0.0:
-        raise ConfigurationError(f"{what} must be a non-zero finite 3-vector, got {axis!r}")
-    return a / n
-
-
 class Joint(ABC):
     """A joint map with ``ndof`` coordinates.
 
@@ -165,7 +157,7 @@ class RevoluteJoint(_LinearScrewJoint):
     """
 
     def __init__(self, axis: ArrayLike | None = None) -> None:
-        self.axis = _unit(axis, E_Z, "revolute axis")
+        self.axis = se3.unit_axis(axis, E_Z, "revolute axis")
         super().__init__(np.concatenate([self.axis, np.zeros(3)]))
 
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
@@ -180,7 +172,7 @@ class PrismaticJoint(_LinearScrewJoint):
     """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (seed 000, eq. 2.24)."""
 
     def __init__(self, axis: ArrayLike | None = None) -> None:
-        self.axis = _unit(axis, E_X, "prismatic axis")
+        self.axis = se3.unit_axis(axis, E_X, "prismatic axis")
         super().__init__(np.concatenate([np.zeros(3), self.axis]))
 
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
@@ -196,7 +188,7 @@ class PlanarJoint(_LinearScrewJoint):
     """
 
     def __init__(self, axis: ArrayLike | None = None) -> None:
-        normal = _unit(axis, E_Z, "planar joint normal")
+        normal = se3.unit_axis(axis, E_Z, "planar joint normal")
         if np.allclose(normal, E_Z):
             u, v = E_X, E_Y
         else:
@@ -226,7 +218,7 @@ class RotationSequenceJoint(_LinearScrewJoint):
     """
 
     def __init__(self, axes: Sequence[ArrayLike]) -> None:
-        self.axes = np.array([_unit(a, E_Z, "rotation axis") for a in axes])
+        self.axes = np.array([se3.unit_axis(a, E_Z, "rotation axis") for a in axes])
         super().__init__(np.hstack([self.axes, np.zeros_like(self.axes)]))
 
     def sample(self, rng: np.random.Generator) -> Array:
