@@ -134,6 +134,45 @@ def describe_columns() -> dict[str, str]:
     return {m.name: m.describe() for m in STEP_METRICS + RUN_AGGREGATES}
 
 
+def state_metrics(
+    E: Array,
+    phi: Array,
+    mdiag: Array,
+    kinetic: float,
+    potential: float,
+    constraint_error: float,
+) -> dict[str, float]:
+    """The state columns of ``steps.csv`` (energies, world momentum, drift).
+
+    Parameters
+    ----------
+    E : (n, 4, 4) body transforms.
+    phi : (n, 6) body twists, angular part first [rad/s, m/s].
+    mdiag : (n, 6) diagonal spatial inertia on principal axes [kg m^2, kg].
+    kinetic, potential : energies as the formulation computes them [J].
+    constraint_error : largest position-level bilateral drift [m or rad].
+
+    The linear momentum is ``sum_i m_i R_i nu_i`` and the angular momentum
+    about the world origin ``sum_i p_i x (m_i R_i nu_i) + R_i I_i omega_i``.
+    """
+    R, p = E[:, :3, :3], E[:, :3, 3]
+    lin = mdiag[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
+    ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, mdiag[:, :3] * phi[:, :3])
+    L, H = lin.sum(axis=0), ang.sum(axis=0)
+    return {
+        "kinetic_energy": float(kinetic),
+        "potential_energy": float(potential),
+        "total_energy": float(kinetic + potential),
+        "linear_momentum_x": float(L[0]),
+        "linear_momentum_y": float(L[1]),
+        "linear_momentum_z": float(L[2]),
+        "angular_momentum_x": float(H[0]),
+        "angular_momentum_y": float(H[1]),
+        "angular_momentum_z": float(H[2]),
+        "constraint_error": float(constraint_error),
+    }
+
+
 def signed_distances(contacts: Any) -> Array:
     """Signed distances [m] of a contact set (negative when penetrating).
 

@@ -31,6 +31,7 @@ from contactlab.maximal.constraints import (
     stack_rows,
 )
 from contactlab.maximal.kinematics import place_bodies
+from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
 
@@ -154,27 +155,13 @@ class MaximalFormulation(Formulation):
     def metrics(self, state: State) -> dict[str, float]:
         E, phi = state.E, state.phi
         md = self.mass_diagonal
-        R, p = E[:, :3, :3], E[:, :3, 3]
         kinetic = 0.5 * float(np.sum(md * phi * phi))
         potential = asm.gravity_energy(md, self.scene.gravity, E) + asm.force_energy(
             self.scene, E, phi
         )
-        lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
-        ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
-        L, H = lin.sum(axis=0), ang.sum(axis=0)
         g = stack_errors(self.constraints, E)
-        return {
-            "kinetic_energy": kinetic,
-            "potential_energy": potential,
-            "total_energy": kinetic + potential,
-            "linear_momentum_x": float(L[0]),
-            "linear_momentum_y": float(L[1]),
-            "linear_momentum_z": float(L[2]),
-            "angular_momentum_x": float(H[0]),
-            "angular_momentum_y": float(H[1]),
-            "angular_momentum_z": float(H[2]),
-            "constraint_error": float(np.max(np.abs(g))) if g.size else 0.0,
-        }
+        drift = float(np.max(np.abs(g))) if g.size else 0.0
+        return state_metrics(E, phi, md, kinetic, potential, drift)
 
     def reaction_wrenches(
         self, problem: StepProblem, solution: StepSolution, h: float | None = None

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.formulation import Formulation, register_formulation
+from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
@@ -161,23 +162,13 @@ class ReducedFormulation(Formulation):
     def metrics(self, state: State) -> dict[str, float]:
         kin = forward_kinematics(self.tree, np.asarray(state.q), np.asarray(state.qdot))
         e = dyn.energies(kin)
-        md = self.scene.spatial_inertia
-        E, phi = kin.E, kin.phi
-        R, p = E[:, :3, :3], E[:, :3, 3]
-        lin = md[:, 3:4] * np.einsum("nab,nb->na", R, phi[:, 3:])
-        ang = np.cross(p, lin) + np.einsum("nab,nb->na", R, md[:, :3] * phi[:, :3])
-        L, H = lin.sum(axis=0), ang.sum(axis=0)
         errors = [np.abs(c.rows(self.tree, kin, 1.0, state.t)[2]) for c in self.constraints]
         drift = max((float(x.max()) for x in errors if x.size), default=0.0)
-        return {
-            "kinetic_energy": e["kinetic_energy"],
-            "potential_energy": e["potential_energy"],
-            "total_energy": e["total_energy"],
-            "linear_momentum_x": float(L[0]),
-            "linear_momentum_y": float(L[1]),
-            "linear_momentum_z": float(L[2]),
-            "angular_momentum_x": float(H[0]),
-            "angular_momentum_y": float(H[1]),
-            "angular_momentum_z": float(H[2]),
-            "constraint_error": drift,
-        }
+        return state_metrics(
+            kin.E,
+            kin.phi,
+            self.scene.spatial_inertia,
+            e["kinetic_energy"],
+            e["potential_energy"],
+            drift,
+        )
