@@ -31,6 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.errors import ConfigurationError
+
 Array = NDArray[np.float64]
 
 
@@ -94,8 +96,15 @@ class StepProblem:
             self.mu = np.zeros(self.N.shape[0])
         if self.L is None:
             self.L, self.l = _empty_rows(n), np.zeros(0)
-        self.G, self.N, self.T, self.L = (sp.csr_matrix(x) for x in (self.G, self.N, self.T, self.L))
-        assert self.g is not None and self.c is not None and self.l is not None
+        for rows, rhs in (("G", "g"), ("N", "c"), ("L", "l")):
+            if getattr(self, rhs) is None:
+                raise ConfigurationError(
+                    f"StepProblem: rows {rows} given without their right-hand side {rhs}; "
+                    f"pass {rhs} with one entry per row of {rows}"
+                )
+        self.G, self.N, self.T, self.L = (
+            sp.csr_matrix(x) for x in (self.G, self.N, self.T, self.L)
+        )
         self.g, self.c, self.l = (np.asarray(x, dtype=float) for x in (self.g, self.c, self.l))
         self.mu = np.asarray(self.mu, dtype=float)
 

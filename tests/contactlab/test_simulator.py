@@ -309,3 +309,10 @@ def test_contacts_between_jointed_bodies_are_dropped():
     # so its contact with the world geometry (2,-1) is kept.
     assert list(zip(kept.body_a, kept.body_b)) == [(1, 2), (0, -1), (2, -1), (0, 2)]
     np.testing.assert_array_equal(kept.distance, [-2e-3, -3e-3, -4e-3, -5e-3])
+
+
+@pytest.mark.parametrize("rows, rhs", [("G", "g"), ("N", "c"), ("L", "l")])
+def test_step_problem_rows_without_right_hand_side_are_rejected(rows, rhs):
+    """Rows without their right-hand side raise an error naming both (no assert)."""
+    with pytest.raises(ConfigurationError, match=f"rows {rows} given without .* {rhs}"):
+        StepProblem(0.01, sp.identity(3), np.zeros(3), np.zeros(3), **{rows: sp.csr_matrix((1, 3))})
