@@ -32,7 +32,14 @@ from contactlab.simulator import Simulator
 SOLVER = "qpsolvers:proxqp"
 
 
-def pendulum(theta: float, mu: float = 0.8, r: float = 0.25, d: float = 0.4, psi: float = 0.0):
+def pendulum(
+    theta: float,
+    mu: float = 0.8,
+    r: float = 0.25,
+    d: float = 0.4,
+    psi: float = 0.0,
+    kind: str = "revolute",
+):
     """A 1 kg body hanging at distance ``d`` [m] below a hinge about y with friction.
 
     The hinge frame is turned by ``psi`` about the axis, so the contact
@@ -40,15 +47,16 @@ def pendulum(theta: float, mu: float = 0.8, r: float = 0.25, d: float = 0.4, psi
     angle from the vertical is ``theta`` [rad].
     """
     body = Body("link", 1.0, [0.02, 0.02, 0.01])
+    spherical = kind == "spherical"
     hinge = JointSpec(
         "hinge",
-        "revolute",
+        kind,
         None,
         "link",
         frame_parent=se3.make_transform(se3.exp_so3([0.0, psi, 0.0])),
         frame_child=se3.make_transform(None, [0.0, 0.0, d]),
-        axis=(0.0, 1.0, 0.0),
-        q0=[theta - psi],
+        axis=None if spherical else (0.0, 1.0, 0.0),
+        q0=[0.0, theta - psi, 0.0] if spherical else [theta - psi],
         friction=JointFriction(mu=mu, radius=r, length=0.1),
     )
     return Scene("jf-test-pendulum", (body,), (hinge,), dt=1e-3)
@@ -175,32 +183,36 @@ def test_friction_on_unsupported_joint_kind_is_refused():
         JointFriction(radius=-1.0)
 
 
-def _moves(theta: float, psi: float, steps: int = 25) -> bool:
-    sim = Simulator(pendulum(theta, psi=psi), "reduced", "bisp", SOLVER)
+def _moves(theta: float, psi: float, kind: str = "revolute", steps: int = 25) -> bool:
+    sim = Simulator(pendulum(theta, psi=psi, kind=kind), "reduced", "bisp", SOLVER)
     state = sim.initial_state()
-    q0 = float(state.q[0])
+    q0 = np.array(state.q)
     for i in range(steps):
         state, _ = sim.step(state, i)
-    return abs(float(state.q[0]) - q0) > 1e-6
+    return float(np.abs(state.q - q0).max()) > 1e-6
 
 
-@pytest.mark.parametrize("psi", [0.0, np.pi / 4])
-def test_pendulum_holds_below_and_swings_above_the_friction_threshold(psi):
+@pytest.mark.parametrize(
+    ("psi", "kind"), [(0.0, "revolute"), (np.pi / 4, "revolute"), (0.0, "spherical")]
+)
+def test_pendulum_holds_below_and_swings_above_the_friction_threshold(psi, kind):
     """Static balance at the hinge: ``m g d sin(theta) = mu (m g) r (|cos psi| + |sin psi|)``.
 
     At rest the hinge carries the weight ``m g``; the four-sided joint cone
     (geometry module) bounds the friction torque by ``mu m g r (|cos psi| +
-    |sin psi|)``.  Bisection on the release angle brackets the threshold to
-    0.1 % of it; the hand value must be inside the bracket widened by 1 %
-    (measured: 30 deg in [30.000, 30.023], 45 deg in [45.000, 45.035]).
+    |sin psi|)``; a ball joint loaded along its ``+-z`` points resists the
+    tilt about y by the same ``mu m g r``.  Bisection on the release angle
+    brackets the threshold to 0.1 % of it; the hand value must be inside the
+    bracket widened by 1 % (measured: 30 deg in [30.000, 30.023] for both
+    joints, 45 deg in [45.000, 45.035]).
     """
     mu, r, d = 0.8, 0.25, 0.4
     predicted = np.arcsin(mu * r * (abs(np.cos(psi)) + abs(np.sin(psi))) / d)
     lo, hi = 0.8 * predicted, 1.2 * predicted
-    assert not _moves(lo, psi) and _moves(hi, psi)
+    assert not _moves(lo, psi, kind) and _moves(hi, psi, kind)
     while hi - lo > 1e-3 * predicted:
         mid = 0.5 * (lo + hi)
-        if _moves(mid, psi):
+        if _moves(mid, psi, kind):
             hi = mid
         else:
             lo = mid
