@@ -45,6 +45,7 @@ misalignment of the child axis in the parent's normal plane.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -147,9 +148,9 @@ class JointConstraint(Constraint):
         self.kt, self.kr = self.Da.shape[1], self.C.shape[1]
 
     @classmethod
+    @abstractmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
         """Translational directions and rotational rows in the joint frame."""
-        raise NotImplementedError
 
     def _checked_geometry(self, spec: JointSpec) -> Geometry:
         try:

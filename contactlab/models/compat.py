@@ -31,6 +31,7 @@ matrix (``eq_qp``, ``qp``).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -151,9 +152,9 @@ class SolvingModel(ContactModel):
         """Raise :class:`ConfigurationError` for option values out of range (override)."""
 
     @classmethod
+    @abstractmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         """Alternative sequences of problem kinds posed with these options (module table)."""
-        raise NotImplementedError
 
     @classmethod
     def compatible_solvers(cls, **options: Any) -> list[str]:
