@@ -22,13 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab.problem import StepProblem, StepSolution
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Array = NDArray[np.float64]
 
@@ -261,6 +263,8 @@ def solver_residual(solution: StepSolution) -> float:
 def _column(steps: pd.DataFrame, name: str) -> NDArray[Any]:
     if name not in steps:
         return np.zeros(0)
+    import pandas as pd  # imported here: the formulations import this module for state_metrics
+
     return pd.to_numeric(steps[name], errors="coerce").to_numpy(dtype=float)
 
 
