@@ -22,7 +22,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import trimesh
 
 from contactlab import se3
 from contactlab.bodies import body_from_shape, composite
@@ -649,6 +648,8 @@ def mesh_body(angle_deg: float = 45.0) -> Scene:
 
     angle_deg : initial angle of both hinges (about y) [deg].
     """
+    import trimesh  # imported here: it takes ~1 s and only this scene needs it
+
     box = trimesh.creation.box(extents=[10 * CM, 1 * CM, 1 * CM])
     bodies, specs = [], []
     for i in range(2):

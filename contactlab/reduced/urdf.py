@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import trimesh
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
@@ -95,6 +94,8 @@ def _shape(collision: Any, link_in_body: Array, base: Path | None) -> Shape | No
                 f"URDF collision mesh {geo.mesh.filename!r} not found (looked at {str(path)!r}); "
                 "pass mesh_dir= to load_urdf"
             )
+        import trimesh  # imported here: it takes ~1 s and only mesh geometry needs it
+
         mesh = trimesh.load(path, force="mesh")
         if not isinstance(mesh, trimesh.Trimesh):
             raise ConfigurationError(f"URDF collision mesh {str(path)!r} holds no triangle mesh")
