@@ -16,7 +16,7 @@ frame is ``E_child = E_parent @ frame_parent @ Q(q) @ inv(frame_child)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -359,10 +359,3 @@ class State:
                     f"state at t={self.t:.6g} s has non-finite {key}; the step diverged — "
                     "reduce dt, enable stabilization, or choose a more robust solver"
                 )
-
-
-def as_body_list(names: Sequence[str] | None, scene: Scene) -> list[int]:
-    """Indices of the named bodies (all bodies when ``names`` is None)."""
-    if names is None:
-        return list(range(scene.n_bodies))
-    return [scene.body_index(n) for n in names]
