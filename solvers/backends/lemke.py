@@ -5,12 +5,39 @@ the lexicographic minimum-ratio rule (ties broken by the rows of ``B^-1``),
 which rules out cycling.  The method ends when ``z0`` leaves the basis (a
 solution) or when the entering column has no positive entry (a secondary ray:
 status ``ray_termination``, no solution found).  For P-matrices, and for
-positive semidefinite ``M`` with a feasible LCP, Lemke's method always finds a
+copositive-plus ``M`` with a feasible LCP, Lemke's method always finds a
 solution.  Mixed and box LCPs are reduced to standard form by the
 layer (``mixed_lcp_to_lcp``, ``box_lcp_to_standard``).
 
-Settings: ``pivot_tol`` (default ``1e-12``, relative to the column's largest
-entry).  ``max_iter`` caps pivots (default ``50 n``).
+Floating point and degeneracy
+-----------------------------
+The theory assumes the basic values ``b = B^-1 q`` stay ``>= 0`` and that
+ties in the ratio test are exact.  Contact problems are highly degenerate
+(redundant contact points make ``N M^-1 N^T`` singular, the pyramid holds
+``d`` and ``-d``, a body at rest leaves right-hand sides that are rounding
+noise around zero), so ties are everywhere and they are never exact in
+floating point.  Two rules keep the float method on the exact method's path:
+
+- the rows that tie in the ratio test are those whose ratio ``b_i / col_i``
+  is at most Harris's bound ``min_j (b_j + zero_tol) / col_j``: pivoting on
+  any of them leaves every basic value ``>= -zero_tol`` (a tolerance on the
+  basic values, not on the ratios), and the lexicographic rule chooses among
+  them;
+- after each pivot, basic values in ``[-zero_tol, 0)`` are set to zero.
+
+Without them a near tie picked the "wrong" row, a basic value went negative
+by rounding, and the walk reached a secondary ray on a solvable problem
+(a cube coming to rest under Stewart--Trinkle friction).  ``zero_tol`` is
+``zero_rtol`` (default ``1e-11``) times the largest of ``|q|`` and ``|b|``.
+
+When ``z0`` leaves, the basic values are recomputed from the original data
+(one dense solve with the final basis), which removes the rounding the
+pivots accumulated; the recomputed point is kept when its LCP residual is
+smaller.
+
+Settings: ``pivot_tol`` (default ``1e-12``, relative to the entering
+column's largest entry: smaller entries are not pivot candidates),
+``zero_rtol`` (default ``1e-11``).  ``max_iter`` caps pivots (default ``50 n``).
 """
 
 from __future__ import annotations
@@ -27,6 +54,8 @@ from solvers.problems import LCP
 from solvers.result import RawSolution
 
 _MAX_DENSE = 3000
+#: Smallest pivot entry among tied rows, relative to the largest tied entry.
+_STABLE = 1e-6
 
 
 def _lexmin_row(
@@ -34,18 +63,52 @@ def _lexmin_row(
     Binv: NDArray[np.float64],
     col: NDArray[np.float64],
     rows: NDArray[np.int64],
+    zero_tol: float,
 ) -> int:
-    """Row among ``rows`` minimising ``[b_i, Binv_i] / col_i`` lexicographically."""
-    cand = rows
-    keys = [b] + [Binv[:, j] for j in range(Binv.shape[1])]
-    for key in keys:
-        ratio = key[cand] / col[cand]
-        best = ratio.min()
-        tol = 1e-12 * max(1.0, abs(best))
-        cand = cand[ratio <= best + tol]
+    """Row among ``rows`` minimising ``[b_i, Binv_i] / col_i`` lexicographically.
+
+    The first key uses Harris's two-pass bound: ``theta_max = min_j (b_j +
+    zero_tol) / col_j`` is the largest step that keeps every basic value
+    ``>= -zero_tol``, and the rows with ``b_i / col_i <= theta_max`` tie.
+    The later keys (rows of ``B^-1``) tie within ``1e-12`` relative.
+    """
+    ratio = b[rows] / col[rows]
+    theta_max = float(np.min((b[rows] + zero_tol) / col[rows]))
+    cand = rows[ratio <= theta_max]
+    if cand.size == 0:  # theta_max bounds the minimum ratio; rounding aside
+        cand = rows[[int(np.argmin(ratio))]]
+    # Harris's stability rule: a tie with a pivot entry a million times smaller than
+    # another tied row's is rounding of an exact zero (pivoting on it would lose six
+    # digits), not a candidate.
+    cand = cand[col[cand] >= _STABLE * col[cand].max()]
+    for j in range(Binv.shape[1]):
         if cand.size == 1:
             break
+        key = Binv[cand, j] / col[cand]
+        best = key.min()
+        cand = cand[key <= best + 1e-12 * max(1.0, abs(best))]
     return int(cand[0])
+
+
+def _lcp_residual(M: NDArray[np.float64], q: NDArray[np.float64], z: NDArray[np.float64]) -> float:
+    """``max_i |min(z_i, w_i)|`` with ``w = M z + q`` (natural-map residual)."""
+    return float(np.max(np.abs(np.minimum(z, M @ z + q)), initial=0.0))
+
+
+def _refine(
+    M: NDArray[np.float64], q: NDArray[np.float64], basis: NDArray[np.int64]
+) -> NDArray[np.float64] | None:
+    """``z`` from the final complementary basis, solved from the original data."""
+    n = q.size
+    cols = np.hstack([np.eye(n), -M])[:, basis]
+    try:
+        xb = np.linalg.solve(cols, q)
+    except np.linalg.LinAlgError:
+        return None
+    x = np.zeros(2 * n)
+    x[basis] = xb
+    z = np.maximum(x[n:], 0.0)
+    return z if np.all(np.isfinite(z)) else None
 
 
 class LemkeBackend(Backend):
@@ -61,8 +124,13 @@ class LemkeBackend(Backend):
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:
         settings = dict(opts.settings)
         pivot_tol = float(settings.pop("pivot_tol", 1e-12))
+        zero_rtol = float(settings.pop("zero_rtol", 1e-11))
         if settings:
             raise ProblemError("backend_settings", f"lemke does not know {sorted(settings)}")
+        if not (np.isfinite(zero_rtol) and 0.0 <= zero_rtol < 1e-3):
+            raise ProblemError(
+                "backend_settings", f"lemke zero_rtol must be in [0, 1e-3), got {zero_rtol}"
+            )
         n = lcp.n
         if n > _MAX_DENSE:
             raise IncompatibleProblem(
@@ -83,14 +151,17 @@ class LemkeBackend(Backend):
                 time.perf_counter() - t0,
                 0.0,
             )
+        M = lcp.M.toarray()
+        q_scale = float(np.abs(q).max())
         # Columns: w (0..n-1), z (n..2n-1), z0 (2n).  Tableau T = B^-1 [I, -M, -1], rhs b = B^-1 q.
-        T = np.hstack([np.eye(n), -lcp.M.toarray(), -np.ones((n, 1))])
+        T = np.hstack([np.eye(n), -M, -np.ones((n, 1))])
         b = q.copy()
         basis = np.arange(n)
         t1 = time.perf_counter()
         entering = 2 * n
+        zero_tol = zero_rtol * q_scale
         # First pivot: z0 enters at the lexicographically smallest row [q_i, B^-1_i].
-        r = _lexmin_row(b, T[:, :n], np.ones(n), np.arange(n))
+        r = _lexmin_row(b, T[:, :n], np.ones(n), np.arange(n), zero_tol)
         it = 0
         status, message = "max_iterations", f"lemke: pivot cap {max_iter} reached"
         while it < max_iter:
@@ -103,6 +174,8 @@ class LemkeBackend(Backend):
             # In-place rank-1 update (BLAS dger on the Fortran view): no n x 2n temporary.
             dger(-1.0, T[r].copy(), col, a=T.T, overwrite_a=True)
             b -= col * b[r]
+            zero_tol = zero_rtol * max(q_scale, float(np.abs(b).max()))
+            b[(b < 0.0) & (b >= -zero_tol)] = 0.0
             leaving = basis[r]
             basis[r] = entering
             if leaving == 2 * n:
@@ -116,8 +189,7 @@ class LemkeBackend(Backend):
                 status = "ray_termination"
                 message = f"lemke: secondary ray after {it} pivots (no solution found)"
                 break
-            r = _lexmin_row(b, T[:, :n], col, rows)
-        t2 = time.perf_counter()
+            r = _lexmin_row(b, T[:, :n], col, rows, zero_tol)
         x = np.zeros(2 * n + 1)
         x[basis] = b
         z = x[n : 2 * n]
@@ -125,4 +197,9 @@ class LemkeBackend(Backend):
             z = np.full(n, np.nan)
         elif status == "optimal":
             z = np.maximum(z, 0.0)
+            refined = _refine(M, q, basis)
+            if refined is not None and _lcp_residual(M, q, refined) < _lcp_residual(M, q, z):
+                z = refined
+                message += " (basic values re-solved from the data)"
+        t2 = time.perf_counter()
         return RawSolution(z, None, status, message, it, t1 - t0, t2 - t1)
