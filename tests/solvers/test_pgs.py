@@ -80,20 +80,29 @@ def test_pgs_friction_blocks_respect_cone(cone: str) -> None:
     assert np.any(on_rim & (zn > 1e-6))
 
 
-def test_pgs_friction_agrees_with_qp_when_normals_decouple() -> None:
-    """With M_nt = 0 the normal impulses do not depend on friction, so the friction bounds
-    are fixed numbers and the blocked LCP equals a box LCP a QP backend can solve."""
-    rng = np.random.default_rng(7)
-    nc = 6
+def _decoupled_contacts(
+    rng: np.random.Generator, nc: int, q_scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``nc`` contacts (rows n, t1, t2 each) whose SPD matrix has no normal-tangent
+    coupling (``M_nt = 0``), approaching (``q_n <= -0.5``), with ``mu`` in [0.2, 0.6]:
+    ``(M, q, normal, tangent, mu)``."""
     normal = np.arange(nc) * 3
     tangent = np.stack([normal + 1, normal + 2], axis=1)
     B = rng.standard_normal((3 * nc, 3 * nc)) * 0.3
     M = B @ B.T + np.eye(3 * nc)
     M[np.ix_(normal, tangent.ravel())] = 0.0
     M[np.ix_(tangent.ravel(), normal)] = 0.0
-    q = rng.standard_normal(3 * nc)
+    q = rng.standard_normal(3 * nc) * q_scale
     q[normal] = -np.abs(q[normal]) - 0.5
     mu = rng.uniform(0.2, 0.6, nc)
+    return M, q, normal, tangent, mu
+
+
+def test_pgs_friction_agrees_with_qp_when_normals_decouple() -> None:
+    """With M_nt = 0 the normal impulses do not depend on friction, so the friction bounds
+    are fixed numbers and the blocked LCP equals a box LCP a QP backend can solve."""
+    nc = 6
+    M, q, normal, tangent, mu = _decoupled_contacts(np.random.default_rng(7), nc, 1.0)
     blocked = solve(LCP(M, q, blocks=FrictionBlocks(normal, tangent, mu, "box")), "pgs", tol=1e-11)
     zn = blocked.x[normal]
     lo = np.zeros(3 * nc)
@@ -117,17 +126,8 @@ def test_pgs_disc_friction_agrees_with_cone_qp_when_normals_decouple() -> None:
     """With M_nt = 0 the normal impulses are fixed by their own rows; the disc-friction
     condition z_t = Pi_disc(z_t - alpha w_t) is then the optimality condition of
     min 1/2 z'Mz + q'z over ||z_t|| <= mu z_n with z_n fixed: a cone QP (cvxpy + Clarabel)."""
-    rng = np.random.default_rng(8)
     nc = 5
-    normal = np.arange(nc) * 3
-    tangent = np.stack([normal + 1, normal + 2], axis=1)
-    B = rng.standard_normal((3 * nc, 3 * nc)) * 0.3
-    M = B @ B.T + np.eye(3 * nc)
-    M[np.ix_(normal, tangent.ravel())] = 0.0
-    M[np.ix_(tangent.ravel(), normal)] = 0.0
-    q = rng.standard_normal(3 * nc) * 2.0
-    q[normal] = -np.abs(q[normal]) - 0.5
-    mu = rng.uniform(0.2, 0.6, nc)
+    M, q, normal, tangent, mu = _decoupled_contacts(np.random.default_rng(8), nc, 2.0)
     blocks = FrictionBlocks(normal, tangent, mu, "disc")
     res = solve(LCP(M, q, blocks=blocks), "pgs", tol=1e-11, max_iter=50000)
     assert res.success, res.message
