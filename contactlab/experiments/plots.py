@@ -134,7 +134,7 @@ def plot_profile(
     n = draw_profile(ax, table, solver_cols, problem_cols, cost)
     ax.set_title(f"Performance profile ({n} problems every solver was run on)")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 
@@ -159,11 +159,12 @@ def plot_profiles_by(
         ax.legend(fontsize=7, loc="lower right")
     for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path) -> None:
+    """Lay out, write (110 dpi) and close ``fig``."""
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

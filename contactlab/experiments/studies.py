@@ -23,6 +23,7 @@ import pandas as pd
 
 from contactlab.errors import ConfigurationError
 from contactlab.experiments import analyses as A
+from contactlab.experiments import analyses_joints as J
 from contactlab.experiments.grid import load_grid
 from contactlab.experiments.sweep import run_grid
 
@@ -74,20 +75,20 @@ STUDIES: dict[int, Study] = {
             A.EXPECTED_4,
             A.solver_comparison,
         ),
-        Study(5, "baumgarte", "Baumgarte stabilization of joint drift", A.EXPECTED_5, A.baumgarte),
+        Study(5, "baumgarte", "Baumgarte stabilization of joint drift", J.EXPECTED_5, J.baumgarte),
         Study(
             6,
             "bisp-vs-staggered",
             "BISP versus Staggered Projections with joint friction",
-            A.EXPECTED_6,
-            A.bisp_vs_staggered,
+            J.EXPECTED_6,
+            J.bisp_vs_staggered,
         ),
         Study(
             7,
             "redmax-scenes",
             "REDMAX reference scenes, maximal versus reduced",
-            A.EXPECTED_7,
-            A.redmax_scenes,
+            J.EXPECTED_7,
+            J.redmax_scenes,
         ),
     )
 }
