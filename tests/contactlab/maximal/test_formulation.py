@@ -1,19 +1,18 @@
 """The maximal formulation on jointed chains: energy, drift, reactions, bad input.
 
 Facts (3-link chain of 10 x 1 x 1 cm links on hinges about y, released at
-45 deg, h = 1e-2, 6 s; numbers measured when the test was written)
+45 deg, h = 1e-2, 10 s; numbers measured when the test was written)
 ---------------------------------------------------------------------
 * Energy, velocity-level Baumgarte: the total energy never rises above its
   initial value (largest excess 0 J) and there is no secular growth: the
-  chain loses 5.2e-3 J in the first 3 s and 1.0e-3 J in the next 3 s (the
+  chain loses 5.8e-3 J in the first 5 s and 1.2e-3 J in the next 5 s (the
   first-order projected step is dissipative at this h, whose ``h omega``
   reaches 0.25; its peak kinetic energy is 6.6e-3 J).
 * Drift with velocity-level Baumgarte (gamma = 1/h): at most 1.8e-3 m in
-  the first 3 s and 8.3e-4 m in the last 3 s: bounded.  Without
-  stabilization it grows: 2.8e-2 m after 1 s, 6.1e-2 m after 6 s; its mean
-  over the last 3 s is 1.7 times that of the first 3 s.
-  Acceleration level (alpha = beta = 10): at most 1.7e-2 m, then 3.7e-3 m.
-  (Over 10 s the same statements hold with the halves at 5 s.)
+  the first 5 s and 7.0e-4 m in the last 5 s: bounded.  Without
+  stabilization it grows: 2.8e-2 m after 1 s, 6.9e-2 m after 10 s; its mean
+  over the last 5 s (6.4e-2 m) is 1.6 times that of the first 5 s.
+  Acceleration level (alpha = beta = 10): at most 1.7e-2 m, then 2.8e-3 m.
 * A pendulum hanging at rest: the hinge's reaction wrench on the link is the
   weight reversed, to 1e-12.
 * Energy loss converges at first order and drift at second order in h.
@@ -54,15 +53,11 @@ def chain(n: int = 3, angle: float = np.pi / 4) -> Scene:
     return Scene("chain3", bodies, joints)
 
 
-#: Index of t = 3 s, half of the 6 s runs, among the metrics recorded every 0.1 s.
-HALF = 30
-
-
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict[str, np.ndarray]]:
     out = {}
     for stab in ("velocity", "off", "acceleration"):
-        _, m = run(MaximalFormulation(chain(), stabilization=stab), 1e-2, 600, every=10)
+        _, m = run(MaximalFormulation(chain(), stabilization=stab), 1e-2, 1000, every=10)
         out[stab] = {
             k: np.array([x[k] for x in m])
             for k in ("t", "total_energy", "kinetic_energy", "constraint_error")
@@ -74,7 +69,7 @@ def test_energy_has_no_secular_growth(runs) -> None:
     r = runs["velocity"]
     E, K = r["total_energy"], r["kinetic_energy"]
     assert E.max() - E[0] <= 1e-9
-    first, second = E[HALF] - E[0], E[2 * HALF] - E[HALF]
+    first, second = E[50] - E[0], E[100] - E[50]
     assert first < 0 and second < 0
     assert abs(second) < 0.3 * abs(first)
     assert E[0] - E.min() < 1.2 * K.max()
@@ -82,16 +77,15 @@ def test_energy_has_no_secular_growth(runs) -> None:
 
 def test_drift_bounded_with_baumgarte_and_growing_without(runs) -> None:
     d = runs["velocity"]["constraint_error"]
-    first, second = slice(None, HALF + 1), slice(HALF + 1, None)
-    assert d[first].max() < 2e-3
-    assert d[second].max() <= d[first].max()
+    assert d[:51].max() < 2e-3
+    assert d[51:].max() <= d[:51].max()
     off = runs["off"]["constraint_error"]
-    assert off[10] > 10 * d[first].max()  # index 10: t = 1 s
-    assert off[2 * HALF] > 2 * off[10]
-    assert off[second].mean() > 1.5 * off[1 : HALF + 1].mean()
+    assert off[10] > 10 * d[:51].max()
+    assert off[100] > 2 * off[10]
+    assert off[51:].mean() > 1.5 * off[1:51].mean()
     acc = runs["acceleration"]["constraint_error"]
     assert acc.max() < 2e-2
-    assert acc[second].max() < acc[first].max()
+    assert acc[51:].max() < acc[:51].max()
 
 
 def test_hanging_pendulum_reaction_is_the_weight_reversed() -> None:
