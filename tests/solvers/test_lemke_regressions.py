@@ -1,0 +1,80 @@
+"""Lemke's method on degenerate contact LCPs that once ended on a secondary ray.
+
+``data/contact_lcps.npz`` holds three Stewart--Trinkle step LCPs (standard
+form, ``M`` dense, ``q``) captured bit for bit from simulator runs with
+``contactlab`` (k = 4 pyramid directions, h = 5 ms):
+
+- ``box_slide_rest`` (n = 24): the ``box-slide`` cube (1 kg, side 0.2 m,
+  mu = 0.3) at step 175, at rest on four corner contacts.  ``N M^-1 N^T`` has
+  rank 3, the pyramid holds ``d`` and ``-d``, the friction right-hand sides
+  are rounding noise (|q| < 3e-13) and the four normal ones differ by 1e-12.
+  The previous ratio test (ties within 1e-12 of the ratio, absolute) pivoted
+  on a row that was not the minimum, a basic value went negative by 2e-13,
+  and the walk ended on a secondary ray after 23 pivots;
+- ``box_pile`` (n = 54, ``box-pile`` n = 4, step 59): ended on a secondary
+  ray under the previous rule, and under two intermediate rules: ties on
+  ``b_i - col_i theta <= tol`` alone admitted a row with ``b = 4.5e-12`` and
+  pivot entry ``1.4e-10`` (ratio 0.031 against the minimum 0.014); Harris's
+  bound without the stability filter admitted a pivot entry of 1.3e-8 tied
+  with one of 12 (rounding of an exact zero), which made the basis condition
+  number 3e12;
+- ``mass_ratio_stack`` (n = 72, ``mass-ratio-stack``, step 9): solved by the
+  previous rule but not by the first intermediate rule above; kept so that
+  the ratio test stays right on it.
+
+All three have solutions: an exact-arithmetic (rational) run of the same
+lexicographic method on the same data finds one (21, 56 and 121 pivots).
+The facts checked: ``optimal``; ``z >= 0``; ``w = Mz + q >= -1e-12``;
+natural-map residual ``max |min(z, w)| < 1e-9`` (the backend's declared
+tolerance); and, for the resting cube, the normal impulses sum to its weight
+times the step, ``m g h = 0.04905`` N s (1e-9).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solvers import LCP, solve
+from solvers.errors import ProblemError
+
+DATA = np.load(Path(__file__).parent / "data" / "contact_lcps.npz")
+CASES = ["box_slide_rest", "box_pile", "mass_ratio_stack"]
+
+
+def captured(name: str) -> LCP:
+    return LCP(sp.csr_matrix(DATA[f"{name}_M"]), DATA[f"{name}_q"].copy())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_lemke_solves_captured_degenerate_contact_lcp(name: str) -> None:
+    lcp = captured(name)
+    res = solve(lcp, "lemke")
+    assert res.status == "optimal", res.message
+    z = res.x
+    w = np.asarray(lcp.M @ z + lcp.q)
+    assert z.min() >= 0.0
+    assert w.min() >= -1e-12
+    assert np.abs(np.minimum(z, w)).max() < 1e-9
+    assert res.max_residual < 1e-9
+
+
+def test_resting_cube_lcp_is_degenerate_and_its_solution_carries_the_weight() -> None:
+    lcp = captured("box_slide_rest")
+    nc, k = 4, 4
+    M = lcp.M.toarray()
+    assert np.linalg.matrix_rank(M[:nc, :nc], tol=1e-9) == 3
+    assert np.linalg.matrix_rank(M[: nc * (1 + k), : nc * (1 + k)], tol=1e-9) == 6
+    assert np.abs(lcp.q[nc:]).max() < 3e-13
+    z = solve(lcp, "lemke").x
+    assert z[:nc].sum() == pytest.approx(1.0 * 9.81 * 5e-3, abs=1e-9)
+    assert np.abs(z[nc * (1 + k) :]).max() < 1e-9  # sliding speed 0: the cube sticks
+
+
+@pytest.mark.parametrize("bad", [-1e-12, 1e-2, float("nan")])
+def test_lemke_rejects_bad_zero_tolerance(bad: float) -> None:
+    with pytest.raises(ProblemError, match="zero_rtol"):
+        solve(captured("box_slide_rest"), "lemke", zero_rtol=bad)
