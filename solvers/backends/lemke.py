@@ -16,18 +16,24 @@ ties in the ratio test are exact.  Contact problems are highly degenerate
 (redundant contact points make ``N M^-1 N^T`` singular, the pyramid holds
 ``d`` and ``-d``, a body at rest leaves right-hand sides that are rounding
 noise around zero), so ties are everywhere and they are never exact in
-floating point.  Two rules keep the float method on the exact method's path:
+floating point.  Three rules keep the float method on the exact method's path:
 
 - the rows that tie in the ratio test are those whose ratio ``b_i / col_i``
   is at most Harris's bound ``min_j (b_j + zero_tol) / col_j``: pivoting on
   any of them leaves every basic value ``>= -zero_tol`` (a tolerance on the
   basic values, not on the ratios), and the lexicographic rule chooses among
   them;
+- a tied row whose pivot entry is below ``1e-6`` times the largest tied
+  entry is dropped (Harris's stability rule): such an entry is the rounding
+  of an exact zero, and pivoting on it makes the basis nearly singular;
 - after each pivot, basic values in ``[-zero_tol, 0)`` are set to zero.
 
-Without them a near tie picked the "wrong" row, a basic value went negative
-by rounding, and the walk reached a secondary ray on a solvable problem
-(a cube coming to rest under Stewart--Trinkle friction).  ``zero_tol`` is
+Without them a near tie picked the "wrong" row or a noise-sized pivot, a
+basic value went negative by rounding, and the walk reached a secondary ray
+on a solvable problem (a cube coming to rest under Stewart--Trinkle
+friction; ``tests/solvers/test_lemke_regressions.py``).  They do not make the
+float method as robust as exact arithmetic: right-hand sides whose noise is
+close to ``zero_tol`` can still end on a ray.  ``zero_tol`` is
 ``zero_rtol`` (default ``1e-11``) times the largest of ``|q|`` and ``|b|``.
 
 When ``z0`` leaves, the basic values are recomputed from the original data
@@ -100,7 +106,10 @@ def _refine(
 ) -> NDArray[np.float64] | None:
     """``z`` from the final complementary basis, solved from the original data."""
     n = q.size
-    cols = np.hstack([np.eye(n), -M])[:, basis]
+    cols = np.zeros((n, n))
+    is_w = basis < n
+    cols[basis[is_w], np.flatnonzero(is_w)] = 1.0
+    cols[:, ~is_w] = -M[:, basis[~is_w] - n]
     try:
         xb = np.linalg.solve(cols, q)
     except np.linalg.LinAlgError:
