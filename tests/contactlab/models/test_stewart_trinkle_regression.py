@@ -60,9 +60,7 @@ class RecordingStewartTrinkle(StewartTrinkle):
 
 
 def slide_simulator(direction_deg: float = 0.0) -> tuple[Simulator, RecordingStewartTrinkle]:
-    scene = get_scenario("box-slide").build(
-        v0=V0, mu=MU, mass=MASS, direction_deg=direction_deg
-    )
+    scene = get_scenario("box-slide").build(v0=V0, mu=MU, mass=MASS, direction_deg=direction_deg)
     model = RecordingStewartTrinkle("lemke")
     return Simulator(scene, "maximal", model, dt=H), model
 
