@@ -648,7 +648,7 @@ def mesh_body(angle_deg: float = 45.0) -> Scene:
 
     angle_deg : initial angle of both hinges (about y) [deg].
     """
-    import trimesh  # imported here: it takes ~1 s and only this scene needs it
+    import trimesh  # imported here: it takes ~0.6 s and only this scene needs it
 
     box = trimesh.creation.box(extents=[10 * CM, 1 * CM, 1 * CM])
     bodies, specs = [], []
