@@ -32,12 +32,14 @@ unique may drift without effect), or after ``max_outer`` solves (status
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
 from contactlab.models.base import register_model
@@ -65,6 +67,117 @@ def box_rows(problem: StepProblem) -> Rows:
         ("T", d.T, np.zeros(d.T.shape[0]), "free"),
         ("L", d.L, d.l, "nonneg"),
     )
+
+
+#: Largest distance [m] between a contact point and the previous step's point it inherits from.
+MATCH_RADIUS = 0.01
+
+
+@dataclass
+class ImpulseMemory:
+    """One step's impulses kept for the next step's warm start.
+
+    ``z`` the impulses on the rows of :func:`box_rows` with the ``slices`` of
+    its blocks; for the contacts, their identity (``pair``: bodies and shapes,
+    ``(nc, 4)``), points ``(nc, 3)`` [m], normal impulses ``(nc,)`` and
+    friction impulses as world vectors ``(nc, 3)`` [N s], so that they carry
+    over to a new tangent basis.
+    """
+
+    z: Array
+    slices: dict[str, slice]
+    pair: NDArray[np.int64] | None
+    point: Array | None
+    normal_impulse: Array | None
+    friction: Array | None
+
+    @classmethod
+    def record(cls, z: Array, rows: Rows, contacts: Any) -> ImpulseMemory:
+        if contacts is None or len(contacts) == 0 or "N" not in rows.slices:
+            return cls(z, dict(rows.slices), None, None, None, None)
+        t1, t2 = tangent_basis(contacts.normal)
+        zt = rows.part(z, "T").reshape(-1, 2)
+        friction = zt[:, :1] * t1 + zt[:, 1:] * t2
+        return cls(
+            z,
+            dict(rows.slices),
+            contact_pairs(contacts),
+            np.array(contacts.point, dtype=float),
+            rows.part(z, "N").copy(),
+            friction,
+        )
+
+
+def contact_pairs(contacts: Any) -> NDArray[np.int64]:
+    """``(nc, 4)`` identity of each contact: ``(body_a, body_b, shape_a, shape_b)``."""
+    return np.column_stack(
+        [contacts.body_a, contacts.body_b, contacts.shape_a, contacts.shape_b]
+    ).astype(np.int64)
+
+
+def match_contacts(old: ImpulseMemory, pair: NDArray[np.int64], point: Array) -> NDArray[np.int64]:
+    """For each new contact, the previous contact it persists from, or ``-1``.
+
+    A contact persists from the previous step's contact of the same bodies and
+    shapes whose point is nearest, if that point is within :data:`MATCH_RADIUS`.
+    Vectorized over contacts; the only loop runs over the largest number of
+    previous contacts one pair had (a box-box manifold has at most eight).
+    """
+    assert old.pair is not None and old.point is not None
+    n_old = old.pair.shape[0]
+    _, ids = np.unique(np.vstack([old.pair, pair]), axis=0, return_inverse=True)
+    ids = ids.reshape(-1)
+    old_id, new_id = ids[:n_old], ids[n_old:]
+    order = np.argsort(old_id, kind="stable")
+    sorted_id = old_id[order]
+    first = np.searchsorted(sorted_id, new_id, side="left")
+    count = np.searchsorted(sorted_id, new_id, side="right") - first
+    best = np.full(new_id.size, -1, dtype=np.int64)
+    best_d = np.full(new_id.size, MATCH_RADIUS**2)
+    for k in range(int(count.max(initial=0))):
+        has = np.flatnonzero(count > k)
+        cand = order[first[has] + k]
+        d2 = np.sum((old.point[cand] - point[has]) ** 2, axis=1)
+        better = d2 <= best_d[has]
+        best[has[better]] = cand[better]
+        best_d[has[better]] = d2[better]
+    return best
+
+
+def warm_impulses(old: Any, rows: Rows, contacts: Any) -> Array | None:
+    """The warm start of this step's impulses from the previous step's, or ``None``.
+
+    Bilateral (``G``) and limit (``L``) impulses carry over when their row
+    counts are unchanged.  Contact impulses carry over per persistent contact
+    (:func:`match_contacts`): the normal impulse as it was, the friction
+    impulse as a world vector projected onto the new tangent basis; new
+    contacts start at zero.
+    """
+    if not isinstance(old, ImpulseMemory):
+        return None
+    z = np.zeros(rows.m)
+    for name in ("G", "L"):
+        new_s, old_s = rows.slices.get(name), old.slices.get(name)
+        if (
+            new_s is not None
+            and old_s is not None
+            and new_s.stop - new_s.start == old_s.stop - old_s.start
+        ):
+            z[new_s] = old.z[old_s]
+    if contacts is not None and len(contacts) > 0 and old.pair is not None and "N" in rows.slices:
+        src = match_contacts(old, contact_pairs(contacts), np.asarray(contacts.point, dtype=float))
+        hit = np.flatnonzero(src >= 0)
+        assert old.normal_impulse is not None and old.friction is not None
+        zn = np.zeros(len(contacts))
+        zn[hit] = old.normal_impulse[src[hit]]
+        t1, t2 = tangent_basis(contacts.normal)
+        f = np.zeros((len(contacts), 3))
+        f[hit] = old.friction[src[hit]]
+        z[rows.slices["N"]] = zn
+        z[rows.slices["T"]] = np.column_stack(
+            [np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]
+        ).ravel()
+    return z
 
 
 def check_outer(options: dict[str, Any]) -> None:
@@ -108,16 +221,14 @@ class BoxFriction(SolvingModel):
         n_idx = np.arange(rows.slices["N"].start, rows.slices["N"].stop)
         t_idx = np.arange(rows.slices["T"].start, rows.slices["T"].stop).reshape(-1, 2)
         key = f"box-friction:{self.options['cone']}"
-        prev = cache.get(key)
-        if prev is not None and np.shape(prev) != (rows.m,):
-            prev = None
+        prev = warm_impulses(cache.get(key), rows, problem.contacts)
         if self.route == ("block_lcp",):
             blocks = FrictionBlocks(n_idx, t_idx, d.mu, cone=self.options["cone"])
             res = self.run(LCP(P, q, rows.lo, rows.hi, blocks), prev)
             z, outer, extra = res.x, 0, "optimal"
         else:
             z, outer, extra = self._fixed_point(minv, problem, rows, P, q, n_idx, t_idx, prev)
-        cache[key] = z
+        cache[key] = ImpulseMemory.record(z, rows, problem.contacts)
         v = minv.vec(problem.f + np.asarray(rows.C.T @ z))
         return make_solution(self, problem, v, rows, z, rows.part(z, "T"), extra, outer)
 
