@@ -180,6 +180,28 @@ def warm_impulses(old: Any, rows: Rows, contacts: Any) -> Array | None:
     return z
 
 
+def height_order(rows: Rows, contacts: Any, how: str) -> NDArray[np.int64]:
+    """Permutation of the rows of :func:`box_rows` (new position -> row).
+
+    ``how="height"``: the bilateral rows ``G``, then per contact its normal row
+    and its two tangent rows, contacts sorted by the height (world ``z``) of
+    their points, lowest first, then the limit rows ``L``.  Projected
+    Gauss--Seidel then passes the weight of a pile down to the ground in few
+    sweeps.  ``how="rows"`` or no contacts: the identity.
+    """
+    m = rows.m
+    if how == "rows" or contacts is None or len(contacts) == 0 or "N" not in rows.slices:
+        return np.arange(m, dtype=np.int64)
+    n_s, t_s = rows.slices["N"], rows.slices["T"]
+    per_contact = np.column_stack(
+        [np.arange(n_s.start, n_s.stop), np.arange(t_s.start, t_s.stop).reshape(-1, 2)]
+    )
+    up = np.argsort(np.asarray(contacts.point)[:, 2], kind="stable")
+    before = np.arange(0, n_s.start)
+    after = np.arange(t_s.stop, m)
+    return np.concatenate([before, per_contact[up].ravel(), after]).astype(np.int64)
+
+
 def check_outer(options: dict[str, Any]) -> None:
     if not float(options["tol"]) > 0:
         raise ConfigurationError(f"option tol must be > 0, got {options['tol']}")
@@ -197,15 +219,25 @@ class BoxFriction(SolvingModel):
         or ``"disc"`` (exact cone).
     tol : relative tolerance of the fixed point on the bounds (QP backends), default 1e-6.
     max_outer : cap on the fixed-point solves (QP backends), default 100.
+    row_order : order of the LCP rows handed to LCP backends: ``"height"``
+        (default; bilateral rows, then each contact's normal and tangent rows
+        together, contacts from the lowest point up, see :func:`height_order`)
+        or ``"rows"`` (``[G; N; T; L]`` as assembled).  The solution does not
+        depend on it; a Gauss--Seidel solver converges faster bottom-up on
+        piles and stacks.
     """
 
     forms = ("lcp", "qp")
-    defaults = {"cone": "box", "tol": 1e-6, "max_outer": 100}
+    defaults = {"cone": "box", "tol": 1e-6, "max_outer": 100, "row_order": "height"}
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
         check_cone(options["cone"], ("box", "disc"))
         check_outer(options)
+        if options["row_order"] not in ("height", "rows"):
+            raise ConfigurationError(
+                f"option row_order must be 'height' or 'rows', got {options['row_order']!r}"
+            )
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
@@ -223,9 +255,19 @@ class BoxFriction(SolvingModel):
         key = f"box-friction:{self.options['cone']}"
         prev = warm_impulses(cache.get(key), rows, problem.contacts)
         if self.route == ("block_lcp",):
-            blocks = FrictionBlocks(n_idx, t_idx, d.mu, cone=self.options["cone"])
-            res = self.run(LCP(P, q, rows.lo, rows.hi, blocks), prev)
-            z, outer, extra = res.x, 0, "optimal"
+            order = height_order(rows, problem.contacts, self.options["row_order"])
+            inv = np.empty_like(order)
+            inv[order] = np.arange(order.size)
+            blocks = FrictionBlocks(inv[n_idx], inv[t_idx], d.mu, cone=self.options["cone"])
+            lcp = LCP(
+                sp.csr_matrix(P)[order][:, order],
+                q[order],
+                rows.lo[order],
+                rows.hi[order],
+                blocks,
+            )
+            res = self.run(lcp, None if prev is None else prev[order])
+            z, outer, extra = res.x[inv], 0, "optimal"
         else:
             z, outer, extra = self._fixed_point(minv, problem, rows, P, q, n_idx, t_idx, prev)
         cache[key] = ImpulseMemory.record(z, rows, problem.contacts)
