@@ -15,7 +15,9 @@ times through :meth:`contactlab.simulator.Simulator.step`'s own parts:
 - ``solve``: the model's :meth:`solve` through the solver layer (its own
   set-up of the Delassus matrix included);
 
-each timed in thread CPU time (robust to other load on the machine); the
+starting from the landed state's cache (box friction's impulses of the
+last landing step, the warm start of its first timed step), each timed in
+thread CPU time (robust to other load on the machine); the
 table reports medians over the steps.  Pairs: box friction by PGS (at PGS's
 declared accuracy, ``solver_tol = 1e-6``, and at ``1e-4``), the frictionless
 contact QP and Anitescu-Hart by OSQP, Staggered Projections (box cone) by
