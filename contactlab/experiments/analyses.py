@@ -207,7 +207,10 @@ EXPECTED_3 = (
     "With the exact (second-order) cone a sliding or pushed box moves along its initial "
     "velocity or the push; a k-direction pyramid bends the path toward its nearest edge "
     "(largest at 22.5 deg for k = 4) and, at 45 deg for k = 4, lets the free slide run "
-    "sqrt(2) times farther. The error shrinks as k grows; box friction behaves like k = 4."
+    "sqrt(2) times farther (the inscribed square gives mu / sqrt(2) along its diagonal). The "
+    "error shrinks as k grows. Box friction (bounds mu lambda_n on each tangent direction) is "
+    "the circumscribed square: it bends the path the other way and stops the 45 deg slide "
+    "after 1 / sqrt(2) of the distance. The disc (exact cone) has no error."
 )
 
 
