@@ -39,6 +39,8 @@ def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.Da
                 "gamma_per_s": row["param.baumgarte"],
                 "h_s": float(run.summary["dt"]),
                 "gamma_h": row["param.baumgarte"] * float(run.summary["dt"]),
+                "status": row["status"],
+                "t_end_s": float(t[-1]),
                 "max_drift": float(np.max(drift)),
                 "final_drift": float(drift[-1]),
                 "growth_last_vs_first_quarter": float(
@@ -156,6 +158,7 @@ def redmax_scenes(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[p
             e = run.steps["total_energy"].to_numpy(float)
             e0 = float(run.summary["initial_metrics"]["total_energy"])
             entry[f"E0_{form}_J"], entry[f"E_end_{form}_J"] = e0, float(e[-1])
+            entry[f"t_end_{form}_s"] = float(run.steps["t"].iloc[-1])
             ax.plot(run.steps["t"], e, label=form)
         if {"maximal", "reduced"} <= set(pair):
             a, b = pair["maximal"].trajectory, pair["reduced"].trajectory
