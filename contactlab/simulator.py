@@ -112,6 +112,10 @@ class Run:
 
 
 def _collision_function(scene: Scene) -> Collide | None:
+    # A scene may keep shapes for mass properties and drawing but switch
+    # collision off (``extras["collision"] = False``).
+    if scene.extras.get("collision", True) is False:
+        return None
     has_geometry = bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
     if not has_geometry:
         return None

@@ -34,6 +34,11 @@ DENSITY = 1000.0
 _AXES = {k: np.eye(3)[i] for i, k in enumerate("xyz")}
 
 
+#: The REDMAX reference scenes have no contact between links; the links keep
+#: their box shapes for mass properties and drawing, but collision is off.
+NO_CONTACT = {"collision": False}
+
+
 def _trans(x: float, y: float, z: float) -> Array:
     return se3.make_transform(None, np.array([x, y, z]) * CM)
 
@@ -82,7 +87,7 @@ def pendulum(
         axis=_AXES["y"],
         q0=np.array([np.deg2rad(angle_deg)]),
     )
-    return Scene("pendulum", (body,), (hinge,), dt=1e-3, duration=5.0)
+    return Scene("pendulum", (body,), (hinge,), extras=NO_CONTACT, dt=1e-3, duration=5.0)
 
 
 def _chain(
@@ -140,7 +145,15 @@ def chain(
     """
     bodies, specs = _chain(n_links, joints, axes, tuple(angles_deg))
     stab = StabilizationParams(gamma=None if baumgarte < 0 else baumgarte)
-    return Scene("chain", tuple(bodies), tuple(specs), stabilization=stab, dt=1e-2, duration=5.0)
+    return Scene(
+        "chain",
+        tuple(bodies),
+        tuple(specs),
+        stabilization=stab,
+        extras=NO_CONTACT,
+        dt=1e-2,
+        duration=5.0,
+    )
 
 
 @scenario("branching", formulations=("maximal", "reduced"))
@@ -202,7 +215,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             q0=np.array([q]),
         ),
     )
-    return Scene("branching", bodies, specs, dt=1e-2, duration=5.0)
+    return Scene("branching", bodies, specs, extras=NO_CONTACT, dt=1e-2, duration=5.0)
 
 
 @scenario("spring-chain", formulations=("maximal", "reduced"))
@@ -228,7 +241,15 @@ def spring_chain(
         )
         for i in range(1, n_links)
     )
-    return Scene("spring-chain", tuple(bodies), tuple(specs), forces=springs, dt=1e-2, duration=5.0)
+    return Scene(
+        "spring-chain",
+        tuple(bodies),
+        tuple(specs),
+        forces=springs,
+        extras=NO_CONTACT,
+        dt=1e-2,
+        duration=5.0,
+    )
 
 
 @scenario("spring-damper", formulations=("maximal", "reduced"))
@@ -276,7 +297,7 @@ def spring_damper(stiffness: float = 10.0, damping: float = 1.0) -> Scene:
         ),
     )
     p1, p2 = np.array([-2.0, 0.0, -0.5]) * CM, np.array([1.0, 0.5, -0.5]) * CM
-    scene = Scene("spring-damper", bodies, specs, dt=1e-2, duration=5.0)
+    scene = Scene("spring-damper", bodies, specs, extras=NO_CONTACT, dt=1e-2, duration=5.0)
     E, _ = place_bodies(scene)
     rest = float(np.linalg.norm(se3.transform_points(E[1], p2) - se3.transform_points(E[0], p1)))
     damper = SpringDamper("link0", p1, "link1", p2, stiffness, damping * rest, rest)
