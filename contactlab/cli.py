@@ -154,6 +154,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     span = p.add_mutually_exclusive_group()
     span.add_argument("--steps", type=int, default=None, help="number of steps")
     span.add_argument("--duration", type=float, default=None, help="simulated time [s]")
+    add_assignment_options(p)
+
+
+def add_assignment_options(p: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (scenario parameters) and ``--model-option KEY=VALUE``."""
     p.add_argument(
         "--set",
         dest="params",

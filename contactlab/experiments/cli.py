@@ -12,7 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from contactlab.cli import parse_assignments, parse_option_value, register_command
+from contactlab.cli import (
+    add_assignment_options,
+    parse_assignments,
+    parse_option_value,
+    register_command,
+)
 
 
 def _setup_compare(p: argparse.ArgumentParser) -> None:
@@ -24,22 +29,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated formulations (default: the scenario's)",
     )
-    p.add_argument(
-        "--set",
-        dest="params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario parameter (repeatable)",
-    )
-    p.add_argument(
-        "--model-option",
-        dest="model_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="option passed to every model (repeatable)",
-    )
+    add_assignment_options(p)
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     p.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     p.add_argument("--out", type=Path, default=None, help="output folder")

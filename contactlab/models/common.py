@@ -25,6 +25,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
+from contactlab.contact.friction import direction_sum, pyramid_directions
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.problem import StepProblem
 from solvers import STATUSES, SolverResult
@@ -146,28 +147,13 @@ def _cat(parts: list[Array]) -> Array:
 
 def pyramid_angles(k: int) -> tuple[Array, Array]:
     """``(cos a_j, sin a_j)`` with ``a_j = 2 pi j / k``, the pyramid's tangent directions."""
-    a = 2.0 * np.pi * np.arange(k) / k
-    return np.cos(a), np.sin(a)
-
-
-def pyramid_rows(T: sp.spmatrix, k: int) -> sp.csr_matrix:
-    """The ``k`` direction rows per contact, ``d_ij = cos(a_j) t_i1 + sin(a_j) t_i2``.
-
-    Row ``i k + j`` belongs to contact ``i`` and direction ``j`` (seed 000,
-    eqs. (1.85)-(1.86): the friction impulse ``beta_ij >= 0`` acts along ``d_ij``).
-    """
-    T = sp.csr_matrix(T)
-    nc = T.shape[0] // 2
-    cos, sin = pyramid_angles(k)
-    eye = sp.identity(nc, format="csr")
-    Rc = sp.kron(eye, cos[:, None], format="csr")
-    Rs = sp.kron(eye, sin[:, None], format="csr")
-    return sp.csr_matrix(Rc @ T[0::2] + Rs @ T[1::2])
+    d = pyramid_directions(k)
+    return d[:, 0], d[:, 1]
 
 
 def pyramid_sum(nc: int, k: int) -> sp.csr_matrix:
     """``E^T``-like summation ``(nc, nc k)``: row ``i`` adds the ``k`` impulses of contact ``i``."""
-    return sp.kron(sp.identity(nc, format="csr"), np.ones((1, k)), format="csr")
+    return sp.csr_matrix(direction_sum(nc, k).T)
 
 
 def pyramid_to_tangent(beta: Array, k: int) -> Array:

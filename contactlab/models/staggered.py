@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.contact.friction import pyramid_rows
 from contactlab.models.anitescu_hart import check_cone
 from contactlab.models.base import register_model
 from contactlab.models.box_friction import bounded_friction_qp, check_outer
@@ -44,7 +45,6 @@ from contactlab.models.common import (
     MassInverse,
     check_directions,
     check_friction_data,
-    pyramid_rows,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,

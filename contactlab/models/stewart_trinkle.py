@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.contact.friction import pyramid_rows
 from contactlab.models.base import register_model
 from contactlab.models.common import (
     MassInverse,
     check_directions,
     check_friction_data,
-    pyramid_rows,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
