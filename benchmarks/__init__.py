@@ -1,1 +1,1 @@
-"""Benchmarks: run one with ``python -m benchmarks.<name>``; results go to ``results/benchmarks/``."""
+"""Benchmarks: ``python -m benchmarks.<name>``; results go to ``results/benchmarks/``."""

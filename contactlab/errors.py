@@ -27,7 +27,8 @@ class UnknownNameError(ContactlabError, KeyError):
 
     def __init__(self, kind: str, name: str, known: list[str]) -> None:
         self.kind, self.name, self.known = kind, name, sorted(known)
-        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(self.known) or '(none)'}")
+        listed = ", ".join(self.known) or "(none)"
+        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {listed}")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0])
