@@ -20,22 +20,55 @@ from contactlab.results import RunData
 # -- study 5 -------------------------------------------------------------------------
 
 EXPECTED_5 = (
-    "Without stabilization (gamma = 0) the joint drift of the maximal-coordinate chain grows "
-    "with time; with gamma > 0 it stays bounded, and shrinks as gamma grows toward 1/h "
+    "Without stabilization (gamma = 0) the joint drift of the maximal-coordinate chain and the "
+    "loop-closure drift of the reduced-coordinate four-bar (redmax-loop) grow with time; with "
+    "gamma > 0 they stay bounded, and shrink as gamma grows toward 1/h "
     "(gamma h <= 1 keeps the correction stable)."
 )
 
 
+def _drift_plot(m: pd.DataFrame, series: dict, scenario: str, path: Path) -> None:
+    """Largest drift versus gamma per h, and drift over time at the largest h, of one scenario."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for h, g in m.groupby("h_s"):
+        ax1.plot(g["gamma_per_s"], g["max_drift"], "o-", label=f"h = {h:g} s")
+    ax1.set_xscale("symlog", linthresh=1.0)
+    ax1.set_yscale("log")
+    ax1.set_xlabel("gamma [1/s]")
+    ax1.set_ylabel("largest joint drift [m or rad]")
+    ax1.set_title(scenario)
+    ax1.legend(fontsize=8)
+    h_max = m["h_s"].max()
+    for (h, gamma), (t, drift) in sorted(series.items()):
+        if h == h_max:
+            ax2.plot(t, np.maximum(drift, 1e-18), label=f"gamma = {gamma:g}")
+    ax2.set_yscale("log")
+    ax2.set_xlabel("t [s]")
+    ax2.set_ylabel("joint drift")
+    ax2.set_title(f"{scenario}, h = {h_max:g} s")
+    ax2.legend(fontsize=7)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
 def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.DataFrame, str]:
-    """Largest and final drift per (gamma, h); drift over time at the largest h."""
+    """Largest and final drift per (scenario, gamma, h); drift over time at the largest h.
+
+    ``chain`` runs in maximal coordinates (joint drift, ``plots/drift.png``);
+    ``redmax-loop`` in reduced coordinates, where the only drift is the loop
+    closure's (``plots/drift_redmax-loop.png``).
+    """
     rows = []
-    series = {}
+    series: dict[str, dict] = {}
     for row, run in finished_runs(table, sweep_dir):
         drift = run.steps["constraint_error"].to_numpy(float)
         t = run.steps["t"].to_numpy(float)
         quarter = max(1, len(drift) // 4)
         rows.append(
             {
+                "scenario": row["scenario"],
+                "formulation": row["formulation"],
                 "gamma_per_s": row["param.baumgarte"],
                 "h_s": float(run.summary["dt"]),
                 "gamma_h": row["param.baumgarte"] * float(run.summary["dt"]),
@@ -48,34 +81,19 @@ def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.Da
                 ),
             }
         )
-        series[(rows[-1]["h_s"], rows[-1]["gamma_per_s"])] = (t, drift)
+        key = (rows[-1]["h_s"], rows[-1]["gamma_per_s"])
+        series.setdefault(row["scenario"], {})[key] = (t, drift)
     if not rows:
         return pd.DataFrame(), "No run finished.\n"
-    m = pd.DataFrame(rows).sort_values(["h_s", "gamma_per_s"])
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for h, g in m.groupby("h_s"):
-        ax1.plot(g["gamma_per_s"], g["max_drift"], "o-", label=f"h = {h:g} s")
-    ax1.set_xscale("symlog", linthresh=1.0)
-    ax1.set_yscale("log")
-    ax1.set_xlabel("gamma [1/s]")
-    ax1.set_ylabel("largest joint drift [m or rad]")
-    ax1.legend(fontsize=8)
-    h_max = m["h_s"].max()
-    for (h, gamma), (t, drift) in sorted(series.items()):
-        if h == h_max:
-            ax2.plot(t, np.maximum(drift, 1e-18), label=f"gamma = {gamma:g}")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("t [s]")
-    ax2.set_ylabel("joint drift")
-    ax2.set_title(f"h = {h_max:g} s")
-    ax2.legend(fontsize=7)
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-    save_figure(fig, report / "plots" / "drift.png")
+    m = pd.DataFrame(rows).sort_values(["scenario", "h_s", "gamma_per_s"])
+    for scenario, g in m.groupby("scenario"):
+        name = "drift.png" if scenario == "chain" else f"drift_{scenario}.png"
+        _drift_plot(g, series[scenario], str(scenario), report / "plots" / name)
     text = (
-        "Drift = largest position-level joint error (`constraint_error`); growth = largest "
-        "drift in the last quarter of the run over the first quarter "
-        "(`measurements.csv`, `plots/drift.png`).\n\n" + table_markdown(m, list(m.columns))
+        "Drift = largest position-level joint error (`constraint_error`; for `redmax-loop` in "
+        "reduced coordinates, the loop closure's); growth = largest drift in the last quarter "
+        "of the run over the first quarter (`measurements.csv`, `plots/drift.png`, "
+        "`plots/drift_redmax-loop.png`).\n\n" + table_markdown(m, list(m.columns))
     )
     return m, text
 
@@ -140,7 +158,10 @@ EXPECTED_7 = (
     "The REDMAX reference scenes (chains, branching, spring chain, spring-damper) give the "
     "same motion in maximal and reduced coordinates (differences of the order of the "
     "discretization error) and an energy at the end that differs from the initial energy by "
-    "the dissipation of the first-order integrator only."
+    "the dissipation of the first-order integrator only. In reduced coordinates, the "
+    "adaptive integrator conserves the energy of the conservative scenes to about its "
+    "tolerance with either forward dynamics (dense and recursive trajectories agree to about "
+    "the tolerance), while linearly implicit Euler at h = 1e-2 s loses energy."
 )
 
 
@@ -179,4 +200,107 @@ def redmax_scenes(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[p
         "any body position between the two formulations over the run "
         "(`measurements.csv`, `plots/energy.png`).\n\n" + table_markdown(m, list(m.columns))
     )
+    integrators, integrator_text = reduced_integrators(report)
+    integrators.to_csv(report / "integrators.csv", index=False)
+    return m, text + "\n" + integrator_text
+
+
+# -- study 7: reduced-coordinate integrators --------------------------------------------
+
+#: conservative tree scenes of study 7 compared across the reduced integrators:
+#: (label, scenario, parameters)
+INTEGRATOR_SCENES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("chain (scene 0)", "chain", {}),
+    (
+        "chain zyz (scene 1)",
+        "chain",
+        {"n_links": 3, "joints": "R", "axes": "zyz", "angles_deg": (0.0, 90.0, 90.0)},
+    ),
+    ("branching", "branching", {}),
+    ("spring-chain", "spring-chain", {}),
+    ("redmax-spherical", "redmax-spherical", {}),
+    ("redmax-universal", "redmax-universal", {}),
+    ("redmax-free2d", "redmax-free2d", {}),
+)
+#: integration time [s], relative tolerance of the adaptive runs, implicit Euler step [s]
+INTEGRATOR_T, INTEGRATOR_RTOL, INTEGRATOR_H = 2.0, 1e-8, 1e-2
+
+
+def reduced_integrators(report: Path) -> tuple[pd.DataFrame, str]:
+    """Total energy at ``INTEGRATOR_T`` relative to the start for three reduced integrators.
+
+    Adaptive DOP853 (``rtol = 1e-8``, ``atol = 1e-10``) with dense and with recursive
+    O(n) forward dynamics, and linearly implicit Euler at ``h = 1e-2`` s (seed 000,
+    eq. 2.73–2.75); also the largest difference of ``q`` between the two adaptive runs
+    sampled every 10 ms. Writes ``plots/integrator_energy.png``.
+    """
+    from contactlab.reduced import Tree, simulate_adaptive, step_linearly_implicit
+    from contactlab.reduced.dynamics import energies
+    from contactlab.reduced.kinematics import forward_kinematics
+    from contactlab.scenario import get_scenario
+
+    def total(tree: Tree, q: np.ndarray, qdot: np.ndarray) -> float:
+        return energies(forward_kinematics(tree, q, qdot))["total_energy"]
+
+    rows = []
+    t_eval = np.linspace(0.0, INTEGRATOR_T, int(round(INTEGRATOR_T / INTEGRATOR_H)) + 1)
+    for label, name, params in INTEGRATOR_SCENES:
+        tree = Tree.from_scene(get_scenario(name).build(**params))
+        q0, qdot0 = tree.initial_coordinates()
+        e0 = total(tree, q0, qdot0)
+        entry: dict[str, Any] = {"scene": label, "nq": tree.nq, "E0_J": e0}
+        adaptive = {}
+        for method in ("dense", "recursive"):
+            tr = simulate_adaptive(
+                tree,
+                q0,
+                qdot0,
+                INTEGRATOR_T,
+                method=method,
+                rtol=INTEGRATOR_RTOL,
+                atol=1e-10,
+                t_eval=t_eval,
+            )
+            adaptive[method] = tr
+            entry[f"dE_rel_adaptive_{method}"] = (total(tree, tr.q[-1], tr.qdot[-1]) - e0) / abs(e0)
+        q, qdot = q0.copy(), qdot0.copy()
+        for _ in range(len(t_eval) - 1):
+            q, qdot = step_linearly_implicit(tree, q, qdot, INTEGRATOR_H)
+        entry["dE_rel_implicit_euler"] = (total(tree, q, qdot) - e0) / abs(e0)
+        entry["max_q_diff_dense_vs_recursive"] = float(
+            np.max(np.abs(adaptive["dense"].q - adaptive["recursive"].q))
+        )
+        entry["chart_switches"] = adaptive["dense"].chart_switches
+        rows.append(entry)
+    m = pd.DataFrame(rows)
+    cols = ["dE_rel_adaptive_dense", "dE_rel_adaptive_recursive", "dE_rel_implicit_euler"]
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    x = np.arange(len(m))
+    for k, col in enumerate(cols):
+        ax.bar(
+            x + (k - 1) * 0.27, np.abs(m[col]).clip(lower=1e-18), 0.27, label=col[len("dE_rel_") :]
+        )
+    ax.set_yscale("log")
+    ax.set_xticks(x, m["scene"], rotation=20, fontsize=7)
+    ax.set_ylabel(f"|E(T) - E(0)| / |E(0)| at T = {INTEGRATOR_T:g} s")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    save_figure(fig, report / "plots" / "integrator_energy.png")
+    text = (
+        f"### Reduced-coordinate integrators\n\nTotal energy at t = {INTEGRATOR_T:g} s "
+        "relative to the start, (E(T) - E(0)) / |E(0)|, for the conservative tree scenes: "
+        f"adaptive DOP853 (rtol = {INTEGRATOR_RTOL:g}, atol = 1e-10) with dense REDMAX "
+        "forward dynamics and with the recursive O(n) forward dynamics, and linearly "
+        f"implicit Euler at h = {INTEGRATOR_H:g} s; `max_q_diff_dense_vs_recursive` is the "
+        "largest difference of any coordinate between the two adaptive runs, sampled every "
+        f"{INTEGRATOR_H:g} s (`integrators.csv`, `plots/integrator_energy.png`).\n\n"
+        + table_markdown(m, list(m.columns))
+    )
+    gain = m.loc[m["dE_rel_implicit_euler"] > 0, "scene"].tolist()
+    if gain:
+        text += (
+            "\nLinearly implicit Euler *gains* energy in: "
+            + ", ".join(gain)
+            + " (relative to |E(0)|, whose size depends on the zero of the gravity energy).\n"
+        )
     return m, text
