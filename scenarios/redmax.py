@@ -29,7 +29,7 @@ from contactlab.errors import ConfigurationError
 from contactlab.forces import BodyDamping, PointForce
 from contactlab.reduced.constraints import Coupling, JointLimit, PrescribedJoint, PrescribedTwist
 from contactlab.scenario import scenario
-from contactlab.scene import Body, JointSpec, Scene
+from contactlab.scene import Body, JointSpec, Scene, StabilizationParams
 from contactlab.shapes import Box, Cylinder, Mesh
 from scenarios.basic import _AXES, CM, DENSITY, _chain, _trans, cuboid
 
@@ -165,16 +165,20 @@ def _four_bar(dangle_qdot: float) -> tuple[list[Body], list[JointSpec]]:
 
 
 @scenario("redmax-loop", formulations=("reduced",))
-def loop(dangle_qdot: float = 5.0) -> Scene:
+def loop(dangle_qdot: float = 5.0, baumgarte: float = -1.0) -> Scene:
     """REDMAX scene 4: a parallelogram four-bar closed by a loop constraint, a dangling link.
 
     dangle_qdot : initial rate of the dangling link's hinge [rad/s].
+    baumgarte : velocity-level factor gamma [1/s] of the loop rows; negative = default 1/h.
 
     The loop joint (hinge about y between the lower bar and the second
     leg) uses the 2-row form of seed 000, eq. 2.90–2.91.
     """
     bodies, specs = _four_bar(dangle_qdot)
-    return _scene("redmax-loop", tuple(bodies), tuple(specs), dt=1e-2, duration=5.0)
+    stab = StabilizationParams(gamma=None if baumgarte < 0 else baumgarte)
+    return _scene(
+        "redmax-loop", tuple(bodies), tuple(specs), stabilization=stab, dt=1e-2, duration=5.0
+    )
 
 
 def _piecewise_torque(magnitude: float, switches: tuple[float, float]) -> Callable:

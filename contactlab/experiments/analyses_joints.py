@@ -89,11 +89,23 @@ def baumgarte(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.Da
     for scenario, g in m.groupby("scenario"):
         name = "drift.png" if scenario == "chain" else f"drift_{scenario}.png"
         _drift_plot(g, series[scenario], str(scenario), report / "plots" / name)
+    off = m[m["gamma_per_s"] == 0]
+    summary = "".join(
+        f"- `{sc}` without stabilization (gamma = 0): largest drift "
+        f"{g['max_drift'].min():.3g}–{g['max_drift'].max():.3g}, growth "
+        f"{g['growth_last_vs_first_quarter'].min():.3g}–"
+        f"{g['growth_last_vs_first_quarter'].max():.3g} over the step sizes.\n"
+        for sc, g in off.groupby("scenario")
+    )
     text = (
-        "Drift = largest position-level joint error (`constraint_error`; for `redmax-loop` in "
-        "reduced coordinates, the loop closure's); growth = largest drift in the last quarter "
-        "of the run over the first quarter (`measurements.csv`, `plots/drift.png`, "
-        "`plots/drift_redmax-loop.png`).\n\n" + table_markdown(m, list(m.columns))
+        summary
+        + "\n"
+        + (
+            "Drift = largest position-level joint error (`constraint_error`; for `redmax-loop` in "
+            "reduced coordinates, the loop closure's); growth = largest drift in the last quarter "
+            "of the run over the first quarter (`measurements.csv`, `plots/drift.png`, "
+            "`plots/drift_redmax-loop.png`).\n\n" + table_markdown(m, list(m.columns))
+        )
     )
     return m, text
 
