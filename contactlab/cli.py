@@ -1,4 +1,4 @@
-"""The ``contactlab`` command line: ``list``, ``run``, ``demo``, ``plot``.
+"""The ``contactlab`` command line: ``list``, ``run``, ``demo`` (and the experiment commands).
 
 Every mistake in the input (an unknown name, a wrongly typed parameter, a
 non-finite state, a singular system, a failed step) ends the command with
@@ -6,8 +6,8 @@ one line on stderr naming the thing and the fix, exit code 2, and no results
 folder left behind.  Success exits with 0 and prints where the results are.
 
 More subcommands plug in through :func:`register_command`; the command line
-imports :mod:`contactlab.experiments.cli` when it exists so that module can
-register its own.
+imports :mod:`contactlab.experiments.cli`, which registers ``compare``,
+``sweep``, ``plot``, ``render`` and ``studies``.
 """
 
 from __future__ import annotations
@@ -294,30 +294,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _setup_plot(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder", type=Path, help="a results folder written by `contactlab run`")
-
-
-def _cmd_plot(args: argparse.Namespace) -> int:
-    from contactlab.results import plot_run
-
-    for path in plot_run(args.folder):
-        print(path)
-    return 0
-
-
 register_command("list", "list scenarios, formulations, models and solvers", _setup_list, _cmd_list)
 register_command("run", "run a scenario and write a results folder", _setup_run, _cmd_run)
 register_command("demo", "run the demo scenarios into results/demo", _setup_demo, _cmd_demo)
-register_command("plot", "redraw the plots of a results folder", _setup_plot, _cmd_plot)
 
 
 def _load_plugins() -> None:
-    try:
-        import contactlab.experiments.cli  # noqa: F401  (registers its commands)
-    except ModuleNotFoundError as err:
-        if err.name not in ("contactlab.experiments", "contactlab.experiments.cli"):
-            raise
+    import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -343,14 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    types: list[type[BaseException]] = [ContactlabError, np.linalg.LinAlgError]
-    try:
-        from solvers.errors import SolverError
+    from solvers.errors import SolverError
 
-        types.append(SolverError)
-    except ImportError:
-        pass
-    return tuple(types)
+    return (ContactlabError, np.linalg.LinAlgError, SolverError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
