@@ -140,3 +140,30 @@ def test_pgs_disc_friction_agrees_with_cone_qp_when_normals_decouple() -> None:
     rim = np.linalg.norm(res.x[tangent], axis=1) >= mu * zn - 1e-8
     assert np.any(rim) and not np.all(rim), "some contacts slide, some stick"
     np.testing.assert_allclose(res.x, ref.x, atol=1e-6)
+
+
+@pytest.mark.parametrize("cone", ["box", "disc"])
+def test_pgs_separating_contacts_carry_no_friction(cone: str) -> None:
+    """Contacts whose normal rows separate (``q_n > 0`` with no coupling to the others)
+    end with zero normal impulse, so their friction bound ``mu z_n`` is zero and PGS
+    zeroes their tangent impulses (without forming ``w``) even from a warm start that
+    puts friction there; the other contacts still reach the same solution as from cold."""
+    nc = 6
+    M, q, normal, tangent, mu = _decoupled_contacts(np.random.default_rng(11), nc, 1.0)
+    sep = np.array([1, 4])
+    keep = np.setdiff1d(np.arange(nc), sep)
+    rows_sep = np.concatenate([normal[sep], tangent[sep].ravel()])
+    rows_keep = np.concatenate([normal[keep], tangent[keep].ravel()])
+    M[np.ix_(rows_sep, rows_keep)] = 0.0  # separating contacts feel no other impulse
+    M[np.ix_(rows_keep, rows_sep)] = 0.0
+    q[normal[sep]] = 0.8
+    lcp = LCP(M, q, blocks=FrictionBlocks(normal, tangent, mu, cone))
+    cold = solve(lcp, "pgs", tol=1e-10)
+    x0 = cold.x.copy()
+    x0[tangent[sep]] = 0.3  # friction where none is allowed
+    warm = solve(lcp, "pgs", tol=1e-10, warm_start=x0)
+    assert cold.success and warm.success
+    assert np.all(cold.x[normal[sep]] == 0.0)
+    assert np.all(warm.x[tangent[sep]] == 0.0)
+    assert warm.max_residual <= 1e-10
+    np.testing.assert_allclose(warm.x, cold.x, atol=1e-9)
