@@ -115,6 +115,21 @@ def contact_pairs(contacts: Any) -> NDArray[np.int64]:
     ).astype(np.int64)
 
 
+def pair_ids(pairs: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Equal ids for equal rows of ``pairs`` ``(n, 4)`` (entries >= -1), by one integer key each.
+
+    The four columns are packed into one int64 (mixed radix, each column's
+    range as its base), so the grouping is a 1-D sort; if the ranges are too
+    wide for 62 bits the rows are grouped as rows.
+    """
+    p = pairs + 1
+    base = p.max(axis=0, initial=0) + 1
+    if float(np.prod(base.astype(float))) >= 2.0**62:
+        return np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+    key = ((p[:, 0] * base[1] + p[:, 1]) * base[2] + p[:, 2]) * base[3] + p[:, 3]
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
+
+
 def match_contacts(old: ImpulseMemory, pair: NDArray[np.int64], point: Array) -> NDArray[np.int64]:
     """For each new contact, the previous contact it persists from, or ``-1``.
 
@@ -125,8 +140,7 @@ def match_contacts(old: ImpulseMemory, pair: NDArray[np.int64], point: Array) ->
     """
     assert old.pair is not None and old.point is not None
     n_old = old.pair.shape[0]
-    _, ids = np.unique(np.vstack([old.pair, pair]), axis=0, return_inverse=True)
-    ids = ids.reshape(-1)
+    ids = pair_ids(np.vstack([old.pair, pair]))
     old_id, new_id = ids[:n_old], ids[n_old:]
     order = np.argsort(old_id, kind="stable")
     sorted_id = old_id[order]

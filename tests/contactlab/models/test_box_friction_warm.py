@@ -14,7 +14,12 @@ from dataclasses import replace
 import numpy as np
 
 from contactlab.models.base import make_model
-from contactlab.models.box_friction import MATCH_RADIUS, ImpulseMemory, match_contacts
+from contactlab.models.box_friction import (
+    MATCH_RADIUS,
+    ImpulseMemory,
+    match_contacts,
+    pair_ids,
+)
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
 
@@ -76,3 +81,17 @@ def test_row_order_does_not_change_the_velocities() -> None:
     # the step velocities are unique (the impulses of four coplanar corners are not); two
     # PGS runs to a 1e-9 residual differ by 1.3e-8 m/s here (760 and 784 sweeps)
     assert np.max(np.abs(sols[0].v - sols[1].v)) < 1e-7
+
+
+def test_pair_ids_group_like_rows() -> None:
+    """The packed-key grouping gives exactly the ids of grouping the rows themselves
+    (``np.unique(axis=0)``, lexicographic), ``-1`` entries (ground, no shape) included."""
+    rng = np.random.default_rng(3)
+    pairs = rng.integers(-1, 40, (2000, 4))
+    pairs[::7] = pairs[3]  # repeated identities
+    expected = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+    np.testing.assert_array_equal(pair_ids(pairs), expected)
+    wide = pairs.copy()
+    wide[0, 0] = 2**40  # ranges too wide to pack: grouped as rows
+    expected = np.unique(wide, axis=0, return_inverse=True)[1].reshape(-1)
+    np.testing.assert_array_equal(pair_ids(wide), expected)
