@@ -193,6 +193,15 @@ class ContactParams:
     max_correction : [m/s] cap on the penetration-recovery velocity.
     mu : default friction coefficient; per material pair values in ``mu_pairs``.
     directions : number of friction directions k of the pyramid (even, >= 4).
+    restitution : Newton coefficient of restitution ``e`` in [0, 1]: a contact
+        that hits at normal speed ``u`` above ``restitution_threshold``
+        separates at ``e u`` (see :mod:`contactlab.contact.rows`); 0 = plastic.
+    restitution_pairs : per material pair coefficients (same rule as ``mu_pairs``).
+    restitution_threshold : [m/s] impacts slower than this do not bounce, so
+        resting contacts stay at rest.  Default 0.1 m/s: a bounce at that speed
+        rises at most ``0.1^2 / (2 g) = 0.5 mm``, a tenth of the default
+        margin, and the threshold is ten times the speed ``g h`` that one
+        default step (1 ms) of gravity gives a contact closing after a rest.
     """
 
     margin: float = 0.005
@@ -202,6 +211,19 @@ class ContactParams:
     mu_pairs: Mapping[tuple[str, str], float] = field(default_factory=dict)
     directions: int = 4
     restitution: float = 0.0
+    restitution_pairs: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    restitution_threshold: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check_restitution("ContactParams.restitution", self.restitution)
+        for pair, e in self.restitution_pairs.items():
+            _check_restitution(f"ContactParams.restitution_pairs[{pair!r}]", e)
+        v = self.restitution_threshold
+        if not (isinstance(v, (int, float, np.floating, np.integer)) and np.isfinite(v) and v >= 0):
+            raise ConfigurationError(
+                f"ContactParams.restitution_threshold must be a finite speed >= 0 [m/s], got "
+                f"{v!r}; set it to e.g. 0.1 (impacts slower than it do not bounce)"
+            )
 
     def friction(self, a: str, b: str) -> float:
         """Friction coefficient between materials ``a`` and ``b``.
@@ -213,6 +235,28 @@ class ContactParams:
         if (b, a) in self.mu_pairs:
             return float(self.mu_pairs[(b, a)])
         return float(self.mu)
+
+    def restitution_of(self, a: str, b: str) -> float:
+        """Coefficient of restitution between materials ``a`` and ``b``.
+
+        Rule (as for friction): an explicit ``restitution_pairs`` entry (either
+        order) wins; otherwise the scene-wide ``restitution``.
+        """
+        if (a, b) in self.restitution_pairs:
+            return float(self.restitution_pairs[(a, b)])
+        if (b, a) in self.restitution_pairs:
+            return float(self.restitution_pairs[(b, a)])
+        return float(self.restitution)
+
+
+def _check_restitution(name: str, e: Any) -> None:
+    """Raise :class:`ConfigurationError` unless ``e`` is a finite number in [0, 1]."""
+    ok = isinstance(e, (int, float, np.floating, np.integer)) and not isinstance(e, bool)
+    if not (ok and np.isfinite(e) and 0.0 <= e <= 1.0):
+        raise ConfigurationError(
+            f"{name} must be a finite coefficient in [0, 1], got {e!r}; "
+            "use 0 for a plastic impact, 1 for an elastic one"
+        )
 
 
 @dataclass(frozen=True)

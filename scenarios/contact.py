@@ -31,7 +31,7 @@ from contactlab.errors import ConfigurationError
 from contactlab.forces import Force, PointForce
 from contactlab.forces.base import IntArray, body_indices
 from contactlab.scenario import scenario
-from contactlab.scene import Body, ContactParams, Scene
+from contactlab.scene import Body, ContactParams, JointSpec, Scene
 from contactlab.shapes import Box, Plane, Sphere
 
 Array = NDArray[np.float64]
@@ -138,6 +138,68 @@ def ball_incline(
         dt=5e-3,
         duration=1.0,
         extras={"normal": n, "downhill": down, "rolls": bool(rolls), "acceleration": a},
+    )
+
+
+@scenario("ball-drop", formulations=("maximal", "reduced"))
+def ball_drop(
+    height: float = 1.0,
+    restitution: float = 0.5,
+    threshold: float = 0.1,
+    radius: float = 0.1,
+    mass: float = 1.0,
+    mu: float = 0.5,
+    dt: float = 1e-3,
+    duration: float = 1.5,
+) -> Scene:
+    """A solid ball dropped from rest onto the ground: Newton restitution.
+
+    height : initial gap between the ball's lowest point and the ground [m].
+    restitution : coefficient of restitution e in [0, 1].
+    threshold : impacts slower than this do not bounce [m/s].
+    radius : [m].
+    mass : [kg].
+    mu : friction coefficient (a vertical drop meets no friction).
+    dt : step size h [s].
+    duration : [s].
+
+    The ball hangs on a free joint from the world (so the reduced formulation
+    can step it too).  Prediction: it hits at ``sqrt(2 g H)``, leaves at
+    ``e sqrt(2 g H)`` and rises to ``e^2 H`` (``extras``), up to the ``O(h)``
+    errors derived in :mod:`contactlab.contact.rows`.
+    """
+    _positive(radius=radius, mass=mass, dt=dt, duration=duration)
+    if not (np.isfinite(height) and height >= 0):
+        raise ConfigurationError(f"height must be >= 0 [m], got {height}")
+    if not (np.isfinite(mu) and mu >= 0):
+        raise ConfigurationError(f"friction coefficient mu must be >= 0, got {mu}")
+    body, _ = body_from_shape("ball", Sphere(radius=radius), mass=mass, material="ball")
+    E = se3.make_transform(None, [0.0, 0.0, radius + height])
+    joint = JointSpec("free", "free", None, "ball", frame_parent=E, q0=np.zeros(6))
+    contact = ContactParams(
+        margin=MARGIN,
+        stabilization=None,
+        max_correction=MAX_CORRECTION,
+        mu=mu,
+        restitution=float(restitution),
+        restitution_threshold=float(threshold),
+    )
+    v = float(np.sqrt(2.0 * G * height))
+    return Scene(
+        "ball-drop",
+        (body,),
+        joints=(joint,),
+        static_shapes=(Plane(),),
+        initial_E=E[None],
+        initial_phi=np.zeros((1, 6)),
+        contact=contact,
+        dt=dt,
+        duration=duration,
+        extras={
+            "impact_speed": v,
+            "rebound_speed": float(restitution) * v,
+            "rebound_height": float(restitution) ** 2 * height,
+        },
     )
 
 

@@ -34,6 +34,45 @@ For a contact at signed distance ``d``:
 the penetration per step is fast enough that resting bodies do not sink
 (the depth decays geometrically, by 0.8 per step) and slow enough that the
 correction velocity ``0.2 d / h`` stays small, so they do not jitter.
+
+Restitution (Newton's impact law)
+---------------------------------
+With the pre-step normal velocity ``u = (N Phi)_i`` (the state's twists;
+``N J qdot = N Phi`` in reduced coordinates) and the contact's coefficient
+``e`` in [0, 1], a contact *bounces* when
+
+* it approaches faster than the threshold, ``u < -restitution_threshold``, and
+* it touches now or would touch within the step at that speed,
+  ``d + h u <= 0``,
+
+and then its row demands ``N Phi+ >= max(c, -e u)``: the contact leaves at
+``e |u|`` (or faster, if penetration feedback asks for more; the two are not
+added, so feedback never adds energy to a bounce).  Every other contact keeps
+``c`` above, bit for bit, and so does every contact when ``e = 0``.
+
+The gap.  A contact still ``d > 0`` apart that would not close it this step
+keeps the gap-aware ``-d / h`` and approaches; if gravity closes the gap
+within the step, the body lands on the surface at about its impact speed and
+bounces on the next step, from ``d = 0``.  A contact that closes the gap
+within the step bounces in that step at the velocity Newton's law demands,
+``e |u|`` exactly, but from where it is, up to ``|u| h`` above the surface
+(as speculative contacts do): the velocity (hence the energy) is exact and
+the position is off by at most ``|u| h``, ``O(h)``.  A ball dropped from ``H``
+so rebounds to ``e^2 H + (1 - e^2) d + e (1 - e) |u| h / 2`` (``d`` the gap of
+the impact step, the last term semi-implicit Euler's), within ``O(h)`` of
+Newton's ``e^2 H``.  The alternatives are worse: applying restitution only
+from ``d <= 0`` reads the impact speed after the gap-aware row has already
+cut it to ``d / h`` and loses the bounce; making the step land on the surface
+and bounce from it would leave a velocity that is wrong by up to ``|u|``.
+
+The threshold keeps resting contacts at rest: a resting contact's pre-step
+normal velocity is the previous solution's, ``>= 0`` up to the solver's
+tolerance, so it never bounces however large ``e`` is.
+
+Per material pair: ``ContactParams.restitution_pairs`` overrides the
+scene-wide ``restitution`` (the rule of ``mu_pairs``, see
+:meth:`contactlab.scene.ContactParams.restitution_of`);
+:func:`contact_restitution` looks the coefficients up per contact.
 """
 
 from __future__ import annotations
@@ -43,8 +82,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
+from contactlab.collision.table import WORLD_MATERIAL
 from contactlab.errors import ConfigurationError, StateError
-from contactlab.scene import ContactParams
+from contactlab.scene import ContactParams, Scene
 
 Array = NDArray[np.float64]
 
@@ -71,8 +111,26 @@ def tangent_basis(normal: Array) -> tuple[Array, Array]:
     return t1, t2
 
 
-def contact_rhs(distance: Array, h: float, params: ContactParams) -> Array:
-    """Right-hand side ``c`` of ``N v >= c`` (see the module docstring) [m/s]."""
+def contact_rhs(
+    distance: Array,
+    h: float,
+    params: ContactParams,
+    normal_velocity: Array | None = None,
+    restitution: Array | float | None = None,
+) -> Array:
+    """Right-hand side ``c`` of ``N v >= c`` (see the module docstring) [m/s].
+
+    Parameters
+    ----------
+    distance : (nc,) signed distances [m].
+    h : step size [s].
+    params : contact parameters (stabilization, max_correction, restitution,
+        restitution_threshold).
+    normal_velocity : (nc,) pre-step normal velocities ``N Phi`` [m/s]; without
+        them no contact bounces (the plastic right-hand side).
+    restitution : (nc,) or scalar coefficients ``e`` in [0, 1]; ``None`` =
+        ``params.restitution`` for every contact.
+    """
     d = np.asarray(distance, dtype=float)
     beta = (
         params.stabilization
@@ -87,7 +145,74 @@ def contact_rhs(distance: Array, h: float, params: ContactParams) -> Array:
         raise ConfigurationError(
             f"contact max_correction must be >= 0 [m/s], got {params.max_correction}"
         )
-    return np.where(d > 0.0, -d / h, np.minimum(beta * (-d), params.max_correction))
+    c = np.where(d > 0.0, -d / h, np.minimum(beta * (-d), params.max_correction))
+    if normal_velocity is None:
+        return c
+    return _with_restitution(c, d, h, params, normal_velocity, restitution)
+
+
+def _with_restitution(
+    c: Array,
+    d: Array,
+    h: float,
+    params: ContactParams,
+    normal_velocity: Array,
+    restitution: Array | float | None,
+) -> Array:
+    """``c`` raised to ``-e u`` on the contacts that bounce (module docstring)."""
+    u = np.asarray(normal_velocity, dtype=float)
+    if u.shape != d.shape:
+        raise StateError(
+            f"contact_rhs: normal_velocity must have shape {d.shape} (one per contact), "
+            f"got {u.shape}"
+        )
+    e = np.broadcast_to(
+        np.asarray(params.restitution if restitution is None else restitution, dtype=float),
+        d.shape,
+    )
+    if not np.all(np.isfinite(e) & (e >= 0.0) & (e <= 1.0)):
+        raise ConfigurationError(
+            "contact restitution coefficients must be finite and in [0, 1]; fix "
+            "ContactParams.restitution / restitution_pairs"
+        )
+    threshold = params.restitution_threshold
+    if not (np.isfinite(threshold) and threshold >= 0.0):
+        raise ConfigurationError(
+            f"ContactParams.restitution_threshold must be a finite speed >= 0 [m/s], "
+            f"got {threshold}"
+        )
+    bounce = (e > 0.0) & (u < -threshold) & (d + h * u <= 0.0)
+    if not np.any(bounce):
+        return c
+    return np.where(bounce, np.maximum(c, -e * u), c)
+
+
+def contact_restitution(scene: Scene, contacts: ContactSet) -> Array | None:
+    """Per-contact coefficients of restitution (nc,), or ``None`` when scene-wide.
+
+    ``None`` (use ``scene.contact.restitution`` for every contact) unless the
+    scene sets ``restitution_pairs``; then each contact gets
+    :meth:`~contactlab.scene.ContactParams.restitution_of` of its two
+    materials: a body's ``Body.material``, a static shape's ``material``
+    attribute, else ``"world"`` (the materials collision uses for friction).
+    Looked up through an (n_materials, n_materials) table, vectorized over contacts.
+    """
+    params = scene.contact
+    if not params.restitution_pairs or len(contacts) == 0:
+        return None
+    body_mat = [b.material for b in scene.bodies]
+    static_mat = [str(getattr(s, "material", WORLD_MATERIAL)) for s in scene.static_shapes]
+    names = sorted(set(body_mat) | set(static_mat))
+    index = {m: i for i, m in enumerate(names)}
+    table = np.array([[params.restitution_of(a, b) for b in names] for a in names])
+    body_idx = np.array([index[m] for m in body_mat], dtype=np.int64)
+    static_idx = np.array([index[m] for m in static_mat] or [0], dtype=np.int64)
+    a, b = contacts.body_a, contacts.body_b
+    mat_a = body_idx[np.maximum(a, 0)]
+    mat_b = np.where(
+        b >= 0, body_idx[np.maximum(b, 0)], static_idx[np.where(b < 0, contacts.shape_b, 0)]
+    )
+    return table[mat_a, mat_b]
 
 
 def _blocks(body: NDArray[np.int64], E: Array, point: Array, dirs: Array) -> Array:
@@ -117,7 +242,13 @@ def _csr(
 
 
 def contact_rows(
-    contacts: ContactSet, E: Array, nb: int, h: float, params: ContactParams
+    contacts: ContactSet,
+    E: Array,
+    nb: int,
+    h: float,
+    params: ContactParams,
+    phi: Array | None = None,
+    restitution: Array | None = None,
 ) -> tuple[sp.csr_matrix, Array, sp.csr_matrix, Array]:
     """Normal rows, right-hand side, tangent rows and friction coefficients.
 
@@ -127,7 +258,13 @@ def contact_rows(
     E : (nb, 4, 4) body transforms.
     nb : number of bodies (6 columns each).
     h : step size [s].
-    params : the scene's contact parameters (stabilization, max_correction).
+    params : the scene's contact parameters (stabilization, max_correction,
+        restitution, restitution_threshold).
+    phi : (nb, 6) pre-step body twists; given, the right-hand side applies
+        restitution to the contacts that bounce (module docstring), without
+        them it is the plastic one.
+    restitution : (nc,) per-contact coefficients (:func:`contact_restitution`);
+        ``None`` = ``params.restitution``.
 
     Returns
     -------
@@ -179,5 +316,13 @@ def contact_rows(
         np.repeat(keep, 2, axis=0),
         n_cols,
     )
-    c = contact_rhs(contacts.distance, h, params)
+    u = None
+    if phi is not None and (params.restitution > 0.0 or restitution is not None):
+        phi = np.asarray(phi, dtype=float)
+        if phi.size != n_cols:
+            raise StateError(
+                f"contact_rows: phi must hold {n_cols} numbers (nb, 6), got {phi.shape}"
+            )
+        u = N @ phi.reshape(-1)
+    c = contact_rhs(contacts.distance, h, params, u, restitution)
     return N, c, T, np.asarray(contacts.mu, dtype=float).copy()

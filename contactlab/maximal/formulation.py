@@ -121,9 +121,17 @@ class MaximalFormulation(Formulation):
         rhs = asm.constraint_rhs(rows, phi, h, b)
         extra: dict[str, Any] = {}
         if contacts is not None and len(contacts) > 0:
-            from contactlab.contact.rows import contact_rows
+            from contactlab.contact.rows import contact_restitution, contact_rows
 
-            N, c, T, mu = contact_rows(contacts, E, self.scene.n_bodies, h, self.scene.contact)
+            N, c, T, mu = contact_rows(
+                contacts,
+                E,
+                self.scene.n_bodies,
+                h,
+                self.scene.contact,
+                phi=phi,  # pre-step twists: restitution reads the impact velocity
+                restitution=contact_restitution(self.scene, contacts),
+            )
             extra = {"N": N, "c": c, "T": T, "mu": mu, "contacts": contacts}
         return StepProblem(
             h=h,

@@ -126,9 +126,17 @@ class ReducedFormulation(Formulation):
             rows["L"] = sp.csr_matrix(np.vstack([r[0] for r in uni]))
             rows["l"] = np.concatenate([r[1] for r in uni])
         if contacts is not None and len(contacts) > 0:
-            from contactlab.contact.rows import contact_rows
+            from contactlab.contact.rows import contact_restitution, contact_rows
 
-            N, c, T, mu = contact_rows(contacts, kin.E, self.scene.n_bodies, h, self.scene.contact)
+            N, c, T, mu = contact_rows(
+                contacts,
+                kin.E,
+                self.scene.n_bodies,
+                h,
+                self.scene.contact,
+                phi=kin.phi,  # pre-step twists: restitution reads the impact velocity
+                restitution=contact_restitution(self.scene, contacts),
+            )
             J = kin.J
             rows.update(
                 N=sp.csr_matrix(N @ J), c=c, T=sp.csr_matrix(T @ J), mu=mu, contacts=contacts
