@@ -4,11 +4,12 @@ Scene: the ``box-pile`` scenario (n cubes of 10 cm, 1 kg, mu = 0.5, dropped
 from a column of jittered, randomly turned poses), n = 10, 100, 200, 500,
 h = 5 ms.  Each pile is first dropped and left to land with box friction
 solved by PGS at a loose tolerance (``solver_tol = 1e-4``) for ``settle``
-seconds, so the timed steps have the contacts of a pile, not of a fall.
+seconds (2 s: the pile has come to rest; the top layers fall for ~0.4 s), so
+the timed steps have the contacts of a resting pile, not of a fall.
 From that landed state every model x backend pair is stepped ``steps``
 times through :meth:`contactlab.simulator.Simulator.step`'s own parts:
 
-- ``collision``: broad phase (sweep and prune) and narrow phase (box-box
+- ``collision``: broad phase (uniform hash grid) and narrow phase (box-box
   manifolds, box-plane corners), :func:`contactlab.collision.collide`;
 - ``assembly``: :meth:`MaximalFormulation.assemble` (mass matrix, free
   momentum, contact rows ``N``, ``T`` with their right-hand sides);
@@ -18,16 +19,18 @@ times through :meth:`contactlab.simulator.Simulator.step`'s own parts:
 starting from the landed state's cache (box friction's impulses of the
 last landing step, the warm start of its first timed step), each timed in
 thread CPU time (robust to other load on the machine); the
-table reports medians over the steps.  Pairs: box friction by PGS (at PGS's
-declared accuracy, ``solver_tol = 1e-6``, and at ``1e-4``), the frictionless
-contact QP and Anitescu-Hart by OSQP, Staggered Projections (box cone) by
-PGS and (pyramid) by OSQP up to n = 100 (at their default caps they take
-tens of seconds per step beyond), and Stewart-Trinkle by Lemke at n = 10
-only (dense pivoting).  The scaling exponents of collision and assembly are the
-slopes of log time against log number of contacts.
+table reports medians over the steps.  Pairs: box friction and the
+frictionless contact problem by PGS at a ladder of tolerances (PGS's
+declared accuracy ``solver_tol = 1e-6`` down to ``1e-3``: how many sweeps
+each accuracy costs), the frictionless contact QP and Anitescu-Hart by OSQP,
+Staggered Projections (box cone) by PGS and (pyramid) by OSQP up to n = 100,
+and Stewart-Trinkle by Lemke at n = 10 only (dense pivoting).  The scaling
+exponents of collision and assembly are the slopes of log time against log
+number of contacts.
 
 Run: ``python -m benchmarks.bench_contact`` (writes
-``results/benchmarks/contact.csv`` and ``contact.md``).
+``results/benchmarks/contact.csv`` and ``contact.md``; ``--pairs LABEL ...``
+runs a subset, ``--sizes``, ``--steps`` and ``--settle`` change the set-up).
 """
 
 from __future__ import annotations
@@ -49,15 +52,22 @@ from contactlab.simulator import Simulator
 
 SIZES = (10, 100, 200, 500)
 
-# (label, model, solver, options, largest n)
-PAIRS: list[tuple[str, str, str, dict[str, Any], int]] = [
-    ("box-friction / pgs (tol 1e-6)", "box-friction", "pgs", {"solver_tol": 1e-6}, 500),
-    ("box-friction / pgs (tol 1e-4)", "box-friction", "pgs", {"solver_tol": 1e-4}, 500),
-    ("frictionless / osqp", "frictionless", "osqp", {}, 500),
-    ("anitescu-hart / osqp", "anitescu-hart", "osqp", {}, 500),
-    ("staggered-projections box / pgs", "staggered-projections", "pgs", {"cone": "box"}, 100),
-    ("staggered-projections / osqp", "staggered-projections", "osqp", {}, 100),
-    ("stewart-trinkle / lemke", "stewart-trinkle", "lemke", {}, 10),
+#: Timed steps of the slow pairs (seconds per step on piles), taken without warm-up.
+SLOW_STEPS = 3
+
+# (label, model, solver, options, largest n, slow: timed for SLOW_STEPS steps without warm-up)
+PAIRS: list[tuple[str, str, str, dict[str, Any], int, bool]] = [
+    ("box-friction / pgs (tol 1e-6)", "box-friction", "pgs", {"solver_tol": 1e-6}, 500, False),
+    ("box-friction / pgs (tol 1e-5)", "box-friction", "pgs", {"solver_tol": 1e-5}, 200, False),
+    ("box-friction / pgs (tol 1e-4)", "box-friction", "pgs", {"solver_tol": 1e-4}, 500, False),
+    ("box-friction / pgs (tol 1e-3)", "box-friction", "pgs", {"solver_tol": 1e-3}, 500, False),
+    ("frictionless / pgs (tol 1e-6)", "frictionless", "pgs", {"solver_tol": 1e-6}, 500, False),
+    ("frictionless / pgs (tol 1e-4)", "frictionless", "pgs", {"solver_tol": 1e-4}, 500, False),
+    ("frictionless / osqp", "frictionless", "osqp", {}, 500, False),
+    ("anitescu-hart / osqp", "anitescu-hart", "osqp", {}, 500, False),
+    ("staggered-projections box / pgs", "staggered-projections", "pgs", {"cone": "box"}, 100, True),
+    ("staggered-projections / osqp", "staggered-projections", "osqp", {}, 100, True),
+    ("stewart-trinkle / lemke", "stewart-trinkle", "lemke", {}, 10, True),
 ]
 
 
@@ -74,14 +84,29 @@ def landed_pile(n: int, settle: float, h: float) -> tuple[Any, State]:
 
 
 def measure(
-    scene: Any, start: State, model: str, solver: str, options: dict[str, Any], steps: int, h: float
+    scene: Any,
+    start: State,
+    model: str,
+    solver: str,
+    options: dict[str, Any],
+    steps: int,
+    h: float,
+    warmup: int = 0,
 ) -> dict[str, float]:
-    """Median thread CPU times [ms] of collision, assembly and solve over ``steps`` steps."""
+    """Thread CPU times [ms] of collision, assembly and solve over ``steps`` steps.
+
+    ``warmup`` steps are taken first with the same model and solver and not
+    timed, so the timed steps start from this pair's own warm start (its
+    previous step's impulses) rather than from the landing's.  Reported: the
+    medians of the parts, the median and the largest whole step, and the
+    medians of the contacts and iterations.
+    """
     sim = Simulator(scene, "maximal", model, solver, dt=h, model_options=options)
     state = start
     parts: dict[str, list[float]] = {"collision": [], "assembly": [], "solve": []}
     contacts_n, iters, outer, statuses = [], [], [], []
-    for _ in range(steps):
+    warm_bad = 0
+    for i in range(warmup + steps):
         t0 = time.thread_time()
         E, _ = sim.formulation.maximal(state)
         contacts = collide(scene, E)  # the pile has no joints: nothing to drop
@@ -91,6 +116,11 @@ def measure(
         cache = dict(state.cache)
         solution = sim.model.solve(problem, cache)
         t3 = time.thread_time()
+        new = sim.formulation.advance(state, solution, h)
+        state = replace(new, cache={**new.cache, **cache, **solution.cache})
+        if i < warmup:
+            warm_bad += solution.status != "optimal"
+            continue
         parts["collision"].append(t1 - t0)
         parts["assembly"].append(t2 - t1)
         parts["solve"].append(t3 - t2)
@@ -98,42 +128,53 @@ def measure(
         iters.append(solution.iterations)
         outer.append(solution.outer_iterations)
         statuses.append(solution.status)
-        new = sim.formulation.advance(state, solution, h)
-        state = replace(new, cache={**new.cache, **cache, **solution.cache})
     row = {k: 1e3 * float(np.median(v)) for k, v in parts.items()}
-    row["step"] = row["collision"] + row["assembly"] + row["solve"]
+    whole = 1e3 * (np.array(parts["collision"]) + parts["assembly"] + parts["solve"])
+    row["step"] = float(np.median(whole))
+    row["step_max"] = float(whole.max())
     row.update(
         contacts=float(np.median(contacts_n)),
         iterations=float(np.median(iters)),
         outer=float(np.median(outer)),
         not_optimal=sum(s != "optimal" for s in statuses),
+        steps=steps,
+        warmup=warmup,
+        warmup_not_optimal=warm_bad,
     )
     return row
 
 
 def slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Slope of log y against log x (NaN with fewer than two distinct x)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if np.unique(x).size < 2:
+        return float("nan")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def write_markdown(df: pd.DataFrame, path: Path, steps: int, h: float, settle: float) -> None:
+def write_markdown(df: pd.DataFrame, path: Path, h: float, settle: float) -> None:
     geo = df.groupby("bodies")[["contacts", "collision", "assembly"]].median().reset_index()
     big = geo[geo["bodies"] >= 100]
     lines = [
         "# Contact step time on a box pile (collision, assembly, solve)",
         "",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy "
-        f"{np.__version__}; thread CPU time, median of {steps} steps at h = {h:g} s from the "
-        f"pile landed after {settle:g} s.  Generated by `benchmarks/bench_contact.py`.",
+        f"{np.__version__}; thread CPU time at h = {h:g} s on the pile landed after "
+        f"{settle:g} s; per pair `warm-up` untimed steps, then the timed steps (medians of "
+        "the parts and of the whole step, and the largest step).  Generated by "
+        "`benchmarks/bench_contact.py`.",
         "",
         "| bodies | model / backend | contacts | collision [ms] | assembly [ms] | solve [ms] "
-        "| step [ms] | iterations | outer | steps not optimal |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| step [ms] | largest step [ms] | iterations | outer | not optimal (timed) "
+        "| warm-up not optimal |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in df.itertuples():
         lines.append(
             f"| {r.bodies} | {r.pair} | {r.contacts:.0f} | {r.collision:.2f} | {r.assembly:.2f} "
-            f"| {r.solve:.1f} | {r.step:.1f} | {r.iterations:.0f} | {r.outer:.0f} "
-            f"| {r.not_optimal}/{steps} |"
+            f"| {r.solve:.1f} | {r.step:.1f} | {r.step_max:.1f} | {r.iterations:.0f} "
+            f"| {r.outer:.0f} | {r.not_optimal}/{r.steps} "
+            f"| {r.warmup_not_optimal}/{r.warmup} |"
         )
     lines += [
         "",
@@ -161,30 +202,121 @@ def write_markdown(df: pd.DataFrame, path: Path, steps: int, h: float, settle: f
         "`iterations` are the solver's (PGS sweeps, OSQP/ADMM iterations, Lemke pivots, "
         "summed over the inner solves of a step); `outer` the model's outer iterations "
         "(Staggered Projections' contact/friction alternations, box friction's fixed point "
-        "on QP backends); `steps not optimal` counts steps whose status was not `optimal` "
+        "on QP backends); `not optimal` counts steps whose status was not `optimal` "
         "(PGS stopping at its 10000-sweep cap: `max_iterations`).",
         "",
     ]
     path.write_text("\n".join(lines))
 
 
+#: The maximal-coordinate contact models of the coverage table.
+COVERAGE_MODELS = (
+    "frictionless",
+    "anitescu-hart",
+    "box-friction",
+    "stewart-trinkle",
+    "staggered-projections",
+)
+#: Coverage sizes, and the step time [s] at the smaller size above which a pair is
+#: not run at the larger one.
+COVERAGE_SIZES = (10, 100)
+COVERAGE_BUDGET = 1.0
+
+
+def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> list[dict[str, Any]]:
+    """Every model of :data:`COVERAGE_MODELS` with every installed backend that fits it.
+
+    Each pair takes one untimed step and ``steps`` timed steps on each pile
+    (smallest first); a pair whose median step exceeded :data:`COVERAGE_BUDGET`
+    on a smaller pile is recorded as not run on the larger ones.  A pair that
+    raises (a backend refusing a step's problem) is recorded with its error.
+    """
+    from contactlab.models.base import _MODELS, model_names
+
+    rows: list[dict[str, Any]] = []
+    names = [m for m in COVERAGE_MODELS if m in model_names()]
+    for model in names:
+        cls = _MODELS[model]
+        solvers_ = cls.compatible_solvers(**dict(getattr(cls, "defaults", {})))
+        for solver in solvers_:
+            too_slow = False
+            for n in sorted(piles):
+                scene, state = piles[n]
+                base = {"bodies": n, "model": model, "backend": solver}
+                if too_slow:
+                    rows.append({**base, "outcome": "not run (slow at a smaller pile)"})
+                    continue
+                try:
+                    row = measure(scene, state, model, solver, {}, steps, h, warmup=1)
+                except Exception as exc:  # recorded, the table goes on
+                    rows.append({**base, "outcome": f"error: {type(exc).__name__}: {exc}"[:160]})
+                    break
+                rows.append({**base, **row, "outcome": "ran"})
+                too_slow = row["step"] > 1e3 * COVERAGE_BUDGET
+                print(
+                    f"  {n:4d} {model:22s} {solver:20s} step {row['step']:9.1f} ms "
+                    f"not optimal {row['not_optimal']}/{steps}",
+                    flush=True,
+                )
+    return rows
+
+
+def write_coverage(cov: pd.DataFrame, path: Path) -> None:
+    """Append the coverage table (one row per model, backend and pile) to ``path``."""
+    lines = [
+        "",
+        "## Every model with every backend that fits",
+        "",
+        "One untimed step, then the median of two timed steps (thread CPU time) on "
+        f"the landed piles; a pair slower than {COVERAGE_BUDGET:g} s per step on the "
+        "smaller pile is not run on the larger one.",
+        "",
+        "| bodies | model | backend | step [ms] | solve [ms] | iterations | outer "
+        "| not optimal | outcome |",
+        "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in cov.to_dict("records"):
+        if r["outcome"] == "ran":
+            lines.append(
+                f"| {r['bodies']} | {r['model']} | {r['backend']} | {r['step']:.1f} "
+                f"| {r['solve']:.1f} | {r['iterations']:.0f} | {r['outer']:.0f} "
+                f"| {int(r['not_optimal'])}/{int(r['steps'])} | ran |"
+            )
+        else:
+            outcome = str(r["outcome"]).replace("|", "/")
+            lines.append(f"| {r['bodies']} | {r['model']} | {r['backend']} | | | | | | {outcome} |")
+    with path.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--settle", type=float, default=0.6, help="landing time [s]")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per pair")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed steps before")
+    ap.add_argument("--settle", type=float, default=2.0, help="landing time [s]")
     ap.add_argument("--dt", type=float, default=5e-3)
     ap.add_argument("--out", default="results/benchmarks/contact")
+    ap.add_argument(
+        "--pairs", nargs="*", default=None, help="labels of the pairs to run (default: all)"
+    )
+    ap.add_argument(
+        "--no-coverage", action="store_true", help="skip the every-model-every-backend table"
+    )
     args = ap.parse_args(argv)
     rows = []
+    piles: dict[int, tuple[Any, State]] = {}
     for n in args.sizes:
         t0 = time.perf_counter()
         scene, state = landed_pile(n, args.settle, args.dt)
+        if n in COVERAGE_SIZES:
+            piles[n] = (scene, state)
         print(f"n = {n}: landed in {time.perf_counter() - t0:.1f} s", flush=True)
-        for label, model, solver, options, largest in PAIRS:
-            if n > largest:
+        for label, model, solver, options, largest, slow in PAIRS:
+            if n > largest or (args.pairs is not None and label not in args.pairs):
                 continue
-            row = measure(scene, state, model, solver, options, args.steps, args.dt)
+            steps, warmup = (SLOW_STEPS, 0) if slow else (args.steps, args.warmup)
+            row = measure(scene, state, model, solver, options, steps, args.dt, warmup)
             rows.append({"bodies": n, "pair": label, **row})
             print(
                 f"  {label:34s} contacts {row['contacts']:5.0f}  collision "
@@ -196,7 +328,11 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out.with_suffix(".csv"), index=False)
-    write_markdown(df, out.with_suffix(".md"), args.steps, args.dt, args.settle)
+    write_markdown(df, out.with_suffix(".md"), args.dt, args.settle)
+    if not args.no_coverage and piles:
+        cov = pd.DataFrame(coverage(piles, args.dt))
+        cov.to_csv(out.parent / (out.name + "_coverage.csv"), index=False)
+        write_coverage(cov, out.with_suffix(".md"))
     print(out.with_suffix(".md").read_text())
 
 
