@@ -28,7 +28,7 @@ sweeps per tolerance.
 
 Settings (keywords of :func:`solvers.solve`): ``omega`` (SOR factor in
 ``(0, 2)``, default 1.0), ``check_every`` (sweeps between checks of the time
-limit and of the running residual estimate, default 4; the exact residual is
+limit and of the running residual estimate, default 8; the exact residual is
 evaluated only when the estimate of the last sweep is within ``10 tol``).  ``max_iter`` counts
 sweeps (default 10000).  The inner loop is compiled with numba.
 
@@ -69,7 +69,7 @@ class PGSBackend(Backend):
 
         settings = dict(opts.settings)
         omega = float(settings.pop("omega", 1.0))
-        check_every = int(settings.pop("check_every", 4))
+        check_every = int(settings.pop("check_every", 8))
         if settings:
             raise ProblemError(
                 "backend_settings",
