@@ -67,6 +67,7 @@ import time
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.blas import dger
 
 from solvers.backends.base import Backend, SolveOptions
@@ -77,6 +78,53 @@ from solvers.result import RawSolution
 _MAX_DENSE = 3000
 #: Smallest pivot entry among tied rows, relative to the largest tied entry.
 _STABLE = 1e-6
+#: A chosen pivot entry below this fraction of its column's largest entry is checked on a
+#: tableau re-solved from the data before it is used.
+_SUSPECT = 1e-6
+#: Pivots between two re-solves of the tableau from the data.
+_REFRESH_EVERY = 32
+#: Re-solve once ``|B^-1|`` has fallen this many times below its peak since the last
+#: re-solve: the updates carry the peak's rounding, a fresh solve only the present basis's.
+_RECOVERED = 1e3
+
+
+def _clamp(
+    A: NDArray[np.float64],
+    basis: NDArray[np.int64],
+    b: NDArray[np.float64],
+    q_eff: NDArray[np.float64],
+    zero_tol: float,
+    clamp_all: bool = False,
+) -> None:
+    """Set negative basic values to zero (those ``>= -zero_tol`` unless ``clamp_all``).
+
+    The walk then follows the exact path of a perturbed right-hand side:
+    ``q_eff`` is updated in place so that ``B b = q_eff`` still holds.
+    """
+    neg = (b < 0.0) if clamp_all else (b < 0.0) & (b >= -zero_tol)
+    if neg.any():
+        q_eff -= A[:, basis[neg]] @ b[neg]
+        b[neg] = 0.0
+
+
+def _refresh(
+    A: NDArray[np.float64],
+    basis: NDArray[np.int64],
+    q_eff: NDArray[np.float64],
+    T: NDArray[np.float64],
+    b: NDArray[np.float64],
+) -> bool:
+    """Re-solve ``T = B^-1 A`` and ``b = B^-1 q_eff`` from the data (LU of the basis).
+
+    Returns ``False`` (tableau untouched) when the basis is singular to working precision.
+    """
+    lu, perm = lu_factor(A[:, basis], check_finite=False)
+    d = np.abs(np.diag(lu))
+    if not np.all(np.isfinite(lu)) or d.min() <= 1e-14 * d.max():
+        return False
+    T[:] = lu_solve((lu, perm), A, check_finite=False)
+    b[:] = lu_solve((lu, perm), q_eff, check_finite=False)
+    return True
 
 
 def _lexmin_row(
@@ -85,6 +133,7 @@ def _lexmin_row(
     col: NDArray[np.float64],
     rows: NDArray[np.int64],
     zero_tol: float,
+    prefer: int = -1,
 ) -> int:
     """Row among ``rows`` minimising ``[b_i, Binv_i] / col_i`` lexicographically.
 
@@ -102,6 +151,8 @@ def _lexmin_row(
     # another tied row's is rounding of an exact zero (pivoting on it would lose six
     # digits), not a candidate.
     cand = cand[col[cand] >= _STABLE * col[cand].max()]
+    if prefer in cand:  # z0's row ties: let z0 leave, which ends the walk at a solution
+        return prefer
     for j in range(Binv.shape[1]):
         if cand.size == 1:
             break
@@ -214,18 +265,24 @@ def _walk(
     """One complementary-pivoting walk: ``(status, message, pivots, z)``."""
     n = q.size
     q_scale = float(np.abs(q).max())
-    # Columns: w (0..n-1), z (n..2n-1), z0 (2n).  Tableau T = B^-1 [I, -M, -1], rhs b = B^-1 q.
-    T = np.hstack([np.eye(n), -M, -np.ones((n, 1))])
+    # Columns: w (0..n-1), z (n..2n-1), z0 (2n).  Tableau T = B^-1 A with A = [I, -M, -1],
+    # rhs b = B^-1 q_eff, where q_eff is q plus the rounding clamps made so far.
+    A = np.hstack([np.eye(n), -M, -np.ones((n, 1))])
+    T = A.copy()
     b = q.copy()
+    q_eff = q.copy()
     basis = np.arange(n)
     entering = 2 * n
     zero_tol = zero_rtol * q_scale
     # First pivot: z0 enters at the lexicographically smallest row [q_i, B^-1_i].
     r = _lexmin_row(b, T[:, :n], np.ones(n), np.arange(n), zero_tol)
-    it = 0
+    z0_row = r
+    it = since_refresh = refreshes = 0
+    peak = 1.0  # largest |B^-1| entry since the last re-solve
     status, message = "max_iterations", f"lemke: pivot cap {max_iter} reached"
     while it < max_iter:
         it += 1
+        since_refresh += 1
         piv = T[r, entering]
         T[r] /= piv
         b[r] /= piv
@@ -234,22 +291,52 @@ def _walk(
         # In-place rank-1 update (BLAS dger on the Fortran view): no n x 2n temporary.
         dger(-1.0, T[r].copy(), col, a=T.T, overwrite_a=True)
         b -= col * b[r]
-        zero_tol = zero_rtol * max(q_scale, float(np.abs(b).max()))
-        b[(b < 0.0) & (b >= -zero_tol)] = 0.0
         leaving = basis[r]
         basis[r] = entering
+        zero_tol = zero_rtol * max(q_scale, float(np.abs(b).max()))
+        _clamp(A, basis, b, q_eff, zero_tol)
+        binv = float(np.abs(T[:, :n]).max())
+        peak = max(peak, binv)
         if leaving == 2 * n:
             status, message = "optimal", f"lemke: z0 left the basis after {it} pivots"
             break
+        if entering == 2 * n:
+            z0_row = r
         entering = leaving + n if leaving < n else leaving - n
-        col = T[:, entering]
-        scale = max(float(np.abs(col).max()), 1e-300)
-        rows = np.flatnonzero(col > pivot_tol * scale)
-        if rows.size == 0:
+        if b[z0_row] <= zero_tol:
+            # z0 is basic at a rounding-level value: the current complementary point
+            # solves the LCP with w = Mz + q >= -z0 >= -zero_tol; no further pivot needed.
+            status = "optimal"
+            message = f"lemke: z0 reached 0 (degenerate) after {it} pivots"
+            break
+        for fresh in (False, True):
+            if fresh:
+                if since_refresh == 0 or not _refresh(A, basis, q_eff, T, b):
+                    break
+                since_refresh = 0
+                refreshes += 1
+                peak = binv = float(np.abs(T[:, :n]).max())
+                zero_tol = zero_rtol * max(q_scale, float(np.abs(b).max()))
+                _clamp(A, basis, b, q_eff, zero_tol, clamp_all=True)
+            col = T[:, entering]
+            scale = max(float(np.abs(col).max()), 1e-300)
+            rows = np.flatnonzero(col > pivot_tol * scale)
+            r = -1 if rows.size == 0 else _lexmin_row(b, T[:, :n], col, rows, zero_tol, z0_row)
+            # A ray, a small pivot entry or a long run of updates: re-solve the tableau
+            # from the data before trusting the choice (see the module docstring).
+            if (
+                r >= 0
+                and col[r] >= _SUSPECT * scale
+                and since_refresh < _REFRESH_EVERY
+                and peak <= _RECOVERED * binv
+            ):
+                break
+        if r < 0:
             status = "ray_termination"
             message = f"lemke: secondary ray after {it} pivots (no solution found)"
             break
-        r = _lexmin_row(b, T[:, :n], col, rows, zero_tol)
+    if refreshes:
+        message += f"; tableau re-solved from the data {refreshes} times"
     x = np.zeros(2 * n + 1)
     x[basis] = b
     z = x[n : 2 * n]
@@ -257,8 +344,15 @@ def _walk(
         z = np.full(n, np.nan)
     elif status == "optimal":
         z = np.maximum(z, 0.0)
-        refined = _refine(M, q, basis)
-        if refined is not None and _lcp_residual(M, q, refined) < _lcp_residual(M, q, z):
-            z = refined
-            message += " (basic values re-solved from the data)"
+        finals = [basis]
+        if basis[z0_row] == 2 * n:  # z0 stayed basic at 0: either of the missing pair replaces it
+            finals = [basis.copy(), basis.copy()]
+            finals[0][z0_row], finals[1][z0_row] = entering, leaving
+        best = _lcp_residual(M, q, z)
+        for final in finals:
+            refined = _refine(M, q, final)
+            if refined is not None and (res := _lcp_residual(M, q, refined)) < best:
+                z, best = refined, res
+                if "re-solved" not in message:
+                    message += " (basic values re-solved from the data)"
     return status, message, it, z
