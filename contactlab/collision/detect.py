@@ -7,10 +7,15 @@ with a uniform hash grid, runs the narrow phase once per pair kind on all
 pairs of that kind, and returns one :class:`~contactlab.collision.contacts.ContactSet`.
 
 Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
-plus planes): sphere–plane, capsule–plane, box–plane, cylinder–plane,
-sphere–sphere, sphere–capsule, capsule–capsule, sphere–box, capsule–box,
-box–box.  A
-candidate pair of another kind (e.g. cylinder–box) is an error naming it.
+plus planes): every pair of the four solids and each solid against a plane —
+sphere–plane, capsule–plane, box–plane, cylinder–plane, sphere–sphere,
+sphere–capsule, capsule–capsule, sphere–box, capsule–box, box–box
+(:mod:`~contactlab.collision.primitives`, :mod:`~contactlab.collision.boxes`),
+sphere–cylinder, capsule–cylinder, box–cylinder, cylinder–cylinder
+(:mod:`~contactlab.collision.cylinders`; the last three by GJK/EPA on support
+mappings, :mod:`~contactlab.collision.convex`, with a clipped contact
+manifold).  A candidate pair without a narrow phase in :data:`PAIR_FUNCTIONS`
+is an error naming it.
 
 Friction: each contact gets ``scene.contact.friction(material_a, material_b)``
 (an explicit ``mu_pairs`` entry for the two materials, in either order, else
@@ -25,7 +30,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision import boxes, primitives
+from contactlab.collision import boxes, cylinders, primitives
 from contactlab.collision.broadphase import grid_pairs
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.primitives import Raw
@@ -45,6 +50,10 @@ PAIR_FUNCTIONS: dict[tuple[int, int], PairFn] = {
     (CAPSULE, CAPSULE): primitives.capsule_capsule,
     (CAPSULE, BOX): boxes.capsule_box,
     (BOX, BOX): boxes.box_box,
+    (SPHERE, CYLINDER): cylinders.sphere_cylinder,
+    (CAPSULE, CYLINDER): cylinders.capsule_cylinder,
+    (BOX, CYLINDER): cylinders.box_cylinder,
+    (CYLINDER, CYLINDER): cylinders.cylinder_cylinder,
 }
 
 #: Narrow phase of each kind against a plane.
