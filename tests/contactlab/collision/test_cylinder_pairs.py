@@ -21,11 +21,13 @@ import numpy as np
 import pytest
 
 from contactlab import se3
+from contactlab.bodies import body_from_shape
 from contactlab.collision import ContactSet, collide, supported_pairs
 from contactlab.collision.convex import signed_distance
 from contactlab.collision.table import BOX, CAPSULE, CYLINDER
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
+from contactlab.simulator import Simulator
 
 TOL = 1e-9
 CURVED = 1e-5
@@ -553,3 +555,107 @@ def test_normal_separates_by_the_reported_distance():
         assert run(s, moved, Eb).distance.min() == pytest.approx(1e-4, abs=1e-7)
         checked += 1
     assert checked >= 10
+
+
+# ----------------------------------------------------------------------------
+# simulation facts (collision -> contact model -> solver -> integration)
+# ----------------------------------------------------------------------------
+def _sim_contact() -> ContactParams:
+    # the parameters of the contact scenarios (scenarios/contact.py)
+    return ContactParams(margin=0.005, stabilization=None, max_correction=0.5, mu=0.5, directions=4)
+
+
+def _tower(tilt_deg=(0.0, 0.0), lift=0.0, ball=False) -> Scene:
+    """A 0.4 x 0.4 x 0.1 m box on the ground, a cylinder (r 0.05, hh 0.1) standing
+    on it (centre at z = 0.2 + lift, tilted by ``tilt_deg`` about x, y), and
+    optionally a ball (r 0.03) 5 cm above the cylinder's cap."""
+    box, _ = body_from_shape("box", Box(half_extents=[0.2, 0.2, 0.05]), density=1000.0)
+    cyl, _ = body_from_shape("cyl", Cylinder(radius=0.05, half_height=0.1), density=1000.0)
+    R = se3.exp_so3(np.radians([*tilt_deg, 0.0]))
+    bodies = [box, cyl]
+    E = [T([0, 0, 0.05]), se3.make_transform(R, [0.03, -0.02, 0.2 + lift])]
+    if ball:
+        bodies.append(body_from_shape("ball", Sphere(radius=0.03), density=1000.0)[0])
+        E.append(T([0.04, -0.01, 0.3 + 0.03 + 0.05]))
+    return Scene(
+        "cylinder-tower",
+        tuple(bodies),
+        static_shapes=(Plane(),),
+        initial_E=np.stack(E),
+        initial_phi=np.zeros((len(bodies), 6)),
+        contact=_sim_contact(),
+        dt=0.005,
+        duration=1.0,
+    )
+
+
+@pytest.mark.parametrize("on_static_box", [True, False])
+def test_cylinder_standing_on_a_box_stays_at_rest(on_static_box):
+    """Placed at distance zero, the cylinder (8 rim contacts) stays put for 1 s.
+
+    Box friction solved by PGS, h = 5 ms.  Measured: displacement ~2e-11 m, no
+    tilt; bounds 1e-8 m and 1e-6 rad (round-off of 200 steps)."""
+    if on_static_box:
+        cyl, _ = body_from_shape("cyl", Cylinder(radius=0.05, half_height=0.1), density=1000.0)
+        table = Box(half_extents=[0.3, 0.3, 0.1], pose=T([0, 0, -0.1]))
+        scene = Scene(
+            "cylinder-on-table",
+            (cyl,),
+            static_shapes=(table,),
+            initial_E=T([0.03, -0.02, 0.1])[None],
+            initial_phi=np.zeros((1, 6)),
+            contact=_sim_contact(),
+            dt=0.005,
+            duration=1.0,
+        )
+    else:
+        scene = _tower()
+    run = Simulator(scene, "maximal", "box-friction", "pgs").run(duration=1.0)
+    assert run.status == "ok"
+    p = run.trajectory["position"]
+    assert np.abs(p - p[0]).max() < 1e-8
+    axis_z = run.trajectory["rotation"][:, :, 2, 2]
+    assert np.arccos(np.clip(axis_z, -1.0, 1.0)).max() < 1e-6
+
+
+def test_tilted_cylinder_settles_upright_and_a_ball_lands_on_its_cap():
+    """A cylinder released 5 mm above the box, tilted by (1, 0.5) deg, and a ball
+    dropped 5 cm onto its top cap; frictionless contact (OSQP), 1 s.
+
+    Facts: the cylinder rocks back onto its base (its centre of mass is over
+    the base) and ends upright at height box top + hh = 0.2 m; the ball rests on
+    the cap at 0.1 + 0.2 + 0.03 = 0.33 m; without friction every contact normal
+    here is vertical (box face, cap), so no horizontal impulse acts and the
+    horizontal positions of the centres of mass do not move.  Measured: heights
+    exact to 1e-9 m, tilt below 1e-6 deg, horizontal drift 6e-6 m (normals on
+    the curved rim found to ~1e-5 rad by EPA), final speeds 5e-9.  Bounds:
+    heights 1e-4 m (the contact margin is 5 mm, penetration is stabilized),
+    tilt 0.01 deg, drift 1e-4 m, speeds 1e-3.
+    """
+    scene = _tower(tilt_deg=(1.0, 0.5), lift=0.005, ball=True)
+    run = Simulator(scene, "maximal", "frictionless", "osqp").run(duration=1.0)
+    assert run.status == "ok"
+    p = run.trajectory["position"]
+    assert p[-1, 1, 2] == pytest.approx(0.2, abs=1e-4)
+    assert p[-1, 2, 2] == pytest.approx(0.33, abs=1e-4)
+    assert np.abs(p[-1, 0] - p[0, 0]).max() < 1e-6  # the box does not move
+    assert np.abs(p[-1, 1:, :2] - p[0, 1:, :2]).max() < 1e-4
+    tilt = np.degrees(np.arccos(np.clip(run.trajectory["rotation"][-1, 1, 2, 2], -1.0, 1.0)))
+    assert tilt < 0.01
+    assert np.abs(run.trajectory["twist"][-1]).max() < 1e-3
+    # the ball touched the cap, not the ground: contacts at the end are
+    # 4 (box-ground) + 8 (rim on the box) + 1 (ball on the cap)
+    assert int(run.steps["n_contacts"].iloc[-1]) == 13
+
+
+def test_ball_on_a_cylinder_with_friction_lands_at_the_cap_height():
+    """The same tower with Coulomb friction (Anitescu-Hart, Clarabel): the ball ends
+    at 0.33 m (measured exact to 1e-9 m) and the cylinder upright at 0.2 m."""
+    scene = _tower(tilt_deg=(1.0, 0.5), lift=0.005, ball=True)
+    run = Simulator(scene, "maximal", "anitescu-hart", "cvxpy:clarabel").run(duration=1.0)
+    assert run.status == "ok"
+    p = run.trajectory["position"]
+    assert p[-1, 1, 2] == pytest.approx(0.2, abs=1e-4)
+    assert p[-1, 2, 2] == pytest.approx(0.33, abs=1e-4)
+    tilt = np.degrees(np.arccos(np.clip(run.trajectory["rotation"][-1, 1, 2, 2], -1.0, 1.0)))
+    assert tilt < 0.01
