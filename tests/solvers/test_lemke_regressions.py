@@ -145,3 +145,94 @@ def test_resting_cube_with_rounding_noise_sticks_for_every_draw() -> None:
 def test_lemke_rejects_bad_zero_tolerance(bad: float) -> None:
     with pytest.raises(ProblemError, match="zero_rtol"):
         solve(captured("box_slide_rest"), "lemke", zero_rtol=bad)
+
+
+# --- Ill-conditioned stacks: step LCPs on which the walk once ended on a secondary ray ---
+
+STACKS = np.load(Path(__file__).parent / "data" / "stack_lcps.npz")
+#: name: (contacts, pivots of the exact rational lexicographic walk)
+STACK_CASES = {
+    "mass_ratio_stack_h5": (8, 49),
+    "mass_ratio_stack_h10": (12, 59),
+    "box_pile_68": (10, 54),
+    "box_pile_100": (12, 87),
+}
+
+
+def stack_lcp(name: str) -> LCP:
+    return LCP(sp.csr_matrix(STACKS[f"{name}_M"]), STACKS[f"{name}_q"].copy())
+
+
+def contact_velocities(lcp: LCP, z: np.ndarray, nc: int, k: int = 4) -> np.ndarray:
+    """``(N v - c, D v, s)`` of a Stewart--Trinkle solution (the rows of ``w`` less ``E s``).
+
+    Rows: ``nc`` normal, ``nc k`` pyramid, ``nc`` slack; ``w_D = D v + E s``.
+    """
+    w = np.asarray(lcp.M @ z + lcp.q)
+    s = z[nc * (1 + k) :]
+    return np.concatenate([w[:nc], w[nc : nc * (1 + k)] - np.repeat(s, k), s])
+
+
+@pytest.mark.parametrize("name", list(STACK_CASES))
+def test_lemke_solves_captured_stack_lcp(name: str) -> None:
+    """``data/stack_lcps.npz``: Stewart--Trinkle step LCPs (k = 4, standard form) captured
+    from ``mass-ratio-stack`` (ratio 100; h = 5 ms step 192, h = 10 ms step 27) and
+    ``box-pile`` (n = 4, seed 0, h = 5 ms; steps 68 and 100).
+
+    The first three ended on a secondary ray because ``z0`` reached 0 (0, 2e-15
+    and 2e-14) without leaving: the row of ``z0`` tied in the ratio test, the
+    lexicographic rule chose another, and the degenerate walk went on until the
+    entering column had no positive entry (the basis there has condition number
+    1e3..4e4, so the ray is the walk's, not the arithmetic's).  At step 100 of
+    the pile the walk pivoted on an entry of 3e-8 that is exactly 0 for that
+    basis (condition number 5e3): rounding carried over from bases of
+    condition number 1e12 forty pivots earlier.  The facts: ``optimal`` on the
+    first walk; ``z >= 0``; ``w >= -1e-12``; ``max |z w| < 1e-12``; natural-map
+    residual below the backend's declared 1e-9 (measured <= 1e-14).
+    """
+    lcp = stack_lcp(name)
+    res = solve(lcp, "lemke", restarts=False)
+    assert res.status == "optimal", res.message
+    assert "restart" not in res.message
+    z = res.x
+    w = np.asarray(lcp.M @ z + lcp.q)
+    assert z.min() >= 0.0
+    assert w.min() >= -1e-12
+    assert np.abs(z * w).max() < 1e-12
+    assert np.abs(np.minimum(z, w)).max() < 1e-9
+    assert res.max_residual < 1e-9
+
+
+@pytest.mark.parametrize("name", list(STACK_CASES))
+def test_stack_lcp_solution_against_exact_arithmetic(name: str) -> None:
+    """The stored ``*_z_exact`` come from the same lexicographic method run in exact
+    rational arithmetic on the same (dyadic) data, with integer-preserving pivots
+    (``STACK_CASES`` gives its pivot count); they are solutions, so the problems
+    are solvable and the old rays were numerical.
+
+    Impulses are not unique (redundant corner contacts), velocities need not be
+    either.  On three problems the contact-space velocities ``N v - c``, ``D v``
+    and the sliding speeds ``s`` agree with the exact solution's to 1e-12
+    (measured 5e-15), though the impulses differ by up to 0.25 N s.  On
+    ``mass_ratio_stack_h10`` the two solutions differ in normal velocity by
+    1.8e-5 m/s: both satisfy the LCP to 1e-14, so the LCP has two solution
+    velocities there, and only the LCP conditions are checked.
+    """
+    nc, _ = STACK_CASES[name]
+    lcp = stack_lcp(name)
+    z_exact = STACKS[f"{name}_z_exact"]
+    w_exact = np.asarray(lcp.M @ z_exact + lcp.q)
+    assert np.abs(np.minimum(z_exact, w_exact)).max() < 1e-12  # a solution of the float data
+    z = solve(lcp, "lemke").x
+    if name != "mass_ratio_stack_h10":
+        diff = contact_velocities(lcp, z, nc) - contact_velocities(lcp, z_exact, nc)
+        assert np.abs(diff).max() < 1e-12
+
+
+def test_resting_stack_lcp_carries_the_weights() -> None:
+    """``mass_ratio_stack_h5`` is the stack at rest (0.1 kg under 10 kg, h = 5 ms): the
+    normal impulses sum to ``(1 + ratio) m g h`` (ground) plus ``ratio m g h``
+    (between the cubes) = 0.985905 N s, to 1e-9."""
+    lcp = stack_lcp("mass_ratio_stack_h5")
+    z = solve(lcp, "lemke").x
+    assert z[:8].sum() == pytest.approx((1.0 + 2.0 * 100.0) * 0.1 * 9.81 * 5e-3, abs=1e-9)
