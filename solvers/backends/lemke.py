@@ -31,29 +31,48 @@ floating point.  Three rules keep the float method on the exact method's path:
 Without them a near tie picked the "wrong" row or a noise-sized pivot, a
 basic value went negative by rounding, and the walk reached a secondary ray
 on a solvable problem (a cube coming to rest under Stewart--Trinkle
-friction; ``tests/solvers/test_lemke_regressions.py``).  They do not make the
-float method as robust as exact arithmetic: right-hand sides whose noise is
-close to ``zero_tol`` can still end on a ray.  ``zero_tol`` is
+friction; ``tests/solvers/test_lemke_regressions.py``).  ``zero_tol`` is
 ``zero_rtol`` (default ``1e-11``) times the largest of ``|q|`` and ``|b|``.
+
+Ending when ``z0`` reaches zero.  Since ``w = M z + q + z0``, a complementary
+basis in which ``z0`` is basic at value ``<= zero_tol`` already solves the
+LCP to ``zero_tol``.  In a degenerate walk ``z0`` reaches 0 while another row
+ties with its own; the lexicographic rule may pick the other, and the walk
+then pivots on at zero step length.  In exact arithmetic it ends when ``z0``
+finally leaves; in floating point those degenerate pivots ended on a
+secondary ray (the stacked-cube and pile step LCPs of
+``tests/solvers/test_lemke_regressions.py``: ``z0`` at 0, 2e-15 and 2e-14 at
+the ray, in well-conditioned bases).  So ``z0``'s row is chosen whenever it
+is in the tied set, and the walk stops as soon as ``z0``'s basic value is at
+most ``zero_tol``; for the final re-solve, either variable of the
+complementary pair then missing from the basis takes ``z0``'s place.
+
+Re-solving the tableau.  Each pivot updates ``B^-1`` by a rank-one change,
+so the tableau carries the rounding of every basis on the way: after a run
+of bases with condition number 1e12, an entry that is exactly zero for a
+later basis of condition number 5e3 read 3e-8 and was pivoted on (the pile
+step LCP at step 100).  The tableau and basic values are therefore re-solved
+from the data (LU of the basis columns of ``[I, -M, -1]``) before a pivot
+whose entry is below ``1e-6`` of its column's largest, before a ray is
+declared, once ``max |B^-1|`` has fallen 1e3 below its peak since the last
+re-solve (the updates still carry the peak's rounding, a fresh solve only
+the present basis's) and every ``max(32, n)`` pivots.  The re-solve uses the effective
+right-hand side ``q_eff``, ``q`` plus every rounding clamp made so far
+(``B b = q_eff`` holds throughout), so it reproduces the walk's own problem;
+negative basic values it reveals are clamped the same way.  The message
+counts the re-solves.
 
 When ``z0`` leaves, the basic values are recomputed from the original data
 (one dense solve with the final basis), which removes the rounding the
-pivots accumulated; the recomputed point is kept when its LCP residual is
-smaller.
+pivots accumulated and the clamps; the recomputed point is kept when its LCP
+residual is smaller.
 
-Which values are rounding noise is ambiguous when the data's own noise is
-close to ``zero_tol``, and the walk may then end on a ray.  A walk that ends
-on a secondary ray is therefore restarted with ``zero_rtol`` times 10, 1/10
-and 100 (setting ``restarts``, default on); the first solution whose
-natural-map residual is within the declared tolerance (``1e-9`` times
+A walk that ends on a secondary ray is restarted with ``zero_rtol`` times
+10, 1/10 and 100 (setting ``restarts``, default on); the first solution
+whose natural-map residual is within the declared tolerance (``1e-9`` times
 ``max(1, |q|)``) is returned, else the best solution found, else the ray.
 The message names the restart used; ``iterations`` counts the pivots of
-every walk.  On 3,673 Stewart--Trinkle step LCPs from twelve contact scenes
-and 900 resting-cube LCPs with random rounding noise, the ladder solves all;
-two later steps of those scenes still fail (``box-pile`` with 4 cubes at
-step 68: a ray after every restart; ``mass-ratio-stack`` at step 153: a
-basis whose residual is 3e-2), although exact rational arithmetic on the
-same data solves both.
+every walk.
 
 Settings: ``pivot_tol`` (default ``1e-12``, relative to the entering
 column's largest entry: smaller entries are not pivot candidates),
@@ -81,7 +100,9 @@ _STABLE = 1e-6
 #: A chosen pivot entry below this fraction of its column's largest entry is checked on a
 #: tableau re-solved from the data before it is used.
 _SUSPECT = 1e-6
-#: Pivots between two re-solves of the tableau from the data.
+#: Fewest pivots between two periodic re-solves of the tableau; the walk uses ``max(32, n)``:
+#: a re-solve costs about ``3 n^3`` flops, ``n`` rank-one updates about ``4 n^3``, so the
+#: periodic re-solves at most double the cost of a long walk.
 _REFRESH_EVERY = 32
 #: Re-solve once ``|B^-1|`` has fallen this many times below its peak since the last
 #: re-solve: the updates carry the peak's rounding, a fresh solve only the present basis's.
@@ -279,6 +300,7 @@ def _walk(
     z0_row = r
     it = since_refresh = refreshes = 0
     peak = 1.0  # largest |B^-1| entry since the last re-solve
+    refresh_every = max(_REFRESH_EVERY, n)
     status, message = "max_iterations", f"lemke: pivot cap {max_iter} reached"
     while it < max_iter:
         it += 1
@@ -327,7 +349,7 @@ def _walk(
             if (
                 r >= 0
                 and col[r] >= _SUSPECT * scale
-                and since_refresh < _REFRESH_EVERY
+                and since_refresh < refresh_every
                 and peak <= _RECOVERED * binv
             ):
                 break
