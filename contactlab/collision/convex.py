@@ -63,7 +63,7 @@ TOUCH_TOL = 1e-9
 #: EPA stops when the support along the nearest face adds less than this [m].
 EPA_TOL = 1e-11
 EPA_MAX_VERTICES = 128
-_EPA_MAX_FACES = 16 * EPA_MAX_VERTICES
+_EPA_MAX_FACES = 12 * EPA_MAX_VERTICES
 _CAPSULE, _BOX, _CYLINDER = CAPSULE, BOX, CYLINDER
 
 
@@ -124,8 +124,9 @@ def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray) -> int:
     r = np.empty(3)
     E = np.empty((3, 3))
     mu = np.empty(3)
+    idx = np.empty(4, dtype=np.int64)
+    M = np.empty((3, 3))
     for mask in range(1, 1 << n):
-        idx = np.empty(4, dtype=np.int64)
         k = 0
         for i in range(n):
             if mask & (1 << i):
@@ -171,7 +172,7 @@ def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray) -> int:
                 continue
             for col in range(3):
                 # Cramer's rule: replace column col by r
-                M = G.copy()
+                M[:, :] = G
                 for a in range(3):
                     M[a, col] = r[a]
                 mu[col] = (
@@ -397,13 +398,14 @@ def _epa(
 ) -> tuple:
     n = _tetra_from_simplex(kA, RA, pA, sA, kB, RB, pB, sB, W, WA, WB, n)
     maxv, maxf = EPA_MAX_VERTICES, _EPA_MAX_FACES
-    V = np.zeros((maxv, 3))
-    VA = np.zeros((maxv, 3))
-    VB = np.zeros((maxv, 3))
-    F = np.zeros((maxf, 3), dtype=np.int64)
-    FN = np.zeros((maxf, 3))
-    FD = np.full(maxf, np.inf)
-    alive = np.zeros(maxf, dtype=np.bool_)
+    # work arrays: only the first nv vertices and nf faces are ever read
+    V = np.empty((maxv, 3))
+    VA = np.empty((maxv, 3))
+    VB = np.empty((maxv, 3))
+    F = np.empty((maxf, 3), dtype=np.int64)
+    FN = np.empty((maxf, 3))
+    FD = np.empty(maxf)
+    alive = np.empty(maxf, dtype=np.bool_)
     for i in range(4):
         V[i], VA[i], VB[i] = W[i], WA[i], WB[i]
     nv = 4
@@ -419,7 +421,7 @@ def _epa(
         F[nf, 0], F[nf, 1], F[nf, 2] = i, j, k
         FN[nf], FD[nf], alive[nf] = nrm, dist, True
         nf += 1
-    edges = np.zeros((3 * maxf, 2), dtype=np.int64)
+    edges = np.empty((3 * maxf, 2), dtype=np.int64)
     best = -1
     last = -1
     while True:

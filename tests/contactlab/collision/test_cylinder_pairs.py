@@ -628,7 +628,7 @@ def test_tilted_cylinder_settles_upright_and_a_ball_lands_on_its_cap():
     here is vertical (box face, cap), so no horizontal impulse acts and the
     horizontal positions of the centres of mass do not move.  Measured: heights
     exact to 1e-9 m, tilt below 1e-6 deg, horizontal drift 6e-6 m (normals on
-    the curved rim found to ~1e-5 rad by EPA), final speeds 5e-9.  Bounds:
+    the curved rim found to ~1e-5 rad by EPA), final speeds 1e-8.  Bounds:
     heights 1e-4 m (the contact margin is 5 mm, penetration is stabilized),
     tilt 0.01 deg, drift 1e-4 m, speeds 1e-3.
     """
