@@ -156,6 +156,7 @@ STACK_CASES = {
     "mass_ratio_stack_h10": (12, 59),
     "box_pile_68": (10, 54),
     "box_pile_100": (12, 87),
+    "box_pile10_31": (8, 35),
 }
 
 
@@ -177,10 +178,10 @@ def contact_velocities(lcp: LCP, z: np.ndarray, nc: int, k: int = 4) -> np.ndarr
 def test_lemke_solves_captured_stack_lcp(name: str) -> None:
     """``data/stack_lcps.npz``: Stewart--Trinkle step LCPs (k = 4, standard form) captured
     from ``mass-ratio-stack`` (ratio 100; h = 5 ms step 192, h = 10 ms step 27) and
-    ``box-pile`` (n = 4, seed 0, h = 5 ms; steps 68 and 100).
+    ``box-pile`` (n = 4, seed 0, h = 5 ms; steps 68 and 100; n = 10, step 31).
 
-    The first three ended on a secondary ray because ``z0`` reached 0 (0, 2e-15
-    and 2e-14) without leaving: the row of ``z0`` tied in the ratio test, the
+    All but the step-100 one ended on a secondary ray because ``z0`` reached 0
+    (0, 2e-15, 2e-14 and 0) without leaving: the row of ``z0`` tied in the ratio test, the
     lexicographic rule chose another, and the degenerate walk went on until the
     entering column had no positive entry (the basis there has condition number
     1e3..4e4, so the ray is the walk's, not the arithmetic's).  At step 100 of
@@ -211,7 +212,7 @@ def test_stack_lcp_solution_against_exact_arithmetic(name: str) -> None:
     are solvable and the old rays were numerical.
 
     Impulses are not unique (redundant corner contacts), velocities need not be
-    either.  On three problems the contact-space velocities ``N v - c``, ``D v``
+    either.  On four problems the contact-space velocities ``N v - c``, ``D v``
     and the sliding speeds ``s`` agree with the exact solution's to 1e-12
     (measured 5e-15), though the impulses differ by up to 0.25 N s.  On
     ``mass_ratio_stack_h10`` the two solutions differ in normal velocity by
