@@ -45,7 +45,10 @@ secondary ray (the stacked-cube and pile step LCPs of
 the ray, in well-conditioned bases).  So ``z0``'s row is chosen whenever it
 is in the tied set, and the walk stops as soon as ``z0``'s basic value is at
 most ``zero_tol``; for the final re-solve, either variable of the
-complementary pair then missing from the basis takes ``z0``'s place.
+complementary pair then missing from the basis takes ``z0``'s place.  A ray
+met while ``z0`` is still within the declared tolerance (below) ends the
+walk the same way: the point reached solves the LCP to ``z0`` (a resting
+mass-ratio stack: ``z0`` = 5.3e-13 against ``zero_tol`` = 5e-13).
 
 Re-solving the tableau.  Each pivot updates ``B^-1`` by a rank-one change,
 so the tableau carries the rounding of every basis on the way: after a run
@@ -258,7 +261,7 @@ class LemkeBackend(Backend):
         total = 0
         best: tuple[float, str, str, NDArray[np.float64]] | None = None
         for attempt, rtol in enumerate(ladder):
-            status, message, it, z = _walk(M, q, rtol, pivot_tol, max_iter)
+            status, message, it, z = _walk(M, q, rtol, pivot_tol, max_iter, accept)
             total += it
             if attempt:
                 message += f" (restart {attempt} with zero_rtol = {rtol:g})"
@@ -282,8 +285,13 @@ def _walk(
     zero_rtol: float,
     pivot_tol: float,
     max_iter: int,
+    ray_tol: float = 0.0,
 ) -> tuple[str, str, int, NDArray[np.float64]]:
-    """One complementary-pivoting walk: ``(status, message, pivots, z)``."""
+    """One complementary-pivoting walk: ``(status, message, pivots, z)``.
+
+    A secondary ray met with ``z0 <= ray_tol`` ends the walk at the current point,
+    which solves the LCP to ``z0`` (``w = Mz + q + z0``).
+    """
     n = q.size
     q_scale = float(np.abs(q).max())
     # Columns: w (0..n-1), z (n..2n-1), z0 (2n).  Tableau T = B^-1 A with A = [I, -M, -1],
@@ -354,8 +362,15 @@ def _walk(
             ):
                 break
         if r < 0:
-            status = "ray_termination"
-            message = f"lemke: secondary ray after {it} pivots (no solution found)"
+            if b[z0_row] <= ray_tol:
+                status = "optimal"
+                message = (
+                    f"lemke: secondary ray after {it} pivots with z0 = {b[z0_row]:.1e}, "
+                    "within the tolerance: the current point"
+                )
+            else:
+                status = "ray_termination"
+                message = f"lemke: secondary ray after {it} pivots (no solution found)"
             break
     if refreshes:
         message += f"; tableau re-solved from the data {refreshes} times"

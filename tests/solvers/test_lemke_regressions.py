@@ -237,3 +237,49 @@ def test_resting_stack_lcp_carries_the_weights() -> None:
     lcp = stack_lcp("mass_ratio_stack_h5")
     z = solve(lcp, "lemke").x
     assert z[:8].sum() == pytest.approx((1.0 + 2.0 * 100.0) * 0.1 * 9.81 * 5e-3, abs=1e-9)
+
+
+def test_ray_reached_with_z0_at_rounding_level_returns_the_current_point() -> None:
+    """``mass_ratio10_h5_337`` (``mass-ratio-stack`` ratio 10, h = 5 ms, step 337, at rest).
+
+    The walk's ``z0`` falls to 5.3e-13 at pivot 7, just above ``zero_tol``
+    (5e-13), and the walk ends on a ray six degenerate pivots later.  Since
+    ``w = Mz + q + z0``, the point reached solves the LCP to ``z0``, far within
+    the declared 1e-9, and is returned on the first walk.  Facts: ``optimal``
+    without restart; natural-map residual below 1e-9 (measured 4.2e-11, the
+    tableau's rounding); contact velocities within 1e-10 of the exact
+    solution's (54 rational pivots).
+    """
+    lcp = stack_lcp("mass_ratio10_h5_337")
+    res = solve(lcp, "lemke", restarts=False)
+    assert res.status == "optimal", res.message
+    z = res.x
+    assert z.min() >= 0.0
+    assert np.abs(np.minimum(z, lcp.M @ z + lcp.q)).max() < 1e-9
+    diff = contact_velocities(lcp, z, 10) - contact_velocities(
+        lcp, STACKS["mass_ratio10_h5_337_z_exact"], 10
+    )
+    assert np.abs(diff).max() < 1e-10
+
+
+def test_heavy_stack_step_is_solved_within_tolerance_by_the_restart_ladder() -> None:
+    """``mass_ratio1e4_h10_13`` (ratio 10,000: 1000 kg on 0.1 kg, h = 10 ms, step 13).
+
+    Impulses reach 49 N s while velocities are 0.1 m/s, and ``zero_tol``
+    (relative to the largest of both) clamps up to 5e-10 per pivot: the first
+    walk's basis, re-solved with the original ``q``, leaves ``w`` at -1.3e-8,
+    above the declared tolerance, and the ladder's restart with
+    ``zero_rtol = 1e-12`` reaches 4.2e-11.  Facts: ``optimal``; natural-map
+    residual below 1e-9; contact velocities within 1e-10 of the exact
+    solution's (35 rational pivots).
+    """
+    lcp = stack_lcp("mass_ratio1e4_h10_13")
+    res = solve(lcp, "lemke")
+    assert res.status == "optimal", res.message
+    z = res.x
+    assert z.min() >= 0.0
+    assert np.abs(np.minimum(z, lcp.M @ z + lcp.q)).max() < 1e-9
+    diff = contact_velocities(lcp, z, 8) - contact_velocities(
+        lcp, STACKS["mass_ratio1e4_h10_13_z_exact"], 8
+    )
+    assert np.abs(diff).max() < 1e-10
