@@ -46,6 +46,12 @@ the returned distance, and EPA's polytope lies inside ``D`` (its depth is a
 lower bound of the penetration).  EPA stops after :data:`EPA_MAX_VERTICES`
 vertices (reached only by penetrations of several centimetres on curved
 features), GJK after :data:`GJK_MAX_ITER` iterations.
+
+Cost (2-core machine, warm cache): ~1.5 us per separated pair, ~10 us per
+touching or penetrating pair.  The kernels are compiled once (about 20-40 s
+cold) and cached; numba's cache of a caller (``cylinders``) is keyed on the
+caller's source only, so after editing this module delete
+``contactlab/collision/__pycache__/cylinders*.nb*`` as well.
 """
 
 from __future__ import annotations
