@@ -41,7 +41,9 @@ nearer cap (depth ``hh - |z|``).
 
 Every manifold point has a separation ``>= d``: ``n`` maximises the support
 gap ``min_A n.x - max_B n.x = d``, so no pair of points of A and B lies
-closer than ``d`` along ``n``.  The rim polygon is inscribed in the circle,
+closer than ``d`` along ``n`` (a point kept only thanks to the
+:data:`CLIP_TOL` allowance, at most 1e-5 m outside the reference face, is
+clamped to ``d``).  The rim polygon is inscribed in the circle,
 so a cap hanging over an edge is supported slightly inside its true rim (by
 at most ``r (1 - cos(pi / K))``, 7.6 % of the radius for K = 8).
 """
