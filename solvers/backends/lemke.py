@@ -84,7 +84,7 @@ ms (2 s), ``box-stack`` with 3 cubes (2 s): all 4,800 steps are solved; 3
 (ratio 10,000 at h = 10 ms) need a restart; 7 to 44 pivots per LCP on
 average, at most 121.  Without the two rules above (ending at ``z0 = 0``,
 re-solving the tableau) 12 of those runs stopped on a ray (after 2 to 192
-steps), and 145 of the 1,603 LCPs they reached needed a restart.
+steps), and 148 of the 1,603 LCPs they reached needed a restart.
 
 Settings: ``pivot_tol`` (default ``1e-12``, relative to the entering
 column's largest entry: smaller entries are not pivot candidates),
