@@ -82,7 +82,9 @@ def test_box_slide_stops_after_v0_squared_over_2_mu_g():
     scene, p, phi, _ = run("box-slide", {"v0": 2.0, "mu": 0.3}, *EXACT[1])
     travelled = (p[-1] - p[0]) @ scene.extras["direction"]
     assert travelled == pytest.approx(scene.extras["stopping_distance"], rel=0.02)
-    assert np.abs(phi[-1]).max() < 1e-9
+    # at rest to the solver's accuracy: PGS stops at a natural-map residual of 1e-6,
+    # a velocity error of at most ~1e-6 on the rows (Lemke is exact to rounding)
+    assert np.abs(phi[-1]).max() < 1e-6
 
 
 def test_stack_stays_at_rest():
