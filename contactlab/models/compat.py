@@ -43,6 +43,10 @@ from contactlab.models.common import worst_status
 from solvers import LCP, QP, SolverResult
 from solvers.registry import ALIASES
 
+#: Inner-solve tolerance of a model whose ``solver_tol`` is unset and whose backend
+#: declares no ``default_tol`` of its own.
+DEFAULT_SOLVER_TOL = 1e-9
+
 KINDS: dict[str, str] = {
     "eq_qp": "equality-constrained QP",
     "qp": "QP with SPD cost and general inequality rows",
@@ -99,14 +103,16 @@ class SolvingModel(ContactModel):
 
     Common options
     --------------
-    solver_tol : absolute tolerance passed to every inner solve (default ``1e-9``).
+    solver_tol : absolute tolerance passed to every inner solve; ``None`` (default): the
+        backend's ``default_tol`` if it declares one (``pgs``: 1e-6, its declared accuracy),
+        else :data:`DEFAULT_SOLVER_TOL` (1e-9).
     max_iter : iteration cap of every inner solve (backend default if ``None``).
     solver_settings : dict passed unchanged to the backend (e.g. ``{"omega": 1.2}``).
     """
 
     defaults: ClassVar[dict[str, Any]] = {}
     common: ClassVar[dict[str, Any]] = {
-        "solver_tol": 1e-9,
+        "solver_tol": None,
         "max_iter": None,
         "solver_settings": None,
     }
@@ -124,6 +130,12 @@ class SolvingModel(ContactModel):
                 f"{', '.join(fitting) or 'none installed'}"
             )
         self.backend = backend
+        #: tolerance of every inner solve (``solver_tol``, or the backend's default request)
+        self.tol = float(
+            self.options["solver_tol"]
+            if self.options["solver_tol"] is not None
+            else (backend.default_tol or DEFAULT_SOLVER_TOL)
+        )
         self.route = next(r for r in self.routes(**merged) if fits_route(r, solver))
         self._results: list[SolverResult] = []
         self._suspect = False
@@ -139,7 +151,7 @@ class SolvingModel(ContactModel):
             )
         merged = {**known, **options}
         tol = merged["solver_tol"]
-        if not (isinstance(tol, (int, float)) and 0 < tol < 1):
+        if tol is not None and not (isinstance(tol, (int, float)) and 0 < tol < 1):
             raise ConfigurationError(f"option solver_tol must be a number in (0, 1), got {tol!r}")
         cap = merged["max_iter"]
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
@@ -196,7 +208,7 @@ class SolvingModel(ContactModel):
         res = solvers.solve(
             problem,
             self.solver,
-            tol=opts["solver_tol"],
+            tol=self.tol,
             max_iter=opts["max_iter"],
             warm_start=warm,
             **(opts["solver_settings"] or {}),
@@ -214,7 +226,7 @@ class SolvingModel(ContactModel):
         tolerance (relative to the data) is treated as a failed solve.
         """
         scale = max(1.0, float(np.max(np.abs(problem.q), initial=0.0)))
-        limit = 1e3 * max(self.backend.tolerance, self.options["solver_tol"]) * scale
+        limit = 1e3 * max(self.backend.tolerance, self.tol) * scale
         return bool(np.isfinite(res.max_residual) and res.max_residual <= limit)
 
     def take_results(self) -> list[SolverResult]:

@@ -97,6 +97,9 @@ class Backend:
     detects_infeasibility: ClassVar[bool] = False
     #: Accuracy (max residual) reached with default settings on well-scaled problems.
     tolerance: ClassVar[float] = 1e-6
+    #: Tolerance a caller should request when it has no accuracy of its own in mind (the
+    #: contact models' ``solver_tol`` left unset); ``None``: the caller's own default.
+    default_tol: ClassVar[float | None] = None
     #: Backend status code -> shared status string.
     STATUS_MAP: ClassVar[dict[Any, str]] = {}
 

@@ -105,8 +105,10 @@ def test_body_inside_the_margin_falls_onto_the_surface_not_short_of_it():
     scene = scene.with_(initial_E=E, duration=0.3)
     r = Simulator(scene, model="box-friction", solver="pgs").run()
     z = r.trajectory["position"][:, 0, 2]
-    assert z.min() >= 0.1 - 1e-9  # never below the ground
-    assert z[-1] == pytest.approx(0.1, abs=1e-9)
+    # PGS at its default tolerance leaves normal velocities accurate to ~1e-6 m/s, i.e.
+    # positions to h * 1e-6 = 5e-9 m per step
+    assert z.min() >= 0.1 - 1e-8  # never below the ground
+    assert z[-1] == pytest.approx(0.1, abs=1e-8)
 
 
 def test_penetration_decays_by_the_feedback_fraction_per_step():

@@ -172,7 +172,7 @@ def test_resting_box_stack_stays_at_rest_with_high_restitution():
 MODELS = [
     ("frictionless", "qpsolvers:daqp", 1e-9),
     ("anitescu-hart", "osqp", 1e-6),
-    ("box-friction", "pgs", 1e-9),
+    ("box-friction", "pgs", 1e-5),  # PGS's default accuracy 1e-6 m/s on a 0.59 m/s rebound
     ("stewart-trinkle", "lemke", 1e-9),
 ]
 

@@ -27,7 +27,9 @@ from contactlab.simulator import Simulator
 def stack_problem():  # type: ignore[no-untyped-def]
     """The second step of a resting 3-cube stack (h = 10 ms), and the cache it starts from."""
     scene = get_scenario("box-stack").build(n=3)
-    sim = Simulator(scene, "maximal", "box-friction", "pgs", dt=0.01)
+    sim = Simulator(
+        scene, "maximal", "box-friction", "pgs", dt=0.01, model_options={"solver_tol": 1e-9}
+    )
     state, _ = sim.step(sim.initial_state(), 0)
     _, record = sim.step(state, 1)
     return record.problem

@@ -1,0 +1,46 @@
+"""The inner-solve tolerance of a contact model when ``solver_tol`` is left unset.
+
+Facts: PGS is asked for its declared accuracy (1e-6: Gauss--Seidel does not
+reach 1e-9 on redundant contacts within its sweep cap), every other backend
+for 1e-9; an explicit ``solver_tol`` wins; the request reaches the solver
+layer (a resting-stack step by PGS stops at a residual within 1e-6, not 1e-9).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contactlab.errors import ConfigurationError
+from contactlab.models.base import make_model
+from contactlab.models.compat import DEFAULT_SOLVER_TOL
+from contactlab.scenario import get_scenario
+from contactlab.simulator import Simulator
+from solvers.registry import get_backend
+
+
+def test_unset_tolerance_is_the_backends_default_request() -> None:
+    assert get_backend("pgs").default_tol == 1e-6
+    assert make_model("box-friction", "pgs").tol == 1e-6
+    assert make_model("frictionless", "pgs").tol == 1e-6
+    assert DEFAULT_SOLVER_TOL == 1e-9
+    assert make_model("box-friction", "osqp").tol == DEFAULT_SOLVER_TOL
+    assert make_model("stewart-trinkle", "lemke").tol == DEFAULT_SOLVER_TOL
+    assert make_model("box-friction", "pgs", solver_tol=1e-8).tol == 1e-8
+
+
+def test_bad_tolerance_is_one_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="solver_tol"):
+        make_model("box-friction", "pgs", solver_tol=0.0)
+
+
+def test_default_request_reaches_the_solver() -> None:
+    scene = get_scenario("box-stack").build(n=2)
+    sim = Simulator(scene, "maximal", "box-friction", "pgs", dt=0.01)
+    state = sim.initial_state()
+    for i in range(3):
+        state, record = sim.step(state, i)
+    inner = record.solution.results
+    assert inner and all(r.status == "optimal" for r in inner)
+    # stopped at the default request: residual within 1e-6 (the layer's own measure)
+    assert all(r.max_residual <= 1e-6 for r in inner)
+    assert all("(tol 1e-06)" in r.message for r in inner)
