@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -233,6 +234,31 @@ COVERAGE_BUDGET = 1.0
 #: Models run at the smallest coverage size only: tens of seconds per step on the
 #: 100-box pile (Staggered Projections' outer cap, dense Lemke pivoting; main table).
 COVERAGE_SMALL_ONLY = ("staggered-projections", "stewart-trinkle")
+#: Wall-clock limit [s] of one pair on one pile (its warm-up and timed steps together).
+COVERAGE_LIMIT = 60.0
+
+
+class PairTimeout(Exception):
+    """A coverage pair ran past :data:`COVERAGE_LIMIT`."""
+
+
+def _limited(seconds: float, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, interrupted by :class:`PairTimeout` after ``seconds`` of wall time.
+
+    Uses ``SIGALRM`` (Unix, main thread): the exception is raised between
+    Python operations, so a single long call into a compiled solver finishes first.
+    """
+
+    def stop(signum: int, frame: Any) -> None:
+        raise PairTimeout(f"stopped after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> list[dict[str, Any]]:
@@ -240,7 +266,8 @@ def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> l
 
     Each pair takes one untimed step and ``steps`` timed steps on each pile
     (smallest first); a pair whose median step exceeded :data:`COVERAGE_BUDGET`
-    on a smaller pile is recorded as not run on the larger ones.  A pair that
+    on a smaller pile, or that did not finish within :data:`COVERAGE_LIMIT` of
+    wall time, is recorded as not run on the larger ones.  A pair that
     raises (a backend refusing a step's problem) is recorded with its error.
     """
     from contactlab.models.base import _MODELS, model_names
@@ -262,7 +289,13 @@ def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> l
                     rows.append({**base, "outcome": "not run (slow at a smaller pile)"})
                     continue
                 try:
-                    row = measure(scene, state, model, solver, {}, steps, h, warmup=1)
+                    row = _limited(
+                        COVERAGE_LIMIT, measure, scene, state, model, solver, {}, steps, h, 1
+                    )
+                except PairTimeout as exc:
+                    rows.append({**base, "outcome": f"not finished: {exc} (slow)"})
+                    too_slow = True
+                    continue
                 except Exception as exc:  # recorded, the table goes on
                     rows.append({**base, "outcome": f"error: {type(exc).__name__}: {exc}"[:160]})
                     break
@@ -288,7 +321,8 @@ def write_coverage(cov: pd.DataFrame, path: Path, settle: float) -> None:
         "",
         "One untimed step, then the median of two timed steps (thread CPU time) on "
         f"the landed piles; a pair slower than {COVERAGE_BUDGET:g} s per step on the "
-        "smaller pile is not run on the larger one.",
+        "smaller pile is not run on the larger one, and a pair is stopped after "
+        f"{COVERAGE_LIMIT:g} s of wall time on one pile.",
         "",
         "| bodies | model | backend | step [ms] | solve [ms] | iterations | outer "
         "| not optimal | outcome |",
