@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from contactlab.collision import collide
+from contactlab.metrics import USABLE_STATUSES
 from contactlab.scenario import get_scenario
 from contactlab.scene import State
 from contactlab.simulator import Simulator
@@ -93,6 +94,10 @@ def landed_pile(n: int, settle: float, h: float) -> tuple[Any, State]:
     return scene, state
 
 
+class StepUnusable(Exception):
+    """A step whose velocities the simulator would not use (failed status or non-finite)."""
+
+
 def measure(
     scene: Any,
     start: State,
@@ -126,6 +131,12 @@ def measure(
         cache = dict(state.cache)
         solution = sim.model.solve(problem, cache)
         t3 = time.thread_time()
+        if solution.status not in USABLE_STATUSES or not np.all(np.isfinite(solution.v)):
+            # the simulator's own rule: such a step ends a run (no state is advanced)
+            raise StepUnusable(
+                f"step {i + 1} unusable: status {solution.status!r}"
+                + ("" if np.all(np.isfinite(solution.v)) else ", non-finite velocities")
+            )
         new = sim.formulation.advance(state, solution, h)
         state = replace(new, cache={**new.cache, **cache, **solution.cache})
         if i < warmup:
@@ -295,6 +306,9 @@ def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> l
                 except PairTimeout as exc:
                     rows.append({**base, "outcome": f"not finished: {exc} (slow)"})
                     too_slow = True
+                    continue
+                except StepUnusable as exc:
+                    rows.append({**base, "outcome": f"run stopped: {exc}"})
                     continue
                 except Exception as exc:  # recorded, the table goes on
                     rows.append({**base, "outcome": f"error: {type(exc).__name__}: {exc}"[:160]})
