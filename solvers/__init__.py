@@ -1,4 +1,4 @@
-"""contactlab's solver-adapter layer: QP and LCP problems, conversions, backends, results.
+"""contactlab's solver-adapter layer: QP, LCP and frictional-contact problems, conversions, backends, results.
 
 Depends on numpy/scipy (and numba for the Gauss--Seidel kernel); each backend's
 package is imported only when that backend runs.  Never imports ``contactlab``.
@@ -16,6 +16,7 @@ Example
 from __future__ import annotations
 
 from solvers.dispatch import solve
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.registry import available_backends, backend_table, get_backend
@@ -26,6 +27,8 @@ __all__ = [
     "QP",
     "STATUSES",
     "FrictionBlocks",
+    "FrictionalContact",
+    "GlobalFrictionalContact",
     "IncompatibleProblem",
     "ProblemError",
     "SOCBlocks",

@@ -57,6 +57,10 @@ class SolverResult:
         Name of the backend that ran.
     conversions
         Names of the conversions the layer applied, in order.
+    measures
+        For a frictional-contact problem: the natural-map residual and the
+        Signorini, cone and dissipation measures of
+        :func:`solvers.frictional.fc_residuals`; else ``None``.
     """
 
     x: NDArray[np.float64]
@@ -72,6 +76,7 @@ class SolverResult:
     conversions: list[str] = field(default_factory=list)
     w: NDArray[np.float64] | None = None
     z_soc: NDArray[np.float64] | None = None
+    measures: dict[str, float] | None = None
 
     @property
     def success(self) -> bool:
