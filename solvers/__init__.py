@@ -1,4 +1,4 @@
-"""contactlab's solver-adapter layer: QP, LCP and frictional-contact problems, conversions, backends, results.
+"""contactlab's solver-adapter layer: QP, LCP and frictional-contact problems, backends.
 
 Depends on numpy/scipy (and numba for the Gauss--Seidel kernel); each backend's
 package is imported only when that backend runs.  Never imports ``contactlab``.
@@ -16,8 +16,8 @@ Example
 from __future__ import annotations
 
 from solvers.dispatch import solve
-from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.registry import available_backends, backend_table, get_backend
 from solvers.result import STATUSES, SolverResult

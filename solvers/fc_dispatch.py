@@ -71,7 +71,7 @@ def fitting_backends(problem: FrictionalContact) -> list[str]:
 
 
 def _edge_rows(problem: FrictionalContact) -> sp.csr_matrix:
-    """Rows ``mu o_j r_n - nrm_j . r_t >= 0`` of every contact's polygon edges (and ``r_n >= 0``)."""
+    """Rows ``mu o_j r_n - nrm_j . r_t >= 0`` of each contact's polygon edges, and ``r_n >= 0``."""
     d = problem.dirs
     e = np.roll(d, -1, axis=0) - d
     nrm = np.column_stack([e[:, 1], -e[:, 0]])

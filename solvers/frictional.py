@@ -177,7 +177,9 @@ class FrictionalContact:
 
     def with_law(self, law: str) -> FrictionalContact:
         """The same data under another law."""
-        return FrictionalContact(self.W, self.q, self.mu, law, self.cone, self.directions, self.row_lo)
+        return FrictionalContact(
+            self.W, self.q, self.mu, law, self.cone, self.directions, self.row_lo
+        )
 
     def __repr__(self) -> str:
         return (
@@ -242,9 +244,7 @@ class GlobalFrictionalContact:
         self.G = _as_sparse("G", G, None, "csr") if G is not None else sp.csr_matrix((0, n))
         if self.G.shape[1] != n:
             raise ProblemError("G", f"has {self.G.shape[1]} columns, expected {n}")
-        self.b = (
-            _as_vector("b", b, self.G.shape[0], finite=True) if b is not None else np.zeros(0)
-        )
+        self.b = _as_vector("b", b, self.G.shape[0], finite=True) if b is not None else np.zeros(0)
         _check_choice("law", law, LAWS)
         _check_choice("cone", cone, CONES)
         self.law = law

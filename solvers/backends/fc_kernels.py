@@ -307,6 +307,13 @@ def _cg(
 
 
 @njit(cache=True)
+def _shift(kind: int, mu: Vec, dirs: Vec, nc: int, q: Vec, u: Vec, qs: Vec) -> None:
+    """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_t)`` per contact."""
+    for i in range(nc):
+        qs[3 * i] = q[3 * i] + support(kind, mu[i], dirs, u[3 * i + 1], u[3 * i + 2])
+
+
+@njit(cache=True)
 def admm(
     indptr: IVec,
     indices: IVec,
@@ -329,10 +336,13 @@ def admm(
     (conjugate gradients, warm-started, to a tolerance below the current
     residuals), ``z = P_K(r + l)``, ``l += r - z``.  For the Coulomb law
     ``q_s = q + (h(u_t), 0, 0)`` per contact with ``u`` the velocity of the
-    current ``z`` (De Saxcé's fixed point inside the splitting); for the CCP
-    ``q_s = q``.  The penalty is balanced every 5 iterations: multiplied by
-    ``sqrt(primal / dual)`` (clipped to [0.1, 10]) when the primal and dual
-    residuals differ by more than a factor 10, the scaled multiplier rescaled.
+    current ``z``, updated whenever the shifted CCP's own natural-map residual
+    is below a tenth of the Coulomb residual (De Saxcé's fixed point, as an
+    outer loop folded into the splitting); for the CCP ``q_s = q``.  The
+    penalty is balanced every 5 iterations: multiplied by
+    ``sqrt(primal / dual)`` (clipped to [0.1, 10]) when the primal residual
+    ``||r - z||`` and the dual residual ``rho ||z - z_old||`` differ by more
+    than a factor 10, the scaled multiplier rescaled with it.
     """
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
@@ -341,19 +351,19 @@ def admm(
     x = z.copy()
     lam = np.zeros(n)
     u = np.empty(n)
+    us = np.empty(n)
     qs = q.copy()
     rhs = np.empty(n)
     zold = np.empty(n)
     xl = np.empty(n)
     matvec(indptr, indices, data, z, q, u)
     res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
+    if law == 1:
+        _shift(kind, mu, dirs, nc, q, u, qs)
     it = 0
     cg_tol = 1e-3 * (qnorm + 1e-30)
     while res > tol and it < max_iter:
         it += 1
-        if law == 1:
-            for i in range(nc):
-                qs[3 * i] = q[3 * i] + support(kind, mu[i], dirs, u[3 * i + 1], u[3 * i + 2])
         for i in range(n):
             rhs[i] = rho * (z[i] - lam[i]) - qs[i]
         _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
@@ -373,6 +383,13 @@ def admm(
         res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
         if not math.isfinite(res):
             break
+        if law == 1:
+            # outer fixed point on the shift once the shifted CCP is solved well enough
+            for i in range(n):
+                us[i] = u[i] + (qs[i] - q[i])
+            inner = natural_map(0, kind, mu, dirs, row_lo, nc, z, us, qnorm)
+            if inner <= max(0.1 * res, 0.5 * tol):
+                _shift(kind, mu, dirs, nc, q, u, qs)
         cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
         if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
             factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)

@@ -14,7 +14,7 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   gradient restart; the CCP only (the Coulomb law is not the optimality
   condition of a minimisation).  ``max_iter`` default 20000.
 - ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
-  default ``mean(diag W)``) and conjugate-gradient ``W + rho I`` solves; both
+  default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both
   laws (De Saxcé's fixed point inside the splitting for Coulomb).
   ``max_iter`` default 5000.
 
@@ -153,7 +153,9 @@ class APGDBackend(FrictionBackend):
         )  # fmt: skip
         t2 = time.perf_counter()
         msg = f"apgd: natural-map residual {res:.3e} after {it} iterations (tol {opts.tol:g})"
-        return RawSolution(r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1)
+        return RawSolution(
+            r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1
+        )
 
 
 class ADMMBackend(FrictionBackend):
@@ -168,7 +170,7 @@ class ADMMBackend(FrictionBackend):
 
         settings = dict(opts.settings)
         diag = problem.W.diagonal()
-        rho = float(settings.pop("rho", float(np.mean(diag)) if diag.size else 1.0))
+        rho = float(settings.pop("rho", 1e-3 * float(np.mean(diag)) if diag.size else 1.0))
         _no_settings(self.name, settings, ("rho",))
         if not rho > 0.0:
             raise ProblemError("rho", f"the penalty must be positive, got {rho}")
@@ -186,7 +188,9 @@ class ADMMBackend(FrictionBackend):
             f"admm: natural-map residual {res:.3e} after {it} iterations "
             f"(tol {opts.tol:g}, final rho {rho_end:.3g})"
         )
-        return RawSolution(r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1)
+        return RawSolution(
+            r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1
+        )
 
 
 FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend]
