@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
@@ -74,6 +75,9 @@ class ReducedFormulation(Formulation):
     stabilization : Baumgarte form of the loop closures and the scene's
         constraints (:mod:`contactlab.reduced.constraints`): "velocity",
         "acceleration" or "off".
+    coriolis : "rotated" (default, each body's momentum turned by its step
+        rotation, as the maximal formulation does) or "explicit" (eq. 2.73 as
+        printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     """
 
     has_joint_drift = False
@@ -89,8 +93,12 @@ class ReducedFormulation(Formulation):
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
+        coriolis: str = "rotated",
     ) -> None:
         super().__init__(scene)
+        if coriolis not in ("rotated", "explicit"):
+            raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         from contactlab.reduced.constraints import scene_constraints
 
@@ -119,7 +127,7 @@ class ReducedFormulation(Formulation):
         kin = forward_kinematics(tree, q, qdot, step=self.group_integration)
         M_r = dyn.mass_matrix(kin)
         tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
-        f = M_r @ qdot + h * dyn.reduced_forces(kin, tau)
+        f = dyn.free_momentum(kin, h, tau, self.coriolis)
         M = M_r
         if self.implicit:
             terms = dyn.implicit_terms(kin)

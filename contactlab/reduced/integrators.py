@@ -33,7 +33,12 @@ CHART_HYSTERESIS = 0.5
 
 
 def step_linearly_implicit(
-    tree: Tree, q: Array, qdot: Array, h: float, tau: Array | None = None
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    h: float,
+    tau: Array | None = None,
+    coriolis: str = "rotated",
 ) -> tuple[Array, Array]:
     """One step of linearly implicit Euler; returns ``(q, qdot)`` at ``t + h``.
 
@@ -46,12 +51,14 @@ def step_linearly_implicit(
     start of the step, eq. 2.72).  Positions by :meth:`Tree.advance`
     (``q + h qdot+`` for joints with constant ``S``); ``f_r``'s bias
     ``Jdot qdot`` is taken along that motion (``forward_kinematics(step=True)``).
+    ``coriolis``: "rotated" (default) or "explicit" gyroscopic terms
+    (:func:`contactlab.reduced.dynamics.free_momentum`).
     """
     kin = forward_kinematics(tree, q, qdot, step=True)
     M = dyn.mass_matrix(kin)
     terms = dyn.implicit_terms(kin)
     lhs = M + h * terms.D - h * h * terms.K
-    rhs = M @ qdot + h * dyn.reduced_forces(kin, tau) + h * (terms.D @ qdot)
+    rhs = dyn.free_momentum(kin, h, tau, coriolis) + h * (terms.D @ qdot)
     try:
         qdot_new = np.linalg.solve(lhs, rhs)
     except np.linalg.LinAlgError as err:
