@@ -184,6 +184,11 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar, print only the folder")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument(
+        "--no-divergence-guard",
+        action="store_true",
+        help="keep stepping a run whose state is physically absurd (docs/reliability.md)",
+    )
 
 
 def run_to_folder(
@@ -202,6 +207,7 @@ def run_to_folder(
     quiet: bool = False,
     plots: bool = True,
     command: Sequence[str] | None = None,
+    divergence_guard: bool = True,
 ) -> tuple[Path, Any]:
     """Validate everything, run, and write the results folder; return ``(folder, run)``.
 
@@ -219,6 +225,7 @@ def run_to_folder(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     n = sim.n_steps(steps, duration)
     target = out if out is not None else default_out(scenario, formulation, model, solver)
@@ -266,6 +273,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         plots=not args.no_plots,
         command=["contactlab", *args.argv],
+        divergence_guard=not args.no_divergence_guard,
     )
     _report(folder, run, args.quiet)
     return 0

@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -79,7 +80,8 @@ class Run:
         angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
     initial_metrics : the formulation's state metrics at t = 0.
     status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
-        but not optimal), ``"stopped"`` (a callback ended it) or ``"failed"``.
+        but not optimal), ``"stopped"`` (a callback ended it), ``"diverged"``
+        (the divergence guard stopped it) or ``"failed"``.
     """
 
     scene: Scene
@@ -208,6 +210,9 @@ class Simulator:
     collide : collision function ``(scene, E) -> contacts``; by default
         :func:`contactlab.collision.collide` when the scene has geometry.
     slip_threshold : [m/s] slip speed above which a contact counts as sliding.
+    divergence_guard : stop the run with status ``"diverged"`` at the first
+        physically absurd state (see :mod:`contactlab.divergence`); ``False``
+        keeps stepping, for those who study the blow-up.
     """
 
     def __init__(
@@ -220,8 +225,10 @@ class Simulator:
         model_options: Mapping[str, Any] | None = None,
         collide: Collide | None = None,
         slip_threshold: float = M.SLIP_THRESHOLD,
+        divergence_guard: bool = True,
     ) -> None:
         self.scene = scene
+        self.divergence_guard = bool(divergence_guard)
         h = scene.dt if dt is None else dt
         if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
             raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
@@ -352,10 +359,12 @@ class Simulator:
 
         Raises
         ------
-        StepFailure, StateError, SingularSystemError
-            When a step's solution is unusable, the state stops being finite
-            or the system is singular; the exception's ``run`` attribute holds
-            the run up to the failed step.
+        StepFailure, StateError, SingularSystemError, DivergenceError
+            When a step's solution is unusable, the state stops being finite,
+            the system is singular or (with the divergence guard on) the state
+            is physically absurd; the exception's ``run`` attribute holds the
+            run up to and including the failed step (status ``"failed"``, or
+            ``"diverged"`` for a :class:`~contactlab.errors.DivergenceError`).
         """
         n = self.n_steps(steps, duration)
         wall_start = time.perf_counter()
@@ -363,23 +372,34 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = _Recorder(self.formulation, self.scene, state, n)
+        guard = self._guard(state, initial)
+        initial["energy_scale"] = guard.bounds.energy_scale
         bar = _progress_bar(n) if progress is True else None
         rows: list[dict[str, Any]] = []
         status = "ok"
+        # Overflow and invalid-value warnings of a blowing-up step would only
+        # precede the error the finiteness check and the guard raise for it.
         try:
-            for i in range(n):
-                state, record = self.step(state, i)
-                rows.append(record.metrics)
-                recorder.add(state)
-                if bar is not None:
-                    bar.update(1)
-                elif callable(progress):
-                    progress(i + 1, n)
-                if callback is not None and callback(state, record):
-                    status = "stopped"
-                    break
-        except ContactlabError as err:  # StepFailure, StateError, SingularSystemError, ...
-            err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                for i in range(n):
+                    state, record = self.step(state, i)
+                    rows.append(record.metrics)
+                    recorder.add(state)
+                    if self.divergence_guard:
+                        contacts = record.contacts
+                        if contacts is None:
+                            contacts = record.problem.contacts
+                        guard.check(i, record.t, record.metrics, recorder.phi[i + 1], contacts)
+                    if bar is not None:
+                        bar.update(1)
+                    elif callable(progress):
+                        progress(i + 1, n)
+                    if callback is not None and callback(state, record):
+                        status = "stopped"
+                        break
+        except ContactlabError as err:  # StepFailure, StateError, DivergenceError, ...
+            status = getattr(err, "status", "failed")
+            err.run = self._make_run(rows, recorder, initial, wall_start, status, str(err))  # type: ignore[attr-defined]
             raise
         finally:
             if bar is not None:
@@ -387,6 +407,14 @@ class Simulator:
         if status == "ok" and any(r["status"] != "optimal" for r in rows):
             status = "inaccurate"
         return self._make_run(rows, recorder, initial, wall_start, status)
+
+    def _guard(self, state: State, initial: dict[str, float]) -> DivergenceGuard:
+        E, phi = self.formulation.maximal(state)
+        masses = np.array([b.mass for b in self.scene.bodies], dtype=float)
+        gravity_energy = -float(masses @ (E[:, :3, 3] @ np.asarray(self.scene.gravity)))
+        force_energy = float(initial.get("potential_energy", 0.0)) - gravity_energy
+        bounds = scene_bounds(self.scene, E, phi, initial, force_energy)
+        return DivergenceGuard(bounds, float(initial.get("total_energy", 0.0)))
 
     def _make_run(
         self,
@@ -480,6 +508,7 @@ def simulate(
     duration: float | None = None,
     model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
+    divergence_guard: bool = True,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
 
@@ -497,6 +526,7 @@ def simulate(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     return sim.run(steps=steps, duration=duration, progress=progress)
 
@@ -510,6 +540,7 @@ def build_simulator(
     solver: str = "kkt",
     dt: float | None = None,
     model_options: Mapping[str, Any] | None = None,
+    divergence_guard: bool = True,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
@@ -525,4 +556,12 @@ def build_simulator(
             f"not {formulation!r}; choose one with --formulation"
         )
     scene = spec.build(**dict(parameters or {}))
-    return Simulator(scene, formulation, model, solver, dt=dt, model_options=model_options)
+    return Simulator(
+        scene,
+        formulation,
+        model,
+        solver,
+        dt=dt,
+        model_options=model_options,
+        divergence_guard=divergence_guard,
+    )

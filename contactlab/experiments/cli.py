@@ -38,6 +38,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from contactlab.experiments.compare import compare
+    from contactlab.experiments.table import FAILED_STATUSES
 
     options = {
         k: parse_option_value(v)
@@ -56,7 +57,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         quiet=args.quiet,
     )
     ran = len(result.table)
-    failed = int((result.table["status"] == "failed").sum()) if ran else 0
+    failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0
     print(f"{ran} combinations run ({failed} failed), {len(result.skipped)} do not fit")
     if len(result.skipped):
         names = ", ".join(

@@ -12,7 +12,8 @@ written by :mod:`contactlab.results`.  Two things are added for experiments:
 
 A run that fails in a way the framework reports (a solver failure, a
 diverged state, an incompatible model/solver) is a *result*: a folder is
-still written, with ``status`` ``"failed"`` and the error message, so a
+still written, with ``status`` ``"failed"`` (``"diverged"`` when the
+divergence guard stopped it) and the error message, so a
 sweep records it and does not retry it.  Any other exception propagates and
 leaves no folder.
 """
@@ -144,6 +145,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     start = time.perf_counter()
     run = None
     error = ""
+    failure = "failed"
     try:
         check_fits(spec)
         scene = _scene(spec)
@@ -160,6 +162,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     except RUN_ERRORS as err:
         run = getattr(err, "run", None)
         error = f"{type(err).__name__}: {err}"
+        failure = getattr(err, "status", "failed")
     wall = time.perf_counter() - start
     record = {
         "experiment": {
@@ -171,7 +174,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     }
     if run is not None:
         write_run(run, folder, overwrite=True, plots=plots, extra=record)
-        status = "failed" if error else run.status
+        status = failure if error else run.status
     else:
         status = "failed"
         summary = {
