@@ -125,3 +125,14 @@ def test_render_animates_a_run_of_every_scenario(runs, name, tmp_path):
         pixels = np.asarray(im.convert("L"))
     # something was drawn: the frame is not one uniform colour
     assert pixels.min() < pixels.max()
+
+
+def test_a_given_step_size_is_the_scene_step_size_parameter_recorded(tmp_path):
+    # ball-drop's set-up depends on its `dt` parameter: --dt sets it, so that the
+    # summary's parameters do not contradict the step size used
+    folder = tmp_path / "run"
+    code = cli.main(["run", "ball-drop", "--dt", "0.002", "--steps", "2", "--out", str(folder),
+                     "--quiet", "--no-plots"])
+    assert code == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["dt"] == summary["parameters"]["dt"] == 0.002
