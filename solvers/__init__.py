@@ -15,8 +15,19 @@ Example
 
 from __future__ import annotations
 
+from solvers import fc_dispatch as _fc_kinds  # noqa: F401  (registers the frictional kinds)
 from solvers.dispatch import solve
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
+from solvers.fitting import (
+    Fit,
+    ProblemKind,
+    Route,
+    fit,
+    fitting_backends,
+    kind_of,
+    kinds,
+    register_kind,
+)
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.registry import available_backends, backend_table, get_backend
@@ -24,6 +35,9 @@ from solvers.result import STATUSES, SolverResult
 
 __all__ = [
     "LCP",
+    "Fit",
+    "ProblemKind",
+    "Route",
     "QP",
     "STATUSES",
     "FrictionBlocks",
@@ -37,6 +51,11 @@ __all__ = [
     "SolverResult",
     "available_backends",
     "backend_table",
+    "fit",
+    "fitting_backends",
     "get_backend",
+    "kind_of",
+    "kinds",
+    "register_kind",
     "solve",
 ]

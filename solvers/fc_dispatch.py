@@ -1,22 +1,29 @@
 """Solve a frictional-contact problem with any backend that fits, converting when needed.
 
-Which backend fits is decided here from the backends' capability flags:
+Which backend fits is decided by :func:`solvers.fitting.fit` from the
+backends' capability flags, through the problem kinds registered here
+(:attr:`FrictionalContact.kind <solvers.frictional.FrictionalContact.kind>`):
 
-- ``accepts_fc`` (``nsgs``, ``apgd``, ``admm``): the local problem natively,
-  for the laws the backend lists;
-- a QP backend with ``supports_soc``: the CCP with the exact cone as the QP
-  ``min 1/2 r'Wr + q'r`` over the cones (:data:`FC_CCP_TO_SOC_QP`);
-- a QP backend without cones: the CCP with a polyhedral cone, the cone's
-  edges as linear rows (:data:`FC_CCP_TO_QP`);
-- an LCP backend with ``supports_friction_blocks``: the Coulomb law with the
-  box cone (box friction blocks) or the exact cone (disc blocks), the
-  De Saxcé form being exactly the blocks' complementarity
-  (:data:`FC_COULOMB_TO_LCP`).
+``fc_ccp_soc``
+    the CCP with the exact cone: ``accepts_fc`` backends natively; QP
+    backends with ``supports_soc`` as ``min 1/2 r'Wr + q'r`` over the cones
+    (:data:`FC_CCP_TO_SOC_QP`);
+``fc_ccp_poly``
+    the CCP with a pyramid or box: ``accepts_fc``; inequality QP backends
+    with the cone's edges as linear rows (:data:`FC_CCP_TO_QP`);
+``fc_coulomb``
+    the Coulomb law with the exact cone or the box: ``accepts_fc`` and
+    ``solves_coulomb``; LCP backends with ``supports_friction_blocks`` (disc
+    or box blocks: their complementarity is exactly De Saxcé's form,
+    :data:`FC_COULOMB_TO_LCP`);
+``fc_coulomb_pyramid``
+    the Coulomb law with a pyramid: ``accepts_fc`` and ``solves_coulomb`` only.
 
 A global problem is first reduced to the local one
 (:data:`GLOBAL_TO_LOCAL`).  Every result carries the conversions applied,
-the natural-map residual and the Signorini/cone/dissipation measures of
-:func:`solvers.frictional.fc_residuals`, on the problem as given.
+the natural-map residual (its ``residuals``, judged by
+:func:`solvers.verdict.verdict`) and the Signorini/cone/dissipation measures
+of :func:`solvers.frictional.fc_residuals` (its ``measures``).
 """
 
 from __future__ import annotations
@@ -28,46 +35,46 @@ import scipy.sparse as sp
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem
+from solvers.fitting import ProblemKind, Route, fit, fitting_backends, register_kind
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact, fc_residuals
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
-from solvers.registry import available_backends, registered
 from solvers.result import RawSolution, SolverResult
+from solvers.verdict import verdict
 
 GLOBAL_TO_LOCAL = "global frictional contact -> local (W = H' M^-1 H)"
 FC_CCP_TO_SOC_QP = "frictional contact (ccp, soc) -> qp with second-order cones"
 FC_CCP_TO_QP = "frictional contact (ccp, polyhedral cone) -> qp with edge rows"
 FC_COULOMB_TO_LCP = "frictional contact (coulomb, box/soc) -> lcp with friction blocks"
 
-#: A claimed optimum whose natural-map residual exceeds this multiple of the tolerance
-#: is downgraded to ``optimal_inaccurate`` (as for QPs and LCPs).
-IMPLAUSIBLE_FACTOR = 1e3
-
-
-def fits(cls: type[Backend], problem: FrictionalContact) -> tuple[bool, str]:
-    """Whether backend class ``cls`` can solve ``problem``, and through which conversion."""
-    if getattr(cls, "accepts_fc", False):
-        laws = getattr(cls, "laws", ("ccp", "coulomb"))
-        if problem.law in laws:
-            return True, ""
-        return False, f"{cls.name} solves the {'/'.join(laws)} law only"
-    if problem.law == "ccp" and cls.accepts_qp and not cls.equality_only:
-        if problem.cone == "soc":
-            if cls.supports_soc:
-                return True, FC_CCP_TO_SOC_QP
-            return False, f"{cls.name} takes no second-order cones"
-        return True, FC_CCP_TO_QP
-    if problem.law == "coulomb" and cls.accepts_lcp and cls.supports_friction_blocks:
-        if problem.cone in ("box", "soc"):
-            return True, FC_COULOMB_TO_LCP
-        return False, f"{cls.name} has no pyramid friction blocks"
-    if problem.law == "coulomb":
-        return False, f"{cls.name} is a convex solver; the Coulomb law is not a convex program"
-    return False, f"{cls.name} takes neither QPs nor frictional-contact problems"
-
-
-def fitting_backends(problem: FrictionalContact) -> list[str]:
-    """Installed backends that solve ``problem`` (natively or through a conversion)."""
-    return [n for n in available_backends() if fits(registered()[n], problem)[0]]
+_QP_PSD = {"accepts_qp": True, "equality_only": False, "requires_definite": False}
+_NATIVE = Route({"accepts_fc": True})
+_NATIVE_COULOMB = Route({"accepts_fc": True, "solves_coulomb": True})
+for _kind in (
+    ProblemKind(
+        "fc_ccp_soc",
+        "frictional-contact CCP with the exact cone",
+        (_NATIVE, Route({**_QP_PSD, "supports_soc": True}, (FC_CCP_TO_SOC_QP,))),
+    ),
+    ProblemKind(
+        "fc_ccp_poly",
+        "frictional-contact CCP with a polyhedral cone",
+        (_NATIVE, Route(_QP_PSD, (FC_CCP_TO_QP,))),
+    ),
+    ProblemKind(
+        "fc_coulomb",
+        "Coulomb frictional-contact problem with the exact cone or the box",
+        (
+            _NATIVE_COULOMB,
+            Route({"accepts_lcp": True, "supports_friction_blocks": True}, (FC_COULOMB_TO_LCP,)),
+        ),
+    ),
+    ProblemKind(
+        "fc_coulomb_pyramid",
+        "Coulomb frictional-contact problem with a pyramid",
+        (_NATIVE_COULOMB,),
+    ),
+):
+    register_kind(_kind)
 
 
 def _edge_rows(problem: FrictionalContact) -> sp.csr_matrix:
@@ -122,17 +129,18 @@ def solve_frictional(
     if isinstance(problem, GlobalFrictionalContact):
         problem = problem.to_local()
         convs.append(GLOBAL_TO_LOCAL)
-    ok, how = fits(type(be), problem)
-    if not ok:
+    answer = fit(be, problem)
+    if not answer.ok:
         raise IncompatibleProblem(
-            f"backend {be.name!r} does not fit this {problem.law} problem ({how}); "
-            f"fitting backends: {', '.join(fitting_backends(problem)) or 'none installed'}"
+            f"{answer.reason}; fitting backends: "
+            f"{', '.join(fitting_backends(problem)) or 'none installed'}"
         )
     t_conv = time.perf_counter() - t0
-    if how == "":
+    if not answer.conversions:
         be.check_fc(problem)  # type: ignore[attr-defined]
         raw = dispatch._call(lambda: be.solve_fc(problem, opts), problem.n)  # type: ignore[attr-defined]
     else:
+        how = answer.conversions[0]
         convs.append(how)
         sub: QP | LCP = to_lcp(problem) if how == FC_COULOMB_TO_LCP else to_qp(problem)
         t_conv = time.perf_counter() - t0
@@ -153,22 +161,16 @@ def solve_frictional(
     r = raw.x
     finite = bool(np.all(np.isfinite(r)))
     measures = fc_residuals(problem, r) if finite else {"natural_map": float("nan")}
-    status = raw.status
-    limit = IMPLAUSIBLE_FACTOR * max(opts.tol, be.tolerance)
-    if finite and status == "optimal" and measures["natural_map"] > limit:
-        raw.message += (
-            f"; reported optimal but the natural-map residual {measures['natural_map']:.2e} "
-            f"exceeds {limit:.1e}: reported as optimal_inaccurate"
-        )
-        status = "optimal_inaccurate"
-    if not finite and status == "optimal":
-        status = "numerical_error"
     residuals = {"natural_map": measures["natural_map"]}
+    judged = verdict(raw.status, residuals, opts.tol, be.tolerance, problem.q)
+    status = judged.status
+    if not finite and status in ("optimal", "optimal_inaccurate"):
+        status = "numerical_error"
     return SolverResult(
         r,
         None,
         status,
-        raw.message,
+        raw.message + judged.note,
         raw.iterations,
         raw.setup_time,
         raw.solve_time,
@@ -177,5 +179,6 @@ def solve_frictional(
         be.name,
         convs,
         w=problem.velocity(r) if finite else None,
+        plausible=judged.plausible and finite,
         measures=measures,
     )

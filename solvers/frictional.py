@@ -80,6 +80,13 @@ def cone_directions(cone: str, directions: int) -> Vec:
     return np.column_stack([np.cos(a), np.sin(a)])
 
 
+def problem_kind(law: str, cone: str) -> str:
+    """The problem kind (:mod:`solvers.fitting`) of a law and cone."""
+    if law == "ccp":
+        return "fc_ccp_soc" if cone == "soc" else "fc_ccp_poly"
+    return "fc_coulomb_pyramid" if cone == "pyramid" else "fc_coulomb"
+
+
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ProblemError(name, f"must be one of {list(allowed)}, got {value!r}")
@@ -165,6 +172,11 @@ class FrictionalContact:
     def n(self) -> int:
         """Number of rows ``3 nc + ms``."""
         return int(self.q.shape[0])
+
+    @property
+    def kind(self) -> str:
+        """Kind for :func:`solvers.fitting.fit` (registered by :mod:`solvers.fc_dispatch`)."""
+        return problem_kind(self.law, self.cone)
 
     @property
     def dirs(self) -> Vec:
@@ -255,6 +267,11 @@ class GlobalFrictionalContact:
     def nc(self) -> int:
         """Number of contacts."""
         return int(self.mu.shape[0])
+
+    @property
+    def kind(self) -> str:
+        """The kind of its local form (the layer converts it first)."""
+        return problem_kind(self.law, self.cone)
 
     def to_local(self) -> FrictionalContact:
         """The local problem in ``(r, r_b)``: contacts, then bilateral rows ``G v + b = 0``."""

@@ -75,23 +75,22 @@ class FrictionBackend(Backend):
     kind = "iterative"
     required_modules = ("numba",)
     accepts_fc: ClassVar[bool] = True
+    #: Whether the Coulomb law (not only the CCP) is solved natively.
+    solves_coulomb: ClassVar[bool] = True
     supports_warm_start = True
     tolerance = 1e-6
     default_tol = 1e-6
-    #: The laws the backend solves natively.
-    laws: ClassVar[tuple[str, ...]] = ("ccp", "coulomb")
 
     @classmethod
     def forms(cls) -> list[str]:
-        return [f"frictional contact ({', '.join(cls.laws)})"]
+        return [
+            "frictional contact (ccp, coulomb)"
+            if cls.solves_coulomb
+            else "frictional contact (ccp)"
+        ]
 
     def check_fc(self, problem: FrictionalContact) -> None:
-        """Raise :class:`IncompatibleProblem` if the law is not one the backend solves."""
-        if problem.law not in self.laws:
-            raise IncompatibleProblem(
-                f"backend {self.name!r} solves the {' and '.join(self.laws)} law(s), not "
-                f"{problem.law!r}; use nsgs or admm for the Coulomb law"
-            )
+        """Raise :class:`IncompatibleProblem` unless every normal diagonal entry is positive."""
         diag = problem.W.diagonal()
         bad = np.flatnonzero(diag[: 3 * problem.nc : 3] <= 0.0)
         if bad.size:
@@ -136,7 +135,7 @@ class APGDBackend(FrictionBackend):
 
     name = "apgd"
     description = "accelerated projected gradient with restart (CCP)"
-    laws = ("ccp",)
+    solves_coulomb = False
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         from solvers.backends.fc_kernels import apgd
