@@ -1,7 +1,7 @@
 """Contact/friction models, registered by name (see :func:`contactlab.models.base.make_model`).
 
 Importing this package registers every built-in model: ``frictionless``,
-``anitescu-hart``, ``box-friction``, ``stewart-trinkle``,
+``anitescu-hart``, ``box-friction``, ``coulomb``, ``stewart-trinkle``,
 ``staggered-projections``, ``bisp`` and ``joint-friction-sp``.
 """
 
@@ -9,6 +9,7 @@ from contactlab.models import (  # noqa: F401
     anitescu_hart,
     bisp,
     box_friction,
+    coulomb,
     frictionless,
     joint_friction_sp,
     staggered,
