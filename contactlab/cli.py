@@ -334,6 +334,7 @@ register_command("demo", "run the demo scenarios into results/demo", _setup_demo
 
 def _load_plugins() -> None:
     import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
+    import contactlab.experiments.fclib_cli  # noqa: F401  (registers fclib)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.models.box_friction import ImpulseMemory, box_rows, height_order, warm_impulses
-from contactlab.models.common import MassInverse, check_friction_data, step_data
+from contactlab.models.common import MassInverse, Rows, check_friction_data, step_data
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
@@ -48,15 +48,10 @@ def _local_order(rows: Any, contacts: Any) -> NDArray[np.int64]:
     ).astype(np.int64)
 
 
-def solve_as_fc(
-    model: SolvingModel,
-    problem: StepProblem,
-    cache: dict[str, Any],
-    law: str,
-    cone: str,
-    directions: int = 4,
-) -> StepSolution:
-    """Solve one step as the local frictional-contact problem (module docstring)."""
+def local_problem(
+    problem: StepProblem, law: str, cone: str, directions: int = 4
+) -> tuple[FrictionalContact, Rows, NDArray[np.int64], MassInverse]:
+    """The step as a local problem; also the rows, the local order of the rows and ``M^{-1}``."""
     check_friction_data(problem)
     d = step_data(problem)
     rows = box_rows(problem)
@@ -66,11 +61,23 @@ def solve_as_fc(
     W = minv.delassus(C)
     q = np.asarray(C @ minv.vec(problem.f)) - rows.b[order]
     nc = problem.n_contacts
-    n_s = rows.slices["N"]
-    contact_ids = order[0 : 3 * nc : 3] - n_s.start
+    contact_ids = order[0 : 3 * nc : 3] - rows.slices["N"].start
     mg, ml = d.G.shape[0], d.L.shape[0]
     row_lo = np.concatenate([np.full(mg, -np.inf), np.zeros(ml)])
     fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo)
+    return fc, rows, order, minv
+
+
+def solve_as_fc(
+    model: SolvingModel,
+    problem: StepProblem,
+    cache: dict[str, Any],
+    law: str,
+    cone: str,
+    directions: int = 4,
+) -> StepSolution:
+    """Solve one step as the local frictional-contact problem (module docstring)."""
+    fc, rows, order, minv = local_problem(problem, law, cone, directions)
     key = f"fc:{law}:{cone}"
     prev = warm_impulses(cache.get(key), rows, problem.contacts)
     res = model.run(fc, None if prev is None else prev[order])
