@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.contact import identity
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -38,7 +39,7 @@ from contactlab.errors import (
 )
 from contactlab.formulation import Formulation, make_formulation
 from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.problem import StepProblem, StepSolution, check_pairing
 from contactlab.scene import Scene, State
 
 Array = NDArray[np.float64]
@@ -239,6 +240,9 @@ class Simulator:
             if isinstance(formulation, Formulation)
             else make_formulation(formulation, scene)
         )
+        check_pairing(
+            self.formulation.name, self.formulation.provides, self.model.name, self.model.needs
+        )
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
             np.zeros(0, dtype=np.int64)
@@ -284,8 +288,11 @@ class Simulator:
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         assembled = time.perf_counter()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
         except _solver_error_types() as err:
