@@ -229,6 +229,9 @@ class HyperReducedFormulation(ReducedFormulation):
         # the joint-friction maps live in the full tree coordinates: not provided here
         self.joint_layout = None
 
+    #: ``q_r <- q_r + h J_rR qdot_R+`` keeps the state on the affine subspace
+    group_integration = False
+
     def initial_state(self) -> State:
         """The reduced initial state, checked to lie on the subspace."""
         state = super().initial_state()
