@@ -70,6 +70,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+FRESH_HELP = (
+    "re-run every run (by default a run on disk with the same specification and code "
+    "version is reused)"
+)
+
+
 def _setup_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", type=Path, help="sweep specification (TOML)")
     p.add_argument(
@@ -83,13 +89,19 @@ def _setup_sweep(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, default=None, help="output folder (overrides the spec)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from contactlab.experiments.sweep import sweep
 
     result = sweep(
-        args.spec, scheduler=args.scheduler, workers=args.workers, out=args.out, quiet=args.quiet
+        args.spec,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        out=args.out,
+        quiet=args.quiet,
+        fresh=args.fresh,
     )
     print(
         f"{result.executed} runs made, {result.reused} reused, "
@@ -171,6 +183,7 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="local worker processes")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
 
 
 def _cmd_studies(args: argparse.Namespace) -> int:
@@ -187,6 +200,7 @@ def _cmd_studies(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             quiet=args.quiet,
+            fresh=args.fresh,
         )
         print(f"study {number}: {report / 'README.md'}")
     return 0

@@ -4,8 +4,9 @@ This is the code path of ``contactlab run``: the scene is built from the
 registered scenario, stepped by :class:`contactlab.simulator.Simulator` and
 written by :mod:`contactlab.results`.  Two things are added for experiments:
 
-* the spec and its hash go into ``summary.json`` (key ``"experiment"``), so a
-  sweep can tell a finished run from a different one in the same folder;
+* the spec, its hash and the code version go into ``summary.json`` (key
+  ``"experiment"``), so a sweep can tell a finished run of the same code from
+  a different or stale one in the same folder (:func:`stale_reason`);
 * the folder appears atomically: everything is written into a hidden
   temporary sibling and renamed into place, so an interrupted sweep leaves
   either a complete run or nothing.
@@ -78,6 +79,25 @@ def recorded_hash(folder: Path) -> str | None:
     return (summary.get("experiment") or {}).get("spec_hash")
 
 
+def stale_reason(spec: RunSpec, folder: Path) -> str | None:
+    """Why the run in ``folder`` cannot stand for ``spec`` now, or ``None`` if it can.
+
+    A run is reusable when its summary records the same spec hash and the
+    same code version (:func:`contactlab.codeversion.code_version`).
+    """
+    from contactlab.codeversion import code_version
+
+    summary = read_summary(folder)
+    if not summary:
+        return "not run yet"
+    experiment = summary.get("experiment") or {}
+    if experiment.get("spec_hash") != spec.digest():
+        return "its specification changed"
+    if experiment.get("code_version") != code_version():
+        return "the code changed since it was made"
+    return None
+
+
 def check_fits(spec: RunSpec) -> None:
     """Raise :class:`IncompatibleError`/:class:`UnknownNameError` if the combination cannot run.
 
@@ -137,6 +157,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     A run the framework reports as failed is written too (see the module
     docstring); any other exception propagates and leaves ``folder`` as it was.
     """
+    from contactlab.codeversion import code_version
     from contactlab.results import atomic_folder, jsonable, write_run
     from contactlab.simulator import Simulator
 
@@ -167,6 +188,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
         "experiment": {
             "spec": spec.as_dict(),
             "spec_hash": spec.digest(),
+            "code_version": code_version(),
             "wall_time_s": wall,
             "error": error,
         }
