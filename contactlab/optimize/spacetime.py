@@ -46,13 +46,17 @@ METHODS = ("L-BFGS-B", "BFGS")
 
 
 def _vector(value: Any, nq: int, name: str, default: float | None = None) -> Array:
+    """``value`` as (nq,) floats; ``None`` gives ``default``; infinities only for limits."""
     if value is None:
         if default is None:
             raise ConfigurationError(f"{name} is required: give {nq} values")
         return np.full(nq, default)
     out = np.asarray(value, dtype=float).reshape(-1)
-    if out.shape != (nq,) or not np.all(np.isfinite(out)):
-        raise ConfigurationError(f"{name} must be {nq} finite numbers, got {np.shape(value)}")
+    limit = default is not None and np.isinf(default)
+    ok = ~np.isnan(out) if limit else np.isfinite(out)
+    if out.shape != (nq,) or not np.all(ok):
+        kind = "numbers (inf for no limit)" if limit else "finite numbers"
+        raise ConfigurationError(f"{name} must be {nq} {kind}, got {np.shape(value)}")
     return out
 
 
@@ -95,6 +99,8 @@ class SpacetimeProblem:
         put(self, "qdot_end", _vector(self.qdot_end, nq, "qdot_end", 0.0))
         put(self, "lower", _vector(self.lower, nq, "lower", -np.inf))
         put(self, "upper", _vector(self.upper, nq, "upper", np.inf))
+        if np.any(self.lower >= self.upper):  # type: ignore[operator]
+            raise ConfigurationError("every lower joint limit must be below its upper limit")
         fixed = np.zeros((self.knots + 1, nq), dtype=bool)
         fixed[[0, -1]] = True
         values = np.zeros((self.knots + 1, nq))
