@@ -17,12 +17,25 @@ from __future__ import annotations
 
 from solvers.dispatch import solve
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
+from solvers.fitting import (
+    Fit,
+    ProblemKind,
+    Route,
+    fit,
+    fitting_backends,
+    kind_of,
+    kinds,
+    register_kind,
+)
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.registry import available_backends, backend_table, get_backend
 from solvers.result import STATUSES, SolverResult
 
 __all__ = [
     "LCP",
+    "Fit",
+    "ProblemKind",
+    "Route",
     "QP",
     "STATUSES",
     "FrictionBlocks",
@@ -34,6 +47,11 @@ __all__ = [
     "SolverResult",
     "available_backends",
     "backend_table",
+    "fit",
+    "fitting_backends",
     "get_backend",
+    "kind_of",
+    "kinds",
+    "register_kind",
     "solve",
 ]

@@ -57,6 +57,10 @@ class SolverResult:
         Name of the backend that ran.
     conversions
         Names of the conversions the layer applied, in order.
+    plausible
+        ``False`` when the backend claims a solution (``optimal`` or
+        ``optimal_inaccurate``) that the layer's residuals contradict
+        (:mod:`solvers.verdict`); treat such a result as a failed solve.
     """
 
     x: NDArray[np.float64]
@@ -72,6 +76,7 @@ class SolverResult:
     conversions: list[str] = field(default_factory=list)
     w: NDArray[np.float64] | None = None
     z_soc: NDArray[np.float64] | None = None
+    plausible: bool = True
 
     @property
     def success(self) -> bool:

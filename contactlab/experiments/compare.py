@@ -29,7 +29,12 @@ from contactlab.errors import ConfigurationError, IncompatibleError, UnknownName
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import check_fits, execute
 from contactlab.experiments.spec import RunSpec
-from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.experiments.table import (
+    FAILED_STATUSES,
+    METRIC_COLUMNS,
+    markdown_table,
+    run_metrics,
+)
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
@@ -171,7 +176,7 @@ def comparison_markdown(
         lines.append(markdown_table(table, [c for c in MD_COLUMNS if c in table]))
     else:
         lines.append("No combination fits.\n")
-    failed = table[table["status"] == "failed"] if len(table) else table
+    failed = table[table["status"].isin(FAILED_STATUSES)] if len(table) else table
     if len(failed):
         lines += ["", "## Runs that failed", ""]
         lines += [

@@ -65,10 +65,15 @@ def model_names() -> list[str]:
     return sorted(_MODELS)
 
 
-def make_model(name: str, solver: str, **options: Any) -> ContactModel:
-    """Build the contact model ``name`` that solves with backend ``solver``."""
+def model_class(name: str) -> type[ContactModel]:
+    """The contact-model class registered as ``name``."""
     import contactlab.models  # noqa: F401
 
     if name not in _MODELS:
         raise UnknownNameError("model", name, list(_MODELS))
-    return _MODELS[name](solver, **options)
+    return _MODELS[name]
+
+
+def make_model(name: str, solver: str, **options: Any) -> ContactModel:
+    """Build the contact model ``name`` that solves with backend ``solver``."""
+    return model_class(name)(solver, **options)
