@@ -13,6 +13,7 @@ from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
 from solvers.backends.osqp_ import OSQPBackend
 from solvers.backends.pgs import PGSBackend
+from solvers.backends.ppivot import PrincipalPivotingBackend
 from solvers.backends.qpsolvers_ import QPSOLVERS_BACKENDS
 
 BACKENDS: list[type[Backend]] = [
@@ -20,6 +21,7 @@ BACKENDS: list[type[Backend]] = [
     OSQPBackend,
     PGSBackend,
     LemkeBackend,
+    PrincipalPivotingBackend,
     *FRICTION_BACKENDS,
     *CVXPY_BACKENDS,
     *QPSOLVERS_BACKENDS,
