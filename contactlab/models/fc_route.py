@@ -13,9 +13,9 @@ no conversion (the pyramid's directions are ``cos(2 pi j/k) t1 + sin(2 pi j/k) t
 as in :mod:`contactlab.models.anitescu_hart`).
 
 Warm start per persistent contact: the previous step's impulses carry over
-through :func:`~contactlab.models.box_friction.warm_impulses` (same bodies and
-shapes, nearest point within 1 cm; friction as a world vector re-projected on
-the new tangents).
+through :func:`~contactlab.models.box_friction.warm_impulses`, keyed by the
+stable contact identities of the step problem (``StepProblem.contact_ids``;
+friction as a world vector re-projected on the new tangents).
 """
 
 from __future__ import annotations
@@ -79,10 +79,10 @@ def solve_as_fc(
     """Solve one step as the local frictional-contact problem (module docstring)."""
     fc, rows, order, minv = local_problem(problem, law, cone, directions)
     key = f"fc:{law}:{cone}"
-    prev = warm_impulses(cache.get(key), rows, problem.contacts)
+    prev = warm_impulses(cache.get(key), rows, problem)
     res = model.run(fc, None if prev is None else prev[order])
     z = np.empty(rows.m)
     z[order] = res.x
-    cache[key] = ImpulseMemory.record(z, rows, problem.contacts)
+    cache[key] = ImpulseMemory.record(z, rows, problem)
     v = minv.vec(problem.f + np.asarray(rows.C.T @ z))
     return make_solution(model, problem, v, rows, z, rows.part(z, "T"))
