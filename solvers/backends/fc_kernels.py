@@ -420,3 +420,23 @@ def admm(
                 lam[i] /= factor
     r[:] = z
     return it, res, rho
+
+
+@njit(cache=True)
+def csr_symmetric(indptr: IVec, indices: IVec, data: Vec, tol: float) -> bool:
+    """Whether a square CSR matrix with sorted indices equals its transpose to ``tol``."""
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            lo, hi = indptr[j], indptr[j + 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if indices[mid] < i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            other = data[lo] if lo < indptr[j + 1] and indices[lo] == i else 0.0
+            if abs(data[k] - other) > tol:
+                return False
+    return True

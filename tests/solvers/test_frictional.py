@@ -161,6 +161,7 @@ def test_conversions_to_qp_and_lcp() -> None:
         ({"q": [0.0] * 5}, "3 per contact"),
         ({"law": "signorini"}, "law: must be one of"),
         ({"cone": "disc"}, "cone: must be one of"),
+        ({"W": np.eye(6) + np.triu(np.ones((6, 6)), 1)}, "W: must be symmetric"),
     ],
 )
 def test_bad_input_one_clear_error(kwargs: dict, match: str) -> None:
