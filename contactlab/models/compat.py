@@ -20,7 +20,7 @@ import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import ContactModel
 from contactlab.models.common import worst_status
-from solvers import LCP, QP, SolverResult
+from solvers import LCP, QP, FrictionalContact, SolverResult
 from solvers.fitting import describe
 
 
@@ -118,7 +118,7 @@ class SolvingModel(ContactModel):
                 f"{', '.join(solvers.fitting_backends(kind))}"
             )
 
-    def run(self, problem: QP | LCP, warm: Any = None) -> SolverResult:
+    def run(self, problem: QP | LCP | FrictionalContact, warm: Any = None) -> SolverResult:
         """Solve one inner problem through the solver layer and record the result.
 
         A result whose claimed solution the layer judges implausible
