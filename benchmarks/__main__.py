@@ -1,8 +1,8 @@
 """Run every benchmark in turn (``python -m benchmarks`` or ``make bench``).
 
 ``python -m benchmarks NAME ...`` runs only the named ones (``solvers``, ``maximal``,
-``reduced``, ``reduced_advance``, ``forces``, ``collision``, ``contact``, ``bisp``). Each
-writes its tables to ``results/benchmarks/``.
+``reduced``, ``reduced_advance``, ``dynamics``, ``forces``, ``collision``, ``contact``,
+``bisp``). Each writes its tables to ``results/benchmarks/``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ NAMES = (
     "maximal",
     "reduced",
     "reduced_advance",
+    "dynamics",
     "collision",
     "contact",
     "bisp",
