@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from contactlab.errors import UnknownNameError
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
+from solvers.plugins import Registry
 
 Array = NDArray[np.float64]
 
@@ -71,7 +72,20 @@ class Formulation(ABC):
         """
 
 
-_FORMULATIONS: dict[str, Callable[[Scene], Formulation]] = {}
+def _is_formulation(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Formulation)
+
+
+#: Formulations: built-in ``maximal`` and ``reduced``, and entry points in the
+#: ``contactlab.formulations`` group (value: a Formulation subclass, or a module
+#: whose import registers its formulations with :func:`register_formulation`).
+FORMULATIONS: Registry[type[Formulation]] = Registry(
+    "formulation",
+    "contactlab.formulations",
+    builtin=("contactlab.maximal", "contactlab.reduced"),
+    accept=_is_formulation,
+    unknown=lambda name, known: UnknownNameError("formulation", name, known),
+)
 
 
 def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formulation]]:
@@ -79,33 +93,21 @@ def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formul
 
     def wrap(cls: type[Formulation]) -> type[Formulation]:
         cls.name = name
-        _FORMULATIONS[name] = cls
-        return cls
+        return FORMULATIONS.register(name, cls)
 
     return wrap
 
 
-def _load_builtin() -> None:
-    # Importing the built-in formulation packages registers them.
-    import importlib
-
-    for module in ("contactlab.maximal", "contactlab.reduced"):
-        try:
-            importlib.import_module(module)
-        except ImportError as err:  # pragma: no cover - only while a package is absent
-            if err.name != module:
-                raise
-
-
 def formulation_names() -> list[str]:
     """Names of the registered formulations."""
-    _load_builtin()
-    return sorted(_FORMULATIONS)
+    return sorted(FORMULATIONS.names())
+
+
+def formulation_class(name: str) -> type[Formulation]:
+    """The formulation class registered as ``name``."""
+    return FORMULATIONS.get(name)
 
 
 def make_formulation(name: str, scene: Scene) -> Formulation:
     """Build the formulation ``name`` for ``scene``."""
-    _load_builtin()
-    if name not in _FORMULATIONS:
-        raise UnknownNameError("formulation", name, list(_FORMULATIONS))
-    return _FORMULATIONS[name](scene)
+    return FORMULATIONS.get(name)(scene)

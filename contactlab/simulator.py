@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+import solvers
 from contactlab import metrics as M
 from contactlab.errors import (
     ConfigurationError,
@@ -40,6 +40,7 @@ from contactlab.formulation import Formulation, make_formulation
 from contactlab.models.base import ContactModel, make_model
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
+from solvers.errors import SolverError
 
 Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
@@ -119,18 +120,9 @@ def _collision_function(scene: Scene) -> Collide | None:
     has_geometry = bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
     if not has_geometry:
         return None
-    try:
-        from contactlab.collision import collide
-    except ImportError as err:
-        if err.name not in ("contactlab.collision",):
-            raise
-        warnings.warn(
-            f"scene {scene.name!r} has collision shapes but contactlab.collision is not "
-            "installed; the run proceeds without contacts",
-            stacklevel=3,
-        )
-        return None
-    return collide  # type: ignore[no-any-return]
+    from contactlab.collision import collide
+
+    return collide
 
 
 def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
@@ -164,15 +156,7 @@ def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> An
 
 
 def check_solver(name: str) -> None:
-    """Raise a clear error if ``name`` is not a usable backend of the solver layer.
-
-    Does nothing when the solver layer itself cannot be imported (models that
-    solve without it still run).
-    """
-    try:
-        import solvers
-    except ImportError:
-        return
+    """Raise a clear error if ``name`` is not a usable backend of the solver layer."""
     try:
         solvers.get_backend(name)
     except solvers.SolverNotFound as err:
@@ -183,14 +167,6 @@ def check_solver(name: str) -> None:
             f"solver {name!r} is unavailable: {err.reason}; available solvers: "
             f"{', '.join(solvers.available_backends()) or 'none'}"
         ) from err
-
-
-def _solver_error_types() -> tuple[type[BaseException], ...]:
-    try:
-        from solvers.errors import SolverError
-    except ImportError:
-        return ()
-    return (SolverError,)
 
 
 class Simulator:
@@ -288,7 +264,7 @@ class Simulator:
         cache = dict(state.cache)
         try:
             solution = self.model.solve(problem, cache)
-        except _solver_error_types() as err:
+        except SolverError as err:
             raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
         if solution.status not in M.USABLE_STATUSES:
             raise self._failure(index, state.t, f"solver status {solution.status!r}")
@@ -466,63 +442,3 @@ class _Recorder:
         if self.qdot is not None:
             out["qdot"] = self.qdot[:k].copy()
         return out
-
-
-def simulate(
-    scenario: str,
-    parameters: Mapping[str, Any] | None = None,
-    *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
-    dt: float | None = None,
-    steps: int | None = None,
-    duration: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    progress: bool | Callable[[int, int], None] | None = None,
-) -> Run:
-    """Build the registered scenario ``scenario`` with ``parameters`` and run it.
-
-    Raises
-    ------
-    UnknownNameError, ParameterError, IncompatibleError
-        For an unknown scenario or parameter, a wrongly typed value, or a
-        formulation the scenario does not support.
-    """
-    sim = build_simulator(
-        scenario,
-        parameters,
-        formulation=formulation,
-        model=model,
-        solver=solver,
-        dt=dt,
-        model_options=model_options,
-    )
-    return sim.run(steps=steps, duration=duration, progress=progress)
-
-
-def build_simulator(
-    scenario: str,
-    parameters: Mapping[str, Any] | None = None,
-    *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
-    dt: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
-) -> Simulator:
-    """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
-    from contactlab import scenario as scenario_registry
-
-    spec = scenario_registry.get_scenario(scenario)
-    if formulation not in spec.formulations:
-        from contactlab.formulation import formulation_names
-
-        if formulation not in formulation_names():
-            raise UnknownNameError("formulation", formulation, formulation_names())
-        raise IncompatibleError(
-            f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
-            f"not {formulation!r}; choose one with --formulation"
-        )
-    scene = spec.build(**dict(parameters or {}))
-    return Simulator(scene, formulation, model, solver, dt=dt, model_options=model_options)

@@ -27,9 +27,9 @@ from tqdm import tqdm
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import check_fits, execute
-from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.runner import execute
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.runspec import RunSpec, check_fits
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.common import (
     MassInverse,
     check_directions,
@@ -49,7 +49,6 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import check_form, contact_rows, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks

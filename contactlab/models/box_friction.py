@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.common import (
     Array,
     MassInverse,
@@ -51,7 +51,6 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, FrictionBlocks, SOCBlocks

@@ -30,9 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, register_model, summary
 from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
-from contactlab.models.compat import SolvingModel, summary
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
 

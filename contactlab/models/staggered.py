@@ -90,7 +90,7 @@ from contactlab.contact.friction import pyramid_rows
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.box_friction import (
     ImpulseMemory,
     bounded_friction_qp,
@@ -109,7 +109,6 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import ContactQP, ContactSolve, check_form, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
