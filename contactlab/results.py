@@ -127,6 +127,7 @@ def summarize(
         "model": run.model,
         "solver": run.solver,
         "model_options": dict(run.model_options),
+        "defaults": dict(run.defaults),
         "dt": run.dt,
         "steps": run.n_steps,
         "duration": run.duration,

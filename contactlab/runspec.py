@@ -94,37 +94,17 @@ class RunSpec:
         """Short human-readable name: ``formulation/model/solver``."""
         return f"{self.formulation}/{self.model}/{self.solver}"
 
-    def simulator(self) -> Simulator:
-        """The :class:`~contactlab.simulator.Simulator` of this run (scene built from its scenario).
-
-        Raises
-        ------
-        UnknownNameError, ParameterError, IncompatibleError
-            For an unknown scenario, formulation or parameter, a wrongly typed
-            value, or a formulation the scenario does not support.
-        """
-        from contactlab import scenario as scenario_registry
-        from contactlab.simulator import Simulator
-
-        scenario = scenario_registry.get_scenario(self.scenario)
-        if self.formulation not in scenario.formulations:
-            from contactlab.formulation import formulation_names
-
-            if self.formulation not in formulation_names():
-                raise UnknownNameError("formulation", self.formulation, formulation_names())
-            raise IncompatibleError(
-                f"scenario {self.scenario!r} supports the formulations "
-                f"{', '.join(scenario.formulations)}, not {self.formulation!r}; "
-                "choose one with --formulation"
-            )
-        scene = scenario.build(**dict(self.params))
-        return Simulator(
-            scene,
-            self.formulation,
-            self.model,
-            self.solver,
+    def simulator(self, divergence_guard: bool = True) -> Simulator:
+        """The :class:`~contactlab.simulator.Simulator` of this run (:func:`build_simulator`)."""
+        return build_simulator(
+            self.scenario,
+            self.params,
+            formulation=self.formulation,
+            model=self.model,
+            solver=self.solver,
             dt=self.dt,
-            model_options=dict(self.model_options),
+            model_options=self.model_options,
+            divergence_guard=divergence_guard,
         )
 
     @classmethod
@@ -194,16 +174,20 @@ def simulate(
     scenario: str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
     dt: float | None = None,
     steps: int | None = None,
     duration: float | None = None,
     model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
+    divergence_guard: bool = True,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
+
+    A formulation, model or solver left ``None`` is chosen from what the scene
+    contains (see :func:`contactlab.scenario.default_setup`).
 
     Raises
     ------
@@ -211,37 +195,57 @@ def simulate(
         For an unknown scenario or parameter, a wrongly typed value, or a
         formulation the scenario does not support.
     """
-    spec = RunSpec(
+    sim = build_simulator(
         scenario,
-        dict(parameters or {}),
-        formulation,
-        model,
-        solver,
-        dt,
-        duration,
-        model_options=dict(model_options or {}),
+        parameters,
+        formulation=formulation,
+        model=model,
+        solver=solver,
+        dt=dt,
+        model_options=model_options,
+        divergence_guard=divergence_guard,
     )
-    return spec.simulator().run(steps=steps, duration=duration, progress=progress)
+    return sim.run(steps=steps, duration=duration, progress=progress)
 
 
 def build_simulator(
     scenario: str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
     dt: float | None = None,
     model_options: Mapping[str, Any] | None = None,
+    divergence_guard: bool = True,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
-    spec = RunSpec(
-        scenario,
-        dict(parameters or {}),
+    from contactlab import scenario as scenario_registry
+    from contactlab.simulator import Simulator
+
+    spec = scenario_registry.get_scenario(scenario)
+    if formulation is not None and formulation not in spec.formulations:
+        from contactlab.formulation import formulation_names
+
+        if formulation not in formulation_names():
+            raise UnknownNameError("formulation", formulation, formulation_names())
+        raise IncompatibleError(
+            f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
+            f"not {formulation!r}; choose one with --formulation"
+        )
+    values = dict(parameters or {})
+    if dt is not None and "dt" in spec.parameters and "dt" not in values:
+        # a scene whose step size is a parameter (its set-up may depend on it) is
+        # built with the step size used, so that its recorded parameters are true
+        values["dt"] = dt
+    scene = spec.build(**values)
+    return Simulator(
+        scene,
         formulation,
         model,
         solver,
-        dt,
-        model_options=dict(model_options or {}),
+        dt=dt,
+        model_options=model_options,
+        divergence_guard=divergence_guard,
+        formulations=spec.formulations,
     )
-    return spec.simulator()

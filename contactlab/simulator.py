@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 import solvers
 from contactlab import metrics as M
+from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -80,7 +81,8 @@ class Run:
         angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
     initial_metrics : the formulation's state metrics at t = 0.
     status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
-        but not optimal), ``"stopped"`` (a callback ended it) or ``"failed"``.
+        but not optimal), ``"stopped"`` (a callback ended it), ``"diverged"``
+        (the divergence guard stopped it) or ``"failed"``.
     """
 
     scene: Scene
@@ -96,6 +98,8 @@ class Run:
     status: str
     message: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: the choices taken from the scene's defaults and why (empty when all were given)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -113,12 +117,9 @@ class Run:
 
 
 def _collision_function(scene: Scene) -> Collide | None:
-    # A scene may keep shapes for mass properties and drawing but switch
-    # collision off (``extras["collision"] = False``).
-    if scene.extras.get("collision", True) is False:
-        return None
-    has_geometry = bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
-    if not has_geometry:
+    from contactlab.scenario import can_collide
+
+    if not can_collide(scene):
         return None
     from contactlab.collision import collide
 
@@ -179,25 +180,51 @@ class Simulator:
     model : contact model name (``"frictionless"``, ``"anitescu-hart"``, ...) or instance.
     solver : solver-layer backend name (``"kkt"``, ``"osqp"``, ``"pgs"``, ...);
         ignored when ``model`` is an instance.
+        A formulation, model or solver left ``None`` is chosen from what the
+        scene contains (:func:`contactlab.scenario.complete_setup`).
     dt : step size [s]; the scene's ``dt`` when ``None``.
     model_options : keyword options of the model (``cone``, ``directions``, ...).
     collide : collision function ``(scene, E) -> contacts``; by default
         :func:`contactlab.collision.collide` when the scene has geometry.
     slip_threshold : [m/s] slip speed above which a contact counts as sliding.
+    divergence_guard : stop the run with status ``"diverged"`` at the first
+        physically absurd state (see :mod:`contactlab.divergence`); ``False``
+        keeps stepping, for those who study the blow-up.
+    formulations : the formulations the scene supports, first preferred (used
+        when ``formulation`` is ``None``).
     """
 
     def __init__(
         self,
         scene: Scene,
-        formulation: str | Formulation = "maximal",
-        model: str | ContactModel = "frictionless",
-        solver: str = "kkt",
+        formulation: str | Formulation | None = None,
+        model: str | ContactModel | None = None,
+        solver: str | None = None,
         dt: float | None = None,
         model_options: Mapping[str, Any] | None = None,
         collide: Collide | None = None,
         slip_threshold: float = M.SLIP_THRESHOLD,
+        divergence_guard: bool = True,
+        formulations: tuple[str, ...] = ("maximal",),
     ) -> None:
+        from contactlab.scenario import complete_setup
+
         self.scene = scene
+        self.divergence_guard = bool(divergence_guard)
+        setup, defaulted = complete_setup(
+            scene,
+            formulations,
+            formulation.name if isinstance(formulation, Formulation) else formulation,
+            model.name if isinstance(model, ContactModel) else model,
+            model.solver if isinstance(model, ContactModel) else solver,
+        )
+        #: the choices taken from the scene's defaults, and why (recorded in summaries)
+        self.defaults: dict[str, Any] = (
+            {"defaulted": defaulted, "reason": setup.reason} if defaulted else {}
+        )
+        formulation = setup.formulation if formulation is None else formulation
+        model = setup.model if model is None else model
+        solver = setup.solver
         h = scene.dt if dt is None else dt
         if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
             raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
@@ -328,10 +355,12 @@ class Simulator:
 
         Raises
         ------
-        StepFailure, StateError, SingularSystemError
-            When a step's solution is unusable, the state stops being finite
-            or the system is singular; the exception's ``run`` attribute holds
-            the run up to the failed step.
+        StepFailure, StateError, SingularSystemError, DivergenceError
+            When a step's solution is unusable, the state stops being finite,
+            the system is singular or (with the divergence guard on) the state
+            is physically absurd; the exception's ``run`` attribute holds the
+            run up to and including the failed step (status ``"failed"``, or
+            ``"diverged"`` for a :class:`~contactlab.errors.DivergenceError`).
         """
         n = self.n_steps(steps, duration)
         wall_start = time.perf_counter()
@@ -339,30 +368,79 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = _Recorder(self.formulation, self.scene, state, n)
+        guard = self._guard(state, initial)
+        initial["energy_scale"] = guard.bounds.energy_scale
         bar = _progress_bar(n) if progress is True else None
         rows: list[dict[str, Any]] = []
         status = "ok"
+        # Overflow and invalid-value warnings of a blowing-up step would only
+        # precede the error the finiteness check and the guard raise for it.
         try:
-            for i in range(n):
-                state, record = self.step(state, i)
-                rows.append(record.metrics)
-                recorder.add(state)
-                if bar is not None:
-                    bar.update(1)
-                elif callable(progress):
-                    progress(i + 1, n)
-                if callback is not None and callback(state, record):
-                    status = "stopped"
-                    break
-        except ContactlabError as err:  # StepFailure, StateError, SingularSystemError, ...
-            err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                for i in range(n):
+                    state, record = self.step(state, i)
+                    rows.append(record.metrics)
+                    recorder.add(state)
+                    if self.divergence_guard:
+                        contacts = record.contacts
+                        if contacts is None:
+                            contacts = record.problem.contacts
+                        guard.check(i, record.t, record.metrics, recorder.phi[i + 1], contacts)
+                    if bar is not None:
+                        bar.update(1)
+                    elif callable(progress):
+                        progress(i + 1, n)
+                    if callback is not None and callback(state, record):
+                        status = "stopped"
+                        break
+        except ContactlabError as err:  # StepFailure, StateError, DivergenceError, ...
+            status = getattr(err, "status", "failed")
+            err.run = self._make_run(rows, recorder, initial, wall_start, status, str(err))  # type: ignore[attr-defined]
             raise
         finally:
             if bar is not None:
                 bar.close()
+        message = ""
         if status == "ok" and any(r["status"] != "optimal" for r in rows):
             status = "inaccurate"
-        return self._make_run(rows, recorder, initial, wall_start, status)
+            message = self._inaccurate_message(rows)
+        return self._make_run(rows, recorder, initial, wall_start, status, message)
+
+    def _inaccurate_message(self, rows: list[dict[str, Any]]) -> str:
+        """Which steps were not solved to optimality, the first one's cause, and a hint."""
+        bad = [r for r in rows if r["status"] != "optimal"]
+        first = bad[0]
+        counts: dict[str, int] = {}
+        for r in bad:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        statuses = ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+        form, model, solver = self.names
+        cause = first["status"]
+        if cause == "max_iterations":
+            hint = (
+                f"raise the iteration cap (--model-option max_iter=N; step {first['step']} "
+                f"used {first['iterations']}), loosen --model-option solver_tol, "
+                "use a smaller --dt, or try --solver osqp"
+            )
+        elif cause == "time_limit":
+            hint = "raise the backend's time limit, use a smaller --dt, or try another --solver"
+        else:
+            hint = "tighten --model-option solver_tol, use a smaller --dt, or try another --solver"
+        return (
+            f"{len(bad)} of {len(rows)} steps were not solved to optimality ({statuses}); "
+            f"the first is step {first['step']} (t = {first['t']:.6g} s, "
+            f"{first['n_contacts']} contacts): solver {solver!r} of model {model!r} "
+            f"({form}) ended with status {cause!r} at residual "
+            f"{first.get('solver_residual', float('nan')):.3g}; {hint}"
+        )
+
+    def _guard(self, state: State, initial: dict[str, float]) -> DivergenceGuard:
+        E, phi = self.formulation.maximal(state)
+        masses = np.array([b.mass for b in self.scene.bodies], dtype=float)
+        gravity_energy = -float(masses @ (E[:, :3, 3] @ np.asarray(self.scene.gravity)))
+        force_energy = float(initial.get("potential_energy", 0.0)) - gravity_energy
+        bounds = scene_bounds(self.scene, E, phi, initial, force_energy)
+        return DivergenceGuard(bounds, float(initial.get("total_energy", 0.0)))
 
     def _make_run(
         self,
@@ -392,6 +470,7 @@ class Simulator:
             status=status,
             message=message,
             parameters=dict(self.scene.params),
+            defaults=dict(self.defaults),
         )
 
 

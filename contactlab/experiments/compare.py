@@ -28,7 +28,12 @@ from tqdm import tqdm
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import execute
-from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.experiments.table import (
+    FAILED_STATUSES,
+    METRIC_COLUMNS,
+    markdown_table,
+    run_metrics,
+)
 from contactlab.runspec import RunSpec, check_fits
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
@@ -171,7 +176,7 @@ def comparison_markdown(
         lines.append(markdown_table(table, [c for c in MD_COLUMNS if c in table]))
     else:
         lines.append("No combination fits.\n")
-    failed = table[table["status"] == "failed"] if len(table) else table
+    failed = table[table["status"].isin(FAILED_STATUSES)] if len(table) else table
     if len(failed):
         lines += ["", "## Runs that failed", ""]
         lines += [

@@ -4,15 +4,17 @@ This is the code path of ``contactlab run``: the scene is built from the
 registered scenario, stepped by :class:`contactlab.simulator.Simulator` and
 written by :mod:`contactlab.results`.  Two things are added for experiments:
 
-* the spec and its hash go into ``summary.json`` (key ``"experiment"``), so a
-  sweep can tell a finished run from a different one in the same folder;
+* the spec, its hash and the code version go into ``summary.json`` (key
+  ``"experiment"``), so a sweep can tell a finished run of the same code from
+  a different or stale one in the same folder (:func:`stale_reason`);
 * the folder appears atomically: everything is written into a hidden
   temporary sibling and renamed into place, so an interrupted sweep leaves
   either a complete run or nothing.
 
 A run that fails in a way the framework reports (a solver failure, a
 diverged state, an incompatible model/solver) is a *result*: a folder is
-still written, with ``status`` ``"failed"`` and the error message, so a
+still written, with ``status`` ``"failed"`` (``"diverged"`` when the
+divergence guard stopped it) and the error message, so a
 sweep records it and does not retry it.  Any other exception propagates and
 leaves no folder.
 """
@@ -71,6 +73,25 @@ def recorded_hash(folder: Path) -> str | None:
     return (summary.get("experiment") or {}).get("spec_hash")
 
 
+def stale_reason(spec: RunSpec, folder: Path) -> str | None:
+    """Why the run in ``folder`` cannot stand for ``spec`` now, or ``None`` if it can.
+
+    A run is reusable when its summary records the same spec hash and the
+    same code version (:func:`contactlab.codeversion.code_version`).
+    """
+    from contactlab.codeversion import code_version
+
+    summary = read_summary(folder)
+    if not summary:
+        return "not run yet"
+    experiment = summary.get("experiment") or {}
+    if experiment.get("spec_hash") != spec.digest():
+        return "its specification changed"
+    if experiment.get("code_version") != code_version():
+        return "the code changed since it was made"
+    return None
+
+
 def _scene(spec: RunSpec) -> Any:
     from contactlab.scenario import get_scenario
 
@@ -91,6 +112,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     A run the framework reports as failed is written too (see the module
     docstring); any other exception propagates and leaves ``folder`` as it was.
     """
+    from contactlab.codeversion import code_version
     from contactlab.results import atomic_folder, jsonable, write_run
     from contactlab.simulator import Simulator
 
@@ -98,6 +120,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     start = time.perf_counter()
     run = None
     error = ""
+    failure = "failed"
     try:
         check_fits(spec)
         scene = _scene(spec)
@@ -114,18 +137,20 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     except RUN_ERRORS as err:
         run = getattr(err, "run", None)
         error = f"{type(err).__name__}: {err}"
+        failure = getattr(err, "status", "failed")
     wall = time.perf_counter() - start
     record = {
         "experiment": {
             "spec": spec.as_dict(),
             "spec_hash": spec.digest(),
+            "code_version": code_version(),
             "wall_time_s": wall,
             "error": error,
         }
     }
     if run is not None:
         write_run(run, folder, overwrite=True, plots=plots, extra=record)
-        status = "failed" if error else run.status
+        status = failure if error else run.status
     else:
         status = "failed"
         summary = {

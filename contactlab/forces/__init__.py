@@ -13,6 +13,7 @@ from contactlab.forces.base import (
     total_wrench,
 )
 from contactlab.forces.damping import BodyDamping
+from contactlab.forces.frame_spring import FrameSpring, world_jacobians
 from contactlab.forces.muscle import Muscle
 from contactlab.forces.path import PathForce
 from contactlab.forces.point import PointForce
@@ -21,6 +22,7 @@ from contactlab.forces.springs import SpringDamper, ZeroLengthSpring
 __all__ = [
     "BodyDamping",
     "Force",
+    "FrameSpring",
     "Muscle",
     "PathForce",
     "PointForce",
@@ -31,4 +33,5 @@ __all__ = [
     "total_energy",
     "total_stiffness",
     "total_wrench",
+    "world_jacobians",
 ]

@@ -276,6 +276,9 @@ class PrescribedJoint(EqualityConstraint):
     the motion (:func:`prescribed_forces`).
     """
 
+    #: the motion does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy = True
+
     def __init__(self, joint: str, trajectory: Trajectory) -> None:
         self.joint, self.trajectory = joint, trajectory
         self.name = f"prescribed:{joint}"
@@ -308,6 +311,9 @@ class PrescribedTwist(EqualityConstraint):
     components : indices into the body twist ``(omega, nu)`` (body frame).
     profile : ``v(t) -> (value (k,), rate (k,))`` [rad/s, m/s].
     """
+
+    #: the motion does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy = True
 
     def __init__(self, body: str, components: Sequence[int], profile: TwistProfile) -> None:
         self.body, self.profile = body, profile

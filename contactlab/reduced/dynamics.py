@@ -29,7 +29,7 @@ import numpy as np
 import scipy.linalg
 
 from contactlab import forces
-from contactlab.errors import SingularSystemError
+from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.maximal import assembly as asm
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
@@ -66,6 +66,33 @@ def reduced_forces(kin: Kinematics, tau: Array | None = None) -> Array:
     f_m -= inertia * kin.bias_acceleration
     f = kin.JT_times(f_m) + joint_forces(tree, kin.q, kin.qdot)
     return f if tau is None else f + tau
+
+
+def free_momentum(
+    kin: Kinematics, h: float, tau: Array | None = None, coriolis: str = "rotated"
+) -> Array:
+    """Right-hand side ``M_r qdot + h f_r`` (nq,) of a velocity-level step of ``h`` [s].
+
+    ``coriolis="explicit"`` is eq. 2.73 as printed.  ``"rotated"`` (default)
+    writes ``M_r qdot = J^T M phi`` and turns each body's momenta by its step
+    rotation, ``J^T exp(-h [omega]) M phi`` (:func:`contactlab.maximal.assembly.
+    rotated_momentum`), instead of adding the explicit gyroscopic wrench
+    ``h ad(phi)^T M phi``: first-order equal, but the explicit form multiplies
+    each body's momentum norm by ``sqrt(1 + h^2 |omega|^2)`` per step, energy a
+    spinning body gains without bound.  It is the maximal formulation's default,
+    so a floating body steps the same in both formulations.
+    """
+    if coriolis == "explicit":
+        return mass_matrix(kin) @ kin.qdot + h * reduced_forces(kin, tau)
+    if coriolis != "rotated":
+        raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+    tree = kin.tree
+    inertia = tree.scene_inertia
+    p = asm.rotated_momentum(inertia, kin.phi, h) + h * (
+        applied_wrenches(tree, kin) - inertia * kin.bias_acceleration
+    )
+    f = kin.JT_times(p) + h * joint_forces(tree, kin.q, kin.qdot)
+    return f if tau is None else f + h * tau
 
 
 def bias_forces(tree: Tree, q: Array, qdot: Array) -> Array:

@@ -10,9 +10,12 @@ Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
 
 with contact rows mapped from maximal coordinates, ``N = N_m J``,
 ``T = T_m J`` (eq. 2.95: maximal constraints right-multiplied by ``J``).
-Positions follow by ``q <- q + h qdot+`` with a chart switch of spherical
-joints; body transforms and twists are recomputed from ``(q, qdot)``, so
-joints never drift.
+Positions follow by :meth:`Tree.advance`: each joint moves by
+``exp(h [S qdot+])`` (re-charted on subgroup joints such as free and
+spherical ones, whose joint twist is then kept; ``q + h qdot+`` for the
+others), then spherical charts switch; the bias ``Jdot qdot`` of the step is
+taken along that motion (docs/reduced-integration.md).  Body transforms and
+twists are recomputed from ``(q, qdot)``, so joints never drift.
 
 Bilateral and unilateral rows other than contact (loop closures, couplings,
 prescribed motion, joint limits) plug in as :class:`ReducedConstraint`
@@ -28,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
@@ -54,9 +58,16 @@ class ReducedFormulation(Formulation):
     stabilization : Baumgarte form of the loop closures and the scene's
         constraints (:mod:`contactlab.reduced.constraints`): "velocity",
         "acceleration" or "off".
+    coriolis : "rotated" (default, each body's momentum turned by its step
+        rotation, as the maximal formulation does) or "explicit" (eq. 2.73 as
+        printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     """
 
     has_joint_drift = False
+    #: advance joints on their groups (:meth:`Tree.advance`) with the matching bias
+    #: ``Jdot qdot``; ``False`` steps every coordinate by ``q + h qdot`` with the
+    #: chart's ``Sdot`` (the hyper-reduced formulation: it keeps ``q`` affine)
+    group_integration = True
 
     def __init__(
         self,
@@ -65,8 +76,12 @@ class ReducedFormulation(Formulation):
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
+        coriolis: str = "rotated",
     ) -> None:
         super().__init__(scene)
+        if coriolis not in ("rotated", "explicit"):
+            raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         self.implicit = bool(implicit)
         # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
@@ -88,10 +103,12 @@ class ReducedFormulation(Formulation):
     def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
-        kin = forward_kinematics(tree, q, qdot)
+        # the bias acceleration along the motion advance() realizes (joint twists of
+        # subgroup joints held constant), see docs/reduced-integration.md
+        kin = forward_kinematics(tree, q, qdot, step=self.group_integration)
         M_r = dyn.mass_matrix(kin)
         tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
-        f = M_r @ qdot + h * dyn.reduced_forces(kin, tau)
+        f = dyn.free_momentum(kin, h, tau, self.coriolis)
         M = M_r
         if self.implicit:
             terms = dyn.implicit_terms(kin)
@@ -140,8 +157,11 @@ class ReducedFormulation(Formulation):
         )
 
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
-        qdot = np.asarray(solution.v, dtype=float)
-        q, qdot, _ = self.tree.reparameterize(np.asarray(state.q) + h * qdot, qdot)
+        q, qdot = np.asarray(state.q, dtype=float), np.asarray(solution.v, dtype=float)
+        if self.group_integration:
+            q, qdot = self.tree.advance(q, qdot, h)
+        else:
+            q, qdot, _ = self.tree.reparameterize(q + h * qdot, qdot)
         return self._state(state.t + h, q, qdot, state.cache)
 
     def maximal(self, state: State) -> tuple[Array, Array]:

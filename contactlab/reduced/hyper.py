@@ -224,6 +224,9 @@ class HyperReducedFormulation(ReducedFormulation):
         super().__init__(scene, **options)
         self.hyper = HyperReduced.build(self.tree, basis, offset)
 
+    #: ``q_r <- q_r + h J_rR qdot_R+`` keeps the state on the affine subspace
+    group_integration = False
+
     def initial_state(self) -> State:
         """The reduced initial state, checked to lie on the subspace."""
         state = super().initial_state()

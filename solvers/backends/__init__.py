@@ -12,6 +12,7 @@ from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
 from solvers.backends.osqp_ import OSQPBackend
 from solvers.backends.pgs import PGSBackend
+from solvers.backends.ppivot import PrincipalPivotingBackend
 from solvers.backends.qpsolvers_ import QPSOLVERS_BACKENDS
 
 BACKENDS: list[type[Backend]] = [
@@ -19,6 +20,7 @@ BACKENDS: list[type[Backend]] = [
     OSQPBackend,
     PGSBackend,
     LemkeBackend,
+    PrincipalPivotingBackend,
     *CVXPY_BACKENDS,
     *QPSOLVERS_BACKENDS,
 ]
