@@ -39,10 +39,16 @@ import scipy.sparse as sp
 from contactlab.errors import ConfigurationError
 from contactlab.jointfriction.local import local_multipliers
 from contactlab.jointfriction.rows import JointContactLayout, JointContactRows
-from contactlab.models.base import SolvingModel
-from contactlab.models.box_friction import check_outer
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
-from contactlab.models.frictionless import contact_rows, make_solution
+from contactlab.models.base import SolvingModel, make_solution
+from contactlab.models.common import (
+    Array,
+    MassInverse,
+    Rows,
+    check_outer,
+    contact_rows,
+    stack_rows,
+    step_data,
+)
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene
 from solvers import QP

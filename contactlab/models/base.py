@@ -26,7 +26,7 @@ import numpy as np
 
 import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
-from contactlab.models.common import worst_status
+from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, SolverResult
 from solvers.fitting import describe
@@ -236,3 +236,32 @@ def model_class(name: str) -> type[ContactModel]:
 def make_model(name: str, solver: str, **options: Any) -> ContactModel:
     """Build the contact model ``name`` that solves with backend ``solver``."""
     return MODELS.get(name)(solver, **options)
+
+
+def make_solution(
+    model: SolvingModel,
+    problem: StepProblem,
+    v: Array,
+    rows: Rows,
+    lam: Array,
+    lambda_T: Array,
+    extra_status: str = "optimal",
+    outer: int = 0,
+) -> StepSolution:
+    """Assemble the :class:`StepSolution` from the recorded inner results."""
+    status = model.take_status(extra_status)
+    results = model.take_results()
+    s = summary(results)
+    return StepSolution(
+        v=v,
+        lambda_G=rows.part(lam, "G"),
+        lambda_N=rows.part(lam, "N"),
+        lambda_T=lambda_T,
+        lambda_L=rows.part(lam, "L"),
+        status=status,
+        iterations=int(s["iterations"]),
+        outer_iterations=outer,
+        solve_time=s["solve_time"],
+        residual=s["residual"],
+        results=results,
+    )
