@@ -20,14 +20,14 @@ Formulations are registered by name (see :func:`register_formulation`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.errors import UnknownNameError
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.errors import IncompatibleError, UnknownNameError
+from contactlab.problem import CAPABILITIES, StepProblem, StepSolution
 from contactlab.scene import Scene, State
 from solvers.plugins import Registry
 
@@ -40,6 +40,9 @@ class Formulation(ABC):
     name: str = ""
     #: whether position-level constraint drift is possible (maximal joints)
     has_joint_drift: bool = True
+    #: what its step problems carry beyond the matrices (names of
+    #: :data:`contactlab.problem.CAPABILITIES`)
+    provides: frozenset[str] = frozenset()
 
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
@@ -108,6 +111,27 @@ def formulation_class(name: str) -> type[Formulation]:
     return FORMULATIONS.get(name)
 
 
+def formulations_providing(needs: Iterable[str]) -> list[str]:
+    """Names of the registered formulations that provide every capability of ``needs``."""
+    want = set(needs)
+    return sorted(n for n, cls in FORMULATIONS.items().items() if want <= set(cls.provides))
+
+
 def make_formulation(name: str, scene: Scene) -> Formulation:
     """Build the formulation ``name`` for ``scene``."""
     return FORMULATIONS.get(name)(scene)
+
+
+def check_pairing(
+    formulation: str, provides: Iterable[str], model: str, needs: Iterable[str]
+) -> None:
+    """Raise :class:`IncompatibleError` if ``formulation`` lacks something ``model`` needs."""
+    have = set(provides)
+    missing = [n for n in needs if n not in have]
+    if missing:
+        fits = " or ".join(f"--formulation {f}" for f in formulations_providing(needs))
+        what = "; ".join(CAPABILITIES.get(m, m) for m in missing)
+        raise IncompatibleError(
+            f"model {model!r} needs {what}, which formulation {formulation!r} does not provide; "
+            f"run it with {fits or 'a formulation that provides it'}"
+        )

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 import solvers
 from contactlab import metrics as M
+from contactlab.contact import identity
 from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
@@ -37,7 +38,12 @@ from contactlab.errors import (
     StepFailure,
     UnknownNameError,
 )
-from contactlab.formulation import Formulation, make_formulation
+from contactlab.formulation import (
+    Formulation,
+    check_pairing,
+    formulation_class,
+    make_formulation,
+)
 from contactlab.models.base import ContactModel, make_model
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -237,11 +243,14 @@ class Simulator:
             check_solver(solver)
             self.model = make_model(model, solver, **self.model_options)
             self.solver = solver
-        self.formulation = (
-            formulation
-            if isinstance(formulation, Formulation)
-            else make_formulation(formulation, scene)
-        )
+        # a model that needs what the formulation does not provide is refused before either runs
+        if isinstance(formulation, Formulation):
+            check_pairing(formulation.name, formulation.provides, self.model.name, self.model.needs)
+            self.formulation = formulation
+        else:
+            provides = formulation_class(formulation).provides
+            check_pairing(formulation, provides, self.model.name, self.model.needs)
+            self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
             np.zeros(0, dtype=np.int64)
@@ -287,8 +296,11 @@ class Simulator:
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         assembled = time.perf_counter()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
         except SolverError as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.backends.cvxpy_ import CVXPY_BACKENDS
+from solvers.backends.friction import FRICTION_BACKENDS
 from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
 from solvers.backends.osqp_ import OSQPBackend
@@ -21,6 +22,7 @@ BACKENDS: list[type[Backend]] = [
     PGSBackend,
     LemkeBackend,
     PrincipalPivotingBackend,
+    *FRICTION_BACKENDS,
     *CVXPY_BACKENDS,
     *QPSOLVERS_BACKENDS,
 ]
