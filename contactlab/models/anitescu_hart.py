@@ -38,26 +38,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
+    check_cone,
     check_directions,
+    check_form,
     check_friction_data,
+    contact_rows,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import check_form, contact_rows, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
-
-
-def check_cone(cone: str, allowed: tuple[str, ...]) -> None:
-    if cone not in allowed:
-        raise ConfigurationError(f"option cone must be one of {list(allowed)}, got {cone!r}")
 
 
 @register_model("anitescu-hart")

@@ -52,31 +52,39 @@ from contactlab.reduced.spline import (
     frames_to_surface_values,
 )
 from contactlab.scene import JointSpec
+from solvers.plugins import Registry
 
 Builder = Callable[[Any, Mapping[str, Any]], Joint]
-_BUILDERS: dict[str, Builder] = {}
+
+#: Joint kinds of the reduced formulation: the built-in ones below, and entry points
+#: in the ``contactlab.joints`` group (value: a builder ``(axis, params) -> Joint``
+#: registered under the entry point's name, or a module whose import registers its
+#: kinds with :func:`register_joint`).
+JOINTS: Registry[Builder] = Registry(
+    "joint kind",
+    "contactlab.joints",
+    accept=callable,
+    unknown=lambda name, known: UnknownNameError("joint kind", name, known),
+)
 
 
 def register_joint(kind: str) -> Callable[[Builder], Builder]:
     """Register ``builder(axis, params) -> Joint`` under ``kind``."""
 
     def wrap(builder: Builder) -> Builder:
-        _BUILDERS[kind] = builder
-        return builder
+        return JOINTS.register(kind, builder)
 
     return wrap
 
 
 def joint_kinds() -> list[str]:
     """Names of the registered joint kinds."""
-    return sorted(_BUILDERS)
+    return sorted(JOINTS.names())
 
 
 def make_joint(kind: str, axis: Any = None, params: Mapping[str, Any] | None = None) -> Joint:
     """Build a joint of ``kind``; raises :class:`UnknownNameError` for unknown kinds."""
-    if kind not in _BUILDERS:
-        raise UnknownNameError("joint kind", kind, list(_BUILDERS))
-    return _BUILDERS[kind](axis, dict(params or {}))
+    return JOINTS.get(kind)(axis, dict(params or {}))
 
 
 def joint_from_spec(spec: JointSpec) -> Joint:
