@@ -266,7 +266,10 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
     - ``j`` at or below ``k``: ``dtau_j/dq_k = S_j . (Ic_j a_k + B_j psi_k)``,
       ``dtau_j/dqd_k = -S_j . (B_j S_k + 2 Ic_j psi_k)``;
     - ``j`` above ``k``: ``S_j . (-ad(S_k)^T F_k + Ic_k a_k + B_k psi_k)`` and
-      ``-S_j . (B_k S_k + 2 Ic_k psi_k)``.
+      ``-S_j . (B_k S_k + 2 Ic_k psi_k)``;
+    - the mass matrix on the way, ``M_jk = S_j . Ic_j S_k`` for ``j`` at or below ``k``.
+
+    Returns ``(dtau/dq, dtau/dqd, M)``.
     """
     n = topo.shape[0]
     nq = dofp.shape[1]
@@ -417,6 +420,7 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
             w[j, r] = sw
     out_q = np.zeros((nq, nq))
     out_qd = np.zeros((nq, nq))
+    M = np.zeros((nq, nq))
     psi = np.empty(6)
     ak = np.empty(6)
     G = np.empty(6)
@@ -444,6 +448,7 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
             row = topo[j, DOF0]
             out_q[row, m] = _dot6(u[j], ak) + _dot6(w[j], psi)
             out_qd[row, m] = -_dot6(w[j], S[k]) - 2.0 * _dot6(u[j], psi)
+            M[row, m] = M[m, row] = _dot6(u[j], S[k])
         if pa < 0:
             continue
         _adt_mul(S[k], F[k], t1)
@@ -465,4 +470,4 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
     for k in range(nq):
         out_q[k, k] += dofp[0, k]
         out_qd[k, k] += dofp[1, k]
-    return out_q, out_qd
+    return out_q, out_qd, M

@@ -87,12 +87,7 @@ def inverse_dynamics_derivatives(
             "the composite derivative form needs a tree of revolute, prismatic and fixed "
             "nodes; this model has spherical or Python-evaluated joints (use composite=False)"
         )
-    kernel = (
-        _derivative_kernels.inverse_dynamics_derivatives_composite
-        if composite
-        else _derivative_kernels.inverse_dynamics_derivatives
-    )
-    dq, dqd = kernel(
+    args = (
         model.topo,
         model.geom,
         model.dofp,
@@ -102,6 +97,9 @@ def inverse_dynamics_derivatives(
         qddot,
         model.node_wrenches(wrenches),
     )
+    if composite:
+        return _derivative_kernels.inverse_dynamics_derivatives_composite(*args)  # type: ignore[no-any-return]
+    dq, dqd = _derivative_kernels.inverse_dynamics_derivatives(*args)
     if model.has_other_joints:
         _fallback_columns(model, q, qdot, qddot, wrenches, dq, dqd)
     return dq, dqd, model.mass_matrix(q)
