@@ -123,6 +123,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for row in cat["scenarios"]:
         print(f"  {row['name']:<22} {row['description']}")
         print(f"  {'':<22} formulations: {', '.join(row['formulations'])}")
+        default = row.get("default")
+        if default:
+            print(
+                f"  {'':<22} default: {default['formulation']} / {default['model']} / "
+                f"{default['solver']} ({default['reason']})"
+            )
         for p in row["parameters"]:
             doc = f"  {p['doc']}" if p["doc"] else ""
             print(f"      {p['name']} = {p['default']!r} ({p['type']}){doc}")
@@ -147,9 +153,21 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--formulation", default="maximal", help="formulation name (default maximal)")
-    p.add_argument("--model", default="frictionless", help="contact model (default frictionless)")
-    p.add_argument("--solver", default="kkt", help="solver backend (default kkt)")
+    p.add_argument(
+        "--formulation",
+        default=None,
+        help="formulation name (default: the scenario's first, see `contactlab list`)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="contact model (default: the one that fits the scene, see `contactlab list`)",
+    )
+    p.add_argument(
+        "--solver",
+        default=None,
+        help="solver backend (default: the one that fits the scene and model)",
+    )
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     span = p.add_mutually_exclusive_group()
     span.add_argument("--steps", type=int, default=None, help="number of steps")
@@ -184,15 +202,20 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar, print only the folder")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument(
+        "--no-divergence-guard",
+        action="store_true",
+        help="keep stepping a run whose state is physically absurd (docs/reliability.md)",
+    )
 
 
 def run_to_folder(
     scenario: str,
     out: Path | None,
     *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
     dt: float | None = None,
     steps: int | None = None,
     duration: float | None = None,
@@ -202,13 +225,14 @@ def run_to_folder(
     quiet: bool = False,
     plots: bool = True,
     command: Sequence[str] | None = None,
+    divergence_guard: bool = True,
 ) -> tuple[Path, Any]:
     """Validate everything, run, and write the results folder; return ``(folder, run)``.
 
     Every check that can fail (names, parameters, the target folder) happens
     before the first step, and the folder is written atomically after the last.
     """
-    from contactlab.results import check_target, write_run
+    from contactlab.results import check_target, check_writable, write_run
     from contactlab.simulator import build_simulator
 
     sim = build_simulator(
@@ -219,10 +243,12 @@ def run_to_folder(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     n = sim.n_steps(steps, duration)
-    target = out if out is not None else default_out(scenario, formulation, model, solver)
+    target = out if out is not None else default_out(scenario, *sim.names)
     check_target(target, force)
+    check_writable(target)
     run = sim.run(steps=n, progress=not quiet)
     write_run(run, target, overwrite=force, plots=plots, command=command)
     return target, run
@@ -235,11 +261,18 @@ def _report(folder: Path, run: Any, quiet: bool) -> None:
     agg = run.aggregates()
     drift = agg.get("energy_drift")
     drift_text = "n/a" if drift is None else f"{drift:.3g} J"
+    if run.defaults:
+        print(
+            f"{run.scene.name}: {run.formulation} / {run.model} / {run.solver} "
+            f"({', '.join(run.defaults['defaulted'])} by default: {run.defaults['reason']})"
+        )
     print(
         f"{run.scene.name}: {run.n_steps} steps of {run.dt:g} s, status {run.status}, "
-        f"energy drift {drift_text}, max drift {agg.get('max_constraint_error') or 0:.3g}, "
-        f"wall time {run.wall_time_s:.2f} s"
+        f"energy change {drift_text}, max constraint error "
+        f"{agg.get('max_constraint_error') or 0:.3g} m, wall time {run.wall_time_s:.2f} s"
     )
+    if run.message:
+        print(f"{run.scene.name}: {run.message}")
     print(f"results: {folder}")
 
 
@@ -266,6 +299,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         plots=not args.no_plots,
         command=["contactlab", *args.argv],
+        divergence_guard=not args.no_divergence_guard,
     )
     _report(folder, run, args.quiet)
     return 0
@@ -301,6 +335,7 @@ register_command("demo", "run the demo scenarios into results/demo", _setup_demo
 
 def _load_plugins() -> None:
     import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
+    import contactlab.optimize.cli  # noqa: F401  (registers optimize)
 
 
 class _Parser(argparse.ArgumentParser):

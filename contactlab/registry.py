@@ -28,6 +28,7 @@ def scenarios() -> list[dict[str, Any]]:
                 "name": name,
                 "description": spec.description,
                 "formulations": list(spec.formulations),
+                "default": _default_setup(spec),
                 "parameters": [
                     {
                         "name": p.name,
@@ -40,6 +41,14 @@ def scenarios() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _default_setup(spec: Any) -> dict[str, str] | None:
+    """The scenario's default formulation, model and solver (``None`` if it cannot be built)."""
+    try:
+        return spec.default_setup().as_dict()  # type: ignore[no-any-return]
+    except Exception:  # a scenario whose defaults do not build still lists its parameters
+        return None
 
 
 def formulations() -> list[dict[str, Any]]:

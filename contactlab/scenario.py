@@ -31,6 +31,104 @@ from contactlab.scene import Scene
 
 ENTRY_POINT_GROUP = "contactlab.scenarios"
 
+#: Model and solver for a scene that only has joints and equality constraints:
+#: one direct solve of the step's KKT system.
+JOINTS_ONLY = ("frictionless", "kkt")
+#: ... for a scene with contacts: box friction (an LCP with friction blocks)
+#: by projected Gauss-Seidel, which takes every contact scene in the library.
+CONTACTS = ("box-friction", "pgs")
+#: ... for a scene with joint limits (unilateral rows) but no contact geometry.
+LIMITS = ("frictionless", "pgs")
+#: ... for a scene with joint friction, per formulation.
+JOINT_FRICTION = {"reduced": ("bisp", "pgs"), "maximal": ("joint-friction-sp", "pgs")}
+
+
+def can_collide(scene: Scene) -> bool:
+    """Whether ``scene`` has collision geometry with collision switched on.
+
+    A scene may keep shapes for mass properties and drawing but switch
+    collision off (``extras["collision"] = False``).
+    """
+    if scene.extras.get("collision", True) is False:
+        return False
+    return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A scene's default formulation, contact model and solver, with the reason."""
+
+    formulation: str
+    model: str
+    solver: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "formulation": self.formulation,
+            "model": self.model,
+            "solver": self.solver,
+            "reason": self.reason,
+        }
+
+
+def default_setup(
+    scene: Scene, formulations: tuple[str, ...] = ("maximal",), formulation: str | None = None
+) -> Setup:
+    """The formulation, model and solver that fit what ``scene`` contains.
+
+    The formulation is ``formulation`` or the first of ``formulations`` (the
+    scenario's own order).  Joint friction needs its own model (``bisp`` in
+    reduced coordinates, ``joint-friction-sp`` in maximal ones); contact
+    geometry needs a friction model and an iterative backend; joint limits
+    alone need a backend for inequality rows; joints and equality
+    constraints alone are one KKT solve.
+    """
+    form = formulation or formulations[0]
+    if any(j.friction is not None for j in scene.joints) and form in JOINT_FRICTION:
+        model, solver = JOINT_FRICTION[form]
+        return Setup(form, model, solver, "the scene has joint friction")
+    if can_collide(scene):
+        return Setup(form, *CONTACTS, "the scene has contact geometry")
+    if any(getattr(c, "unilateral", False) for c in scene.constraints):
+        return Setup(form, *LIMITS, "the scene has joint limits (inequality rows)")
+    return Setup(form, *JOINTS_ONLY, "the scene has joints and equality constraints only")
+
+
+def complete_setup(
+    scene: Scene,
+    formulations: tuple[str, ...] = ("maximal",),
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
+) -> tuple[Setup, list[str]]:
+    """The setup with the given names kept and the missing ones defaulted.
+
+    Returns the setup and the names of the choices that were defaulted.  A
+    model given without a solver gets the scene's default solver when that is
+    the scene's default model, else the first available backend that fits the
+    model (a direct KKT solve only when the scene has no inequality rows).
+    """
+    base = default_setup(scene, formulations, formulation)
+    defaulted = [
+        what
+        for what, given in (("formulation", formulation), ("model", model), ("solver", solver))
+        if given is None
+    ]
+    chosen_model = model or base.model
+    chosen_solver = solver
+    if chosen_solver is None:
+        if chosen_model == base.model:
+            chosen_solver = base.solver
+        else:
+            from contactlab.models.base import model_class
+
+            fits = model_class(chosen_model).compatible_solvers()
+            if base.solver != "kkt":
+                fits = [name for name in fits if name != "kkt"]
+            chosen_solver = fits[0] if fits else base.solver
+    return Setup(base.formulation, chosen_model, chosen_solver, base.reason), defaulted
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -44,6 +142,9 @@ class Parameter:
     def parse(self, value: Any) -> Any:
         """Convert a command-line string (or a Python value) to the parameter's type."""
         if not isinstance(value, str):
+            if self.type is tuple and isinstance(value, list):
+                # JSON (summary.json) has no tuples: a list read back is the same value
+                return tuple(Parameter(self.name, v, float).parse(v) for v in value)
             if self.type is float and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
             if isinstance(value, self.type):
@@ -95,6 +196,12 @@ class Scenario:
                 )
             values[key] = self.parameters[key].parse(value)
         return values
+
+    def default_setup(
+        self, overrides: Mapping[str, Any] | None = None, formulation: str | None = None
+    ) -> Setup:
+        """The default formulation, model and solver of the scene built with ``overrides``."""
+        return default_setup(self.build(**dict(overrides or {})), self.formulations, formulation)
 
     def build(self, **overrides: Any) -> Scene:
         """Build the scene with parameters ``overrides`` (defaults for the rest)."""

@@ -29,6 +29,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.contact import identity
+from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -36,9 +38,9 @@ from contactlab.errors import (
     StepFailure,
     UnknownNameError,
 )
-from contactlab.formulation import Formulation, make_formulation
+from contactlab.formulation import Formulation, formulation_class, make_formulation
 from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.problem import StepProblem, StepSolution, check_pairing
 from contactlab.scene import Scene, State
 
 Array = NDArray[np.float64]
@@ -79,7 +81,8 @@ class Run:
         angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
     initial_metrics : the formulation's state metrics at t = 0.
     status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
-        but not optimal), ``"stopped"`` (a callback ended it) or ``"failed"``.
+        but not optimal), ``"stopped"`` (a callback ended it), ``"diverged"``
+        (the divergence guard stopped it) or ``"failed"``.
     """
 
     scene: Scene
@@ -95,6 +98,8 @@ class Run:
     status: str
     message: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: the choices taken from the scene's defaults and why (empty when all were given)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -112,12 +117,9 @@ class Run:
 
 
 def _collision_function(scene: Scene) -> Collide | None:
-    # A scene may keep shapes for mass properties and drawing but switch
-    # collision off (``extras["collision"] = False``).
-    if scene.extras.get("collision", True) is False:
-        return None
-    has_geometry = bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
-    if not has_geometry:
+    from contactlab.scenario import can_collide
+
+    if not can_collide(scene):
         return None
     try:
         from contactlab.collision import collide
@@ -203,25 +205,51 @@ class Simulator:
     model : contact model name (``"frictionless"``, ``"anitescu-hart"``, ...) or instance.
     solver : solver-layer backend name (``"kkt"``, ``"osqp"``, ``"pgs"``, ...);
         ignored when ``model`` is an instance.
+        A formulation, model or solver left ``None`` is chosen from what the
+        scene contains (:func:`contactlab.scenario.complete_setup`).
     dt : step size [s]; the scene's ``dt`` when ``None``.
     model_options : keyword options of the model (``cone``, ``directions``, ...).
     collide : collision function ``(scene, E) -> contacts``; by default
         :func:`contactlab.collision.collide` when the scene has geometry.
     slip_threshold : [m/s] slip speed above which a contact counts as sliding.
+    divergence_guard : stop the run with status ``"diverged"`` at the first
+        physically absurd state (see :mod:`contactlab.divergence`); ``False``
+        keeps stepping, for those who study the blow-up.
+    formulations : the formulations the scene supports, first preferred (used
+        when ``formulation`` is ``None``).
     """
 
     def __init__(
         self,
         scene: Scene,
-        formulation: str | Formulation = "maximal",
-        model: str | ContactModel = "frictionless",
-        solver: str = "kkt",
+        formulation: str | Formulation | None = None,
+        model: str | ContactModel | None = None,
+        solver: str | None = None,
         dt: float | None = None,
         model_options: Mapping[str, Any] | None = None,
         collide: Collide | None = None,
         slip_threshold: float = M.SLIP_THRESHOLD,
+        divergence_guard: bool = True,
+        formulations: tuple[str, ...] = ("maximal",),
     ) -> None:
+        from contactlab.scenario import complete_setup
+
         self.scene = scene
+        self.divergence_guard = bool(divergence_guard)
+        setup, defaulted = complete_setup(
+            scene,
+            formulations,
+            formulation.name if isinstance(formulation, Formulation) else formulation,
+            model.name if isinstance(model, ContactModel) else model,
+            model.solver if isinstance(model, ContactModel) else solver,
+        )
+        #: the choices taken from the scene's defaults, and why (recorded in summaries)
+        self.defaults: dict[str, Any] = (
+            {"defaulted": defaulted, "reason": setup.reason} if defaulted else {}
+        )
+        formulation = setup.formulation if formulation is None else formulation
+        model = setup.model if model is None else model
+        solver = setup.solver
         h = scene.dt if dt is None else dt
         if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
             raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
@@ -234,11 +262,14 @@ class Simulator:
             check_solver(solver)
             self.model = make_model(model, solver, **self.model_options)
             self.solver = solver
-        self.formulation = (
-            formulation
-            if isinstance(formulation, Formulation)
-            else make_formulation(formulation, scene)
-        )
+        # a model that needs what the formulation does not provide is refused before either runs
+        if isinstance(formulation, Formulation):
+            check_pairing(formulation.name, formulation.provides, self.model.name, self.model.needs)
+            self.formulation = formulation
+        else:
+            provides = formulation_class(formulation).provides
+            check_pairing(formulation, provides, self.model.name, self.model.needs)
+            self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
             np.zeros(0, dtype=np.int64)
@@ -284,8 +315,11 @@ class Simulator:
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         assembled = time.perf_counter()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
         except _solver_error_types() as err:
@@ -352,10 +386,12 @@ class Simulator:
 
         Raises
         ------
-        StepFailure, StateError, SingularSystemError
-            When a step's solution is unusable, the state stops being finite
-            or the system is singular; the exception's ``run`` attribute holds
-            the run up to the failed step.
+        StepFailure, StateError, SingularSystemError, DivergenceError
+            When a step's solution is unusable, the state stops being finite,
+            the system is singular or (with the divergence guard on) the state
+            is physically absurd; the exception's ``run`` attribute holds the
+            run up to and including the failed step (status ``"failed"``, or
+            ``"diverged"`` for a :class:`~contactlab.errors.DivergenceError`).
         """
         n = self.n_steps(steps, duration)
         wall_start = time.perf_counter()
@@ -363,30 +399,79 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = _Recorder(self.formulation, self.scene, state, n)
+        guard = self._guard(state, initial)
+        initial["energy_scale"] = guard.bounds.energy_scale
         bar = _progress_bar(n) if progress is True else None
         rows: list[dict[str, Any]] = []
         status = "ok"
+        # Overflow and invalid-value warnings of a blowing-up step would only
+        # precede the error the finiteness check and the guard raise for it.
         try:
-            for i in range(n):
-                state, record = self.step(state, i)
-                rows.append(record.metrics)
-                recorder.add(state)
-                if bar is not None:
-                    bar.update(1)
-                elif callable(progress):
-                    progress(i + 1, n)
-                if callback is not None and callback(state, record):
-                    status = "stopped"
-                    break
-        except ContactlabError as err:  # StepFailure, StateError, SingularSystemError, ...
-            err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                for i in range(n):
+                    state, record = self.step(state, i)
+                    rows.append(record.metrics)
+                    recorder.add(state)
+                    if self.divergence_guard:
+                        contacts = record.contacts
+                        if contacts is None:
+                            contacts = record.problem.contacts
+                        guard.check(i, record.t, record.metrics, recorder.phi[i + 1], contacts)
+                    if bar is not None:
+                        bar.update(1)
+                    elif callable(progress):
+                        progress(i + 1, n)
+                    if callback is not None and callback(state, record):
+                        status = "stopped"
+                        break
+        except ContactlabError as err:  # StepFailure, StateError, DivergenceError, ...
+            status = getattr(err, "status", "failed")
+            err.run = self._make_run(rows, recorder, initial, wall_start, status, str(err))  # type: ignore[attr-defined]
             raise
         finally:
             if bar is not None:
                 bar.close()
+        message = ""
         if status == "ok" and any(r["status"] != "optimal" for r in rows):
             status = "inaccurate"
-        return self._make_run(rows, recorder, initial, wall_start, status)
+            message = self._inaccurate_message(rows)
+        return self._make_run(rows, recorder, initial, wall_start, status, message)
+
+    def _inaccurate_message(self, rows: list[dict[str, Any]]) -> str:
+        """Which steps were not solved to optimality, the first one's cause, and a hint."""
+        bad = [r for r in rows if r["status"] != "optimal"]
+        first = bad[0]
+        counts: dict[str, int] = {}
+        for r in bad:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        statuses = ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+        form, model, solver = self.names
+        cause = first["status"]
+        if cause == "max_iterations":
+            hint = (
+                f"raise the iteration cap (--model-option max_iter=N; step {first['step']} "
+                f"used {first['iterations']}), loosen --model-option solver_tol, "
+                "use a smaller --dt, or try --solver osqp"
+            )
+        elif cause == "time_limit":
+            hint = "raise the backend's time limit, use a smaller --dt, or try another --solver"
+        else:
+            hint = "tighten --model-option solver_tol, use a smaller --dt, or try another --solver"
+        return (
+            f"{len(bad)} of {len(rows)} steps were not solved to optimality ({statuses}); "
+            f"the first is step {first['step']} (t = {first['t']:.6g} s, "
+            f"{first['n_contacts']} contacts): solver {solver!r} of model {model!r} "
+            f"({form}) ended with status {cause!r} at residual "
+            f"{first.get('solver_residual', float('nan')):.3g}; {hint}"
+        )
+
+    def _guard(self, state: State, initial: dict[str, float]) -> DivergenceGuard:
+        E, phi = self.formulation.maximal(state)
+        masses = np.array([b.mass for b in self.scene.bodies], dtype=float)
+        gravity_energy = -float(masses @ (E[:, :3, 3] @ np.asarray(self.scene.gravity)))
+        force_energy = float(initial.get("potential_energy", 0.0)) - gravity_energy
+        bounds = scene_bounds(self.scene, E, phi, initial, force_energy)
+        return DivergenceGuard(bounds, float(initial.get("total_energy", 0.0)))
 
     def _make_run(
         self,
@@ -416,6 +501,7 @@ class Simulator:
             status=status,
             message=message,
             parameters=dict(self.scene.params),
+            defaults=dict(self.defaults),
         )
 
 
@@ -472,16 +558,20 @@ def simulate(
     scenario: str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
     dt: float | None = None,
     steps: int | None = None,
     duration: float | None = None,
     model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
+    divergence_guard: bool = True,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
+
+    A formulation, model or solver left ``None`` is chosen from what the scene
+    contains (see :func:`contactlab.scenario.default_setup`).
 
     Raises
     ------
@@ -497,6 +587,7 @@ def simulate(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     return sim.run(steps=steps, duration=duration, progress=progress)
 
@@ -505,17 +596,18 @@ def build_simulator(
     scenario: str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str = "maximal",
-    model: str = "frictionless",
-    solver: str = "kkt",
+    formulation: str | None = None,
+    model: str | None = None,
+    solver: str | None = None,
     dt: float | None = None,
     model_options: Mapping[str, Any] | None = None,
+    divergence_guard: bool = True,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
 
     spec = scenario_registry.get_scenario(scenario)
-    if formulation not in spec.formulations:
+    if formulation is not None and formulation not in spec.formulations:
         from contactlab.formulation import formulation_names
 
         if formulation not in formulation_names():
@@ -524,5 +616,19 @@ def build_simulator(
             f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
             f"not {formulation!r}; choose one with --formulation"
         )
-    scene = spec.build(**dict(parameters or {}))
-    return Simulator(scene, formulation, model, solver, dt=dt, model_options=model_options)
+    values = dict(parameters or {})
+    if dt is not None and "dt" in spec.parameters and "dt" not in values:
+        # a scene whose step size is a parameter (its set-up may depend on it) is
+        # built with the step size used, so that its recorded parameters are true
+        values["dt"] = dt
+    scene = spec.build(**values)
+    return Simulator(
+        scene,
+        formulation,
+        model,
+        solver,
+        dt=dt,
+        model_options=model_options,
+        divergence_guard=divergence_guard,
+        formulations=spec.formulations,
+    )

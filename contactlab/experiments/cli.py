@@ -33,11 +33,13 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     p.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     p.add_argument("--out", type=Path, default=None, help="output folder")
+    p.add_argument("--force", action="store_true", help="replace an existing comparison folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from contactlab.experiments.compare import compare
+    from contactlab.experiments.table import FAILED_STATUSES
 
     options = {
         k: parse_option_value(v)
@@ -54,9 +56,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         out=args.out,
         model_options=options,
         quiet=args.quiet,
+        force=args.force,
     )
     ran = len(result.table)
-    failed = int((result.table["status"] == "failed").sum()) if ran else 0
+    failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0
     print(f"{ran} combinations run ({failed} failed), {len(result.skipped)} do not fit")
     if len(result.skipped):
         names = ", ".join(
@@ -65,6 +68,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"  not run (reasons in comparison.md): {names}")
     print(f"results: {result.folder / 'comparison.md'}")
     return 0
+
+
+FRESH_HELP = (
+    "re-run every run (by default a run on disk with the same specification and code "
+    "version is reused)"
+)
 
 
 def _setup_sweep(p: argparse.ArgumentParser) -> None:
@@ -80,13 +89,19 @@ def _setup_sweep(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, default=None, help="output folder (overrides the spec)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from contactlab.experiments.sweep import sweep
 
     result = sweep(
-        args.spec, scheduler=args.scheduler, workers=args.workers, out=args.out, quiet=args.quiet
+        args.spec,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        out=args.out,
+        quiet=args.quiet,
+        fresh=args.fresh,
     )
     print(
         f"{result.executed} runs made, {result.reused} reused, "
@@ -168,6 +183,7 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="local worker processes")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
 
 
 def _cmd_studies(args: argparse.Namespace) -> int:
@@ -184,6 +200,7 @@ def _cmd_studies(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             quiet=args.quiet,
+            fresh=args.fresh,
         )
         print(f"study {number}: {report / 'README.md'}")
     return 0

@@ -4,15 +4,17 @@ This is the code path of ``contactlab run``: the scene is built from the
 registered scenario, stepped by :class:`contactlab.simulator.Simulator` and
 written by :mod:`contactlab.results`.  Two things are added for experiments:
 
-* the spec and its hash go into ``summary.json`` (key ``"experiment"``), so a
-  sweep can tell a finished run from a different one in the same folder;
+* the spec, its hash and the code version go into ``summary.json`` (key
+  ``"experiment"``), so a sweep can tell a finished run of the same code from
+  a different or stale one in the same folder (:func:`stale_reason`);
 * the folder appears atomically: everything is written into a hidden
   temporary sibling and renamed into place, so an interrupted sweep leaves
   either a complete run or nothing.
 
 A run that fails in a way the framework reports (a solver failure, a
 diverged state, an incompatible model/solver) is a *result*: a folder is
-still written, with ``status`` ``"failed"`` and the error message, so a
+still written, with ``status`` ``"failed"`` (``"diverged"`` when the
+divergence guard stopped it) and the error message, so a
 sweep records it and does not retry it.  Any other exception propagates and
 leaves no folder.
 """
@@ -20,7 +22,6 @@ leaves no folder.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,14 +79,34 @@ def recorded_hash(folder: Path) -> str | None:
     return (summary.get("experiment") or {}).get("spec_hash")
 
 
+def stale_reason(spec: RunSpec, folder: Path) -> str | None:
+    """Why the run in ``folder`` cannot stand for ``spec`` now, or ``None`` if it can.
+
+    A run is reusable when its summary records the same spec hash and the
+    same code version (:func:`contactlab.codeversion.code_version`).
+    """
+    from contactlab.codeversion import code_version
+
+    summary = read_summary(folder)
+    if not summary:
+        return "not run yet"
+    experiment = summary.get("experiment") or {}
+    if experiment.get("spec_hash") != spec.digest():
+        return "its specification changed"
+    if experiment.get("code_version") != code_version():
+        return "the code changed since it was made"
+    return None
+
+
 def check_fits(spec: RunSpec) -> None:
     """Raise :class:`IncompatibleError`/:class:`UnknownNameError` if the combination cannot run.
 
     Checks the names, the scenario's formulations and the model's compatible
     solvers (when the model declares them) without stepping anything.
     """
-    from contactlab.formulation import formulation_names
+    from contactlab.formulation import formulation_class, formulation_names
     from contactlab.models.base import _MODELS, model_names
+    from contactlab.problem import check_pairing
     from contactlab.scenario import get_scenario
     from contactlab.simulator import check_solver
 
@@ -100,12 +121,12 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
-    needs = getattr(_MODELS[spec.model], "formulations", None)  # e.g. bisp: reduced only
-    if needs and spec.formulation not in needs:
-        raise IncompatibleError(
-            f"model {spec.model!r} runs with --formulation {' or '.join(needs)}, "
-            f"not {spec.formulation!r}"
-        )
+    check_pairing(
+        spec.formulation,
+        formulation_class(spec.formulation).provides,
+        spec.model,
+        _MODELS[spec.model].needs,
+    )
     try:
         fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
     except ConfigurationError as err:
@@ -137,6 +158,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     A run the framework reports as failed is written too (see the module
     docstring); any other exception propagates and leaves ``folder`` as it was.
     """
+    from contactlab.codeversion import code_version
     from contactlab.results import atomic_folder, jsonable, write_run
     from contactlab.simulator import Simulator
 
@@ -144,6 +166,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     start = time.perf_counter()
     run = None
     error = ""
+    failure = "failed"
     try:
         check_fits(spec)
         scene = _scene(spec)
@@ -160,18 +183,20 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     except RUN_ERRORS as err:
         run = getattr(err, "run", None)
         error = f"{type(err).__name__}: {err}"
+        failure = getattr(err, "status", "failed")
     wall = time.perf_counter() - start
     record = {
         "experiment": {
             "spec": spec.as_dict(),
             "spec_hash": spec.digest(),
+            "code_version": code_version(),
             "wall_time_s": wall,
             "error": error,
         }
     }
     if run is not None:
         write_run(run, folder, overwrite=True, plots=plots, extra=record)
-        status = "failed" if error else run.status
+        status = failure if error else run.status
     else:
         status = "failed"
         summary = {
@@ -192,12 +217,11 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
 
 
 def clean_temporaries(root: Path | str) -> int:
-    """Remove temporary folders left by interrupted runs under ``root``; return how many."""
-    root = Path(root)
-    if not root.is_dir():
-        return 0
-    count = 0
-    for path in [*root.glob(".*.tmp-*"), *root.glob(".*.old-*")]:
-        shutil.rmtree(path, ignore_errors=True)
-        count += 1
-    return count
+    """Remove temporary folders left under ``root`` by runs whose process is gone.
+
+    Those of live processes (another sweep's runs in flight) are never touched
+    (see :func:`contactlab.results.clean_stale_temporaries`).
+    """
+    from contactlab.results import clean_stale_temporaries
+
+    return clean_stale_temporaries(root)

@@ -111,6 +111,7 @@ def run_study(
     workers: int | None = None,
     scheduler: str | None = None,
     quiet: bool = False,
+    fresh: bool = False,
 ) -> Path:
     """Run (or resume) study ``number`` and write its report; return the report folder.
 
@@ -120,7 +121,7 @@ def run_study(
     out : report folder; default the study's folder under ``root``.
     scratch : where the sweep's runs are kept (``<scratch>/<n>-<slug>[-short]``).
     short : the ``[short]`` version of the specification.
-    workers, scheduler : as for :func:`contactlab.experiments.sweep.sweep`.
+    workers, scheduler, fresh : as for :func:`contactlab.experiments.sweep.sweep`.
     """
     study = get_study(number)
     spec = Path(root) / study.folder / "spec.toml"
@@ -128,7 +129,7 @@ def run_study(
     sweep_dir = Path(scratch) / (study.folder + ("-short" if short else ""))
     start = time.perf_counter()
     grid = load_grid(spec, sweep_dir, short=short)
-    result = run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet)
+    result = run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet, fresh=fresh)
     report.mkdir(parents=True, exist_ok=True)
     (report / "plots").mkdir(exist_ok=True)
     for name in ("sweep.csv", "aggregates.csv", "aggregates.md", "skipped.csv"):

@@ -11,8 +11,10 @@ Execution
 Resuming
     Each run writes into ``OUT/runs/<scenario>-<formulation>-<model>-<solver>-<hash>``
     atomically (:func:`contactlab.experiments.runner.execute`).  A folder that
-    exists and records the same spec hash in ``summary.json`` is skipped, so
-    re-running an interrupted sweep completes only the missing runs.
+    exists and records the same spec hash and code version in ``summary.json``
+    is reused (announced with the count and the reason), so re-running an
+    interrupted sweep completes only the missing runs, and a change to the
+    sources re-runs every run (``fresh=True`` re-runs them regardless).
 
 Outputs (``OUT/``)
     ``sweep.parquet`` and ``sweep.csv`` (one row per run, spec columns then the
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -40,7 +43,7 @@ from tqdm import tqdm
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import clean_temporaries, execute, recorded_hash
+from contactlab.experiments.runner import clean_temporaries, execute, stale_reason
 from contactlab.experiments.spec import RunSpec
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
 
@@ -62,6 +65,8 @@ class SweepResult:
     executed: int
     reused: int
     incomplete: list[tuple[RunSpec, str]] = field(default_factory=list)
+    #: why runs were (re-)made: reason -> count
+    reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -143,7 +148,7 @@ def gather(grid: Grid) -> pd.DataFrame:
     rows = []
     for spec in grid.runs:
         folder = grid.out / "runs" / spec.folder_name()
-        if recorded_hash(folder) != spec.digest():
+        if stale_reason(spec, folder) is not None:
             continue
         row = _spec_row(spec)
         row.update(run_metrics(load_run_folder(folder)))
@@ -225,6 +230,7 @@ def sweep(
     out: Path | str | None = None,
     quiet: bool = False,
     short: bool = False,
+    fresh: bool = False,
 ) -> SweepResult:
     """Run the sweep described by the TOML file ``spec_path`` (see :mod:`.grid`).
 
@@ -236,25 +242,35 @@ def sweep(
     out : output folder, overriding the specification's ``out``.
     quiet : no progress bar.
     short : apply the specification's ``[short]`` overrides (a quick version).
+    fresh : re-run every run instead of reusing those on disk.
     """
     grid = load_grid(spec_path, out, short)
-    return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet)
+    return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet, fresh=fresh)
 
 
 def run_grid(
-    grid: Grid, scheduler: str | None = None, workers: int | None = None, quiet: bool = False
+    grid: Grid,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    quiet: bool = False,
+    fresh: bool = False,
 ) -> SweepResult:
-    """Execute an expanded grid (see :func:`sweep`)."""
+    """Execute an expanded grid (see :func:`sweep`); ``fresh`` re-runs every run."""
     runs_dir = grid.out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     # leftovers of an interrupted sweep (one sweep per output folder at a time)
     clean_temporaries(runs_dir)
     todo = []
+    reasons: dict[str, int] = {}
     for spec in grid.runs:
         folder = runs_dir / spec.folder_name()
-        if recorded_hash(folder) != spec.digest():
+        reason = "--fresh asks for it" if fresh else stale_reason(spec, folder)
+        if reason is not None:
             todo.append((spec, folder))
+            reasons[reason] = reasons.get(reason, 0) + 1
     reused = len(grid.runs) - len(todo)
+    if not quiet:
+        print(reuse_line(grid.name or grid.out.name, reused, reasons), file=sys.stderr)
     with tqdm(
         total=len(grid.runs),
         initial=reused,
@@ -266,7 +282,24 @@ def run_grid(
     table = gather(grid)
     replot = bool(todo) or not (grid.out / "plots" / "performance_profile.png").exists()
     aggregates = write_outputs(grid, table, incomplete, plots=replot)
-    return SweepResult(grid.out, table, aggregates, len(todo) - len(incomplete), reused, incomplete)
+    return SweepResult(
+        grid.out, table, aggregates, len(todo) - len(incomplete), reused, incomplete, reasons
+    )
+
+
+def reuse_line(name: str, reused: int, reasons: dict[str, int]) -> str:
+    """One line saying how many runs are reused and why the others run."""
+    from contactlab.codeversion import code_version
+
+    parts = []
+    if reused:
+        parts.append(
+            f"{reused} run{'s' * (reused != 1)} reused (same specification and code "
+            f"version {code_version()}; --fresh recomputes them)"
+        )
+    for reason, count in sorted(reasons.items()):
+        parts.append(f"{count} to run ({reason})")
+    return f"sweep {name}: " + (", ".join(parts) or "nothing to run")
 
 
 def comparable(table: pd.DataFrame) -> pd.DataFrame:

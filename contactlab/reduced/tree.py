@@ -196,11 +196,14 @@ class Tree:
         return q
 
     # ------------------------------------------------------------------
-    def evaluate_joints(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+    def evaluate_joints(
+        self, q: Array, qdot: Array, step: bool = False
+    ) -> tuple[Array, Array, Array]:
         """Stacked joint maps ``Q`` (n, 4, 4), ``S`` and ``Sdot`` (n, 6, 6), zero-padded.
 
         Fixed, revolute and prismatic joints are filled by a compiled loop;
-        the others call their own :meth:`Joint.evaluate`.
+        the others call their own :meth:`Joint.evaluate`, or with ``step=True``
+        :meth:`Joint.evaluate_step` (``Sdot`` along the motion of :meth:`advance`).
         """
         n = self.n
         Q = np.empty((n, 4, 4))
@@ -210,9 +213,13 @@ class Tree:
         batches, others = self._joint_batches
         for kernel, dof0, nodes, params in batches:
             kernel(q, qdot, dof0, nodes, params, Q, S, Sd)
+        if step:
+            Sd[self._batched_subgroups] = 0.0  # as Joint.evaluate_step
         for i in others:
             a, k = self.dof0[i], self.ndof[i]
-            Q[i], S[i, :, :k], Sd[i, :, :k] = self.joints[i].evaluate(q[a : a + k], qdot[a : a + k])
+            joint = self.joints[i]
+            evaluate = joint.evaluate_step if step else joint.evaluate
+            Q[i], S[i, :, :k], Sd[i, :, :k] = evaluate(q[a : a + k], qdot[a : a + k])
         return Q, S, Sd
 
     @cached_property
@@ -245,6 +252,30 @@ class Tree:
             for kernel, dof0, nodes, params in groups.values()
         ]
         return batches, others
+
+    @cached_property
+    def _batched_subgroups(self) -> Array:
+        """Batched joints that sweep a subgroup (their step holds ``S qdot``: ``Sdot = 0``)."""
+        nodes = [i for b in self._joint_batches[0] for i in b[2]]
+        return np.array([i for i in nodes if self.joints[i].subalgebra is not None], dtype=np.int64)
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """Positions and velocities after a step of ``h`` [s] at velocities ``qdot``.
+
+        Every joint moves by :meth:`Joint.advance` (fixed, revolute and prismatic
+        joints: ``q + h qdot``, which is exact for them), then spherical charts
+        are switched where needed (:meth:`reparameterize`).
+        """
+        q = self.check_coordinates(q, "q")
+        qdot = self.check_coordinates(qdot, "qdot")
+        q_new, qdot_new = q + h * qdot, qdot.copy()
+        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+            a, k = self.dof0[i], self.ndof[i]
+            q_new[a : a + k], qdot_new[a : a + k] = self.joints[i].advance(
+                q[a : a + k], qdot[a : a + k], h
+            )
+        q_new, qdot_new, _ = self.reparameterize(q_new, qdot_new)
+        return q_new, qdot_new
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array, bool]:
         """Switch charts of joints that ask for it (spherical joints near |q| = pi)."""
