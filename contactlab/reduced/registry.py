@@ -23,7 +23,13 @@ composite                 ``joints``: two or more joints, each a Joint or a
 spline_curve              ``frames`` (m, 4, 4), ``cyclic`` (default False)
 spline_surface            ``values`` (n1, n2, 6) or ``frames`` (n1, n2, 4, 4)
 custom                    ``joint``: any :class:`Joint` instance
+transform                 ``Q``, ``coordinates``, ``parameters``: a joint given
+                          by its transform (:mod:`contactlab.reduced.general`)
 ========================  ====================================================
+
+A joint with a ``check_regular(q)`` method (the transform joints) is
+checked at its initial coordinates: a singular parameterization there is
+an error.
 """
 
 from __future__ import annotations
@@ -183,4 +189,11 @@ def build_joint(spec: JointSpec) -> Joint:
     """:func:`joint_from_spec` plus a check that q0/qdot0/rest match the joint's size."""
     joint = joint_from_spec(spec)
     _check_ndof(spec, joint)
+    check_regular = getattr(joint, "check_regular", None)
+    if check_regular is not None:
+        q0 = np.zeros(joint.ndof) if spec.q0 is None else spec.q0
+        try:
+            check_regular(q0)
+        except ConfigurationError as err:
+            raise ConfigurationError(f"joint {spec.name!r} ({spec.kind}): {err}") from err
     return joint
