@@ -119,7 +119,12 @@ class Model:
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.nq = tree.nq
-        parent, kind, dof0, ndof, ext_row, body_node = [], [], [], [], [], []
+        parent: list[int] = []
+        kind: list[int] = []
+        dof0: list[int] = []
+        ndof: list[int] = []
+        ext_row: list[int] = []
+        body_node: list[int] = []
         geom: list[Array] = []
         self._other: list[tuple[int, Joint, int, int]] = []  # (ext row, joint, dof0, ndof)
         last_node = np.full(tree.n, -1)
