@@ -54,8 +54,14 @@ from contactlab.reduced.dynamics import applied_wrenches, joint_forces
 from contactlab.reduced.recursive import recursion
 from contactlab.scene import Scene
 
-SEED_002_MS = {"RC20": 0.020, "RC50": 0.050, "RC100": 0.112, "TC10": 0.055, "TC20": 0.115,
-               "WM": 0.108}
+SEED_002_MS = {
+    "RC20": 0.020,
+    "RC50": 0.050,
+    "RC100": 0.112,
+    "TC10": 0.055,
+    "TC20": 0.115,
+    "WM": 0.108,
+}
 
 
 def generated_chain(n: int) -> Scene:
@@ -66,8 +72,9 @@ def generated_chain(n: int) -> Scene:
     joints = []
     for spec in base.joints:
         Q = about[1] if spec.axis[1] > 0.5 else about[2]
-        joints.append(replace(spec, kind="transform", axis=None,
-                              params={"Q": Q, "coordinates": [q]}))
+        joints.append(
+            replace(spec, kind="transform", axis=None, params={"Q": Q, "coordinates": [q]})
+        )
     return base.with_(joints=tuple(joints))
 
 
@@ -96,8 +103,9 @@ def _in_fresh_process(name: str, cache: str) -> float:
         f"print(json.dumps(_first_call({name!r})))"
     )
     env = {**os.environ, "CONTACTLAB_CACHE": cache}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -130,8 +138,15 @@ def main(argv: list[str] | None = None) -> None:
             warm = _in_fresh_process(name, cache)
             os.environ["CONTACTLAB_CACHE"] = cache
             whole, kernel, nq = per_call(system(name), args.budget)
-            row = {"system": name, "dof": nq, "derive_compile_s": cold, "cached_s": warm,
-                   "recursive_ms": whole, "kernel_ms": kernel, "seed002_ms": SEED_002_MS[name]}
+            row = {
+                "system": name,
+                "dof": nq,
+                "derive_compile_s": cold,
+                "cached_s": warm,
+                "recursive_ms": whole,
+                "kernel_ms": kernel,
+                "seed002_ms": SEED_002_MS[name],
+            }
             if name.startswith("RC"):
                 hand, hand_kernel, _ = per_call(chain(int(name[2:])), args.budget)
                 row.update(hand_ms=hand, hand_kernel_ms=hand_kernel)

@@ -30,8 +30,8 @@ import numpy as np
 import sympy as sp
 
 from contactlab import se3
-from contactlab.geometry.primitives import rot_x, rot_y
 from contactlab.errors import ConfigurationError
+from contactlab.geometry.primitives import rot_x, rot_y
 from contactlab.geometry.surfaces import (
     BezierCurve,
     BezierSurface,
@@ -94,7 +94,8 @@ def torus_body(name: str, R: float, r: float) -> Body:
     """Solid torus about z: ``m = rho 2 pi^2 R r^2``, ``I_z = m (R^2 + 3 r^2 / 4)``."""
     m = DENSITY * 2 * np.pi**2 * R * r * r
     Ixy = m * (R * R / 2 + 5 * r * r / 8)
-    return Body(name, m, [Ixy, Ixy, m * (R * R + 0.75 * r * r)], shapes=(torus_mesh(R, r),))
+    inertia = np.array([Ixy, Ixy, m * (R * R + 0.75 * r * r)])
+    return Body(name, m, inertia, shapes=(torus_mesh(R, r),))
 
 
 def sphere_body(name: str, r: float) -> Body:
@@ -196,7 +197,11 @@ def torus_chain(
 _ARMS = (
     # (surfaces of the arm's three bodies, each a (kind, sizes) pair)
     (("sphere", (0.03,)), ("torus", (0.04, 0.012)), ("torus", (0.04, 0.012))),
-    (("ellipsoid", (0.05, 0.03, 0.025)), ("torus", (0.04, 0.012)), ("ellipsoid", (0.04, 0.03, 0.02))),
+    (
+        ("ellipsoid", (0.05, 0.03, 0.025)),
+        ("torus", (0.04, 0.012)),
+        ("ellipsoid", (0.04, 0.03, 0.02)),
+    ),
     (("torus", (0.045, 0.015)), ("torus", (0.035, 0.01)), ("ellipsoid", (0.035, 0.025, 0.02))),
 )
 
@@ -225,7 +230,7 @@ def windmill(hub_radius: float = 0.06, spin: float = 1.0, droop_deg: float = 15.
     droop_deg : initial offset of every contact along the second surface coordinate [deg].
     """
     droop = np.radians(droop_deg)
-    hub = Sphere(hub_radius)
+    hub: Surface = Sphere(hub_radius)
     bodies = [sphere_body("hub", hub_radius)]
     # the hub's z axis is the axle (world y): its equator is the vertical x-z plane
     axle = se3.make_transform(se3.exp_so3([-np.pi / 2, 0, 0]), (0.0, 0.0, 0.0))
@@ -242,7 +247,9 @@ def windmill(hub_radius: float = 0.06, spin: float = 1.0, droop_deg: float = 15.
             q0 = [u1, droop * (1 if k % 2 else -1), np.pi, droop]
             specs.append(_contact(f"j{k}_{j}", parent, name, surface, child_surface, q0))
             parent, surface, u1 = name, child_surface, 0.0
-    return Scene("windmill", tuple(bodies), tuple(specs), extras=NO_COLLISION, dt=2e-3, duration=2.0)
+    return Scene(
+        "windmill", tuple(bodies), tuple(specs), extras=NO_COLLISION, dt=2e-3, duration=2.0
+    )
 
 
 # -- torus chain on a Bézier curve ----------------------------------------------------------
@@ -286,7 +293,11 @@ def torus_chain_curve(n: int = 5, s0: float = 0.15, major_radius: float = 0.05) 
         q0=[s0, 0.3],
     )
     return Scene(
-        "torus-chain-curve", tuple(bodies), (slide, *specs), extras=NO_COLLISION, dt=2e-3,
+        "torus-chain-curve",
+        tuple(bodies),
+        (slide, *specs),
+        extras=NO_COLLISION,
+        dt=2e-3,
         duration=2.0,
     )
 
@@ -333,12 +344,12 @@ def bezier_surface_board(u0: float = 0.2, v0: float = 0.7, pendulum_deg: float =
         "board",
         2.0,
         2.0 / 12 * np.array([0.2**2 + 0.02**2, 0.3**2 + 0.02**2, 0.3**2 + 0.2**2]),
-        shapes=(Box(half_extents=[0.15, 0.1, 0.01]),),
+        shapes=(Box(half_extents=np.array([0.15, 0.1, 0.01])),),
     )
-    ground = Body("ground", 1.0, [0.1, 0.1, 0.1], shapes=(_surface_slab(surface),))
+    ground = Body("ground", 1.0, np.full(3, 0.1), shapes=(_surface_slab(surface),))
     link_inertia = 0.2 / 12 * np.array([0.2**2, 0.2**2, 1e-4])
     links = [
-        Body(f"pend{i}", 0.2, link_inertia, shapes=(Box(half_extents=[0.01, 0.01, 0.1]),))
+        Body(f"pend{i}", 0.2, link_inertia, shapes=(Box(half_extents=np.array([0.01, 0.01, 0.1])),))
         for i in range(2)
     ]
     up = se3.make_transform(None, (0.0, 0.0, 0.25))
@@ -354,15 +365,31 @@ def bezier_surface_board(u0: float = 0.2, v0: float = 0.7, pendulum_deg: float =
             q0=[u0, v0, 0.0],
         ),
         JointSpec(
-            "p0", "revolute", "board", "pend0", frame_parent=up, frame_child=half,
-            axis=(1.0, 0.0, 0.0), q0=[np.radians(pendulum_deg)],
+            "p0",
+            "revolute",
+            "board",
+            "pend0",
+            frame_parent=up,
+            frame_child=half,
+            axis=(1.0, 0.0, 0.0),
+            q0=[np.radians(pendulum_deg)],
         ),
         JointSpec(
-            "p1", "revolute", "pend0", "pend1", frame_parent=se3.inverse(half),
-            frame_child=half, axis=(1.0, 0.0, 0.0), q0=[0.0],
+            "p1",
+            "revolute",
+            "pend0",
+            "pend1",
+            frame_parent=se3.inverse(half),
+            frame_child=half,
+            axis=(1.0, 0.0, 0.0),
+            q0=[0.0],
         ),
     )
     return Scene(
-        "bezier-surface-board", (ground, board, *links), specs, extras=NO_COLLISION, dt=2e-3,
+        "bezier-surface-board",
+        (ground, board, *links),
+        specs,
+        extras=NO_COLLISION,
+        dt=2e-3,
         duration=3.0,
     )

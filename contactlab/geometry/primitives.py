@@ -60,9 +60,9 @@ def rot(axis: Sequence[float], a: Any) -> sp.Matrix:
 
 def exp_rotation(w: Sequence[Any]) -> sp.Matrix:
     """Rotation by the rotation vector ``w`` [rad] (exponential coordinates)."""
-    w = sp.Matrix(list(w))
-    theta = sp.sqrt(w.dot(w))
-    K = sp.Matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+    v = sp.Matrix(list(w))
+    theta = sp.sqrt(v.dot(v))
+    K = sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
     R = sp.eye(3) + sp.sin(theta) / theta * K + (1 - sp.cos(theta)) / theta**2 * K * K
     return transform(R)
 

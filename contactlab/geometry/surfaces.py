@@ -40,7 +40,7 @@ def _cross(a: sp.Matrix, b: sp.Matrix) -> sp.Matrix:
     return sp.Matrix(a).cross(sp.Matrix(b))
 
 
-class _Shape(ABC):
+class _Shape:
     """Shared bookkeeping: named shape parameters that stay symbols."""
 
     #: names of the shape parameters, in the order of :attr:`values`
@@ -54,7 +54,7 @@ class _Shape(ABC):
         return dict(zip(self.symbols(prefix).values(), self.values))
 
 
-class Surface(_Shape):
+class Surface(_Shape, ABC):
     """A parametric surface; subclasses give :meth:`position` (and may give :meth:`axes`)."""
 
     @abstractmethod
@@ -86,7 +86,7 @@ class Surface(_Shape):
         return np.asarray(f(u, v, *values), dtype=float)
 
 
-class Curve(_Shape):
+class Curve(_Shape, ABC):
     """A parametric curve; subclasses give :meth:`position`."""
 
     up: tuple[float, float, float] = (0.0, 0.0, 1.0)
@@ -294,7 +294,7 @@ class BSplineCurve(Curve):
 
 
 class BSplineSurface(Surface):
-    """Open uniform bicubic B-spline surface, ``(u, v) in [0, m-3] x [0, n-3]``; control (m, n, 3)."""
+    """Open uniform bicubic B-spline surface over ``[0, m - 3] x [0, n - 3]``; control (m, n, 3)."""
 
     def __init__(self, control: ArrayLike) -> None:
         self.control = _points(control, (4, 4), "B-spline surface")

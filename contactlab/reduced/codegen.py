@@ -84,7 +84,7 @@ def _maybe_simplify(e: sp.Expr) -> sp.Expr:
 def _placeholders(
     prefix: str, M: sp.Matrix, assignments: list[tuple[sp.Symbol, sp.Expr]]
 ) -> sp.Matrix:
-    """``M`` with every non-constant entry replaced by a new symbol (recorded in ``assignments``)."""
+    """``M`` with every non-constant entry replaced by a new symbol (kept in ``assignments``)."""
     out = sp.zeros(*M.shape)
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
@@ -113,18 +113,24 @@ def derive(
     n = len(coordinates)
     small = sp.count_ops(Q) <= SIMPLIFY_MAX_OPS
     assignments: list[tuple[sp.Symbol, sp.Expr]] = []
-    hold = (lambda name, M: M) if small else (
-        lambda name, M: _placeholders(f"{tag}{name}", M, assignments)
+    hold = (
+        (lambda name, M: M)
+        if small
+        else (lambda name, M: _placeholders(f"{tag}{name}", M, assignments))
     )
     R, p = Q[:3, :3], Q[:3, 3]
     present = [x in Q.free_symbols for x in coordinates]
     zero3, zero1 = sp.zeros(3, 3), sp.zeros(3, 1)
     Rk = [R.diff(x) if ok else zero3 for x, ok in zip(coordinates, present)]
     pk = [p.diff(x) if ok else zero1 for x, ok in zip(coordinates, present)]
-    Rkj = [[Rk[k].diff(x) if present[k] and ok else zero3 for x, ok in zip(coordinates, present)]
-           for k in range(n)]
-    pkj = [[pk[k].diff(x) if present[k] and ok else zero1 for x, ok in zip(coordinates, present)]
-           for k in range(n)]
+    Rkj = [
+        [Rk[k].diff(x) if present[k] and ok else zero3 for x, ok in zip(coordinates, present)]
+        for k in range(n)
+    ]
+    pkj = [
+        [pk[k].diff(x) if present[k] and ok else zero1 for x, ok in zip(coordinates, present)]
+        for k in range(n)
+    ]
     R_ = hold("R", R)
     Rk_ = [hold(f"R{k}", Rk[k]) for k in range(n)]
     pk_ = [hold(f"p{k}", pk[k]) for k in range(n)]
@@ -141,11 +147,15 @@ def derive(
         Rk_dot, pk_dot = sp.zeros(3, 3), sp.zeros(3, 1)
         for j in range(n):
             if present[j]:
-                Rk_dot += hold(f"R{k}{j}", Rkj[k][j]) * rates[j] if j >= k else (
-                    hold(f"R{j}{k}", Rkj[j][k]) * rates[j]
+                Rk_dot += (
+                    hold(f"R{k}{j}", Rkj[k][j]) * rates[j]
+                    if j >= k
+                    else (hold(f"R{j}{k}", Rkj[j][k]) * rates[j])
                 )
-                pk_dot += hold(f"p{k}{j}", pkj[k][j]) * rates[j] if j >= k else (
-                    hold(f"p{j}{k}", pkj[j][k]) * rates[j]
+                pk_dot += (
+                    hold(f"p{k}{j}", pkj[k][j]) * rates[j]
+                    if j >= k
+                    else (hold(f"p{j}{k}", pkj[j][k]) * rates[j])
                 )
         omega = _vee(Rt * Rk_[k])
         nu = Rt * pk_[k]
@@ -182,7 +192,7 @@ def generate_source(
     for f, F in enumerate(factors):
         assignments, S, Sdot = derive(F, coordinates, rates, f"h{f}")
         held += assignments
-        value = f"Q[i, {{}}, {{}}]" if single else f"F[{f}, {{}}, {{}}]"
+        value = "Q[i, {}, {}]" if single else f"F[{f}, {{}}, {{}}]"
         jac = "S[i, {}, {}]" if single else f"SF[{f}, {{}}, {{}}]"
         jac_dot = "Sd[i, {}, {}]" if single else f"SdF[{f}, {{}}, {{}}]"
         for r in range(3):
@@ -204,7 +214,9 @@ def generate_source(
         exprs = [e.xreplace(names) for _, e in pairs]
         temps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(temp))
         out = [f"{pad}{printer.doprint(t)} = {printer.doprint(e)}" for t, e in temps]
-        return out + [f"{pad}{target} = {printer.doprint(e)}" for (target, _), e in zip(pairs, reduced)]
+        return out + [
+            f"{pad}{target} = {printer.doprint(e)}" for (target, _), e in zip(pairs, reduced)
+        ]
 
     body = [f"{pad}a = dof0[m]", f"{pad}i = nodes[m]"]
     body += [f"{pad}c_{k} = q[a + {k}]" for k in range(n)]
@@ -268,7 +280,7 @@ def compiled_kernel(
     coordinates: Sequence[sp.Symbol],
     parameters: Sequence[sp.Symbol],
 ) -> tuple[str, Callable[..., None], bool]:
-    """``(key, evaluate, was_cached)`` for ``Q = prod(factors)``: from memory, disk, or generated."""
+    """``(key, evaluate, was_cached)`` for ``Q = prod(factors)``: from memory, disk or new."""
     key = expression_key(factors, coordinates, parameters)
     if key in _LOADED:
         return key, _LOADED[key].evaluate, True

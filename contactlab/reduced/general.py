@@ -131,7 +131,9 @@ class TransformJoint(Joint):
         factors = _factors(Q, coords, psyms)
         clash = set(coords) & set(psyms)
         if clash:
-            raise ConfigurationError(f"symbols {sorted(map(str, clash))} are both coordinates and parameters")
+            raise ConfigurationError(
+                f"symbols {sorted(map(str, clash))} are both coordinates and parameters"
+            )
         free = set().union(*(F.free_symbols for F in factors))
         for x in coords:
             if x not in free:
@@ -178,10 +180,12 @@ class TransformJoint(Joint):
             R = E[:3, :3]
             err = float(np.abs(R.T @ R - np.eye(3)).max())
             if err > RIGID_TOL or np.linalg.det(R) < 0:
+                where = " of a factor" if len(self.factors) > 1 else ""
                 raise ConfigurationError(
                     f"Q(q) is not a rigid transform: at q={np.round(q, 3).tolist()} the rotation "
-                    f"block{' of a factor' if len(self.factors) > 1 else ''} has |R^T R - I| = {err:.3g} and det {np.linalg.det(R):.3g}; build the "
-                    "rotation from rotations (contactlab.geometry.primitives) or orthonormal frames"
+                    f"block{where} has |R^T R - I| = {err:.3g} and det {np.linalg.det(R):.3g}; "
+                    "build the rotation from rotations (contactlab.geometry.primitives) or "
+                    "orthonormal frames"
                 )
 
     @property

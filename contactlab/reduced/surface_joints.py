@@ -88,9 +88,7 @@ def curve_curve_joint(parent: Any, child: Any, spin: bool = True) -> TransformJo
     FA, pa = A.frame(s1, "a_")
     FB, pb = B.frame(s2, "b_")
     turn = (rot_x(psi) if spin else sp.eye(4)) * rot_z(sp.pi)
-    return TransformJoint(
-        [FA, turn, inverse(FB)], [s1, s2] + ([psi] if spin else []), {**pa, **pb}
-    )
+    return TransformJoint([FA, turn, inverse(FB)], [s1, s2] + ([psi] if spin else []), {**pa, **pb})
 
 
 def _need(p: Mapping[str, Any], keys: tuple[str, ...], kind: str) -> None:

@@ -88,7 +88,11 @@ def _pairs() -> dict[str, tuple[Joint, TransformJoint, float]]:
             1.0,
         ),
         "translational": (make_joint("translational"), TransformJoint(trans(*q3), q3), 1.0),
-        "universal": (make_joint("universal"), TransformJoint(rot_x(q2[0]) * rot_y(q2[1]), q2), 3.0),
+        "universal": (
+            make_joint("universal"),
+            TransformJoint(rot_x(q2[0]) * rot_y(q2[1]), q2),
+            3.0,
+        ),
         "spherical_euler": (
             make_joint("spherical_euler"),
             TransformJoint(rot_x(q3[0]) * rot_z(q3[1]) * rot_x(q3[2]), q3),
