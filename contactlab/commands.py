@@ -35,7 +35,12 @@ class Command:
 COMMANDS: Registry[Command] = Registry(
     "command",
     "contactlab.commands",
-    builtin=("contactlab.cli", "contactlab.experiments.cli", "contactlab.optimize.cli"),
+    builtin=(
+        "contactlab.cli",
+        "contactlab.experiments.cli",
+        "contactlab.experiments.fclib_cli",
+        "contactlab.optimize.cli",
+    ),
     accept=lambda value: isinstance(value, Command),
 )
 

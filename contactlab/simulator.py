@@ -305,6 +305,7 @@ class Simulator:
             solution = self.model.solve(problem, cache)
         except SolverError as err:
             raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
+        solved = time.perf_counter()
         if solution.status not in M.USABLE_STATUSES:
             raise self._failure(index, state.t, f"solver status {solution.status!r}")
         if not np.all(np.isfinite(solution.v)):
@@ -318,7 +319,8 @@ class Simulator:
         row.update(self.formulation.metrics(new_state))
         row.update(
             status=str(solution.status),
-            solve_time_s=float(solution.solve_time),
+            solve_time_s=solved - assembled,
+            model_setup_time_s=max(solved - assembled - float(solution.solve_time), 0.0),
             iterations=int(solution.iterations),
             outer_iterations=int(solution.outer_iterations),
             n_contacts=problem.n_contacts,

@@ -23,6 +23,10 @@ i.e. ``alpha_i = sum_j gamma_ij`` and ``beta_ij = mu_i gamma_ij``, so
 least ``mu_i`` times its tangential speed along every direction: the convex
 relaxation's known artefact, a sliding body lifts off at ``N v = mu |T v|``.
 
+With a frictional-contact backend (``nsgs``, ``apgd``, ``admm``) either cone is
+posed as the cone complementarity problem on the local problem
+(:mod:`contactlab.models.fc_route`), the ``form`` option then being moot.
+
 Exact cone (``cone="soc"``): the dual has ``||lambda_T,i|| <= mu_i alpha_i``
 (:class:`solvers.SOCBlocks`), the primal (whose cone is the dual cone)
 ``mu_i ||T_i v|| <= N_i v - c_i``, posed with slack variables
@@ -53,6 +57,7 @@ from contactlab.models.common import (
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
+from solvers.frictional import problem_kind
 
 
 @register_model("anitescu-hart")
@@ -77,14 +82,21 @@ class AnitescuHart(SolvingModel):
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        # last: the cone complementarity problem itself, for the frictional-contact backends
+        ccp = (problem_kind("ccp", options["cone"]),)
         if options["cone"] == "soc":
-            return [("soc_qp",)]
-        return [("qp",) if options["form"] == "primal" else ("rows_qp",)]
+            return [("soc_qp",), ccp]
+        return [("qp",) if options["form"] == "primal" else ("rows_qp",), ccp]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         k = int(self.options["directions"] or problem.directions)
         soc = self.options["cone"] == "soc"
         check_friction_data(problem, None if soc else k)
+        if self.route[0].startswith("fc_"):
+            # imported here: fc_route builds on box_friction, which imports this module
+            from contactlab.models.fc_route import solve_as_fc
+
+            return solve_as_fc(self, problem, cache, "ccp", self.options["cone"], k)
         if self.options["form"] == "dual":
             return self._dual(problem, k, soc)
         return self._primal(problem, k, soc)

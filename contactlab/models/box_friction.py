@@ -206,6 +206,9 @@ class BoxFriction(SolvingModel):
         or ``"disc"`` (exact cone).
     tol : relative tolerance of the fixed point on the bounds (QP backends), default 1e-6.
     max_outer : cap on the fixed-point solves (QP backends), default 100.
+    With ``nsgs`` or ``admm`` the same law is posed as the Coulomb
+    frictional-contact problem with the box or exact cone
+    (:mod:`contactlab.models.fc_route`).
     row_order : order of the LCP rows handed to LCP backends: ``"height"``
         (default; bilateral rows, then each contact's normal and tangent rows
         together, contacts from the lowest point up, see :func:`height_order`)
@@ -228,9 +231,19 @@ class BoxFriction(SolvingModel):
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
-        return [("block_lcp",), ("box_qp",) if options["cone"] == "box" else ("soc_qp",)]
+        # last: the law as a Coulomb frictional-contact problem (nsgs, admm)
+        return [
+            ("block_lcp",),
+            ("box_qp",) if options["cone"] == "box" else ("soc_qp",),
+            ("fc_coulomb",),
+        ]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if self.route == ("fc_coulomb",):
+            from contactlab.models.fc_route import solve_as_fc  # fc_route imports this module
+
+            cone = "box" if self.options["cone"] == "box" else "soc"
+            return solve_as_fc(self, problem, cache, "coulomb", cone)
         d = step_data(problem)
         check_friction_data(problem)
         rows = box_rows(problem)
