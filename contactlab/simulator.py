@@ -287,10 +287,20 @@ class Simulator:
 
     def _failure(self, index: int, t: float, what: str) -> StepFailure:
         form, model, solver = self.names
+        structural = ("singular", "rank", "redundant", "contradictory", "dependent")
+        if any(word in what for word in structural):
+            # a property of the scene's constraints, not of the step size
+            hint = (
+                "the scene's constraint rows are redundant or contradictory (a joint or "
+                "loop closure given twice?); remove the duplicate (a smaller --dt does not help)"
+            )
+        else:
+            hint = (
+                "try a smaller --dt, another --solver, or model options such as a looser tolerance"
+            )
         return StepFailure(
             f"step {index} (t = {t:.6g} s) failed: {what} (formulation {form!r}, model "
-            f"{model!r}, solver {solver!r}); try a smaller --dt, another --solver, or "
-            "model options such as a looser tolerance"
+            f"{model!r}, solver {solver!r}); {hint}"
         )
 
     def step(self, state: State, index: int = 0) -> tuple[State, StepRecord]:
@@ -318,7 +328,16 @@ class Simulator:
         except _solver_error_types() as err:
             raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
         if solution.status not in M.USABLE_STATUSES:
-            raise self._failure(index, state.t, f"solver status {solution.status!r}")
+            said = next(
+                (
+                    str(getattr(r, "message", ""))
+                    for r in solution.results
+                    if getattr(r, "status", "optimal") not in M.USABLE_STATUSES
+                ),
+                "",
+            )
+            detail = f" ({' '.join(said.split())})" if said else ""
+            raise self._failure(index, state.t, f"solver status {solution.status!r}{detail}")
         if not np.all(np.isfinite(solution.v)):
             raise self._failure(
                 index, state.t, f"non-finite velocities (status {solution.status!r})"
@@ -599,6 +618,11 @@ def build_simulator(
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
 
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise ConfigurationError(
+            f"scenario parameters must be a mapping such as {{'n': 3}}, got "
+            f"{type(parameters).__name__} {parameters!r}"
+        )
     spec = scenario_registry.get_scenario(scenario)
     if formulation is not None and formulation not in spec.formulations:
         from contactlab.formulation import formulation_names
