@@ -8,6 +8,8 @@ OSQP's form and multiplier sign are the layer's own, so nothing is converted.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 import time
@@ -37,11 +39,23 @@ def _c_stdout_silenced() -> Iterator[None]:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     try:
-        yield
+        # the Python wrapper may print through sys.stdout rather than the C library
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
     finally:
+        _flush_c_stdout()  # C stdio buffers: what it printed must reach /dev/null, not later
         os.dup2(saved, 1)
         os.close(saved)
         os.close(null)
+
+
+def _flush_c_stdout() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to reach (not POSIX)
+        pass
 
 
 #: OSQP's set-up error codes (osqp/include/public/osqp_api_constants.h) that say the data is bad

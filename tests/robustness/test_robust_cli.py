@@ -66,7 +66,7 @@ RUN_CASES = [
     (["run", "pendulum", "--set", "mass=true"], r"mass"),
     (["run", "chain", "--set", "n_links=2.5"], r"n_links"),
     (["run", "chain", "--set", "n_links=0"], r"n_links"),
-    (["run", "pendulum", "--formulation", "reduced", "--model", "bisp", "--solver", "kkt"], r"bisp"),
+    (["run", "pendulum", "--formulation", "reduced", "--model", "bisp", "--solver", "kkt"], "bisp"),
     (["run", "box-stack", "--model", "frictionless", "--solver", "kkt"], r"kkt"),
     (["run"], r"the following arguments are required: scenario"),
     (["no-such-command"], r"invalid choice: 'no-such-command'"),
@@ -120,9 +120,7 @@ BLOW_UPS = [
 @pytest.mark.parametrize("argv", BLOW_UPS, ids=lambda v: v[0])
 def test_blow_up_exits_2_naming_step_quantity_and_bound(argv, workdir, capsys):
     outcome = call(["run", *argv, "--quiet", "--no-plots", "--out", "r"], capsys)
-    assert_one_line(
-        outcome, 2, r"step \d+ \(t = .* s\) diverged: .* = .* exceeds the bound .*--dt"
-    )
+    assert_one_line(outcome, 2, r"step \d+ \(t = .* s\) diverged: .* = .* exceeds the bound .*--dt")
     assert "RuntimeWarning" not in outcome.err
     _untouched(workdir)
 
@@ -165,7 +163,8 @@ def test_compare_refuses_a_folder_that_is_not_a_comparison(workdir, capsys):
     run.mkdir()
     (run / "summary.json").write_text("{}")
     for extra in ([], ["--force"]):
-        outcome = call(["compare", "pendulum", "--solvers", "kkt", "--out", "somerun", *extra], capsys)
+        argv = ["compare", "pendulum", "--solvers", "kkt", "--out", "somerun", *extra]
+        outcome = call(argv, capsys)
         assert_one_line(outcome, 2, r"somerun")
     assert sorted(p.name for p in run.iterdir()) == ["summary.json"]
 
@@ -201,7 +200,7 @@ SWEEP_SPECS = {
 @pytest.mark.parametrize("case", sorted(SWEEP_SPECS))
 def test_bad_sweep_grid_is_refused_before_any_run(case, workdir, capsys):
     body, pattern = SWEEP_SPECS[case]
-    spec = _write(workdir / "s.toml", f"[sweep]\n{body}\n\n[[scenarios]]\nname = \"pendulum\"\n")
+    spec = _write(workdir / "s.toml", f'[sweep]\n{body}\n\n[[scenarios]]\nname = "pendulum"\n')
     outcome = call(["sweep", str(spec), "--quiet", "--workers", "1"], capsys)
     assert_one_line(outcome, 2, pattern)
     _untouched(workdir, "s.toml")
@@ -210,13 +209,16 @@ def test_bad_sweep_grid_is_refused_before_any_run(case, workdir, capsys):
 SWEEP_FILES = {
     "missing": (None, r"does not exist"),
     "bad-toml": ("[sweep\n", r"not valid TOML"),
-    "no-scenarios": ('[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\n', r"no \[\[scenarios"),
+    "no-scenarios": ('[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\n', r"no \[\[scen"),
     "unknown-table": ('[swep]\n[[scenarios]]\nname = "pendulum"\n', r"unknown tables"),
     "unknown-scenario": (
         '[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\n[[scenarios]]\nname = "x"\n',
         r"unknown scenario 'x'",
     ),
-    "scenario-no-name": ('[sweep]\nsolvers = ["kkt"]\n[[scenarios]]\nparams = {}\n', r"needs a name"),
+    "scenario-no-name": (
+        '[sweep]\nsolvers = ["kkt"]\n[[scenarios]]\nparams = {}\n',
+        "needs a name",
+    ),
     "params-not-table": (
         '[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\n[[scenarios]]\nname = "pendulum"'
         "\nparams = 3\n",
@@ -229,7 +231,7 @@ SWEEP_FILES = {
     ),
     "bad-param": (
         '[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\n[[scenarios]]\nname = "pendulum"'
-        '\nparams = { masss = 1.0 }\n',
+        "\nparams = { masss = 1.0 }\n",
         r"masss",
     ),
 }
@@ -259,7 +261,8 @@ def test_sweep_out_below_a_file(workdir, capsys):
 
 @pytest.fixture
 def run_folder(workdir: Path, capsys) -> Path:
-    outcome = call(["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"], capsys)
+    argv = ["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"]
+    outcome = call(argv, capsys)
     assert outcome.code == 0, outcome.err
     return workdir / "r"
 
