@@ -335,6 +335,7 @@ register_command("demo", "run the demo scenarios into results/demo", _setup_demo
 
 def _load_plugins() -> None:
     import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
+    import contactlab.optimize.cli  # noqa: F401  (registers optimize)
 
 
 class _Parser(argparse.ArgumentParser):

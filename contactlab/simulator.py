@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.contact import identity
 from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
@@ -37,9 +38,9 @@ from contactlab.errors import (
     StepFailure,
     UnknownNameError,
 )
-from contactlab.formulation import Formulation, make_formulation
+from contactlab.formulation import Formulation, formulation_class, make_formulation
 from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.problem import StepProblem, StepSolution, check_pairing
 from contactlab.scene import Scene, State
 
 Array = NDArray[np.float64]
@@ -261,11 +262,14 @@ class Simulator:
             check_solver(solver)
             self.model = make_model(model, solver, **self.model_options)
             self.solver = solver
-        self.formulation = (
-            formulation
-            if isinstance(formulation, Formulation)
-            else make_formulation(formulation, scene)
-        )
+        # a model that needs what the formulation does not provide is refused before either runs
+        if isinstance(formulation, Formulation):
+            check_pairing(formulation.name, formulation.provides, self.model.name, self.model.needs)
+            self.formulation = formulation
+        else:
+            provides = formulation_class(formulation).provides
+            check_pairing(formulation, provides, self.model.name, self.model.needs)
+            self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
             np.zeros(0, dtype=np.int64)
@@ -321,8 +325,11 @@ class Simulator:
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         assembled = time.perf_counter()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
         except _solver_error_types() as err:

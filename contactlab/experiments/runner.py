@@ -104,8 +104,9 @@ def check_fits(spec: RunSpec) -> None:
     Checks the names, the scenario's formulations and the model's compatible
     solvers (when the model declares them) without stepping anything.
     """
-    from contactlab.formulation import formulation_names
+    from contactlab.formulation import formulation_class, formulation_names
     from contactlab.models.base import _MODELS, model_names
+    from contactlab.problem import check_pairing
     from contactlab.scenario import get_scenario
     from contactlab.simulator import check_solver
 
@@ -120,12 +121,12 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
-    needs = getattr(_MODELS[spec.model], "formulations", None)  # e.g. bisp: reduced only
-    if needs and spec.formulation not in needs:
-        raise IncompatibleError(
-            f"model {spec.model!r} runs with --formulation {' or '.join(needs)}, "
-            f"not {spec.formulation!r}"
-        )
+    check_pairing(
+        spec.formulation,
+        formulation_class(spec.formulation).provides,
+        spec.model,
+        _MODELS[spec.model].needs,
+    )
     try:
         fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
     except ConfigurationError as err:

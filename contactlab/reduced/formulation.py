@@ -34,9 +34,11 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
+from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.joint_friction import traversal_maps
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene, State
@@ -75,12 +77,14 @@ class ReducedFormulation(Formulation):
     stabilization : Baumgarte form of the loop closures and the scene's
         constraints (:mod:`contactlab.reduced.constraints`): "velocity",
         "acceleration" or "off".
-    coriolis : "rotated" (default, each body's momentum turned by its step
-        rotation, as the maximal formulation does) or "explicit" (eq. 2.73 as
-        printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
+    coriolis : "rotated_linear" (default: each body's linear momentum turned by
+        its step rotation, the angular gyroscopic term explicit), "rotated"
+        (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
+        as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     """
 
     has_joint_drift = False
+    provides = frozenset({"contact_geometry", "joint_contacts", "reactions_by_traversal"})
     #: advance joints on their groups (:meth:`Tree.advance`) with the matching bias
     #: ``Jdot qdot``; ``False`` steps every coordinate by ``q + h qdot`` with the
     #: chart's ``Sdot`` (the hyper-reduced formulation: it keeps ``q`` affine)
@@ -93,11 +97,13 @@ class ReducedFormulation(Formulation):
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
-        coriolis: str = "rotated",
+        coriolis: str = "rotated_linear",
     ) -> None:
         super().__init__(scene)
-        if coriolis not in ("rotated", "explicit"):
-            raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        if coriolis not in dyn.CORIOLIS_FORMS:
+            raise ConfigurationError(
+                f"coriolis must be one of {', '.join(dyn.CORIOLIS_FORMS)}, got {coriolis!r}"
+            )
         self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         from contactlab.reduced.constraints import scene_constraints
@@ -106,6 +112,8 @@ class ReducedFormulation(Formulation):
         # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
         self.joint_torque = joint_torque or scene.extras.get("joint_torque")
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
+        #: joint-contact layout of the joints with friction (``None`` without any)
+        self.joint_layout = joint_friction_layout(scene)
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
@@ -134,18 +142,23 @@ class ReducedFormulation(Formulation):
             M = M_r + h * terms.D - h * h * terms.K
             f = f + h * (terms.D @ qdot)
         rows: dict[str, Any] = {}
-        bil = [c.rows(tree, kin, h, state.t) for c in self.constraints if not c.unilateral]
+        eq = [c for c in self.constraints if not c.unilateral]
+        bil = [c.rows(tree, kin, h, state.t) for c in eq]
         uni = [c.rows(tree, kin, h, state.t) for c in self.constraints if c.unilateral]
+        sizes = [len(r[1]) for r in bil]
         if bil:
             rows["G"] = sp.csr_matrix(np.vstack([r[0] for r in bil]))
             rows["g"] = np.concatenate([r[1] for r in bil])
+            rows["G_owner"] = np.repeat([_owner(c) for c in eq], sizes)
+            rows["G_error"] = np.concatenate([r[2] for r in bil])
         if uni:
             rows["L"] = sp.csr_matrix(np.vstack([r[0] for r in uni]))
             rows["l"] = np.concatenate([r[1] for r in uni])
+        N_m = T_m = sp.csr_matrix((0, 6 * self.scene.n_bodies))
         if contacts is not None and len(contacts) > 0:
             from contactlab.contact.rows import contact_restitution, contact_rows
 
-            N, c, T, mu = contact_rows(
+            N_m, c, T_m, mu = contact_rows(
                 contacts,
                 kin.E,
                 self.scene.n_bodies,
@@ -156,7 +169,11 @@ class ReducedFormulation(Formulation):
             )
             J = kin.J
             rows.update(
-                N=sp.csr_matrix(N @ J), c=c, T=sp.csr_matrix(T @ J), mu=mu, contacts=contacts
+                N=sp.csr_matrix(N_m @ J), c=c, T=sp.csr_matrix(T_m @ J), mu=mu, contacts=contacts
+            )
+        if self.joint_layout is not None:
+            rows["joint_friction"] = traversal_maps(
+                self.joint_layout, tree, kin, h, qdot, N_m, T_m, eq, sizes
             )
         return StepProblem(
             h=h,
@@ -164,14 +181,6 @@ class ReducedFormulation(Formulation):
             f=f,
             v=qdot,
             directions=self.scene.contact.directions,
-            info={
-                "coordinates": "reduced",
-                "nq": tree.nq,
-                "constraint_rows": [len(r[1]) for r in bil],
-                # for models that need the tree (joint friction, contactlab.models.bisp)
-                "kinematics": kin,
-                "constraints": [c for c in self.constraints if not c.unilateral],
-            },
             **rows,
         )
 
@@ -200,3 +209,8 @@ class ReducedFormulation(Formulation):
             e["potential_energy"],
             drift,
         )
+
+
+def _owner(constraint: ReducedConstraint) -> str:
+    """The name a constraint's rows are reported under (its class name if it has none)."""
+    return str(getattr(constraint, "name", "") or type(constraint).__name__)
