@@ -336,3 +336,28 @@ def test_render_keeps_a_good_folder_readable(run_folder):
 
     data = load_run(run_folder)
     assert data.steps.shape[0] == 3 and np.isfinite(data.trajectory["position"]).all()
+
+
+def test_compare_and_sweep_record_a_diverged_run_as_a_failure(workdir, capsys):
+    import pandas as pd
+
+    argv = ["compare", "pendulum", "--solvers", "kkt", "--models", "frictionless"]
+    outcome = call(
+        [*argv, "--formulations", "maximal", "--dt", "100", "--quiet", "--out", "c"], capsys
+    )
+    assert outcome.code == 0, outcome.err
+    assert "1 combinations run (1 failed)" in outcome.out
+    table = pd.read_csv(workdir / "c" / "comparison.csv")
+    assert list(table["status"]) == ["diverged"] and not table["success"].any()
+    assert "energy gain" in (workdir / "c" / "comparison.md").read_text()
+
+    spec = _write(
+        workdir / "s.toml",
+        '[sweep]\nsolvers = ["kkt"]\nmodels = ["frictionless"]\nformulations = ["maximal"]\n'
+        'dt = [100.0, 0.01]\nduration = 0.02\n[[scenarios]]\nname = "pendulum"\n',
+    )
+    outcome = call(["sweep", str(spec), "--quiet", "--workers", "1"], capsys)
+    assert outcome.code == 0, outcome.err
+    rows = pd.read_csv(workdir / "s" / "sweep.csv").set_index("dt")
+    assert rows.loc[100.0, "status"] == "diverged" and not rows.loc[100.0, "success"]
+    assert rows.loc[0.01, "status"] == "ok" and rows.loc[0.01, "success"]
