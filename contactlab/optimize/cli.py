@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactlab.cli import SCRATCH, parse_assignments, register_command
+from contactlab.cli import SCRATCH
+from contactlab.commands import parse_assignments, register_command
 from contactlab.errors import ConfigurationError
 from contactlab.optimize.spacetime import METHODS, SpacetimeProblem, SpacetimeResult, optimize
 from contactlab.reduced.kinematics import forward_kinematics
@@ -201,17 +202,20 @@ def _cmd(args: argparse.Namespace) -> int:
     scene = scenario.build(**parameters)
     model = Model.from_scene(scene)
     nq = model.nq
+    given = {
+        "qdot_start": parse_values(args.start_velocity, nq, "--start-velocity"),
+        "qdot_end": parse_values(args.end_velocity, nq, "--end-velocity"),
+        "lower": parse_values(args.lower, nq, "--lower"),
+        "upper": parse_values(args.upper, nq, "--upper"),
+    }
     problem = SpacetimeProblem(
         model,
         args.duration,
         args.knots,
         parse_values(args.start, nq, "--start"),  # type: ignore[arg-type]
         parse_values(args.end, nq, "--end"),  # type: ignore[arg-type]
-        parse_values(args.start_velocity, nq, "--start-velocity"),
-        parse_values(args.end_velocity, nq, "--end-velocity"),
-        parse_via(args.via, nq),
-        parse_values(args.lower, nq, "--lower"),
-        parse_values(args.upper, nq, "--upper"),
+        via=parse_via(args.via, nq),
+        **{key: value for key, value in given.items() if value is not None},
     )
     method = "L-BFGS-B" if (args.lower or args.upper) else args.method
     result = optimize(problem, method=method, max_iterations=args.max_iterations)

@@ -26,8 +26,8 @@ from contactlab.errors import (
     ResultsError,
     UnknownNameError,
 )
+from contactlab.runspec import build_simulator, simulate
 from contactlab.scene import Body
-from contactlab.simulator import build_simulator, simulate
 from solvers.problems import QP
 
 from .conftest import assert_one_line, call, leftovers
