@@ -318,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _user_error_types() as err:
         print(f"contactlab: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("contactlab: interrupted; no results folder was written", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        # commands that keep finished work say so in the interrupt's message
+        message = _one_line(err) if str(err) else "interrupted; no results folder was written"
+        print(f"contactlab: {message}", file=sys.stderr)
         return 130

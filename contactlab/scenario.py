@@ -25,7 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contactlab.errors import ConfigurationError, ParameterError, UnknownNameError
+from contactlab.errors import (
+    ConfigurationError,
+    ContactlabError,
+    ParameterError,
+    UnknownNameError,
+)
 from contactlab.scene import Scene
 from solvers.plugins import Registry
 
@@ -206,7 +211,17 @@ class Scenario:
     def build(self, **overrides: Any) -> Scene:
         """Build the scene with parameters ``overrides`` (defaults for the rest)."""
         values = self.resolve(overrides)
-        scene = self.builder(**values)
+        try:
+            scene = self.builder(**values)
+        except ContactlabError:
+            raise
+        except (ValueError, OverflowError, ArithmeticError, TypeError) as err:
+            given = ", ".join(f"{k}={overrides[k]!r}" for k in overrides) or "the defaults"
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise ParameterError(
+                f"scenario {self.name!r} cannot be built with {given}: {reason}; choose values "
+                "in range (see `contactlab list`)"
+            ) from err
         if not isinstance(scene, Scene):
             raise ConfigurationError(
                 f"scenario {self.name!r} returned {type(scene).__name__}, not a Scene"
