@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
-from contactlab.experiments.runner import check_fits
-from contactlab.experiments.spec import RunSpec, scenario_values
+from contactlab.runspec import RunSpec, check_fits, scenario_values
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -44,8 +44,8 @@ from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import clean_temporaries, execute, stale_reason
-from contactlab.experiments.spec import RunSpec
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.runspec import RunSpec
 
 TIME_COLUMNS = ("solve_time_median_ms", "solve_time_p90_ms", "solve_time_ms", "wall_time_s")
 

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactlab.cli import SCRATCH, parse_assignments, register_command
+from contactlab.cli import SCRATCH
+from contactlab.commands import parse_assignments, register_command
 from contactlab.errors import ConfigurationError
 from contactlab.optimize.spacetime import METHODS, SpacetimeProblem, SpacetimeResult, optimize
 from contactlab.reduced.kinematics import forward_kinematics
