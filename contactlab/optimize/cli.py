@@ -178,14 +178,18 @@ def _setup(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="scenario parameter (repeatable)",
     )
-    p.add_argument("--start", required=True, help="start positions, e.g. 0,0,0 or 90deg,0,0")
+    p.add_argument(
+        "--start",
+        required=True,
+        help="start positions, e.g. 0,0,0 or 90deg,0,0 (a leading minus needs --start=-10deg,...)",
+    )
     p.add_argument("--end", required=True, help="end positions")
     p.add_argument("--start-velocity", help="start velocities (default rest)")
     p.add_argument("--end-velocity", help="end velocities (default rest)")
     p.add_argument("--duration", type=float, default=1.0, help="T [s] (default 1)")
     p.add_argument("--knots", type=int, default=40, help="intervals K (default 40)")
     p.add_argument("--via", action="append", help="TIME:VALUES, a via-point on a knot")
-    p.add_argument("--lower", help="lower joint limits (L-BFGS-B)")
+    p.add_argument("--lower", help="lower joint limits (L-BFGS-B), e.g. --lower=-120deg")
     p.add_argument("--upper", help="upper joint limits (L-BFGS-B)")
     p.add_argument("--method", default="BFGS", choices=METHODS)
     p.add_argument("--max-iterations", type=int, default=1000)
