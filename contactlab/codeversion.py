@@ -12,7 +12,7 @@ in every summary (:func:`contactlab.results.git_commit`).
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
@@ -42,7 +42,7 @@ def source_hash(roots: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(roots: tuple[Path, ...]) -> str:
     try:
         package = version("contactlab")

@@ -32,14 +32,14 @@ from contactlab.errors import (
     UnknownNameError,
 )
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import check_fits, execute
-from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.runner import execute
 from contactlab.experiments.table import (
     FAILED_STATUSES,
     METRIC_COLUMNS,
     markdown_table,
     run_metrics,
 )
+from contactlab.runspec import RunSpec, check_fits
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
