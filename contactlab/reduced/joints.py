@@ -138,7 +138,7 @@ class Joint(ABC):
         q_new = self.chart(Q @ se3.exp_se3(h * psi), q + h * qdot)
         S_new = self.S(q_new)
         if self.ndof == 6:
-            return q_new, np.linalg.solve(S_new, psi)
+            return q_new, np.asarray(np.linalg.solve(S_new, psi), dtype=float)
         # psi lies in the subalgebra S_new spans: least squares is exact
         return q_new, np.asarray(np.linalg.lstsq(S_new, psi, rcond=None)[0], dtype=float)
 

@@ -94,7 +94,8 @@ class SphericalExpJoint(Joint):
         omega = se3.so3_right_jacobian(q) @ qdot
         R = se3.exp_so3(q) @ se3.exp_so3(h * omega)
         q_new = self.chart(se3.make_transform(R), q + h * qdot)
-        return q_new, np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        qdot_new = np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        return q_new, np.asarray(qdot_new, dtype=float)
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         theta = float(np.linalg.norm(q))
