@@ -23,7 +23,7 @@ pair, so it runs in a numba kernel over all box pairs at once.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 from contactlab.collision.primitives import Raw, empty_raw

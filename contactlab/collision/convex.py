@@ -57,7 +57,7 @@ caller's source only, so after editing this module delete
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 
 from contactlab.collision.table import BOX, CAPSULE, CYLINDER
 

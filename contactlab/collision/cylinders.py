@@ -51,7 +51,7 @@ at most ``r (1 - cos(pi / K))``, 7.6 % of the radius for K = 8).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 from contactlab.collision.boxes import _clip

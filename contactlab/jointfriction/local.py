@@ -28,7 +28,7 @@ so that it does not depend on units (the seed's absolute 1e-6 is in g-cm-s).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 Array = NDArray[np.float64]

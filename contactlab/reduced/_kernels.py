@@ -17,7 +17,7 @@ Alg. 6 (recursive hybrid dynamics), written in body frames.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 
 FIXED, REVOLUTE, PRISMATIC, OTHER = 0, 1, 2, -1
 

@@ -18,7 +18,7 @@ set to zero without forming ``w``: its projection is zero whatever ``w``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 Vec = NDArray[np.float64]
