@@ -202,6 +202,11 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar, print only the folder")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument(
+        "--no-divergence-guard",
+        action="store_true",
+        help="keep stepping a run whose state is physically absurd (docs/reliability.md)",
+    )
 
 
 def run_to_folder(
@@ -220,13 +225,14 @@ def run_to_folder(
     quiet: bool = False,
     plots: bool = True,
     command: Sequence[str] | None = None,
+    divergence_guard: bool = True,
 ) -> tuple[Path, Any]:
     """Validate everything, run, and write the results folder; return ``(folder, run)``.
 
     Every check that can fail (names, parameters, the target folder) happens
     before the first step, and the folder is written atomically after the last.
     """
-    from contactlab.results import check_target, write_run
+    from contactlab.results import check_target, check_writable, write_run
     from contactlab.simulator import build_simulator
 
     sim = build_simulator(
@@ -237,10 +243,12 @@ def run_to_folder(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     n = sim.n_steps(steps, duration)
     target = out if out is not None else default_out(scenario, *sim.names)
     check_target(target, force)
+    check_writable(target)
     run = sim.run(steps=n, progress=not quiet)
     write_run(run, target, overwrite=force, plots=plots, command=command)
     return target, run
@@ -291,6 +299,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         plots=not args.no_plots,
         command=["contactlab", *args.argv],
+        divergence_guard=not args.no_divergence_guard,
     )
     _report(folder, run, args.quiet)
     return 0
@@ -349,6 +358,7 @@ register_command("demo", "run the demo scenarios into results/demo", _setup_demo
 
 def _load_plugins() -> None:
     import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
+    import contactlab.optimize.cli  # noqa: F401  (registers optimize)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -56,3 +56,22 @@ class StepFailure(ContactlabError, RuntimeError):
 
 class ResultsError(ContactlabError, OSError):
     """A results folder is missing, incomplete, or would be overwritten."""
+
+
+class DivergenceError(StepFailure):
+    """A step produced a physically absurd state (see :mod:`contactlab.divergence`).
+
+    Attributes
+    ----------
+    step : index of the step.
+    quantity : what broke its bound (energy gain, drift, penetration, speed).
+    value, bound : the value and the bound, in the quantity's unit.
+    """
+
+    status = "diverged"
+
+    def __init__(
+        self, message: str, *, step: int, quantity: str, value: float, bound: float
+    ) -> None:
+        super().__init__(message)
+        self.step, self.quantity, self.value, self.bound = step, quantity, value, bound

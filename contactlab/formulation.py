@@ -20,7 +20,7 @@ Formulations are registered by name (see :func:`register_formulation`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,9 @@ class Formulation(ABC):
     name: str = ""
     #: whether position-level constraint drift is possible (maximal joints)
     has_joint_drift: bool = True
+    #: what its step problems carry beyond the matrices (names of
+    #: :data:`contactlab.problem.CAPABILITIES`)
+    provides: frozenset[str] = frozenset()
 
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
@@ -71,7 +74,7 @@ class Formulation(ABC):
         """
 
 
-_FORMULATIONS: dict[str, Callable[[Scene], Formulation]] = {}
+_FORMULATIONS: dict[str, type[Formulation]] = {}
 
 
 def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formulation]]:
@@ -103,9 +106,21 @@ def formulation_names() -> list[str]:
     return sorted(_FORMULATIONS)
 
 
-def make_formulation(name: str, scene: Scene) -> Formulation:
-    """Build the formulation ``name`` for ``scene``."""
+def formulations_providing(needs: Iterable[str]) -> list[str]:
+    """Names of the registered formulations that provide every capability of ``needs``."""
+    _load_builtin()
+    want = set(needs)
+    return sorted(n for n, cls in _FORMULATIONS.items() if want <= set(cls.provides))
+
+
+def formulation_class(name: str) -> type[Formulation]:
+    """The registered formulation class ``name``."""
     _load_builtin()
     if name not in _FORMULATIONS:
         raise UnknownNameError("formulation", name, list(_FORMULATIONS))
-    return _FORMULATIONS[name](scene)
+    return _FORMULATIONS[name]
+
+
+def make_formulation(name: str, scene: Scene) -> Formulation:
+    """Build the formulation ``name`` for ``scene``."""
+    return formulation_class(name)(scene)

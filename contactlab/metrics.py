@@ -114,9 +114,10 @@ RUN_AGGREGATES: tuple[Metric, ...] = (
     Metric(
         "energy_drift_relative",
         "",
-        "energy_drift / energy scale, the scale being the larger of the largest kinetic "
-        "energy and the range of potential energy over the run (independent of the potential's "
-        "zero); null for a run that neither moves nor exchanges energy (scale < 1e-12 J)",
+        "energy_drift / S, S the scene's energy scale fixed by the initial state (initial "
+        "kinetic energy + |g| L sum m_i + |initial force-element potential|, L the scene's "
+        "length scale; see contactlab.divergence), so a blow-up reads as a large number; "
+        "null when S < 1e-12 J",
     ),
     Metric("max_energy_deviation", "J", "max over steps of |E_t - E_0|"),
     Metric("median_solve_time_s", "s", "median of solve_time_s"),
@@ -274,6 +275,10 @@ def _max(x: Array) -> float | None:
 
 
 def _relative(drift: float, steps: pd.DataFrame, initial: Mapping[str, float]) -> float | None:
+    scale = initial.get("energy_scale")
+    if scale is not None and np.isfinite(scale):
+        return drift / scale if scale > 1e-12 else None
+    # runs recorded before the energy scale was part of the initial metrics
     kinetic = np.append(_column(steps, "kinetic_energy"), initial.get("kinetic_energy", np.nan))
     potential = np.append(
         _column(steps, "potential_energy"), initial.get("potential_energy", np.nan)

@@ -20,20 +20,98 @@ friction impulses on the tangent rows ``T`` bounded by the friction model, and
 impulses are [N s] (generalized).  Signs: impulses push along +row, so contact
 impulses are non-negative (seed 000 eqs. 1.79–1.88; the seed's eq. 1.84 is
 written with the opposite sign of ``N^T alpha``, a transcription slip).
+
+Beyond these matrices a formulation may fill typed fields that some models
+need: the contact geometry behind ``N`` and ``T`` with stable contact ids
+(warm starts per persistent contact), and the joint-contact rows with the
+maps of a staggered joint-friction model (:class:`JointFrictionMaps`).  A
+formulation lists the capabilities it provides in ``provides``, a model those
+it needs in ``needs`` (names from :data:`CAPABILITIES`);
+:func:`check_pairing` refuses a pairing that lacks one when the simulator is
+built, naming both (``docs/step-problem.md``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, IncompatibleError
+
+if TYPE_CHECKING:
+    from contactlab.collision.contacts import ContactSet
+    from contactlab.jointfriction.rows import JointContactRows
 
 Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: What a formulation may provide beyond ``M, f, v`` and the rows ``G, N, T, L``.
+CAPABILITIES: dict[str, str] = {
+    "contact_geometry": "the contact points, normals and bodies behind the rows N and T "
+    "(StepProblem.contacts)",
+    "joint_contacts": "joint-contact rows with their friction groups and the joint-reaction map "
+    "of a staggered joint-friction model (StepProblem.joint_friction)",
+    "reactions_by_traversal": "joint reactions recovered from the velocities by one backward "
+    "traversal of the tree (seed 000, eq. 2.112-2.113; reduced coordinates)",
+    "reactions_by_multipliers": "joint reactions read from the joints' own bilateral "
+    "multipliers (maximal coordinates)",
+}
+
+#: ``(v, lambda_G, lambda_N, beta_T, joint friction impulse (6 nb,)) -> (nj, 6)`` reactions [N s]
+ReactionMap = Callable[[Array, Array, Array, Array, Array], Array]
+
+
+@dataclass(frozen=True, eq=False)
+class JointFrictionMaps:
+    """What a staggered joint-friction model needs from the formulation (seed 000, §2.11).
+
+    Attributes
+    ----------
+    rows : the joint-contact rows at this configuration, maximal coordinates
+        (normals ``N_j`` (K, 6 nb), tangents, friction groups ``Tg``, and the
+        static layout with the joint of every contact and group).
+    J : (6 nb, n) body twists from the problem's velocities, to map the group
+        rows ``Tg J``; ``None`` when the velocities are the body twists
+        (maximal coordinates).
+    inertia_inv : (6 nb,) maximal inverse mass diagonal (the ``M^-1`` norm of
+        the convergence test).
+    N_contact : (nc, 6 nb) contact normal rows in maximal coordinates.
+    reactions : the joint reactions on every friction joint's child, body
+        frame (nj, 6) [N s], from the velocities ``v``, the impulses on ``G``
+        and ``N``, the contact friction ``beta_T`` (2 nc,) and the joint
+        friction as a maximal impulse ``Tg^T beta_joint`` (6 nb,).
+    method : "traversal" (velocities compared, one backward traversal: BISP)
+        or "multipliers" (the joints' own multipliers).
+    """
+
+    rows: JointContactRows
+    J: sp.spmatrix | Array | None
+    inertia_inv: Array
+    N_contact: sp.csr_matrix
+    reactions: ReactionMap
+    method: str
+
+
+def check_pairing(
+    formulation: str, provides: Iterable[str], model: str, needs: Iterable[str]
+) -> None:
+    """Raise :class:`IncompatibleError` if ``formulation`` lacks something ``model`` needs."""
+    have = set(provides)
+    missing = [n for n in needs if n not in have]
+    if missing:
+        from contactlab.formulation import formulations_providing
+
+        fits = " or ".join(f"--formulation {f}" for f in formulations_providing(needs))
+        what = "; ".join(CAPABILITIES.get(m, m) for m in missing)
+        raise IncompatibleError(
+            f"model {model!r} needs {what}, which formulation {formulation!r} does not provide; "
+            f"run it with {fits or 'a formulation that provides it'}"
+        )
 
 
 def _empty_rows(n: int) -> sp.csr_matrix:
@@ -59,10 +137,22 @@ class StepProblem:
         k-direction pyramid from these (``d_j = cos(a_j) t1 + sin(a_j) t2``).
     mu : (nc,) friction coefficients.
     L, l : (ml, n) other unilateral rows (joint limits) and right-hand side.
-    contacts : the contact set that produced N and T (geometry for metrics),
-        or ``None``.
+    contacts : the contact set that produced N and T (points, normals,
+        distances, bodies and shapes, one entry per contact), or ``None``.
+    contact_ids : (nc,) stable contact identities: a contact persisting from
+        the previous step keeps its id (:mod:`contactlab.contact.identity`;
+        the simulator sets them); by default ``0 .. nc-1``.
+    contact_origin : (nc,) the id of the previous step's contact each contact
+        continues from (its own id when it persists, the id of the contact it
+        split from, ``-1`` when new); warm starts read the previous impulses
+        through it.  By default equal to ``contact_ids``.
     directions : k, the number of pyramid directions requested by the scene.
-    info : free-form data from assembly (e.g. row ownership per joint).
+    G_owner : (mg,) name of the joint or constraint owning each row of ``G``.
+    G_error : (mg,) position-level error of each row of ``G`` [m or rad]
+        (zeros where the formulation does not measure it).
+    joint_friction : the joint-contact rows and maps of a staggered
+        joint-friction model, when the scene has joints with friction and the
+        formulation provides them.
     """
 
     h: float
@@ -77,9 +167,13 @@ class StepProblem:
     mu: Array | None = None
     L: sp.spmatrix | None = None
     l: Array | None = None
-    contacts: Any = None
+    contacts: ContactSet | None = None
+    contact_ids: IntArray | None = None
+    contact_origin: IntArray | None = None
     directions: int = 4
-    info: dict[str, Any] = field(default_factory=dict)
+    G_owner: NDArray[np.str_] | None = None
+    G_error: Array | None = None
+    joint_friction: JointFrictionMaps | None = None
 
     def __post_init__(self) -> None:
         n = self.M.shape[0]
@@ -107,6 +201,37 @@ class StepProblem:
         )
         self.g, self.c, self.l = (np.asarray(x, dtype=float) for x in (self.g, self.c, self.l))
         self.mu = np.asarray(self.mu, dtype=float)
+        nc, mg = self.N.shape[0], self.G.shape[0]
+        self.contact_ids = (
+            np.arange(nc, dtype=np.int64)
+            if self.contact_ids is None
+            else np.asarray(self.contact_ids, dtype=np.int64)
+        )
+        self.contact_origin = (
+            self.contact_ids.copy()
+            if self.contact_origin is None
+            else np.asarray(self.contact_origin, dtype=np.int64)
+        )
+        self.G_owner = (
+            np.full(mg, "", dtype=str) if self.G_owner is None else np.asarray(self.G_owner, str)
+        )
+        self.G_error = np.zeros(mg) if self.G_error is None else np.asarray(self.G_error, float)
+        for name, arr, size, rows in (
+            ("contact_ids", self.contact_ids, nc, "N"),
+            ("contact_origin", self.contact_origin, nc, "N"),
+            ("G_owner", self.G_owner, mg, "G"),
+            ("G_error", self.G_error, mg, "G"),
+        ):
+            if arr.shape != (size,):
+                raise ConfigurationError(
+                    f"StepProblem: {name} has shape {arr.shape}; expected ({size},), one entry "
+                    f"per row of {rows}"
+                )
+        if self.contacts is not None and len(self.contacts) != nc:
+            raise ConfigurationError(
+                f"StepProblem: contacts holds {len(self.contacts)} contacts but N has {nc} rows; "
+                "pass the contact set that produced N"
+            )
 
     @property
     def n(self) -> int:

@@ -29,6 +29,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.contact import identity
+from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -36,9 +38,9 @@ from contactlab.errors import (
     StepFailure,
     UnknownNameError,
 )
-from contactlab.formulation import Formulation, make_formulation
+from contactlab.formulation import Formulation, formulation_class, make_formulation
 from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.problem import StepProblem, StepSolution, check_pairing
 from contactlab.scene import Scene, State
 
 Array = NDArray[np.float64]
@@ -79,7 +81,8 @@ class Run:
         angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
     initial_metrics : the formulation's state metrics at t = 0.
     status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
-        but not optimal), ``"stopped"`` (a callback ended it) or ``"failed"``.
+        but not optimal), ``"stopped"`` (a callback ended it), ``"diverged"``
+        (the divergence guard stopped it) or ``"failed"``.
     """
 
     scene: Scene
@@ -209,6 +212,9 @@ class Simulator:
     collide : collision function ``(scene, E) -> contacts``; by default
         :func:`contactlab.collision.collide` when the scene has geometry.
     slip_threshold : [m/s] slip speed above which a contact counts as sliding.
+    divergence_guard : stop the run with status ``"diverged"`` at the first
+        physically absurd state (see :mod:`contactlab.divergence`); ``False``
+        keeps stepping, for those who study the blow-up.
     formulations : the formulations the scene supports, first preferred (used
         when ``formulation`` is ``None``).
     """
@@ -223,11 +229,13 @@ class Simulator:
         model_options: Mapping[str, Any] | None = None,
         collide: Collide | None = None,
         slip_threshold: float = M.SLIP_THRESHOLD,
+        divergence_guard: bool = True,
         formulations: tuple[str, ...] = ("maximal",),
     ) -> None:
         from contactlab.scenario import complete_setup
 
         self.scene = scene
+        self.divergence_guard = bool(divergence_guard)
         setup, defaulted = complete_setup(
             scene,
             formulations,
@@ -254,11 +262,14 @@ class Simulator:
             check_solver(solver)
             self.model = make_model(model, solver, **self.model_options)
             self.solver = solver
-        self.formulation = (
-            formulation
-            if isinstance(formulation, Formulation)
-            else make_formulation(formulation, scene)
-        )
+        # a model that needs what the formulation does not provide is refused before either runs
+        if isinstance(formulation, Formulation):
+            check_pairing(formulation.name, formulation.provides, self.model.name, self.model.needs)
+            self.formulation = formulation
+        else:
+            provides = formulation_class(formulation).provides
+            check_pairing(formulation, provides, self.model.name, self.model.needs)
+            self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
             np.zeros(0, dtype=np.int64)
@@ -304,8 +315,11 @@ class Simulator:
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
         problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         assembled = time.perf_counter()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
         except _solver_error_types() as err:
@@ -372,10 +386,12 @@ class Simulator:
 
         Raises
         ------
-        StepFailure, StateError, SingularSystemError
-            When a step's solution is unusable, the state stops being finite
-            or the system is singular; the exception's ``run`` attribute holds
-            the run up to the failed step.
+        StepFailure, StateError, SingularSystemError, DivergenceError
+            When a step's solution is unusable, the state stops being finite,
+            the system is singular or (with the divergence guard on) the state
+            is physically absurd; the exception's ``run`` attribute holds the
+            run up to and including the failed step (status ``"failed"``, or
+            ``"diverged"`` for a :class:`~contactlab.errors.DivergenceError`).
         """
         n = self.n_steps(steps, duration)
         wall_start = time.perf_counter()
@@ -383,23 +399,34 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = _Recorder(self.formulation, self.scene, state, n)
+        guard = self._guard(state, initial)
+        initial["energy_scale"] = guard.bounds.energy_scale
         bar = _progress_bar(n) if progress is True else None
         rows: list[dict[str, Any]] = []
         status = "ok"
+        # Overflow and invalid-value warnings of a blowing-up step would only
+        # precede the error the finiteness check and the guard raise for it.
         try:
-            for i in range(n):
-                state, record = self.step(state, i)
-                rows.append(record.metrics)
-                recorder.add(state)
-                if bar is not None:
-                    bar.update(1)
-                elif callable(progress):
-                    progress(i + 1, n)
-                if callback is not None and callback(state, record):
-                    status = "stopped"
-                    break
-        except ContactlabError as err:  # StepFailure, StateError, SingularSystemError, ...
-            err.run = self._make_run(rows, recorder, initial, wall_start, "failed", str(err))  # type: ignore[attr-defined]
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                for i in range(n):
+                    state, record = self.step(state, i)
+                    rows.append(record.metrics)
+                    recorder.add(state)
+                    if self.divergence_guard:
+                        contacts = record.contacts
+                        if contacts is None:
+                            contacts = record.problem.contacts
+                        guard.check(i, record.t, record.metrics, recorder.phi[i + 1], contacts)
+                    if bar is not None:
+                        bar.update(1)
+                    elif callable(progress):
+                        progress(i + 1, n)
+                    if callback is not None and callback(state, record):
+                        status = "stopped"
+                        break
+        except ContactlabError as err:  # StepFailure, StateError, DivergenceError, ...
+            status = getattr(err, "status", "failed")
+            err.run = self._make_run(rows, recorder, initial, wall_start, status, str(err))  # type: ignore[attr-defined]
             raise
         finally:
             if bar is not None:
@@ -437,6 +464,14 @@ class Simulator:
             f"({form}) ended with status {cause!r} at residual "
             f"{first.get('solver_residual', float('nan')):.3g}; {hint}"
         )
+
+    def _guard(self, state: State, initial: dict[str, float]) -> DivergenceGuard:
+        E, phi = self.formulation.maximal(state)
+        masses = np.array([b.mass for b in self.scene.bodies], dtype=float)
+        gravity_energy = -float(masses @ (E[:, :3, 3] @ np.asarray(self.scene.gravity)))
+        force_energy = float(initial.get("potential_energy", 0.0)) - gravity_energy
+        bounds = scene_bounds(self.scene, E, phi, initial, force_energy)
+        return DivergenceGuard(bounds, float(initial.get("total_energy", 0.0)))
 
     def _make_run(
         self,
@@ -531,6 +566,7 @@ def simulate(
     duration: float | None = None,
     model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
+    divergence_guard: bool = True,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
 
@@ -551,6 +587,7 @@ def simulate(
         solver=solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
     )
     return sim.run(steps=steps, duration=duration, progress=progress)
 
@@ -564,6 +601,7 @@ def build_simulator(
     solver: str | None = None,
     dt: float | None = None,
     model_options: Mapping[str, Any] | None = None,
+    divergence_guard: bool = True,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
@@ -591,5 +629,6 @@ def build_simulator(
         solver,
         dt=dt,
         model_options=model_options,
+        divergence_guard=divergence_guard,
         formulations=spec.formulations,
     )

@@ -21,6 +21,7 @@ against (acceleration, stopping distance, the Anitescu–Hart gap, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -425,6 +426,9 @@ class SpeedDrive(Force):
     bias : constant force [N].
     gain : [N s/m].
     """
+
+    #: the drive does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy: ClassVar[bool] = True
 
     body: str
     point: Array

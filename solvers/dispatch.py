@@ -18,18 +18,21 @@ from numpy.typing import ArrayLike, NDArray
 
 from solvers import conversions as cv
 from solvers.backends.base import Backend, SolveOptions
-from solvers.errors import IncompatibleProblem, ProblemError, SolverError
+from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
+from solvers.fitting import fitting_backends, kind_of
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP
-from solvers.registry import available_backends, get_backend, registered
+from solvers.registry import available_backends, get_backend
 from solvers.residuals import lcp_residuals, qp_residuals
 from solvers.result import RawSolution, SolverResult
+from solvers.verdict import verdict
 
 Vec = NDArray[np.float64]
 WarmStart = SolverResult | tuple[ArrayLike, ArrayLike | None] | ArrayLike | None
 
 
-def _fitting(pred: Callable[[type[Backend]], bool]) -> str:
-    names = [n for n in available_backends() if pred(registered()[n])]
+def _fitting(kind: str) -> str:
+    names = fitting_backends(kind)
     return ", ".join(names) if names else "none installed"
 
 
@@ -47,6 +50,8 @@ def _warm(warm_start: WarmStart) -> tuple[Vec | None, Vec | None]:
 def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
     try:
         return fn()
+    except SolverNotFound as err:  # a backend finding its package unusable at solve time
+        raise SolverNotFound(err.name, available_backends(), err.reason) from err
     except SolverError:
         raise
     except Exception as err:  # a backend failure is a result, so a sweep can go on
@@ -59,10 +64,10 @@ def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
 
 
 def solve(
-    problem: QP | LCP,
+    problem: QP | LCP | FrictionalContact | GlobalFrictionalContact,
     backend: str = "osqp",
     *,
-    tol: float = 1e-8,
+    tol: float | None = None,
     max_iter: int | None = None,
     warm_start: WarmStart = None,
     time_limit: float | None = None,
@@ -73,12 +78,15 @@ def solve(
     Parameters
     ----------
     problem
-        The problem.
+        The problem (a frictional-contact problem goes through
+        :func:`solvers.fc_dispatch.solve_frictional`).
     backend
         A name from :func:`available_backends` (``"osqp"``, ``"kkt"``,
         ``"pgs"``, ``"lemke"``, ``"cvxpy:clarabel"``, ``"qpsolvers:quadprog"`` ...).
     tol
-        Requested absolute tolerance, passed to the backend's own settings.
+        Requested absolute tolerance, passed to the backend's own settings;
+        ``None``: the backend's ``default_tol`` (1e-9; ``pgs`` 1e-6, the
+        accuracy Gauss--Seidel reaches on redundant contacts).
     max_iter
         Iteration cap (backend default if ``None``).
     warm_start
@@ -93,9 +101,13 @@ def solve(
     Returns
     -------
     SolverResult
-        With residuals computed by the layer on the problem as given.
+        With residuals computed by the layer on the problem as given, and
+        the layer's verdict (:mod:`solvers.verdict`).  A problem without
+        unknowns or rows is solved by the layer (status ``optimal``, no backend call).
     """
     be = get_backend(backend)
+    if tol is None:
+        tol = be.default_tol
     if tol <= 0 or not np.isfinite(tol):
         raise ProblemError("tol", f"must be a positive finite number, got {tol}")
     x0, y0 = _warm(warm_start)
@@ -110,9 +122,16 @@ def solve(
     if x0 is not None and not be.supports_warm_start:
         warnings.warn(f"backend {be.name!r} has no warm start; warm_start is ignored", stacklevel=2)
         x0 = y0 = None
+    if isinstance(problem, (FrictionalContact, GlobalFrictionalContact)):
+        from solvers.fc_dispatch import solve_frictional
+
+        opts = SolveOptions(tol, max_iter, x0, None, time_limit, dict(backend_settings))
+        return solve_frictional(problem, be, opts)
     if not isinstance(problem, (QP, LCP)):
         raise ProblemError(
-            "problem", f"expected a solvers.QP or solvers.LCP, got {type(problem).__name__}"
+            "problem",
+            f"expected a solvers.QP, LCP, FrictionalContact or GlobalFrictionalContact, "
+            f"got {type(problem).__name__}",
         )
     if x0 is not None and x0.shape != (problem.n,):
         raise ProblemError("warm_start", f"x has shape {x0.shape}, expected ({problem.n},)")
@@ -120,6 +139,8 @@ def solve(
         y0 = None  # an LCP has no separate multipliers: w follows from z
     elif y0 is not None and y0.shape != (problem.m,):
         raise ProblemError("warm_start", f"y has shape {y0.shape}, expected ({problem.m},)")
+    if problem.n == 0 and (isinstance(problem, LCP) or problem.m == 0):
+        return _empty(problem, be)
     opts = SolveOptions(tol, max_iter, x0, y0, time_limit, dict(backend_settings))
     if isinstance(problem, QP):
         return _solve_qp(problem, be, opts)
@@ -130,15 +151,14 @@ def _check_qp(qp: QP, be: Backend) -> None:
     if qp.soc is not None and not be.supports_soc:
         raise IncompatibleProblem(
             f"backend {be.name!r} does not handle second-order cones (QP.soc); "
-            f"cone-capable backends: {_fitting(lambda c: c.supports_soc)}"
+            f"cone-capable backends: {_fitting('soc_qp')}"
         )
     if be.equality_only and not qp.is_equality_only:
         k = int(np.sum(qp.l != qp.u))
         raise IncompatibleProblem(
             f"backend {be.name!r} solves only equality-constrained QPs (l == u), this QP has "
             f"{k} inequality rows; use osqp, a cvxpy:/qpsolvers: backend, or pgs for "
-            f"bound-constrained QPs (inequality-capable: "
-            f"{_fitting(lambda c: (c.accepts_qp and not c.equality_only) or c.accepts_lcp)})"
+            f"bound-constrained QPs (inequality-capable: {_fitting('qp')})"
         )
 
 
@@ -163,8 +183,7 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
                 raise IncompatibleProblem(
                     f"backend {be.name!r} takes LCPs; this QP has general rows and P is not "
                     f"positive definite, so neither the bound-constrained nor the dual LCP form "
-                    f"applies ({err}); use a QP backend: "
-                    f"{_fitting(lambda c: c.accepts_qp and not c.equality_only)}"
+                    f"applies ({err}); use a QP backend: {_fitting('rows_qp')}"
                 ) from err
             convs.append(cv.QP_TO_DUAL_LCP)
             opts = SolveOptions(opts.tol, opts.max_iter, None, None, opts.time_limit, opts.settings)
@@ -174,16 +193,19 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
         raw.setup_time += t_conv
         x, y = recover(raw.x) if np.all(np.isfinite(raw.x)) else (np.full(qp.n, np.nan), None)
     else:
-        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+        raise IncompatibleProblem(
+            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
+            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(qp))}"
+        )
     finite = np.all(np.isfinite(x))
     res = qp_residuals(qp, x, y, raw.z_soc) if finite else _nan_residuals()
     obj = qp.objective(x) if finite else float("nan")
-    status = _verdict(raw, res, be, opts.tol) if finite else raw.status
+    judged = verdict(raw.status, res, opts.tol, be.tolerance, qp.q)
     return SolverResult(
         x,
         y,
-        status,
-        raw.message,
+        judged.status,
+        raw.message + judged.note,
         raw.iterations,
         raw.setup_time,
         raw.solve_time,
@@ -192,36 +214,37 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
         be.name,
         convs,
         z_soc=raw.z_soc,
+        plausible=judged.plausible,
     )
-
-
-#: A claimed optimum whose layer residual exceeds this multiple of the tolerance is downgraded.
-IMPLAUSIBLE_FACTOR = 1e3
-
-
-def _verdict(raw: RawSolution, residuals: dict[str, float], be: Backend, tol: float) -> str:
-    """The backend's status, unless the layer's residuals contradict a claimed optimum."""
-    worst = max(residuals.values())
-    limit = IMPLAUSIBLE_FACTOR * max(tol, be.tolerance)
-    if raw.status == "optimal" and worst > limit:
-        raw.message += (
-            f"; the backend reported optimal but the layer's residual {worst:.2e} "
-            f"exceeds {limit:.1e}: reported as optimal_inaccurate"
-        )
-        return "optimal_inaccurate"
-    return raw.status
 
 
 def _nan_residuals() -> dict[str, float]:
     return {"primal": float("nan"), "dual": float("nan"), "complementarity": float("nan")}
 
 
+def _empty(problem: QP | LCP, be: Backend) -> SolverResult:
+    """The solution of a problem without unknowns (e.g. the dual of a step without rows)."""
+    qp = isinstance(problem, QP)
+    return SolverResult(
+        np.zeros(0),
+        np.zeros(0) if qp else None,
+        "optimal",
+        "empty problem (no unknowns): nothing to solve",
+        0,
+        0.0,
+        0.0,
+        0.0,
+        {"primal": 0.0, "dual": 0.0, "complementarity": 0.0},
+        be.name,
+        w=None if qp else np.zeros(0),
+    )
+
+
 def _run_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> tuple[RawSolution, list[str]]:
     """Solve an LCP on an LCP backend, reducing it to the form the backend takes."""
     if lcp.blocks is not None and not be.supports_friction_blocks:
         raise IncompatibleProblem(
-            f"backend {be.name!r} does not handle friction blocks; "
-            f"use {_fitting(lambda c: c.supports_friction_blocks)}"
+            f"backend {be.name!r} does not handle friction blocks; use {_fitting('block_lcp')}"
         )
     if be.supports_box_lcp:
         return _call(lambda: be.solve_lcp(lcp, opts), lcp.n), []
@@ -265,17 +288,20 @@ def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
         raw.setup_time += t_conv
         convs = [cv.LCP_TO_QP]
     else:
-        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+        raise IncompatibleProblem(
+            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
+            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(lcp))}"
+        )
     z = raw.x
     finite = bool(np.all(np.isfinite(z)))
     w = lcp.w(z) if finite else np.full(lcp.n, np.nan)
     res = lcp_residuals(lcp, z) if finite else _nan_residuals()
-    status = _verdict(raw, res, be, opts.tol) if finite else raw.status
+    judged = verdict(raw.status, res, opts.tol, be.tolerance, lcp.q)
     return SolverResult(
         z,
         None,
-        status,
-        raw.message,
+        judged.status,
+        raw.message + judged.note,
         raw.iterations,
         raw.setup_time,
         raw.solve_time,
@@ -284,4 +310,5 @@ def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
         be.name,
         convs,
         w=w,
+        plausible=judged.plausible,
     )

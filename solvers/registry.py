@@ -91,10 +91,26 @@ def backend_table() -> list[dict[str, Any]]:
                 "forms": cls.forms(),
                 "warm_start": cls.supports_warm_start,
                 "tolerance": cls.tolerance,
+                "default_tol": cls.default_tol,
                 "description": cls.description,
             }
         )
     return rows
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend class registered as ``name`` (aliases resolved), available or not.
+
+    Raises
+    ------
+    SolverNotFound
+        If the name is unknown; the message lists the installed backends.
+    """
+    key = ALIASES.get(name, name)
+    cls = registered().get(key) or _dynamic(key)
+    if cls is None:
+        raise SolverNotFound(name, available_backends())
+    return cls
 
 
 def get_backend(name: str) -> Backend:
@@ -109,9 +125,7 @@ def get_backend(name: str) -> Backend:
     key = ALIASES.get(name, name)
     if key in _instances:
         return _instances[key]
-    cls = registered().get(key) or _dynamic(key)
-    if cls is None:
-        raise SolverNotFound(name, available_backends())
+    cls = backend_class(name)
     ok, reason = cls.availability()
     if not ok:
         raise SolverNotFound(name, available_backends(), reason)

@@ -57,6 +57,14 @@ class SolverResult:
         Name of the backend that ran.
     conversions
         Names of the conversions the layer applied, in order.
+    measures
+        For a frictional-contact problem: the natural-map residual and the
+        Signorini, cone and dissipation measures of
+        :func:`solvers.frictional.fc_residuals`; else ``None``.
+    plausible
+        ``False`` when the backend claims a solution (``optimal`` or
+        ``optimal_inaccurate``) that the layer's residuals contradict
+        (:mod:`solvers.verdict`); treat such a result as a failed solve.
     """
 
     x: NDArray[np.float64]
@@ -72,6 +80,8 @@ class SolverResult:
     conversions: list[str] = field(default_factory=list)
     w: NDArray[np.float64] | None = None
     z_soc: NDArray[np.float64] | None = None
+    plausible: bool = True
+    measures: dict[str, float] | None = None
 
     @property
     def success(self) -> bool:

@@ -13,7 +13,8 @@ written by :mod:`contactlab.results`.  Two things are added for experiments:
 
 A run that fails in a way the framework reports (a solver failure, a
 diverged state, an incompatible model/solver) is a *result*: a folder is
-still written, with ``status`` ``"failed"`` and the error message, so a
+still written, with ``status`` ``"failed"`` (``"diverged"`` when the
+divergence guard stopped it) and the error message, so a
 sweep records it and does not retry it.  Any other exception propagates and
 leaves no folder.
 """
@@ -21,7 +22,6 @@ leaves no folder.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +104,9 @@ def check_fits(spec: RunSpec) -> None:
     Checks the names, the scenario's formulations and the model's compatible
     solvers (when the model declares them) without stepping anything.
     """
-    from contactlab.formulation import formulation_names
+    from contactlab.formulation import formulation_class, formulation_names
     from contactlab.models.base import _MODELS, model_names
+    from contactlab.problem import check_pairing
     from contactlab.scenario import get_scenario
     from contactlab.simulator import check_solver
 
@@ -120,12 +121,12 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
-    needs = getattr(_MODELS[spec.model], "formulations", None)  # e.g. bisp: reduced only
-    if needs and spec.formulation not in needs:
-        raise IncompatibleError(
-            f"model {spec.model!r} runs with --formulation {' or '.join(needs)}, "
-            f"not {spec.formulation!r}"
-        )
+    check_pairing(
+        spec.formulation,
+        formulation_class(spec.formulation).provides,
+        spec.model,
+        _MODELS[spec.model].needs,
+    )
     try:
         fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
     except ConfigurationError as err:
@@ -165,6 +166,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     start = time.perf_counter()
     run = None
     error = ""
+    failure = "failed"
     try:
         check_fits(spec)
         scene = _scene(spec)
@@ -181,6 +183,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     except RUN_ERRORS as err:
         run = getattr(err, "run", None)
         error = f"{type(err).__name__}: {err}"
+        failure = getattr(err, "status", "failed")
     wall = time.perf_counter() - start
     record = {
         "experiment": {
@@ -193,7 +196,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     }
     if run is not None:
         write_run(run, folder, overwrite=True, plots=plots, extra=record)
-        status = "failed" if error else run.status
+        status = failure if error else run.status
     else:
         status = "failed"
         summary = {
@@ -214,12 +217,11 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
 
 
 def clean_temporaries(root: Path | str) -> int:
-    """Remove temporary folders left by interrupted runs under ``root``; return how many."""
-    root = Path(root)
-    if not root.is_dir():
-        return 0
-    count = 0
-    for path in [*root.glob(".*.tmp-*"), *root.glob(".*.old-*")]:
-        shutil.rmtree(path, ignore_errors=True)
-        count += 1
-    return count
+    """Remove temporary folders left under ``root`` by runs whose process is gone.
+
+    Those of live processes (another sweep's runs in flight) are never touched
+    (see :func:`contactlab.results.clean_stale_temporaries`).
+    """
+    from contactlab.results import clean_stale_temporaries
+
+    return clean_stale_temporaries(root)

@@ -6,7 +6,7 @@ be rebuilt from the folders at any time.
 
 Columns
 -------
-status : the run's status (``"failed"`` when it did not complete).
+status : the run's status (``"failed"`` or ``"diverged"`` when it did not complete).
 step_success_rate : fraction of steps whose solver status is ``"optimal"``.
 solve_time_median_ms, solve_time_p90_ms : per-step solver time [ms].
 solve_time_ms : total solver time of the run [ms].
@@ -34,7 +34,7 @@ from contactlab.experiments.runner import SUCCESS_STATUSES
 from contactlab.results import RunData
 
 #: run statuses of runs that did not complete
-FAILED_STATUSES = frozenset({"failed"})
+FAILED_STATUSES = frozenset({"failed", "diverged"})
 
 METRIC_COLUMNS = (
     "status",

@@ -13,14 +13,17 @@ from contactlab.forces.base import (
     total_wrench,
 )
 from contactlab.forces.damping import BodyDamping
+from contactlab.forces.frame_spring import FrameSpring, world_jacobians
 from contactlab.forces.muscle import Muscle
 from contactlab.forces.path import PathForce
 from contactlab.forces.point import PointForce
-from contactlab.forces.springs import SpringDamper, ZeroLengthSpring
+from contactlab.forces.springs import AxialSpring, SpringDamper, ZeroLengthSpring
 
 __all__ = [
+    "AxialSpring",
     "BodyDamping",
     "Force",
+    "FrameSpring",
     "Muscle",
     "PathForce",
     "PointForce",
@@ -31,4 +34,5 @@ __all__ = [
     "total_energy",
     "total_stiffness",
     "total_wrench",
+    "world_jacobians",
 ]

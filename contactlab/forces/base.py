@@ -39,7 +39,7 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -125,7 +125,13 @@ class Force(ABC):
 
     A local matrix of size (6m, 6m) is ordered like :meth:`bodies` (m
     distinct body indices, world excluded).
+
+    A subclass that does work its :meth:`energy` does not record (a drive, a
+    motor) sets ``supplies_energy = True``, so that the divergence guard does
+    not take that work for a blow-up (see :mod:`contactlab.divergence`).
     """
+
+    supplies_energy: ClassVar[bool] = False
 
     @abstractmethod
     def bodies(self, scene: Scene) -> IntArray:

@@ -1,7 +1,9 @@
-"""Joint friction: implicit joint contact geometry, explicit joint contact rows, the staggered loop.
+"""Joint friction: implicit joint contact geometry, explicit joint contact rows, local solves.
 
-Used by the contact models ``bisp`` (reduced coordinates, seed 000, Alg. 8)
-and ``joint-friction-sp`` (Staggered Projections on the maximal model).  A
+The formulations build the step problem's joint-friction maps from these
+(:mod:`contactlab.maximal.joint_friction`, :mod:`contactlab.reduced.joint_friction`);
+the contact models ``bisp`` and ``joint-friction-sp``
+(:mod:`contactlab.models.joint_friction`) solve with them.  A
 joint gets friction by carrying a :class:`JointFriction` in
 :attr:`contactlab.scene.JointSpec.friction`.
 """

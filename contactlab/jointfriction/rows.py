@@ -29,7 +29,7 @@ net forces their placement implies).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -140,6 +140,12 @@ class JointContactLayout:
     def n_contacts(self) -> int:
         return int(self.points.shape[0])
 
+    @cached_property
+    def ungrouped(self) -> JointContactLayout:
+        """The same layout with every tangent its own friction group (``aggregate=False``)."""
+        nt = int(self.group.size)
+        return replace(self, group=np.arange(nt, dtype=np.int64), n_groups=nt)
+
     def rows(self, E: Array) -> JointContactRows:
         """The rows at body transforms ``E`` (nb, 4, 4)."""
         return JointContactRows.build(self, np.asarray(E, dtype=float))
@@ -157,6 +163,13 @@ class JointContactLayout:
         """Friction bound per group, ``sum_t mu_t |alpha_owner(t)|`` [N s] (eq. 2.110 box)."""
         b = self.mu * np.abs(np.asarray(alpha)[self.owner])
         return np.bincount(self.group, weights=b, minlength=self.n_groups).astype(float)
+
+
+def joint_friction_layout(scene: Scene) -> JointContactLayout | None:
+    """The layout of ``scene``'s joints with friction (groups aggregated), ``None`` without any."""
+    if all(j.friction is None for j in scene.joints):
+        return None
+    return JointContactLayout.from_scene(scene, aggregate=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,6 +207,15 @@ class JointContactRows:
         N = _assemble(Nc, -Np, layout.child[layout.joint], layout.parent[layout.joint], nb)
         T = _assemble(Tc, -Tp, layout.child[tj], layout.parent[tj], nb)
         return cls(layout, N, T, sp.csr_matrix(layout.group_mean @ T), Nc)
+
+    def ungrouped(self) -> JointContactRows:
+        """The same rows with every tangent its own friction group (``aggregate=False``)."""
+        if self.layout.n_groups == self.layout.group.size:
+            return self
+        layout = self.layout.ungrouped
+        return JointContactRows(
+            layout, self.N, self.T, sp.csr_matrix(layout.group_mean @ self.T), self.child_normal
+        )
 
 
 def _blocks(C: Array, Fp: Array, joint: Index, s: Array, d: Array) -> tuple[Array, Array]:

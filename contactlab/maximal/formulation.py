@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from contactlab import se3
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
+from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import (
     Constraint,
@@ -30,6 +31,7 @@ from contactlab.maximal.constraints import (
     stack_errors,
     stack_rows,
 )
+from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.kinematics import place_bodies
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
@@ -66,6 +68,7 @@ class MaximalFormulation(Formulation):
     """
 
     has_joint_drift = True
+    provides = frozenset({"contact_geometry", "joint_contacts", "reactions_by_multipliers"})
 
     def __init__(
         self,
@@ -89,6 +92,8 @@ class MaximalFormulation(Formulation):
         self.constraints: list[Constraint] = scene_constraints(scene)
         self.row_owners = row_owners(self.constraints)
         self.mass_diagonal = asm.mass_diagonal(scene)
+        #: joint-contact layout of the joints with friction (``None`` without any)
+        self.joint_layout = joint_friction_layout(scene)
 
     # -- state -----------------------------------------------------------
     def initial_state(self) -> State:
@@ -120,6 +125,7 @@ class MaximalFormulation(Formulation):
         rows = self.rows(E, phi, with_bias=b.form == "acceleration")
         rhs = asm.constraint_rhs(rows, phi, h, b)
         extra: dict[str, Any] = {}
+        N = sp.csr_matrix((0, M.shape[0]))
         if contacts is not None and len(contacts) > 0:
             from contactlab.contact.rows import contact_restitution, contact_rows
 
@@ -133,6 +139,10 @@ class MaximalFormulation(Formulation):
                 restitution=contact_restitution(self.scene, contacts),
             )
             extra = {"N": N, "c": c, "T": T, "mu": mu, "contacts": contacts}
+        if self.joint_layout is not None:
+            extra["joint_friction"] = multiplier_maps(
+                self.joint_layout, E, rows.G, self.row_owners, M, N
+            )
         return StepProblem(
             h=h,
             M=M,
@@ -141,13 +151,8 @@ class MaximalFormulation(Formulation):
             G=rows.G,
             g=rhs,
             directions=self.scene.contact.directions,
-            info={
-                "row_owners": self.row_owners,
-                "constraint_error": rows.g,
-                # for models that need the joint geometry (joint friction, joint-friction-sp)
-                "scene": self.scene,
-                "E": E,
-            },
+            G_owner=self.row_owners,
+            G_error=rows.g,
             **extra,
         )
 
@@ -183,7 +188,7 @@ class MaximalFormulation(Formulation):
         defaults to the problem's step size.
         """
         h = problem.h if h is None else h
-        owners = problem.info["row_owners"]
+        owners = np.asarray(problem.G_owner, dtype=str)
         lam = np.asarray(solution.lambda_G, dtype=float)
         G = sp.csr_matrix(problem.G)
         out: dict[str, Array] = {}

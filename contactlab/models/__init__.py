@@ -7,10 +7,9 @@ Importing this package registers every built-in model: ``frictionless``,
 
 from contactlab.models import (  # noqa: F401
     anitescu_hart,
-    bisp,
     box_friction,
     frictionless,
-    joint_friction_sp,
+    joint_friction,
     staggered,
     stewart_trinkle,
 )

@@ -4,7 +4,8 @@ A contact model turns a :class:`~contactlab.problem.StepProblem` into solver
 problems (:class:`solvers.QP`, :class:`solvers.LCP`), solves them through the
 solver layer with the backend the user chose, and returns a
 :class:`~contactlab.problem.StepSolution`.  It never calls a backend
-directly, never sees bodies or joints, and so works with every formulation.
+directly, never sees bodies, joints or formulation internals, and works with
+every formulation that provides what it ``needs``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class ContactModel(ABC):
     name: str = ""
     #: problem forms the model poses, e.g. ("qp",), ("lcp",), ("qp", "lcp")
     forms: tuple[str, ...] = ()
+    #: what the model needs in the step problem beyond the matrices (names of
+    #: :data:`contactlab.problem.CAPABILITIES`); checked against the formulation's
+    #: ``provides`` when the simulator is built
+    needs: tuple[str, ...] = ()
 
     def __init__(self, solver: str, **options: Any) -> None:
         self.solver = solver

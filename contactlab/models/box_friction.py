@@ -39,6 +39,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.collision.contacts import ContactSet
+from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
@@ -69,103 +71,89 @@ def box_rows(problem: StepProblem) -> Rows:
     )
 
 
-#: Largest distance [m] between a contact point and the previous step's point it inherits from.
-MATCH_RADIUS = 0.01
-
-
 @dataclass
 class ImpulseMemory:
     """One step's impulses kept for the next step's warm start.
 
     ``z`` the impulses on the rows of :func:`box_rows` with the ``slices`` of
-    its blocks; for the contacts, their identity (``pair``: bodies and shapes,
-    ``(nc, 4)``), points ``(nc, 3)`` [m], normal impulses ``(nc,)`` and
-    friction impulses as world vectors ``(nc, 3)`` [N s], so that they carry
-    over to a new tangent basis.
+    its blocks; for the contacts, their stable ids ``(nc,)``
+    (:attr:`StepProblem.contact_ids`), normal impulses ``(nc,)`` and friction
+    impulses as world vectors ``(nc, 3)`` [N s], so that they carry over to a
+    new tangent basis.
     """
 
     z: Array
     slices: dict[str, slice]
-    pair: NDArray[np.int64] | None
-    point: Array | None
+    ids: NDArray[np.int64] | None
     normal_impulse: Array | None
     friction: Array | None
 
     @classmethod
-    def record(cls, z: Array, rows: Rows, contacts: Any) -> ImpulseMemory:
+    def record(cls, z: Array, rows: Rows, problem: StepProblem) -> ImpulseMemory:
+        contacts = problem.contacts
         if contacts is None or len(contacts) == 0 or "N" not in rows.slices:
-            return cls(z, dict(rows.slices), None, None, None, None)
-        t1, t2 = tangent_basis(contacts.normal)
-        zt = rows.part(z, "T").reshape(-1, 2)
-        friction = zt[:, :1] * t1 + zt[:, 1:] * t2
+            return cls(z, dict(rows.slices), None, None, None)
         return cls(
             z,
             dict(rows.slices),
-            contact_pairs(contacts),
-            np.array(contacts.point, dtype=float),
+            np.array(problem.contact_ids),
             rows.part(z, "N").copy(),
-            friction,
+            world_friction(rows.part(z, "T"), contacts.normal),
         )
 
 
-def contact_pairs(contacts: Any) -> NDArray[np.int64]:
-    """``(nc, 4)`` identity of each contact: ``(body_a, body_b, shape_a, shape_b)``."""
-    return np.column_stack(
-        [contacts.body_a, contacts.body_b, contacts.shape_a, contacts.shape_b]
-    ).astype(np.int64)
+def world_friction(lam_T: Array, normal: Array) -> Array:
+    """Friction impulses ``(2 nc,)`` in the tangent bases of ``normal`` as world vectors (nc, 3)."""
+    t1, t2 = tangent_basis(normal)
+    zt = lam_T.reshape(-1, 2)
+    return zt[:, :1] * t1 + zt[:, 1:] * t2
 
 
-def pair_ids(pairs: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Equal ids for equal rows of ``pairs`` ``(n, 4)`` (entries >= -1), by one integer key each.
+def carried_over(
+    old_ids: NDArray[np.int64],
+    normal_impulse: Array,
+    friction: Array,
+    problem: StepProblem,
+) -> tuple[Array, Array]:
+    """Normal ``(nc,)`` and tangent ``(2 nc,)`` impulses carried over from the contacts' origins.
 
-    The four columns are packed into one int64 (mixed radix, each column's
-    range as its base), so the grouping is a 1-D sort; if the ranges are too
-    wide for 62 bits the rows are grouped as rows.
+    Each contact starts from the recorded contact it continues from
+    (:func:`continued_from`): the normal impulse as it was, the friction
+    impulse as a world vector projected onto the new tangent basis; new
+    contacts start at zero.
     """
-    p = pairs + 1
-    base = p.max(axis=0, initial=0) + 1
-    if float(np.prod(base.astype(float))) >= 2.0**62:
-        return np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
-    key = ((p[:, 0] * base[1] + p[:, 1]) * base[2] + p[:, 2]) * base[3] + p[:, 3]
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
+    assert problem.contacts is not None
+    nc = problem.n_contacts
+    src = continued_from(old_ids, problem)
+    hit = np.flatnonzero(src >= 0)
+    zn = np.zeros(nc)
+    zn[hit] = normal_impulse[src[hit]]
+    t1, t2 = tangent_basis(problem.contacts.normal)
+    f = np.zeros((nc, 3))
+    f[hit] = friction[src[hit]]
+    return zn, np.column_stack([np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]).ravel()
 
 
-def match_contacts(old: ImpulseMemory, pair: NDArray[np.int64], point: Array) -> NDArray[np.int64]:
-    """For each new contact, the previous contact it persists from, or ``-1``.
+def continued_from(old_ids: NDArray[np.int64], problem: StepProblem) -> NDArray[np.int64]:
+    """For each contact, the position in ``old_ids`` of the contact it continues, or ``-1``.
 
-    A contact persists from the previous step's contact of the same bodies and
-    shapes whose point is nearest, if that point is within :data:`MATCH_RADIUS`.
-    Vectorized over contacts; the only loop runs over the largest number of
-    previous contacts one pair had (a box-box manifold has at most eight).
+    Its own id when recorded (a persisting contact, or the same contact set
+    solved again), else its origin (the contact it split from,
+    :attr:`StepProblem.contact_origin`).
     """
-    assert old.pair is not None and old.point is not None
-    n_old = old.pair.shape[0]
-    ids = pair_ids(np.vstack([old.pair, pair]))
-    old_id, new_id = ids[:n_old], ids[n_old:]
-    order = np.argsort(old_id, kind="stable")
-    sorted_id = old_id[order]
-    first = np.searchsorted(sorted_id, new_id, side="left")
-    count = np.searchsorted(sorted_id, new_id, side="right") - first
-    best = np.full(new_id.size, -1, dtype=np.int64)
-    best_d = np.full(new_id.size, MATCH_RADIUS**2)
-    for k in range(int(count.max(initial=0))):
-        has = np.flatnonzero(count > k)
-        cand = order[first[has] + k]
-        d2 = np.sum((old.point[cand] - point[has]) ** 2, axis=1)
-        better = d2 <= best_d[has]
-        best[has[better]] = cand[better]
-        best_d[has[better]] = d2[better]
-    return best
+    assert problem.contact_ids is not None and problem.contact_origin is not None
+    src = warm_index(old_ids, problem.contact_ids)
+    miss = np.flatnonzero(src < 0)
+    src[miss] = warm_index(old_ids, problem.contact_origin[miss])
+    return src
 
 
-def warm_impulses(old: Any, rows: Rows, contacts: Any) -> Array | None:
+def warm_impulses(old: Any, rows: Rows, problem: StepProblem) -> Array | None:
     """The warm start of this step's impulses from the previous step's, or ``None``.
 
     Bilateral (``G``) and limit (``L``) impulses carry over when their row
-    counts are unchanged.  Contact impulses carry over per persistent contact
-    (:func:`match_contacts`): the normal impulse as it was, the friction
-    impulse as a world vector projected onto the new tangent basis; new
-    contacts start at zero.
+    counts are unchanged, contact impulses per persistent contact id
+    (:func:`carried_over`).
     """
     if not isinstance(old, ImpulseMemory):
         return None
@@ -178,23 +166,16 @@ def warm_impulses(old: Any, rows: Rows, contacts: Any) -> Array | None:
             and new_s.stop - new_s.start == old_s.stop - old_s.start
         ):
             z[new_s] = old.z[old_s]
-    if contacts is not None and len(contacts) > 0 and old.pair is not None and "N" in rows.slices:
-        src = match_contacts(old, contact_pairs(contacts), np.asarray(contacts.point, dtype=float))
-        hit = np.flatnonzero(src >= 0)
+    contacts = problem.contacts
+    if contacts is not None and len(contacts) > 0 and old.ids is not None and "N" in rows.slices:
         assert old.normal_impulse is not None and old.friction is not None
-        zn = np.zeros(len(contacts))
-        zn[hit] = old.normal_impulse[src[hit]]
-        t1, t2 = tangent_basis(contacts.normal)
-        f = np.zeros((len(contacts), 3))
-        f[hit] = old.friction[src[hit]]
-        z[rows.slices["N"]] = zn
-        z[rows.slices["T"]] = np.column_stack(
-            [np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]
-        ).ravel()
+        z[rows.slices["N"]], z[rows.slices["T"]] = carried_over(
+            old.ids, old.normal_impulse, old.friction, problem
+        )
     return z
 
 
-def height_order(rows: Rows, contacts: Any, how: str) -> NDArray[np.int64]:
+def height_order(rows: Rows, contacts: ContactSet | None, how: str) -> NDArray[np.int64]:
     """Permutation of the rows of :func:`box_rows` (new position -> row).
 
     ``how="height"``: the bilateral rows ``G``, then per contact its normal row
@@ -267,7 +248,7 @@ class BoxFriction(SolvingModel):
         n_idx = np.arange(rows.slices["N"].start, rows.slices["N"].stop)
         t_idx = np.arange(rows.slices["T"].start, rows.slices["T"].stop).reshape(-1, 2)
         key = f"box-friction:{self.options['cone']}"
-        prev = warm_impulses(cache.get(key), rows, problem.contacts)
+        prev = warm_impulses(cache.get(key), rows, problem)
         if self.route == ("block_lcp",):
             order = height_order(rows, problem.contacts, self.options["row_order"])
             inv = np.empty_like(order)
@@ -284,7 +265,7 @@ class BoxFriction(SolvingModel):
             z, outer, extra = res.x[inv], 0, "optimal"
         else:
             z, outer, extra = self._fixed_point(minv, problem, rows, P, q, n_idx, t_idx, prev)
-        cache[key] = ImpulseMemory.record(z, rows, problem.contacts)
+        cache[key] = ImpulseMemory.record(z, rows, problem)
         v = minv.vec(problem.f + np.asarray(rows.C.T @ z))
         return make_solution(self, problem, v, rows, z, rows.part(z, "T"), extra, outer)
 

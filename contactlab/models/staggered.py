@@ -87,16 +87,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.anitescu_hart import check_cone
 from contactlab.models.base import register_model
 from contactlab.models.box_friction import (
     ImpulseMemory,
     bounded_friction_qp,
+    carried_over,
     check_outer,
-    contact_pairs,
-    match_contacts,
+    world_friction,
 )
 from contactlab.models.common import (
     Array,
@@ -223,7 +222,7 @@ class StaggeredProjections(SolvingModel):
                 y = accel.step(y, g, weight * np.asarray(T.T @ (g - y)))
         assert contact is not None
         sol = make_solution(self, problem, contact.v, contact.rows, contact.lam, y, status, outer)
-        cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem.contacts)
+        cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem)
         sol.cache[HISTORY] = np.asarray(history)
         return sol
 
@@ -329,7 +328,7 @@ class FrictionMemory:
     """One step's result kept to warm-start the next step's outer iteration.
 
     ``y`` the friction impulse in the ``T`` basis ``(2 nc,)`` [N s] and
-    ``impulses`` the contact impulses with the contacts' identity, points,
+    ``impulses`` the contact impulses with the contacts' ids,
     normal impulses and friction as world vectors (box friction's
     :class:`ImpulseMemory`), so that they carry over per persistent contact
     when the collision lists the contacts in another order or turns their
@@ -340,18 +339,16 @@ class FrictionMemory:
     impulses: ImpulseMemory
 
     @classmethod
-    def record(cls, y: Array, lam: Array, rows: Rows, contacts: Any) -> FrictionMemory:
+    def record(cls, y: Array, lam: Array, rows: Rows, problem: StepProblem) -> FrictionMemory:
+        contacts = problem.contacts
         if contacts is None or len(contacts) == 0 or "N" not in rows.slices:
-            return cls(y, ImpulseMemory(lam, dict(rows.slices), None, None, None, None))
-        t1, t2 = tangent_basis(contacts.normal)
-        yt = y.reshape(-1, 2)
+            return cls(y, ImpulseMemory(lam, dict(rows.slices), None, None, None))
         memory = ImpulseMemory(
             lam,
             dict(rows.slices),
-            contact_pairs(contacts),
-            np.array(contacts.point, dtype=float),
+            np.array(problem.contact_ids),
             rows.part(lam, "N").copy(),
-            yt[:, :1] * t1 + yt[:, 1:] * t2,
+            world_friction(y, contacts.normal),
         )
         return cls(y, memory)
 
@@ -361,8 +358,8 @@ def warm_start(
 ) -> tuple[Array, tuple[Array, Array] | None]:
     """Friction ``y`` (``T`` basis) and contact-QP start ``(v, lambda)`` from the previous step.
 
-    With contact geometry, impulses carry over per persistent contact (same
-    bodies and shapes, nearest point within box friction's match radius): the
+    With contact geometry, impulses carry over per persistent contact id
+    (:mod:`contactlab.contact.identity`): the
     normal impulse as it was, the friction as a world vector projected onto the
     new tangent basis; new contacts start at zero; joint and limit impulses
     carry over when their row counts are unchanged.  Without geometry (a bare
@@ -374,18 +371,10 @@ def warm_start(
     if not isinstance(old, FrictionMemory):
         return y, None
     mem, contacts = old.impulses, problem.contacts
-    if mem.pair is not None and contacts is not None and len(contacts) > 0:
+    if mem.ids is not None and contacts is not None and len(contacts) > 0:
         assert mem.friction is not None and mem.normal_impulse is not None
-        src = match_contacts(mem, contact_pairs(contacts), np.asarray(contacts.point, float))
-        hit = np.flatnonzero(src >= 0)
-        t1, t2 = tangent_basis(contacts.normal)
-        f = np.zeros((nc, 3))
-        f[hit] = mem.friction[src[hit]]
-        y = np.column_stack([np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]).ravel()
         lam = np.zeros(rows.m)
-        lam_n = np.zeros(nc)
-        lam_n[hit] = mem.normal_impulse[src[hit]]
-        lam[rows.slices["N"]] = lam_n
+        lam[rows.slices["N"]], y = carried_over(mem.ids, mem.normal_impulse, mem.friction, problem)
         for name in ("G", "L"):
             new_s, old_s = rows.slices.get(name), mem.slices.get(name)
             if new_s is not None and old_s is not None:

@@ -259,6 +259,9 @@ class PrescribedJoint(EqualityConstraint):
     the motion (:func:`prescribed_forces`).
     """
 
+    #: the motion does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy = True
+
     def __init__(self, joint: str, trajectory: Trajectory) -> None:
         self.joint, self.trajectory = joint, trajectory
         self.name = f"prescribed:{joint}"
@@ -291,6 +294,9 @@ class PrescribedTwist(EqualityConstraint):
     components : indices into the body twist ``(omega, nu)`` (body frame).
     profile : ``v(t) -> (value (k,), rate (k,))`` [rad/s, m/s].
     """
+
+    #: the motion does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy = True
 
     def __init__(self, body: str, components: Sequence[int], profile: TwistProfile) -> None:
         self.body, self.profile = body, profile
@@ -385,22 +391,22 @@ def constraint_errors(tree: Tree, constraints: Sequence[Any], q: Array, t: float
 
 
 def prescribed_forces(
-    constraints: Sequence[Any], sizes: Sequence[int], lambda_G: Array, h: float, nq: int
+    constraints: Sequence[Any], owners: Sequence[str], lambda_G: Array, h: float, nq: int
 ) -> dict[str, Array]:
     """Joint forces (nq,) that produce each :class:`PrescribedJoint`'s motion in one step.
 
-    ``sizes`` are the row counts of the equality constraints in order
-    (``problem.info["constraint_rows"]``); the force is ``G_p^T lambda_p / h``
-    (eq. 2.102, ``tau_p = G_p^T lambda_p``, with the step's impulses divided
-    by ``h``), zero outside the prescribed joint's coordinates.
+    ``owners`` names the constraint of every bilateral row
+    (:attr:`StepProblem.G_owner <contactlab.problem.StepProblem.G_owner>`);
+    the force is ``G_p^T lambda_p / h`` (eq. 2.102, ``tau_p = G_p^T lambda_p``,
+    with the step's impulses divided by ``h``), zero outside the prescribed
+    joint's coordinates.
     """
     out: dict[str, Array] = {}
-    eq = [c for c in constraints if not c.unilateral]
-    start = 0
-    for c, m in zip(eq, sizes):
+    owner = np.asarray(owners)
+    lam = np.asarray(lambda_G)
+    for c in constraints:
         if isinstance(c, PrescribedJoint):
             tau = np.zeros(nq)
-            tau[c.dofs] = np.asarray(lambda_G[start : start + m]) / h
+            tau[c.dofs] = lam[owner == c.name] / h
             out[c.joint] = tau
-        start += m
     return out

@@ -10,9 +10,12 @@ Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
 
 with contact rows mapped from maximal coordinates, ``N = N_m J``,
 ``T = T_m J`` (eq. 2.95: maximal constraints right-multiplied by ``J``).
-Positions follow by ``q <- q + h qdot+`` with a chart switch of spherical
-joints; body transforms and twists are recomputed from ``(q, qdot)``, so
-joints never drift.
+Positions follow by :meth:`Tree.advance`: each joint moves by
+``exp(h [S qdot+])`` (re-charted on subgroup joints such as free and
+spherical ones, whose joint twist is then kept; ``q + h qdot+`` for the
+others), then spherical charts switch; the bias ``Jdot qdot`` of the step is
+taken along that motion (docs/reduced-integration.md).  Body transforms and
+twists are recomputed from ``(q, qdot)``, so joints never drift.
 
 Bilateral and unilateral rows other than contact (loop closures, couplings,
 prescribed motion, joint limits) plug in as :class:`ReducedConstraint`
@@ -29,10 +32,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
+from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.joint_friction import traversal_maps
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene, State
@@ -71,9 +77,18 @@ class ReducedFormulation(Formulation):
     stabilization : Baumgarte form of the loop closures and the scene's
         constraints (:mod:`contactlab.reduced.constraints`): "velocity",
         "acceleration" or "off".
+    coriolis : "rotated_linear" (default: each body's linear momentum turned by
+        its step rotation, the angular gyroscopic term explicit), "rotated"
+        (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
+        as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     """
 
     has_joint_drift = False
+    provides = frozenset({"contact_geometry", "joint_contacts", "reactions_by_traversal"})
+    #: advance joints on their groups (:meth:`Tree.advance`) with the matching bias
+    #: ``Jdot qdot``; ``False`` steps every coordinate by ``q + h qdot`` with the
+    #: chart's ``Sdot`` (the hyper-reduced formulation: it keeps ``q`` affine)
+    group_integration = True
 
     def __init__(
         self,
@@ -82,8 +97,14 @@ class ReducedFormulation(Formulation):
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
+        coriolis: str = "rotated_linear",
     ) -> None:
         super().__init__(scene)
+        if coriolis not in dyn.CORIOLIS_FORMS:
+            raise ConfigurationError(
+                f"coriolis must be one of {', '.join(dyn.CORIOLIS_FORMS)}, got {coriolis!r}"
+            )
+        self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         from contactlab.reduced.constraints import scene_constraints
 
@@ -91,6 +112,8 @@ class ReducedFormulation(Formulation):
         # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
         self.joint_torque = joint_torque or scene.extras.get("joint_torque")
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
+        #: joint-contact layout of the joints with friction (``None`` without any)
+        self.joint_layout = joint_friction_layout(scene)
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
@@ -107,28 +130,35 @@ class ReducedFormulation(Formulation):
     def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
-        kin = forward_kinematics(tree, q, qdot)
+        # the bias acceleration along the motion advance() realizes (joint twists of
+        # subgroup joints held constant), see docs/reduced-integration.md
+        kin = forward_kinematics(tree, q, qdot, step=self.group_integration)
         M_r = dyn.mass_matrix(kin)
         tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
-        f = M_r @ qdot + h * dyn.reduced_forces(kin, tau)
+        f = dyn.free_momentum(kin, h, tau, self.coriolis)
         M = M_r
         if self.implicit:
             terms = dyn.implicit_terms(kin)
             M = M_r + h * terms.D - h * h * terms.K
             f = f + h * (terms.D @ qdot)
         rows: dict[str, Any] = {}
-        bil = [c.rows(tree, kin, h, state.t) for c in self.constraints if not c.unilateral]
+        eq = [c for c in self.constraints if not c.unilateral]
+        bil = [c.rows(tree, kin, h, state.t) for c in eq]
         uni = [c.rows(tree, kin, h, state.t) for c in self.constraints if c.unilateral]
+        sizes = [len(r[1]) for r in bil]
         if bil:
             rows["G"] = sp.csr_matrix(np.vstack([r[0] for r in bil]))
             rows["g"] = np.concatenate([r[1] for r in bil])
+            rows["G_owner"] = np.repeat([_owner(c) for c in eq], sizes)
+            rows["G_error"] = np.concatenate([r[2] for r in bil])
         if uni:
             rows["L"] = sp.csr_matrix(np.vstack([r[0] for r in uni]))
             rows["l"] = np.concatenate([r[1] for r in uni])
+        N_m = T_m = sp.csr_matrix((0, 6 * self.scene.n_bodies))
         if contacts is not None and len(contacts) > 0:
             from contactlab.contact.rows import contact_restitution, contact_rows
 
-            N, c, T, mu = contact_rows(
+            N_m, c, T_m, mu = contact_rows(
                 contacts,
                 kin.E,
                 self.scene.n_bodies,
@@ -139,7 +169,11 @@ class ReducedFormulation(Formulation):
             )
             J = kin.J
             rows.update(
-                N=sp.csr_matrix(N @ J), c=c, T=sp.csr_matrix(T @ J), mu=mu, contacts=contacts
+                N=sp.csr_matrix(N_m @ J), c=c, T=sp.csr_matrix(T_m @ J), mu=mu, contacts=contacts
+            )
+        if self.joint_layout is not None:
+            rows["joint_friction"] = traversal_maps(
+                self.joint_layout, tree, kin, h, qdot, N_m, T_m, eq, sizes
             )
         return StepProblem(
             h=h,
@@ -147,20 +181,15 @@ class ReducedFormulation(Formulation):
             f=f,
             v=qdot,
             directions=self.scene.contact.directions,
-            info={
-                "coordinates": "reduced",
-                "nq": tree.nq,
-                "constraint_rows": [len(r[1]) for r in bil],
-                # for models that need the tree (joint friction, contactlab.models.bisp)
-                "kinematics": kin,
-                "constraints": [c for c in self.constraints if not c.unilateral],
-            },
             **rows,
         )
 
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
-        qdot = np.asarray(solution.v, dtype=float)
-        q, qdot, _ = self.tree.reparameterize(np.asarray(state.q) + h * qdot, qdot)
+        q, qdot = np.asarray(state.q, dtype=float), np.asarray(solution.v, dtype=float)
+        if self.group_integration:
+            q, qdot = self.tree.advance(q, qdot, h)
+        else:
+            q, qdot, _ = self.tree.reparameterize(q + h * qdot, qdot)
         return self._state(state.t + h, q, qdot, state.cache)
 
     def maximal(self, state: State) -> tuple[Array, Array]:
@@ -180,3 +209,8 @@ class ReducedFormulation(Formulation):
             e["potential_energy"],
             drift,
         )
+
+
+def _owner(constraint: ReducedConstraint) -> str:
+    """The name a constraint's rows are reported under (its class name if it has none)."""
+    return str(getattr(constraint, "name", "") or type(constraint).__name__)

@@ -203,8 +203,11 @@ class HyperReducedFormulation(ReducedFormulation):
     A constraint or contact row becomes ``G J_rR``; rows that the subspace
     already satisfies become zero and must be left out (a coupling the basis
     enforces is redundant).  Models that need the full tree coordinates
-    (joint friction) do not apply.
+    (joint friction) do not apply: the formulation provides the contact
+    geometry only.
     """
+
+    provides = frozenset({"contact_geometry"})
 
     def __init__(
         self,
@@ -223,6 +226,11 @@ class HyperReducedFormulation(ReducedFormulation):
             offset = scene.extras.get("hyper_offset") if offset is None else offset
         super().__init__(scene, **options)
         self.hyper = HyperReduced.build(self.tree, basis, offset)
+        # the joint-friction maps live in the full tree coordinates: not provided here
+        self.joint_layout = None
+
+    #: ``q_r <- q_r + h J_rR qdot_R+`` keeps the state on the affine subspace
+    group_integration = False
 
     def initial_state(self) -> State:
         """The reduced initial state, checked to lie on the subspace."""
@@ -251,7 +259,8 @@ class HyperReducedFormulation(ReducedFormulation):
             l=full.l,
             contacts=full.contacts,
             directions=full.directions,
-            info={**full.info, "coordinates": "hyper-reduced", "basis": B},
+            G_owner=full.G_owner,
+            G_error=full.G_error,
         )
 
     def advance(self, state: State, solution: StepSolution, h: float) -> State:

@@ -2,7 +2,8 @@
 
 - :func:`step_linearly_implicit`: linearly implicit Euler (seed 000,
   eq. 2.73–2.75), the joint and force-element springs and dampers taken
-  implicitly, spherical charts switched after every step.
+  implicitly, positions advanced on each joint's group (:meth:`Tree.advance`),
+  spherical charts switched after every step.
 - :func:`simulate_adaptive`: the first-order system
   ``d/dt (q, qdot) = (qdot, M_r^{-1} f_r)`` (eq. 2.21) with
   :func:`scipy.integrate.solve_ivp`; forward dynamics dense or recursive.
@@ -32,31 +33,39 @@ CHART_HYSTERESIS = 0.5
 
 
 def step_linearly_implicit(
-    tree: Tree, q: Array, qdot: Array, h: float, tau: Array | None = None
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    h: float,
+    tau: Array | None = None,
+    coriolis: str = "rotated_linear",
 ) -> tuple[Array, Array]:
     """One step of linearly implicit Euler; returns ``(q, qdot)`` at ``t + h``.
 
     .. math::
 
         (M_r + h D_r - h^2 K_r)\\, \\dot q^{+} = M_r \\dot q + h f_r + h D_r \\dot q,
-        \\qquad q^{+} = q + h \\dot q^{+}
+        \\qquad Q_j(q^{+}) = Q_j(q) \\exp(h [S_j \\dot q_j^{+}])
 
     (the ``h D_r qdot`` term cancels the damping force evaluated at the
-    start of the step, eq. 2.72).
+    start of the step, eq. 2.72).  Positions by :meth:`Tree.advance`
+    (``q + h qdot+`` for joints with constant ``S``); ``f_r``'s bias
+    ``Jdot qdot`` is taken along that motion (``forward_kinematics(step=True)``).
+    ``coriolis``: "rotated_linear" (default), "rotated" or "explicit" gyroscopic terms
+    (:func:`contactlab.reduced.dynamics.free_momentum`).
     """
-    kin = forward_kinematics(tree, q, qdot)
+    kin = forward_kinematics(tree, q, qdot, step=True)
     M = dyn.mass_matrix(kin)
     terms = dyn.implicit_terms(kin)
     lhs = M + h * terms.D - h * h * terms.K
-    rhs = M @ qdot + h * dyn.reduced_forces(kin, tau) + h * (terms.D @ qdot)
+    rhs = dyn.free_momentum(kin, h, tau, coriolis) + h * (terms.D @ qdot)
     try:
         qdot_new = np.linalg.solve(lhs, rhs)
     except np.linalg.LinAlgError as err:
         raise StepFailure(
             f"the implicit system of the reduced step is singular at h={h:g} s; reduce h"
         ) from err
-    q_new, qdot_new, _ = tree.reparameterize(q + h * qdot_new, qdot_new)
-    return q_new, qdot_new
+    return tree.advance(q, qdot_new, h)
 
 
 @dataclass

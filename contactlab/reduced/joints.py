@@ -18,12 +18,23 @@ translational, universal, Euler-angle spherical, and the spline joints
 (:mod:`contactlab.reduced.spline`).  They declare their screws and the
 functions; the base derives ``Q``, ``S`` and ``Sdot`` with one backward
 recursion (the recursion of seed 003, Alg. 4 and 5, written once).
+
+Time stepping (:meth:`Joint.advance`, :meth:`Joint.evaluate_step`): a step
+holds the joint twist ``psi = S(q) qdot`` constant and moves the joint by
+``Q <- Q exp(h [psi])``.  When ``Q(q)`` sweeps a coset of a subgroup of SE(3)
+(free, spherical in either chart, planar with rotation, any joint whose
+``S(q)`` spans one fixed Lie subalgebra) that motion stays on the joint and is
+re-charted exactly; the step's dynamics then treat ``psi`` as the velocity
+(quasi-velocities), so the chart's own ``Sdot`` drops out of the bias
+acceleration.  Other joints keep ``q <- q + h qdot`` with their ``Sdot``;
+composites of them advance factor by factor.  See docs/reduced-integration.md.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -79,6 +90,91 @@ class Joint(ABC):
     def sample(self, rng: np.random.Generator) -> Array:
         """A random configuration in the joint's useful range (tests, benchmarks)."""
         return rng.uniform(-1.0, 1.0, self.ndof)
+
+    # -- time stepping -------------------------------------------------------
+    @cached_property
+    def subalgebra(self) -> Array | None:
+        """(6, ndof) orthonormal basis of the Lie subalgebra ``S(q)`` spans, or ``None``.
+
+        Not ``None`` when ``S(q)`` has full column rank, spans the same subspace at
+        every configuration and that subspace is closed under the bracket ``ad``:
+        then ``Q(q)`` sweeps a coset of a subgroup and ``Q exp(h [S qdot])`` is again
+        a joint configuration.  Checked at a few sampled configurations (fixed seed).
+        """
+        return _subalgebra(self)
+
+    def evaluate_step(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        """``(Q, S, Sdot)`` with ``Sdot`` along the motion :meth:`advance` realizes.
+
+        For a subgroup joint the step's velocity is the joint twist ``S qdot``,
+        held constant over the step, so this ``Sdot`` is zero; otherwise it is
+        :meth:`evaluate`'s.
+        """
+        Q, S, Sdot = self.evaluate(q, qdot)
+        if self.subalgebra is not None:
+            Sdot = np.zeros_like(Sdot)
+        return Q, S, Sdot
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """Coordinates and velocities after a step of ``h`` [s] at velocity ``qdot``.
+
+        Subgroup joints: ``Q(q+) = Q(q) exp(h [S(q) qdot])`` (re-charted by
+        :meth:`chart`) and ``S(q+) qdot+ = S(q) qdot`` (the joint twist is kept).
+        Other joints: ``q + h qdot`` and ``qdot``.
+        """
+        if self.subalgebra is None or self.ndof == 0:
+            return q + h * qdot, qdot
+        Q, S, _ = self.evaluate(q, np.zeros_like(q))
+        psi = S @ qdot
+        q_new = self.chart(Q @ se3.exp_se3(h * psi), q + h * qdot)
+        S_new = self.S(q_new)
+        qdot_new = np.linalg.lstsq(S_new, psi, rcond=None)[0]
+        return q_new, np.asarray(qdot_new, dtype=float)
+
+    def chart(self, target: Array, guess: Array) -> Array:
+        """Coordinates ``q`` near ``guess`` with ``Q(q) = target`` (Newton on ``log``).
+
+        The residual ``r = log(Q(q)^{-1} target)`` changes by ``-S(q) dq`` to first
+        order, so ``q <- q + S^+ r`` converges quadratically from a guess
+        ``O(h^2)`` away.  For a joint without a subalgebra it returns the
+        least-squares nearest configuration.
+        """
+        q = np.array(guess, dtype=float)
+        for _ in range(CHART_NEWTON_ITERATIONS):
+            Q, S, _ = self.evaluate(q, np.zeros_like(q))
+            r = se3.log_se3(se3.inverse(Q) @ target)
+            if np.max(np.abs(r)) < CHART_TOLERANCE * (1.0 + np.max(np.abs(target[:3, 3]))):
+                break
+            q = q + np.linalg.lstsq(S, r, rcond=None)[0]
+        return q
+
+
+#: Newton iterations of :meth:`Joint.chart` (2 suffice from a guess O(h^2) away)
+CHART_NEWTON_ITERATIONS = 8
+#: residual [rad or m, relative to 1 + |translation|] at which :meth:`Joint.chart` stops
+CHART_TOLERANCE = 1e-14
+#: relative tolerance of the numerical subalgebra test of :attr:`Joint.subalgebra`
+SUBALGEBRA_TOLERANCE = 1e-8
+
+
+def _subalgebra(joint: Joint) -> Array | None:
+    n = joint.ndof
+    if n == 0:
+        return np.zeros((6, 0))
+    rng = np.random.default_rng(12345)
+    Ss = [joint.S(joint.sample(rng)) for _ in range(3)]
+    U, s, _ = np.linalg.svd(Ss[0])
+    if s[-1] <= SUBALGEBRA_TOLERANCE * s[0]:
+        return None
+    B = U[:, :n]
+    P = np.eye(6) - B @ B.T
+    for S in Ss[1:]:
+        if np.linalg.norm(P @ S) > SUBALGEBRA_TOLERANCE * np.linalg.norm(S):
+            return None
+    brackets = se3.ad(B.T) @ B  # (n, 6, n): ad(b_i) b_j
+    if np.linalg.norm(P @ brackets) > SUBALGEBRA_TOLERANCE * np.sqrt(n):
+        return None
+    return B
 
 
 class FixedJoint(Joint):
@@ -258,13 +354,53 @@ class CompositeJoint(Joint):
 
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         n1 = self.first.ndof
-        Q1, S1, S1dot = self.first.evaluate(q[:n1], qdot[:n1])
-        Q2, S2, S2dot = self.second.evaluate(q[n1:], qdot[n1:])
+        return self._compose(
+            self.first.evaluate(q[:n1], qdot[:n1]), self.second.evaluate(q[n1:], qdot[n1:]), qdot
+        )
+
+    def _compose(
+        self,
+        first: tuple[Array, Array, Array],
+        second: tuple[Array, Array, Array],
+        qdot: Array,
+    ) -> tuple[Array, Array, Array]:
+        (Q1, S1, S1dot), (Q2, S2, S2dot) = first, second
         A = se3.adjoint(se3.inverse(Q2))
         AS1 = A @ S1
         S = np.hstack([AS1, S2])
-        Sdot = np.hstack([-se3.ad(S2 @ qdot[n1:]) @ AS1 + A @ S1dot, S2dot])
+        Sdot = np.hstack([-se3.ad(S2 @ qdot[self.first.ndof :]) @ AS1 + A @ S1dot, S2dot])
         return Q1 @ Q2, S, Sdot
+
+    def evaluate_step(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        """A subgroup composite moves as a whole (``Sdot = 0``); otherwise factor by factor.
+
+        Factor by factor, each factor's twist is what its own step holds
+        constant, so its ``Sdot`` is its own :meth:`Joint.evaluate_step`'s; the
+        term ``-ad(S_2 qdot_2) Ad(Q_2^{-1}) S_1`` (the relative motion of the
+        factors, eq. 2.55) stays.
+        """
+        if self.subalgebra is not None:
+            return super().evaluate_step(q, qdot)
+        n1 = self.first.ndof
+        return self._compose(
+            self.first.evaluate_step(q[:n1], qdot[:n1]),
+            self.second.evaluate_step(q[n1:], qdot[n1:]),
+            qdot,
+        )
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """As a whole on a subgroup (a free joint in either order); else each factor in turn.
+
+        Factor by factor, ``Q_1 exp(h [psi_1]) Q_2 exp(h [psi_2]) =
+        Q exp(h [Ad(Q_2^{-1}) psi_1]) exp(h [psi_2])``, within
+        ``h^2/2 |ad(Ad(Q_2^{-1}) psi_1) psi_2|`` of ``Q exp(h [S qdot])``.
+        """
+        if self.subalgebra is not None:
+            return super().advance(q, qdot, h)
+        n1 = self.first.ndof
+        q1, qd1 = self.first.advance(q[:n1], qdot[:n1], h)
+        q2, qd2 = self.second.advance(q[n1:], qdot[n1:], h)
+        return np.concatenate([q1, q2]), np.concatenate([qd1, qd2])
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         n1 = self.first.ndof

@@ -110,11 +110,20 @@ class Kinematics:
         return self.Jdot_times(self.qdot)
 
 
-def forward_kinematics(tree: Tree, q: Array, qdot: Array | None = None) -> Kinematics:
-    """Kinematics of ``tree`` at coordinates ``q`` and velocities ``qdot`` (default 0)."""
+def forward_kinematics(
+    tree: Tree, q: Array, qdot: Array | None = None, step: bool = False
+) -> Kinematics:
+    """Kinematics of ``tree`` at coordinates ``q`` and velocities ``qdot`` (default 0).
+
+    With ``step=True``, ``Jdot`` is the time derivative along the motion the
+    time step realizes (:meth:`Tree.advance`): subgroup joints (free,
+    spherical, ...) hold their joint twist constant, so their chart's ``Sdot``
+    is left out; ``J``, transforms and twists are the same.  The step's bias
+    acceleration ``Jdot qdot`` must be this one (docs/reduced-integration.md).
+    """
     q = tree.check_coordinates(q, "q")
     qdot = np.zeros(tree.nq) if qdot is None else tree.check_coordinates(qdot, "qdot")
-    Q, S, Sd = tree.evaluate_joints(q, qdot)
+    Q, S, Sd = tree.evaluate_joints(q, qdot, step=step)
     E, X, Sb, Sbd, V = _kernels.kinematics(
         tree.parent,
         tree.frame_parent,

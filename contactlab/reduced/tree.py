@@ -196,11 +196,14 @@ class Tree:
         return q
 
     # ------------------------------------------------------------------
-    def evaluate_joints(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+    def evaluate_joints(
+        self, q: Array, qdot: Array, step: bool = False
+    ) -> tuple[Array, Array, Array]:
         """Stacked joint maps ``Q`` (n, 4, 4), ``S`` and ``Sdot`` (n, 6, 6), zero-padded.
 
         Fixed, revolute and prismatic joints are filled by a compiled loop;
-        the others call their own :meth:`Joint.evaluate`.
+        the others call their own :meth:`Joint.evaluate`, or with ``step=True``
+        :meth:`Joint.evaluate_step` (``Sdot`` along the motion of :meth:`advance`).
         """
         n = self.n
         Q = np.empty((n, 4, 4))
@@ -209,8 +212,28 @@ class Tree:
         _kernels.evaluate_simple(self.codes, self.axes, q, self.dof0, Q, S)
         for i in np.flatnonzero(self.codes == _kernels.OTHER):
             a, k = self.dof0[i], self.ndof[i]
-            Q[i], S[i, :, :k], Sd[i, :, :k] = self.joints[i].evaluate(q[a : a + k], qdot[a : a + k])
+            joint = self.joints[i]
+            evaluate = joint.evaluate_step if step else joint.evaluate
+            Q[i], S[i, :, :k], Sd[i, :, :k] = evaluate(q[a : a + k], qdot[a : a + k])
         return Q, S, Sd
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """Positions and velocities after a step of ``h`` [s] at velocities ``qdot``.
+
+        Every joint moves by :meth:`Joint.advance` (fixed, revolute and prismatic
+        joints: ``q + h qdot``, which is exact for them), then spherical charts
+        are switched where needed (:meth:`reparameterize`).
+        """
+        q = self.check_coordinates(q, "q")
+        qdot = self.check_coordinates(qdot, "qdot")
+        q_new, qdot_new = q + h * qdot, qdot.copy()
+        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+            a, k = self.dof0[i], self.ndof[i]
+            q_new[a : a + k], qdot_new[a : a + k] = self.joints[i].advance(
+                q[a : a + k], qdot[a : a + k], h
+            )
+        q_new, qdot_new, _ = self.reparameterize(q_new, qdot_new)
+        return q_new, qdot_new
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array, bool]:
         """Switch charts of joints that ask for it (spherical joints near |q| = pi)."""

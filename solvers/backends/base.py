@@ -41,7 +41,8 @@ class SolveOptions:
     Attributes
     ----------
     tol
-        Requested absolute residual tolerance.
+        Requested absolute residual tolerance (:func:`solvers.solve` fills in the
+        backend's ``default_tol`` when the caller gives none).
     max_iter
         Iteration cap, or ``None`` for the backend's default.
     x0, y0
@@ -52,7 +53,7 @@ class SolveOptions:
         Backend-specific settings passed through unchanged.
     """
 
-    tol: float = 1e-8
+    tol: float
     max_iter: int | None = None
     x0: NDArray[np.float64] | None = None
     y0: NDArray[np.float64] | None = None
@@ -91,15 +92,19 @@ class Backend:
     supports_friction_blocks: ClassVar[bool] = False
     #: LCP backends only: whether general box bounds are handled (else standard/mixed only).
     supports_box_lcp: ClassVar[bool] = True
+    #: LCP backends only: whether non-symmetric matrices with zero diagonal entries are
+    #: handled (pivoting methods); Gauss--Seidel divides by the diagonal.
+    supports_zero_diagonal: ClassVar[bool] = False
     #: QP backends only: ``P`` must be positive definite (a singular ``P`` makes the solve fail).
     requires_definite: ClassVar[bool] = False
     #: Whether a primal-infeasible problem is reported with status ``infeasible``.
     detects_infeasibility: ClassVar[bool] = False
-    #: Accuracy (max residual) reached with default settings on well-scaled problems.
+    #: Accuracy (max residual) the backend reaches on well-scaled problems: a declared
+    #: capability, used by the layer's plausibility verdict (not a request).
     tolerance: ClassVar[float] = 1e-6
-    #: Tolerance a caller should request when it has no accuracy of its own in mind (the
-    #: contact models' ``solver_tol`` left unset); ``None``: the caller's own default.
-    default_tol: ClassVar[float | None] = None
+    #: The one default request: the tolerance :func:`solvers.solve` asks for when the
+    #: caller passes none (the contact models' ``solver_tol`` left unset).
+    default_tol: ClassVar[float] = 1e-9
     #: Backend status code -> shared status string.
     STATUS_MAP: ClassVar[dict[Any, str]] = {}
 
@@ -129,6 +134,8 @@ class Backend:
             out.append("box lcp" if cls.supports_box_lcp else "standard lcp")
         if cls.supports_friction_blocks:
             out.append("friction blocks")
+        if cls.supports_zero_diagonal:
+            out.append("zero-diagonal lcp")
         return out
 
     def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:

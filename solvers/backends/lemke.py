@@ -227,6 +227,7 @@ class LemkeBackend(Backend):
     kind = "pivoting"
     accepts_lcp = True
     supports_box_lcp = False
+    supports_zero_diagonal = True
     tolerance = 1e-9
 
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:

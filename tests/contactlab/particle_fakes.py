@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ import scipy.sparse as sp
 
 from contactlab import formulation as formulation_registry
 from contactlab import se3
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import SingularSystemError
 from contactlab.formulation import Formulation
 from contactlab.models import base as model_registry
@@ -48,12 +48,16 @@ RADIUS = 0.1
 MASS = 2.0
 
 
-@dataclass
-class GroundContacts:
-    """Minimal contact set: signed distances of the bodies to the plane z = 0."""
-
-    distance: np.ndarray
-    body: np.ndarray
+def ground_contacts(distance: np.ndarray, body: np.ndarray, E: np.ndarray, mu: float) -> ContactSet:
+    """The contacts of spheres with the plane z = 0: signed distances, points below the centres."""
+    n = body.size
+    point = E[body, :3, 3].copy()
+    point[:, 2] = 0.5 * distance  # midway between the sphere's lowest point and the plane
+    normal = np.tile([0.0, 0.0, 1.0], (n, 1))
+    zero = np.zeros(n, dtype=np.int64)
+    return ContactSet(
+        point, normal, distance, body.astype(np.int64), zero - 1, zero, zero, np.full(n, mu)
+    )
 
 
 class ParticleFormulation(Formulation):
@@ -89,7 +93,7 @@ class ParticleFormulation(Formulation):
         if s.extras.get("ground"):
             d = state.E[:, 2, 3] - RADIUS
             near = np.flatnonzero(d < s.contact.margin)
-            found = GroundContacts(d[near], near)
+            found = ground_contacts(d[near], near, state.E, s.contact.mu)
             N = sp.csr_matrix(
                 (np.ones(near.size), (np.arange(near.size), 6 * near + 5)),
                 shape=(near.size, 6 * nb),

@@ -155,9 +155,11 @@ def test_friction_bound_is_mu_load_radius():
 
 
 def test_bisp_needs_reduced_formulation():
-    sim = Simulator(pendulum(0.2), "maximal", "bisp", SOLVER)
-    with pytest.raises(IncompatibleError, match="--formulation reduced"):
-        sim.step(sim.initial_state())
+    # refused when the simulator is built, with one line naming the model and the formulation
+    with pytest.raises(IncompatibleError, match="--formulation reduced") as err:
+        Simulator(pendulum(0.2), "maximal", "bisp", SOLVER)
+    assert "'bisp'" in str(err.value) and "'maximal'" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_experiment_runner_skips_bisp_on_the_maximal_formulation():

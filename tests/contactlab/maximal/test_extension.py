@@ -105,6 +105,6 @@ def test_registered_kind_can_serve_as_a_joint_kind() -> None:
     form = make_formulation("maximal", scene)
     state, problem, _ = kkt_step(form, form.initial_state(), 1e-2)
     assert problem.G.shape == (2, 6)
-    assert list(problem.info["row_owners"]) == ["test-slot", "test-slot"]
+    assert list(problem.G_owner) == ["test-slot", "test-slot"]
     # gravity is normal to the slot: the body stays at rest on it
     assert np.abs(state.phi).max() < 1e-12

@@ -13,13 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from contactlab.contact.identity import MATCH_RADIUS, match_contacts, pair_ids
 from contactlab.models.base import make_model
-from contactlab.models.box_friction import (
-    MATCH_RADIUS,
-    ImpulseMemory,
-    match_contacts,
-    pair_ids,
-)
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
 
@@ -55,17 +50,17 @@ def test_impulses_follow_contacts_and_moved_contacts_start_cold() -> None:
     nc = 12
     point = rng.uniform(-0.05, 0.05, (nc, 3))
     pair = np.column_stack([rng.integers(0, 3, nc), -np.ones(nc), np.zeros(nc), np.zeros(nc)])
-    old = ImpulseMemory(np.zeros(0), {}, pair.astype(np.int64), point, rng.random(nc), None)
+    old = pair.astype(np.int64)
     perm = rng.permutation(nc)
     new_point = point[perm] + 1e-3  # a small slide keeps the identity
     new_point[0] += 2.0 * MATCH_RADIUS  # this one moved too far
-    src = match_contacts(old, pair[perm].astype(np.int64), new_point)
+    src, _ = match_contacts(old, point, pair[perm].astype(np.int64), new_point)
     assert src[0] == -1
     np.testing.assert_array_equal(src[1:], perm[1:])
     # another pair of bodies never matches, however close
     other = pair[perm].astype(np.int64)
     other[:, 0] += 10
-    assert np.all(match_contacts(old, other, point[perm]) == -1)
+    assert np.all(match_contacts(old, point, other, point[perm])[0] == -1)
 
 
 def test_row_order_does_not_change_the_velocities() -> None:

@@ -12,10 +12,13 @@ import pytest
 
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import make_model
-from contactlab.models.compat import DEFAULT_SOLVER_TOL
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
+from solvers.backends.base import Backend
 from solvers.registry import get_backend
+
+#: the solver layer's one default request, declared by the backend base class
+DEFAULT_SOLVER_TOL = Backend.default_tol
 
 
 def test_unset_tolerance_is_the_backends_default_request() -> None:

@@ -142,7 +142,7 @@ def test_prescribed_joint_follows_its_trajectory_and_its_torque_reproduces_the_s
         rec = records[k]
         forces = prescribed_forces(
             form.constraints,
-            rec.problem.info["constraint_rows"],
+            rec.problem.G_owner,
             rec.solution.lambda_G,
             h,
             form.tree.nq,

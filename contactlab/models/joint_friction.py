@@ -1,6 +1,8 @@
-"""The staggered loop shared by BISP and Staggered Projections with joint friction.
+"""Staggered Projections with joint friction: BISP and its maximal counterpart (seed 000, §2.11).
 
-Both models alternate (seed 000, Alg. 7 and Alg. 8):
+One model over the step problem's joint-friction maps
+(:class:`~contactlab.problem.JointFrictionMaps`).  It alternates (seed 000,
+Alg. 7 and Alg. 8):
 
 1. **contact**: with the friction impulses frozen, solve for the velocities
    with the bilateral rows ``G`` (joints in maximal coordinates, loop
@@ -8,16 +10,18 @@ Both models alternate (seed 000, Alg. 7 and Alg. 8):
    (eq. 2.109; in reduced coordinates eq. 2.115–2.116).  Without such rows
    it is the plain solve ``v = M^{-1}(f + F^T beta)`` (the "reduced solve"
    of BISP);
-2. **joint contact multipliers**: each model turns the solve into joint
-   reactions (BISP: velocities compared and one backward traversal; SP: the
-   joints' own multipliers), then the local solves of eq. 2.114 give
-   ``alpha``;
+2. **joint contact multipliers**: the formulation's reaction map turns the
+   solve into joint reactions (reduced coordinates: velocities compared and
+   one backward traversal, :mod:`contactlab.reduced.joint_friction`; maximal
+   coordinates: the joints' own multipliers,
+   :mod:`contactlab.maximal.joint_friction`), then the local solves of
+   eq. 2.114 give ``alpha``;
 3. **convergence**: stop when the change of the joint contact impulse
    ``N_j^T alpha`` plus the external contact impulse is at most ``tol`` times
    its size, in the maximal ``M^{-1}`` norm (relative 1e-3 and at most 100
    iterations, as in the reference BISP), or after ``max_outer`` iterations;
 4. **friction** (eq. 2.110, box): with normal impulses frozen, the friction
-   QP over ``x = (lambda_G', beta_ext, beta_joint)`` on rows ``K = [G; T; T_g]``,
+   QP over ``x = (lambda_G', beta_ext, beta_joint)`` on rows ``K = [G; T; T_g J]``,
    ``min 1/2 x' K M^-1 K' x + x'(K M^-1 f_C - [g; 0; 0])``,
    ``|beta_ext| <= mu lambda_N`` per tangent row and ``|beta_g| <= sum mu |alpha|``
    per joint friction group; the bilateral rows are re-solved so that the
@@ -25,30 +29,30 @@ Both models alternate (seed 000, Alg. 7 and Alg. 8):
 
 The returned velocities are those of the last contact solve, made with the
 converged friction impulses (Alg. 8, line 26 / eq. 2.116).
+
+Two names: ``bisp`` (Bilateral Staggered Projections) needs the reactions by
+traversal, so it runs on the reduced formulation; ``joint-friction-sp`` needs
+the reactions from the joints' multipliers, so it runs on the maximal one.
+The two are independent computations of the same friction law.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.jointfriction.local import local_multipliers
-from contactlab.jointfriction.rows import JointContactLayout, JointContactRows
+from contactlab.models.base import register_model
 from contactlab.models.box_friction import check_outer
 from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
 from contactlab.models.compat import SolvingModel
 from contactlab.models.frictionless import contact_rows, make_solution
-from contactlab.problem import StepProblem, StepSolution
-from contactlab.scene import Scene
+from contactlab.problem import JointFrictionMaps, StepProblem, StepSolution
 from solvers import QP
-
-#: ``(v, contact rows, contact impulses, beta_ext, beta_joint) -> (nj, 6)`` child reactions [N s]
-ReactionFn = Callable[[Array, Rows, Array, Array, Array], Array]
 
 
 @dataclass
@@ -70,8 +74,8 @@ class JointFrictionReport:
     converged: bool
 
 
-class JointFrictionModel(SolvingModel):
-    """What ``bisp`` and ``joint-friction-sp`` share: options, problem kinds, layouts.
+class StaggeredJointFriction(SolvingModel):
+    """Staggered Projections with joint friction over the step problem's joint-friction maps.
 
     Options (the reference BISP's values)
     -------
@@ -88,6 +92,7 @@ class JointFrictionModel(SolvingModel):
     """
 
     forms = ("qp",)
+    needs: tuple[str, ...] = ("joint_contacts",)
     defaults: ClassVar[dict[str, Any]] = {
         "tol": 1e-3,
         "max_outer": 100,
@@ -97,8 +102,6 @@ class JointFrictionModel(SolvingModel):
 
     def __init__(self, solver: str, **options: Any) -> None:
         super().__init__(solver, **options)
-        self._scene: Scene | None = None
-        self._layout: JointContactLayout | None = None
         self.last: JointFrictionReport | None = None
 
     @classmethod
@@ -116,36 +119,36 @@ class JointFrictionModel(SolvingModel):
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         return [("bound_qp", "box_qp")]
 
-    def layout(self, scene: Scene) -> JointContactLayout:
-        """The joint contact layout of ``scene``, built once (scenes are immutable)."""
-        if self._scene is not scene or self._layout is None:
-            self._layout = JointContactLayout.from_scene(scene, bool(self.options["aggregate"]))
-            self._scene = scene
-        return self._layout
+    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        maps = problem.joint_friction
+        if maps is None:
+            raise IncompatibleError(
+                f"model {self.name!r} needs the joint-contact rows of the step problem, which "
+                "its formulation did not provide; the scene needs joints with friction "
+                "(JointSpec.friction) and a formulation that provides joint_contacts"
+            )
+        sol, self.last = solve_staggered(self, problem, maps, cache, f"{self.name}:friction")
+        return sol
 
 
-@dataclass
-class StaggeredSetup:
-    """What a model hands to :func:`solve_staggered` for one step.
+@register_model("bisp")
+class BISP(StaggeredJointFriction):
+    """Bilateral Staggered Projections: joint friction in reduced coordinates (Alg. 8)."""
 
-    joint : joint contact rows at this configuration (maximal coordinates).
-    T_joint : (n_groups, n) friction-group rows in the problem's coordinates.
-    inertia_inv : (6 nb,) maximal inverse mass diagonal (for the ``M^-1`` norm).
-    N_ext : (nc, 6 nb) external contact normal rows in maximal coordinates.
-    reactions : the model's joint-reaction function.
-    """
+    needs = ("joint_contacts", "reactions_by_traversal")
 
-    joint: JointContactRows
-    T_joint: sp.csr_matrix
-    inertia_inv: Array
-    N_ext: sp.csr_matrix
-    reactions: ReactionFn
+
+@register_model("joint-friction-sp")
+class JointFrictionSP(StaggeredJointFriction):
+    """Staggered Projections with joint friction on the maximal model's joint rows (Alg. 7)."""
+
+    needs = ("joint_contacts", "reactions_by_multipliers")
 
 
 def solve_staggered(
     model: SolvingModel,
     problem: StepProblem,
-    setup: StaggeredSetup,
+    maps: JointFrictionMaps,
     cache: dict[str, Any],
     key: str,
 ) -> tuple[StepSolution, JointFrictionReport]:
@@ -156,18 +159,19 @@ def solve_staggered(
     minv = MassInverse(problem.M)
     crow = contact_rows(problem)
     cqp = _ContactQP(model, problem, minv, crow, eps) if crow.m else None
-    jrows = setup.joint
+    jrows = maps.rows if opts["aggregate"] else maps.rows.ungrouped()
     lay = jrows.layout
-    F = sp.vstack([d.T, setup.T_joint], format="csr")
+    T_joint = jrows.Tg if maps.J is None else sp.csr_matrix(jrows.Tg @ maps.J)
+    F = sp.vstack([d.T, T_joint], format="csr")
     n_ext = d.T.shape[0]
     fqp = _FrictionQP(problem, minv, F)
     lam = cache.get(key)
     if lam is None or lam.shape != (F.shape[0],):
         lam = np.zeros(F.shape[0])
-    W = np.asarray(setup.inertia_inv).reshape(-1, 6)[lay.child]
+    W = np.asarray(maps.inertia_inv).reshape(-1, 6)[lay.child]
 
     def norm(x: Array) -> float:
-        return float(np.sqrt(max(float(x @ (setup.inertia_inv * x)), 0.0)))
+        return float(np.sqrt(max(float(x @ (maps.inertia_inv * x)), 0.0)))
 
     prev: Array | None = None
     converged, outer = False, 0
@@ -178,10 +182,11 @@ def solve_staggered(
             v, lam_C = cqp.solve(momentum)
         else:
             v, lam_C = minv.vec(momentum), np.zeros(0)
-        r = setup.reactions(v, crow, lam_C, lam[:n_ext], lam[n_ext:])
-        alpha = local_multipliers(jrows.child_normal, lay.offsets, W, r, eps)
         lam_N = crow.part(lam_C, "N")
-        impulse = np.asarray(jrows.N.T @ alpha) + np.asarray(setup.N_ext.T @ lam_N)
+        p_joint = np.asarray(jrows.Tg.T @ lam[n_ext:])
+        r = maps.reactions(v, crow.part(lam_C, "G"), lam_N, lam[:n_ext], p_joint)
+        alpha = local_multipliers(jrows.child_normal, lay.offsets, W, r, eps)
+        impulse = np.asarray(jrows.N.T @ alpha) + np.asarray(maps.N_contact.T @ lam_N)
         if prev is not None:
             change, size = norm(impulse - prev), norm(impulse)
             if change <= tol * size or size == 0.0:

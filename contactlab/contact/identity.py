@@ -1,0 +1,143 @@
+"""Stable contact identities: a contact that persists from one step to the next keeps its id.
+
+Collision reports each step's contacts afresh, in an order that may change.
+The simulator gives every contact an integer id (:attr:`StepProblem.contact_ids
+<contactlab.problem.StepProblem.contact_ids>`): a contact *persists* from the
+previous step's contact of the same bodies and shapes whose point is nearest,
+if that point is within :data:`MATCH_RADIUS`, and then keeps its id; other
+contacts get new ids.  Ids are unique within a step: when two new contacts
+would persist from the same old one (a contact that splits), the nearer keeps
+the id (the first in order on a tie) and the other gets a new one.  Every
+contact also names its *origin*
+(:attr:`StepProblem.contact_origin <contactlab.problem.StepProblem.contact_origin>`):
+the id of the previous step's contact it continues from — its own id when it
+persists, the id it split from, ``-1`` when it is new.  Models carry warm
+starts through the ids and origins (:func:`warm_index`), so they never match geometry
+themselves, and both halves of a split contact start from the impulse of the
+contact they split from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab.collision.contacts import ContactSet
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Largest distance [m] between a contact point and the previous step's point it persists from.
+MATCH_RADIUS = 0.01
+
+#: ``State.cache`` key of the contact track between steps.
+CACHE_KEY = "contacts:track"
+
+
+@dataclass(frozen=True)
+class ContactTrack:
+    """One step's contacts as the next step needs them to carry identities over.
+
+    ids : (nc,) contact ids; origin : (nc,) the id each contact continues
+    from (``-1``: new); pair : (nc, 4) ``(body_a, body_b, shape_a,
+    shape_b)``; point : (nc, 3) world points [m]; next_id : the first id not
+    yet given.
+    """
+
+    ids: IntArray
+    origin: IntArray
+    pair: IntArray
+    point: Array
+    next_id: int
+
+
+def contact_pairs(contacts: ContactSet) -> IntArray:
+    """``(nc, 4)`` bodies and shapes of each contact: ``(body_a, body_b, shape_a, shape_b)``."""
+    return np.column_stack(
+        [contacts.body_a, contacts.body_b, contacts.shape_a, contacts.shape_b]
+    ).astype(np.int64)
+
+
+def pair_ids(pairs: IntArray) -> IntArray:
+    """Equal ids for equal rows of ``pairs`` ``(n, 4)`` (entries >= -1), by one integer key each.
+
+    The four columns are packed into one int64 (mixed radix, each column's
+    range as its base), so the grouping is a 1-D sort; if the ranges are too
+    wide for 62 bits the rows are grouped as rows.
+    """
+    p = pairs + 1
+    base = p.max(axis=0, initial=0) + 1
+    if float(np.prod(base.astype(float))) >= 2.0**62:
+        return np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+    key = ((p[:, 0] * base[1] + p[:, 1]) * base[2] + p[:, 2]) * base[3] + p[:, 3]
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
+
+
+def match_contacts(
+    old_pair: IntArray, old_point: Array, pair: IntArray, point: Array
+) -> tuple[IntArray, Array]:
+    """For each new contact, the old contact it persists from (or ``-1``) and the squared distance.
+
+    The old contact of the same bodies and shapes whose point is nearest,
+    within :data:`MATCH_RADIUS`.  Vectorized over contacts; the only loop runs
+    over the largest number of old contacts one pair had (a box-box manifold
+    has at most eight).
+    """
+    n_old = old_pair.shape[0]
+    ids = pair_ids(np.vstack([old_pair, pair]))
+    old_id, new_id = ids[:n_old], ids[n_old:]
+    order = np.argsort(old_id, kind="stable")
+    sorted_id = old_id[order]
+    first = np.searchsorted(sorted_id, new_id, side="left")
+    count = np.searchsorted(sorted_id, new_id, side="right") - first
+    best = np.full(new_id.size, -1, dtype=np.int64)
+    best_d = np.full(new_id.size, MATCH_RADIUS**2)
+    for k in range(int(count.max(initial=0))):
+        has = np.flatnonzero(count > k)
+        cand = order[first[has] + k]
+        d2 = np.sum((old_point[cand] - point[has]) ** 2, axis=1)
+        better = d2 <= best_d[has]
+        best[has[better]] = cand[better]
+        best_d[has[better]] = d2[better]
+    return best, best_d
+
+
+def identify(contacts: ContactSet | None, previous: ContactTrack | None) -> ContactTrack:
+    """Ids of ``contacts`` given the previous step's track (``None``: every contact is new)."""
+    start = 0 if previous is None else previous.next_id
+    if contacts is None or len(contacts) == 0:
+        none = np.zeros(0, np.int64)
+        return ContactTrack(none, none, np.zeros((0, 4), np.int64), np.zeros((0, 3)), start)
+    pair = contact_pairs(contacts)
+    point = np.array(contacts.point, dtype=float)
+    nc = len(contacts)
+    src = np.full(nc, -1, dtype=np.int64)
+    origin = np.full(nc, -1, dtype=np.int64)
+    if previous is not None and previous.ids.size:
+        src, d2 = match_contacts(previous.pair, previous.point, pair, point)
+        hit = np.flatnonzero(src >= 0)
+        origin[hit] = previous.ids[src[hit]]
+        # unique ids: of the new contacts persisting from one old contact, the nearest keeps it
+        order = hit[np.lexsort((hit, d2[hit], src[hit]))]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = src[order][1:] != src[order][:-1]
+        src[order[~first]] = -1
+    ids = np.empty(nc, dtype=np.int64)
+    kept = src >= 0
+    if previous is not None:
+        ids[kept] = previous.ids[src[kept]]
+    fresh = np.flatnonzero(~kept)
+    ids[fresh] = start + np.arange(fresh.size)
+    return ContactTrack(ids, origin, pair, point, start + int(fresh.size))
+
+
+def warm_index(old_ids: IntArray, ids: IntArray) -> IntArray:
+    """For each id of ``ids``, the position of the same id in ``old_ids``, or ``-1``."""
+    if old_ids.size == 0 or ids.size == 0:
+        return np.full(ids.size, -1, dtype=np.int64)
+    order = np.argsort(old_ids, kind="stable")
+    pos = np.minimum(np.searchsorted(old_ids[order], ids), old_ids.size - 1)
+    found = old_ids[order][pos] == ids
+    return np.where(found, order[pos], -1).astype(np.int64)

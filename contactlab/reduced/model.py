@@ -1,0 +1,296 @@
+"""A prepared, immutable model of a kinematic tree for fast dynamics calls.
+
+:class:`Model` is built once from a :class:`~contactlab.reduced.tree.Tree`
+(or a scene): it expands every joint into elementary nodes and stores
+the tree as flat arrays (layout in :mod:`contactlab.reduced._fast`).  Its
+methods call one compiled kernel each, with the joint maps, kinematics,
+gravity and joint springs/dampers computed inside the compiled code:
+
+========================  =============================================  ==========
+method                    returns                                        cost
+========================  =============================================  ==========
+``forward_dynamics``      ``qddot`` (articulated-body recursion)         O(n)
+``inverse_dynamics``      applied ``tau`` (Newton-Euler, seed 004 form)  O(n)
+``mass_matrix``           ``M`` (composite-rigid-body algorithm)         O(n depth)
+``bias_forces``           ``h`` with ``M qddot + h = tau``               O(n)
+``inverse_mass_times``    ``M^{-1} x``                                   O(n)
+========================  =============================================  ==========
+
+Joint expansion.  A revolute, prismatic or fixed joint is one node.  The
+joints that are products of exponentials of fixed screws with ``theta = q``
+(planar, translational, universal, Euler-angle spherical) become chains of
+revolute/prismatic nodes with massless intermediate links: ``Q = exp(xi_1
+q_1) exp(xi_2 q_2) ...`` is exactly such a chain, so ``M``, ``tau`` and
+every derivative are unchanged.  Composite joints (free, cylindrical)
+expand part by part; the exponential-coordinate spherical joint is its own
+node kind.  Any other joint (splines, custom joints) is an ``OTHER`` node:
+its ``Q``, ``S`` and ``Sdot`` are evaluated by the joint object before each
+call (a Python call per such joint) and passed to the kernel.
+
+Scene force elements (springs, muscles between bodies) are not part of the
+model; give their wrenches through ``wrenches`` or use
+:func:`contactlab.reduced.forward_dynamics_recursive`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contactlab.errors import ConfigurationError
+from contactlab.reduced import _fast
+from contactlab.reduced.joints import (
+    CompositeJoint,
+    FixedJoint,
+    Joint,
+    PlanarJoint,
+    PrismaticJoint,
+    RevoluteJoint,
+    RotationSequenceJoint,
+    TranslationalJoint,
+)
+from contactlab.reduced.spherical import SphericalExpJoint
+from contactlab.reduced.tree import Array, Tree
+from contactlab.scene import Scene
+
+_SCREW_JOINTS = (
+    RevoluteJoint,
+    PrismaticJoint,
+    PlanarJoint,
+    TranslationalJoint,
+    RotationSequenceJoint,
+)
+
+
+@dataclass(frozen=True)
+class _Element:
+    kind: int
+    ndof: int
+    axis: Array
+    joint: Joint | None = None  # OTHER nodes only
+
+
+def _elements(joint: Joint) -> list[_Element]:
+    """Elementary nodes of a joint, in the order of its factors and coordinates."""
+    kind = type(joint)
+    if kind is FixedJoint:
+        return [_Element(_fast.FIXED, 0, np.zeros(3))]
+    if kind is SphericalExpJoint:
+        return [_Element(_fast.SPHERICAL, 3, np.zeros(3))]
+    if kind is CompositeJoint:
+        return _elements(joint.first) + _elements(joint.second)  # type: ignore[attr-defined]
+    if kind in _SCREW_JOINTS:
+        out = []
+        for xi in joint.screws:  # type: ignore[attr-defined]
+            w, v = xi[:3], xi[3:]
+            if np.allclose(v, 0.0) and np.isclose(np.linalg.norm(w), 1.0):
+                out.append(_Element(_fast.REVOLUTE, 1, w.copy()))
+            elif np.allclose(w, 0.0) and np.isclose(np.linalg.norm(v), 1.0):
+                out.append(_Element(_fast.PRISMATIC, 1, v.copy()))
+            else:
+                return [_Element(_fast.OTHER, joint.ndof, np.zeros(3), joint)]
+        return out
+    return [_Element(_fast.OTHER, joint.ndof, np.zeros(3), joint)]
+
+
+def _as_vector(x: Array, nq: int, name: str) -> Array:
+    if type(x) is not np.ndarray or x.dtype != np.float64 or x.ndim != 1:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (nq,):
+            raise ConfigurationError(
+                f"{name} must have shape ({nq},) for this model, got {x.shape}"
+            )
+    return x
+
+
+class Model:
+    """Flat arrays of a tree for the compiled kernels; build once, call many times.
+
+    Attributes
+    ----------
+    tree : the tree it was built from.
+    nq : number of coordinates (those of the tree, same order).
+    topo, geom, dofp : kernel arrays (see :mod:`contactlab.reduced._fast`).
+    body_node : (n_tree,) node holding each tree joint's body.
+    """
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.nq = tree.nq
+        parent, kind, dof0, ndof, ext_row, body_node = [], [], [], [], [], []
+        geom: list[Array] = []
+        self._other: list[tuple[int, Joint, int, int]] = []  # (ext row, joint, dof0, ndof)
+        last_node = np.full(tree.n, -1)
+        for t in range(tree.n):
+            elements = _elements(tree.joints[t])
+            Fp = tree.frame_parent[t]
+            Fc_inv = tree.frame_child_inv[t]
+            AdFc = tree.ad_frame_child[t]
+            offset = int(tree.dof0[t])
+            for e, el in enumerate(elements):
+                first, last = e == 0, e == len(elements) - 1
+                node = len(parent)
+                tp = int(tree.parent[t])
+                parent.append((last_node[tp] if tp >= 0 else -1) if first else node - 1)
+                kind.append(el.kind)
+                dof0.append(offset)
+                ndof.append(el.ndof)
+                if el.kind == _fast.OTHER:
+                    ext_row.append(len(self._other))
+                    self._other.append((len(self._other), el.joint, offset, el.ndof))  # type: ignore[arg-type]
+                else:
+                    ext_row.append(-1)
+                offset += el.ndof
+                fp = Fp if first else np.eye(4)
+                fci = Fc_inv if last else np.eye(4)
+                adfc = AdFc if last else np.eye(6)
+                inertia = tree.inertia[t] if last else np.zeros(6)
+                screw = np.zeros(6)
+                if el.kind == _fast.REVOLUTE:
+                    screw[:3] = el.axis
+                elif el.kind == _fast.PRISMATIC:
+                    screw[3:] = el.axis
+                row = np.zeros(_fast.NGEOM)
+                row[_fast.RP : _fast.RP + 9] = fp[:3, :3].ravel()
+                row[_fast.PP : _fast.PP + 3] = fp[:3, 3]
+                row[_fast.RC : _fast.RC + 9] = fci[:3, :3].ravel()
+                row[_fast.PC : _fast.PC + 3] = fci[:3, 3]
+                row[_fast.AXIS : _fast.AXIS + 3] = el.axis
+                row[_fast.INERTIA : _fast.INERTIA + 6] = inertia
+                row[_fast.ADFC : _fast.ADFC + 36] = adfc.ravel()
+                row[_fast.SCONST : _fast.SCONST + 6] = adfc @ screw
+                geom.append(row)
+            last_node[t] = len(parent) - 1
+            body_node.append(len(parent) - 1)
+        n = len(parent)
+        end = np.arange(1, n + 1)
+        for i in range(n - 1, -1, -1):
+            if parent[i] >= 0:
+                end[parent[i]] = max(end[parent[i]], end[i])
+        self.topo = np.ascontiguousarray(
+            np.array([parent, kind, dof0, ndof, ext_row, end], dtype=np.int64).T
+        )
+        header = np.zeros(_fast.NGEOM)
+        header[:3] = tree.scene.gravity
+        self.geom = np.ascontiguousarray(np.array(geom + [header]).reshape(n + 1, _fast.NGEOM))
+        self.dofp = np.ascontiguousarray(
+            np.array(
+                [tree.per_dof("stiffness"), tree.per_dof("damping"), tree.per_dof("rest")]
+            ).reshape(3, self.nq)
+        )
+        self.body_node = np.array(body_node, dtype=np.int64)
+        self.n_nodes = n
+        self._ext = np.zeros((len(self._other), 88))
+        self._no_wrenches = np.zeros((0, 6))
+        self._zeros = np.zeros(self.nq)
+        for a in (self.topo, self.geom, self.dofp, self.body_node):
+            a.setflags(write=False)
+
+    @classmethod
+    def from_scene(cls, scene: Scene) -> Model:
+        """Build the tree of ``scene`` and its model."""
+        return cls(Tree.from_scene(scene))
+
+    @property
+    def has_other_joints(self) -> bool:
+        """Whether some joints are evaluated in Python each call (see the module notes)."""
+        return bool(self._other)
+
+    @property
+    def other_coordinates(self) -> Array:
+        """Indices of the coordinates of ``OTHER`` nodes."""
+        idx = [np.arange(a, a + k) for _, _, a, k in self._other]
+        return np.concatenate(idx).astype(np.int64) if idx else np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------
+    def joint_maps(self, q: Array, qdot: Array) -> Array:
+        """The ``ext`` array: joint maps of ``OTHER`` nodes at ``(q, qdot)`` (m, 88)."""
+        if not self._other:
+            return self._ext
+        ext = np.zeros_like(self._ext)
+        for row, joint, a, k in self._other:
+            Q, S, Sd = joint.evaluate(q[a : a + k], qdot[a : a + k])
+            ext[row, :16] = Q.ravel()
+            ext[row, 16:52].reshape(6, 6)[:, :k] = S
+            ext[row, 52:88].reshape(6, 6)[:, :k] = Sd
+        return ext
+
+    def node_wrenches(self, wrenches: Array | None) -> Array:
+        """Body wrenches (nb, 6) in scene body order as per-node rows (n_nodes, 6)."""
+        if wrenches is None:
+            return self._no_wrenches
+        nb = self.tree.scene.n_bodies
+        w = np.asarray(wrenches, dtype=float).reshape(-1, 6)
+        if w.shape[0] != nb:
+            raise ConfigurationError(
+                f"wrenches must have one 6-vector per body ({nb}, 6), got {np.shape(wrenches)}"
+            )
+        out = np.zeros((self.n_nodes, 6))
+        out[self.body_node] = w[self.tree.body]
+        return out
+
+    # ------------------------------------------------------------------
+    def forward_dynamics(
+        self, q: Array, qdot: Array, tau: Array | None = None, wrenches: Array | None = None
+    ) -> Array:
+        """``qddot`` (nq,) from applied joint forces ``tau`` (nq,) [N m or N], gravity included.
+
+        ``wrenches`` (nb, 6): extra body-frame wrenches on the bodies (scene order).
+        """
+        q = _as_vector(q, self.nq, "q")
+        qdot = _as_vector(qdot, self.nq, "qdot")
+        tau = self._zeros if tau is None else _as_vector(tau, self.nq, "tau")
+        return _fast.forward_dynamics(
+            self.topo,
+            self.geom,
+            self.dofp,
+            self.joint_maps(q, qdot),
+            q,
+            qdot,
+            tau,
+            self.node_wrenches(wrenches),
+            False,
+        )
+
+    def inverse_mass_times(self, q: Array, x: Array) -> Array:
+        """``M(q)^{-1} x`` (nq,) in O(n), without forming ``M``."""
+        q = _as_vector(q, self.nq, "q")
+        x = _as_vector(x, self.nq, "x")
+        z = self._zeros
+        return _fast.forward_dynamics(
+            self.topo, self.geom, self.dofp, self.joint_maps(q, z), q, z, x, self._no_wrenches, True
+        )
+
+    def inverse_dynamics(
+        self, q: Array, qdot: Array, qddot: Array, wrenches: Array | None = None
+    ) -> Array:
+        """Applied joint forces ``tau`` (nq,) that produce ``qddot``."""
+        q = _as_vector(q, self.nq, "q")
+        qdot = _as_vector(qdot, self.nq, "qdot")
+        qddot = _as_vector(qddot, self.nq, "qddot")
+        return _fast.inverse_dynamics(
+            self.topo,
+            self.geom,
+            self.dofp,
+            self.joint_maps(q, qdot),
+            q,
+            qdot,
+            qddot,
+            self.node_wrenches(wrenches),
+        )
+
+    def bias_forces(self, q: Array, qdot: Array) -> Array:
+        """``h(q, qdot)`` of ``M qddot + h = tau``: Coriolis, gravity, joint springs/dampers."""
+        return self.inverse_dynamics(q, qdot, self._zeros)
+
+    def mass_matrix(self, q: Array) -> Array:
+        """``M(q)`` (nq, nq), dense, by the composite-rigid-body algorithm."""
+        q = _as_vector(q, self.nq, "q")
+        ext = self.joint_maps(q, self._zeros)
+        return _fast.mass_matrix(self.topo, self.geom, self.dofp, ext, q)
+
+    def random_state(self, rng: np.random.Generator) -> tuple[Array, Array, Array]:
+        """A random ``(q, qdot, qddot)`` with each joint's own sampler (tests, benchmarks)."""
+        q = np.concatenate([j.sample(rng) for j in self.tree.joints] or [np.zeros(0)])
+        return q, rng.uniform(-1, 1, self.nq), rng.uniform(-1, 1, self.nq)

@@ -1,0 +1,112 @@
+"""The prepared model's compiled calls agree with the existing dense and recursive paths."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.kinematics import forward_kinematics
+from contactlab.reduced.model import Model
+from contactlab.reduced.recursive import forward_dynamics_recursive
+from contactlab.reduced.tree import Tree
+
+from .conftest import JOINTS, random_tree_scene
+
+# Joints the model compiles (no Python per call); the splines are OTHER nodes.
+ANALYTIC = [k for k in sorted(JOINTS) if not k.startswith("spline")]
+
+
+def springy_tree(seed: int, kinds: list[str]) -> Tree:
+    """A random tree with joint springs and dampers on every joint, gravity on."""
+    rng = np.random.default_rng(100 + seed)
+    scene = random_tree_scene(seed, kinds)
+    joints = tuple(
+        dataclasses.replace(j, stiffness=rng.uniform(0, 5), damping=rng.uniform(0, 2))
+        for j in scene.joints
+    )
+    return Tree.from_scene(scene.with_(joints=joints))
+
+
+@pytest.fixture(params=[0, 1])
+def model(request: pytest.FixtureRequest) -> Model:
+    kinds = sorted(JOINTS) + ["revolute", "prismatic", "revolute", "revolute"]
+    return Model(springy_tree(request.param, kinds))
+
+
+def test_compiled_joints_need_no_python_per_call() -> None:
+    assert not Model(springy_tree(0, ANALYTIC)).has_other_joints
+
+
+def test_forward_dynamics_matches_the_dense_redmax_path(model: Model) -> None:
+    """qddot from the compiled ABA equals M_r^{-1} f_r (J^T M J, Cholesky) to 1e-10 relative."""
+    rng = np.random.default_rng(3)
+    q, qd, _ = model.random_state(rng)
+    tau = rng.standard_normal(model.nq)
+    dense = dyn.forward_dynamics_dense(model.tree, q, qd, tau)
+    fast = model.forward_dynamics(q, qd, tau)
+    np.testing.assert_allclose(fast, dense, atol=1e-10 * np.abs(dense).max())
+
+
+def test_inverse_dynamics_of_forward_dynamics_returns_the_torques(model: Model) -> None:
+    """ID(q, qdot, FD(q, qdot, tau)) = tau to 1e-10 (relative to |tau|), wrenches included."""
+    rng = np.random.default_rng(4)
+    q, qd, _ = model.random_state(rng)
+    tau = rng.standard_normal(model.nq)
+    wrenches = rng.standard_normal((model.tree.scene.n_bodies, 6))
+    qdd = model.forward_dynamics(q, qd, tau, wrenches)
+    back = model.inverse_dynamics(q, qd, qdd, wrenches)
+    np.testing.assert_allclose(back, tau, atol=1e-10 * max(1.0, np.abs(tau).max()))
+    np.testing.assert_allclose(
+        qdd,
+        forward_dynamics_recursive(model.tree, q, qd, tau, wrenches),
+        atol=1e-9 * np.abs(qdd).max(),
+    )
+
+
+def test_crba_mass_matrix_equals_jt_m_j(model: Model) -> None:
+    """CRBA's M equals the REDMAX J^T M J to 1e-12 (relative to the largest entry)."""
+    rng = np.random.default_rng(5)
+    q, _, _ = model.random_state(rng)
+    M = model.mass_matrix(q)
+    reference = dyn.mass_matrix(forward_kinematics(model.tree, q))
+    np.testing.assert_allclose(M, reference, rtol=0, atol=1e-12 * np.abs(reference).max())
+
+
+def test_bias_forces_and_inverse_mass_products(model: Model) -> None:
+    """h = -f_r(tau = 0) of the dense path; M^{-1} x by the recursion equals a dense solve."""
+    rng = np.random.default_rng(6)
+    q, qd, _ = model.random_state(rng)
+    h = model.bias_forces(q, qd)
+    reference = dyn.bias_forces(model.tree, q, qd)
+    np.testing.assert_allclose(h, reference, atol=1e-10 * np.abs(reference).max())
+    x = rng.standard_normal(model.nq)
+    y = np.linalg.solve(model.mass_matrix(q), x)
+    np.testing.assert_allclose(model.inverse_mass_times(q, x), y, atol=1e-9 * np.abs(y).max())
+
+
+def test_mass_matrix_has_the_branch_sparsity_of_the_tree() -> None:
+    """Coordinates on different branches do not couple: those entries are exactly zero."""
+    model = Model(springy_tree(2, ["revolute"] * 12))
+    M = model.mass_matrix(model.random_state(np.random.default_rng(0))[0])
+    parent = model.topo[:, 0]
+
+    def ancestors(i: int) -> set[int]:
+        out = {i}
+        while parent[i] >= 0:
+            i = int(parent[i])
+            out.add(i)
+        return out
+
+    for i in range(model.nq):
+        for j in range(model.nq):
+            related = i in ancestors(j) or j in ancestors(i)
+            assert (M[i, j] != 0.0) == related
+
+
+def test_bad_input_names_the_argument() -> None:
+    model = Model(springy_tree(0, ["revolute", "revolute"]))
+    with pytest.raises(Exception, match="qdot must have shape"):
+        model.forward_dynamics(np.zeros(2), [0.0, 0.0, 0.0])
