@@ -5,9 +5,10 @@ types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
 paths that call them with the argument types a simulation uses: a box stack
 (box--box and box--plane collision, projected Gauss--Seidel), a cylinder on a
 box (the convex and cylinder narrow phase), a reduced four-bar with joint
-friction (tree recursions, joint-friction kernels) and the O(n) hybrid
-dynamics recursion.  It then checks that every kernel of
-:data:`solvers.jit.COMPILE_SECONDS`'s modules has a compiled signature and
+friction (tree recursions, joint-friction kernels), the O(n) hybrid
+dynamics recursion and its derivatives on a prepared model, and the
+frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then checks that every kernel of
+:data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
 names those that have none.
 """
 
@@ -57,14 +58,51 @@ def _recursion() -> None:
     hybrid_dynamics(tree, q, qdot, [tree.specs[0].name], np.zeros(tree.nq))
 
 
+def _model_recursions() -> None:
+    """The prepared-model recursions and their derivatives on a three-link chain."""
+    from contactlab.reduced.derivatives import (
+        forward_dynamics_derivatives,
+        inverse_dynamics_derivatives,
+    )
+    from contactlab.reduced.model import Model
+    from contactlab.scenario import get_scenario
+
+    model = Model.from_scene(get_scenario("chain").build(n_links=3))
+    q, qdot = np.full(model.nq, 0.3), np.full(model.nq, 0.1)
+    qddot = model.forward_dynamics(q, qdot)
+    model.inverse_dynamics(q, qdot, qddot)
+    model.mass_matrix(q)
+    model.bias_forces(q, qdot)
+    model.inverse_mass_times(q, qdot)
+    inverse_dynamics_derivatives(model, q, qdot, qddot)
+    forward_dynamics_derivatives(model, q, qdot)
+
+
+def _frictional_backends() -> None:
+    """Each frictional-contact backend on a two-contact problem, both laws and cones."""
+    import solvers
+    from solvers.frictional import FrictionalContact
+
+    W = np.eye(6) + 0.1 * np.ones((6, 6))
+    q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])
+    for law in ("coulomb", "ccp"):
+        for cone in ("soc", "pyramid"):
+            problem = FrictionalContact(W, q, [0.5, 0.5], law=law, cone=cone)
+            for name in ("nsgs", "apgd", "admm"):
+                try:
+                    solvers.solve(problem, name)
+                except (solvers.IncompatibleProblem, solvers.SolverNotFound):
+                    continue  # a backend that does not take this law and cone
+
+
 def kernels() -> dict[str, list[str]]:
     """``{module: [kernel names]}`` of every compiled kernel module."""
     from numba.core.registry import CPUDispatcher
 
-    from solvers.jit import COMPILE_SECONDS
+    from solvers.jit import KERNEL_MODULES
 
     out = {}
-    for name in COMPILE_SECONDS:
+    for name in KERNEL_MODULES:
         module = importlib.import_module(name)
         out[name] = sorted(
             key
@@ -103,6 +141,8 @@ def warmup(report: Callable[[str], None] = print) -> list[str]:
     ]
     steps.append(("cylinder on a box", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
     steps.append(("hybrid dynamics recursion", _recursion))
+    steps.append(("model recursions and derivatives", _model_recursions))
+    steps.append(("frictional-contact backends", _frictional_backends))
     for label, action in steps:
         began, cpu = time.perf_counter(), time.process_time()
         action()

@@ -31,7 +31,7 @@ right Jacobian.  Each column costs O(size of the subtree + depth).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 
 from contactlab.reduced._fast import (
     ADFC,

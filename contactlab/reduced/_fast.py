@@ -41,7 +41,7 @@ fictitious acceleration of the base and needs no world transforms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, OTHER = 0, 1, 2, 3, 4
 PARENT, KIND, DOF0, NDOF, EXT, END = 0, 1, 2, 3, 4, 5

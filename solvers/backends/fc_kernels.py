@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 from solvers.backends.fc_local import ccp_local, coulomb_local, local_residual, project, support

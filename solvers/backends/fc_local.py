@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 from numpy.typing import NDArray
 
 Vec = NDArray[np.float64]

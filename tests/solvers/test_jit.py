@@ -49,7 +49,7 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
     script = tmp_path / "kernels_demo.py"
     script.write_text(textwrap.dedent("""
         from solvers import jit
-        jit.COMPILE_SECONDS[__name__] = 3.0
+        jit.KERNEL_MODULES[__name__] = 3.0
 
         @jit.njit
         def twice(x):
@@ -74,3 +74,16 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
     warm = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=600, check=True)
     assert warm.stdout.strip() == "6.0" and "compiling kernels" not in warm.stderr
+
+
+def test_every_module_with_kernels_is_listed() -> None:
+    from solvers.jit import KERNEL_MODULES
+
+    found = set()
+    for package in ("contactlab", "solvers"):
+        for path in (ROOT / package).rglob("*.py"):
+            text = path.read_text()
+            if "from solvers.jit import njit" in text or "from numba import njit" in text:
+                found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    found.discard("solvers.jit")
+    assert found == set(KERNEL_MODULES)
