@@ -11,7 +11,7 @@ import importlib
 
 from contactlab.scenario import Scenario
 
-_MODULES = ("basic", "contact", "redmax", "joint_friction", "redmax_deformable")
+_MODULES = ("basic", "contact", "redmax", "joint_friction", "redmax_deformable", "models")
 
 
 def _collect() -> dict[str, Scenario]:
