@@ -7,7 +7,8 @@ paths that call them with the argument types a simulation uses: a box stack
 box (the convex and cylinder narrow phase), a reduced four-bar with joint
 friction (tree recursions, joint-friction kernels), the O(n) hybrid
 dynamics recursion and its derivatives on a prepared model, and the
-frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then checks that every kernel of
+frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then
+checks that every kernel of
 :data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
 names those that have none.
 """
@@ -18,6 +19,8 @@ import importlib
 import os
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -28,20 +31,25 @@ from contactlab.scene import Scene
 SCENARIO_CASES: tuple[tuple[str, int], ...] = (("box-stack", 2), ("jf-crank", 2))
 
 
+def _run_scenario(build: Callable[..., Any], name: str, steps: int) -> None:
+    build(name).run(steps=steps)
+
+
 def _cylinder_on_box() -> Scene:
     """A cylinder standing on a box on the ground (contacts at the first step)."""
     from contactlab.bodies import body_from_shape
     from contactlab.shapes import Box, Cylinder, Plane
 
-    box, _ = body_from_shape("box", Box(half_extents=[0.2, 0.2, 0.05]), density=1000.0)
+    box, _ = body_from_shape("box", Box(half_extents=np.array([0.2, 0.2, 0.05])), density=1000.0)
     cyl, _ = body_from_shape("cyl", Cylinder(radius=0.05, half_height=0.1), density=1000.0)
     tilt = se3.exp_so3(np.radians([5.0, 0.0, 0.0]))
     return Scene(
         "warmup-cylinder",
         (box, cyl),
         static_shapes=(Plane(),),
-        initial_E=np.stack([se3.make_transform(None, [0, 0, 0.05]),
-                            se3.make_transform(tilt, [0, 0, 0.2])]),
+        initial_E=np.stack(
+            [se3.make_transform(None, [0, 0, 0.05]), se3.make_transform(tilt, [0, 0, 0.2])]
+        ),
         initial_phi=np.zeros((2, 6)),
         dt=0.005,
     )
@@ -136,8 +144,7 @@ def warmup(report: Callable[[str], None] = print) -> list[str]:
 
     start = time.perf_counter()
     steps: list[tuple[str, Callable[[], object]]] = [
-        (name, lambda name=name, n=n: build_simulator(name).run(steps=n))
-        for name, n in SCENARIO_CASES
+        (name, partial(_run_scenario, build_simulator, name, n)) for name, n in SCENARIO_CASES
     ]
     steps.append(("cylinder on a box", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
     steps.append(("hybrid dynamics recursion", _recursion))

@@ -127,9 +127,11 @@ def solver_table(
     solver_key = key_column(df, solver_cols, "/")
     problem_key = key_column(df, problem_cols, "|") if problem_cols else pd.Series("all", df.index)
     n_solvers = solver_key.nunique()
-    common = problem_key.groupby(problem_key).transform(
-        lambda p: solver_key[p.index].nunique() == n_solvers
-    ).astype(bool)
+    common = (
+        problem_key.groupby(problem_key)
+        .transform(lambda p: solver_key[p.index].nunique() == n_solvers)
+        .astype(bool)
+    )
     left_out = (~common).groupby([df[c] for c in solver_cols], dropna=False).sum()
     comparable = bool(common.any())
     if comparable:

@@ -19,9 +19,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter  # noqa: E402
 
 from contactlab.experiments.aggregate import (  # noqa: E402
     cost_matrix,

@@ -1,6 +1,6 @@
 """The reduced-coordinate formulation: joint coordinates ``q``, velocities ``qdot``.
 
-Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
+Every step poses the velocity-level problem of Sueda's notes, eq. 2.73–2.75 and
 2.95 in the sign convention of :mod:`contactlab.problem`:
 
 .. math::
@@ -50,7 +50,7 @@ class ReducedConstraint(ABC):
     """Rows acting on ``qdot+``: ``G qdot+ = g`` (bilateral) or ``L qdot+ >= l`` (unilateral).
 
     Subclasses compute their rows from the tree's kinematics; maximal rows
-    ``G_m`` become ``G_m J`` (seed 000, eq. 2.98).
+    ``G_m`` become ``G_m J`` (Sueda's notes, eq. 2.98).
     """
 
     #: ``True`` for inequality rows (joint limits), ``False`` for equalities.
@@ -65,7 +65,7 @@ class ReducedConstraint(ABC):
 
 @register_formulation("reduced")
 class ReducedFormulation(Formulation):
-    """Reduced coordinates (REDMAX, seed 000 §2).
+    """Reduced coordinates (REDMAX, Sueda's notes §2).
 
     Parameters
     ----------

@@ -45,8 +45,17 @@ Array = np.ndarray
 
 #: MuJoCo joint types (mjtJoint) -> (contactlab kind, coordinates)
 _JOINTS = {0: ("free", 7), 1: ("spherical", 4), 2: ("prismatic", 1), 3: ("revolute", 1)}
-_GEOM_NAMES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid",
-               5: "cylinder", 6: "box", 7: "mesh", 8: "sdf"}
+_GEOM_NAMES = {
+    0: "plane",
+    1: "hfield",
+    2: "sphere",
+    3: "capsule",
+    4: "ellipsoid",
+    5: "cylinder",
+    6: "box",
+    7: "mesh",
+    8: "sdf",
+}
 
 
 def _compile(source: str | Path) -> Any:
@@ -101,13 +110,11 @@ def _shape(model: Any, g: int, pose: Array, name: str) -> Shape | None:
     raise ConfigurationError(
         f"MJCF geom {name!r} has type {_GEOM_NAMES.get(kind, kind)!r}; supported on bodies: "
         "sphere, capsule, cylinder, box (a plane only in the world body); give it "
-        "contype=\"0\" conaffinity=\"0\" to keep it visual only"
+        'contype="0" conaffinity="0" to keep it visual only'
     )
 
 
-def load_mjcf(
-    source: str | Path, *, joint_limits: bool = False, name: str | None = None
-) -> Scene:
+def load_mjcf(source: str | Path, *, joint_limits: bool = False, name: str | None = None) -> Scene:
     """Build a scene from an MJCF file path or XML text, compiled by MuJoCo.
 
     Parameters

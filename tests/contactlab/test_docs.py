@@ -64,4 +64,3 @@ def test_command_reference_lists_every_command_and_option():
         for action in sub._actions:
             for option in action.option_strings:
                 assert option in section, f"{name} {option}"
-

@@ -17,7 +17,12 @@ ROOT = Path(solvers.__file__).resolve().parent.parent
 def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=600, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+        check=True,
     )
 
 
@@ -47,7 +52,8 @@ def test_kernels_cache_in_the_user_cache_folder_not_the_source_tree(tmp_path: Pa
 
 def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path: Path) -> None:
     script = tmp_path / "kernels_demo.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         from solvers import jit
         jit.KERNEL_MODULES[__name__] = 3.0
 
@@ -60,10 +66,18 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
             return 3.0 * x
 
         print(twice(1.5) + thrice(1.0))
-    """))
+    """)
+    )
     env = _env(tmp_path)
-    cold = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=600, check=True)
+    cold = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+        check=True,
+    )
     assert cold.stdout.strip() == "6.0"
     lines = [line for line in cold.stderr.splitlines() if "compiling kernels" in line]
     # two kernels compiled, one line: the module's first compilation
@@ -71,8 +85,15 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
         f"contactlab: compiling kernels of __main__ (first use, about 3 s; cached in "
         f"{tmp_path / 'xdg' / 'contactlab' / 'numba'}; `contactlab warmup` compiles all ahead)"
     ]
-    warm = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=600, check=True)
+    warm = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+        check=True,
+    )
     assert warm.stdout.strip() == "6.0" and "compiling kernels" not in warm.stderr
 
 

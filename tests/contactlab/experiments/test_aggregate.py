@@ -76,10 +76,11 @@ def test_solvers_are_ranked_over_the_problems_every_one_attempted() -> None:
     # time, while A is very slow on the four B never saw.  Over all problems A would
     # look slower; over the common two, A is best and B is exactly twice as slow
     # (shift 0+: a shifted geometric mean with a tiny shift is the geometric mean).
-    rows = [{"solver": "A", "problem": p, "solve_time_ms": 1.0 if p < 2 else 1e3,
-             "success": True} for p in range(6)]
-    rows += [{"solver": "B", "problem": p, "solve_time_ms": 2.0, "success": True}
-             for p in range(2)]
+    rows = [
+        {"solver": "A", "problem": p, "solve_time_ms": 1.0 if p < 2 else 1e3, "success": True}
+        for p in range(6)
+    ]
+    rows += [{"solver": "B", "problem": p, "solve_time_ms": 2.0, "success": True} for p in range(2)]
     table = solver_table(pd.DataFrame(rows), ["solver"], ["problem"], shift=1e-9)
     table = table.set_index("solver")
     assert table.loc["A", "n_problems"] == table.loc["B", "n_problems"] == 2

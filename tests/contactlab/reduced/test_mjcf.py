@@ -75,20 +75,26 @@ def test_scene_from_mjcf_keeps_bodies_geoms_and_gravity():
     mujoco.mj_forward(model, data)
     state = Simulator(scene, "maximal").initial_state()
     np.testing.assert_allclose(state.E[:, :3, 3], data.xipos[1:], atol=1e-12)
-    np.testing.assert_allclose(
-        state.E[:, :3, :3], data.ximat[1:].reshape(-1, 3, 3), atol=1e-12
-    )
+    np.testing.assert_allclose(state.E[:, :3, :3], data.ximat[1:].reshape(-1, 3, 3), atol=1e-12)
 
 
 @pytest.mark.parametrize(
     ("xml", "match"),
     [
-        ("<mujoco><worldbody><body><joint type='hinge'/><geom type='ellipsoid' "
-         "size='0.1 0.2 0.3'/></body></worldbody></mujoco>", "type 'ellipsoid'"),
-        ("<mujoco><worldbody><body><joint type='hinge'/><joint type='slide'/>"
-         "<geom type='sphere' size='0.1'/></body></worldbody></mujoco>", "has 2 joints"),
-        ("<mujoco><worldbody><body><joint typo='hinge'/></body></worldbody></mujoco>",
-         "cannot compile MJCF"),
+        (
+            "<mujoco><worldbody><body><joint type='hinge'/><geom type='ellipsoid' "
+            "size='0.1 0.2 0.3'/></body></worldbody></mujoco>",
+            "type 'ellipsoid'",
+        ),
+        (
+            "<mujoco><worldbody><body><joint type='hinge'/><joint type='slide'/>"
+            "<geom type='sphere' size='0.1'/></body></worldbody></mujoco>",
+            "has 2 joints",
+        ),
+        (
+            "<mujoco><worldbody><body><joint typo='hinge'/></body></worldbody></mujoco>",
+            "cannot compile MJCF",
+        ),
     ],
 )
 def test_bad_models_get_one_clear_error(xml, match):
