@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from contactlab.simulator import build_simulator
+from contactlab.runspec import build_simulator
 
 #: (label, formulation, model, aggregate): ``aggregate=False`` keeps one friction row per
 #: joint contact point (16 per revolute joint) instead of one per joint motion

@@ -71,7 +71,17 @@ STEP_METRICS: tuple[Metric, ...] = (
     Metric("angular_momentum_z", "kg m^2/s", "angular momentum about the world origin, z"),
     Metric("constraint_error", "m or rad", "largest position-level bilateral (joint) drift"),
     Metric("status", "", "shared solver status of the step (optimal, max_iterations, ...)"),
-    Metric("solve_time_s", "s", "wall time spent in the solver layer"),
+    Metric(
+        "solve_time_s",
+        "s",
+        "wall time of the whole contact-model solve (its set-up and the solver layer)",
+    ),
+    Metric(
+        "model_setup_time_s",
+        "s",
+        "part of solve_time_s spent by the model outside the solver layer (rows, Delassus "
+        "matrix, conversions to the solver problem, warm start)",
+    ),
     Metric("iterations", "", "solver iterations, summed over the step's inner solves"),
     Metric("outer_iterations", "", "outer iterations of staggered schemes (0 otherwise)"),
     Metric("n_contacts", "", "number of contacts found by collision"),

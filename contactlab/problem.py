@@ -27,13 +27,13 @@ need: the contact geometry behind ``N`` and ``T`` with stable contact ids
 maps of a staggered joint-friction model (:class:`JointFrictionMaps`).  A
 formulation lists the capabilities it provides in ``provides``, a model those
 it needs in ``needs`` (names from :data:`CAPABILITIES`);
-:func:`check_pairing` refuses a pairing that lacks one when the simulator is
+:func:`contactlab.formulation.check_pairing` refuses a pairing that lacks one when the simulator is
 built, naming both (``docs/step-problem.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
@@ -95,23 +95,6 @@ class JointFrictionMaps:
     N_contact: sp.csr_matrix
     reactions: ReactionMap
     method: str
-
-
-def check_pairing(
-    formulation: str, provides: Iterable[str], model: str, needs: Iterable[str]
-) -> None:
-    """Raise :class:`IncompatibleError` if ``formulation`` lacks something ``model`` needs."""
-    have = set(provides)
-    missing = [n for n in needs if n not in have]
-    if missing:
-        from contactlab.formulation import formulations_providing
-
-        fits = " or ".join(f"--formulation {f}" for f in formulations_providing(needs))
-        what = "; ".join(CAPABILITIES.get(m, m) for m in missing)
-        raise IncompatibleError(
-            f"model {model!r} needs {what}, which formulation {formulation!r} does not provide; "
-            f"run it with {fits or 'a formulation that provides it'}"
-        )
 
 
 def _empty_rows(n: int) -> sp.csr_matrix:

@@ -314,17 +314,25 @@ def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]
         except OSError as err:
             raise _write_error(target, err) from err
         check_target(target, overwrite)
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{tag}"
-            os.replace(target, old)
-            try:
+        try:
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{tag}"
+                os.replace(target, old)
+                try:
+                    os.replace(tmp, target)
+                except BaseException:
+                    os.replace(old, target)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
+            else:
                 os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        except OSError as err:
+            if target.exists() and not overwrite:  # another writer finished first
+                raise ResultsError(
+                    f"results folder {str(target)!r} was written by another process while "
+                    "this one ran; choose another --out or pass --force to replace it"
+                ) from err
+            raise _write_error(target, err) from err
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

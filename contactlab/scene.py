@@ -70,7 +70,18 @@ class Body:
     material: str = "default"
 
     def __post_init__(self) -> None:
-        inertia = np.array(self.inertia, dtype=float).reshape(-1)
+        if isinstance(self.mass, bool) or not isinstance(self.mass, (int, float, np.number)):
+            raise ConfigurationError(
+                f"body {self.name!r}: mass must be a positive finite number [kg], got "
+                f"{self.mass!r} ({type(self.mass).__name__})"
+            )
+        try:
+            inertia = np.array(self.inertia, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise ConfigurationError(
+                f"body {self.name!r}: inertia must be three positive principal moments "
+                f"[kg m^2], got {self.inertia!r}"
+            ) from err
         if not (np.isfinite(self.mass) and self.mass > 0):
             raise ConfigurationError(
                 f"body {self.name!r}: mass must be a positive finite number [kg], got {self.mass}"

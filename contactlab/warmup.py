@@ -5,7 +5,8 @@ types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
 paths that call them with the argument types a simulation uses: a box stack
 (box--box and box--plane collision, projected Gauss--Seidel), a cylinder on a
 box (the convex and cylinder narrow phase), a reduced four-bar with joint
-friction (tree recursions, joint-friction kernels), the O(n) hybrid
+friction (tree recursions, joint-friction kernels), a chain of general joints
+(generated joint kernels), the O(n) hybrid
 dynamics recursion and its derivatives on a prepared model, and the
 frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then
 checks that every kernel of
@@ -28,7 +29,11 @@ from contactlab import se3
 from contactlab.scene import Scene
 
 #: Registered scenarios stepped by the warm-up, with their step counts.
-SCENARIO_CASES: tuple[tuple[str, int], ...] = (("box-stack", 2), ("jf-crank", 2))
+SCENARIO_CASES: tuple[tuple[str, int], ...] = (
+    ("box-stack", 2),
+    ("jf-crank", 2),
+    ("torus-chain", 2),
+)
 
 
 def _run_scenario(build: Callable[..., Any], name: str, steps: int) -> None:
@@ -140,7 +145,8 @@ def uncompiled() -> list[str]:
 
 def warmup(report: Callable[[str], None] = print) -> list[str]:
     """Compile (or load from the cache) every kernel; return the ones left uncompiled."""
-    from contactlab.simulator import Simulator, build_simulator
+    from contactlab.runspec import build_simulator
+    from contactlab.simulator import Simulator
 
     start = time.perf_counter()
     steps: list[tuple[str, Callable[[], object]]] = [

@@ -32,8 +32,7 @@ from contactlab.errors import (
     UnknownNameError,
 )
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import check_fits, execute
-from contactlab.experiments.spec import RunSpec
+from contactlab.experiments.runner import execute
 from contactlab.experiments.table import (
     ENERGY_COLUMNS,
     FAILED_STATUSES,
@@ -41,6 +40,7 @@ from contactlab.experiments.table import (
     markdown_table,
     run_metrics,
 )
+from contactlab.runspec import RunSpec, check_fits
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [

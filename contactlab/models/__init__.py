@@ -1,13 +1,14 @@
 """Contact/friction models, registered by name (see :func:`contactlab.models.base.make_model`).
 
 Importing this package registers every built-in model: ``frictionless``,
-``anitescu-hart``, ``box-friction``, ``stewart-trinkle``,
+``anitescu-hart``, ``box-friction``, ``coulomb``, ``stewart-trinkle``,
 ``staggered-projections``, ``bisp`` and ``joint-friction-sp``.
 """
 
 from contactlab.models import (  # noqa: F401
     anitescu_hart,
     box_friction,
+    coulomb,
     frictionless,
     joint_friction,
     staggered,

@@ -23,6 +23,10 @@ i.e. ``alpha_i = sum_j gamma_ij`` and ``beta_ij = mu_i gamma_ij``, so
 least ``mu_i`` times its tangential speed along every direction: the convex
 relaxation's known artefact, a sliding body lifts off at ``N v = mu |T v|``.
 
+With a frictional-contact backend (``nsgs``, ``apgd``, ``admm``) either cone is
+posed as the cone complementarity problem on the local problem
+(:mod:`contactlab.models.fc_route`), the ``form`` option then being moot.
+
 Exact cone (``cone="soc"``): the dual has ``||lambda_T,i|| <= mu_i alpha_i``
 (:class:`solvers.SOCBlocks`), the primal (whose cone is the dual cone)
 ``mu_i ||T_i v|| <= N_i v - c_i``, posed with slack variables
@@ -38,26 +42,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
+    check_cone,
     check_directions,
+    check_form,
     check_friction_data,
+    contact_rows,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import check_form, contact_rows, make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
-
-
-def check_cone(cone: str, allowed: tuple[str, ...]) -> None:
-    if cone not in allowed:
-        raise ConfigurationError(f"option cone must be one of {list(allowed)}, got {cone!r}")
+from solvers.frictional import problem_kind
 
 
 @register_model("anitescu-hart")
@@ -82,14 +82,21 @@ class AnitescuHart(SolvingModel):
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        # last: the cone complementarity problem itself, for the frictional-contact backends
+        ccp = (problem_kind("ccp", options["cone"]),)
         if options["cone"] == "soc":
-            return [("soc_qp",)]
-        return [("qp",) if options["form"] == "primal" else ("rows_qp",)]
+            return [("soc_qp",), ccp]
+        return [("qp",) if options["form"] == "primal" else ("rows_qp",), ccp]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         k = int(self.options["directions"] or problem.directions)
         soc = self.options["cone"] == "soc"
         check_friction_data(problem, None if soc else k)
+        if self.route[0].startswith("fc_"):
+            # imported here: fc_route builds on box_friction, which imports this module
+            from contactlab.models.fc_route import solve_as_fc
+
+            return solve_as_fc(self, problem, cache, "ccp", self.options["cone"], k)
         if self.options["form"] == "dual":
             return self._dual(problem, k, soc)
         return self._primal(problem, k, soc)

@@ -43,18 +43,17 @@ from contactlab.collision.contacts import ContactSet
 from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
-from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,
     MassInverse,
     Rows,
+    check_cone,
     check_friction_data,
+    check_outer,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, FrictionBlocks, SOCBlocks
 
@@ -197,13 +196,6 @@ def height_order(rows: Rows, contacts: ContactSet | None, how: str) -> NDArray[n
     return np.concatenate([before, per_contact[up].ravel(), after]).astype(np.int64)
 
 
-def check_outer(options: dict[str, Any]) -> None:
-    if not float(options["tol"]) > 0:
-        raise ConfigurationError(f"option tol must be > 0, got {options['tol']}")
-    if int(options["max_outer"]) < 1:
-        raise ConfigurationError(f"option max_outer must be >= 1, got {options['max_outer']}")
-
-
 @register_model("box-friction")
 class BoxFriction(SolvingModel):
     """Box (or disc) friction LCP, bounds following the normal impulse.
@@ -214,6 +206,9 @@ class BoxFriction(SolvingModel):
         or ``"disc"`` (exact cone).
     tol : relative tolerance of the fixed point on the bounds (QP backends), default 1e-6.
     max_outer : cap on the fixed-point solves (QP backends), default 100.
+    With ``nsgs`` or ``admm`` the same law is posed as the Coulomb
+    frictional-contact problem with the box or exact cone
+    (:mod:`contactlab.models.fc_route`).
     row_order : order of the LCP rows handed to LCP backends: ``"height"``
         (default; bilateral rows, then each contact's normal and tangent rows
         together, contacts from the lowest point up, see :func:`height_order`)
@@ -236,9 +231,19 @@ class BoxFriction(SolvingModel):
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
-        return [("block_lcp",), ("box_qp",) if options["cone"] == "box" else ("soc_qp",)]
+        # last: the law as a Coulomb frictional-contact problem (nsgs, admm)
+        return [
+            ("block_lcp",),
+            ("box_qp",) if options["cone"] == "box" else ("soc_qp",),
+            ("fc_coulomb",),
+        ]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if self.route == ("fc_coulomb",):
+            from contactlab.models.fc_route import solve_as_fc  # fc_route imports this module
+
+            cone = "box" if self.options["cone"] == "box" else "soc"
+            return solve_as_fc(self, problem, cache, "coulomb", cone)
         d = step_data(problem)
         check_friction_data(problem)
         rows = box_rows(problem)

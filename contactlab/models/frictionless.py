@@ -29,10 +29,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
-from contactlab.models.compat import SolvingModel, summary
+from contactlab.models.base import SolvingModel, make_solution, register_model
+from contactlab.models.common import (
+    Array,
+    MassInverse,
+    Rows,
+    check_form,
+    contact_rows,
+    step_data,
+)
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
 
@@ -45,17 +50,6 @@ class ContactSolve:
     lam: Array
     rows: Rows
     result: SolverResult
-
-
-def contact_rows(problem: StepProblem) -> Rows:
-    """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
-    d = step_data(problem)
-    return stack_rows(
-        problem.n,
-        ("G", d.G, d.g, "free"),
-        ("N", d.N, d.c, "nonneg"),
-        ("L", d.L, d.l, "nonneg"),
-    )
 
 
 class ContactQP:
@@ -108,40 +102,6 @@ class ContactQP:
         assert self.minv is not None
         v = self.minv.vec(f + np.asarray(rows.C.T @ res.x))
         return ContactSolve(v, res.x, rows, res)
-
-
-def make_solution(
-    model: SolvingModel,
-    problem: StepProblem,
-    v: Array,
-    rows: Rows,
-    lam: Array,
-    lambda_T: Array,
-    extra_status: str = "optimal",
-    outer: int = 0,
-) -> StepSolution:
-    """Assemble the :class:`StepSolution` from the recorded inner results."""
-    status = model.take_status(extra_status)
-    results = model.take_results()
-    s = summary(results)
-    return StepSolution(
-        v=v,
-        lambda_G=rows.part(lam, "G"),
-        lambda_N=rows.part(lam, "N"),
-        lambda_T=lambda_T,
-        lambda_L=rows.part(lam, "L"),
-        status=status,
-        iterations=int(s["iterations"]),
-        outer_iterations=outer,
-        solve_time=s["solve_time"],
-        residual=s["residual"],
-        results=results,
-    )
-
-
-def check_form(form: str) -> None:
-    if form not in ("primal", "dual"):
-        raise ConfigurationError(f"option form must be 'primal' or 'dual', got {form!r}")
 
 
 @register_model("frictionless")

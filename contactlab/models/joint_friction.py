@@ -46,11 +46,16 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.jointfriction.local import local_multipliers
-from contactlab.models.base import register_model
-from contactlab.models.box_friction import check_outer
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import contact_rows, make_solution
+from contactlab.models.base import SolvingModel, make_solution, register_model
+from contactlab.models.common import (
+    Array,
+    MassInverse,
+    Rows,
+    check_outer,
+    contact_rows,
+    stack_rows,
+    step_data,
+)
 from contactlab.problem import JointFrictionMaps, StepProblem, StepSolution
 from solvers import QP
 

@@ -88,8 +88,7 @@ import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
-from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import (
     ImpulseMemory,
     bounded_friction_qp,
@@ -101,15 +100,16 @@ from contactlab.models.common import (
     Array,
     MassInverse,
     Rows,
+    check_cone,
     check_directions,
+    check_form,
     check_friction_data,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import ContactQP, ContactSolve, check_form, make_solution
+from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
     check_directions,
@@ -46,8 +46,6 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP
 

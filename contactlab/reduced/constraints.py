@@ -29,7 +29,7 @@ models).  The acceleration-level solves live in
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,11 +40,28 @@ from contactlab.errors import ConfigurationError
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import Constraint, constraint_class, stack_rows
 from contactlab.maximal.joints import Geometry, JointConstraint, joint_geometry
-from contactlab.reduced.formulation import ReducedConstraint
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import JointSpec, Scene
 from contactlab.se3 import unit_axis
+
+
+class ReducedConstraint(ABC):
+    """Rows acting on ``qdot+``: ``G qdot+ = g`` (bilateral) or ``L qdot+ >= l`` (unilateral).
+
+    Subclasses compute their rows from the tree's kinematics; maximal rows
+    ``G_m`` become ``G_m J`` (Sueda's notes, eq. 2.98).
+    """
+
+    #: ``True`` for inequality rows (joint limits), ``False`` for equalities.
+    unilateral: bool = False
+
+    @abstractmethod
+    def rows(
+        self, tree: Tree, kin: Kinematics, h: float, t: float = 0.0
+    ) -> tuple[Array, Array, Array]:
+        """``(rows (m, nq), rhs (m,), position error (m,))`` at the state at time ``t`` [s]."""
+
 
 #: ``p(t) -> (position, velocity, acceleration)`` of a prescribed joint, each (ndof,).
 Trajectory = Callable[[float], tuple[Any, Any, Any]]

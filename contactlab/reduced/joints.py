@@ -103,6 +103,15 @@ class Joint(ABC):
         """
         return _subalgebra(self)
 
+    @cached_property
+    def constant_jacobian(self) -> bool:
+        """``S`` is the same at sampled configurations (then ``q + h qdot`` is exact)."""
+        rng = np.random.default_rng(12345)
+        S0 = self.S(self.sample(rng))
+        return all(
+            np.allclose(self.S(self.sample(rng)), S0, rtol=0.0, atol=1e-12) for _ in range(2)
+        )
+
     def evaluate_step(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         """``(Q, S, Sdot)`` with ``Sdot`` along the motion :meth:`advance` realizes.
 
@@ -122,14 +131,16 @@ class Joint(ABC):
         :meth:`chart`) and ``S(q+) qdot+ = S(q) qdot`` (the joint twist is kept).
         Other joints: ``q + h qdot`` and ``qdot``.
         """
-        if self.subalgebra is None or self.ndof == 0:
+        if self.subalgebra is None or self.ndof == 0 or self.constant_jacobian:
             return q + h * qdot, qdot
         Q, S, _ = self.evaluate(q, np.zeros_like(q))
         psi = S @ qdot
         q_new = self.chart(Q @ se3.exp_se3(h * psi), q + h * qdot)
         S_new = self.S(q_new)
-        qdot_new = np.linalg.lstsq(S_new, psi, rcond=None)[0]
-        return q_new, np.asarray(qdot_new, dtype=float)
+        if self.ndof == 6:
+            return q_new, np.linalg.solve(S_new, psi)
+        # psi lies in the subalgebra S_new spans: least squares is exact
+        return q_new, np.asarray(np.linalg.lstsq(S_new, psi, rcond=None)[0], dtype=float)
 
     def chart(self, target: Array, guess: Array) -> Array:
         """Coordinates ``q`` near ``guess`` with ``Q(q) = target`` (Newton on ``log``).
@@ -305,6 +316,12 @@ class TranslationalJoint(_LinearScrewJoint):
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         return se3.make_transform(None, q), self.screws.T.copy(), np.zeros((6, 3))
 
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        return q + h * qdot, qdot
+
+    def chart(self, target: Array, guess: Array) -> Array:
+        return np.array(target[:3, 3], dtype=float)
+
 
 class RotationSequenceJoint(_LinearScrewJoint):
     """Successive rotations about fixed axes: ``R = exp([a_1] q_1) ... exp([a_n] q_n)``.
@@ -402,6 +419,21 @@ class CompositeJoint(Joint):
         q2, qd2 = self.second.advance(q[n1:], qdot[n1:], h)
         return np.concatenate([q1, q2]), np.concatenate([qd1, qd2])
 
+    def chart(self, target: Array, guess: Array) -> Array:
+        """Closed form for a rotation about the origin and a translation (free joints).
+
+        Rotation first, ``Q = [[R, R q_2], [0, 1]]``; translation first,
+        ``Q = [[R, q_1], [0, 1]]``; any other composite by Newton's method.
+        """
+        n1 = self.first.ndof
+        R, t = target[:3, :3], target[:3, 3]
+        if isinstance(self.second, TranslationalJoint) and _rotates_about_origin(self.first):
+            q1 = self.first.chart(se3.make_transform(R), guess[:n1])
+            return np.concatenate([q1, R.T @ t])
+        if isinstance(self.first, TranslationalJoint) and _rotates_about_origin(self.second):
+            return np.concatenate([t, self.second.chart(se3.make_transform(R), guess[n1:])])
+        return super().chart(target, guess)
+
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         n1 = self.first.ndof
         parts = [
@@ -423,3 +455,9 @@ class CompositeJoint(Joint):
 
     def sample(self, rng: np.random.Generator) -> Array:
         return np.concatenate([self.first.sample(rng), self.second.sample(rng)])
+
+
+def _rotates_about_origin(joint: Joint) -> bool:
+    """All three rotations and no translation: ``Q(q)`` sweeps SO(3) about the joint origin."""
+    B = joint.subalgebra
+    return B is not None and joint.ndof == 3 and not np.any(np.abs(B[3:]) > 1e-12)

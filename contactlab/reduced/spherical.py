@@ -79,6 +79,23 @@ class SphericalExpJoint(Joint):
         Sdot[:3] = right_jacobian_dot(q, qdot)
         return Q, S, Sdot
 
+    def chart(self, target: Array, guess: Array) -> Array:
+        """Rotation vector of ``target`` on the branch ``r + 2 pi k r/|r|`` nearest ``guess``."""
+        r = se3.log_so3(target[:3, :3])
+        theta = float(np.linalg.norm(r))
+        if theta < 1e-12:
+            return r
+        u = r / theta
+        k = np.round((float(guess @ u) - theta) / (2.0 * np.pi))
+        return np.asarray(r + 2.0 * np.pi * k * u, dtype=float)
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """``exp([q+]) = exp([q]) exp(h [J_r(q) qdot])``; ``J_r(q+) qdot+ = J_r(q) qdot``."""
+        omega = se3.so3_right_jacobian(q) @ qdot
+        R = se3.exp_so3(q) @ se3.exp_so3(h * omega)
+        q_new = self.chart(se3.make_transform(R), q + h * qdot)
+        return q_new, np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         theta = float(np.linalg.norm(q))
         if theta <= self.switch_angle:

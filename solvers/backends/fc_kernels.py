@@ -99,37 +99,53 @@ def nsgs(
     omega: float,
     tol: float,
     max_sweeps: int,
+    direct: bool,
 ) -> tuple[int, float]:
     """Block nonsmooth Gauss--Seidel; returns ``(sweeps, residual)``, ``r`` updated in place.
 
     Each contact solves its local problem exactly with the others fixed, then
     moves ``omega`` of the way (projected back onto the cone when ``omega > 1``);
-    scalar rows take a projected Gauss--Seidel step in the same sweep.  The
-    residual is evaluated after sweeps 1, 2, 4, 8 and then every 8 sweeps.
+    scalar rows take a projected Gauss--Seidel step in the same sweep.
+
+    For the Coulomb law with ``direct=False`` (the default of the backend) the
+    sweeps solve the CCP with De Saxcé's shift ``h(u_t)`` frozen in ``q``
+    (block coordinate descent on a convex program, which converges), and the
+    shift is updated from the current velocities whenever that CCP's residual
+    is below a tenth of the Coulomb residual: the fixed point of Acary and
+    Cadoux's sequence of CCPs, each solved inexactly.  ``direct=True`` applies
+    the exact one-contact Coulomb solver in the sweep (Siconos's NSGS), which
+    can cycle on redundant contacts.  The residual is evaluated after sweeps
+    1, 2, 4, 8 and then every 8 sweeps (every sweep for the shifted CCP).
     """
     n = q.shape[0]
     blocks = diagonal_blocks(indptr, indices, data, nc, n)
     u = np.empty(n)
+    us = np.empty(n)
     qnorm = math.sqrt(np.sum(q * q))
+    qs = q.copy()
     b = np.empty(3)
     new = np.empty(3)
     tmp = np.empty(3)
+    shifted = law == 1 and not direct
+    local_law = 0 if shifted else law
     matvec(indptr, indices, data, r, q, u)
     res = natural_map(law, kind, mu, dirs, row_lo, nc, r, u, qnorm)
+    if shifted:
+        _shift(kind, mu, dirs, nc, q, u, qs)
     sweeps = 0
     next_check = 1
     while res > tol and sweeps < max_sweeps:
         for i in range(nc):
             for a in range(3):
                 row = 3 * i + a
-                acc = q[row]
+                acc = qs[row]
                 for k in range(indptr[row], indptr[row + 1]):
                     acc += data[k] * r[indices[k]]
                 b[a] = acc
             for a in range(3):
                 for c in range(3):
                     b[a] -= blocks[i, a, c] * r[3 * i + c]
-            _local(law, kind, mu[i], dirs, blocks[i], b, new)
+            _local(local_law, kind, mu[i], dirs, blocks[i], b, new)
             if omega != 1.0:
                 for a in range(3):
                     tmp[a] = r[3 * i + a] + omega * (new[a] - r[3 * i + a])
@@ -147,13 +163,26 @@ def nsgs(
             x = r[row] - omega * acc / d
             r[row] = x if x > row_lo[k] else row_lo[k]
         sweeps += 1
-        if sweeps == next_check or sweeps >= max_sweeps:
+        if shifted or sweeps == next_check or sweeps >= max_sweeps:
             matvec(indptr, indices, data, r, q, u)
             res = natural_map(law, kind, mu, dirs, row_lo, nc, r, u, qnorm)
             if not math.isfinite(res):
                 break
             next_check = next_check * 2 if next_check < 8 else next_check + 8
+            if shifted:
+                for i in range(n):
+                    us[i] = u[i] + (qs[i] - q[i])
+                inner = natural_map(0, kind, mu, dirs, row_lo, nc, r, us, qnorm)
+                if inner <= max(0.1 * res, 0.5 * tol):
+                    _shift(kind, mu, dirs, nc, q, u, qs)
     return sweeps, res
+
+
+@njit(cache=True)
+def _shift(kind: int, mu: Vec, dirs: Vec, nc: int, q: Vec, u: Vec, qs: Vec) -> None:
+    """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_t)`` per contact."""
+    for i in range(nc):
+        qs[3 * i] = q[3 * i] + support(kind, mu[i], dirs, u[3 * i + 1], u[3 * i + 2])
 
 
 @njit(cache=True)
@@ -307,13 +336,6 @@ def _cg(
 
 
 @njit(cache=True)
-def _shift(kind: int, mu: Vec, dirs: Vec, nc: int, q: Vec, u: Vec, qs: Vec) -> None:
-    """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_t)`` per contact."""
-    for i in range(nc):
-        qs[3 * i] = q[3 * i] + support(kind, mu[i], dirs, u[3 * i + 1], u[3 * i + 2])
-
-
-@njit(cache=True)
 def admm(
     indptr: IVec,
     indices: IVec,
@@ -398,3 +420,23 @@ def admm(
                 lam[i] /= factor
     r[:] = z
     return it, res, rho
+
+
+@njit(cache=True)
+def csr_symmetric(indptr: IVec, indices: IVec, data: Vec, tol: float) -> bool:
+    """Whether a square CSR matrix with sorted indices equals its transpose to ``tol``."""
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            lo, hi = indptr[j], indptr[j + 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if indices[mid] < i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            other = data[lo] if lo < indptr[j + 1] and indices[lo] == i else 0.0
+            if abs(data[k] - other) > tol:
+                return False
+    return True

@@ -10,6 +10,14 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   exact local solver per law and cone (:mod:`solvers.backends.fc_local`),
   over-relaxation ``omega`` (default 1), scalar rows in the same sweep, warm
   start.  ``max_iter`` counts sweeps (default 10000).  Both laws, every cone.
+  For the Coulomb law the sweeps solve the CCP with De Saxcé's shift frozen
+  and update the shift as an outer fixed point (:func:`~solvers.backends.fc_kernels.nsgs`);
+  ``direct=True`` applies the exact one-contact Coulomb solver in the sweep
+  instead, as Siconos's NSGS does.  Measured on the 20-degree incline's step
+  problems (a box on four redundant contacts, Delassus blocks with
+  normal-tangent coupling 1.5 against a diagonal of 4): the direct sweep
+  cycles (natural map 2e-2 after 5000 sweeps, at every ``omega`` tried from
+  0.3 to 1), the shifted one converges.
 - ``apgd``: Nesterov's accelerated projected gradient with backtracking and
   gradient restart; the CCP only (the Coulomb law is not the optimality
   condition of a minimisation).  ``max_iter`` default 20000.
@@ -114,7 +122,8 @@ class NSGSBackend(FrictionBackend):
 
         settings = dict(opts.settings)
         omega = float(settings.pop("omega", 1.0))
-        _no_settings(self.name, settings, ("omega",))
+        direct = bool(settings.pop("direct", False))
+        _no_settings(self.name, settings, ("omega", "direct"))
         if not 0.0 < omega < 2.0:
             raise ProblemError("omega", f"the relaxation factor must lie in (0, 2), got {omega}")
         cap = 10000 if opts.max_iter is None else int(opts.max_iter)
@@ -123,7 +132,7 @@ class NSGSBackend(FrictionBackend):
         r = _start(problem, opts)
         args = (*_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
         t1 = time.perf_counter()
-        sweeps, res = nsgs(*args, problem.nc, r, omega, opts.tol, cap)
+        sweeps, res = nsgs(*args, problem.nc, r, omega, opts.tol, cap, direct)
         t2 = time.perf_counter()
         msg = f"nsgs: natural-map residual {res:.3e} after {sweeps} sweeps (tol {opts.tol:g})"
         status = _status(res, opts.tol, sweeps >= cap)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from contactlab.reduced.kinematics import forward_kinematics
-from contactlab.simulator import build_simulator
+from contactlab.runspec import build_simulator
 from scenarios.joint_friction import external
 
 # PIQP solves the dense reduced problems accurately; OSQP stops at its

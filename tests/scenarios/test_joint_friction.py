@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactlab.simulator import build_simulator
+from contactlab.runspec import build_simulator
 
 SOLVER = "qpsolvers:proxqp"
 G = 9.81

@@ -4,6 +4,7 @@ first compilation in a process is announced on one line."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 import solvers
 
 ROOT = Path(solvers.__file__).resolve().parent.parent
+IMPORTS_NJIT = re.compile(r"^from (numba|solvers\.jit) import njit", re.MULTILINE)
 
 
 def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -103,8 +105,7 @@ def test_every_module_with_kernels_is_listed() -> None:
     found = set()
     for package in ("contactlab", "solvers"):
         for path in (ROOT / package).rglob("*.py"):
-            text = path.read_text()
-            if "from solvers.jit import njit" in text or "from numba import njit" in text:
+            if IMPORTS_NJIT.search(path.read_text()):
                 found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
     found.discard("solvers.jit")
     assert found == set(KERNEL_MODULES)

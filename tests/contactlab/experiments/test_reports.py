@@ -8,8 +8,8 @@ import pytest
 
 from contactlab import results
 from contactlab.experiments.compare import comparison_markdown
+from contactlab.runspec import build_simulator
 from contactlab.scenario import conserves_energy, get_scenario
-from contactlab.simulator import build_simulator
 
 
 @pytest.mark.parametrize(

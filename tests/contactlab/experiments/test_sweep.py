@@ -138,7 +138,7 @@ def test_grid_expansion_overrides_and_short_version(tmp_path: Path, fake_scenari
 
 
 def test_spec_round_trip_keeps_hash_and_tuple_parameters() -> None:
-    from contactlab.experiments.spec import RunSpec
+    from contactlab.runspec import RunSpec
 
     spec = RunSpec("sheath", {"half_extents": (0.2, 0.2, 0.05), "v": 1.0}, dt=0.01, seed=3)
     back = RunSpec.from_dict(spec.as_dict())

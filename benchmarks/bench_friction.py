@@ -1,0 +1,384 @@
+"""Friction models x frictional-contact backends on landed box piles, beside today's routes.
+
+Scene: ``box-pile`` (n cubes of 10 cm, 1 kg, mu = 0.5), n = 10, 100, 200,
+1000, h = 5 ms, landed for ``settle`` seconds with box friction by PGS at
+``solver_tol = 1e-4`` (:func:`benchmarks.bench_contact.landed_pile`).  From the
+landed state each pair takes ``warmup`` untimed steps (its own warm start) and
+``steps`` timed steps; reported per pair (medians over the timed steps unless
+said): the step and its parts (collision, assembly, model solve) in thread CPU
+time [ms], the share of the step spent inside the compiled solver kernel (the
+backend's own solve time), the iterations, the number of timed steps that did
+not reach the tolerance, the largest natural-map residual (Siconos/FCLIB's
+``fc3d`` error relative to ``||q||``, see :mod:`solvers.frictional`), and
+after the last step the deepest penetration [mm] and the fastest body speed
+[mm/s] (a pile at rest stays at rest).
+
+Pairs: ``anitescu-hart`` (exact cone and 4-direction pyramid), ``coulomb``
+(exact cone) and ``box-friction`` with every new backend that fits
+(``nsgs``, ``apgd``, ``admm``), beside today's best routes
+(``box-friction`` by ``pgs`` at 1e-6, ``anitescu-hart`` by ``osqp``).
+Iterative backends are asked for the natural-map tolerance 1e-6.
+
+Peers, on the same landed poses: MuJoCo (``pip install contactlab[peers]``;
+elliptic cones, Newton solver, same h, mu, masses) as time per contact, and,
+when Debian's ``python3-siconos`` is installed, Siconos's ``fc3d`` NSGS on the
+step problems written as FCLIB files (solved through ``/usr/bin/python3`` in a
+subprocess).
+
+Run: ``python -m benchmarks.bench_friction`` (writes
+``results/benchmarks/friction.{csv,md}``; ``--sizes``, ``--steps``,
+``--settle`` change the set-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.bench_contact import landed_pile
+from contactlab.collision import collide
+from contactlab.metrics import USABLE_STATUSES
+from contactlab.scene import State
+from contactlab.simulator import Simulator
+
+SIZES = (10, 100, 200, 1000)
+TOL = {"solver_tol": 1e-6}
+
+# (label, model, solver, options, largest n)
+PAIRS: list[tuple[str, str, str, dict[str, Any], int]] = [
+    ("box-friction / pgs (today)", "box-friction", "pgs", {"solver_tol": 1e-6}, 1000),
+    ("anitescu-hart / osqp (today)", "anitescu-hart", "osqp", {}, 100),
+    ("anitescu-hart soc / nsgs", "anitescu-hart", "nsgs", {"cone": "soc", **TOL}, 1000),
+    ("anitescu-hart soc / apgd", "anitescu-hart", "apgd", {"cone": "soc", **TOL}, 1000),
+    ("anitescu-hart soc / admm", "anitescu-hart", "admm", {"cone": "soc", **TOL}, 200),
+    ("anitescu-hart pyramid / nsgs", "anitescu-hart", "nsgs", {"directions": 4, **TOL}, 1000),
+    ("anitescu-hart pyramid / apgd", "anitescu-hart", "apgd", {"directions": 4, **TOL}, 200),
+    ("anitescu-hart pyramid / admm", "anitescu-hart", "admm", {"directions": 4, **TOL}, 200),
+    ("coulomb / nsgs", "coulomb", "nsgs", TOL, 1000),
+    ("coulomb / admm", "coulomb", "admm", TOL, 200),
+    ("box-friction / nsgs", "box-friction", "nsgs", TOL, 200),
+    ("box-friction / admm", "box-friction", "admm", TOL, 200),
+]
+
+
+def measure(
+    scene: Any, start: State, model: str, solver: str, options: dict[str, Any], steps: int,
+    h: float, warmup: int,
+) -> dict[str, float]:  # fmt: skip
+    """Thread CPU times [ms] and accuracy of ``steps`` timed steps after ``warmup`` steps."""
+    sim = Simulator(scene, "maximal", model, solver, dt=h, model_options=options)
+    state = start
+    rows: list[dict[str, float]] = []
+    for i in range(warmup + steps):
+        w0 = time.perf_counter()
+        t0 = time.thread_time()
+        E, _ = sim.formulation.maximal(state)
+        contacts = collide(scene, E)
+        t1 = time.thread_time()
+        problem = sim.formulation.assemble(state, h, contacts)
+        t2 = time.thread_time()
+        cache = dict(state.cache)
+        solution = sim.model.solve(problem, cache)
+        t3 = time.thread_time()
+        wall = time.perf_counter() - w0
+        if solution.status not in USABLE_STATUSES or not np.all(np.isfinite(solution.v)):
+            return {"failed": 1.0, "failed_step": float(i)}
+        new = sim.formulation.advance(state, solution, h)
+        state = replace(new, cache={**new.cache, **cache, **solution.cache})
+        if i < warmup:
+            continue
+        # the backends time their compiled solve in wall time: compare with the step's wall time
+        kernel = sum(r.solve_time for r in solution.results) / wall
+        natural = max(
+            (r.residuals.get("natural_map", np.nan) for r in solution.results), default=np.nan
+        )
+        rows.append(
+            {
+                "collision": t1 - t0,
+                "assembly": t2 - t1,
+                "solve": t3 - t2,
+                "step": t3 - t0,
+                "kernel": kernel,
+                "iterations": float(solution.iterations),
+                "not_optimal": float(solution.status != "optimal"),
+                "natural_map": float(natural),
+                "contacts": float(problem.n_contacts),
+            }
+        )
+    df = pd.DataFrame(rows)
+    E, _ = sim.formulation.maximal(state)
+    final = collide(scene, E)
+    speed = float(np.max(np.linalg.norm(state.phi[:, 3:], axis=1)))
+    return {
+        "failed": 0.0,
+        "step_ms": 1e3 * float(df["step"].median()),
+        "collision_ms": 1e3 * float(df["collision"].median()),
+        "assembly_ms": 1e3 * float(df["assembly"].median()),
+        "solve_ms": 1e3 * float(df["solve"].median()),
+        "kernel_share": float(df["kernel"].median()),
+        "iterations": float(df["iterations"].median()),
+        "not_optimal": float(df["not_optimal"].sum()),
+        "max_natural_map": float(df["natural_map"].max()),
+        "contacts": float(df["contacts"].median()),
+        "penetration_mm": 1e3 * float(np.max(-final.distance, initial=0.0)),
+        "max_speed_mm_s": 1e3 * speed,
+    }
+
+
+def mujoco_step(scene: Any, state: State, h: float, steps: int) -> dict[str, float] | None:
+    """MuJoCo on the same poses (elliptic cones): median ms per step and contacts."""
+    try:
+        import mujoco
+    except ImportError:
+        return None
+    half = 0.05
+    bodies = []
+    for k in range(state.E.shape[0]):
+        bodies.append(
+            f'<body name="b{k}"><freejoint/><geom type="box" size="{half} {half} {half}" '
+            f'mass="1" friction="0.5 0.005 0.0001"/></body>'
+        )
+    xml = (
+        f'<mujoco><option timestep="{h}" cone="elliptic" solver="Newton"/>'
+        '<worldbody><geom type="plane" size="50 50 0.1" friction="0.5 0.005 0.0001"/>'
+        + "".join(bodies)
+        + "</worldbody></mujoco>"
+    )
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    quat = np.empty(4)
+    for k in range(state.E.shape[0]):
+        mujoco.mju_mat2Quat(quat, state.E[k, :3, :3].ravel())
+        data.qpos[7 * k : 7 * k + 3] = state.E[k, :3, 3]
+        data.qpos[7 * k + 3 : 7 * k + 7] = quat
+    mujoco.mj_forward(model, data)
+    times, ncon = [], []
+    for _ in range(steps + 2):
+        t0 = time.thread_time()
+        mujoco.mj_step(model, data)
+        times.append(time.thread_time() - t0)
+        ncon.append(data.ncon)
+    return {"step_ms": 1e3 * float(np.median(times[2:])), "contacts": float(np.median(ncon[2:]))}
+
+
+SICONOS_SCRIPT = """
+import json, sys, time
+import numpy as np
+import siconos.numerics as sn
+out = []
+for path in sys.argv[1:]:
+    d = np.load(path)
+    nc = d["mu"].size
+    problem = sn.FrictionContactProblem(3, nc, d["W"], d["q"], d["mu"])
+    r, u = np.zeros(3 * nc), np.zeros(3 * nc)
+    options = sn.SolverOptions(sn.SICONOS_FRICTION_3D_NSGS)
+    options.iparam[sn.SICONOS_IPARAM_MAX_ITER] = 10000
+    options.dparam[sn.SICONOS_DPARAM_TOL] = 1e-6
+    t0 = time.process_time()
+    info = sn.fc3d_driver(problem, r, u, options)
+    out.append({"file": path, "info": int(info), "time_s": time.process_time() - t0,
+                "iterations": int(options.iparam[sn.SICONOS_IPARAM_ITER_DONE]),
+                "error": float(options.dparam[sn.SICONOS_DPARAM_RESIDU]), "contacts": nc})
+print(json.dumps(out))
+"""
+
+
+def siconos_times(files: list[Path]) -> list[dict[str, Any]] | None:
+    """Siconos's fc3d NSGS on FCLIB files, through the system Python, or ``None``.
+
+    Debian's ``python3-siconos`` is built without FCLIB's I/O, so the files are
+    read here (:func:`solvers.fclib.read`) and handed over as arrays.
+    """
+    from solvers import fclib
+
+    probe = subprocess.run(
+        ["/usr/bin/python3", "-c", "import siconos.numerics"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        return None
+    arrays = []
+    for path in files:
+        problem = fclib.read(path).problem
+        npz = path.with_suffix(".npz")
+        np.savez(npz, W=problem.W.toarray(), q=problem.q, mu=problem.mu)  # type: ignore[union-attr]
+        arrays.append(npz)
+    done = subprocess.run(
+        ["/usr/bin/python3", "-c", SICONOS_SCRIPT, *map(str, arrays)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return [{"error_text": done.stderr.strip().splitlines()[-1:]}]
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> list[Path]:
+    """Coulomb step problems of the landed pile as FCLIB files (stepped by nsgs)."""
+    from contactlab.models.base import SolvingModel
+    from solvers import fclib
+
+    sim = Simulator(scene, "maximal", "coulomb", "nsgs", dt=h, model_options=TOL)
+    posed: list[Any] = []
+    original = SolvingModel.run
+
+    def recording(self: SolvingModel, problem: Any, warm: Any = None) -> Any:
+        posed.append(problem)
+        return original(self, problem, warm)
+
+    SolvingModel.run = recording  # type: ignore[method-assign]
+    try:
+        for i in range(steps):
+            state, _ = sim.step(state, i)
+    finally:
+        SolvingModel.run = original  # type: ignore[method-assign]
+    files = []
+    for k, problem in enumerate(posed):
+        path = out / f"pile-{scene.extras.get('n', len(scene.bodies))}-step{k}.hdf5"
+        fclib.write(path, problem, title="box pile", description="contactlab coulomb step")
+        files.append(path)
+    return files
+
+
+def write_markdown(df: pd.DataFrame, peers: pd.DataFrame, path: Path, args: Any) -> None:
+    lines = [
+        "# Friction models x frictional-contact backends on landed box piles",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}; thread CPU time, h = {args.h:g} s, piles landed for "
+        f"{args.settle:g} s; {args.warmup} untimed then {args.steps} timed steps per pair "
+        "(medians). `kernel` = share of the step inside the backend's compiled solve; "
+        "`natural map` = largest Siconos/FCLIB natural-map residual (relative to ||q||) of "
+        "the timed steps; penetration and body speed after the last step. "
+        "Written by `python -m benchmarks.bench_friction`.",
+        "",
+        "| n | pair | contacts | step [ms] | collision | assembly | solve | kernel | "
+        "iterations | not optimal | natural map | penetration [mm] | speed [mm/s] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in df.iterrows():
+        if r["failed"]:
+            lines.append(
+                f"| {r['n']} | {r['pair']} | | failed at step {int(r['failed_step'])} "
+                "| | | | | | | | | |"
+            )
+            continue
+        lines.append(
+            f"| {r['n']} | {r['pair']} | {r['contacts']:.0f} | {r['step_ms']:.1f} | "
+            f"{r['collision_ms']:.1f} | {r['assembly_ms']:.1f} | {r['solve_ms']:.1f} | "
+            f"{r['kernel_share']:.0%} | {r['iterations']:.0f} | {r['not_optimal']:.0f} | "
+            f"{r['max_natural_map']:.1e} | {r['penetration_mm']:.2f} | "
+            f"{r['max_speed_mm_s']:.2f} |"
+        )
+    if not peers.empty:
+        lines += ["", "## Peers on the same landed poses", ""]
+        lines += ["| n | peer | contacts | step [ms] | per contact [us] |", "|---|---|---|---|---|"]
+        for _, r in peers.iterrows():
+            per = 1e3 * r["step_ms"] / max(r["contacts"], 1.0)
+            lines.append(
+                f"| {r['n']} | {r['peer']} | {r['contacts']:.0f} | {r['step_ms']:.2f} | {per:.1f} |"
+            )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--settle", type=float, default=2.0)
+    parser.add_argument("--h", type=float, default=5e-3)
+    parser.add_argument("--pairs", nargs="*", default=None, help="labels to run (default all)")
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=None,
+        help="folders of earlier runs whose friction.csv / friction_peers.csv to join",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        tables = [pd.read_csv(d / "friction.csv") for d in args.merge]
+        peer_files = [d / "friction_peers.csv" for d in args.merge]
+        peer_tables = [pd.read_csv(f) for f in peer_files if f.exists()]
+        df = pd.concat(tables, ignore_index=True)
+        peers = pd.concat(peer_tables, ignore_index=True) if peer_tables else pd.DataFrame()
+        df.to_csv(args.out / "friction.csv", index=False)
+        if not peers.empty:
+            peers.to_csv(args.out / "friction_peers.csv", index=False)
+        write_markdown(df, peers, args.out / "friction.md", args)
+        return
+    rows, peer_rows = [], []
+    for n in args.sizes:
+        scene, state = landed_pile(n, args.settle, args.h)
+        for label, model, solver, options, largest in PAIRS:
+            if n > largest or (args.pairs and label not in args.pairs):
+                continue
+            row = measure(scene, state, model, solver, options, args.steps, args.h, args.warmup)
+            rows.append({"n": n, "pair": label, **row})
+            print(n, label, {k: round(v, 4) for k, v in row.items()}, flush=True)
+        mj = mujoco_step(scene, state, args.h, args.steps)
+        if mj is not None:
+            peer_rows.append({"n": n, "peer": "mujoco (elliptic, Newton)", **mj})
+        if n <= 200:
+            with tempfile.TemporaryDirectory() as tmp:
+                files = export_steps(scene, state, args.h, Path(tmp), 3)
+                sic = siconos_times(files)
+                if sic and "time_s" in sic[0]:
+                    failed = sum(s["info"] != 0 for s in sic)
+                    peer_rows.append(
+                        {
+                            "n": n,
+                            "peer": f"siconos fc3d NSGS solve only (tol 1e-6; {failed} of "
+                            f"{len(sic)} FCLIB steps not converged, max error "
+                            f"{max(s['error'] for s in sic):.1e})",
+                            "step_ms": 1e3 * float(np.median([s["time_s"] for s in sic])),
+                            "contacts": float(sic[0]["contacts"]),
+                        }
+                    )
+                ours = [fclib_solve_ms(f) for f in files]
+                peer_rows.append(
+                    {
+                        "n": n,
+                        "peer": "contactlab nsgs solve only (tol 1e-6, same FCLIB steps, cold)",
+                        "step_ms": float(np.median(ours)),
+                        "contacts": float(scene_contacts(files[0])),
+                    }
+                )
+    df = pd.DataFrame(rows)
+    peers = pd.DataFrame(peer_rows)
+    df.to_csv(args.out / "friction.csv", index=False)
+    if not peers.empty:
+        peers.to_csv(args.out / "friction_peers.csv", index=False)
+    write_markdown(df, peers, args.out / "friction.md", args)
+
+
+def fclib_solve_ms(path: Path) -> float:
+    """Thread CPU time [ms] of nsgs on an FCLIB file from zero impulses (as Siconos starts)."""
+    from solvers import fclib, solve
+
+    problem = fclib.read(path).problem
+    t0 = time.thread_time()
+    solve(problem, "nsgs", tol=1e-6, max_iter=10000)
+    return 1e3 * (time.thread_time() - t0)
+
+
+def scene_contacts(path: Path) -> int:
+    """Number of contacts of an FCLIB file."""
+    from solvers import fclib
+
+    problem = fclib.read(path).problem
+    return int(problem.nc)
+
+
+if __name__ == "__main__":
+    main()

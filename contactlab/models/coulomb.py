@@ -1,0 +1,56 @@
+"""The exact Coulomb law as De Saxcé's nonlinear complementarity problem.
+
+Per contact ``i`` with impulse ``r_i = (lambda_N, lambda_T)`` and relative
+velocity ``u_i = (N_i v - c_i, T_i v)`` (``v = M^-1 (f + C^T z)``, see
+:mod:`contactlab.models.fc_route`):
+
+.. math::
+
+    K_{\\mu_i} \\ni r_i \\perp \\hat u_i \\in K_{\\mu_i}^*, \\qquad
+    \\hat u_i = (u_{N,i} + \\mu_i \\|u_{T,i}\\|,\\ u_{T,i}),
+
+which says: ``lambda_N >= 0`` complementary to ``u_N >= 0`` (no separation
+while sliding, unlike Anitescu--Hart's ``u_N = mu |u_T|``), friction inside
+the cone, and a sliding contact's friction opposite the slip at full
+magnitude ``mu lambda_N`` (maximal dissipation).  Joints (``G``) and limits
+(``L``) are scalar rows of the same problem.  It is not a convex program:
+the solver layer's ``nsgs`` and ``admm`` solve it natively, and ``pgs``
+through friction blocks (cones ``soc`` and ``box``).
+
+Options
+-------
+cone : ``"soc"`` (exact cone, default), ``"box"`` (``|lambda_T,k| <= mu lambda_N``)
+    or ``"pyramid"`` (``directions`` sides; nsgs and admm only).
+directions : pyramid sides (even, >= 4); ``None`` uses the scene's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contactlab.models.base import SolvingModel, register_model
+from contactlab.models.common import check_cone, check_directions
+from contactlab.models.fc_route import solve_as_fc
+from contactlab.problem import StepProblem, StepSolution
+from solvers.frictional import problem_kind
+
+
+@register_model("coulomb")
+class Coulomb(SolvingModel):
+    """Exact Coulomb friction (De Saxcé's NCP) on the local frictional-contact problem."""
+
+    forms = ("fc",)
+    defaults = {"cone": "soc", "directions": None}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        check_cone(options["cone"], ("soc", "box", "pyramid"))
+        check_directions(options["directions"])
+
+    @classmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        return [(problem_kind("coulomb", options["cone"]),)]
+
+    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        k = int(self.options["directions"] or problem.directions)
+        return solve_as_fc(self, problem, cache, "coulomb", self.options["cone"], k)
