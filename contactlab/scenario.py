@@ -59,6 +59,25 @@ def can_collide(scene: Scene) -> bool:
     return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
 
 
+def conserves_energy(scene: Scene) -> bool:
+    """Whether the scene's exact dynamics keep the total energy constant.
+
+    No contact geometry, joint limits, joint friction or joint damping (they
+    dissipate), no force elements and no prescribed motion (they do work).
+    Only then is an energy change a numerical error to rank methods by.
+    """
+    return not (
+        can_collide(scene)
+        or scene.forces
+        or scene.extras.get("joint_torque") is not None
+        or any(j.friction is not None or j.damping != 0.0 for j in scene.joints)
+        or any(
+            getattr(c, "unilateral", False) or getattr(c, "supplies_energy", False)
+            for c in scene.constraints
+        )
+    )
+
+
 @dataclass(frozen=True)
 class Setup:
     """A scene's default formulation, contact model and solver, with the reason."""

@@ -233,15 +233,17 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             try:
                 check_fits(spec)
             except (IncompatibleError, UnknownNameError) as err:
-                skipped.append(
-                    {
-                        "scenario": sc.name,
-                        "formulation": form,
-                        "model": model,
-                        "solver": solver,
-                        "reason": str(err),
-                    }
-                )
+                entry = {
+                    "scenario": sc.name,
+                    "formulation": form,
+                    "model": model,
+                    "solver": solver,
+                    "reason": str(err),
+                }
+                # one row per combination that does not fit, whatever the parameters,
+                # step sizes and seeds it was crossed with
+                if entry not in skipped:
+                    skipped.append(entry)
                 continue
             runs.append(spec)
     if not runs:

@@ -1,6 +1,6 @@
 """Symbolic derivation and compiled code for joints given by their transform ``Q(q)``.
 
-Seed 002 (Si & Guenter, eq. 9 and 12): the columns of the joint Jacobian
+Si & Guenter (Si & Guenter, eq. 9 and 12): the columns of the joint Jacobian
 are the body twists of ``Q`` per unit rate of each coordinate, and ``Sdot``
 is their derivative along ``qdot``.  With ``Q = [[R, p], [0, 1]]``,
 ``R_k = dR/dq_k`` and ``p_k = dp/dq_k``,
@@ -101,7 +101,7 @@ def _placeholders(
 def derive(
     Q: sp.Matrix, coordinates: Sequence[sp.Symbol], rates: Sequence[sp.Symbol], tag: str = "f"
 ) -> tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Matrix, sp.Matrix]:
-    """Symbolic ``S`` and ``Sdot`` (6, n) of the transform ``Q`` (seed 002, eq. 9 and 12).
+    """Symbolic ``S`` and ``Sdot`` (6, n) of the transform ``Q`` (Si & Guenter, eq. 9 and 12).
 
     A small ``Q`` (at most :data:`SIMPLIFY_MAX_OPS` operations) gets ``S``
     and ``Sdot`` as simplified expressions of the coordinates (a revolute

@@ -1,4 +1,4 @@
-"""Joints defined by their transform ``Q(q)`` (seed 002, Si & Guenter).
+"""Joints defined by their transform ``Q(q)`` (Si & Guenter, Si & Guenter).
 
 The user writes the joint's 4 x 4 transform as a sympy expression of its
 coordinates (or builds it from :mod:`contactlab.geometry.primitives` and

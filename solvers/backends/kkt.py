@@ -6,7 +6,7 @@
     \\begin{pmatrix} x \\\\ y \\end{pmatrix} =
     \\begin{pmatrix} -q \\\\ b \\end{pmatrix}
 
-(seed 000 §1.10; seed 001 §0.6).  With ``y`` as unknown the multipliers carry
+(Sueda's notes §1.10; ArtiSynth notes §0.6).  With ``y`` as unknown the multipliers carry
 the OSQP sign (``P x + q + A^T y = 0``).  The LU factorisation is cached and
 reused while ``P`` and ``A`` keep the same values, so a sequence of solves that
 only changes ``q`` and ``b`` factorises once.

@@ -1,7 +1,7 @@
-"""Joints generated from their transform Q(q) (seed 002) against the hand-written ones.
+"""Joints generated from their transform Q(q) (Si & Guenter) against the hand-written ones.
 
 The generated S and Sdot come from symbolic differentiation of Q; the
-hand-written joints from closed forms (seed 000 §2.4).  Both are exact, so
+hand-written joints from closed forms (Sueda's notes §2.4).  Both are exact, so
 they agree to rounding: 1e-12 on entries of order one.
 """
 
@@ -44,14 +44,14 @@ def _vec(a: np.ndarray) -> list[sp.Float]:
 
 
 def _spline_curve_factors(frames: np.ndarray, s: sp.Symbol) -> list[sp.Matrix]:
-    """Seed 003 Alg. 4 on the first segment, ``s in [0, 1)``, as a product of four factors."""
+    """REDMAX supplement Alg. 4 on the first segment, ``s in [0, 1)``, as a product of four factors."""
     twists = se3.log_se3(se3.inverse(np.roll(frames, 1, axis=0)) @ frames)
     weights = [sum(CUMULATIVE[i, j] * s**j for j in range(4)) for i in range(4)]
     return [sp.Matrix(frames[0])] + [screw(twists[m], weights[m]) for m in (1, 2, 3)]
 
 
 def _surface_factors(values: np.ndarray, q: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
-    """Seed 003 Alg. 5 on the first patch: translations then XYZ rotations by bicubic splines."""
+    """REDMAX supplement Alg. 5 on the first patch: translations then XYZ rotations by bicubic splines."""
     from contactlab.reduced.spline import BASIS
 
     C = values[:4, :4, :]
