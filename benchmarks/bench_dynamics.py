@@ -60,7 +60,6 @@ import time, sys
 t0 = time.perf_counter()
 from benchmarks.bench_reduced import chain
 from contactlab.reduced.model import Model
-from contactlab.reduced.pinocchio_ import to_pinocchio
 import numpy as np
 t1 = time.perf_counter()
 model = Model.from_scene(chain(20))
