@@ -63,9 +63,10 @@ def expression_key(
     factors: Sequence[sp.Matrix], coordinates: Sequence[sp.Symbol], parameters: Sequence[sp.Symbol]
 ) -> str:
     """SHA-256 (hex, 24 characters) of the factors, their symbols and the generator version."""
+    # the printed text, not srepr: symbol assumptions do not change the derivatives
     text = "|".join(
-        [CODEGEN_VERSION, *(sp.srepr(F) for F in factors)]
-        + [sp.srepr(tuple(coordinates)), sp.srepr(tuple(parameters))]
+        [CODEGEN_VERSION, *(str(F.tolist()) for F in factors)]
+        + [str(tuple(coordinates)), str(tuple(parameters))]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -279,9 +280,10 @@ def compiled_kernel(
     factors: Sequence[sp.Matrix],
     coordinates: Sequence[sp.Symbol],
     parameters: Sequence[sp.Symbol],
+    key: str | None = None,
 ) -> tuple[str, Callable[..., None], bool]:
     """``(key, evaluate, was_cached)`` for ``Q = prod(factors)``: from memory, disk or new."""
-    key = expression_key(factors, coordinates, parameters)
+    key = key or expression_key(factors, coordinates, parameters)
     if key in _LOADED:
         return key, _LOADED[key].evaluate, True
     path = cache_dir() / f"joint_{key}.py"
