@@ -1,8 +1,8 @@
 """Run every benchmark in turn (``python -m benchmarks`` or ``make bench``).
 
 ``python -m benchmarks NAME ...`` runs only the named ones (``solvers``, ``maximal``,
-``reduced``, ``dynamics``, ``forces``, ``collision``, ``contact``, ``bisp``). Each writes its tables to
-``results/benchmarks/``.
+``reduced``, ``reduced_advance``, ``dynamics``, ``forces``, ``collision``, ``contact``,
+``bisp``). Each writes its tables to ``results/benchmarks/``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,17 @@ import importlib
 import sys
 import time
 
-NAMES = ("solvers", "forces", "maximal", "reduced", "dynamics", "collision", "contact", "bisp")
+NAMES = (
+    "solvers",
+    "forces",
+    "maximal",
+    "reduced",
+    "reduced_advance",
+    "dynamics",
+    "collision",
+    "contact",
+    "bisp",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -281,12 +281,12 @@ def coverage(piles: dict[int, tuple[Any, State]], h: float, steps: int = 2) -> l
     wall time, is recorded as not run on the larger ones.  A pair that
     raises (a backend refusing a step's problem) is recorded with its error.
     """
-    from contactlab.models.base import _MODELS, model_names
+    from contactlab.models.base import model_class, model_names
 
     rows: list[dict[str, Any]] = []
     names = [m for m in COVERAGE_MODELS if m in model_names()]
     for model in names:
-        cls = _MODELS[model]
+        cls = model_class(model)
         solvers_ = cls.compatible_solvers(**dict(getattr(cls, "defaults", {})))
         for solver in solvers_:
             too_slow = False

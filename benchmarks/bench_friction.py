@@ -225,7 +225,7 @@ def siconos_times(files: list[Path]) -> list[dict[str, Any]] | None:
 
 def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> list[Path]:
     """Coulomb step problems of the landed pile as FCLIB files (stepped by nsgs)."""
-    from contactlab.models.compat import SolvingModel
+    from contactlab.models.base import SolvingModel
     from solvers import fclib
 
     sim = Simulator(scene, "maximal", "coulomb", "nsgs", dt=h, model_options=TOL)

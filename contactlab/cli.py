@@ -5,30 +5,33 @@ non-finite state, a singular system, a failed step) ends the command with
 one line on stderr naming the thing and the fix, exit code 2, and no results
 folder left behind.  Success exits with 0 and prints where the results are.
 
-More subcommands plug in through :func:`register_command`; the command line
-imports :mod:`contactlab.experiments.cli`, which registers ``compare``,
-``sweep``, ``plot``, ``render`` and ``studies``.
+More subcommands plug in through :mod:`contactlab.commands` (the built-in
+:mod:`contactlab.experiments.cli` registers ``compare``, ``sweep``, ``plot``,
+``render`` and ``studies``; other packages use the ``contactlab.commands``
+entry-point group).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime as _dt
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
+from contactlab.commands import (
+    COMMANDS,
+    add_assignment_options,
+    parse_assignments,
+    parse_option_value,
+    register_command,
+)
 from contactlab.errors import ConfigurationError, ContactlabError
-
-Handler = Callable[[argparse.Namespace], int]
-Setup = Callable[[argparse.ArgumentParser], None]
 
 #: Default root of scratch runs (ignored by git).
 SCRATCH = Path("results") / "scratch"
@@ -36,49 +39,6 @@ SCRATCH = Path("results") / "scratch"
 DEMO = Path("results") / "demo"
 #: Scenarios run by `contactlab demo`, with their simulated duration [s].
 DEMO_RUNS: tuple[tuple[str, float], ...] = (("pendulum", 2.0), ("chain", 2.0))
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subcommand: help text, argument set-up and handler returning the exit code."""
-
-    name: str
-    help: str
-    setup: Setup
-    handler: Handler
-
-
-_COMMANDS: dict[str, Command] = {}
-
-
-def register_command(name: str, help: str, setup: Setup, handler: Handler) -> None:
-    """Add (or replace) the subcommand ``name``."""
-    _COMMANDS[name] = Command(name, help, setup, handler)
-
-
-# -- argument parsing helpers ---------------------------------------------------
-
-
-def parse_assignments(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
-    """``["k=v", ...]`` to ``{"k": "v"}``; values stay strings (typed by their consumer)."""
-    out: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigurationError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def parse_option_value(text: str) -> Any:
-    """A model option's value: Python literal (number, bool, tuple, string), else the text."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
 
 
 def _slug(text: str) -> str:
@@ -132,15 +92,23 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for p in row["parameters"]:
             doc = f"  {p['doc']}" if p["doc"] else ""
             print(f"      {p['name']} = {p['default']!r} ({p['type']}){doc}")
-    for section, title in (("formulations", "Formulations"), ("models", "Contact models")):
+    for section, title in (
+        ("formulations", "Formulations"),
+        ("models", "Contact models"),
+        ("constraints", "Constraint kinds (maximal)"),
+        ("joints", "Joint kinds (reduced)"),
+    ):
         print(f"\n{title}:")
         for row in cat[section]:
             forms = f" [{', '.join(row['forms'])}]" if row.get("forms") else ""
-            print(f"  {row['name']:<22}{forms} {row['description']}")
+            origin = row.get("origin", "contactlab")
+            plugin = f" (from {origin})" if origin != "contactlab" else ""
+            print(f"  {row['name']:<22}{forms} {row['description']}{plugin}")
     print("\nSolvers:")
     for row in cat["solvers"]:
+        plugin = f" (from {row['origin']})" if row.get("origin", "solvers") != "solvers" else ""
         if row["available"]:
-            print(f"  {row['name']:<22} available    {row['description']}")
+            print(f"  {row['name']:<22} available    {row['description']}{plugin}")
         else:
             extra = f" (pip install 'contactlab[{row['extra']}]')" if row["extra"] else ""
             print(f"  {row['name']:<22} unavailable  {row['reason']}{extra}")
@@ -173,26 +141,6 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     span.add_argument("--steps", type=int, default=None, help="number of steps")
     span.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     add_assignment_options(p)
-
-
-def add_assignment_options(p: argparse.ArgumentParser) -> None:
-    """``--set KEY=VALUE`` (scenario parameters) and ``--model-option KEY=VALUE``."""
-    p.add_argument(
-        "--set",
-        dest="params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario parameter (repeatable)",
-    )
-    p.add_argument(
-        "--model-option",
-        dest="model_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="contact-model option, e.g. directions=8 (repeatable)",
-    )
 
 
 def _setup_run(p: argparse.ArgumentParser) -> None:
@@ -233,7 +181,7 @@ def run_to_folder(
     before the first step, and the folder is written atomically after the last.
     """
     from contactlab.results import check_target, check_writable, write_run
-    from contactlab.simulator import build_simulator
+    from contactlab.runspec import build_simulator
 
     sim = build_simulator(
         scenario,
@@ -328,15 +276,32 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_warmup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def _cmd_warmup(args: argparse.Namespace) -> int:
+    from contactlab.warmup import warmup
+    from solvers.jit import cache_dir
+
+    report = (lambda line: None) if args.quiet else print
+    report(f"compiling kernels into {cache_dir()} (once per machine)")
+    missing = warmup(report)
+    if missing:
+        print(
+            f"contactlab: warning: {len(missing)} kernels were not compiled by the warm-up: "
+            f"{', '.join(missing)}; they compile at their first use",
+            file=sys.stderr,
+        )
+    return 0
+
+
 register_command("list", "list scenarios, formulations, models and solvers", _setup_list, _cmd_list)
+register_command(
+    "warmup", "compile every numba kernel ahead into the user cache", _setup_warmup, _cmd_warmup
+)
 register_command("run", "run a scenario and write a results folder", _setup_run, _cmd_run)
 register_command("demo", "run the demo scenarios into results/demo", _setup_demo, _cmd_demo)
-
-
-def _load_plugins() -> None:
-    import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
-    import contactlab.experiments.fclib_cli  # noqa: F401  (registers fclib)
-    import contactlab.optimize.cli  # noqa: F401  (registers optimize)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -348,13 +313,12 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    _load_plugins()
     parser = _Parser(
         prog="contactlab",
         description="Rigid-body dynamics with joints, contact and friction.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for cmd in _COMMANDS.values():
+    for cmd in COMMANDS.items().values():
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
         cmd.setup(p)
         p.set_defaults(handler=cmd.handler)
@@ -377,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _user_error_types() as err:
         print(f"contactlab: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("contactlab: interrupted; no results folder was written", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        # commands that keep finished work say so in the interrupt's message
+        message = _one_line(err) if str(err) else "interrupted; no results folder was written"
+        print(f"contactlab: {message}", file=sys.stderr)
         return 130

@@ -12,7 +12,7 @@ in every summary (:func:`contactlab.results.git_commit`).
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
@@ -23,7 +23,7 @@ SOURCE_PACKAGES = ("contactlab", "solvers", "scenarios")
 
 def package_roots(names: tuple[str, ...] = SOURCE_PACKAGES) -> tuple[Path, ...]:
     """The folders of the installed packages ``names`` (those that are importable)."""
-    roots = []
+    roots: list[Path] = []
     for name in names:
         spec = find_spec(name)
         if spec is not None and spec.submodule_search_locations:
@@ -42,7 +42,7 @@ def source_hash(roots: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(roots: tuple[Path, ...]) -> str:
     try:
         package = version("contactlab")

@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.errors import UnknownNameError
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.errors import IncompatibleError, UnknownNameError
+from contactlab.problem import CAPABILITIES, StepProblem, StepSolution
 from contactlab.scene import Scene, State
+from solvers.plugins import Registry
 
 Array = NDArray[np.float64]
 
@@ -74,7 +75,20 @@ class Formulation(ABC):
         """
 
 
-_FORMULATIONS: dict[str, type[Formulation]] = {}
+def _is_formulation(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Formulation)
+
+
+#: Formulations: built-in ``maximal`` and ``reduced``, and entry points in the
+#: ``contactlab.formulations`` group (value: a Formulation subclass, or a module
+#: whose import registers its formulations with :func:`register_formulation`).
+FORMULATIONS: Registry[type[Formulation]] = Registry(
+    "formulation",
+    "contactlab.formulations",
+    builtin=("contactlab.maximal", "contactlab.reduced"),
+    accept=_is_formulation,
+    unknown=lambda name, known: UnknownNameError("formulation", name, known),
+)
 
 
 def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formulation]]:
@@ -82,45 +96,42 @@ def register_formulation(name: str) -> Callable[[type[Formulation]], type[Formul
 
     def wrap(cls: type[Formulation]) -> type[Formulation]:
         cls.name = name
-        _FORMULATIONS[name] = cls
-        return cls
+        return FORMULATIONS.register(name, cls)
 
     return wrap
 
 
-def _load_builtin() -> None:
-    # Importing the built-in formulation packages registers them.
-    import importlib
-
-    for module in ("contactlab.maximal", "contactlab.reduced"):
-        try:
-            importlib.import_module(module)
-        except ImportError as err:  # pragma: no cover - only while a package is absent
-            if err.name != module:
-                raise
-
-
 def formulation_names() -> list[str]:
     """Names of the registered formulations."""
-    _load_builtin()
-    return sorted(_FORMULATIONS)
+    return sorted(FORMULATIONS.names())
+
+
+def formulation_class(name: str) -> type[Formulation]:
+    """The formulation class registered as ``name``."""
+    return FORMULATIONS.get(name)
 
 
 def formulations_providing(needs: Iterable[str]) -> list[str]:
     """Names of the registered formulations that provide every capability of ``needs``."""
-    _load_builtin()
     want = set(needs)
-    return sorted(n for n, cls in _FORMULATIONS.items() if want <= set(cls.provides))
-
-
-def formulation_class(name: str) -> type[Formulation]:
-    """The registered formulation class ``name``."""
-    _load_builtin()
-    if name not in _FORMULATIONS:
-        raise UnknownNameError("formulation", name, list(_FORMULATIONS))
-    return _FORMULATIONS[name]
+    return sorted(n for n, cls in FORMULATIONS.items().items() if want <= set(cls.provides))
 
 
 def make_formulation(name: str, scene: Scene) -> Formulation:
     """Build the formulation ``name`` for ``scene``."""
-    return formulation_class(name)(scene)
+    return FORMULATIONS.get(name)(scene)
+
+
+def check_pairing(
+    formulation: str, provides: Iterable[str], model: str, needs: Iterable[str]
+) -> None:
+    """Raise :class:`IncompatibleError` if ``formulation`` lacks something ``model`` needs."""
+    have = set(provides)
+    missing = [n for n in needs if n not in have]
+    if missing:
+        fits = " or ".join(f"--formulation {f}" for f in formulations_providing(needs))
+        what = "; ".join(CAPABILITIES.get(m, m) for m in missing)
+        raise IncompatibleError(
+            f"model {model!r} needs {what}, which formulation {formulation!r} does not provide; "
+            f"run it with {fits or 'a formulation that provides it'}"
+        )

@@ -18,7 +18,7 @@ with the normal impulses ``lambda_N >= 0`` complementary to ``N v+ - c``, the
 friction impulses on the tangent rows ``T`` bounded by the friction model, and
 ``L`` other unilateral rows (joint limits) with ``lambda_L >= 0``.  All
 impulses are [N s] (generalized).  Signs: impulses push along +row, so contact
-impulses are non-negative (seed 000 eqs. 1.79–1.88; the seed's eq. 1.84 is
+impulses are non-negative (Sueda's notes eqs. 1.79–1.88; the seed's eq. 1.84 is
 written with the opposite sign of ``N^T alpha``, a transcription slip).
 
 Beyond these matrices a formulation may fill typed fields that some models
@@ -27,13 +27,13 @@ need: the contact geometry behind ``N`` and ``T`` with stable contact ids
 maps of a staggered joint-friction model (:class:`JointFrictionMaps`).  A
 formulation lists the capabilities it provides in ``provides``, a model those
 it needs in ``needs`` (names from :data:`CAPABILITIES`);
-:func:`check_pairing` refuses a pairing that lacks one when the simulator is
+:func:`contactlab.formulation.check_pairing` refuses a pairing that lacks one when the simulator is
 built, naming both (``docs/step-problem.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
@@ -57,7 +57,7 @@ CAPABILITIES: dict[str, str] = {
     "joint_contacts": "joint-contact rows with their friction groups and the joint-reaction map "
     "of a staggered joint-friction model (StepProblem.joint_friction)",
     "reactions_by_traversal": "joint reactions recovered from the velocities by one backward "
-    "traversal of the tree (seed 000, eq. 2.112-2.113; reduced coordinates)",
+    "traversal of the tree (Sueda's notes, eq. 2.112-2.113; reduced coordinates)",
     "reactions_by_multipliers": "joint reactions read from the joints' own bilateral "
     "multipliers (maximal coordinates)",
 }
@@ -68,7 +68,7 @@ ReactionMap = Callable[[Array, Array, Array, Array, Array], Array]
 
 @dataclass(frozen=True, eq=False)
 class JointFrictionMaps:
-    """What a staggered joint-friction model needs from the formulation (seed 000, §2.11).
+    """What a staggered joint-friction model needs from the formulation (Sueda's notes, §2.11).
 
     Attributes
     ----------
@@ -95,23 +95,6 @@ class JointFrictionMaps:
     N_contact: sp.csr_matrix
     reactions: ReactionMap
     method: str
-
-
-def check_pairing(
-    formulation: str, provides: Iterable[str], model: str, needs: Iterable[str]
-) -> None:
-    """Raise :class:`IncompatibleError` if ``formulation`` lacks something ``model`` needs."""
-    have = set(provides)
-    missing = [n for n in needs if n not in have]
-    if missing:
-        from contactlab.formulation import formulations_providing
-
-        fits = " or ".join(f"--formulation {f}" for f in formulations_providing(needs))
-        what = "; ".join(CAPABILITIES.get(m, m) for m in missing)
-        raise IncompatibleError(
-            f"model {model!r} needs {what}, which formulation {formulation!r} does not provide; "
-            f"run it with {fits or 'a formulation that provides it'}"
-        )
 
 
 def _empty_rows(n: int) -> sp.csr_matrix:

@@ -1,4 +1,9 @@
-"""One catalogue of everything selectable by name: scenarios, formulations, models, solvers.
+"""One catalogue of everything selectable by name: scenarios, formulations, models,
+constraint and joint kinds, solvers.
+
+Every section reads one :class:`solvers.plugins.Registry` (built-ins plus the
+entry points of its group), so a third-party plug-in is listed like a
+built-in one, with the entry point it came from under ``origin``.
 
 Used by ``contactlab list`` (text and ``--json``) and by anything that needs
 to enumerate the choices.  Each section is gathered independently: a section
@@ -43,6 +48,10 @@ def scenarios() -> list[dict[str, Any]]:
     return rows
 
 
+def _origin(registry: Any, name: str) -> str:
+    return registry.origin(name) or "contactlab"
+
+
 def _default_setup(spec: Any) -> dict[str, str] | None:
     """The scenario's default formulation, model and solver (``None`` if it cannot be built)."""
     try:
@@ -53,25 +62,58 @@ def _default_setup(spec: Any) -> dict[str, str] | None:
 
 def formulations() -> list[dict[str, Any]]:
     """Registered formulations."""
-    from contactlab.formulation import _FORMULATIONS, formulation_names
+    from contactlab.formulation import FORMULATIONS, formulation_names
 
     return [
-        {"name": name, "description": _first_line(_FORMULATIONS[name])}
+        {
+            "name": name,
+            "description": _first_line(FORMULATIONS.get(name)),
+            "origin": _origin(FORMULATIONS, name),
+        }
         for name in formulation_names()
     ]
 
 
 def models() -> list[dict[str, Any]]:
     """Registered contact models with the problem forms they pose."""
-    from contactlab.models.base import _MODELS, model_names
+    from contactlab.models.base import MODELS, model_names
 
     return [
         {
             "name": name,
-            "forms": list(_MODELS[name].forms),
-            "description": _first_line(_MODELS[name]),
+            "forms": list(MODELS.get(name).forms),
+            "description": _first_line(MODELS.get(name)),
+            "origin": _origin(MODELS, name),
         }
         for name in model_names()
+    ]
+
+
+def constraints() -> list[dict[str, Any]]:
+    """Constraint kinds of the maximal formulation (joint kinds among them)."""
+    from contactlab.maximal.constraints import CONSTRAINTS, constraint_kinds
+
+    return [
+        {
+            "name": name,
+            "description": _first_line(CONSTRAINTS.get(name)),
+            "origin": _origin(CONSTRAINTS, name),
+        }
+        for name in constraint_kinds()
+    ]
+
+
+def joints() -> list[dict[str, Any]]:
+    """Joint kinds of the reduced formulation."""
+    from contactlab.reduced.registry import JOINTS, joint_kinds
+
+    return [
+        {
+            "name": name,
+            "description": _first_line(JOINTS.get(name)),
+            "origin": _origin(JOINTS, name),
+        }
+        for name in joint_kinds()
     ]
 
 
@@ -87,6 +129,7 @@ def solvers() -> list[dict[str, Any]]:
             "extra": row.get("extra"),
             "forms": list(row.get("forms") or ()),
             "description": row.get("description", ""),
+            "origin": row.get("origin") or "solvers",
         }
         for row in layer.backend_table()
     ]
@@ -101,6 +144,8 @@ SECTIONS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "scenarios": scenarios,
     "formulations": formulations,
     "models": models,
+    "constraints": constraints,
+    "joints": joints,
     "solvers": solvers,
 }
 

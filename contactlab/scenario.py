@@ -12,10 +12,10 @@ parameters, settable from the command line with ``--set KEY=VALUE``::
         ...
 
 The decorator returns a :class:`Scenario` object; no global state is kept.
-A package exposes a mapping ``name -> Scenario`` through the entry-point group
-``contactlab.scenarios`` (the built-in ``scenarios`` package declares
-``builtin = "scenarios:SCENARIOS"`` in ``pyproject.toml``), and
-:func:`load_scenarios` gathers every such mapping.
+A package exposes a mapping ``name -> Scenario`` (or one Scenario) through the
+entry-point group ``contactlab.scenarios`` (the built-in ``scenarios`` package
+declares ``builtin = "scenarios:SCENARIOS"`` in ``pyproject.toml``), and
+:func:`load_scenarios` gathers every such mapping (:data:`SCENARIOS`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
-from contactlab.errors import ConfigurationError, ParameterError, UnknownNameError
+from contactlab.errors import (
+    ConfigurationError,
+    ContactlabError,
+    ParameterError,
+    UnknownNameError,
+)
 from contactlab.scene import Scene
+from solvers.plugins import Registry
 
 ENTRY_POINT_GROUP = "contactlab.scenarios"
 
@@ -52,6 +57,25 @@ def can_collide(scene: Scene) -> bool:
     if scene.extras.get("collision", True) is False:
         return False
     return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
+
+
+def conserves_energy(scene: Scene) -> bool:
+    """Whether the scene's exact dynamics keep the total energy constant.
+
+    No contact geometry, joint limits, joint friction or joint damping (they
+    dissipate), no force elements and no prescribed motion (they do work).
+    Only then is an energy change a numerical error to rank methods by.
+    """
+    return not (
+        can_collide(scene)
+        or scene.forces
+        or scene.extras.get("joint_torque") is not None
+        or any(j.friction is not None or j.damping != 0.0 for j in scene.joints)
+        or any(
+            getattr(c, "unilateral", False) or getattr(c, "supplies_energy", False)
+            for c in scene.constraints
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -206,7 +230,17 @@ class Scenario:
     def build(self, **overrides: Any) -> Scene:
         """Build the scene with parameters ``overrides`` (defaults for the rest)."""
         values = self.resolve(overrides)
-        scene = self.builder(**values)
+        try:
+            scene = self.builder(**values)
+        except ContactlabError:
+            raise
+        except (ValueError, OverflowError, ArithmeticError, TypeError) as err:
+            given = ", ".join(f"{k}={overrides[k]!r}" for k in overrides) or "the defaults"
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise ParameterError(
+                f"scenario {self.name!r} cannot be built with {given}: {reason}; choose values "
+                "in range (see `contactlab list`)"
+            ) from err
         if not isinstance(scene, Scene):
             raise ConfigurationError(
                 f"scenario {self.name!r} returned {type(scene).__name__}, not a Scene"
@@ -246,21 +280,20 @@ def _param_doc(doc: str, name: str) -> str:
     return ""
 
 
+#: Scenarios: entry points in the ``contactlab.scenarios`` group (the built-in
+#: ``scenarios`` package declares ``builtin = "scenarios:SCENARIOS"``); a value is a
+#: mapping ``name -> Scenario``, one :class:`Scenario`, or a sequence of them.
+SCENARIOS: Registry[Scenario] = Registry(
+    "scenario",
+    ENTRY_POINT_GROUP,
+    accept=lambda value: isinstance(value, Scenario),
+    unknown=lambda name, known: UnknownNameError("scenario", name, known),
+)
+
+
 def load_scenarios() -> dict[str, Scenario]:
     """Every scenario registered in the ``contactlab.scenarios`` entry-point group."""
-    found: dict[str, Scenario] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        mapping = ep.load()
-        if callable(mapping) and not isinstance(mapping, Mapping):
-            mapping = mapping()
-        for key, value in dict(mapping).items():
-            if not isinstance(value, Scenario):
-                raise ConfigurationError(
-                    f"entry point {ep.name!r} in group {ENTRY_POINT_GROUP!r} maps {key!r} to "
-                    f"{type(value).__name__}, not a Scenario"
-                )
-            found[key] = value
-    return found
+    return SCENARIOS.items()
 
 
 def get_scenario(name: str) -> Scenario:

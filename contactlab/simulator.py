@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+import solvers
 from contactlab import metrics as M
 from contactlab.contact import identity
 from contactlab.divergence import DivergenceGuard, scene_bounds
@@ -38,10 +38,16 @@ from contactlab.errors import (
     StepFailure,
     UnknownNameError,
 )
-from contactlab.formulation import Formulation, formulation_class, make_formulation
+from contactlab.formulation import (
+    Formulation,
+    check_pairing,
+    formulation_class,
+    make_formulation,
+)
 from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution, check_pairing
+from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
+from solvers.errors import SolverError
 
 Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
@@ -121,18 +127,9 @@ def _collision_function(scene: Scene) -> Collide | None:
 
     if not can_collide(scene):
         return None
-    try:
-        from contactlab.collision import collide
-    except ImportError as err:
-        if err.name not in ("contactlab.collision",):
-            raise
-        warnings.warn(
-            f"scene {scene.name!r} has collision shapes but contactlab.collision is not "
-            "installed; the run proceeds without contacts",
-            stacklevel=3,
-        )
-        return None
-    return collide  # type: ignore[no-any-return]
+    from contactlab.collision import collide
+
+    return collide
 
 
 def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
@@ -166,15 +163,7 @@ def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> An
 
 
 def check_solver(name: str) -> None:
-    """Raise a clear error if ``name`` is not a usable backend of the solver layer.
-
-    Does nothing when the solver layer itself cannot be imported (models that
-    solve without it still run).
-    """
-    try:
-        import solvers
-    except ImportError:
-        return
+    """Raise a clear error if ``name`` is not a usable backend of the solver layer."""
     try:
         solvers.get_backend(name)
     except solvers.SolverNotFound as err:
@@ -185,14 +174,6 @@ def check_solver(name: str) -> None:
             f"solver {name!r} is unavailable: {err.reason}; available solvers: "
             f"{', '.join(solvers.available_backends()) or 'none'}"
         ) from err
-
-
-def _solver_error_types() -> tuple[type[BaseException], ...]:
-    try:
-        from solvers.errors import SolverError
-    except ImportError:
-        return ()
-    return (SolverError,)
 
 
 class Simulator:
@@ -291,10 +272,20 @@ class Simulator:
 
     def _failure(self, index: int, t: float, what: str) -> StepFailure:
         form, model, solver = self.names
+        structural = ("singular", "rank", "redundant", "contradictory", "dependent")
+        if any(word in what for word in structural):
+            # a property of the scene's constraints, not of the step size
+            hint = (
+                "the scene's constraint rows are redundant or contradictory (a joint or "
+                "loop closure given twice?); remove the duplicate (a smaller --dt does not help)"
+            )
+        else:
+            hint = (
+                "try a smaller --dt, another --solver, or model options such as a looser tolerance"
+            )
         return StepFailure(
             f"step {index} (t = {t:.6g} s) failed: {what} (formulation {form!r}, model "
-            f"{model!r}, solver {solver!r}); try a smaller --dt, another --solver, or "
-            "model options such as a looser tolerance"
+            f"{model!r}, solver {solver!r}); {hint}"
         )
 
     def step(self, state: State, index: int = 0) -> tuple[State, StepRecord]:
@@ -322,11 +313,20 @@ class Simulator:
         cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
-        except _solver_error_types() as err:
+        except SolverError as err:
             raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
         solved = time.perf_counter()
         if solution.status not in M.USABLE_STATUSES:
-            raise self._failure(index, state.t, f"solver status {solution.status!r}")
+            said = next(
+                (
+                    str(getattr(r, "message", ""))
+                    for r in solution.results
+                    if getattr(r, "status", "optimal") not in M.USABLE_STATUSES
+                ),
+                "",
+            )
+            detail = f" ({' '.join(said.split())})" if said else ""
+            raise self._failure(index, state.t, f"solver status {solution.status!r}{detail}")
         if not np.all(np.isfinite(solution.v)):
             raise self._failure(
                 index, state.t, f"non-finite velocities (status {solution.status!r})"
@@ -554,83 +554,3 @@ class _Recorder:
         if self.qdot is not None:
             out["qdot"] = self.qdot[:k].copy()
         return out
-
-
-def simulate(
-    scenario: str,
-    parameters: Mapping[str, Any] | None = None,
-    *,
-    formulation: str | None = None,
-    model: str | None = None,
-    solver: str | None = None,
-    dt: float | None = None,
-    steps: int | None = None,
-    duration: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    progress: bool | Callable[[int, int], None] | None = None,
-    divergence_guard: bool = True,
-) -> Run:
-    """Build the registered scenario ``scenario`` with ``parameters`` and run it.
-
-    A formulation, model or solver left ``None`` is chosen from what the scene
-    contains (see :func:`contactlab.scenario.default_setup`).
-
-    Raises
-    ------
-    UnknownNameError, ParameterError, IncompatibleError
-        For an unknown scenario or parameter, a wrongly typed value, or a
-        formulation the scenario does not support.
-    """
-    sim = build_simulator(
-        scenario,
-        parameters,
-        formulation=formulation,
-        model=model,
-        solver=solver,
-        dt=dt,
-        model_options=model_options,
-        divergence_guard=divergence_guard,
-    )
-    return sim.run(steps=steps, duration=duration, progress=progress)
-
-
-def build_simulator(
-    scenario: str,
-    parameters: Mapping[str, Any] | None = None,
-    *,
-    formulation: str | None = None,
-    model: str | None = None,
-    solver: str | None = None,
-    dt: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    divergence_guard: bool = True,
-) -> Simulator:
-    """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
-    from contactlab import scenario as scenario_registry
-
-    spec = scenario_registry.get_scenario(scenario)
-    if formulation is not None and formulation not in spec.formulations:
-        from contactlab.formulation import formulation_names
-
-        if formulation not in formulation_names():
-            raise UnknownNameError("formulation", formulation, formulation_names())
-        raise IncompatibleError(
-            f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
-            f"not {formulation!r}; choose one with --formulation"
-        )
-    values = dict(parameters or {})
-    if dt is not None and "dt" in spec.parameters and "dt" not in values:
-        # a scene whose step size is a parameter (its set-up may depend on it) is
-        # built with the step size used, so that its recorded parameters are true
-        values["dt"] = dt
-    scene = spec.build(**values)
-    return Simulator(
-        scene,
-        formulation,
-        model,
-        solver,
-        dt=dt,
-        model_options=model_options,
-        divergence_guard=divergence_guard,
-        formulations=spec.formulations,
-    )

@@ -126,7 +126,7 @@ def solve(
         from solvers.fc_dispatch import solve_frictional
 
         opts = SolveOptions(tol, max_iter, x0, None, time_limit, dict(backend_settings))
-        return solve_frictional(problem, be, opts)
+        return solve_frictional(problem, be, opts, solve=solve, call=_call)
     if not isinstance(problem, (QP, LCP)):
         raise ProblemError(
             "problem",

@@ -29,6 +29,7 @@ of :func:`solvers.frictional.fc_residuals` (its ``measures``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -119,11 +120,18 @@ def to_lcp(problem: FrictionalContact) -> LCP:
 
 
 def solve_frictional(
-    problem: FrictionalContact | GlobalFrictionalContact, be: Backend, opts: SolveOptions
+    problem: FrictionalContact | GlobalFrictionalContact,
+    be: Backend,
+    opts: SolveOptions,
+    *,
+    solve: Callable[..., SolverResult],
+    call: Callable[[Callable[[], RawSolution], int], RawSolution],
 ) -> SolverResult:
-    """Route ``problem`` to backend ``be`` (see the module docstring)."""
-    from solvers import dispatch
+    """Route ``problem`` to backend ``be`` (see the module docstring).
 
+    ``solve`` solves a converted QP or LCP and ``call`` runs the backend, both
+    passed in by :func:`solvers.solve` (which imports this module).
+    """
     convs: list[str] = []
     t0 = time.perf_counter()
     if isinstance(problem, GlobalFrictionalContact):
@@ -138,13 +146,13 @@ def solve_frictional(
     t_conv = time.perf_counter() - t0
     if not answer.conversions:
         be.check_fc(problem)  # type: ignore[attr-defined]
-        raw = dispatch._call(lambda: be.solve_fc(problem, opts), problem.n)  # type: ignore[attr-defined]
+        raw = call(lambda: be.solve_fc(problem, opts), problem.n)  # type: ignore[attr-defined]
     else:
         how = answer.conversions[0]
         convs.append(how)
         sub: QP | LCP = to_lcp(problem) if how == FC_COULOMB_TO_LCP else to_qp(problem)
         t_conv = time.perf_counter() - t0
-        res = dispatch.solve(
+        res = solve(
             sub,
             be.name,
             tol=opts.tol,

@@ -1,65 +1,48 @@
-"""Backend registry: discovery through the ``solvers.backends`` entry-point group.
+"""Backend registry: a :class:`~solvers.plugins.Registry` over the ``solvers.backends`` group.
 
 The built-in backends are listed in :data:`solvers.backends.BACKENDS`, which
 ``pyproject.toml`` registers under the group; a third-party package adds its
-own by declaring an entry point in the same group whose value is a sequence
-of :class:`~solvers.backends.base.Backend` subclasses.
+own by declaring an entry point in the same group whose value is a
+:class:`~solvers.backends.base.Backend` subclass or a sequence of them.
 """
 
 from __future__ import annotations
 
-import warnings
-from importlib.metadata import entry_points
 from typing import Any
 
 from solvers.backends.base import Backend
 from solvers.errors import SolverNotFound
+from solvers.plugins import Registry
 
 ENTRY_POINT_GROUP = "solvers.backends"
 
 #: Names that stand for a default member of a family.
 ALIASES = {"cvxpy": "cvxpy:clarabel"}
 
-_classes: dict[str, type[Backend]] | None = None
+
+def _is_backend(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Backend) and bool(cls.name)
+
+
+BACKENDS: Registry[type[Backend]] = Registry(
+    "solver backend",
+    ENTRY_POINT_GROUP,
+    builtin=("solvers.backends:BACKENDS",),
+    accept=_is_backend,
+    unknown=lambda name, known: SolverNotFound(name, available_backends()),
+)
+
 _instances: dict[str, Backend] = {}
 
 
-def _register(table: dict[str, type[Backend]], classes: Any, origin: str) -> None:
-    for cls in classes:
-        if not (isinstance(cls, type) and issubclass(cls, Backend) and cls.name):
-            warnings.warn(
-                f"{origin}: {cls!r} is not a named Backend subclass; ignored", stacklevel=3
-            )
-            continue
-        if cls.name in table and table[cls.name] is not cls:
-            warnings.warn(
-                f"{origin}: backend name {cls.name!r} is already registered; "
-                "the first registration is kept",
-                stacklevel=3,
-            )
-            continue
-        table[cls.name] = cls
+def register_backend(cls: type[Backend]) -> type[Backend]:
+    """Register a backend class under its ``name`` (also usable as a class decorator)."""
+    return BACKENDS.register(cls.name, cls, f"register_backend({cls.__name__})")
 
 
 def registered() -> dict[str, type[Backend]]:
     """Every known backend class by name (built-ins first, then entry points)."""
-    global _classes
-    if _classes is None:
-        from solvers.backends import BACKENDS
-
-        table: dict[str, type[Backend]] = {}
-        _register(table, BACKENDS, "solvers.backends")
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                classes = ep.load()
-            except Exception as err:  # a broken plug-in must not break the layer
-                warnings.warn(
-                    f"entry point {ep.name!r} ({ep.value}) failed to load: {err}", stacklevel=2
-                )
-                continue
-            _register(table, classes, f"entry point {ep.name!r}")
-        _classes = table
-    return _classes
+    return BACKENDS.items()
 
 
 def _dynamic(name: str) -> type[Backend] | None:
@@ -93,6 +76,7 @@ def backend_table() -> list[dict[str, Any]]:
                 "tolerance": cls.tolerance,
                 "default_tol": cls.default_tol,
                 "description": cls.description,
+                "origin": BACKENDS.origin(name),
             }
         )
     return rows
@@ -107,7 +91,7 @@ def backend_class(name: str) -> type[Backend]:
         If the name is unknown; the message lists the installed backends.
     """
     key = ALIASES.get(name, name)
-    cls = registered().get(key) or _dynamic(key)
+    cls = BACKENDS.items().get(key) or _dynamic(key)
     if cls is None:
         raise SolverNotFound(name, available_backends())
     return cls

@@ -1,6 +1,6 @@
 """Subcommands ``compare``, ``sweep``, ``plot`` and ``render`` of the ``contactlab`` command.
 
-They are registered with :func:`contactlab.cli.register_command` when the
+They are registered with :func:`contactlab.commands.register_command` when the
 command line loads this module.  ``plot`` replaces the run-only version: it
 takes a run, comparison or sweep folder (runs are drawn by
 :func:`contactlab.results.plot_run` as before).
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from contactlab.cli import (
+from contactlab.commands import (
     add_assignment_options,
     parse_assignments,
     parse_option_value,

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.wireframe import SceneWireframe, scene_wireframe
+from contactlab.experiments.wireframe import SceneWireframe, contact_points, scene_wireframe
 from contactlab.results import RunData, atomic_file, check_writable
 from contactlab.scene import Scene
 
@@ -73,15 +73,6 @@ def frame_indices(t: Array, fps: float, max_frames: int) -> NDArray[np.int64]:
         np.abs(t[left] - targets) <= np.abs(t[np.minimum(right, t.size - 1)] - targets), left, right
     )
     return np.unique(np.clip(nearest, 0, t.size - 1))
-
-
-def contact_points(scene: Scene, position: Array, rotation: Array) -> tuple[Array, Array]:
-    from contactlab.collision import collide
-
-    E = np.zeros((len(position), 4, 4))
-    E[:, :3, :3], E[:, :3, 3], E[:, 3, 3] = rotation, position, 1.0
-    found = collide(scene, E)
-    return np.asarray(found.point), np.asarray(found.normal)
 
 
 def _limits(

@@ -1,4 +1,4 @@
-"""Execute one :class:`~contactlab.experiments.spec.RunSpec` into a results folder.
+"""Execute one :class:`~contactlab.runspec.RunSpec` into a results folder.
 
 This is the code path of ``contactlab run``: the scene is built from the
 registered scenario, stepped by :class:`contactlab.simulator.Simulator` and
@@ -28,12 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from contactlab.errors import (
-    ConfigurationError,
     ContactlabError,
-    IncompatibleError,
-    UnknownNameError,
 )
-from contactlab.experiments.spec import RunSpec
+from contactlab.runspec import RunSpec, check_fits
+from solvers.errors import SolverError
 
 SUMMARY = "summary.json"
 #: steps of the discarded warm-up run that precedes every run, so that one-time
@@ -43,12 +41,7 @@ WARMUP_STEPS = 2
 SUCCESS_STATUSES = frozenset({"optimal"})
 
 #: errors a run reports as its outcome instead of aborting the experiment
-try:  # the solver layer is optional for the framework's import graph
-    from solvers.errors import SolverError as _SolverError
-
-    RUN_ERRORS: tuple[type[BaseException], ...] = (ContactlabError, _SolverError)
-except ImportError:  # pragma: no cover
-    RUN_ERRORS = (ContactlabError,)
+RUN_ERRORS: tuple[type[BaseException], ...] = (ContactlabError, SolverError)
 
 
 @dataclass(frozen=True)
@@ -96,46 +89,6 @@ def stale_reason(spec: RunSpec, folder: Path) -> str | None:
     if experiment.get("code_version") != code_version():
         return "the code changed since it was made"
     return None
-
-
-def check_fits(spec: RunSpec) -> None:
-    """Raise :class:`IncompatibleError`/:class:`UnknownNameError` if the combination cannot run.
-
-    Checks the names, the scenario's formulations and the model's compatible
-    solvers (when the model declares them) without stepping anything.
-    """
-    from contactlab.formulation import formulation_class, formulation_names
-    from contactlab.models.base import _MODELS, model_names
-    from contactlab.problem import check_pairing
-    from contactlab.scenario import get_scenario
-    from contactlab.simulator import check_solver
-
-    scenario = get_scenario(spec.scenario)
-    check_solver(spec.solver)
-    if spec.formulation not in formulation_names():
-        raise UnknownNameError("formulation", spec.formulation, formulation_names())
-    if spec.formulation not in scenario.formulations:
-        raise IncompatibleError(
-            f"scenario {spec.scenario!r} is built for formulations "
-            f"{', '.join(scenario.formulations)}, not {spec.formulation!r}"
-        )
-    if spec.model not in model_names():
-        raise UnknownNameError("model", spec.model, model_names())
-    check_pairing(
-        spec.formulation,
-        formulation_class(spec.formulation).provides,
-        spec.model,
-        _MODELS[spec.model].needs,
-    )
-    try:
-        fitting = _MODELS[spec.model].compatible_solvers(**dict(spec.model_options))
-    except ConfigurationError as err:
-        raise IncompatibleError(f"model {spec.model!r} does not take these options: {err}") from err
-    if fitting and spec.solver not in fitting:
-        raise IncompatibleError(
-            f"model {spec.model!r} cannot be solved by {spec.solver!r}; backends that fit: "
-            f"{', '.join(fitting)}"
-        )
 
 
 def _scene(spec: RunSpec) -> Any:

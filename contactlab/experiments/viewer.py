@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.experiments.wireframe import scene_wireframe
+from contactlab.experiments.wireframe import contact_points, scene_wireframe
 from contactlab.results import RunData
 from contactlab.scene import Scene
 
@@ -149,8 +149,6 @@ def viewer_payload(
         "speed": 1.0,
     }
     if contacts:
-        from contactlab.experiments.render import contact_points
-
         data["contacts"] = [_flat(np.hstack(contact_points(scene, pos[k], rot[k]))) for k in rows]
     return data
 

@@ -135,3 +135,13 @@ def scene_wireframe(scene: Scene, positions: Array) -> SceneWireframe:
         for s in scene.static_shapes
     ]
     return SceneWireframe(bodies, np.concatenate(static) if static else np.zeros((0, 2, 3)))
+
+
+def contact_points(scene: Scene, position: Array, rotation: Array) -> tuple[Array, Array]:
+    """Contact points and normals (nc, 3) of the bodies posed at ``position``, ``rotation``."""
+    from contactlab.collision import collide
+
+    E = np.zeros((len(position), 4, 4))
+    E[:, :3, :3], E[:, :3, 3], E[:, 3, 3] = rotation, position, 1.0
+    found = collide(scene, E)
+    return np.asarray(found.point), np.asarray(found.normal)

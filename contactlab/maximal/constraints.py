@@ -2,7 +2,7 @@
 
 A :class:`Constraint` is a group of ``m`` scalar rows that keep a
 position-level function of the body transforms at zero, ``g(E) = 0``
-(seed 000 §1.12, eq. 1.81).  For the current transforms ``E`` (nb, 4, 4) and
+(Sueda's notes §1.12, eq. 1.81).  For the current transforms ``E`` (nb, 4, 4) and
 body twists ``phi`` (nb, 6) it supplies
 
 * ``g(E)`` (m,): the position-level error (drift, Baumgarte feedback);
@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 from contactlab import se3
 from contactlab.errors import ConfigurationError, UnknownNameError
 from contactlab.scene import JointSpec, Scene
+from solvers.plugins import Registry
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -150,7 +151,21 @@ class Constraint(ABC):
         )
 
 
-_CONSTRAINTS: dict[str, type[Constraint]] = {}
+def _is_constraint(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Constraint)
+
+
+#: Constraint kinds of the maximal formulation (joint kinds and others): the built-in
+#: ones, and entry points in the ``contactlab.constraints`` group (value: a Constraint
+#: subclass registered under the entry point's name, or a module whose import
+#: registers its kinds with :func:`register_constraint`).
+CONSTRAINTS: Registry[type[Constraint]] = Registry(
+    "constraint kind",
+    "contactlab.constraints",
+    builtin=("contactlab.maximal",),
+    accept=_is_constraint,
+    unknown=lambda name, known: UnknownNameError("constraint kind", name, known),
+)
 
 
 def body_index_map(scene: Scene) -> dict[str | None, int]:
@@ -178,22 +193,19 @@ def register_constraint(name: str) -> Callable[[type[Constraint]], type[Constrai
                 f"register_constraint({name!r}) decorates a Constraint subclass, got {cls!r}"
             )
         cls.name = name
-        _CONSTRAINTS[name] = cls
-        return cls
+        return CONSTRAINTS.register(name, cls)
 
     return wrap
 
 
 def constraint_kinds() -> list[str]:
     """Names of the registered constraint kinds."""
-    return sorted(_CONSTRAINTS)
+    return sorted(CONSTRAINTS.names())
 
 
 def constraint_class(name: str) -> type[Constraint]:
     """The constraint class registered under ``name``."""
-    if name not in _CONSTRAINTS:
-        raise UnknownNameError("constraint kind", name, list(_CONSTRAINTS))
-    return _CONSTRAINTS[name]
+    return CONSTRAINTS.get(name)
 
 
 def scene_constraints(scene: Scene) -> list[Constraint]:
@@ -207,9 +219,9 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
         by_kind.setdefault(spec.kind, []).append(spec)
     out: list[Constraint] = []
     for kind, specs in by_kind.items():
-        if kind not in _CONSTRAINTS:
-            raise UnknownNameError("joint kind (maximal formulation)", kind, list(_CONSTRAINTS))
-        out.extend(_CONSTRAINTS[kind].from_joints(scene, specs))
+        if kind not in CONSTRAINTS:
+            raise UnknownNameError("joint kind (maximal formulation)", kind, CONSTRAINTS.names())
+        out.extend(CONSTRAINTS.get(kind).from_joints(scene, specs))
     for item in scene.constraints:
         if not isinstance(item, Constraint):
             raise ConfigurationError(

@@ -1,4 +1,5 @@
-"""The contact-model interface and its registry.
+"""The contact-model interface, the base class of models that solve through the layer, and
+the model registry.
 
 A contact model turns a :class:`~contactlab.problem.StepProblem` into solver
 problems (:class:`solvers.QP`, :class:`solvers.LCP`), solves them through the
@@ -6,16 +7,31 @@ solver layer with the backend the user chose, and returns a
 :class:`~contactlab.problem.StepSolution`.  It never calls a backend
 directly, never sees bodies, joints or formulation internals, and works with
 every formulation that provides what it ``needs``.
+
+A :class:`SolvingModel` declares the *kinds* of problem it poses for given
+options (names of :func:`solvers.kinds`: a QP with general rows, a
+bound-constrained QP, a QP with cones, an LCP with friction blocks, ...) as
+alternative routes; the solver layer alone decides which backends fit a kind
+(:func:`solvers.fit`), which tolerance a backend is asked for by default
+(``Backend.default_tol``) and whether a claimed solution is plausible
+(``SolverResult.plausible``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-from contactlab.errors import UnknownNameError
+import numpy as np
+
+import solvers
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
+from solvers import LCP, QP, FrictionalContact, SolverResult
+from solvers.fitting import describe
+from solvers.plugins import Registry
 
 
 class ContactModel(ABC):
@@ -50,7 +66,156 @@ class ContactModel(ABC):
         return []
 
 
-_MODELS: dict[str, type[ContactModel]] = {}
+def _backend(name: str) -> Any:
+    try:
+        return solvers.get_backend(name)
+    except solvers.SolverNotFound as err:
+        raise UnknownNameError("solver", name, solvers.available_backends()) from err
+
+
+class SolvingModel(ContactModel):
+    """A contact model that checks its options and solver, and records inner solves.
+
+    Subclasses set ``defaults`` (every option with its default value) and
+    implement :meth:`routes`: the alternative sequences of problem kinds the
+    options lead to (a backend fits the model if it fits every kind of one
+    route; the model then takes the first route that fits).
+
+    Common options
+    --------------
+    solver_tol : absolute tolerance passed to every inner solve; ``None`` (default): the
+        backend's ``default_tol`` (1e-9; ``pgs`` 1e-6, its declared accuracy).
+    max_iter : iteration cap of every inner solve (backend default if ``None``).
+    solver_settings : dict passed unchanged to the backend (e.g. ``{"omega": 1.2}``).
+    """
+
+    defaults: ClassVar[dict[str, Any]] = {}
+    common: ClassVar[dict[str, Any]] = {
+        "solver_tol": None,
+        "max_iter": None,
+        "solver_settings": None,
+    }
+
+    def __init__(self, solver: str, **options: Any) -> None:
+        merged = self.merged_options(**options)
+        super().__init__(solver, **merged)
+        fitting = type(self).compatible_solvers(**options)
+        backend = _backend(solver)
+        if backend.name not in fitting:
+            raise IncompatibleError(
+                f"model {self.name!r} with options {options or '{}'} poses "
+                f"{describe(self.routes(**merged))}, which solver {solver!r} cannot take; "
+                f"backends that fit: {', '.join(fitting) or 'none installed'}"
+            )
+        self.backend = backend
+        #: tolerance of every inner solve (``solver_tol``, or the backend's default request)
+        self.tol = float(
+            self.options["solver_tol"]
+            if self.options["solver_tol"] is not None
+            else backend.default_tol
+        )
+        self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
+        self._results: list[SolverResult] = []
+        self._suspect = False
+
+    @classmethod
+    def merged_options(cls, **options: Any) -> dict[str, Any]:
+        """Defaults updated by ``options``; unknown names or bad values raise ConfigurationError."""
+        known = {**cls.common, **cls.defaults}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ConfigurationError(
+                f"model {cls.name!r} has no option(s) {unknown}; its options are {sorted(known)}"
+            )
+        merged = {**known, **options}
+        tol = merged["solver_tol"]
+        if tol is not None and not (isinstance(tol, (int, float)) and 0 < tol < 1):
+            raise ConfigurationError(f"option solver_tol must be a number in (0, 1), got {tol!r}")
+        cap = merged["max_iter"]
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ConfigurationError(f"option max_iter must be a positive integer, got {cap!r}")
+        cls.check_options(merged)
+        return merged
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Raise :class:`ConfigurationError` for option values out of range (override)."""
+
+    @classmethod
+    @abstractmethod
+    def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        """Alternative sequences of problem kinds posed with these options (module table)."""
+
+    @classmethod
+    def compatible_solvers(cls, **options: Any) -> list[str]:
+        """Available backends that fit (aliases such as ``cvxpy`` listed with their target)."""
+        return solvers.fitting_backends(*cls.routes(**cls.merged_options(**options)), aliases=True)
+
+    def require(self, kind: str, what: str) -> None:
+        """Raise :class:`IncompatibleError` if the backend does not fit ``kind`` (this step)."""
+        if not solvers.fit(self.backend, kind):
+            raise IncompatibleError(
+                f"model {self.name!r}: {what} is a {describe([kind])}, which solver "
+                f"{self.solver!r} cannot take; backends that fit: "
+                f"{', '.join(solvers.fitting_backends(kind))}"
+            )
+
+    def run(self, problem: QP | LCP | FrictionalContact, warm: Any = None) -> SolverResult:
+        """Solve one inner problem through the solver layer and record the result.
+
+        A result whose claimed solution the layer judges implausible
+        (``SolverResult.plausible``) fails the step (:meth:`take_status`).
+        """
+        if warm is not None and not self.backend.supports_warm_start:
+            warm = None
+        res = solvers.solve(
+            problem,
+            self.solver,
+            tol=self.tol,
+            max_iter=self.options["max_iter"],
+            warm_start=warm,
+            **(self.options["solver_settings"] or {}),
+        )
+        self._results.append(res)
+        if not res.plausible:
+            self._suspect = True
+        return res
+
+    def take_results(self) -> list[SolverResult]:
+        """The inner results since the last call (and forget them)."""
+        out, self._results = self._results, []
+        return out
+
+    def take_status(self, extra: str = "optimal") -> str:
+        """Worst status of the inner solves since the last call, with implausible ones failed."""
+        suspect, self._suspect = self._suspect, False
+        return worst_status(self._results, "numerical_error" if suspect else extra)
+
+
+def summary(results: list[SolverResult]) -> dict[str, float]:
+    """Summed iterations and solve time, and the largest residual of the inner solves."""
+    return {
+        "iterations": float(sum(r.iterations for r in results)),
+        "solve_time": float(sum(r.setup_time + r.solve_time for r in results)),
+        "residual": float(max((r.max_residual for r in results), default=0.0)),
+        "finite": float(all(np.all(np.isfinite(r.x)) for r in results)),
+    }
+
+
+def _is_model(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, ContactModel)
+
+
+#: Contact models: the built-in ones, and entry points in the ``contactlab.models``
+#: group (value: a ContactModel subclass, or a module whose import registers its
+#: models with :func:`register_model`).
+MODELS: Registry[type[ContactModel]] = Registry(
+    "contact model",
+    "contactlab.models",
+    builtin=("contactlab.models",),
+    accept=_is_model,
+    unknown=lambda name, known: UnknownNameError("model", name, known),
+)
 
 
 def register_model(name: str) -> Callable[[type[ContactModel]], type[ContactModel]]:
@@ -58,27 +223,50 @@ def register_model(name: str) -> Callable[[type[ContactModel]], type[ContactMode
 
     def wrap(cls: type[ContactModel]) -> type[ContactModel]:
         cls.name = name
-        _MODELS[name] = cls
-        return cls
+        return MODELS.register(name, cls)
 
     return wrap
 
 
 def model_names() -> list[str]:
-    import contactlab.models  # noqa: F401  (registers the built-in models)
-
-    return sorted(_MODELS)
+    """Names of the registered contact models."""
+    return sorted(MODELS.names())
 
 
 def model_class(name: str) -> type[ContactModel]:
-    """The contact-model class registered as ``name``."""
-    import contactlab.models  # noqa: F401
-
-    if name not in _MODELS:
-        raise UnknownNameError("model", name, list(_MODELS))
-    return _MODELS[name]
+    """The contact model class registered as ``name``."""
+    return MODELS.get(name)
 
 
 def make_model(name: str, solver: str, **options: Any) -> ContactModel:
     """Build the contact model ``name`` that solves with backend ``solver``."""
-    return model_class(name)(solver, **options)
+    return MODELS.get(name)(solver, **options)
+
+
+def make_solution(
+    model: SolvingModel,
+    problem: StepProblem,
+    v: Array,
+    rows: Rows,
+    lam: Array,
+    lambda_T: Array,
+    extra_status: str = "optimal",
+    outer: int = 0,
+) -> StepSolution:
+    """Assemble the :class:`StepSolution` from the recorded inner results."""
+    status = model.take_status(extra_status)
+    results = model.take_results()
+    s = summary(results)
+    return StepSolution(
+        v=v,
+        lambda_G=rows.part(lam, "G"),
+        lambda_N=rows.part(lam, "N"),
+        lambda_T=lambda_T,
+        lambda_L=rows.part(lam, "L"),
+        status=status,
+        iterations=int(s["iterations"]),
+        outer_iterations=outer,
+        solve_time=s["solve_time"],
+        residual=s["residual"],
+        results=results,
+    )

@@ -1,6 +1,6 @@
-"""Box friction (seed 001, eqs. (0.5)-(0.6), §0.16) as an LCP with friction blocks.
+"""Box friction (ArtiSynth notes, eqs. (0.5)-(0.6), §0.16) as an LCP with friction blocks.
 
-Eliminating ``v = M^-1 (f + C^T z)`` from seed 001, eq. (0.5) with
+Eliminating ``v = M^-1 (f + C^T z)`` from ArtiSynth notes, eq. (0.5) with
 ``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` leaves the mixed/box LCP
 
 .. math::
@@ -43,18 +43,17 @@ from contactlab.collision.contacts import ContactSet
 from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
-from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,
     MassInverse,
     Rows,
+    check_cone,
     check_friction_data,
+    check_outer,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, FrictionBlocks, SOCBlocks
 
@@ -195,13 +194,6 @@ def height_order(rows: Rows, contacts: ContactSet | None, how: str) -> NDArray[n
     before = np.arange(0, n_s.start)
     after = np.arange(t_s.stop, m)
     return np.concatenate([before, per_contact[up].ravel(), after]).astype(np.int64)
-
-
-def check_outer(options: dict[str, Any]) -> None:
-    if not float(options["tol"]) > 0:
-        raise ConfigurationError(f"option tol must be > 0, got {options['tol']}")
-    if int(options["max_outer"]) < 1:
-        raise ConfigurationError(f"option max_outer must be >= 1, got {options['max_outer']}")
 
 
 @register_model("box-friction")

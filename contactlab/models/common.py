@@ -10,7 +10,7 @@ stationarity condition ``M v = f + C^T lambda`` gives
     C v - b = \\underbrace{C M^{-1} C^T}_{\\text{Delassus}} \\lambda
               + (C M^{-1} f - b),
 
-the dual quadratic program of the contact QP (seed 000, eq. (1.83), with the
+the dual quadratic program of the contact QP (Sueda's notes, eq. (1.83), with the
 sign of eq. (1.84) corrected to ``M v = f + N^T alpha``) and the matrix/vector
 of every LCP below.
 """
@@ -18,7 +18,7 @@ of every LCP below.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,7 +98,7 @@ class MassInverse:
         return sp.csr_matrix(A @ self.apply(sp.csc_matrix(other.T)))
 
     def norm(self, x: Array) -> float:
-        """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (seed 000, Alg. 7 stopping test)."""
+        """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (Sueda's notes, Alg. 7 stopping test)."""
         return float(np.sqrt(max(float(x @ self.vec(x)), 0.0)))
 
 
@@ -200,3 +200,34 @@ def worst_status(results: list[SolverResult], extra: str = "optimal") -> str:
     """The worst status among inner solves (order of :data:`solvers.STATUSES`)."""
     statuses = [r.status for r in results] + [extra]
     return max(statuses, key=lambda s: _RANK.get(s, len(STATUSES)))
+
+
+def contact_rows(problem: StepProblem) -> Rows:
+    """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
+    d = step_data(problem)
+    return stack_rows(
+        problem.n,
+        ("G", d.G, d.g, "free"),
+        ("N", d.N, d.c, "nonneg"),
+        ("L", d.L, d.l, "nonneg"),
+    )
+
+
+def check_form(form: str) -> None:
+    """Raise :class:`ConfigurationError` unless the option ``form`` is primal or dual."""
+    if form not in ("primal", "dual"):
+        raise ConfigurationError(f"option form must be 'primal' or 'dual', got {form!r}")
+
+
+def check_cone(cone: str, allowed: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigurationError` unless the option ``cone`` is one of ``allowed``."""
+    if cone not in allowed:
+        raise ConfigurationError(f"option cone must be one of {list(allowed)}, got {cone!r}")
+
+
+def check_outer(options: dict[str, Any]) -> None:
+    """Check the outer-loop options ``tol`` (> 0) and ``max_outer`` (>= 1)."""
+    if not float(options["tol"]) > 0:
+        raise ConfigurationError(f"option tol must be > 0, got {options['tol']}")
+    if int(options["max_outer"]) < 1:
+        raise ConfigurationError(f"option max_outer must be >= 1, got {options['max_outer']}")

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
-from contactlab.models.common import check_directions
-from contactlab.models.compat import SolvingModel
+from contactlab.models.base import SolvingModel, register_model
+from contactlab.models.common import check_cone, check_directions
 from contactlab.models.fc_route import solve_as_fc
 from contactlab.problem import StepProblem, StepSolution
 from solvers.frictional import problem_kind

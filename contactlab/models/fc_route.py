@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_friction import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.models.common import MassInverse, Rows, check_friction_data, step_data
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import make_solution
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 

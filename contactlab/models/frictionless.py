@@ -1,4 +1,4 @@
-"""Frictionless contact: the contact QP with joints and limits (seed 000, eqs. (1.79)-(1.83)).
+"""Frictionless contact: the contact QP with joints and limits (Sueda's notes, eqs. (1.79)-(1.83)).
 
 Primal form (variables ``v``)::
 
@@ -13,12 +13,12 @@ the Lagrangian ``1/2 v'Mv - f'v - lambda'(C v - b)`` with ``C = [G; N; L]``::
     min 1/2 lambda^T C M^-1 C^T lambda + lambda^T (C M^-1 f - b)
     s.t. lambda_N >= 0, lambda_L >= 0   (lambda_G free)
 
-and ``v = M^-1 (f + C^T lambda)`` (seed 000, eq. (1.84) with the sign of
+and ``v = M^-1 (f + C^T lambda)`` (Sueda's notes, eq. (1.84) with the sign of
 ``N^T alpha`` corrected).  ``M^-1`` is formed block by block for block-diagonal
 ``M`` (maximal coordinates) and by one sparse LU otherwise.
 
 With no contacts and no limits the primal is an equality QP (the KKT system
-of seed 000, eq. (1.73)) that the ``kkt`` backend solves directly.
+of Sueda's notes, eq. (1.73)) that the ``kkt`` backend solves directly.
 """
 
 from __future__ import annotations
@@ -29,10 +29,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.errors import ConfigurationError
-from contactlab.models.base import register_model
-from contactlab.models.common import Array, MassInverse, Rows, stack_rows, step_data
-from contactlab.models.compat import SolvingModel, summary
+from contactlab.models.base import SolvingModel, make_solution, register_model
+from contactlab.models.common import (
+    Array,
+    MassInverse,
+    Rows,
+    check_form,
+    contact_rows,
+    step_data,
+)
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
 
@@ -45,17 +50,6 @@ class ContactSolve:
     lam: Array
     rows: Rows
     result: SolverResult
-
-
-def contact_rows(problem: StepProblem) -> Rows:
-    """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
-    d = step_data(problem)
-    return stack_rows(
-        problem.n,
-        ("G", d.G, d.g, "free"),
-        ("N", d.N, d.c, "nonneg"),
-        ("L", d.L, d.l, "nonneg"),
-    )
 
 
 class ContactQP:
@@ -83,7 +77,7 @@ class ContactQP:
             self.A = sp.identity(rows.m, format="csr")[self.bounded]
 
     def qp(self, f: Array) -> QP:
-        """The primal or dual (seed 000, eq. (1.83)) contact QP for free momentum ``f``."""
+        """The primal or dual (Sueda's notes, eq. (1.83)) contact QP for free momentum ``f``."""
         rows = self.rows
         if self.form == "primal":
             if rows.m == 0:
@@ -108,40 +102,6 @@ class ContactQP:
         assert self.minv is not None
         v = self.minv.vec(f + np.asarray(rows.C.T @ res.x))
         return ContactSolve(v, res.x, rows, res)
-
-
-def make_solution(
-    model: SolvingModel,
-    problem: StepProblem,
-    v: Array,
-    rows: Rows,
-    lam: Array,
-    lambda_T: Array,
-    extra_status: str = "optimal",
-    outer: int = 0,
-) -> StepSolution:
-    """Assemble the :class:`StepSolution` from the recorded inner results."""
-    status = model.take_status(extra_status)
-    results = model.take_results()
-    s = summary(results)
-    return StepSolution(
-        v=v,
-        lambda_G=rows.part(lam, "G"),
-        lambda_N=rows.part(lam, "N"),
-        lambda_T=lambda_T,
-        lambda_L=rows.part(lam, "L"),
-        status=status,
-        iterations=int(s["iterations"]),
-        outer_iterations=outer,
-        solve_time=s["solve_time"],
-        residual=s["residual"],
-        results=results,
-    )
-
-
-def check_form(form: str) -> None:
-    if form not in ("primal", "dual"):
-        raise ConfigurationError(f"option form must be 'primal' or 'dual', got {form!r}")
 
 
 @register_model("frictionless")

@@ -1,4 +1,4 @@
-"""Staggered Projections (seed 000, §2.11, Alg. 7): alternate a contact QP and a friction QP.
+"""Staggered Projections (Sueda's notes, §2.11, Alg. 7): alternate a contact QP and a friction QP.
 
 Each outer iteration
 
@@ -68,7 +68,7 @@ is never met; the Anderson step cannot cancel a residual that does not
 shrink and ends at the cap too.  The velocities reached differ from
 Stewart--Trinkle's (Lemke) by 9e-4 m/s.
 
-Warm start (seed 000, §2.11).  The friction impulse and the contact impulses
+Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
 of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
 step, carried per persistent contact (same bodies and shapes, nearest point
 within 1 cm, friction as a world vector onto the new tangent basis): the
@@ -88,8 +88,7 @@ import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
-from contactlab.models.anitescu_hart import check_cone
-from contactlab.models.base import register_model
+from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import (
     ImpulseMemory,
     bounded_friction_qp,
@@ -101,15 +100,16 @@ from contactlab.models.common import (
     Array,
     MassInverse,
     Rows,
+    check_cone,
     check_directions,
+    check_form,
     check_friction_data,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
     step_data,
 )
-from contactlab.models.compat import SolvingModel
-from contactlab.models.frictionless import ContactQP, ContactSolve, check_form, make_solution
+from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 
@@ -228,7 +228,7 @@ class StaggeredProjections(SolvingModel):
 
 
 class FrictionQP:
-    """The friction QP of seed 000, eq. (2.110), set up once per step.
+    """The friction QP of Sueda's notes, eq. (2.110), set up once per step.
 
     Dual form (impulses): variables ``x = (lambda_G', lambda_F)`` on rows
     ``K = [G; F]``; for a contact momentum ``f_C`` and cone radii

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactlab.cli import SCRATCH, parse_assignments, register_command
+from contactlab.cli import SCRATCH
+from contactlab.commands import parse_assignments, register_command
 from contactlab.errors import ConfigurationError
 from contactlab.optimize.spacetime import METHODS, SpacetimeProblem, SpacetimeResult, optimize
 from contactlab.reduced.kinematics import forward_kinematics
@@ -177,14 +178,18 @@ def _setup(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="scenario parameter (repeatable)",
     )
-    p.add_argument("--start", required=True, help="start positions, e.g. 0,0,0 or 90deg,0,0")
+    p.add_argument(
+        "--start",
+        required=True,
+        help="start positions, e.g. 0,0,0 or 90deg,0,0 (a leading minus needs --start=-10deg,...)",
+    )
     p.add_argument("--end", required=True, help="end positions")
     p.add_argument("--start-velocity", help="start velocities (default rest)")
     p.add_argument("--end-velocity", help="end velocities (default rest)")
     p.add_argument("--duration", type=float, default=1.0, help="T [s] (default 1)")
     p.add_argument("--knots", type=int, default=40, help="intervals K (default 40)")
     p.add_argument("--via", action="append", help="TIME:VALUES, a via-point on a knot")
-    p.add_argument("--lower", help="lower joint limits (L-BFGS-B)")
+    p.add_argument("--lower", help="lower joint limits (L-BFGS-B), e.g. --lower=-120deg")
     p.add_argument("--upper", help="upper joint limits (L-BFGS-B)")
     p.add_argument("--method", default="BFGS", choices=METHODS)
     p.add_argument("--max-iterations", type=int, default=1000)
@@ -201,17 +206,20 @@ def _cmd(args: argparse.Namespace) -> int:
     scene = scenario.build(**parameters)
     model = Model.from_scene(scene)
     nq = model.nq
+    given = {
+        "qdot_start": parse_values(args.start_velocity, nq, "--start-velocity"),
+        "qdot_end": parse_values(args.end_velocity, nq, "--end-velocity"),
+        "lower": parse_values(args.lower, nq, "--lower"),
+        "upper": parse_values(args.upper, nq, "--upper"),
+    }
     problem = SpacetimeProblem(
         model,
         args.duration,
         args.knots,
         parse_values(args.start, nq, "--start"),  # type: ignore[arg-type]
         parse_values(args.end, nq, "--end"),  # type: ignore[arg-type]
-        parse_values(args.start_velocity, nq, "--start-velocity"),
-        parse_values(args.end_velocity, nq, "--end-velocity"),
-        parse_via(args.via, nq),
-        parse_values(args.lower, nq, "--lower"),
-        parse_values(args.upper, nq, "--upper"),
+        via=parse_via(args.via, nq),
+        **{key: value for key, value in given.items() if value is not None},
     )
     method = "L-BFGS-B" if (args.lower or args.upper) else args.method
     result = optimize(problem, method=method, max_iterations=args.max_iterations)

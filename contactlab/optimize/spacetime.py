@@ -1,4 +1,4 @@
-"""Spacetime optimization: the joint trajectory of least squared torque (seed 004).
+"""Spacetime optimization: the joint trajectory of least squared torque (Guenter & Rose).
 
 The trajectory is discretized at ``K + 1`` knots ``t_k = k h``, ``h = T / K``,
 with positions ``q_k`` as unknowns.  Velocities and accelerations are central
@@ -80,11 +80,14 @@ class SpacetimeProblem:
     knots: int
     q_start: Array
     q_end: Array
-    qdot_start: Array | None = None
-    qdot_end: Array | None = None
+    # None means rest (velocities) or no limit; __post_init__ stores (nq,) arrays.
+    qdot_start: Array = None  # type: ignore[assignment]
+    qdot_end: Array = None  # type: ignore[assignment]
     via: dict[float, Array] = field(default_factory=dict)
-    lower: Array | None = None
-    upper: Array | None = None
+    lower: Array = None  # type: ignore[assignment]
+    upper: Array = None  # type: ignore[assignment]
+    _fixed: Array = field(init=False, repr=False)
+    _values: Array = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         nq = self.model.nq
@@ -99,7 +102,7 @@ class SpacetimeProblem:
         put(self, "qdot_end", _vector(self.qdot_end, nq, "qdot_end", 0.0))
         put(self, "lower", _vector(self.lower, nq, "lower", -np.inf))
         put(self, "upper", _vector(self.upper, nq, "upper", np.inf))
-        if np.any(self.lower >= self.upper):  # type: ignore[operator]
+        if np.any(self.lower >= self.upper):
             raise ConfigurationError("every lower joint limit must be below its upper limit")
         fixed = np.zeros((self.knots + 1, nq), dtype=bool)
         fixed[[0, -1]] = True
@@ -131,23 +134,23 @@ class SpacetimeProblem:
     @property
     def n_free(self) -> int:
         """Number of unknowns."""
-        return int((~self._fixed).sum())  # type: ignore[attr-defined]
+        return int((~self._fixed).sum())
 
     def positions(self, x: Array) -> Array:
         """(K+1, nq) knot positions with the free entries ``x``."""
-        Q = self._values.copy()  # type: ignore[attr-defined]
-        Q[~self._fixed] = x  # type: ignore[attr-defined]
+        Q = self._values.copy()
+        Q[~self._fixed] = x
         return Q
 
     def initial_guess(self) -> Array:
         """Free entries of the piecewise-linear interpolation of the fixed knots."""
         t = self.times
-        fixed = self._fixed.all(axis=1)  # type: ignore[attr-defined]
+        fixed = self._fixed.all(axis=1)
         Q = np.array(
-            [np.interp(t, t[fixed], self._values[fixed, i]) for i in range(self.model.nq)]  # type: ignore[attr-defined]
+            [np.interp(t, t[fixed], self._values[fixed, i]) for i in range(self.model.nq)]
         ).T
         Q = np.clip(Q, self.lower, self.upper)
-        return Q[~self._fixed]  # type: ignore[attr-defined]
+        return Q[~self._fixed]
 
     def rates(self, Q: Array) -> tuple[Array, Array]:
         """Velocities and accelerations (K+1, nq) by central differences with ghost knots."""
@@ -195,7 +198,7 @@ class SpacetimeProblem:
             G[k] += ga - gv
         G[2] += G[0]  # q_{-1} = q_1 - 2h v_0
         G[-3] += G[-1]  # q_{K+1} = q_{K-1} + 2h v_T
-        return total, G[1:-1][~self._fixed]  # type: ignore[attr-defined]
+        return total, G[1:-1][~self._fixed]
 
     def residual_jacobian(self, x: Array) -> Array:
         """``d r / d x`` of the residuals ``r_k = sqrt(h w_k) tau_k`` ((K+1) nq, n_free).
@@ -214,7 +217,7 @@ class SpacetimeProblem:
             J[k, :, k] += s * (M / h**2 - dqd / (2 * h))
         J[:, :, 2] += J[:, :, 0]
         J[:, :, -3] += J[:, :, -1]
-        return J[:, :, 1:-1].reshape(len(Q) * nq, -1)[:, (~self._fixed).ravel()]  # type: ignore[attr-defined]
+        return J[:, :, 1:-1].reshape(len(Q) * nq, -1)[:, (~self._fixed).ravel()]
 
     def gradient_check(self, x: Array, step: float = 1e-6) -> float:
         """``max |g - g_fd| / max |g_fd|`` against central differences of :meth:`cost`."""
@@ -290,14 +293,14 @@ def optimize(
     """
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())  # type: ignore[arg-type]
+    has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())
     if has_limits and method != "L-BFGS-B":
         raise ConfigurationError("joint limits need method 'L-BFGS-B' (BFGS takes no bounds)")
     x = problem.initial_guess()
     initial_cost = problem.cost(x)
     check = problem.gradient_check(x) if check_gradient else float("nan")
     history = [initial_cost]
-    mask = ~problem._fixed  # type: ignore[attr-defined]
+    mask = ~problem._fixed
     shape = (problem.knots + 1, problem.model.nq)
     lower = np.broadcast_to(problem.lower, shape)[mask]
     upper = np.broadcast_to(problem.upper, shape)[mask]

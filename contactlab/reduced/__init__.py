@@ -1,4 +1,4 @@
-"""Reduced (joint) coordinates: the REDMAX formulation (seed 000 §2, seed 003).
+"""Reduced (joint) coordinates: the REDMAX formulation (Sueda's notes §2, REDMAX supplement).
 
 Joints map coordinates ``q`` to relative transforms ``Q(q)``; a tree of
 joints maps ``(q, qdot)`` to body transforms and twists (``phi = J qdot``);
@@ -15,6 +15,7 @@ from contactlab.reduced.dynamics import (
     reduced_forces,
 )
 from contactlab.reduced.formulation import ReducedConstraint, ReducedFormulation
+from contactlab.reduced.general import TransformJoint
 from contactlab.reduced.hyper import HyperReducedFormulation
 from contactlab.reduced.integrators import simulate_adaptive, step_linearly_implicit
 from contactlab.reduced.joints import (
@@ -38,6 +39,7 @@ from contactlab.reduced.recursive import (
 from contactlab.reduced.registry import build_joint, joint_kinds, make_joint, register_joint
 from contactlab.reduced.spherical import SphericalExpJoint
 from contactlab.reduced.spline import SplineCurveJoint, SplineSurfaceJoint
+from contactlab.reduced import surface_joints  # noqa: F401  (registers the surface joint kinds)
 from contactlab.reduced.tree import Tree
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "SphericalExpJoint",
     "SplineCurveJoint",
     "SplineSurfaceJoint",
+    "TransformJoint",
     "TranslationalJoint",
     "build_joint",
     "joint_kinds",

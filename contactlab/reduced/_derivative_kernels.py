@@ -1,4 +1,4 @@
-"""Compiled partial derivatives of recursive inverse dynamics (seed 004).
+"""Compiled partial derivatives of recursive inverse dynamics (Guenter & Rose).
 
 Guenter and Rose differentiate the Balafoutis-Patel recursion coordinate
 by coordinate: a forward recursion of the partials of the velocities and
@@ -14,7 +14,7 @@ at ``j``
 below ``j``
     ``dV_i = X_i dV_p``, ``dA_i = X_i dA_p + ad(dV_i) Sb_i qd_i``;
 each body
-    ``df_i`` by :func:`~contactlab.reduced._fast.body_force_diff` (seed 004's
+    ``df_i`` by :func:`~contactlab.reduced._fast.body_force_diff` (Guenter & Rose's
     ``dOmega``, ``dM``, ``dF``);
 backward
     ``dF_i = df_i + sum_c X_c^T dF_c`` in the subtree, plus
@@ -31,12 +31,12 @@ right Jacobian.  Each column costs O(size of the subtree + depth).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from contactlab.reduced._fast import (
     ADFC,
     DOF0,
     END,
+    INERTIA,
     KIND,
     NDOF,
     OTHER,
@@ -45,12 +45,15 @@ from contactlab.reduced._fast import (
     _ad_mul,
     _adt_mul,
     _check,
+    _congruence_add,
     _x_mul,
     _xt_mul_add,
     body_force_diff,
+    node_kinematics,
     right_jacobian_terms,
     rnea_pass,
 )
+from solvers.jit import njit
 
 
 @njit(cache=True)
@@ -231,3 +234,240 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
         out_q[k, k] += dofp[0, k]
         out_qd[k, k] += dofp[1, k]
     return out_q, out_qd
+
+
+@njit(cache=True)
+def _sym_matvec(P, x, out):  # noqa: ANN001, ANN202
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += P[r, k] * x[k]
+        out[r] = s
+
+
+@njit(cache=True)
+def _dot6(a, b):  # noqa: ANN001, ANN202
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(cache=True)
+def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201, PLR0912, PLR0915
+    """The same partials for trees of one-coordinate screw nodes, O(1) per matrix entry.
+
+    Guenter & Rose's recursions evaluated in world coordinates (spatial vectors at
+    the world origin): a change of ``q_k`` turns the subtree of ``k`` rigidly
+    about the world axis ``S_k``, except for the parent's velocity ``V_p``
+    and acceleration ``A_p``.  The rigid part cancels in ``tau_j = S_j . F_j``
+    for ``j`` below ``k``; what remains is linear in per-joint vectors
+    ``psi_k = ad(S_k) V_p`` and ``a_k = -ad(S_k) A_p - ad(V_p) psi_k`` and in
+    subtree sums (composite inertia ``Ic``, ``B = sum I ad(V) + ad(V)^T I
+    + C(I V)`` with ``ad(psi)^T y = C(y) psi``, forces ``F``):
+
+    - ``j`` at or below ``k``: ``dtau_j/dq_k = S_j . (Ic_j a_k + B_j psi_k)``,
+      ``dtau_j/dqd_k = -S_j . (B_j S_k + 2 Ic_j psi_k)``;
+    - ``j`` above ``k``: ``S_j . (-ad(S_k)^T F_k + Ic_k a_k + B_k psi_k)`` and
+      ``-S_j . (B_k S_k + 2 Ic_k psi_k)``;
+    - the mass matrix on the way, ``M_jk = S_j . Ic_j S_k`` for ``j`` at or below ``k``.
+
+    Returns ``(dtau/dq, dtau/dqd, M)``.
+    """
+    n = topo.shape[0]
+    nq = dofp.shape[1]
+    _check(topo, dofp, q, "q has the wrong length for this model")
+    _check(topo, dofp, qd, "qdot has the wrong length for this model")
+    _check(topo, dofp, qdd, "qddot has the wrong length for this model")
+    scr = np.empty((6, 3, 3))
+    X = np.empty((n, 6, 6))
+    Sb = np.zeros((n, 6, 6))
+    c = np.empty((n, 6))
+    R = np.empty((n, 3, 3))
+    pw = np.empty((n, 3))
+    S = np.zeros((n, 6))  # world joint axes (zero for fixed nodes)
+    V = np.zeros((n, 6))
+    A = np.zeros((n, 6))
+    Ic = np.zeros((n, 6, 6))
+    B = np.zeros((n, 6, 6))
+    F = np.zeros((n, 6))
+    Xw = np.zeros((6, 6))
+    Ib = np.zeros((6, 6))
+    T = np.empty((6, 6))
+    tt = np.empty(3)
+    h = np.empty(6)
+    t1 = np.empty(6)
+    t2 = np.empty(6)
+    ag = np.zeros(6)
+    for r in range(3):
+        ag[r + 3] = -geom[n, r]
+    for i in range(n):
+        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
+        x = X[i]
+        pl = scr[2, 1]  # translation of L = frame_parent Q frame_child^{-1}; R_L = x[:3, :3]^T
+        pa = topo[i, PARENT]
+        for r in range(3):
+            for k in range(3):
+                if pa >= 0:
+                    R[i, r, k] = (
+                        R[pa, r, 0] * x[k, 0] + R[pa, r, 1] * x[k, 1] + R[pa, r, 2] * x[k, 2]
+                    )
+                else:
+                    R[i, r, k] = x[k, r]
+            if pa >= 0:
+                pw[i, r] = (
+                    pw[pa, r] + R[pa, r, 0] * pl[0] + R[pa, r, 1] * pl[1] + R[pa, r, 2] * pl[2]
+                )
+            else:
+                pw[i, r] = pl[r]
+        # Xw = Ad(E_i^{-1}) = [[R^T, 0], [[t] R^T, R^T]], t = -R^T p  (world -> body)
+        for r in range(3):
+            tt[r] = -(R[i, 0, r] * pw[i, 0] + R[i, 1, r] * pw[i, 1] + R[i, 2, r] * pw[i, 2])
+            for k in range(3):
+                Xw[r, k] = R[i, k, r]
+                Xw[r + 3, k + 3] = R[i, k, r]
+        for k in range(3):
+            Xw[3, k] = tt[1] * Xw[2, k] - tt[2] * Xw[1, k]
+            Xw[4, k] = tt[2] * Xw[0, k] - tt[0] * Xw[2, k]
+            Xw[5, k] = tt[0] * Xw[1, k] - tt[1] * Xw[0, k]
+        # world axis S = Ad(E) Sb: w = R wb, v = R vb + p x (R wb)
+        if topo[i, NDOF] == 1:
+            for r in range(3):
+                S[i, r] = (
+                    R[i, r, 0] * Sb[i, 0, 0] + R[i, r, 1] * Sb[i, 1, 0] + R[i, r, 2] * Sb[i, 2, 0]
+                )
+            for r in range(3):
+                t1[r] = (
+                    R[i, r, 0] * Sb[i, 3, 0] + R[i, r, 1] * Sb[i, 4, 0] + R[i, r, 2] * Sb[i, 5, 0]
+                )
+            S[i, 3] = t1[0] + pw[i, 1] * S[i, 2] - pw[i, 2] * S[i, 1]
+            S[i, 4] = t1[1] + pw[i, 2] * S[i, 0] - pw[i, 0] * S[i, 2]
+            S[i, 5] = t1[2] + pw[i, 0] * S[i, 1] - pw[i, 1] * S[i, 0]
+        k0 = topo[i, DOF0]
+        vq = qd[k0] if topo[i, NDOF] == 1 else 0.0
+        aq = qdd[k0] if topo[i, NDOF] == 1 else 0.0
+        for r in range(6):
+            V[i, r] = (V[pa, r] if pa >= 0 else 0.0) + S[i, r] * vq
+        _ad_mul(V[i], S[i], t1)
+        for r in range(6):
+            A[i, r] = (A[pa, r] if pa >= 0 else ag[r]) + S[i, r] * aq + t1[r] * vq
+        # world inertia Iw = Xw^T Ib Xw; f = Iw A - ad(V)^T Iw V - Xw^T fext_b
+        for r in range(6):
+            Ib[r, r] = geom[i, INERTIA + r]
+        _congruence_add(Xw, Ib, Ic[i], T)
+        _sym_matvec(Ic[i], A[i], F[i])
+        _sym_matvec(Ic[i], V[i], h)
+        _adt_mul(V[i], h, t1)
+        for r in range(6):
+            F[i, r] -= t1[r]
+        if fext.shape[0] > 0:
+            for r in range(6):
+                t1[r] = 0.0
+            _xt_mul_add(Xw, fext[i], t1)
+            for r in range(6):
+                F[i, r] -= t1[r]
+        # B = I ad(V) + ad(V)^T I + C(I V), C(y) = [[[y_w], [y_v]], [[y_v], 0]]
+        for col in range(6):
+            for r in range(6):
+                t2[r] = 0.0
+            t2[col] = 1.0
+            _ad_mul(V[i], t2, t1)  # ad(V) e_col
+            for r in range(6):
+                s = 0.0
+                for m in range(6):
+                    s += Ic[i, r, m] * t1[m]
+                B[i, r, col] = s
+            for r in range(6):
+                t1[r] = Ic[i, r, col]
+            _adt_mul(V[i], t1, t2)  # ad(V)^T I e_col
+            for r in range(6):
+                B[i, r, col] += t2[r]
+        hw0, hw1, hw2, hv0, hv1, hv2 = h[0], h[1], h[2], h[3], h[4], h[5]
+        B[i, 0, 1] -= hw2
+        B[i, 0, 2] += hw1
+        B[i, 1, 0] += hw2
+        B[i, 1, 2] -= hw0
+        B[i, 2, 0] -= hw1
+        B[i, 2, 1] += hw0
+        B[i, 0, 4] -= hv2
+        B[i, 0, 5] += hv1
+        B[i, 1, 3] += hv2
+        B[i, 1, 5] -= hv0
+        B[i, 2, 3] -= hv1
+        B[i, 2, 4] += hv0
+        B[i, 3, 1] -= hv2
+        B[i, 3, 2] += hv1
+        B[i, 4, 0] += hv2
+        B[i, 4, 2] -= hv0
+        B[i, 5, 0] -= hv1
+        B[i, 5, 1] += hv0
+    for i in range(n - 1, 0, -1):
+        pa = topo[i, PARENT]
+        if pa >= 0:
+            for r in range(6):
+                F[pa, r] += F[i, r]
+                for m in range(6):
+                    Ic[pa, r, m] += Ic[i, r, m]
+                    B[pa, r, m] += B[i, r, m]
+    # per joint: u = Ic S, w = B^T S (row vectors of the entries below), G, H (entries above)
+    u = np.zeros((n, 6))
+    w = np.zeros((n, 6))
+    for j in range(n):
+        for r in range(6):
+            su = 0.0
+            sw = 0.0
+            for m in range(6):
+                su += Ic[j, r, m] * S[j, m]
+                sw += B[j, m, r] * S[j, m]
+            u[j, r] = su
+            w[j, r] = sw
+    out_q = np.zeros((nq, nq))
+    out_qd = np.zeros((nq, nq))
+    M = np.zeros((nq, nq))
+    psi = np.empty(6)
+    ak = np.empty(6)
+    G = np.empty(6)
+    H = np.empty(6)
+    for k in range(n):
+        if topo[k, NDOF] != 1:
+            continue
+        m = topo[k, DOF0]
+        pa = topo[k, PARENT]
+        if pa >= 0:
+            _ad_mul(S[k], V[pa], psi)
+            _ad_mul(S[k], A[pa], ak)
+            _ad_mul(V[pa], psi, t1)
+            for r in range(6):
+                ak[r] = -ak[r] - t1[r]
+        else:
+            for r in range(6):
+                psi[r] = 0.0
+            _ad_mul(S[k], ag, ak)
+            for r in range(6):
+                ak[r] = -ak[r]
+        for j in range(k, topo[k, END]):
+            if topo[j, NDOF] != 1:
+                continue
+            row = topo[j, DOF0]
+            out_q[row, m] = _dot6(u[j], ak) + _dot6(w[j], psi)
+            out_qd[row, m] = -_dot6(w[j], S[k]) - 2.0 * _dot6(u[j], psi)
+            M[row, m] = M[m, row] = _dot6(u[j], S[k])
+        if pa < 0:
+            continue
+        _adt_mul(S[k], F[k], t1)
+        _sym_matvec(Ic[k], ak, t2)
+        _sym_matvec(B[k], psi, G)
+        for r in range(6):
+            G[r] += t2[r] - t1[r]
+        _sym_matvec(B[k], S[k], H)
+        _sym_matvec(Ic[k], psi, t2)
+        for r in range(6):
+            H[r] = -H[r] - 2.0 * t2[r]
+        j = pa
+        while j >= 0:
+            if topo[j, NDOF] == 1:
+                row = topo[j, DOF0]
+                out_q[row, m] = _dot6(S[j], G)
+                out_qd[row, m] = _dot6(S[j], H)
+            j = topo[j, PARENT]
+    for k in range(nq):
+        out_q[k, k] += dofp[0, k]
+        out_qd[k, k] += dofp[1, k]
+    return out_q, out_qd, M

@@ -1,10 +1,10 @@
-"""Analytical partial derivatives of inverse and forward dynamics (seed 004).
+"""Analytical partial derivatives of inverse and forward dynamics (Guenter & Rose).
 
 Inverse dynamics ``tau = ID(q, qdot, qddot)`` (applied joint forces, gravity
 and joint springs/dampers included):
 
 - ``dtau/dq`` and ``dtau/dqdot`` by the recursive partials of Guenter and
-  Rose (seed 004), re-derived for body twists and every elementary node
+  Rose (Guenter & Rose), re-derived for body twists and every elementary node
   (:mod:`contactlab.reduced._derivative_kernels`), one compiled call;
 - ``dtau/dqddot = M`` by the composite-rigid-body algorithm.
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from contactlab.errors import SingularSystemError
+from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.reduced import _derivative_kernels
 from contactlab.reduced.model import Model, _as_vector
 from contactlab.reduced.tree import Array
@@ -62,17 +62,32 @@ def _fallback_columns(
 
 
 def inverse_dynamics_derivatives(
-    model: Model, q: Array, qdot: Array, qddot: Array, wrenches: Array | None = None
+    model: Model,
+    q: Array,
+    qdot: Array,
+    qddot: Array,
+    wrenches: Array | None = None,
+    composite: bool | None = None,
 ) -> tuple[Array, Array, Array]:
     """``(dtau/dq, dtau/dqdot, dtau/dqddot = M)``, each (nq, nq), row = torque, column = variable.
 
     ``wrenches`` (nb, 6) are body-frame wrenches held fixed in the body frames.
+    ``composite`` chooses the O(1)-per-entry world-frame form (trees of
+    revolute, prismatic and fixed nodes only; the default there) or the
+    per-coordinate recursion (any tree; the default otherwise).
     """
     nq = model.nq
     q = _as_vector(q, nq, "q")
     qdot = _as_vector(qdot, nq, "qdot")
     qddot = _as_vector(qddot, nq, "qddot")
-    dq, dqd = _derivative_kernels.inverse_dynamics_derivatives(
+    if composite is None:
+        composite = model.screw_only
+    if composite and not model.screw_only:
+        raise ConfigurationError(
+            "the composite derivative form needs a tree of revolute, prismatic and fixed "
+            "nodes; this model has spherical or Python-evaluated joints (use composite=False)"
+        )
+    args = (
         model.topo,
         model.geom,
         model.dofp,
@@ -82,6 +97,9 @@ def inverse_dynamics_derivatives(
         qddot,
         model.node_wrenches(wrenches),
     )
+    if composite:
+        return _derivative_kernels.inverse_dynamics_derivatives_composite(*args)  # type: ignore[no-any-return]
+    dq, dqd = _derivative_kernels.inverse_dynamics_derivatives(*args)
     if model.has_other_joints:
         _fallback_columns(model, q, qdot, qddot, wrenches, dq, dqd)
     return dq, dqd, model.mass_matrix(q)

@@ -1,6 +1,6 @@
 """The reduced-coordinate formulation: joint coordinates ``q``, velocities ``qdot``.
 
-Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
+Every step poses the velocity-level problem of Sueda's notes, eq. 2.73–2.75 and
 2.95 in the sign convention of :mod:`contactlab.problem`:
 
 .. math::
@@ -25,7 +25,6 @@ by :mod:`contactlab.reduced.constraints`.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,34 +37,18 @@ from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.constraints import ReducedConstraint, scene_constraints
 from contactlab.reduced.joint_friction import traversal_maps
-from contactlab.reduced.kinematics import Kinematics, forward_kinematics
+from contactlab.reduced.kinematics import forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene, State
 
 JointTorque = Callable[[float, Array, Array], Array]
 
 
-class ReducedConstraint(ABC):
-    """Rows acting on ``qdot+``: ``G qdot+ = g`` (bilateral) or ``L qdot+ >= l`` (unilateral).
-
-    Subclasses compute their rows from the tree's kinematics; maximal rows
-    ``G_m`` become ``G_m J`` (seed 000, eq. 2.98).
-    """
-
-    #: ``True`` for inequality rows (joint limits), ``False`` for equalities.
-    unilateral: bool = False
-
-    @abstractmethod
-    def rows(
-        self, tree: Tree, kin: Kinematics, h: float, t: float = 0.0
-    ) -> tuple[Array, Array, Array]:
-        """``(rows (m, nq), rhs (m,), position error (m,))`` at the state at time ``t`` [s]."""
-
-
 @register_formulation("reduced")
 class ReducedFormulation(Formulation):
-    """Reduced coordinates (REDMAX, seed 000 §2).
+    """Reduced coordinates (REDMAX, Sueda's notes §2).
 
     Parameters
     ----------
@@ -106,8 +89,6 @@ class ReducedFormulation(Formulation):
             )
         self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
-        from contactlab.reduced.constraints import scene_constraints
-
         self.implicit = bool(implicit)
         # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
         self.joint_torque = joint_torque or scene.extras.get("joint_torque")

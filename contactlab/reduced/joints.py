@@ -1,8 +1,8 @@
 """Joint maps of the reduced formulation: ``Q(q)``, ``S(q)`` and ``Sdot(q, qdot)``.
 
-A joint relates its frame to the parent's joint frame by ``Q(q)`` (seed 000,
+A joint relates its frame to the parent's joint frame by ``Q(q)`` (Sueda's notes,
 eq. 2.22).  Its Jacobian ``S`` holds, column by column, the body twist of
-``Q`` per unit rate of each coordinate (seed 000, eq. 2.29),
+``Q`` per unit rate of each coordinate (Sueda's notes, eq. 2.29),
 
 .. math::
 
@@ -17,7 +17,7 @@ exponentials of fixed screws with scalar functions of ``q``
 translational, universal, Euler-angle spherical, and the spline joints
 (:mod:`contactlab.reduced.spline`).  They declare their screws and the
 functions; the base derives ``Q``, ``S`` and ``Sdot`` with one backward
-recursion (the recursion of seed 003, Alg. 4 and 5, written once).
+recursion (the recursion of REDMAX supplement, Alg. 4 and 5, written once).
 
 Time stepping (:meth:`Joint.advance`, :meth:`Joint.evaluate_step`): a step
 holds the joint twist ``psi = S(q) qdot`` constant and moves the joint by
@@ -64,7 +64,7 @@ class Joint(ABC):
         return self.evaluate(q, np.zeros_like(q))[0]
 
     def S(self, q: ArrayLike) -> Array:
-        """(6, ndof) joint Jacobian in the joint frame (seed 000, eq. 2.29)."""
+        """(6, ndof) joint Jacobian in the joint frame (Sueda's notes, eq. 2.29)."""
         q = np.asarray(q, dtype=float)
         return self.evaluate(q, np.zeros_like(q))[1]
 
@@ -103,6 +103,15 @@ class Joint(ABC):
         """
         return _subalgebra(self)
 
+    @cached_property
+    def constant_jacobian(self) -> bool:
+        """``S`` is the same at sampled configurations (then ``q + h qdot`` is exact)."""
+        rng = np.random.default_rng(12345)
+        S0 = self.S(self.sample(rng))
+        return all(
+            np.allclose(self.S(self.sample(rng)), S0, rtol=0.0, atol=1e-12) for _ in range(2)
+        )
+
     def evaluate_step(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         """``(Q, S, Sdot)`` with ``Sdot`` along the motion :meth:`advance` realizes.
 
@@ -122,14 +131,16 @@ class Joint(ABC):
         :meth:`chart`) and ``S(q+) qdot+ = S(q) qdot`` (the joint twist is kept).
         Other joints: ``q + h qdot`` and ``qdot``.
         """
-        if self.subalgebra is None or self.ndof == 0:
+        if self.subalgebra is None or self.ndof == 0 or self.constant_jacobian:
             return q + h * qdot, qdot
         Q, S, _ = self.evaluate(q, np.zeros_like(q))
         psi = S @ qdot
         q_new = self.chart(Q @ se3.exp_se3(h * psi), q + h * qdot)
         S_new = self.S(q_new)
-        qdot_new = np.linalg.lstsq(S_new, psi, rcond=None)[0]
-        return q_new, np.asarray(qdot_new, dtype=float)
+        if self.ndof == 6:
+            return q_new, np.asarray(np.linalg.solve(S_new, psi), dtype=float)
+        # psi lies in the subalgebra S_new spans: least squares is exact
+        return q_new, np.asarray(np.linalg.lstsq(S_new, psi, rcond=None)[0], dtype=float)
 
     def chart(self, target: Array, guess: Array) -> Array:
         """Coordinates ``q`` near ``guess`` with ``Q(q) = target`` (Newton on ``log``).
@@ -178,7 +189,7 @@ def _subalgebra(joint: Joint) -> Array | None:
 
 
 class FixedJoint(Joint):
-    """No freedom: ``Q = I``, ``S`` is (6, 0) (seed 000 §2.4.1)."""
+    """No freedom: ``Q = I``, ``S`` is (6, 0) (Sueda's notes §2.4.1)."""
 
     ndof = 0
 
@@ -199,7 +210,7 @@ class ProductOfExponentialsJoint(Joint):
         S = \\sum_k T_k \\xi_k \\, \\partial\\theta_k/\\partial q, \\qquad
         \\dot A_k = -\\mathrm{ad}(\\xi_k) A_k \\dot\\theta_k ,
 
-    which is seed 003, Alg. 4 and 5 (S and its Hessian contracted with
+    which is REDMAX supplement, Alg. 4 and 5 (S and its Hessian contracted with
     ``qdot``) for any number of factors.
     """
 
@@ -248,7 +259,7 @@ class _LinearScrewJoint(ProductOfExponentialsJoint):
 class RevoluteJoint(_LinearScrewJoint):
     """Rotation about a unit ``axis`` of the joint frame (default z); ``S = (a, 0)``.
 
-    Seed 000, eq. 2.41 (the transcription of seed 003, eq. 30, prints a
+    Sueda's notes, eq. 2.41 (the transcription of REDMAX supplement, eq. 30, prints a
     spurious identity block; ``S`` is the 6-vector ``(a, 0)``).
     """
 
@@ -265,7 +276,7 @@ class RevoluteJoint(_LinearScrewJoint):
 
 
 class PrismaticJoint(_LinearScrewJoint):
-    """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (seed 000, eq. 2.24)."""
+    """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (Sueda's notes, eq. 2.24)."""
 
     def __init__(self, axis: ArrayLike | None = None) -> None:
         self.axis = se3.unit_axis(axis, E_X, "prismatic axis")
@@ -277,7 +288,7 @@ class PrismaticJoint(_LinearScrewJoint):
 
 
 class PlanarJoint(_LinearScrewJoint):
-    """Translation in the plane normal to ``axis`` (default z: the x-y plane, seed 000 eq. 2.25).
+    """Translation in the plane normal to ``axis`` (default z, the x-y plane; Sueda's notes (2.25)).
 
     The in-plane directions are the joint frame's x and y for the default
     normal, otherwise an orthonormal pair completing the normal.
@@ -305,11 +316,17 @@ class TranslationalJoint(_LinearScrewJoint):
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         return se3.make_transform(None, q), self.screws.T.copy(), np.zeros((6, 3))
 
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        return q + h * qdot, qdot
+
+    def chart(self, target: Array, guess: Array) -> Array:
+        return np.array(target[:3, 3], dtype=float)
+
 
 class RotationSequenceJoint(_LinearScrewJoint):
     """Successive rotations about fixed axes: ``R = exp([a_1] q_1) ... exp([a_n] q_n)``.
 
-    The universal joint is the sequence (x, y) (seed 000, eq. 2.37–2.40) and
+    The universal joint is the sequence (x, y) (Sueda's notes, eq. 2.37–2.40) and
     the Euler-angle spherical joint the sequence (x, z, x) (eq. 2.31–2.35).
     """
 
@@ -322,12 +339,12 @@ class RotationSequenceJoint(_LinearScrewJoint):
 
 
 def universal_joint(axes: Sequence[ArrayLike] | None = None) -> RotationSequenceJoint:
-    """Universal joint: bending about x then y, no twist about z (seed 000 §2.4.6)."""
+    """Universal joint: bending about x then y, no twist about z (Sueda's notes §2.4.6)."""
     return RotationSequenceJoint(axes if axes is not None else (E_X, E_Y))
 
 
 def spherical_euler_joint(sequence: str = "xzx") -> RotationSequenceJoint:
-    """Spherical joint in Euler angles, XZX by default (seed 000 §2.4.5)."""
+    """Spherical joint in Euler angles, XZX by default (Sueda's notes §2.4.5)."""
     basis = {"x": E_X, "y": E_Y, "z": E_Z}
     if len(sequence) != 3 or any(c not in basis for c in sequence.lower()):
         raise ConfigurationError(
@@ -337,7 +354,7 @@ def spherical_euler_joint(sequence: str = "xzx") -> RotationSequenceJoint:
 
 
 class CompositeJoint(Joint):
-    """Two joints in series, ``Q = Q_1 Q_2`` (seed 000 §2.4.10, eq. 2.51–2.55).
+    """Two joints in series, ``Q = Q_1 Q_2`` (Sueda's notes §2.4.10, eq. 2.51–2.55).
 
     .. math::
 
@@ -402,6 +419,21 @@ class CompositeJoint(Joint):
         q2, qd2 = self.second.advance(q[n1:], qdot[n1:], h)
         return np.concatenate([q1, q2]), np.concatenate([qd1, qd2])
 
+    def chart(self, target: Array, guess: Array) -> Array:
+        """Closed form for a rotation about the origin and a translation (free joints).
+
+        Rotation first, ``Q = [[R, R q_2], [0, 1]]``; translation first,
+        ``Q = [[R, q_1], [0, 1]]``; any other composite by Newton's method.
+        """
+        n1 = self.first.ndof
+        R, t = target[:3, :3], target[:3, 3]
+        if isinstance(self.second, TranslationalJoint) and _rotates_about_origin(self.first):
+            q1 = self.first.chart(se3.make_transform(R), guess[:n1])
+            return np.concatenate([q1, R.T @ t])
+        if isinstance(self.first, TranslationalJoint) and _rotates_about_origin(self.second):
+            return np.concatenate([t, self.second.chart(se3.make_transform(R), guess[n1:])])
+        return super().chart(target, guess)
+
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         n1 = self.first.ndof
         parts = [
@@ -423,3 +455,9 @@ class CompositeJoint(Joint):
 
     def sample(self, rng: np.random.Generator) -> Array:
         return np.concatenate([self.first.sample(rng), self.second.sample(rng)])
+
+
+def _rotates_about_origin(joint: Joint) -> bool:
+    """All three rotations and no translation: ``Q(q)`` sweeps SO(3) about the joint origin."""
+    B = joint.subalgebra
+    return B is not None and joint.ndof == 3 and not np.any(np.abs(B[3:]) > 1e-12)

@@ -10,7 +10,7 @@ gravity and joint springs/dampers computed inside the compiled code:
 method                    returns                                        cost
 ========================  =============================================  ==========
 ``forward_dynamics``      ``qddot`` (articulated-body recursion)         O(n)
-``inverse_dynamics``      applied ``tau`` (Newton-Euler, seed 004 form)  O(n)
+``inverse_dynamics``      applied ``tau`` (Newton-Euler, Guenter & Rose form)  O(n)
 ``mass_matrix``           ``M`` (composite-rigid-body algorithm)         O(n depth)
 ``bias_forces``           ``h`` with ``M qddot + h = tau``               O(n)
 ``inverse_mass_times``    ``M^{-1} x``                                   O(n)
@@ -113,12 +113,18 @@ class Model:
     nq : number of coordinates (those of the tree, same order).
     topo, geom, dofp : kernel arrays (see :mod:`contactlab.reduced._fast`).
     body_node : (n_tree,) node holding each tree joint's body.
+    screw_only : every node is revolute, prismatic or fixed (no spherical or ``OTHER`` node).
     """
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.nq = tree.nq
-        parent, kind, dof0, ndof, ext_row, body_node = [], [], [], [], [], []
+        parent: list[int] = []
+        kind: list[int] = []
+        dof0: list[int] = []
+        ndof: list[int] = []
+        ext_row: list[int] = []
+        body_node: list[int] = []
         geom: list[Array] = []
         self._other: list[tuple[int, Joint, int, int]] = []  # (ext row, joint, dof0, ndof)
         last_node = np.full(tree.n, -1)
@@ -180,6 +186,7 @@ class Model:
             ).reshape(3, self.nq)
         )
         self.body_node = np.array(body_node, dtype=np.int64)
+        self.screw_only = all(k in (_fast.FIXED, _fast.REVOLUTE, _fast.PRISMATIC) for k in kind)
         self.n_nodes = n
         self._ext = np.zeros((len(self._other), 88))
         self._no_wrenches = np.zeros((0, 6))

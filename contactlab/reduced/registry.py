@@ -15,7 +15,7 @@ translational             --
 universal                 ``axes``: two rotation axes (default x, y)
 spherical                 ``switch_angle`` [rad] of the chart switch (default pi)
 spherical_euler           ``sequence`` (default "xzx")
-free                      ``order``: "rotation_first" (seed 000, eq. 2.48,
+free                      ``order``: "rotation_first" (Sueda's notes, eq. 2.48,
                           default) or "translation_first"
 cylindrical               ``axis``: revolute and prismatic about one axis
 composite                 ``joints``: two or more joints, each a Joint or a
@@ -23,7 +23,13 @@ composite                 ``joints``: two or more joints, each a Joint or a
 spline_curve              ``frames`` (m, 4, 4), ``cyclic`` (default False)
 spline_surface            ``values`` (n1, n2, 6) or ``frames`` (n1, n2, 4, 4)
 custom                    ``joint``: any :class:`Joint` instance
+transform                 ``Q``, ``coordinates``, ``parameters``: a joint given
+                          by its transform (:mod:`contactlab.reduced.general`)
 ========================  ====================================================
+
+A joint with a ``check_regular(q)`` method (the transform joints) is
+checked at its initial coordinates: a singular parameterization there is
+an error.
 """
 
 from __future__ import annotations
@@ -52,31 +58,39 @@ from contactlab.reduced.spline import (
     frames_to_surface_values,
 )
 from contactlab.scene import JointSpec
+from solvers.plugins import Registry
 
 Builder = Callable[[Any, Mapping[str, Any]], Joint]
-_BUILDERS: dict[str, Builder] = {}
+
+#: Joint kinds of the reduced formulation: the built-in ones below, and entry points
+#: in the ``contactlab.joints`` group (value: a builder ``(axis, params) -> Joint``
+#: registered under the entry point's name, or a module whose import registers its
+#: kinds with :func:`register_joint`).
+JOINTS: Registry[Builder] = Registry(
+    "joint kind",
+    "contactlab.joints",
+    accept=callable,
+    unknown=lambda name, known: UnknownNameError("joint kind", name, known),
+)
 
 
 def register_joint(kind: str) -> Callable[[Builder], Builder]:
     """Register ``builder(axis, params) -> Joint`` under ``kind``."""
 
     def wrap(builder: Builder) -> Builder:
-        _BUILDERS[kind] = builder
-        return builder
+        return JOINTS.register(kind, builder)
 
     return wrap
 
 
 def joint_kinds() -> list[str]:
     """Names of the registered joint kinds."""
-    return sorted(_BUILDERS)
+    return sorted(JOINTS.names())
 
 
 def make_joint(kind: str, axis: Any = None, params: Mapping[str, Any] | None = None) -> Joint:
     """Build a joint of ``kind``; raises :class:`UnknownNameError` for unknown kinds."""
-    if kind not in _BUILDERS:
-        raise UnknownNameError("joint kind", kind, list(_BUILDERS))
-    return _BUILDERS[kind](axis, dict(params or {}))
+    return JOINTS.get(kind)(axis, dict(params or {}))
 
 
 def joint_from_spec(spec: JointSpec) -> Joint:
@@ -175,4 +189,11 @@ def build_joint(spec: JointSpec) -> Joint:
     """:func:`joint_from_spec` plus a check that q0/qdot0/rest match the joint's size."""
     joint = joint_from_spec(spec)
     _check_ndof(spec, joint)
+    check_regular = getattr(joint, "check_regular", None)
+    if check_regular is not None:
+        q0 = np.zeros(joint.ndof) if spec.q0 is None else spec.q0
+        try:
+            check_regular(q0)
+        except ConfigurationError as err:
+            raise ConfigurationError(f"joint {spec.name!r} ({spec.kind}): {err}") from err
     return joint

@@ -1,6 +1,6 @@
 """Spherical joint in exponential coordinates with Grassia's reparameterization.
 
-``Q = [[exp([q]), 0], [0, 1]]`` (seed 000, eq. 2.42).  The seed builds ``S``
+``Q = [[exp([q]), 0], [0, 1]]`` (Sueda's notes, eq. 2.42).  The seed builds ``S``
 from the Gallego–Yezzi derivative of ``exp`` (eq. 2.43–2.47); the same
 columns are, in closed form, the right Jacobian of SO(3),
 
@@ -18,7 +18,7 @@ The chart is singular on the shells ``|q| = 2 pi n``.  Whenever ``|q|``
 exceeds pi the joint switches to the antipodal coordinates
 ``q (1 - 2 pi / |q|)`` (same rotation, ``|q'| = 2 pi - |q| < pi``) and maps
 the velocity so the angular velocity is unchanged,
-``qdot' = J_r(q')^{-1} J_r(q) qdot`` (seed 000 §2.4.8).
+``qdot' = J_r(q')^{-1} J_r(q) qdot`` (Sueda's notes §2.4.8).
 """
 
 from __future__ import annotations
@@ -78,6 +78,24 @@ class SphericalExpJoint(Joint):
         Sdot = np.zeros((6, 3))
         Sdot[:3] = right_jacobian_dot(q, qdot)
         return Q, S, Sdot
+
+    def chart(self, target: Array, guess: Array) -> Array:
+        """Rotation vector of ``target`` on the branch ``r + 2 pi k r/|r|`` nearest ``guess``."""
+        r = se3.log_so3(target[:3, :3])
+        theta = float(np.linalg.norm(r))
+        if theta < 1e-12:
+            return r
+        u = r / theta
+        k = np.round((float(guess @ u) - theta) / (2.0 * np.pi))
+        return np.asarray(r + 2.0 * np.pi * k * u, dtype=float)
+
+    def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+        """``exp([q+]) = exp([q]) exp(h [J_r(q) qdot])``; ``J_r(q+) qdot+ = J_r(q) qdot``."""
+        omega = se3.so3_right_jacobian(q) @ qdot
+        R = se3.exp_so3(q) @ se3.exp_so3(h * omega)
+        q_new = self.chart(se3.make_transform(R), q + h * qdot)
+        qdot_new = np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        return q_new, np.asarray(qdot_new, dtype=float)
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         theta = float(np.linalg.norm(q))

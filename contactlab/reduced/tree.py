@@ -210,12 +210,54 @@ class Tree:
         S = np.zeros((n, 6, 6))
         Sd = np.zeros((n, 6, 6))
         _kernels.evaluate_simple(self.codes, self.axes, q, self.dof0, Q, S)
-        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+        batches, others = self._joint_batches
+        for kernel, dof0, nodes, params in batches:
+            kernel(q, qdot, dof0, nodes, params, Q, S, Sd)
+        if step:
+            Sd[self._batched_subgroups] = 0.0  # as Joint.evaluate_step
+        for i in others:
             a, k = self.dof0[i], self.ndof[i]
             joint = self.joints[i]
             evaluate = joint.evaluate_step if step else joint.evaluate
             Q[i], S[i, :, :k], Sd[i, :, :k] = evaluate(q[a : a + k], qdot[a : a + k])
         return Q, S, Sd
+
+    @cached_property
+    def _joint_batches(self) -> tuple[list[tuple], list[int]]:
+        """Joints with a compiled ``batch`` evaluator, grouped by kernel; the other joints.
+
+        A joint's ``batch`` is ``(key, kernel, parameter values)`` with
+        ``kernel(q, qdot, dof0, nodes, params, Q, S, Sd)`` filling the rows
+        ``nodes`` of the stacks (generated joints, :mod:`contactlab.reduced.general`).
+        """
+        groups: dict[str, tuple] = {}
+        others: list[int] = []
+        for i in np.flatnonzero(self.codes == _kernels.OTHER):
+            batch = getattr(self.joints[i], "batch", None)
+            if batch is None:
+                others.append(int(i))
+                continue
+            key, kernel, params = batch
+            groups.setdefault(key, (kernel, [], [], []))
+            groups[key][1].append(self.dof0[i])
+            groups[key][2].append(i)
+            groups[key][3].append(params)
+        batches = [
+            (
+                kernel,
+                np.array(dof0, dtype=np.int64),
+                np.array(nodes, dtype=np.int64),
+                np.array(params, dtype=float).reshape(len(nodes), -1),
+            )
+            for kernel, dof0, nodes, params in groups.values()
+        ]
+        return batches, others
+
+    @cached_property
+    def _batched_subgroups(self) -> Array:
+        """Batched joints that sweep a subgroup (their step holds ``S qdot``: ``Sdot = 0``)."""
+        nodes = [i for b in self._joint_batches[0] for i in b[2]]
+        return np.array([i for i in nodes if self.joints[i].subalgebra is not None], dtype=np.int64)
 
     def advance(self, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
         """Positions and velocities after a step of ``h`` [s] at velocities ``qdot``.

@@ -229,5 +229,5 @@ def registered() -> Iterator[None]:
     try:
         yield
     finally:
-        formulation_registry._FORMULATIONS.pop("test-particle", None)
-        model_registry._MODELS.pop("test-free", None)
+        formulation_registry.FORMULATIONS.unregister("test-particle")
+        model_registry.MODELS.unregister("test-free")

@@ -1,4 +1,4 @@
-"""BISP (seed 000, Alg. 8): joint contact geometry, local solves, reactions, friction threshold.
+"""BISP (Sueda's notes Alg. 8): joint contact geometry, local solves, reactions, friction threshold.
 
 Facts checked:
 
@@ -163,8 +163,7 @@ def test_bisp_needs_reduced_formulation():
 
 
 def test_experiment_runner_skips_bisp_on_the_maximal_formulation():
-    from contactlab.experiments.runner import check_fits
-    from contactlab.experiments.spec import RunSpec
+    from contactlab.runspec import RunSpec, check_fits
 
     spec = RunSpec("jf-revolute", {}, "maximal", "bisp", SOLVER, None, None, 0, {})
     with pytest.raises(IncompatibleError, match="--formulation reduced"):

@@ -16,7 +16,7 @@ import pytest
 
 from contactlab import divergence as D
 from contactlab.errors import DivergenceError
-from contactlab.simulator import build_simulator, simulate
+from contactlab.runspec import build_simulator, simulate
 
 
 def _guard(scenario: str, **params) -> tuple[D.DivergenceGuard, object]:

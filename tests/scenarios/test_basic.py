@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contactlab.runspec import simulate
 from contactlab.scenario import get_scenario
-from contactlab.simulator import simulate
 
 
 def test_pendulum_small_amplitude_period_matches_the_compound_pendulum() -> None:

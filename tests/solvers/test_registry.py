@@ -22,6 +22,7 @@ from solvers import (
     available_backends,
     backend_table,
     get_backend,
+    plugins,
     registry,
     solve,
 )
@@ -55,14 +56,14 @@ def test_unknown_and_missing_backends_raise_solver_not_found() -> None:
         extra = "qp"
         accepts_qp = True
 
-    registry.registered()["missing-test"] = Missing
+    registry.register_backend(Missing)
     try:
         with pytest.raises(SolverNotFound, match=r"pip install contactlab\[qp\].*installed"):
             solve(qp, "missing-test")
         row = next(r for r in backend_table() if r["name"] == "missing-test")
         assert row["available"] is False and "surely_not_a_module_xyz" in row["reason"]
     finally:
-        del registry.registered()["missing-test"]
+        registry.BACKENDS.unregister("missing-test")
 
 
 def test_third_party_backend_through_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,11 +85,15 @@ def test_third_party_backend_through_entry_point(monkeypatch: pytest.MonkeyPatch
     def fake_entry_points(group: str) -> list[Any]:
         return [ep] if group == registry.ENTRY_POINT_GROUP else []
 
-    monkeypatch.setattr(registry, "entry_points", fake_entry_points)
-    monkeypatch.setattr(registry, "_classes", None)
+    monkeypatch.setattr(plugins, "entry_points", fake_entry_points)
     monkeypatch.setattr(registry, "_instances", {})
-    assert "thirdparty-dense" in available_backends()
-    res = solve(QP(2 * np.eye(2), [2.0, -4.0]), "thirdparty-dense")
+    registry.BACKENDS.reload()
+    try:
+        assert "thirdparty-dense" in available_backends()
+        res = solve(QP(2 * np.eye(2), [2.0, -4.0]), "thirdparty-dense")
+    finally:
+        monkeypatch.undo()
+        registry.BACKENDS.reload()
     np.testing.assert_allclose(res.x, [-1.0, 2.0])
     assert res.residuals["dual"] == 0.0
 
@@ -193,11 +198,11 @@ def test_claimed_optimum_contradicted_by_residuals_is_downgraded() -> None:
         def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
             return RawSolution(np.zeros(qp.n), np.zeros(qp.m), "optimal", "claims optimal")
 
-    registry.registered()["liar-test"] = Liar
+    registry.register_backend(Liar)
     try:
         res = solve(QP(np.eye(2), [1.0, -1.0]), "liar-test")
     finally:
-        del registry.registered()["liar-test"]
+        registry.BACKENDS.unregister("liar-test")
         registry._instances.pop("liar-test", None)
     assert res.status == "optimal_inaccurate" and not res.success
     assert res.residuals["dual"] == 1.0 and "layer's residual" in res.message

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactlab.simulator import build_simulator
+from contactlab.runspec import build_simulator
 
 EXACT = [("stewart-trinkle", "lemke"), ("box-friction", "pgs")]
 #: the physical facts here are checked to 1e-9: PGS is asked for that accuracy (its default

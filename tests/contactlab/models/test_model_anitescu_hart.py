@@ -8,7 +8,7 @@ from model_problems import G_ACC, box_on_plane, random_contact_problem
 
 import solvers
 from contactlab.models import make_model
-from contactlab.models.base import _MODELS
+from contactlab.models.base import model_class
 
 PROBLEMS = [
     random_contact_problem(20, bodies=3, contacts=5, mu=0.5),
@@ -23,7 +23,7 @@ def test_primal_and_dual_pyramid_have_the_same_velocities(k: int, index: int) ->
     p = PROBLEMS[index]
     ref = make_model("anitescu-hart", CLARABEL, form="dual", directions=k).solve(p, {})
     for form in ("primal", "dual"):
-        for name in _MODELS["anitescu-hart"].compatible_solvers(form=form):
+        for name in model_class("anitescu-hart").compatible_solvers(form=form):
             sol = make_model("anitescu-hart", name, form=form, directions=k).solve(p, {})
             tol = 200 * solvers.get_backend(name).tolerance
             assert sol.status in ("optimal", "optimal_inaccurate"), (name, form, sol.status)

@@ -9,7 +9,7 @@ from model_problems import G_ACC, random_contact_problem
 
 import solvers
 from contactlab.models import make_model
-from contactlab.models.base import _MODELS
+from contactlab.models.base import model_class
 from contactlab.problem import StepProblem, StepSolution
 
 SEEDS = [40, 41, 42]
@@ -20,7 +20,7 @@ def problem(seed: int) -> StepProblem:
 
 
 def box_conditions(p: StepProblem, s: StepSolution) -> float:
-    """Violation of seed 001 eq. (0.6): |lambda_T| <= mu lambda_N, sign, complementarity."""
+    """Violation of ArtiSynth notes eq. (0.6): |lambda_T| <= mu lambda_N, sign, complementarity."""
     bound = np.repeat(p.mu * s.lambda_N, 2)
     vt = p.T @ s.v
     lt = s.lambda_T
@@ -90,7 +90,7 @@ def test_every_fitting_backend_gives_the_same_velocities_or_reports_failure() ->
     p = problem(SEEDS[1])
     ref = make_model("box-friction", "pgs").solve(p, {})
     agreeing = []
-    for name in _MODELS["box-friction"].compatible_solvers():
+    for name in model_class("box-friction").compatible_solvers():
         s = make_model("box-friction", name).solve(p, {})
         # the fixed point's 1e-6 relative stop on top of each backend's accuracy
         tol = 200 * solvers.get_backend(name).tolerance + 1e-5

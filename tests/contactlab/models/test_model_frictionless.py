@@ -8,7 +8,7 @@ from model_problems import G_ACC, box_on_plane, random_contact_problem
 
 import solvers
 from contactlab.models import make_model
-from contactlab.models.base import _MODELS
+from contactlab.models.base import model_class
 from contactlab.problem import StepProblem, StepSolution
 
 PROBLEMS = [
@@ -51,7 +51,7 @@ def test_every_backend_gives_the_same_velocities(form: str, index: int) -> None:
     p = PROBLEMS[index]
     ref = reference(p)
     assert kkt_violation(p, ref) < 1e-6
-    names = [n for n in _MODELS["frictionless"].compatible_solvers() if n != "kkt"]
+    names = [n for n in model_class("frictionless").compatible_solvers() if n != "kkt"]
     if form == "dual":
         names = [n for n in names if not solvers.get_backend(n).requires_definite]
     for name in names:

@@ -10,7 +10,7 @@ from model_problems import box_on_plane
 import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models import make_model, model_names
-from contactlab.models.base import _MODELS
+from contactlab.models.base import model_class
 from contactlab.problem import StepProblem
 
 MODELS = [
@@ -33,7 +33,7 @@ def test_unknown_model_name_lists_the_known_ones() -> None:
 
 @pytest.mark.parametrize("name", MODELS)
 def test_compatible_solvers_are_available_and_accepted(name: str) -> None:
-    fitting = _MODELS[name].compatible_solvers()
+    fitting = model_class(name).compatible_solvers()
     assert fitting, name
     assert set(fitting) <= set(solvers.available_backends()) | {"cvxpy"}
     for backend in fitting:
@@ -42,18 +42,18 @@ def test_compatible_solvers_are_available_and_accepted(name: str) -> None:
 
 def test_capabilities_decide_the_lists() -> None:
     avail = set(solvers.available_backends())
-    assert "kkt" in _MODELS["frictionless"].compatible_solvers()
+    assert "kkt" in model_class("frictionless").compatible_solvers()
     if "lemke" in avail:
-        assert _MODELS["stewart-trinkle"].compatible_solvers() == ["lemke"]
+        assert model_class("stewart-trinkle").compatible_solvers() == ["lemke"]
     if "pgs" in avail:
-        assert "pgs" in _MODELS["box-friction"].compatible_solvers()
-        assert "pgs" in _MODELS["anitescu-hart"].compatible_solvers(form="primal")
-        assert "pgs" not in _MODELS["anitescu-hart"].compatible_solvers(form="dual")
-    for name in _MODELS["anitescu-hart"].compatible_solvers(cone="soc"):
+        assert "pgs" in model_class("box-friction").compatible_solvers()
+        assert "pgs" in model_class("anitescu-hart").compatible_solvers(form="primal")
+        assert "pgs" not in model_class("anitescu-hart").compatible_solvers(form="dual")
+    for name in model_class("anitescu-hart").compatible_solvers(cone="soc"):
         # a cone QP backend, or a frictional-contact backend solving the CCP itself
         backend = solvers.get_backend(name)
         assert backend.supports_soc or getattr(backend, "accepts_fc", False)
-    assert "kkt" not in _MODELS["staggered-projections"].compatible_solvers()
+    assert "kkt" not in model_class("staggered-projections").compatible_solvers()
 
 
 def test_unsupported_pairing_lists_the_backends_that_fit() -> None:
@@ -93,21 +93,21 @@ def test_bad_options_are_configuration_errors() -> None:
     with pytest.raises(ConfigurationError, match="solver_tol"):
         make_model("frictionless", "osqp", solver_tol=0.0)
     with pytest.raises(ConfigurationError, match="cone must be one of"):
-        _MODELS["anitescu-hart"].compatible_solvers(cone="disc")
+        model_class("anitescu-hart").compatible_solvers(cone="disc")
     with pytest.raises(UnknownNameError, match="unknown solver 'gurobi'"):
         make_model("frictionless", "gurobi")
 
 
 def test_aliases_are_listed_with_their_target() -> None:
     if "cvxpy:clarabel" in solvers.available_backends():
-        fitting = _MODELS["anitescu-hart"].compatible_solvers(cone="soc")
+        fitting = model_class("anitescu-hart").compatible_solvers(cone="soc")
         assert "cvxpy" in fitting
         assert make_model("anitescu-hart", "cvxpy", cone="soc").backend.name == "cvxpy:clarabel"
 
 
 def test_models_declare_their_problem_forms() -> None:
     for name in MODELS:
-        assert set(_MODELS[name].forms) <= {"qp", "lcp"} and _MODELS[name].forms
+        assert set(model_class(name).forms) <= {"qp", "lcp"} and model_class(name).forms
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -118,7 +118,7 @@ def test_steps_without_contacts_reduce_to_the_kkt_solution(name: str) -> None:
     G = sp.csr_matrix(np.eye(6)[:2])
     free = StepProblem(h=0.01, M=M, f=f, v=np.zeros(6))
     joint = StepProblem(h=0.01, M=M, f=f, v=np.zeros(6), G=G, g=np.ones(2))
-    for solver in _MODELS[name].compatible_solvers()[:3]:
+    for solver in model_class(name).compatible_solvers()[:3]:
         model = make_model(name, solver)
         tol = 10 * solvers.get_backend(solver).tolerance
         s = model.solve(free, {})

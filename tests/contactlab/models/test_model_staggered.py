@@ -15,7 +15,7 @@ from model_problems import box_on_plane, random_contact_problem
 
 import solvers
 from contactlab.models import make_model
-from contactlab.models.base import _MODELS
+from contactlab.models.base import model_class
 from contactlab.models.common import pyramid_angles
 from contactlab.problem import StepProblem, StepSolution
 
@@ -117,7 +117,7 @@ def test_staggered_box_and_disc_cones_match_the_box_friction_lcp(seed: int) -> N
 def test_staggered_projections_agree_across_backends() -> None:
     p = problem(SEEDS[1])
     ref = make_model("stewart-trinkle", "lemke").solve(p, {})
-    fitting = set(_MODELS["staggered-projections"].compatible_solvers())
+    fitting = set(model_class("staggered-projections").compatible_solvers())
     picks = ["osqp", "qpsolvers:clarabel", "qpsolvers:proxqp", "qpsolvers:daqp", "cvxpy:piqp"]
     for name in [n for n in picks if n in fitting]:
         s = make_model("staggered-projections", name).solve(p, {})

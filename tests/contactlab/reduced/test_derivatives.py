@@ -41,10 +41,15 @@ def _state(model: Model, seed: int) -> tuple[np.ndarray, ...]:
     return q, 2 * qd, 3 * qdd, rng.standard_normal((model.tree.scene.n_bodies, 6))
 
 
+# Joints that expand to revolute/prismatic/fixed nodes only (the composite form's domain).
+SCREW = ["fixed", "revolute", "prismatic", "planar", "translational", "universal_axes",
+         "spherical_euler", "cylindrical", "revolute", "prismatic", "revolute"]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "kinds",
-    [ANALYTIC + ["revolute", "prismatic", "revolute"], sorted(JOINTS)],
-    ids=["compiled-joints", "with-spline-fallback"],
+    [ANALYTIC + ["revolute", "prismatic", "revolute"], sorted(JOINTS), SCREW],
+    ids=["compiled-joints", "with-spline-fallback", "screw-joints-composite-form"],
 )
 @pytest.mark.parametrize("seed", [0, 1])
 def test_inverse_dynamics_derivatives_match_central_differences(
@@ -59,6 +64,18 @@ def test_inverse_dynamics_derivatives_match_central_differences(
     ref_qdd = central(lambda x: model.inverse_dynamics(q, qd, x, w), qdd)
     for got, ref in ((dq, ref_q), (dqd, ref_qd), (M, ref_qdd)):
         np.testing.assert_allclose(got, ref, rtol=0, atol=REL * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_composite_form_equals_the_per_coordinate_recursion(seed: int) -> None:
+    """The world-frame composite form and Guenter & Rose's per-coordinate recursion agree to 1e-12."""
+    model = Model(springy_tree(seed, SCREW))
+    assert model.screw_only
+    q, qd, qdd, w = _state(model, seed)
+    a = inverse_dynamics_derivatives(model, q, qd, qdd, w, composite=True)
+    b = inverse_dynamics_derivatives(model, q, qd, qdd, w, composite=False)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-12 * np.abs(y).max())
 
 
 @pytest.mark.parametrize("seed", [2, 3])

@@ -1,4 +1,6 @@
-"""The reduced position update moves each joint as ``Q exp(h [S qdot])`` (docs/reduced-integration.md).
+"""The reduced position update moves each joint as ``Q exp(h [S qdot])``.
+
+See docs/reduced-integration.md.
 
 A step holds the joint twist ``psi = S(q) qdot`` constant.  The facts:
 

@@ -1,0 +1,92 @@
+"""The subcommands of the ``contactlab`` command line, and the helpers they share.
+
+:data:`COMMANDS` is a :class:`solvers.plugins.Registry`: the built-in commands
+register themselves when :mod:`contactlab.cli`, :mod:`contactlab.experiments.cli`
+and :mod:`contactlab.optimize.cli` are imported, and another package adds its
+own through the ``contactlab.commands`` entry-point group (a value is a
+:class:`Command`, or a module whose import calls :func:`register_command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contactlab.errors import ConfigurationError
+from solvers.plugins import Registry
+
+Handler = Callable[[argparse.Namespace], int]
+Setup = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: help text, argument set-up and handler returning the exit code."""
+
+    name: str
+    help: str
+    setup: Setup
+    handler: Handler
+
+
+COMMANDS: Registry[Command] = Registry(
+    "command",
+    "contactlab.commands",
+    builtin=(
+        "contactlab.cli",
+        "contactlab.experiments.cli",
+        "contactlab.experiments.fclib_cli",
+        "contactlab.optimize.cli",
+    ),
+    accept=lambda value: isinstance(value, Command),
+)
+
+
+def register_command(name: str, help: str, setup: Setup, handler: Handler) -> None:
+    """Add the subcommand ``name`` (a name registered twice keeps its first command)."""
+    COMMANDS.register(name, Command(name, help, setup, handler))
+
+
+def parse_assignments(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` to ``{"k": "v"}``; values stay strings (typed by their consumer)."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_option_value(text: str) -> Any:
+    """A model option's value: Python literal (number, bool, tuple, string), else the text."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def add_assignment_options(p: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (scenario parameters) and ``--model-option KEY=VALUE``."""
+    p.add_argument(
+        "--set",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario parameter (repeatable)",
+    )
+    p.add_argument(
+        "--model-option",
+        dest="model_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="contact-model option, e.g. directions=8 (repeatable)",
+    )

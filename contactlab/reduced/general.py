@@ -1,0 +1,237 @@
+"""Joints defined by their transform ``Q(q)`` (Si & Guenter, Si & Guenter).
+
+The user writes the joint's 4 x 4 transform as a sympy expression of its
+coordinates (or builds it from :mod:`contactlab.geometry.primitives` and
+:mod:`contactlab.geometry.surfaces`); :class:`TransformJoint` derives ``S``
+and ``Sdot`` symbolically and compiles them (:mod:`contactlab.reduced.codegen`).
+The joint then works wherever a hand-written one does: the tree evaluates
+all joints of one expression in one compiled call, so the recursive O(n)
+dynamics stays compiled end to end.
+
+.. code-block:: python
+
+    import sympy as sp
+    from contactlab.reduced.general import TransformJoint
+
+    t, s = sp.symbols("t s", real=True)
+    screw = TransformJoint(
+        sp.Matrix([[sp.cos(t), -sp.sin(t), 0, 0], [sp.sin(t), sp.cos(t), 0, 0],
+                   [0, 0, 1, s * t], [0, 0, 0, 1]]),
+        coordinates=[t], parameters={s: 0.01})      # pitch s [m/rad]
+
+In a scene: ``JointSpec(..., kind="transform", params={"Q": ..., "coordinates":
+[...], "parameters": {...}})``; ``Q`` may also be a string parsed by sympy
+or a callable receiving the coordinate symbols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from contactlab.errors import ConfigurationError
+from contactlab.reduced.codegen import compiled_kernel, expression_key
+from contactlab.reduced.joints import Array, Joint
+from contactlab.reduced.registry import register_joint
+
+_NODE0 = np.zeros(1, dtype=np.int64)
+#: relative size of the smallest singular value of S below which a chart is singular
+SINGULAR_RTOL = 1e-9
+#: tolerance on R^T R - I for Q(q) to count as a rigid transform
+RIGID_TOL = 1e-8
+#: (expression key, parameter values) already checked to be rigid in this process
+_CHECKED: set[tuple[str, tuple[float, ...]]] = set()
+
+
+def _symbol(x: Any, what: str) -> sp.Symbol:
+    if isinstance(x, sp.Symbol):
+        return x
+    if isinstance(x, str) and x.isidentifier():
+        return sp.Symbol(x, real=True)
+    raise ConfigurationError(f"{what} must be a sympy Symbol or a name, got {x!r}")
+
+
+def _coordinates(coordinates: Sequence[Any] | int) -> tuple[sp.Symbol, ...]:
+    if isinstance(coordinates, int):
+        return sp.symbols(f"q0:{coordinates}", real=True) if coordinates > 0 else ()
+    coords = tuple(_symbol(x, "a coordinate") for x in coordinates)
+    if len(set(coords)) != len(coords):
+        raise ConfigurationError(f"transform joint coordinates {coords} repeat a name")
+    return coords
+
+
+def _matrix(
+    Q: Any, coords: tuple[sp.Symbol, ...], params: tuple[sp.Symbol, ...]
+) -> sp.ImmutableMatrix:
+    if isinstance(Q, str):
+        local = {str(s): s for s in coords + params}
+        try:
+            Q = sp.sympify(Q, locals=local)
+        except (sp.SympifyError, SyntaxError, TypeError) as err:
+            raise ConfigurationError(f"cannot parse Q(q) {Q!r}: {err}") from err
+    try:
+        M = sp.ImmutableMatrix(Q)
+    except (TypeError, ValueError) as err:
+        raise ConfigurationError(f"Q(q) must be a 4x4 matrix, got {Q!r}") from err
+    if M.shape != (4, 4):
+        raise ConfigurationError(f"Q(q) must be a 4x4 transform, got shape {M.shape}")
+    bottom = [sp.simplify(M[3, c] - (1 if c == 3 else 0)) for c in range(4)]
+    if any(b != 0 for b in bottom):
+        raise ConfigurationError(
+            f"Q(q) is not a rigid transform: its bottom row is {list(M[3, :])}, "
+            "it must be (0, 0, 0, 1)"
+        )
+    return M
+
+
+def _factors(
+    Q: Any, coords: tuple[sp.Symbol, ...], params: tuple[sp.Symbol, ...]
+) -> list[sp.ImmutableMatrix]:
+    """``Q`` as a list of 4x4 factors (one unless a sequence of matrices was given)."""
+    if callable(Q) and not isinstance(Q, sp.MatrixBase):
+        Q = Q(coords)
+    if isinstance(Q, (list, tuple)) and Q and all(isinstance(F, sp.MatrixBase) for F in Q):
+        return [_matrix(F, coords, params) for F in Q]
+    return [_matrix(Q, coords, params)]
+
+
+class TransformJoint(Joint):
+    """A joint whose transform is the sympy expression ``Q(q)``.
+
+    Parameters
+    ----------
+    Q : (4, 4) sympy matrix (or nested lists, a string, or a callable taking
+        the tuple of coordinate symbols), the child joint frame in the
+        parent's joint frame.  A list of sympy matrices is their product
+        ``Q = F_1 F_2 ...``: each factor is differentiated on its own and
+        the products are formed numerically (much smaller code for joints
+        composed of frames, such as the surface joints).
+    coordinates : the coordinate symbols (or names, or their number ``n``,
+        which names them ``q0 .. q{n-1}``), in the order of ``q``.
+    parameters : values of the other symbols in ``Q`` (lengths [m], angles
+        [rad], ...).  They stay symbols in the compiled code, so joints of
+        one expression with different values share it.
+
+    Attributes
+    ----------
+    key : hash of the expression (the name of the generated code).
+    generated_now : ``False`` when the code came from the disk cache.
+    """
+
+    def __init__(
+        self,
+        Q: Any,
+        coordinates: Sequence[Any] | int,
+        parameters: Mapping[Any, float] | None = None,
+    ) -> None:
+        coords = _coordinates(coordinates)
+        values = {_symbol(k, "a parameter"): float(v) for k, v in (parameters or {}).items()}
+        psyms = tuple(sorted(values, key=str))
+        factors = _factors(Q, coords, psyms)
+        clash = set(coords) & set(psyms)
+        if clash:
+            raise ConfigurationError(
+                f"symbols {sorted(map(str, clash))} are both coordinates and parameters"
+            )
+        free = set().union(*(F.free_symbols for F in factors))
+        for x in coords:
+            if x not in free:
+                raise ConfigurationError(
+                    f"coordinate {x} does not appear in Q(q); remove it from the coordinates "
+                    "or use it in Q"
+                )
+        unknown = free - set(coords) - set(psyms)
+        if unknown:
+            raise ConfigurationError(
+                f"Q(q) holds symbols {sorted(map(str, unknown))} that are neither coordinates "
+                "nor parameters; give their values in parameters"
+            )
+        self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
+        self.ndof = len(coords)
+        self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
+        key = expression_key(factors, coords, psyms)
+        if (key, tuple(self.params[0])) not in _CHECKED:
+            for F in factors:
+                self._check_rigid(F)
+            _CHECKED.add((key, tuple(self.params[0])))
+        self.key, self.kernel, cached = compiled_kernel(factors, coords, psyms, key)
+        self.generated_now = not cached
+        # one joint at a time runs the same generated code uncompiled: trees use the
+        # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
+        self._python_kernel = getattr(self.kernel, "py_func", self.kernel)
+
+    # ------------------------------------------------------------------
+    @property
+    def expression(self) -> sp.Matrix:
+        """The transform ``Q(q)`` (the product of the factors)."""
+        M = sp.Matrix(self.factors[0])
+        for F in self.factors[1:]:
+            M = M * F
+        return M
+
+    def _check_rigid(self, F: sp.ImmutableMatrix) -> None:
+        """``R^T R = I`` and ``det R = 1`` at q = 0 and a few random points (each factor)."""
+        f = sp.lambdify(self.coordinates + self.parameter_symbols, F, "numpy")
+        rng = np.random.default_rng(0)
+        points = [np.zeros(self.ndof)] + [rng.uniform(-1, 1, self.ndof) for _ in range(4)]
+        for q in points:
+            with np.errstate(all="ignore"):
+                E = np.asarray(f(*q, *self.params[0]), dtype=float)
+            if not np.all(np.isfinite(E)):
+                continue
+            R = E[:3, :3]
+            err = float(np.abs(R.T @ R - np.eye(3)).max())
+            if err > RIGID_TOL or np.linalg.det(R) < 0:
+                where = " of a factor" if len(self.factors) > 1 else ""
+                raise ConfigurationError(
+                    f"Q(q) is not a rigid transform: at q={np.round(q, 3).tolist()} the rotation "
+                    f"block{where} has |R^T R - I| = {err:.3g} and det {np.linalg.det(R):.3g}; "
+                    "build the rotation from rotations (contactlab.geometry.primitives) or "
+                    "orthonormal frames"
+                )
+
+    @property
+    def batch(self) -> tuple[str, Callable[..., None], Array]:
+        """``(key, kernel, parameter values)``: lets a tree evaluate joints of one key together."""
+        return self.key, self.kernel, self.params[0]
+
+    def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
+        Q = np.empty((1, 4, 4))
+        S = np.zeros((1, 6, self.ndof))
+        Sd = np.zeros((1, 6, self.ndof))
+        self._python_kernel(
+            np.ascontiguousarray(q, dtype=float),
+            np.ascontiguousarray(qdot, dtype=float),
+            _NODE0,
+            _NODE0,
+            self.params,
+            Q,
+            S,
+            Sd,
+        )
+        return Q[0], S[0], Sd[0]
+
+    def check_regular(self, q: Array, where: str = "the initial state") -> None:
+        """Raise if the parameterization is singular at ``q`` (S loses rank)."""
+        q = np.asarray(q, dtype=float)
+        S = self.S(q)
+        sv = np.linalg.svd(S, compute_uv=False)
+        if self.ndof and (not np.all(np.isfinite(S)) or sv[-1] <= SINGULAR_RTOL * max(sv[0], 1.0)):
+            raise ConfigurationError(
+                f"the parameterization Q(q) is singular at {where} q={np.round(q, 6).tolist()}: "
+                f"S has rank {int(np.sum(sv > SINGULAR_RTOL * max(sv[0], 1.0)))} < {self.ndof} "
+                "coordinates; start away from the singular point or reparameterize"
+            )
+
+
+@register_joint("transform")
+def _transform(axis: Any, p: Mapping[str, Any]) -> Joint:
+    if "Q" not in p or "coordinates" not in p:
+        raise ConfigurationError(
+            "transform joint needs params['Q'] (a 4x4 sympy expression) and "
+            "params['coordinates'] (its coordinate symbols or names)"
+        )
+    return TransformJoint(p["Q"], p["coordinates"], p.get("parameters"))

@@ -1,0 +1,280 @@
+"""Joints generated from their transform Q(q) (Si & Guenter) against the hand-written ones.
+
+The generated S and Sdot come from symbolic differentiation of Q; the
+hand-written joints from closed forms (Sueda's notes §2.4).  Both are exact, so
+they agree to rounding: 1e-12 on entries of order one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from contactlab import se3
+from contactlab.errors import ConfigurationError
+from contactlab.geometry.primitives import (
+    exp_rotation,
+    rot,
+    rot_x,
+    rot_y,
+    rot_z,
+    screw,
+    trans,
+)
+from contactlab.reduced import Tree, simulate_adaptive
+from contactlab.reduced.general import TransformJoint
+from contactlab.reduced.joints import Joint, PlanarJoint
+from contactlab.reduced.registry import make_joint
+from contactlab.reduced.spline import CUMULATIVE
+from contactlab.scene import JointSpec, Scene
+
+from .conftest import box_body
+
+AXIS = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+TOL = 1e-12
+
+
+def _q(n: int) -> tuple[sp.Symbol, ...]:
+    return tuple(sp.symbols(f"q0:{n}", real=True))
+
+
+def _vec(a: np.ndarray) -> list[sp.Float]:
+    return [sp.Float(float(x)) for x in a]
+
+
+def _spline_curve_factors(frames: np.ndarray, s: sp.Symbol) -> list[sp.Matrix]:
+    """REDMAX supplement Alg. 4 on the first segment, ``s in [0, 1)``, as a product of four factors."""
+    twists = se3.log_se3(se3.inverse(np.roll(frames, 1, axis=0)) @ frames)
+    weights = [sum(CUMULATIVE[i, j] * s**j for j in range(4)) for i in range(4)]
+    return [sp.Matrix(frames[0])] + [screw(twists[m], weights[m]) for m in (1, 2, 3)]
+
+
+def _surface_factors(values: np.ndarray, q: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
+    """REDMAX supplement Alg. 5 on the first patch: translations then XYZ rotations by bicubic splines."""
+    from contactlab.reduced.spline import BASIS
+
+    C = values[:4, :4, :]
+    b1 = [sum(BASIS[i, j] * q[0] ** j for j in range(4)) for i in range(4)]
+    b2 = [sum(BASIS[i, j] * q[1] ** j for j in range(4)) for i in range(4)]
+    f = [sum(b1[a] * C[a, b, k] * b2[b] for a in range(4) for b in range(4)) for k in range(6)]
+    return [trans(f[0], f[1], f[2]), rot_x(f[3]), rot_y(f[4]), rot_z(f[5])]
+
+
+def _pairs() -> dict[str, tuple[Joint, TransformJoint, float]]:
+    """(hand-written, generated, scale of the samples) for every built-in kind."""
+    rng = np.random.default_rng(0)
+    q1, q2, q3, q6 = _q(1), _q(2), _q(3), _q(6)
+    planar = PlanarJoint(AXIS)
+    u, v = planar.screws[0, 3:], planar.screws[1, 3:]
+    frames = se3.make_transform(
+        se3.exp_so3(0.6 * rng.standard_normal((5, 3))), rng.standard_normal((5, 3))
+    )
+    values = np.zeros((4, 4, 6))
+    values[..., :3] = rng.standard_normal((4, 4, 3))
+    values[..., 3:] = 0.3 * rng.standard_normal((4, 4, 3))
+    s = sp.Symbol("s", real=True)
+    return {
+        "fixed": (make_joint("fixed"), TransformJoint(sp.eye(4), []), 1.0),
+        "revolute": (make_joint("revolute", AXIS), TransformJoint(rot(AXIS, q1[0]), q1), 3.0),
+        "prismatic": (
+            make_joint("prismatic", AXIS),
+            TransformJoint(trans(*(sp.Matrix(_vec(AXIS)) * q1[0])), q1),
+            1.0,
+        ),
+        "planar": (
+            planar,
+            TransformJoint(trans(*(sp.Matrix(_vec(u)) * q2[0] + sp.Matrix(_vec(v)) * q2[1])), q2),
+            1.0,
+        ),
+        "translational": (make_joint("translational"), TransformJoint(trans(*q3), q3), 1.0),
+        "universal": (
+            make_joint("universal"),
+            TransformJoint(rot_x(q2[0]) * rot_y(q2[1]), q2),
+            3.0,
+        ),
+        "spherical_euler": (
+            make_joint("spherical_euler"),
+            TransformJoint(rot_x(q3[0]) * rot_z(q3[1]) * rot_x(q3[2]), q3),
+            3.0,
+        ),
+        "spherical": (make_joint("spherical"), TransformJoint(exp_rotation(q3), q3), 2.0),
+        "cylindrical": (
+            make_joint("cylindrical", AXIS),
+            TransformJoint(rot(AXIS, q2[0]) * trans(*(sp.Matrix(_vec(AXIS)) * q2[1])), q2),
+            2.0,
+        ),
+        "free": (
+            make_joint("free"),
+            TransformJoint([exp_rotation(q6[:3]), trans(*q6[3:])], q6),
+            2.0,
+        ),
+        "free_translation_first": (
+            make_joint("free", params={"order": "translation_first"}),
+            TransformJoint([trans(*q6[:3]), exp_rotation(q6[3:])], q6),
+            2.0,
+        ),
+        "spline_curve": (
+            make_joint("spline_curve", params={"frames": frames}),
+            TransformJoint(_spline_curve_factors(frames, s), [s]),
+            -1.0,
+        ),
+        "spline_surface": (
+            make_joint("spline_surface", params={"values": values}),
+            TransformJoint(_surface_factors(values, q2), q2),
+            -1.0,
+        ),
+    }
+
+
+PAIRS = _pairs()
+
+
+def _sample(name: str, joint: Joint, rng: np.random.Generator) -> np.ndarray:
+    scale = PAIRS[name][2]
+    if name == "spline_curve":
+        return rng.uniform(0.0, 1.0, 1)  # the segment written out in _spline_curve_factors
+    if name == "spline_surface":
+        return rng.uniform(0.0, 1.0, 2)  # the patch written out in _surface_factors
+    v = rng.uniform(-1.0, 1.0, joint.ndof)
+    if name.startswith("free") or name == "spherical":
+        v[:3] = v[:3] / np.linalg.norm(v[:3]) * rng.uniform(0.2, scale)
+    return v * (1.0 if name.startswith("free") or name == "spherical" else scale)
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_generated_S_and_Sdot_equal_hand_written(name: str) -> None:
+    hand, generated, _ = PAIRS[name]
+    assert generated.ndof == hand.ndof
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        q = _sample(name, hand, rng)
+        qdot = rng.standard_normal(hand.ndof)
+        Qh, Sh, Sdh = hand.evaluate(q, qdot)
+        Qg, Sg, Sdg = generated.evaluate(q, qdot)
+        np.testing.assert_allclose(Qg, Qh, atol=TOL)
+        np.testing.assert_allclose(Sg, Sh, atol=TOL)
+        np.testing.assert_allclose(Sdg, Sdh, atol=TOL)
+
+
+def _chain(kinds: list[tuple[str, Joint]], q0: list[np.ndarray]) -> Scene:
+    bodies, joints = [], []
+    half = se3.make_transform(None, (0.05, 0.01, 0.0))
+    for i, (_, joint) in enumerate(kinds):
+        bodies.append(box_body(f"b{i}", 1.0 + 0.2 * i, (0.1, 0.02, 0.03)))
+        joints.append(
+            JointSpec(
+                f"j{i}",
+                "custom",
+                None if i == 0 else f"b{i - 1}",
+                f"b{i}",
+                frame_parent=np.eye(4) if i == 0 else half,
+                frame_child=se3.inverse(half),
+                params={"joint": joint},
+                q0=q0[i],
+                qdot0=np.full(joint.ndof, 0.5),
+            )
+        )
+    return Scene("chain", tuple(bodies), tuple(joints))
+
+
+def test_generated_joints_give_the_same_trajectories() -> None:
+    """A four-joint chain (revolute, universal, Euler ball, cylindrical) for 0.3 s, DOP853."""
+    names = ["revolute", "universal", "spherical_euler", "cylindrical"]
+    rng = np.random.default_rng(5)
+    q0 = [_sample(n, PAIRS[n][0], rng) * 0.5 for n in names]
+    ends = []
+    for which in (0, 1):
+        tree = Tree.from_scene(_chain([(n, PAIRS[n][which]) for n in names], q0))
+        q, qdot = tree.initial_coordinates()
+        traj = simulate_adaptive(tree, q, qdot, 0.3, rtol=1e-11, atol=1e-12)
+        ends.append(np.concatenate([traj.q[-1], traj.qdot[-1]]))
+    # same equations to rounding; the integrators' step sequences may differ slightly
+    np.testing.assert_allclose(ends[1], ends[0], atol=1e-9)
+
+
+# -- bad input ------------------------------------------------------------
+def test_not_a_rigid_transform_is_refused() -> None:
+    (q,) = _q(1)
+    scaled = rot_z(q)
+    scaled[0, 0] = 2 * sp.cos(q)
+    with pytest.raises(ConfigurationError, match="not a rigid transform"):
+        TransformJoint(scaled, [q])
+    bottom = rot_z(q)
+    bottom[3, 0] = q
+    with pytest.raises(ConfigurationError, match="bottom row"):
+        TransformJoint(bottom, [q])
+
+
+def test_coordinate_that_does_not_appear_is_refused() -> None:
+    a, b = _q(2)
+    with pytest.raises(ConfigurationError, match="coordinate q1 does not appear"):
+        TransformJoint(rot_z(a), [a, b])
+
+
+def test_unknown_symbol_is_refused() -> None:
+    a, L = sp.symbols("a L", real=True)
+    with pytest.raises(ConfigurationError, match=r"\['L'\].*parameters"):
+        TransformJoint(rot_z(a) * trans(L, 0, 0), [a])
+
+
+def test_singular_parameterization_at_the_initial_state_is_refused() -> None:
+    """Euler angles XZX lose a rank at q_2 = 0 (gimbal lock): a scene starting there fails."""
+    q = _q(3)
+    Q = [rot_x(q[0]), rot_x(q[1]), rot_z(q[2])]  # two turns about x: always singular
+    spec = JointSpec("ball", "transform", None, "b", params={"Q": Q, "coordinates": q})
+    scene = Scene("s", (box_body("b", 1.0, (0.1, 0.1, 0.1)),), (spec,))
+    with pytest.raises(ConfigurationError, match=r"joint 'ball'.*singular at the initial state"):
+        Tree.from_scene(scene)
+    sphere = [rot_z(q[0]), rot_y(q[1]), rot_x(q[2])]  # ZYX angles: gimbal lock at q_1 = pi/2
+    TransformJoint(sphere, q).check_regular(np.array([0.1, 0.2, 0.3]))
+    with pytest.raises(ConfigurationError, match="rank 2 < 3"):
+        TransformJoint(sphere, q).check_regular(np.array([0.1, np.pi / 2, 0.3]))
+
+
+def test_transform_kind_from_strings_builds_the_same_joint() -> None:
+    """A joint in a scene file: Q as text, coordinates and parameters by name."""
+    joint = make_joint(
+        "transform",
+        params={
+            "Q": "Matrix([[cos(t), -sin(t), 0, 0], [sin(t), cos(t), 0, 0], [0, 0, 1, k*t], "
+            "[0, 0, 0, 1]])",
+            "coordinates": ["t"],
+            "parameters": {"k": 0.02},
+        },
+    )
+    _, S, Sd = joint.evaluate(np.array([0.7]), np.array([1.3]))
+    np.testing.assert_allclose(S[:, 0], [0, 0, 1, 0, 0, 0.02], atol=TOL)
+    np.testing.assert_allclose(Sd, 0.0, atol=TOL)
+
+
+def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
+    """Contact in reduced coordinates (rows N J): the 2-link chain of ``jf-external`` pressing
+    and sliding on the floor, its revolute joints replaced by ones generated from
+    ``Q = rot(axis, q)``, follows the hand-written chain to solver accuracy over 0.1 s."""
+    from dataclasses import replace
+
+    from contactlab.simulator import Simulator
+    from scenarios.joint_friction import external
+
+    base = external(angle_deg=44.4)  # joint friction off: its geometry knows the built-in kinds
+    scene = base.with_(joints=tuple(replace(j, friction=None) for j in base.joints))
+    (q,) = _q(1)
+    generated = scene.with_(
+        joints=tuple(
+            replace(j, kind="transform", params={"Q": rot(j.axis, q), "coordinates": [q]})
+            if j.kind == "revolute"
+            else j
+            for j in scene.joints
+        )
+    )
+    assert sum(j.kind == "transform" for j in generated.joints) >= 2
+    finals = []
+    for s in (scene, generated):
+        sim = Simulator(s, "reduced", "frictionless", "qpsolvers:piqp", dt=1e-2)
+        run = sim.run(steps=10)
+        assert run.steps["status"].eq("optimal").all()
+        assert run.steps["n_contacts"].min() >= 1
+        finals.append(run.trajectory["position"])
+    assert np.abs(finals[0][-1] - finals[0][0]).max() > 1e-3  # it moves
+    np.testing.assert_allclose(finals[1], finals[0], atol=1e-8)
