@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,7 @@ $(TEST_STAMP): pyproject.toml
 	touch $(STAMP) $(TEST_STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/contactlab warmup
 	$(VENV)/bin/contactlab demo
 	$(VENV)/bin/contactlab studies 1 4 --short --out results/demo/studies
 
@@ -29,8 +30,13 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check contactlab solvers scenarios tests benchmarks
 	$(VENV)/bin/mypy
 
+docs: $(TEST_STAMP)
+	$(PY) -m pip install --quiet -e ".[docs]"
+	$(PY) -m contactlab.cliref docs/commands.md
+	$(VENV)/bin/mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) results/scratch .pytest_cache
+	rm -rf $(VENV) results/scratch .pytest_cache site

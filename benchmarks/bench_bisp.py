@@ -198,7 +198,7 @@ def write_report(df: pd.DataFrame, args: argparse.Namespace) -> None:
         f"BISP's model time is {np.nanmin(ratio):.1f}x to {np.nanmax(ratio):.1f}x below "
         f"Staggered Projections' on the maximal model ({np.nanmin(ratio_x):.1f}x to "
         f"{np.nanmax(ratio_x):.1f}x with explicit friction rows, where SP also takes "
-        f"{its_x:.0f}x the outer iterations), not the order of magnitude seed 000 (§2.11) "
+        f"{its_x:.0f}x the outer iterations), not the order of magnitude Sueda's notes (§2.11) "
         "reports.  With one friction row per joint both take the same number of outer "
         "iterations; per iteration BISP replaces SP's contact QP over the joint rows (5 per "
         "revolute) by a reduced solve, and its friction QP has no joint rows.  With one "

@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         "FD = `Model.forward_dynamics` (articulated-body recursion), ID = "
         "`Model.inverse_dynamics` (Newton-Euler in the Balafoutis-Patel form), M = "
         "`Model.mass_matrix` (composite-rigid-body algorithm), dID = "
-        "`inverse_dynamics_derivatives` (seed 004's recursive partials; returns dtau/dq, "
+        "`inverse_dynamics_derivatives` (Guenter & Rose's recursive partials; returns dtau/dq, "
         "dtau/dqdot and M like `computeRNEADerivatives`). `FD previous path` is "
         "`forward_dynamics_recursive`, the per-call Python path this model replaces. `max rel. "
         "difference` is the largest relative difference between the two libraries' FD, ID, M, "

@@ -8,7 +8,7 @@ for each step
 - ``assembly``: :meth:`MaximalFormulation.assemble` (mass matrix, free
   momentum, joint rows and Baumgarte right-hand side, vectorized over bodies
   and over the joints of each kind);
-- ``solve``: the equality-constrained QP (the KKT system of seed 000,
+- ``solve``: the equality-constrained QP (the KKT system of Sueda's notes,
   eq. 1.73) through ``solvers.solve(..., "kkt")`` (sparse LU);
 - ``advance``: ``E <- E exp(h [phi+])``;
 

@@ -1,4 +1,4 @@
-"""Build rigid bodies from shapes: single shapes and composites (seed 000 §1.7).
+"""Build rigid bodies from shapes: single shapes and composites (Sueda's notes §1.7).
 
 A :class:`~contactlab.scene.Body` has its frame at the centre of mass on the
 principal axes, so its spatial inertia is diagonal.  Users describe geometry
@@ -6,7 +6,7 @@ in a convenient *construction* frame; the functions here compute the mass
 properties, move the frame to the centre of mass, rotate it onto the
 principal axes, and re-express every shape in the new body frame.
 
-Composite bodies follow seed 000 §1.7.1: the parts' spatial inertias are
+Composite bodies follow Sueda's notes §1.7.1: the parts' spatial inertias are
 brought to an axis-aligned frame at the combined centre of mass with the
 adjoint, ``M_c = sum_k Ad_kc^T M_k Ad_kc`` (eq. 1.26), and the rotational
 block is diagonalised by a right-handed eigenvector matrix.  Parts are summed,
@@ -50,7 +50,7 @@ class CompositeBody(NamedTuple):
 
 
 def spatial_inertia(mass: float, com: ArrayLike, inertia: ArrayLike) -> Array:
-    """6x6 spatial inertia about a frame's origin, angular block first (seed 001 §0.1).
+    """6x6 spatial inertia about a frame's origin, angular block first (ArtiSynth notes §0.1).
 
     Parameters
     ----------
@@ -94,7 +94,7 @@ def principal_axes(inertia: ArrayLike) -> tuple[Array, Array]:
         return np.diag(J).copy(), np.eye(3)
     moments, V = np.linalg.eigh(J)
     # Order the columns to align with the coordinate axes as well as possible,
-    # then make the diagonal non-negative, then fix handedness (seed 000
+    # then make the diagonal non-negative, then fix handedness (Sueda's notes
     # §1.7.1: eig may return a left-handed basis).
     best = max(itertools.permutations(range(3)), key=lambda p: np.abs(V[np.arange(3), p]).sum())
     perm = list(best)
@@ -164,8 +164,8 @@ def composite(
         for k, (s, d, m) in enumerate(zip(shapes, dens, mass))
     ]
     m_c = sum(p.mass for p in parts)
-    p_c = sum(p.mass * p.com for p in parts) / m_c  # seed 000, eq. (1.25)
-    # Seed 000, eq. (1.26): part k's spatial inertia, in a construction-aligned
+    p_c = sum(p.mass * p.com for p in parts) / m_c  # Sueda's notes, eq. (1.25)
+    # Sueda's notes, eq. (1.26): part k's spatial inertia, in a construction-aligned
     # frame at its own centre of mass, moved to the frame c at p_c by
     # Ad(E_k^-1 E_c), which maps twists of frame c into frame k.
     E_c = se3.make_transform(np.eye(3), p_c)

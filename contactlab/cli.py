@@ -276,7 +276,30 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_warmup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def _cmd_warmup(args: argparse.Namespace) -> int:
+    from contactlab.warmup import warmup
+    from solvers.jit import cache_dir
+
+    report = (lambda line: None) if args.quiet else print
+    report(f"compiling kernels into {cache_dir()} (once per machine)")
+    missing = warmup(report)
+    if missing:
+        print(
+            f"contactlab: warning: {len(missing)} kernels were not compiled by the warm-up: "
+            f"{', '.join(missing)}; they compile at their first use",
+            file=sys.stderr,
+        )
+    return 0
+
+
 register_command("list", "list scenarios, formulations, models and solvers", _setup_list, _cmd_list)
+register_command(
+    "warmup", "compile every numba kernel ahead into the user cache", _setup_warmup, _cmd_warmup
+)
 register_command("run", "run a scenario and write a results folder", _setup_run, _cmd_run)
 register_command("demo", "run the demo scenarios into results/demo", _setup_demo, _cmd_demo)
 
@@ -318,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _user_error_types() as err:
         print(f"contactlab: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("contactlab: interrupted; no results folder was written", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        # commands that keep finished work say so in the interrupt's message
+        message = _one_line(err) if str(err) else "interrupted; no results folder was written"
+        print(f"contactlab: {message}", file=sys.stderr)
         return 130

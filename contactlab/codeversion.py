@@ -23,7 +23,7 @@ SOURCE_PACKAGES = ("contactlab", "solvers", "scenarios")
 
 def package_roots(names: tuple[str, ...] = SOURCE_PACKAGES) -> tuple[Path, ...]:
     """The folders of the installed packages ``names`` (those that are importable)."""
-    roots = []
+    roots: list[Path] = []
     for name in names:
         spec = find_spec(name)
         if spec is not None and spec.submodule_search_locations:

@@ -18,9 +18,11 @@ Scales (from the initial state)
         frame, joint anchor and static shape (for a plane, the foot of every
         body on it), or the largest body diameter ``2 r_i``, whichever is larger.
     ``S``
-        energy scale [J]: ``K_0 + |g| L sum_i m_i + |V_f,0|``, the initial
-        kinetic energy, the gravitational energy of lifting every body across
-        the scene, and the magnitude of the force elements' initial potential
+        energy scale [J]: ``K_0 + |g| L sum_i m_i + L sum_i |f_i| + pi sum_i |tau_i|
+        + |V_f,0|``: the initial kinetic energy, the gravitational energy of
+        lifting every body across the scene, the work of the force elements'
+        initial forces ``f_i`` and torques ``tau_i`` across the scene (half a
+        turn for torques), and the magnitude of their initial potential
         energy (springs, muscles, point forces).
 
 Bounds (the constants are module attributes, documented in ``docs/reliability.md``)
@@ -147,6 +149,18 @@ class DivergenceBounds:
     active: bool
 
 
+def force_work_scale(scene: Scene, E: Array, phi: Array, length: float) -> float:
+    """``L sum_i |f_i| + pi sum_i |tau_i|`` [J] of the force elements' wrenches at ``E, phi``."""
+    if not scene.forces:
+        return 0.0
+    from contactlab.forces.base import total_wrench
+
+    wrench = total_wrench(list(scene.forces), scene, E, phi)
+    torque = np.linalg.norm(wrench[:, :3], axis=1).sum()
+    force = np.linalg.norm(wrench[:, 3:], axis=1).sum()
+    return float(length * force + np.pi * torque)
+
+
 def scene_bounds(
     scene: Scene, E: Array, phi: Array, initial: dict[str, float], force_energy: float
 ) -> DivergenceBounds:
@@ -167,6 +181,7 @@ def scene_bounds(
     g = float(np.linalg.norm(scene.gravity))
     kinetic = float(initial.get("kinetic_energy", 0.0))
     scale = kinetic + g * length * float(masses.sum()) + abs(force_energy)
+    scale += force_work_scale(scene, E, phi, length)
     scale = max(scale, ENERGY_FLOOR)
     active = has_active_inputs(scene)
     speed0 = float(np.linalg.norm(phi[:, 3:], axis=1).max(initial=0.0))

@@ -18,7 +18,7 @@ with the normal impulses ``lambda_N >= 0`` complementary to ``N v+ - c``, the
 friction impulses on the tangent rows ``T`` bounded by the friction model, and
 ``L`` other unilateral rows (joint limits) with ``lambda_L >= 0``.  All
 impulses are [N s] (generalized).  Signs: impulses push along +row, so contact
-impulses are non-negative (seed 000 eqs. 1.79–1.88; the seed's eq. 1.84 is
+impulses are non-negative (Sueda's notes eqs. 1.79–1.88; the seed's eq. 1.84 is
 written with the opposite sign of ``N^T alpha``, a transcription slip).
 
 Beyond these matrices a formulation may fill typed fields that some models
@@ -57,7 +57,7 @@ CAPABILITIES: dict[str, str] = {
     "joint_contacts": "joint-contact rows with their friction groups and the joint-reaction map "
     "of a staggered joint-friction model (StepProblem.joint_friction)",
     "reactions_by_traversal": "joint reactions recovered from the velocities by one backward "
-    "traversal of the tree (seed 000, eq. 2.112-2.113; reduced coordinates)",
+    "traversal of the tree (Sueda's notes, eq. 2.112-2.113; reduced coordinates)",
     "reactions_by_multipliers": "joint reactions read from the joints' own bilateral "
     "multipliers (maximal coordinates)",
 }
@@ -68,7 +68,7 @@ ReactionMap = Callable[[Array, Array, Array, Array, Array], Array]
 
 @dataclass(frozen=True, eq=False)
 class JointFrictionMaps:
-    """What a staggered joint-friction model needs from the formulation (seed 000, §2.11).
+    """What a staggered joint-friction model needs from the formulation (Sueda's notes, §2.11).
 
     Attributes
     ----------

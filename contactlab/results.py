@@ -15,8 +15,9 @@ A run's folder holds
     ``twist`` (T+1, nb, 6) body-frame twists, angular first [rad/s, m/s];
     ``q``, ``qdot`` (T+1, nq) for reduced runs.
 ``plots/``
-    energy, constraint error, penetration and solve time versus time,
-    regenerated from the files by :func:`plot_run`.
+    energy (with an ``E(t) - E(0)`` panel), constraint error (when it rises
+    above round-off), penetration (when there were contacts) and solve time
+    versus time, regenerated from the files by :func:`plot_run`.
 
 A folder is written into a temporary sibling and renamed into place at the
 end (:func:`atomic_folder`): on any error the temporary folder is removed, so
@@ -157,7 +158,8 @@ def summarize(
             TRAJECTORY: "t (T+1,), body_names (nb,), position (T+1, nb, 3) [m], "
             "rotation (T+1, nb, 3, 3), twist (T+1, nb, 6) body frame, angular first; "
             "q, qdot (T+1, nq) for reduced runs",
-            PLOTS: "energy, constraint error, penetration, solve time vs t (contactlab plot)",
+            PLOTS: "energy and E(t) - E(0), constraint error (when above round-off), "
+            "penetration (when there were contacts), solve time vs t (contactlab plot)",
         },
         "columns": M.describe_columns(),
     }
@@ -312,17 +314,25 @@ def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]
         except OSError as err:
             raise _write_error(target, err) from err
         check_target(target, overwrite)
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{tag}"
-            os.replace(target, old)
-            try:
+        try:
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{tag}"
+                os.replace(target, old)
+                try:
+                    os.replace(tmp, target)
+                except BaseException:
+                    os.replace(old, target)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
+            else:
                 os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        except OSError as err:
+            if target.exists() and not overwrite:  # another writer finished first
+                raise ResultsError(
+                    f"results folder {str(target)!r} was written by another process while "
+                    "this one ran; choose another --out or pass --force to replace it"
+                ) from err
+            raise _write_error(target, err) from err
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -505,8 +515,12 @@ def plot_run(folder: Path | str) -> list[Path]:
     ]
     paths = []
     for name, series, ylabel, log in panels:
-        fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-        ax = fig.add_subplot()
+        path = out_dir / f"{name}.png"
+        if not _worth_plotting(name, steps):
+            path.unlink(missing_ok=True)  # a plot of an earlier drawing that no longer applies
+            continue
+        fig = Figure(figsize=(6.4, 5.6 if name == "energy" else 3.6), layout="constrained")
+        ax = fig.add_subplot(2, 1, 1) if name == "energy" else fig.add_subplot()
         drawn = False
         for column, label in series:
             if column in steps and len(steps):
@@ -521,10 +535,38 @@ def plot_run(folder: Path | str) -> list[Path]:
         ax.grid(True, alpha=0.3)
         if len(series) > 1:
             ax.legend(fontsize=8)
-        path = out_dir / f"{name}.png"
+        if name == "energy":
+            _energy_change_panel(fig.add_subplot(2, 1, 2), t, steps, summary)
         fig.savefig(path, dpi=110)
         paths.append(path)
     return paths
+
+
+#: [m or rad] a largest bilateral drift below this is round-off, not a result to plot
+ROUNDOFF_DRIFT = 1e-12
+
+
+def _worth_plotting(name: str, steps: pd.DataFrame) -> bool:
+    """Whether a panel shows something: contacts for penetration, drift above round-off."""
+    if name == "penetration":
+        contacts = pd.to_numeric(steps.get("n_contacts", pd.Series(dtype=float)), errors="coerce")
+        return bool((contacts > 0).any())
+    if name == "constraint_error":
+        drift = pd.to_numeric(steps.get(name, pd.Series(dtype=float)), errors="coerce")
+        return bool((drift.abs() > ROUNDOFF_DRIFT).any())
+    return True
+
+
+def _energy_change_panel(ax: Any, t: NDArray[Any], steps: pd.DataFrame, summary: dict) -> None:
+    """``E(t) - E(0)`` on its own scale, where a drift too small for the energy panel shows."""
+    e0 = (summary.get("initial_metrics") or {}).get("total_energy")
+    if "total_energy" in steps and e0 is not None and len(steps):
+        energy = pd.to_numeric(steps["total_energy"], errors="coerce").to_numpy(dtype=float)
+        ax.plot(t, energy - float(e0), linewidth=1.0, color="C2")
+    ax.axhline(0.0, color="0.5", linewidth=0.6)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("E(t) − E(0) [J]")
+    ax.grid(True, alpha=0.3)
 
 
 def _log_kwargs(name: str, steps: pd.DataFrame) -> dict[str, float]:

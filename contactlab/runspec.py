@@ -223,6 +223,11 @@ def build_simulator(
     from contactlab import scenario as scenario_registry
     from contactlab.simulator import Simulator
 
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise ConfigurationError(
+            f"scenario parameters must be a mapping such as {{'n': 3}}, got "
+            f"{type(parameters).__name__} {parameters!r}"
+        )
     spec = scenario_registry.get_scenario(scenario)
     if formulation is not None and formulation not in spec.formulations:
         from contactlab.formulation import formulation_names

@@ -25,7 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contactlab.errors import ConfigurationError, ParameterError, UnknownNameError
+from contactlab.errors import (
+    ConfigurationError,
+    ContactlabError,
+    ParameterError,
+    UnknownNameError,
+)
 from contactlab.scene import Scene
 from solvers.plugins import Registry
 
@@ -52,6 +57,25 @@ def can_collide(scene: Scene) -> bool:
     if scene.extras.get("collision", True) is False:
         return False
     return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
+
+
+def conserves_energy(scene: Scene) -> bool:
+    """Whether the scene's exact dynamics keep the total energy constant.
+
+    No contact geometry, joint limits, joint friction or joint damping (they
+    dissipate), no force elements and no prescribed motion (they do work).
+    Only then is an energy change a numerical error to rank methods by.
+    """
+    return not (
+        can_collide(scene)
+        or scene.forces
+        or scene.extras.get("joint_torque") is not None
+        or any(j.friction is not None or j.damping != 0.0 for j in scene.joints)
+        or any(
+            getattr(c, "unilateral", False) or getattr(c, "supplies_energy", False)
+            for c in scene.constraints
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -206,7 +230,17 @@ class Scenario:
     def build(self, **overrides: Any) -> Scene:
         """Build the scene with parameters ``overrides`` (defaults for the rest)."""
         values = self.resolve(overrides)
-        scene = self.builder(**values)
+        try:
+            scene = self.builder(**values)
+        except ContactlabError:
+            raise
+        except (ValueError, OverflowError, ArithmeticError, TypeError) as err:
+            given = ", ".join(f"{k}={overrides[k]!r}" for k in overrides) or "the defaults"
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise ParameterError(
+                f"scenario {self.name!r} cannot be built with {given}: {reason}; choose values "
+                "in range (see `contactlab list`)"
+            ) from err
         if not isinstance(scene, Scene):
             raise ConfigurationError(
                 f"scenario {self.name!r} returned {type(scene).__name__}, not a Scene"

@@ -70,7 +70,18 @@ class Body:
     material: str = "default"
 
     def __post_init__(self) -> None:
-        inertia = np.array(self.inertia, dtype=float).reshape(-1)
+        if isinstance(self.mass, bool) or not isinstance(self.mass, (int, float, np.number)):
+            raise ConfigurationError(
+                f"body {self.name!r}: mass must be a positive finite number [kg], got "
+                f"{self.mass!r} ({type(self.mass).__name__})"
+            )
+        try:
+            inertia = np.array(self.inertia, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise ConfigurationError(
+                f"body {self.name!r}: inertia must be three positive principal moments "
+                f"[kg m^2], got {self.inertia!r}"
+            ) from err
         if not (np.isfinite(self.mass) and self.mass > 0):
             raise ConfigurationError(
                 f"body {self.name!r}: mass must be a positive finite number [kg], got {self.mass}"
@@ -92,7 +103,7 @@ class Body:
 
     @property
     def spatial_inertia(self) -> Array:
-        """Diagonal of the 6x6 body-frame inertia ``(I1, I2, I3, m, m, m)`` (seed 000 §1.7)."""
+        """Diagonal of the 6x6 body-frame inertia ``(I1, I2, I3, m, m, m)`` (Sueda's notes §1.7)."""
         return np.concatenate([self.inertia, np.full(3, self.mass)])
 
 
@@ -118,7 +129,7 @@ class JointSpec:
     q0, qdot0 : initial joint coordinates and velocities (reduced
         formulation; also used to place bodies initially).
     stiffness, damping, rest : joint spring [N m/rad or N/m], damper
-        [N m s/rad or N s/m] and rest coordinates (seed 000 §2.5).
+        [N m s/rad or N s/m] and rest coordinates (Sueda's notes §2.5).
     friction : per-joint friction description (joint contact geometry and
         coefficient) used by joint-friction models, or ``None``.
     closes_loop : ``True`` for a joint that closes a kinematic loop; the
@@ -167,7 +178,7 @@ class JointSpec:
 
 @dataclass(frozen=True)
 class StabilizationParams:
-    """Baumgarte parameters (seed 000 eq. 1.82).
+    """Baumgarte parameters (Sueda's notes eq. 1.82).
 
     ``gamma`` [1/s] for the velocity-level form ``G phi = -gamma g``;
     ``alpha`` [1/s] and ``beta`` [1/s] for the acceleration-level form.

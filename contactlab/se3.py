@@ -1,6 +1,6 @@
 """The Lie groups SO(3) and SE(3) and their algebras, batched over leading axes.
 
-Conventions (seed 000 §1.1–1.5): a transform is ``E = [[R, p], [0, 1]]``; a
+Conventions (Sueda's notes §1.1–1.5): a transform is ``E = [[R, p], [0, 1]]``; a
 twist ``phi = (omega, nu)`` is in body coordinates, angular part first, and
 ``Edot = E [phi]`` (eq. 1.8).  Every function accepts stacks: an array of
 shape ``(..., 3)``, ``(..., 6)``, ``(..., 3, 3)`` or ``(..., 4, 4)`` and
@@ -29,7 +29,7 @@ def _as(x: ArrayLike) -> Array:
 # brackets
 # ----------------------------------------------------------------------------
 def bracket3(w: ArrayLike) -> Array:
-    """Cross-product matrix ``[w]`` with ``[w] b = w x b`` (seed 000, eq. 1.7).
+    """Cross-product matrix ``[w]`` with ``[w] b = w x b`` (Sueda's notes, eq. 1.7).
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ def unbracket3(W: ArrayLike) -> Array:
 
 
 def bracket6(phi: ArrayLike) -> Array:
-    """The 4x4 matrix ``[phi] = [[ [omega], nu ], [0, 0]]`` (seed 000, eq. 1.6)."""
+    """The 4x4 matrix ``[phi] = [[ [omega], nu ], [0, 0]]`` (Sueda's notes, eq. 1.6)."""
     phi = _as(phi)
     out = np.zeros(phi.shape[:-1] + (4, 4))
     out[..., :3, :3] = bracket3(phi[..., :3])
@@ -251,7 +251,7 @@ def make_transform(R: ArrayLike | None = None, p: ArrayLike | None = None) -> Ar
 
 
 def inverse(E: ArrayLike) -> Array:
-    """``E^{-1} = [[R^T, -R^T p], [0, 1]]`` (seed 000, eq. 1.4)."""
+    """``E^{-1} = [[R^T, -R^T p], [0, 1]]`` (Sueda's notes, eq. 1.4)."""
     E = _as(E)
     Rt = np.swapaxes(E[..., :3, :3], -1, -2)
     return make_transform(Rt, -(Rt @ E[..., :3, 3, None])[..., 0])
@@ -266,7 +266,7 @@ def compose(*Es: ArrayLike) -> Array:
 
 
 def transform_points(E: ArrayLike, x: ArrayLike) -> Array:
-    """World positions ``R x + p`` of local points ``x`` (seed 000, eq. 1.2)."""
+    """World positions ``R x + p`` of local points ``x`` (Sueda's notes, eq. 1.2)."""
     E = _as(E)
     return (E[..., :3, :3] @ _as(x)[..., None])[..., 0] + E[..., :3, 3]
 
@@ -310,7 +310,7 @@ def log_se3(E: ArrayLike) -> Array:
 def adjoint(E: ArrayLike) -> Array:
     """``Ad(E) = [[R, 0], [[p] R, R]]`` mapping body twists to the parent frame.
 
-    Seed 000, eq. 1.14: ``phi_world = Ad(E) phi_body``.
+    Sueda's notes, eq. 1.14: ``phi_world = Ad(E) phi_body``.
     """
     E = _as(E)
     R = E[..., :3, :3]
@@ -343,7 +343,7 @@ def adjoint_dot(E: ArrayLike, phi: ArrayLike) -> Array:
 
 
 def gamma(x: ArrayLike) -> Array:
-    """Material Jacobian ``Gamma(x) = [ [x]^T, I ]`` (3x6) of a body point (seed 000 §1.4).
+    """Material Jacobian ``Gamma(x) = [ [x]^T, I ]`` (3x6) of a body point (Sueda's notes §1.4).
 
     The world velocity of the local point ``x`` is ``R Gamma(x) phi`` (eq. 1.12).
     """
@@ -355,7 +355,7 @@ def gamma(x: ArrayLike) -> Array:
 
 
 def integrate(E: ArrayLike, phi: ArrayLike, h: float) -> Array:
-    """Position update ``E exp(h [phi])`` on SE(3) (seed 000 §1.8)."""
+    """Position update ``E exp(h [phi])`` on SE(3) (Sueda's notes §1.8)."""
     return _as(E) @ exp_se3(h * _as(phi))
 
 

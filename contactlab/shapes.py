@@ -7,8 +7,8 @@ frame, wherever its centroid lies) and placed in a body frame by ``pose``
 the inertia tensor about the centre of mass, in the shape's pose frame's
 parent (i.e. the body frame), so shapes can be combined into a composite body
 (:func:`contactlab.bodies.composite`).  Closed forms: "List of moments of
-inertia" (seed 000 §1.7, eq. 1.24 for the box); meshes by volume integration
-[Mirtich 1996] (seed 000 §1.7) as implemented by ``trimesh``.
+inertia" (Sueda's notes §1.7, eq. 1.24 for the box); meshes by volume integration
+[Mirtich 1996] (Sueda's notes §1.7) as implemented by ``trimesh``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Box(Shape):
     def _local_mass_properties(self, density: float) -> tuple[float, Array, Array]:
         a, b, c = 2 * self.half_extents
         m = density * a * b * c
-        # seed 000, eq. (1.24)
+        # Sueda's notes, eq. (1.24)
         return m, np.zeros(3), np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * m / 12.0
 
     def bounding_radius(self) -> float:
@@ -201,7 +201,7 @@ class Mesh(Shape):
     Faces are vertex-index triples wound counter-clockwise seen from outside
     (outward normals).  The mesh must be closed (watertight) and consistently
     wound so that it bounds a solid; its mass properties come from exact
-    volume integration over the polyhedron [Mirtich 1996] (seed 000 §1.7),
+    volume integration over the polyhedron [Mirtich 1996] (Sueda's notes §1.7),
     computed by ``trimesh``.  The centroid need not be at the origin: it is
     reported as the centre of mass, and :func:`contactlab.bodies.body_from_shape`
     moves the body frame there.

@@ -272,10 +272,20 @@ class Simulator:
 
     def _failure(self, index: int, t: float, what: str) -> StepFailure:
         form, model, solver = self.names
+        structural = ("singular", "rank", "redundant", "contradictory", "dependent")
+        if any(word in what for word in structural):
+            # a property of the scene's constraints, not of the step size
+            hint = (
+                "the scene's constraint rows are redundant or contradictory (a joint or "
+                "loop closure given twice?); remove the duplicate (a smaller --dt does not help)"
+            )
+        else:
+            hint = (
+                "try a smaller --dt, another --solver, or model options such as a looser tolerance"
+            )
         return StepFailure(
             f"step {index} (t = {t:.6g} s) failed: {what} (formulation {form!r}, model "
-            f"{model!r}, solver {solver!r}); try a smaller --dt, another --solver, or "
-            "model options such as a looser tolerance"
+            f"{model!r}, solver {solver!r}); {hint}"
         )
 
     def step(self, state: State, index: int = 0) -> tuple[State, StepRecord]:
@@ -307,7 +317,16 @@ class Simulator:
             raise self._failure(index, state.t, f"the solver layer raised: {err}") from err
         solved = time.perf_counter()
         if solution.status not in M.USABLE_STATUSES:
-            raise self._failure(index, state.t, f"solver status {solution.status!r}")
+            said = next(
+                (
+                    str(getattr(r, "message", ""))
+                    for r in solution.results
+                    if getattr(r, "status", "optimal") not in M.USABLE_STATUSES
+                ),
+                "",
+            )
+            detail = f" ({' '.join(said.split())})" if said else ""
+            raise self._failure(index, state.t, f"solver status {solution.status!r}{detail}")
         if not np.all(np.isfinite(solution.v)):
             raise self._failure(
                 index, state.t, f"non-finite velocities (status {solution.status!r})"

@@ -11,7 +11,15 @@ import importlib
 
 from contactlab.scenario import Scenario
 
-_MODULES = ("basic", "contact", "redmax", "joint_friction", "redmax_deformable", "general_joints")
+_MODULES = (
+    "basic",
+    "contact",
+    "redmax",
+    "joint_friction",
+    "redmax_deformable",
+    "general_joints",
+    "models",
+)
 
 
 def _collect() -> dict[str, Scenario]:

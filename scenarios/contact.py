@@ -370,6 +370,8 @@ def box_pile(n: int = 20, seed: int = 0, size: float = 0.1, mu: float = 0.5) -> 
     _positive(size=size)
     if n < 1:
         raise ConfigurationError(f"box-pile needs n >= 1 cubes, got {n}")
+    if seed < 0:
+        raise ConfigurationError(f"box-pile seed must be an integer >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     diameter = np.sqrt(3.0) * size
     cell = 1.2 * diameter

@@ -1,4 +1,4 @@
-"""Scenes of seed 002 (Si & Guenter): multibody systems on surface and curve joints.
+"""Scenes of Si & Guenter (Si & Guenter): multibody systems on surface and curve joints.
 
 Every joint here is generated from its transform ``Q(q)``
 (:mod:`contactlab.reduced.surface_joints`); the scenes are conservative
@@ -10,7 +10,7 @@ contact.
 - ``torus-chain``: ``n`` tori hanging from a universal joint, each linked
   to the next by a torus–torus surface joint (4 coordinates) at the inner
   sides of both tubes, the rings at right angles: ``4 n - 2`` coordinates
-  (TC10: 38, TC20: 78, as in seed 002, Table 1).
+  (TC10: 38, TC20: 78, as in Si & Guenter, Table 1).
 - ``windmill``: a sphere hub on a horizontal revolute axle with six arms of
   three bodies each, 18 surface joints of the paper's five pairs
   (sphere–sphere, sphere–ellipsoid, sphere–torus, torus–torus,
@@ -156,7 +156,7 @@ def torus_chain(
     angle_deg: float = 40.0,
     swing_deg: float = 10.0,
 ) -> Scene:
-    """A chain of n tori on torus–torus surface joints (seed 002, Fig. 1; 4 n - 2 coordinates).
+    """A chain of n tori on torus–torus surface joints (Si & Guenter, Fig. 1; 4 n - 2 coordinates).
 
     n : number of tori (TC10: 38 coordinates, TC20: 78).
     major_radius : ring radius R [m].
@@ -216,7 +216,7 @@ def _surface_and_body(name: str, kind: str, sizes: tuple[float, ...]) -> tuple[S
 
 @scenario("windmill", formulations=("reduced",))
 def windmill(hub_radius: float = 0.06, spin: float = 1.0, droop_deg: float = 15.0) -> Scene:
-    """A hub on a horizontal axle with six three-body arms on surface joints (seed 002, Fig. 2).
+    """A hub on a horizontal axle with six three-body arms on surface joints (Si & Guenter, Fig. 2).
 
     The sphere hub turns about the world y axis (revolute); arm k touches the
     hub's equator at longitude 60 k degrees.  Every contact is between the
@@ -268,7 +268,7 @@ CURVE_CONTROL = np.array(
 
 @scenario("torus-chain-curve", formulations=("reduced",))
 def torus_chain_curve(n: int = 5, s0: float = 0.15, major_radius: float = 0.05) -> Scene:
-    """A torus chain whose first torus slides along a Bézier curve of 7 points (seed 002, Fig. 3).
+    """A torus chain whose first torus slides along a Bézier curve of 7 points (Si & Guenter, Fig. 3).
 
     The curve passes through the first torus's centre and its axis stays on
     the curve's tangent (curve–point joint, coordinates: curve parameter s

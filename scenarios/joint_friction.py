@@ -266,7 +266,7 @@ def four_bar(
     ``A``, ``D`` are pivots in the ground frame's x-z plane [cm]; ``lengths``
     = (crank, coupler, rocker) [cm]; ``crank_deg`` the crank's absolute angle.
     Links are 1 cm square bars; the loop joint joins the coupler's and the
-    rocker's far ends with the 2-row hinge closure (seed 000, eq. 2.90–2.91).
+    rocker's far ends with the 2-row hinge closure (Sueda's notes, eq. 2.90–2.91).
     """
     a, b, c = lengths
     A_, D_ = np.array(A, float), np.array(D, float)
@@ -420,7 +420,7 @@ def crank(mu: float = 0.3, rate: float = -4 * np.pi, radius_cm: float = 0.5) -> 
     """REDMAX scene 32: the four-bar of scene 30 on a hinged ground bar, its crank driven.
 
     mu : friction coefficient of every joint.
-    rate : crank speed [rad/s] (prescribed, seed 000 §2.9).
+    rate : crank speed [rad/s] (prescribed, Sueda's notes §2.9).
     radius_cm : joint cylinder radius [cm].
 
     The ground bar hangs from a revolute root about y at its centre; the

@@ -12,7 +12,7 @@ Scenes with loop closures, couplings, prescribed motion, limits, joint
 springs or joint kinds only the reduced formulation has (composites,
 splines) declare ``formulations=("reduced",)``; the others run in both.
 A loop that the tree already keeps planar closes with the 2-row hinge form
-(seed 000, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``).
+(Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def loop(dangle_qdot: float = 5.0, baumgarte: float = -1.0) -> Scene:
     baumgarte : velocity-level factor gamma [1/s] of the loop rows; negative = default 1/h.
 
     The loop joint (hinge about y between the lower bar and the second
-    leg) uses the 2-row form of seed 000, eq. 2.90–2.91.
+    leg) uses the 2-row form of Sueda's notes, eq. 2.90–2.91.
     """
     bodies, specs = _four_bar(dangle_qdot)
     stab = StabilizationParams(gamma=None if baumgarte < 0 else baumgarte)
@@ -613,7 +613,7 @@ def composite_body(angle_deg: float = 45.0) -> Scene:
     angle_deg : initial hinge angle [deg].
 
     The cylinder lies along the cuboid's far half, offset by 1.5 cm; the
-    body's frame is the composite's principal frame (seed 000 §1.7.1), and
+    body's frame is the composite's principal frame (Sueda's notes §1.7.1), and
     the hinge about y sits at the cuboid's near end.
     """
     parts = [

@@ -6,15 +6,15 @@ back, and has a short name the layer records in ``SolverResult.conversions``.
 - :func:`bound_qp_to_lcp`: ``min 1/2 x'Px + q'x, lo <= x <= hi`` is the box LCP
   ``(M, q) = (P, q)``; its ``w = Px + q`` is minus the OSQP multiplier.
 - :func:`qp_dual` / :func:`qp_to_dual_lcp`: a QP with SPD ``P`` and general rows
-  becomes an LCP in the row multipliers (seed 001, §0.3):
+  becomes an LCP in the row multipliers (ArtiSynth notes, §0.3):
   ``M = A P^-1 A^T``, ``q = -b - A P^-1 q_qp``, ``x = P^-1 (A^T lambda - q_qp)``.
 - :func:`contact_qp_dual`: the primal contact QP ``min 1/2 v'Mv - f'v,
   l <= A v <= u`` with block-diagonal SPD ``M`` becomes a bound-constrained QP
-  in the impulses (seed 000, eqs. (1.83)-(1.84)).
+  in the impulses (Sueda's notes, eqs. (1.83)-(1.84)).
 - :func:`lcp_to_qp`: an LCP with symmetric PSD ``M`` (no friction blocks) is the
   bound-constrained QP ``min 1/2 z'Mz + q'z, lo <= z <= hi``.
 - :func:`mixed_lcp_to_lcp`: free rows are eliminated by a Schur complement
-  (seed 001, §0.7).
+  (ArtiSynth notes, §0.7).
 - :func:`box_lcp_to_standard`: rows with one finite bound are shifted/flipped
   to ``0 <= s ⟂ w' >= 0``.
 """
@@ -36,9 +36,9 @@ from solvers.problems import LCP, QP, FrictionBlocks, Matrix
 Vec = NDArray[np.float64]
 
 BOUND_QP_TO_LCP = "bound-constrained qp -> box lcp (M = P)"
-QP_TO_DUAL_LCP = "qp -> lcp in the row multipliers (seed 001 §0.3)"
+QP_TO_DUAL_LCP = "qp -> lcp in the row multipliers (ArtiSynth notes §0.3)"
 LCP_TO_QP = "lcp -> qp (symmetric PSD M)"
-MIXED_TO_LCP = "mixed lcp -> lcp (Schur complement, seed 001 §0.7)"
+MIXED_TO_LCP = "mixed lcp -> lcp (Schur complement, ArtiSynth notes §0.7)"
 BOX_TO_STANDARD = "box lcp -> standard lcp (bound shift)"
 
 _BLOCK_LIMIT = 256
@@ -91,7 +91,7 @@ def _apply_inverse(inv: sp.csr_matrix | spla.SuperLU, B: Matrix) -> Matrix:
 
 @dataclass
 class QPDual:
-    """The row-multiplier form of a QP with SPD ``P`` (seed 001, §0.3).
+    """The row-multiplier form of a QP with SPD ``P`` (ArtiSynth notes, §0.3).
 
     Dual variables ``lam`` (one per row side) satisfy the box LCP
     ``w = D lam + c``, ``lo <= lam <= hi``.  ``lam = -y`` (minus the OSQP
@@ -141,7 +141,7 @@ def qp_dual(P: Matrix, q: Vec, A: Matrix, l: Vec, u: Vec) -> QPDual:
 
 
 def qp_to_dual_lcp(qp: QP) -> tuple[LCP, Callable[[Vec], tuple[Vec, Vec]]]:
-    """Box LCP in the row multipliers of a QP with SPD ``P`` (seed 001, §0.3)."""
+    """Box LCP in the row multipliers of a QP with SPD ``P`` (ArtiSynth notes, §0.3)."""
     if qp.soc is not None:
         raise IncompatibleProblem("a QP with cones has no LCP form; use a cone-capable backend")
     dual = qp_dual(qp.P, qp.q, qp.A, qp.l, qp.u)
@@ -159,7 +159,7 @@ def contact_qp_dual(
     .. math:: \\min_\\lambda \\tfrac12 \\lambda^\\top A M^{-1} A^\\top \\lambda
               - (b + A M^{-1} f)^\\top \\lambda, \\quad lo \\le \\lambda \\le hi
 
-    (seed 000, eq. (1.83), with the sign of ``b`` for ``A v >= b``), and
+    (Sueda's notes, eq. (1.83), with the sign of ``b`` for ``A v >= b``), and
     ``v = M^{-1}(f + A^T \\lambda)`` (eq. (1.84)).  Returns the dual QP and
     ``recover(lam) -> (v, y)`` with OSQP-signed primal multipliers ``y``.
     """
@@ -234,7 +234,7 @@ class ReducedLCP:
 def mixed_lcp_to_lcp(lcp: LCP) -> ReducedLCP:
     """Eliminate the free rows (``lo = -inf, hi = inf``, so ``w_F = 0``) by a Schur complement.
 
-    With ``F`` free and ``S`` the other rows (seed 001, §0.7):
+    With ``F`` free and ``S`` the other rows (ArtiSynth notes, §0.7):
 
     .. math::
 

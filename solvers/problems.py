@@ -313,7 +313,7 @@ class FrictionBlocks:
     normal impulse ``z[normal[i]]``:
 
     - ``cone="box"``: ``-mu_i z_n <= z_t,k <= mu_i z_n`` for each direction
-      (seed 001, §0.16 box friction);
+      (ArtiSynth notes, §0.16 box friction);
     - ``cone="disc"``: ``||z_t|| <= mu_i z_n`` (``k == 2``), projected onto
       the disc.
 

@@ -315,7 +315,7 @@ def contact_scene(
 
 
 def contact_primal_qp(scene: ContactScene) -> QP:
-    """Primal contact QP ``min 1/2 v'Mv - f'v  s.t.  J_n v >= b_n`` (seed 000, eq. (1.79))."""
+    """Primal contact QP ``min 1/2 v'Mv - f'v  s.t.  J_n v >= b_n`` (Sueda's notes, eq. (1.79))."""
     n_rows = scene.row_index()[:, 0]
     return QP(scene.M, -scene.f, scene.J[n_rows], scene.b[n_rows], np.full(n_rows.size, INF))
 

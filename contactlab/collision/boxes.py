@@ -23,10 +23,10 @@ pair, so it runs in a numba kernel over all box pairs at once.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from contactlab.collision.primitives import Raw, empty_raw
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

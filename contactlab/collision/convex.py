@@ -57,9 +57,9 @@ caller's source only, so after editing this module delete
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from solvers.jit import njit
 
 #: GJK stops when |v| - v.w/|v| < GJK_TOL (1 + |v|) [m].
 GJK_TOL = 1e-10

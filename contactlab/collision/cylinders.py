@@ -51,13 +51,13 @@ at most ``r (1 - cos(pi / K))``, 7.6 % of the radius for K = 8).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from contactlab.collision.boxes import _clip
 from contactlab.collision.convex import signed_distance
 from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES, Raw, empty_raw
 from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -1,4 +1,4 @@
-"""Contact constraint rows (seed 000 §1.11) and friction-cone data (§1.13, seed 001 §0.10)."""
+"""Contact rows (Sueda's notes §1.11) and friction-cone data (§1.13, ArtiSynth notes §0.10)."""
 
 from contactlab.contact.friction import (
     box_bounds,

@@ -3,7 +3,7 @@
 The step problem carries two orthonormal tangent rows per contact
 (``T``, rows ``2i`` and ``2i+1``).  The models build from them
 
-* the ``k``-direction pyramid rows ``D`` (seed 000 §1.13): row ``i k + j``
+* the ``k``-direction pyramid rows ``D`` (Sueda's notes §1.13): row ``i k + j``
   is ``d_ij = cos(a_j) t_i1 + sin(a_j) t_i2`` with ``a_j = 2 pi j / k``,
   ``k`` even and ``>= 4`` so that ``d_{i, j + k/2} = -d_ij`` (every
   direction has its opposite and friction can act both ways);
@@ -12,9 +12,9 @@ The step problem carries two orthonormal tangent rows per contact
   ``beta_ij >= 0`` the impulse along ``d_ij``;
 * the per-contact summation ``S`` (``nc k`` by ``nc``, ones in the ``k``
   rows of each contact) — Stewart's ``E`` in the Anitescu/Stewart system of
-  seed 001 §0.10, where ``E_ij = 1`` for the directions of contact ``j``;
-  the seed 000 matrix is ``[diag(mu), -S^T]``;
-* box bounds (seed 001 eq. 0.5–0.6): ``|lambda_T| <= mu lambda_N`` on each
+  ArtiSynth notes §0.10, where ``E_ij = 1`` for the directions of contact ``j``;
+  the Sueda's notes matrix is ``[diag(mu), -S^T]``;
+* box bounds (ArtiSynth notes eq. 0.5–0.6): ``|lambda_T| <= mu lambda_N`` on each
   of the two tangent rows separately, from an estimate of the normal impulse.
 
 For ``k = 4`` the pyramid is the "diamond" ``|f_1| + |f_2| <= mu f_n``,
@@ -70,7 +70,7 @@ def direction_sum(nc: int, k: int) -> sp.csr_matrix:
 
 
 def pyramid_matrix(mu: Array, k: int) -> sp.csr_matrix:
-    """Seed 000 eq. 1.86: ``E = [diag(mu), -S^T]`` acting on ``[alpha (nc); beta (nc k)]``."""
+    """Sueda's notes eq. 1.86: ``E = [diag(mu), -S^T]`` acting on ``[alpha (nc); beta (nc k)]``."""
     mu = np.asarray(mu, dtype=float).reshape(-1)
     if np.any(mu < 0) or not np.all(np.isfinite(mu)):
         raise ConfigurationError("friction coefficients mu must be finite and >= 0")

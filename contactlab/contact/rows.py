@@ -1,10 +1,10 @@
-"""Contact constraint rows in maximal coordinates (seed 000 §1.11).
+"""Contact constraint rows in maximal coordinates (Sueda's notes §1.11).
 
 A contact at world point ``x`` with unit normal ``n`` (from body B toward
 body A, see :mod:`contactlab.collision.contacts`) constrains the relative
 velocity of the two material points that coincide at ``x``.  The world
 velocity of body ``i``'s material point with local coordinates
-``x_i = R_i^T (x - p_i)`` is ``R_i Gamma(x_i) phi_i`` (seed 000, eq. 1.75), so
+``x_i = R_i^T (x - p_i)`` is ``R_i Gamma(x_i) phi_i`` (Sueda's notes, eq. 1.75), so
 
 .. math::
 
@@ -25,7 +25,7 @@ For a contact at signed distance ``d``:
   may approach by at most the gap in one step, so a falling body lands
   exactly on the surface instead of stopping short at the margin.
 * ``d <= 0`` (touching or penetrating): ``c = min(beta (-d), max_correction)``,
-  Baumgarte feedback (seed 000, eq. 1.82, velocity-level form with
+  Baumgarte feedback (Sueda's notes, eq. 1.82, velocity-level form with
   ``gamma = beta``) that removes a fraction ``beta h`` of the penetration per
   step, capped at ``max_correction`` [m/s] so deep overlaps are not resolved
   explosively.
@@ -268,7 +268,7 @@ def contact_rows(
 
     Returns
     -------
-    N : (nc, 6 nb) normal rows, seed 000 eq. 1.78.
+    N : (nc, 6 nb) normal rows, Sueda's notes eq. 1.78.
     c : (nc,) right-hand side of ``N Phi >= c`` [m/s].
     T : (2 nc, 6 nb) tangent rows; rows ``2i, 2i+1`` are contact ``i``'s
         ``t1, t2`` from :func:`tangent_basis`.

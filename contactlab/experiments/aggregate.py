@@ -115,10 +115,27 @@ def solver_table(
     -------
     DataFrame with ``success_rate`` (fraction of the problems the solver was
     run on), ``n_problems``, ``shifted_gm`` (raw) and ``shifted_gm_rel`` (divided
-    by the smallest), ``mean_iterations`` if the ``iterations`` column exists.
+    by the smallest), ``mean_iterations`` if the ``iterations`` column exists,
+    and ``n_not_common``: the solver's problems left out because some compared
+    solver did not attempt them.  As in qpbenchmark, every number is taken over
+    the problems that every compared solver attempted, so solvers are ranked
+    on the same problem set; with no such problem, the table is per solver
+    and ``shifted_gm_rel`` is NaN (nothing to compare on).
     """
     if df.empty:
         raise ConfigurationError("no runs to aggregate")
+    solver_key = key_column(df, solver_cols, "/")
+    problem_key = key_column(df, problem_cols, "|") if problem_cols else pd.Series("all", df.index)
+    n_solvers = solver_key.nunique()
+    common = (
+        problem_key.groupby(problem_key)
+        .transform(lambda p: solver_key[p.index].nunique() == n_solvers)
+        .astype(bool)
+    )
+    left_out = (~common).groupby([df[c] for c in solver_cols], dropna=False).sum()
+    comparable = bool(common.any())
+    if comparable:
+        df = df[common]
     ok = df[success].astype(bool)
     if penalty is None:
         good = df.loc[ok, cost]
@@ -130,6 +147,7 @@ def solver_table(
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(solver_cols, key))
         row["n_problems"] = int(group[list(problem_cols)].drop_duplicates().shape[0])
+        row["n_not_common"] = int(left_out.get(key if len(key) > 1 else key[0], 0))
         row["success_rate"] = float(group["_ok"].mean())
         row["shifted_gm"] = shifted_geometric_mean(group["_charged"], shift)
         if iterations in group:
@@ -137,7 +155,7 @@ def solver_table(
         rows.append(row)
     table = pd.DataFrame(rows)
     best = table["shifted_gm"].min()
-    table["shifted_gm_rel"] = table["shifted_gm"] / best if best > 0 else np.nan
+    table["shifted_gm_rel"] = table["shifted_gm"] / best if best > 0 and comparable else np.nan
     return table
 
 

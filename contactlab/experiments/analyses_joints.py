@@ -300,7 +300,7 @@ def reduced_integrators(report: Path) -> tuple[pd.DataFrame, str]:
     """Total energy at ``INTEGRATOR_T`` relative to the start for three reduced integrators.
 
     Adaptive DOP853 (``rtol = 1e-8``, ``atol = 1e-10``) with dense and with recursive
-    O(n) forward dynamics, and linearly implicit Euler at ``h = 1e-2`` s (seed 000,
+    O(n) forward dynamics, and linearly implicit Euler at ``h = 1e-2`` s (Sueda's notes,
     eq. 2.73–2.75); also the largest difference of ``q`` between the two adaptive runs
     sampled every 10 ms. Writes ``plots/integrator_energy.png``.
     """

@@ -136,7 +136,7 @@ def convergence() -> pd.DataFrame:
 def scene0_backends() -> pd.DataFrame:
     """The scene-0 chain (2 s) in reduced coordinates with every available frictionless backend."""
     from contactlab.errors import IncompatibleError, StepFailure
-    from contactlab.simulator import simulate
+    from contactlab.runspec import simulate
     from solvers import available_backends
 
     rows = []

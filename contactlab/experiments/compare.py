@@ -34,6 +34,7 @@ from contactlab.errors import (
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import execute
 from contactlab.experiments.table import (
+    ENERGY_COLUMNS,
     FAILED_STATUSES,
     METRIC_COLUMNS,
     markdown_table,
@@ -124,7 +125,7 @@ def compare(
     """
     from contactlab.models.base import model_names
     from contactlab.results import atomic_folder, check_target, check_writable
-    from contactlab.scenario import get_scenario
+    from contactlab.scenario import conserves_energy, get_scenario
 
     sc = get_scenario(scenario)
     params = sc.resolve(set or {})
@@ -186,8 +187,19 @@ def compare(
         table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
         table.to_csv(tmp / "comparison.csv", index=False)
         skipped_df.to_csv(tmp / "skipped.csv", index=False)
+        scene = sc.build(**params)
+        h = dt if dt is not None else scene.dt
         (tmp / "comparison.md").write_text(
-            comparison_markdown(scenario, params, table, skipped_df, dt, duration)
+            comparison_markdown(
+                scenario,
+                params,
+                table,
+                skipped_df,
+                h,
+                duration if duration is not None else scene.duration,
+                conserves_energy=conserves_energy(scene),
+                given=(dt is not None, duration is not None),
+            )
         )
         plot_comparison(tmp)
     return Comparison(folder, table, skipped_df)
@@ -222,23 +234,40 @@ def comparison_markdown(
     params: Mapping[str, Any],
     table: pd.DataFrame,
     skipped: pd.DataFrame,
-    dt: float | None,
-    duration: float | None,
+    dt: float,
+    duration: float,
+    conserves_energy: bool = False,
+    given: tuple[bool, bool] = (True, True),
 ) -> str:
-    """The readable report: settings, the table with best values in bold, what did not fit."""
+    """The readable report: settings, the table with best values in bold, what did not fit.
+
+    ``dt`` and ``duration`` [s] are the step size and simulated time every run
+    used; ``given`` says whether each was asked for or is the scene's default.
+    The energy change is ranked only when the scene ``conserves_energy``.
+    """
     settings = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+    source = ["given" if g else "the scene's default" for g in given]
+    energy = (
+        "the scene conserves energy, so the energy change is a numerical error and is ranked"
+        if conserves_energy
+        else "the scene dissipates or receives energy (contact, friction, damping, limits, "
+        "forces or prescribed motion), so the energy change is reported but not ranked"
+    )
     lines = [
         f"# Comparison on `{scenario}`",
         "",
-        f"Parameters: {settings}; dt = {dt if dt else 'scene default'} s; "
-        f"duration = {duration if duration else 'scene default'} s.",
+        f"Parameters: {settings}. Step size h = {dt:g} s ({source[0]}); simulated time "
+        f"{duration:g} s ({source[1]}).",
         "",
         "Times are per step [ms] (median and 90th percentile) and per run (wall time [s]); "
-        "best value per column in **bold**.",
+        f"best value per column in **bold**; {energy}.",
         "",
     ]
     if len(table):
-        lines.append(markdown_table(table, [c for c in MD_COLUMNS if c in table]))
+        unranked = () if conserves_energy else ENERGY_COLUMNS
+        lines.append(
+            markdown_table(table, [c for c in MD_COLUMNS if c in table], unranked=unranked)
+        )
     else:
         lines.append("No combination fits.\n")
     failed = table[table["status"].isin(FAILED_STATUSES)] if len(table) else table

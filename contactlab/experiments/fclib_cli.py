@@ -60,7 +60,8 @@ def export(args: argparse.Namespace) -> list[Path]:
     params: dict[str, Any] = {
         k: parse_option_value(v) for k, v in parse_assignments(args.set, "--set").items()
     }
-    model, solver, dt, steps, options = args.model, args.solver, args.dt, args.steps, {}
+    model, solver, dt, steps = args.model, args.solver, args.dt, args.steps
+    options: dict[str, Any] = {}
     name = args.source
     if source.is_dir():
         summary_path = source / "summary.json"

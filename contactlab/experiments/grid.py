@@ -38,6 +38,7 @@ reason in the sweep's ``skipped.csv``.
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,11 +102,45 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _product(options: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _product(options: Mapping[str, Any], where: str = "") -> list[dict[str, Any]]:
     keys = list(options)
+    for key in keys:
+        if isinstance(options[key], (list, tuple)) and len(options[key]) == 0:
+            raise ConfigurationError(
+                f"{where}{key} is an empty list, which makes an empty grid; give at least one value"
+            )
     return [
         dict(zip(keys, combo)) for combo in itertools.product(*(_as_list(options[k]) for k in keys))
     ]
+
+
+def _axis(cfg: Mapping[str, Any], key: str, default: Any, where: str) -> list[Any]:
+    """The values of grid dimension ``key``; an empty list is an error (no runs at all)."""
+    values = _as_list(cfg.get(key, default))
+    if not values:
+        raise ConfigurationError(
+            f"{where}: {key} is an empty list, which makes an empty grid; give at least one value"
+        )
+    return values
+
+
+def _positive_seconds(value: Any, key: str, where: str) -> float | None:
+    """A step size or duration [s]: ``None`` (the scene's) or a positive finite number."""
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(
+            f"{where}: {key} = {value!r} is not a positive number of seconds; "
+            f"write e.g. {key} = 0.01"
+        )
+    return float(value)
+
+
+def _seed(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"{where}: seeds must be integers, got {value!r}")
+    return value
 
 
 def load_spec(path: Path | str) -> dict[str, Any]:
@@ -150,6 +185,11 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             raise ConfigurationError('every [[scenarios]] entry needs a name = "..."')
         sc = get_scenario(entry.pop("name"))
         grid_params = entry.pop("params", {})
+        if not isinstance(grid_params, Mapping):
+            raise ConfigurationError(
+                f"[[scenarios]] {sc.name!r}: params must be a table such as "
+                f"params = {{ n = [2, 4] }}, got {grid_params!r}"
+            )
         bad = set(entry) - SWEEP_KEYS
         if bad:
             raise ConfigurationError(
@@ -161,14 +201,18 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             raise ConfigurationError(
                 f"scenario {sc.name!r}: the sweep needs solvers = [...] and models = [...]"
             )
+        where = f"scenario {sc.name!r}"
+        dts = [_positive_seconds(v, "dt", where) for v in _axis(cfg, "dt", None, where)]
+        duration = _positive_seconds(cfg.get("duration"), "duration", where)
+        seeds = [_seed(v, where) for v in _axis(cfg, "seeds", 0, where)]
         dims = itertools.product(
-            _product(grid_params),
-            _as_list(cfg.get("formulations", list(sc.formulations))),
-            _as_list(cfg["models"]),
-            _product(cfg.get("model_options", {})),
-            _as_list(cfg["solvers"]),
-            _as_list(cfg.get("dt", None)),
-            _as_list(cfg.get("seeds", 0)),
+            _product(grid_params, f"{where}: params."),
+            _axis(cfg, "formulations", list(sc.formulations), where),
+            _axis(cfg, "models", None, where),
+            _product(cfg.get("model_options", {}), f"{where}: model_options."),
+            _axis(cfg, "solvers", None, where),
+            dts,
+            seeds,
         )
         for params, form, model, options, solver, dt, seed in dims:
             spec = RunSpec(
@@ -177,8 +221,8 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
                 form,
                 model,
                 solver,
-                None if dt is None else float(dt),
-                None if cfg.get("duration") is None else float(cfg["duration"]),
+                dt,
+                duration,
                 int(seed),
                 options,
             )
@@ -189,17 +233,27 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             try:
                 check_fits(spec)
             except (IncompatibleError, UnknownNameError) as err:
-                skipped.append(
-                    {
-                        "scenario": sc.name,
-                        "formulation": form,
-                        "model": model,
-                        "solver": solver,
-                        "reason": str(err),
-                    }
-                )
+                entry = {
+                    "scenario": sc.name,
+                    "formulation": form,
+                    "model": model,
+                    "solver": solver,
+                    "reason": str(err),
+                }
+                # one row per combination that does not fit, whatever the parameters,
+                # step sizes and seeds it was crossed with
+                if entry not in skipped:
+                    skipped.append(entry)
                 continue
             runs.append(spec)
+    if not runs:
+        first = "; ".join(
+            f"{r['formulation']}/{r['model']}/{r['solver']}: {r['reason']}" for r in skipped[:2]
+        )
+        raise IncompatibleError(
+            f"no run of the sweep fits ({len(skipped)} combinations do not: {first}); "
+            "change the solvers or models of the specification"
+        )
     target = Path(out) if out is not None else base / str(top.get("out", "sweep"))
     compare_by = _as_list(top.get("compare_by", ["model", "solver"]))
     bad_cols = set(compare_by) - set(SPEC_COLUMNS)

@@ -74,6 +74,10 @@ def load_run_folder(folder: Path | str) -> RunData:
 
     folder = Path(folder)
     summary_path = folder / "summary.json"
+    if folder.exists() and not folder.is_dir():
+        raise ConfigurationError(f"{str(folder)!r} is a file, not a run folder; pass the folder")
+    if not folder.exists():
+        raise ConfigurationError(f"run folder {str(folder)!r} does not exist")
     if not summary_path.exists():
         raise ConfigurationError(f"{str(folder)!r} holds no summary.json; it is not a run folder")
     if (folder / "steps.csv").exists():

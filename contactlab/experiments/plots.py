@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter  # noqa: E402
 
 from contactlab.experiments.aggregate import (  # noqa: E402
     cost_matrix,
@@ -44,6 +45,11 @@ SERIES = (
 )
 
 
+#: quantities drawn only when some run has a non-zero value (no empty penetration plot
+#: for a scene without contact, no drift plot for one without joints)
+NONZERO_ONLY = ("penetration", "drift")
+
+
 def plot_series(runs: Mapping[str, pd.DataFrame], out: Path, title: str = "") -> list[Path]:
     """One figure per quantity of :data:`SERIES`, one line per entry of ``runs``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +64,7 @@ def plot_series(runs: Mapping[str, pd.DataFrame], out: Path, title: str = "") ->
             t = steps["t"].to_numpy(float)
             if log:
                 y = np.where(y > 0, y, np.nan)
-            if np.all(~np.isfinite(y)):
+            if np.all(~np.isfinite(y)) or (stem in NONZERO_ONLY and not np.any(y != 0)):
                 continue
             ax.plot(t, y, label=label, lw=1.2)
             drawn = True
@@ -180,6 +186,9 @@ def plot_aggregates(aggregates: pd.DataFrame, solver_cols: list[str], path: Path
     ax2.barh(labels, aggregates["shifted_gm_rel"])
     ax2.set_xlabel("shifted geometric mean of time (1 = best)")
     ax2.set_xscale("log")
+    # decades only, labelled without overlap however wide the range
+    ax2.xaxis.set_major_locator(LogLocator(base=10.0, numticks=6))
+    ax2.xaxis.set_minor_formatter(NullFormatter())
     ax2.set_yticklabels([])
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, axis="x")

@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -134,13 +136,41 @@ def _execute_all(
         for spec, folder in todo:
             finish(spec, partial(_run_task, spec.as_dict(), str(folder)))
         return failed
-    with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=min(n, len(todo)), initializer=_follow_parent, initargs=(os.getpid(),)
+    )
+    try:
         pending = {
             pool.submit(_run_task, spec.as_dict(), str(folder)): spec for spec, folder in todo
         }
         for future in as_completed(pending):
             finish(pending[future], future.result)
+    except BaseException:
+        # Ctrl-C: the workers got it too; drop the queued runs, let the running ones clean up
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return failed
+
+
+#: how often a worker checks that the sweep that started it is alive [s]
+PARENT_POLL_S = 0.2
+
+
+def _follow_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the sweep process that started it dies.
+
+    A SIGKILL of the sweep gives its workers no signal; without this they
+    would finish (or hang on) their runs as orphans.  A worker that ends this
+    way leaves at most a temporary folder, which the next sweep removes.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()
 
 
 def gather(grid: Grid) -> pd.DataFrame:
@@ -255,10 +285,32 @@ def run_grid(
     quiet: bool = False,
     fresh: bool = False,
 ) -> SweepResult:
-    """Execute an expanded grid (see :func:`sweep`); ``fresh`` re-runs every run."""
+    """Execute an expanded grid (see :func:`sweep`); ``fresh`` re-runs every run.
+
+    The output folder is locked for the whole call (see :mod:`contactlab.locks`):
+    a second sweep into it stops at once with one line naming the holder.
+
+    Raises
+    ------
+    ResultsError
+        When the output folder cannot be written or another sweep holds it.
+    KeyboardInterrupt
+        On Ctrl-C, with a message saying how many finished runs are kept.
+    """
+    from contactlab.locks import folder_lock
+    from contactlab.results import check_writable
+
+    check_writable(grid.out)
+    with folder_lock(grid.out):
+        return _run_locked(grid, scheduler, workers, quiet, fresh)
+
+
+def _run_locked(
+    grid: Grid, scheduler: str | None, workers: int | None, quiet: bool, fresh: bool
+) -> SweepResult:
     runs_dir = grid.out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
-    # leftovers of an interrupted sweep (one sweep per output folder at a time)
+    # leftovers of runs whose process died (those of live processes are left alone)
     clean_temporaries(runs_dir)
     todo = []
     reasons: dict[str, int] = {}
@@ -278,7 +330,15 @@ def run_grid(
         unit="run",
         disable=quiet,
     ) as progress:
-        incomplete = _execute_all(todo, scheduler, workers, progress)
+        try:
+            incomplete = _execute_all(todo, scheduler, workers, progress)
+        except KeyboardInterrupt:
+            kept = len(gather(grid))
+            raise KeyboardInterrupt(
+                f"interrupted; {kept} of {len(grid.runs)} runs are finished and kept in "
+                f"{str(runs_dir)!r} (no tables were written); run the same command again to "
+                "finish the others"
+            ) from None
     table = gather(grid)
     replot = bool(todo) or not (grid.out / "plots" / "performance_profile.png").exists()
     aggregates = write_outputs(grid, table, incomplete, plots=replot)

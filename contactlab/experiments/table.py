@@ -14,7 +14,8 @@ wall_time_s : wall time of the whole run (build, steps, writing) [s].
 iterations_mean, iterations_max : solver iterations per step.
 max_penetration : deepest penetration over the run [m].
 max_drift : largest position-level bilateral drift [m or rad].
-energy_drift : total energy at the end minus at t = 0 [J] (signed).
+energy_drift : energy change, total energy at the end minus at t = 0 [J] (signed);
+    a numerical error only where the scene conserves energy (ranked only there).
 max_energy_deviation : largest ``|E(t) - E(0)|`` [J].
 max_complementarity, max_cone_violation, max_dissipation_violation : the
     largest per-step normal complementarity [N s m/s], friction-cone
@@ -128,11 +129,36 @@ def run_metrics(run: RunData) -> dict[str, Any]:
     return row
 
 
-def best_marks(table: pd.DataFrame) -> dict[str, set[int]]:
+#: how readable tables head each column: its meaning and unit
+HEADERS = {
+    "step_success_rate": "optimal steps [fraction]",
+    "solve_time_median_ms": "solve time median [ms]",
+    "solve_time_p90_ms": "solve time p90 [ms]",
+    "solve_time_ms": "solve time total [ms]",
+    "wall_time_s": "wall time [s]",
+    "iterations_mean": "iterations mean",
+    "iterations_max": "iterations max",
+    "max_penetration": "max penetration [m]",
+    "max_drift": "max joint drift [m or rad]",
+    "energy_drift": "energy change E(T) − E(0) [J]",
+    "max_energy_deviation": "max abs(E(t) − E(0)) [J]",
+    "max_complementarity": "max complementarity [N s·m/s]",
+    "max_cone_violation": "max cone violation [N s]",
+    "max_dissipation_violation": "max dissipation violation [N s]",
+    "success_rate": "success rate [fraction]",
+    "shifted_gm_ms": "shifted geometric mean [ms]",
+    "shifted_gm_rel": "shifted geometric mean [× best]",
+}
+
+#: columns that measure an energy error: ranked only where the scene conserves energy
+ENERGY_COLUMNS = ("energy_drift", "max_energy_deviation")
+
+
+def best_marks(table: pd.DataFrame, unranked: tuple[str, ...] = ()) -> dict[str, set[int]]:
     """Row positions holding the best value of each column of :data:`BEST` present."""
     marks: dict[str, set[int]] = {}
     for col, how in BEST.items():
-        if col not in table:
+        if col not in table or col in unranked:
             continue
         values = pd.to_numeric(table[col], errors="coerce").to_numpy(float)
         if how == "absmin":
@@ -148,10 +174,14 @@ def best_marks(table: pd.DataFrame) -> dict[str, set[int]]:
     return marks
 
 
-def markdown_table(table: pd.DataFrame, columns: list[str], digits: int = 4) -> str:
-    """A GitHub markdown table of ``columns``; the best value per column in bold."""
-    marks = best_marks(table)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+def markdown_table(
+    table: pd.DataFrame, columns: list[str], digits: int = 4, unranked: tuple[str, ...] = ()
+) -> str:
+    """A GitHub markdown table of ``columns`` headed with their units (:data:`HEADERS`);
+    the best value per column in bold, except in the ``unranked`` columns."""
+    marks = best_marks(table, unranked)
+    heads = [HEADERS.get(c, c) for c in columns]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for pos in range(len(table)):
         cells = []
         for col in columns:

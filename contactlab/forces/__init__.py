@@ -1,4 +1,4 @@
-"""Force elements: energy, wrench, stiffness K and damping D (seed 000 §1.9).
+"""Force elements: energy, wrench, stiffness K and damping D (Sueda's notes §1.9).
 
 See :mod:`contactlab.forces.base` for the interface and sign conventions.
 Gravity is not a force element: the formulations apply it.

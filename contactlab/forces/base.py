@@ -7,11 +7,11 @@ and body twists ``phi`` (nb, 6):
 - ``energy``: its potential energy [J];
 - ``wrench``: (nb, 6) body-frame wrenches ``(tau, f)`` [N m, N] on every body;
 - ``stiffness``: ``K = d wrench / d delta`` (6nb, 6nb) where body ``i`` is
-  perturbed as ``E_i <- E_i exp([delta_i])`` (seed 000, eq. 1.34) and the
+  perturbed as ``E_i <- E_i exp([delta_i])`` (Sueda's notes, eq. 1.34) and the
   body twists are held fixed;
 - ``damping``: the damping matrix ``D = -d wrench / d phi`` (6nb, 6nb).
 
-The signs are those of the linearly implicit Euler step (seed 000, eq. 1.30)
+The signs are those of the linearly implicit Euler step (Sueda's notes, eq. 1.30)
 
 .. math::
 
@@ -19,14 +19,14 @@ The signs are those of the linearly implicit Euler step (seed 000, eq. 1.30)
 
 obtained from ``M (phi+ - phi) = h f(E+, phi+)`` with
 ``f(E+, phi+) ~ f + K h phi+ - D (phi+ - phi)`` (``E+ = E exp(h [phi+])``).
-With them a viscous damper has ``D = c I`` positive (seed 000 §1.9.1) and a
+With them a viscous damper has ``D = c I`` positive (Sueda's notes §1.9.1) and a
 spring has a negative semi-definite ``K`` at rest, so ``M + hD - h^2 K`` is
 positive definite.  For a linear damper ``f + D phi = 0``: it acts only on the
 left (seed: "no contribution to the right-hand side").
 
 The exact ``K`` of a force is not symmetric away from equilibrium (the
 rotation of a body also turns the direction in which a fixed world force is
-seen).  Seed 000 §1.9.2–1.9.3 symmetrizes, ``K <- (K + K^T)/2`` (Baraff and
+seen).  Sueda's notes §1.9.2–1.9.3 symmetrizes, ``K <- (K + K^T)/2`` (Baraff and
 Witkin), so that the step matrix stays symmetric, which QP backends require
 (OSQP reads only the upper triangle).  ``stiffness(..., symmetric=True)`` (the
 default) returns that symmetric part; ``symmetric=False`` returns the exact
@@ -212,7 +212,7 @@ class Force(ABC):
         return _assemble(scene.n_bodies, parts)
 
     def damping(self, scene: Scene, E: Array, phi: Array) -> sp.csr_matrix:
-        """``D = -d wrench / d phi`` (6nb, 6nb) (seed 000, eq. 1.30)."""
+        """``D = -d wrench / d phi`` (6nb, 6nb) (Sueda's notes, eq. 1.30)."""
         return _assemble(scene.n_bodies, type(self).batch_damping_triplets([self], scene, E, phi))
 
 
@@ -303,7 +303,7 @@ def total_damping(*args: Any) -> sp.csr_matrix:
 def linearly_implicit_terms(
     forces: Sequence[Force], scene: Scene, E: Array, phi: Array, h: float
 ) -> tuple[sp.csr_matrix, Array]:
-    """The force part of the linearly implicit Euler step (seed 000, eq. 1.30).
+    """The force part of the linearly implicit Euler step (Sueda's notes, eq. 1.30).
 
     Returns ``(A, b)`` such that the unconstrained step is
     ``(M + A) phi+ = M phi + h f_other + b`` with

@@ -1,4 +1,4 @@
-"""Viscous damping of body twists (seed 000 §1.9.1)."""
+"""Viscous damping of body twists (Sueda's notes §1.9.1)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class BodyDamping(Force):
 
     A drag relative to the world frame, expressed in body coordinates.  The
     damping matrix is the constant diagonal ``D = diag(c_w I, c_v I)`` per
-    body (seed 000 §1.9.1, ``D = d I`` when ``c_w = c_v = d``); ``K = 0`` and
+    body (Sueda's notes §1.9.1, ``D = d I`` when ``c_w = c_v = d``); ``K = 0`` and
     no energy is stored.
 
     Parameters

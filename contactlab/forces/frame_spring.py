@@ -1,4 +1,4 @@
-"""Frame springs: six-degree-of-freedom springs between two frames (seed 001 §0.22).
+"""Frame springs: six-degree-of-freedom springs between two frames (ArtiSynth notes §0.22).
 
 Frame 1 is fixed on body A (``X_1A``), frame 2 on body B (``X_2B``); either
 body may be ``None`` (the frame is then fixed in the world).  With
@@ -13,7 +13,7 @@ stores
 and, with the relative velocity ``s = xdot_2 - xdot_1`` and the relative
 angular velocity ``r = omega_2 - omega_1`` (both world), dissipates through
 the Rayleigh function ``P = 1/2 d_t |s|^2 + 1/2 d_r |r|^2``.  The wrenches
-on A and B in their body frames, angular part first, are (seed 001,
+on A and B in their body frames, angular part first, are (ArtiSynth notes,
 eqs. 0.39–0.40, mapped from frames 1, 2 to the bodies' centres of mass)
 
 .. math::
@@ -27,18 +27,18 @@ eqs. 0.39–0.40, mapped from frames 1, 2 to the bodies' centres of mass)
 ``Delta = x_2 - x_1``, ``p_1, p_2`` the frames' origins in the body frames.
 The rotational term is the exact gradient of ``V``: the variation of ``v``
 under a relative rotation ``omega`` (frame 1) is ``U omega`` with
-``U = J_l^{-1}(v)`` (seed 001 eq. 0.45, the inverse left Jacobian of SO(3))
+``U = J_l^{-1}(v)`` (ArtiSynth notes eq. 0.45, the inverse left Jacobian of SO(3))
 and ``U^T v = v``.
 
 The stiffness ``K = d wrench / d delta`` (bodies perturbed as
 ``E <- E exp([delta])``, twists fixed) is exact and **not symmetric**: it
 carries the terms ``[f] d theta`` from forces seen in rotating frames and
-``k_r R_1A U (...)`` from the rotation's chart (seed 001 eqs. 0.43–0.53; the
+``k_r R_1A U (...)`` from the rotation's chart (ArtiSynth notes eqs. 0.43–0.53; the
 seed's own ``J_p`` there is written for ArtiSynth's force-first order and is
 re-derived here in the project's conventions).  ``D = -d wrench / d phi =
 B^T diag(d_t, d_r) B`` is symmetric positive semi-definite, ``B`` mapping the
 two twists to ``(s, r)``.  :func:`world_jacobians` gives both in world
-coordinates (seed 001 §0.22.3).
+coordinates (ArtiSynth notes §0.22.3).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def so3_left_jacobian_inverse(v: ArrayLike) -> Array:
         J_l^{-1}(v) = I - \\tfrac12 [v] + c(\\phi) [v]^2,\\qquad
         c = \\frac{1}{\\phi^2} - \\frac{1 + \\cos\\phi}{2 \\phi \\sin\\phi},
 
-    with ``phi = |v|`` (``c -> 1/12`` as ``phi -> 0``); seed 001's ``U`` (eq. 0.45).
+    with ``phi = |v|`` (``c -> 1/12`` as ``phi -> 0``); ArtiSynth notes's ``U`` (eq. 0.45).
     """
     v = np.asarray(v, dtype=float)
     theta = float(np.linalg.norm(v))
@@ -103,7 +103,7 @@ class _Side:
 
 @dataclass(frozen=True)
 class FrameSpring(Force):
-    """Six-degree-of-freedom spring-damper between two frames (seed 001 §0.22).
+    """Six-degree-of-freedom spring-damper between two frames (ArtiSynth notes §0.22).
 
     Parameters
     ----------
@@ -213,7 +213,7 @@ class FrameSpring(Force):
         d_lin = self.k_t * d_delta + self.d_t * d_s
         sel_a = np.hstack([_I3, Z, Z, Z])  # picks dtheta_A
         sel_b = np.hstack([Z, Z, _I3, Z])  # picks dtheta_B
-        # d(R^T c) = [R^T c] dtheta + R^T dc   (seed 000 eq. 1.34)
+        # d(R^T c) = [R^T c] dtheta + R^T dc   (Sueda's notes eq. 1.34)
         f_a = a.R.T @ lin
         d_f_a = B(f_a) @ sel_a + a.R.T @ d_lin
         rot_a = a.R.T @ r
@@ -253,7 +253,7 @@ def world_jacobians(E: Array, wrench: Array, K: Array, D: Array) -> tuple[Array,
     their body-coordinate ``K``, ``D`` (6m, 6m), returns ``(K_w, D_w)`` for the
     world-frame wrenches ``(R tau, R f)`` (torque about the centre of mass)
     under world perturbations ``(R dtheta, R dx)`` and world twists
-    ``(R omega, R nu)`` (seed 001 §0.22.3):
+    ``(R omega, R nu)`` (ArtiSynth notes §0.22.3):
 
     .. math::
 

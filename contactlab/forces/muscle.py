@@ -1,4 +1,4 @@
-"""Hill-type muscle along a path of body points (seed 000 §1.9.4–1.9.5).
+"""Hill-type muscle along a path of body points (Sueda's notes §1.9.4–1.9.5).
 
 Rigid tendon, zero pennation [Millard et al. 2013].  The scalar tension is
 
@@ -92,7 +92,7 @@ class Muscle(PathForce):
         point2: ArrayLike,
         **params: float,
     ) -> Muscle:
-        """The straight two-point muscle of seed 000 §1.9.4."""
+        """The straight two-point muscle of Sueda's notes §1.9.4."""
         return cls(points=((body1, point1), (body2, point2)), **params)
 
     def path(self) -> tuple[PathPoint, ...]:

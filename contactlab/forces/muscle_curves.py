@@ -1,4 +1,4 @@
-"""Piecewise-cubic Hill-muscle curves (seed 000 §1.9.4, eqs. 1.40–1.46).
+"""Piecewise-cubic Hill-muscle curves (Sueda's notes §1.9.4, eqs. 1.40–1.46).
 
 Each curve is a chain of cubics ``f_i(x) = a_i x^3 + b_i x^2 + c_i x + d_i``
 (global power basis, as in the seed) fixed by point, slope and curvature
@@ -115,7 +115,7 @@ class PiecewiseCubic:
         return inside + f0 * dl + 0.5 * s0 * dl**2 + f1 * dr + 0.5 * s1 * dr**2
 
 
-# Seed 000, eq. (1.41): passive force–length f_P(l~), zero below l~ = 1.
+# Sueda's notes, eq. (1.41): passive force–length f_P(l~), zero below l~ = 1.
 PASSIVE_FORCE_LENGTH = PiecewiseCubic.solve(
     [1.0, 1.3, 1.7],
     [
@@ -128,7 +128,7 @@ PASSIVE_FORCE_LENGTH = PiecewiseCubic.solve(
     ],
 )
 
-# Seed 000, eq. (1.43): active force–length f_L(l~), peak 1 at l~ = 1.
+# Sueda's notes, eq. (1.43): active force–length f_L(l~), peak 1 at l~ = 1.
 ACTIVE_FORCE_LENGTH = PiecewiseCubic.solve(
     [0.4, 0.7, 1.2, 1.81],
     [
@@ -143,7 +143,7 @@ ACTIVE_FORCE_LENGTH = PiecewiseCubic.solve(
     ],
 )
 
-# Seed 000, eq. (1.45): force–velocity f_V(v~), v~ > 0 lengthening; 0 at the
+# Sueda's notes, eq. (1.45): force–velocity f_V(v~), v~ > 0 lengthening; 0 at the
 # maximum shortening velocity v~ = -1, 1 when isometric, 1.4 when lengthening fast.
 FORCE_VELOCITY = PiecewiseCubic.solve(
     [-1.0, -0.05, 0.05, 1.0],

@@ -2,7 +2,7 @@
 
 Springs and straight muscles join a point on one body to a point on another
 body (or the world).  Evaluating N of them one by one costs N Python calls;
-this module stacks them: point Jacobians ``A = R Gamma(r)`` (seed 000,
+this module stacks them: point Jacobians ``A = R Gamma(r)`` (Sueda's notes,
 eq. 1.12) as (N, 3, 6) arrays, per-element 12x12 matrices assembled into one
 sparse triplet list, wrenches scattered with ``np.add.at``.  Local 12-vectors
 are ordered (body of point 1, body of point 2), each angular-first.
@@ -57,7 +57,7 @@ class PairKinematics:
     def rotation_term(self, w1: Array, w2: Array) -> Array:
         """(N, 12, 12) ``blockdiag(Gamma^T [[R^T w], 0])``: ``d(A^T w)/d delta`` at fixed ``w``.
 
-        Seed 000, eq. (1.34): ``d (R^T w) / d omega = [R^T w]``.
+        Sueda's notes, eq. (1.34): ``d (R^T w) / d omega = [R^T w]``.
         """
         out = np.zeros((len(self.b1), 12, 12))
         for k, (b, R, r, w) in enumerate(
@@ -101,7 +101,7 @@ def _point(b: IntArray, r: Array, E: Array, phi: Array) -> tuple[Array, Array, A
     R[on] = E[b[on], :3, :3]
     x = r.copy()
     x[on] = se3.transform_points(E[b[on]], r[on])
-    A = (R @ se3.gamma(r)) * on[:, None, None]  # seed 000, eq. (1.12)
+    A = (R @ se3.gamma(r)) * on[:, None, None]  # Sueda's notes, eq. (1.12)
     tw = np.zeros((len(b), 6))
     tw[on] = phi[b[on]]
     return R, x, A, tw

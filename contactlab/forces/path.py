@@ -1,16 +1,16 @@
-"""Forces along a path of points fixed on bodies (springs, muscles), seed 000 §1.9.3–1.9.6.
+"""Forces along a path of points fixed on bodies (springs, muscles), Sueda's notes §1.9.3–1.9.6.
 
 A path is a sequence of points ``x_0 .. x_{n-1}``, each fixed on a body
 (local coordinates) or in the world.  A scalar tension ``F(l, ldot)`` along
-the polyline of total length ``l = sum_k |x_{k+1} - x_k|`` (seed 000,
-eq. 1.57; seed 001 §0.14) pulls point ``i`` with the world force ``F v_i``,
+the polyline of total length ``l = sum_k |x_{k+1} - x_k|`` (Sueda's notes,
+eq. 1.57; ArtiSynth notes §0.14) pulls point ``i`` with the world force ``F v_i``,
 
 .. math::
 
     v_0 = u_0,\\quad v_i = u_i - u_{i-1},\\quad v_{n-1} = -u_{n-2},
     \\qquad u_k = (x_{k+1} - x_k) / l_k .
 
-With ``A_i = d x_i / d delta = R_b Gamma(r_i)`` (seed 000, eq. 1.12) the
+With ``A_i = d x_i / d delta = R_b Gamma(r_i)`` (Sueda's notes, eq. 1.12) the
 stacked generalized force is ``F g`` with ``g = sum_i A_i^T v_i = -dl/d delta``
 (eq. 1.60), and ``ldot = -g . phi`` (eq. 1.58).  Differentiating,
 
@@ -24,7 +24,7 @@ stacked generalized force is ``F g`` with ``g = sum_i A_i^T v_i = -dl/d delta``
     D = F_{\\dot l}\\, g g^T,
 
 where the first sum uses ``d(R^T a)/d omega = [R^T a]`` (eq. 1.34) and the
-second ``du/dx`` of seed 001 eq. (0.13).  This generalises the seed's
+second ``du/dx`` of ArtiSynth notes eq. (0.13).  This generalises the seed's
 per-case matrices (eqs. 1.50–1.56, 1.61–1.64, 1.67–1.68), re-derived here
 and verified by finite differences in the tests; unlike the seed, ``K`` also
 carries the term ``-F_ldot g (phi^T H)`` from the dependence of ``ldot`` on
@@ -93,7 +93,7 @@ class PathKinematics:
     def rotation_term(self, w: Array) -> Array:
         """``sum_i Gamma_i^T [[R_i^T w_i], 0]`` on each point's body block, (6m, 6m).
 
-        The derivative of ``A_i^T w_i`` with ``w_i`` held fixed (seed 000, eq. 1.34).
+        The derivative of ``A_i^T w_i`` with ``w_i`` held fixed (Sueda's notes, eq. 1.34).
         """
         m = self.J.shape[2] // 6
         on = self.col >= 0
@@ -120,7 +120,7 @@ def path_kinematics(
     x = points.copy()
     x[on] = se3.transform_points(E[bodies[on]], points[on])
     J = np.zeros((n, 3, m, 6))
-    J[np.flatnonzero(on), :, col[on], :] = R[on] @ se3.gamma(points[on])  # seed 000, eq. (1.12)
+    J[np.flatnonzero(on), :, col[on], :] = R[on] @ se3.gamma(points[on])  # Sueda's notes (1.12)
     return distinct, PathKinematics(
         x=x, J=J.reshape(n, 3, 6 * m), R=R, r=points, col=col, phi=phi[distinct].reshape(-1)
     )
@@ -190,7 +190,7 @@ class PathForce(Force):
         return _PathState(kin, u, lk, v, g, float(lk.sum()), float(-g @ kin.phi))
 
     def path_length(self, scene: Scene, E: Array, phi: Array) -> tuple[float, float]:
-        """Total length ``l`` [m] and its rate ``ldot`` [m/s] (seed 000, eqs. 1.57–1.58)."""
+        """Total length ``l`` [m] and its rate ``ldot`` [m/s] (Sueda's notes, eqs. 1.57–1.58)."""
         st = self._state(scene, E, phi)
         return st.length, st.rate
 
@@ -251,7 +251,7 @@ class PathForce(Force):
         length = np.linalg.norm(dx, axis=1)
         _check_lengths(length, cls.__name__)
         u = dx / length[:, None]
-        g = kin.generalized(u, -u)  # (N, 12), seed 000 eq. (1.60)
+        g = kin.generalized(u, -u)  # (N, 12), Sueda's notes eq. (1.60)
         rate = -np.einsum("ni,ni->n", g, kin.phi)  # eq. (1.48)
         F, F_l, F_v = cls.batch_tension(items, length, rate)
         return kin, u, length, g, F, F_l, F_v

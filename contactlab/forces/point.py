@@ -1,4 +1,4 @@
-"""A constant world force applied at a point fixed on a body (seed 000 §1.9.2)."""
+"""A constant world force applied at a point fixed on a body (Sueda's notes §1.9.2)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class PointForce(Force):
         \\text{wrench} = \\Gamma(r)^T R^T F,\\qquad
         K = \\Gamma(r)^T \\,[[R^T F],\\ 0]
 
-    (seed 000, eqs. 1.31–1.33 with ``k a = F``; ``x = R r + p`` is the world
+    (Sueda's notes, eqs. 1.31–1.33 with ``k a = F``; ``x = R r + p`` is the world
     point, ``Gamma(r) = ([r]^T, I)``).  ``K`` is exact and not symmetric: the
     force does not depend on translations, so its translational columns are
     zero.  ``D = 0``.
@@ -67,5 +67,5 @@ class PointForce(Force):
         i = self.bodies(scene)[0]
         RtF = E[i, :3, :3].T @ self.force
         K = np.zeros((6, 6))
-        K[:, :3] = se3.gamma(self.point).T @ se3.bracket3(RtF)  # seed 000, eq. (1.33)
+        K[:, :3] = se3.gamma(self.point).T @ se3.bracket3(RtF)  # Sueda's notes, eq. (1.33)
         return K

@@ -1,4 +1,4 @@
-"""Springs between two points: zero rest length (seed 000 §1.9.3) and spring-damper (§1.9.6).
+"""Springs between two points: zero rest length (Sueda's notes §1.9.3) and spring-damper (§1.9.6).
 
 Each end is a point fixed on a body (local coordinates [m]) or, with the body
 name ``None``, a fixed point in world coordinates.
@@ -34,7 +34,7 @@ def _ends(body1: str | None, body2: str | None, what: str) -> None:
 
 @dataclass(frozen=True)
 class ZeroLengthSpring(Force):
-    """Linear spring of zero rest length between two points (seed 000 §1.9.3).
+    """Linear spring of zero rest length between two points (Sueda's notes §1.9.3).
 
     .. math::
 
@@ -87,7 +87,7 @@ class ZeroLengthSpring(Force):
     @classmethod
     def batch_energy(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> float:
         _, k, dx = cls._pairs(items, scene, E, phi)
-        return 0.5 * float(np.sum(k * np.sum(dx * dx, axis=1)))  # seed 000, eq. (1.36)
+        return 0.5 * float(np.sum(k * np.sum(dx * dx, axis=1)))  # Sueda's notes, eq. (1.36)
 
     @classmethod
     def batch_wrench(cls, items: Sequence[Force], scene: Scene, E: Array, phi: Array) -> Array:
@@ -115,7 +115,7 @@ class ZeroLengthSpring(Force):
 
 @dataclass(frozen=True)
 class SpringDamper(PathForce):
-    """Spring-damper with rest length ``L`` between two points (seed 000 §1.9.6).
+    """Spring-damper with rest length ``L`` between two points (Sueda's notes §1.9.6).
 
     .. math::
 
@@ -126,7 +126,7 @@ class SpringDamper(PathForce):
     ``(l - L)/L``).  The seed prints ``- d ldot / L``; with the wrench of
     eq. 1.66 (positive F pulls the ends together) that sign would make the
     damper add energy, so the damping term enters with ``+`` (a lengthening
-    spring is resisted), as in seed 001 §0.12.1.
+    spring is resisted), as in ArtiSynth notes §0.12.1.
 
     Parameters
     ----------
@@ -177,13 +177,13 @@ class SpringDamper(PathForce):
         return 0.5 * self.spring_constant * (length - self.rest_length) ** 2 / self.rest_length
 
 
-#: Tension laws of :class:`AxialSpring` (seed 001 §0.12.1 and §0.13).
+#: Tension laws of :class:`AxialSpring` (ArtiSynth notes §0.12.1 and §0.13).
 AXIAL_LAWS = ("linear", "quadratic-strain")
 
 
 @dataclass(frozen=True)
 class AxialSpring(PathForce):
-    """Axial spring-damper along a path of two or more points (seed 001 §0.12–0.14).
+    """Axial spring-damper along a path of two or more points (ArtiSynth notes §0.12–0.14).
 
     The tension along the path of total length ``l`` is
 

@@ -1,4 +1,4 @@
-"""Symbolic geometry for joints given by their transform (seed 002).
+"""Symbolic geometry for joints given by their transform (Si & Guenter).
 
 :mod:`~contactlab.geometry.primitives` builds rigid transforms from
 rotations and translations; :mod:`~contactlab.geometry.surfaces` holds

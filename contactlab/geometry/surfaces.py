@@ -257,7 +257,7 @@ class BezierCurve(Curve):
         return sp.expand(x)
 
 
-# Uniform cubic B-spline basis over (1, t, t^2, t^3) (seed 000, eq. 2.57).
+# Uniform cubic B-spline basis over (1, t, t^2, t^3) (Sueda's notes, eq. 2.57).
 _BSPLINE = [
     [sp.Rational(1, 6), -sp.Rational(1, 2), sp.Rational(1, 2), -sp.Rational(1, 6)],
     [sp.Rational(2, 3), 0, -1, sp.Rational(1, 2)],

@@ -1,4 +1,4 @@
-"""Implicit joint contact geometry for joint friction (seed 000, §2.11, BISP).
+"""Implicit joint contact geometry for joint friction (Sueda's notes, §2.11, BISP).
 
 A joint with friction is pictured as a pin in a housing: contact points at
 fixed places on a simple shape around the joint, each with a *normal*
@@ -30,9 +30,9 @@ Loop-closing joints get the geometry of their kind, like tree joints.  The
 normals of a revolute joint span the 5 constrained directions (forces and
 the moments normal to the axis), a spherical joint's the 3 forces, a
 prismatic joint's the 5 directions other than the slide, so every reaction
-the joint can carry is a combination of normal impulses (seed 000,
+the joint can carry is a combination of normal impulses (Sueda's notes,
 eq. 2.114).  The radial directions of a revolute or prismatic joint are
-``v1, v2`` of seed 000, eq. 2.90 (1 at the smallest ``|a_k|``).
+``v1, v2`` of Sueda's notes, eq. 2.90 (1 at the smallest ``|a_k|``).
 
 Friction bound: with bilateral normal impulses ``alpha`` the tangent
 impulses obey ``|beta_t| <= mu |alpha_c(t)|`` (the box of eq. 2.110).  For a
@@ -118,7 +118,7 @@ class LocalContacts:
 
 
 def radial_basis(axis: Array) -> tuple[Array, Array]:
-    """Unit ``v1, v2`` normal to ``axis`` and to each other (seed 000, eq. 2.90)."""
+    """Unit ``v1, v2`` normal to ``axis`` and to each other (Sueda's notes, eq. 2.90)."""
     a = np.asarray(axis, dtype=float)
     a = a / np.linalg.norm(a)
     v1 = np.zeros(3)

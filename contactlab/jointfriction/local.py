@@ -1,4 +1,4 @@
-"""Joint reactions and the local solves for the joint contact multipliers (seed 000, §2.11).
+"""Joint reactions and the local solves for the joint contact multipliers (Sueda's notes, §2.11).
 
 **Backward traversal** (Alg. 8, lines 11–13).  ``p_i`` (body frame) is the
 sum of the impulses of all tree joints acting on body ``i``: its own joint's
@@ -8,7 +8,7 @@ Ad(E_c^{-1} E_i)`` carries ``i``'s twist to ``c``'s frame).  Leaves first:
 
 .. math::  r_i = p_i + \\sum_{c \\in children(i)} X_c^T r_c ,
 
-the recursion of seed 000, eq. 2.108 / Alg. 6 without the final ``S^T``.
+the recursion of Sueda's notes, eq. 2.108 / Alg. 6 without the final ``S^T``.
 
 **Local solves** (eq. 2.114), one per joint, batched over joints with the same
 number of contacts: with the child blocks ``B`` (k, 6) of the normal rows and
@@ -28,8 +28,9 @@ so that it does not depend on units (the seed's absolute 1e-6 is in g-cm-s).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 

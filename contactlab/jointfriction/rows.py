@@ -12,7 +12,7 @@ point at ``s`` relative to the parent's, along ``d``.  In body coordinates
 
 with ``(s_p, d_p) = F_p (s, d)`` in the parent body frame and ``(s_c, d_c) =
 E_c^{-1} E_p F_p (s, d)`` in the child's (``E_p = I`` for the world), the
-blocks of seed 000, eq. 1.75–1.78.  A prismatic joint's box rides on the
+blocks of Sueda's notes, eq. 1.75–1.78.  A prismatic joint's box rides on the
 child instead (a carriage on its rail, so the load stays centred on it):
 there ``(s, d)`` are in the child's joint frame ``F_c``.  Normal rows give ``N_j``, tangent rows
 ``T_j``.  Tangents are gathered into *friction groups* (by default): the
@@ -179,7 +179,7 @@ class JointContactRows:
     N : (K, 6 nb) normal rows; T : (nt, 6 nb) tangent rows; Tg : (n_groups,
     6 nb) friction-group rows (means of their tangent rows).
     child_normal : (K, 6) child blocks of ``N`` (child body frame), for the
-    local solves of seed 000, eq. 2.114.
+    local solves of Sueda's notes, eq. 2.114.
     """
 
     layout: JointContactLayout

@@ -3,7 +3,7 @@
 Joints and user constraints become bilateral rows ``G Phi = g``
 (:mod:`contactlab.maximal.constraints`, :mod:`contactlab.maximal.joints`);
 :class:`MaximalFormulation` assembles the velocity-level step problem
-(seed 000 §1.6–1.12) and is registered as formulation ``"maximal"``.
+(Sueda's notes §1.6–1.12) and is registered as formulation ``"maximal"``.
 """
 
 from contactlab.maximal.constraints import (

@@ -1,6 +1,6 @@
 """Assembly of the maximal-coordinate step problem, vectorized over bodies.
 
-Newton–Euler in body coordinates (seed 000, eq. 1.21)
+Newton–Euler in body coordinates (Sueda's notes, eq. 1.21)
 
 .. math::
 
@@ -30,7 +30,7 @@ Bilateral rows ``G phi+ = rhs`` carry Baumgarte terms (eq. 1.82):
 
 Defaults: ``gamma = 1/h`` for the velocity form, dead-beat for the
 linearized drift (``g+ = g + h G phi+ = 0`` to first order), and
-``alpha = beta = 10`` [1/s] (Baumgarte's own choice, quoted in seed 000
+``alpha = beta = 10`` [1/s] (Baumgarte's own choice, quoted in Sueda's notes
 §1.12) for the acceleration form.  The "units" choice ``alpha = beta = 1/h``
 is unstable here: on the linear error model ``(h G phi, g)`` the step map
 ``[[1 - 2h alpha, -h^2 beta^2], [1 - 2h alpha, 1 - h^2 beta^2]]`` then has the
@@ -60,18 +60,18 @@ Array = NDArray[np.float64]
 
 
 def mass_diagonal(scene: Scene) -> Array:
-    """(nb, 6) diagonals ``(I1, I2, I3, m, m, m)`` of the body mass matrices (seed 000 §1.7)."""
+    """(nb, 6) diagonals ``(I1, I2, I3, m, m, m)`` of the mass matrices (Sueda's notes §1.7)."""
     return scene.spatial_inertia
 
 
 def coriolis(mdiag: Array, phi: Array) -> Array:
-    """``ad(phi)^T M phi`` (nb, 6) for diagonal ``M`` (seed 000, eq. 1.23)."""
+    """``ad(phi)^T M phi`` (nb, 6) for diagonal ``M`` (Sueda's notes, eq. 1.23)."""
     w, v = phi[:, :3], phi[:, 3:]
     return -np.concatenate([np.cross(w, mdiag[:, :3] * w), np.cross(w, mdiag[:, 3:] * v)], axis=1)
 
 
 def gravity_wrench(mdiag: Array, gravity: Array, E: Array) -> Array:
-    """``(0, R^T m g)`` (nb, 6) in body coordinates (seed 000, eq. 1.22)."""
+    """``(0, R^T m g)`` (nb, 6) in body coordinates (Sueda's notes, eq. 1.22)."""
     out = np.zeros((E.shape[0], 6))
     out[:, 3:] = mdiag[:, 3:4] * np.einsum("nba,b->na", E[:, :3, :3], gravity)
     return out
@@ -176,7 +176,7 @@ def resolve_baumgarte(scene: Scene, h: float, form: str) -> Baumgarte:
 
 
 def constraint_rhs(rows: StackedRows, phi: Array, h: float, b: Baumgarte) -> Array:
-    """Right-hand side of ``G phi+ = rhs`` with Baumgarte terms (seed 000, eq. 1.82)."""
+    """Right-hand side of ``G phi+ = rhs`` with Baumgarte terms (Sueda's notes, eq. 1.82)."""
     if b.form == "acceleration":
         assert rows.bias is not None
         Gphi = rows.G @ phi.reshape(-1)

@@ -2,7 +2,7 @@
 
 A :class:`Constraint` is a group of ``m`` scalar rows that keep a
 position-level function of the body transforms at zero, ``g(E) = 0``
-(seed 000 §1.12, eq. 1.81).  For the current transforms ``E`` (nb, 4, 4) and
+(Sueda's notes §1.12, eq. 1.81).  For the current transforms ``E`` (nb, 4, 4) and
 body twists ``phi`` (nb, 6) it supplies
 
 * ``g(E)`` (m,): the position-level error (drift, Baumgarte feedback);

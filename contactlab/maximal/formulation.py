@@ -1,6 +1,6 @@
 """The maximal-coordinate formulation: one SE(3) transform and one twist per body.
 
-Each step poses the KKT problem of seed 000, eq. 1.73, in the sign
+Each step poses the KKT problem of Sueda's notes, eq. 1.73, in the sign
 convention of :mod:`contactlab.problem` (``M phi+ = f + G^T lambda``, so the
 seed's ``lambda`` is minus ours), with the joints and registered constraints
 as rows ``G`` (:mod:`contactlab.maximal.joints`), Baumgarte right-hand sides
@@ -45,7 +45,7 @@ _RANK_TOL = 1e-10
 
 @register_formulation("maximal")
 class MaximalFormulation(Formulation):
-    """Maximal coordinates (seed 000 §1.6–1.12).
+    """Maximal coordinates (Sueda's notes §1.6–1.12).
 
     Parameters
     ----------
@@ -58,7 +58,7 @@ class MaximalFormulation(Formulation):
     implicit : linearly implicit Euler (``M + hD - h^2 K``, eq. 1.30) for the
         force elements; ``None`` (default) turns it on when the scene has forces.
     coriolis : "rotated" (default): the body momenta ``M phi`` are turned by
-        ``exp(-h [omega])``, first-order equal to seed 000 eq. 1.28's
+        ``exp(-h [omega])``, first-order equal to Sueda's notes eq. 1.28's
         ``M phi + h ad(phi)^T M phi`` but norm-preserving; "explicit": eq. 1.28
         as printed, whose explicit gyroscopic terms add energy every step
         (``|m nu|`` grows by ``sqrt(1 + h^2 |omega x nu|^2/|nu|^2)``).

@@ -2,7 +2,7 @@
 
 The maximal formulation keeps every joint as bilateral rows ``G``; a friction
 joint's reaction on its child is ``G_j^T lambda_j`` restricted to the child's
-columns (seed 000, eq. 1.74 in this package's sign convention).  With the
+columns (Sueda's notes, eq. 1.74 in this package's sign convention).  With the
 joint-contact rows of :mod:`contactlab.jointfriction.rows` this is what the
 staggered joint-friction model (:mod:`contactlab.models.joint_friction`)
 needs; it is an independent computation of the reactions that BISP recovers

@@ -6,7 +6,7 @@ frames ``J_a = E_a F_a``, ``J_b = E_b F_b`` the joint holds when
 ``J_a^{-1} J_b = Q(q)`` for some ``q`` (the reduced formulation's joint map,
 :mod:`contactlab.reduced.registry`, same axes and defaults).
 
-Seed 000 §1.10 (eq. 1.69) obtains the velocity rows by keeping rows of
+Sueda's notes §1.10 (eq. 1.69) obtains the velocity rows by keeping rows of
 ``Ad(J_b^{-1} E_b) phi_b - Ad(J_b^{-1} E_a) phi_a``.  Here every row is the
 time derivative of an explicit position-level function, so that
 ``G Phi = d/dt g(E)`` holds at every configuration, not only on the joint
@@ -306,7 +306,7 @@ class CylindricalConstraint(JointConstraint):
 class PlanarConstraint(JointConstraint):
     """Translation in the plane normal to ``axis`` (default z), no rotation (4 rows).
 
-    As the reduced formulation's planar joint (seed 000, eq. 2.25): two
+    As the reduced formulation's planar joint (Sueda's notes, eq. 2.25): two
     in-plane translations; a turning plate is a planar joint in series with
     a revolute about the normal.
     """

@@ -9,7 +9,7 @@ With the joint maps of the reduced formulation (``Q(q)``, ``S(q)``,
     \\phi_b = \\mathrm{Ad}(F_b)\\big(\\mathrm{Ad}(Q^{-1}) \\mathrm{Ad}(F_a^{-1}) \\phi_a
                + S(q_0) \\dot q_0\\big)
 
-(seed 000 eq. 1.15 and §2: the child joint frame moves relative to the
+(Sueda's notes eq. 1.15 and §2: the child joint frame moves relative to the
 parent's with the body twist ``S qdot``).  The walk visits joints in scene
 order, repeating until every reachable child is placed; a joint whose child
 is already placed (a loop closure) only constrains.  Bodies that no joint

@@ -1,4 +1,4 @@
-"""Anitescu--Hart single-QP friction (seed 000, §1.13, eq. (1.88)) in dual and primal form.
+"""Anitescu--Hart single-QP friction (Sueda's notes, §1.13, eq. (1.88)) in dual and primal form.
 
 Dual (impulses), pyramid cone with ``k`` directions
 ``d_ij = cos(2 pi j/k) t_i1 + sin(2 pi j/k) t_i2`` (rows ``D``)::
@@ -6,7 +6,7 @@ Dual (impulses), pyramid cone with ``k`` directions
     min 1/2 lam^T C M^-1 C^T lam + lam^T (C M^-1 f - b),  C = [G; N; D; L], b = [g; c; 0; l]
     s.t. alpha >= 0, beta >= 0, lambda_L >= 0, E lam >= 0   (mu_i alpha_i - sum_j beta_ij >= 0)
 
-(seed 000, eqs. (1.85)-(1.88); ``lambda_G`` free).  ``v = M^-1 (f + C^T lam)``.
+(Sueda's notes, eqs. (1.85)-(1.88); ``lambda_G`` free).  ``v = M^-1 (f + C^T lam)``.
 
 Primal (velocities).  The Lagrangian dual of
 
@@ -124,7 +124,7 @@ class AnitescuHart(SolvingModel):
         if soc:
             cones = SOCBlocks(n_idx, f_idx.reshape(nc, 2), d.mu)
         elif nc:
-            # E lam >= 0 (seed 000, eq. (1.86)): mu_i alpha_i - sum_j beta_ij >= 0
+            # E lam >= 0 (Sueda's notes, eq. (1.86)): mu_i alpha_i - sum_j beta_ij >= 0
             E = sp.lil_matrix((nc, rows.m))
             E[:, n_idx] = sp.diags(d.mu)
             E[:, f_idx] = -pyramid_sum(nc, k)

@@ -29,7 +29,7 @@ import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
-from solvers import LCP, QP, SolverResult
+from solvers import LCP, QP, FrictionalContact, SolverResult
 from solvers.fitting import describe
 from solvers.plugins import Registry
 
@@ -160,7 +160,7 @@ class SolvingModel(ContactModel):
                 f"{', '.join(solvers.fitting_backends(kind))}"
             )
 
-    def run(self, problem: QP | LCP, warm: Any = None) -> SolverResult:
+    def run(self, problem: QP | LCP | FrictionalContact, warm: Any = None) -> SolverResult:
         """Solve one inner problem through the solver layer and record the result.
 
         A result whose claimed solution the layer judges implausible

@@ -1,6 +1,6 @@
-"""Box friction (seed 001, eqs. (0.5)-(0.6), §0.16) as an LCP with friction blocks.
+"""Box friction (ArtiSynth notes, eqs. (0.5)-(0.6), §0.16) as an LCP with friction blocks.
 
-Eliminating ``v = M^-1 (f + C^T z)`` from seed 001, eq. (0.5) with
+Eliminating ``v = M^-1 (f + C^T z)`` from ArtiSynth notes, eq. (0.5) with
 ``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` leaves the mixed/box LCP
 
 .. math::

@@ -10,7 +10,7 @@ stationarity condition ``M v = f + C^T lambda`` gives
     C v - b = \\underbrace{C M^{-1} C^T}_{\\text{Delassus}} \\lambda
               + (C M^{-1} f - b),
 
-the dual quadratic program of the contact QP (seed 000, eq. (1.83), with the
+the dual quadratic program of the contact QP (Sueda's notes, eq. (1.83), with the
 sign of eq. (1.84) corrected to ``M v = f + N^T alpha``) and the matrix/vector
 of every LCP below.
 """
@@ -98,7 +98,7 @@ class MassInverse:
         return sp.csr_matrix(A @ self.apply(sp.csc_matrix(other.T)))
 
     def norm(self, x: Array) -> float:
-        """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (seed 000, Alg. 7 stopping test)."""
+        """``||x||_{M^{-1}} = sqrt(x^T M^{-1} x)`` (Sueda's notes, Alg. 7 stopping test)."""
         return float(np.sqrt(max(float(x @ self.vec(x)), 0.0)))
 
 

@@ -1,4 +1,4 @@
-"""Frictionless contact: the contact QP with joints and limits (seed 000, eqs. (1.79)-(1.83)).
+"""Frictionless contact: the contact QP with joints and limits (Sueda's notes, eqs. (1.79)-(1.83)).
 
 Primal form (variables ``v``)::
 
@@ -13,12 +13,12 @@ the Lagrangian ``1/2 v'Mv - f'v - lambda'(C v - b)`` with ``C = [G; N; L]``::
     min 1/2 lambda^T C M^-1 C^T lambda + lambda^T (C M^-1 f - b)
     s.t. lambda_N >= 0, lambda_L >= 0   (lambda_G free)
 
-and ``v = M^-1 (f + C^T lambda)`` (seed 000, eq. (1.84) with the sign of
+and ``v = M^-1 (f + C^T lambda)`` (Sueda's notes, eq. (1.84) with the sign of
 ``N^T alpha`` corrected).  ``M^-1`` is formed block by block for block-diagonal
 ``M`` (maximal coordinates) and by one sparse LU otherwise.
 
 With no contacts and no limits the primal is an equality QP (the KKT system
-of seed 000, eq. (1.73)) that the ``kkt`` backend solves directly.
+of Sueda's notes, eq. (1.73)) that the ``kkt`` backend solves directly.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class ContactQP:
             self.A = sp.identity(rows.m, format="csr")[self.bounded]
 
     def qp(self, f: Array) -> QP:
-        """The primal or dual (seed 000, eq. (1.83)) contact QP for free momentum ``f``."""
+        """The primal or dual (Sueda's notes, eq. (1.83)) contact QP for free momentum ``f``."""
         rows = self.rows
         if self.form == "primal":
             if rows.m == 0:

@@ -1,7 +1,7 @@
-"""Staggered Projections with joint friction: BISP and its maximal counterpart (seed 000, §2.11).
+"""Staggered Projections with joint friction: BISP and its maximal twin (Sueda's notes §2.11).
 
 One model over the step problem's joint-friction maps
-(:class:`~contactlab.problem.JointFrictionMaps`).  It alternates (seed 000,
+(:class:`~contactlab.problem.JointFrictionMaps`).  It alternates (Sueda's notes,
 Alg. 7 and Alg. 8):
 
 1. **contact**: with the friction impulses frozen, solve for the velocities
@@ -225,7 +225,7 @@ def solve_staggered(
 
 
 class _ContactQP:
-    """The dual contact QP (seed 000, eq. 2.109) with a small Tikhonov term.
+    """The dual contact QP (Sueda's notes, eq. 2.109) with a small Tikhonov term.
 
     ``min 1/2 l'(C M^-1 C' + eps d I_N) l + l'(C M^-1 f - b)``, ``l_N, l_L >= 0``
     (``d`` the mean diagonal of the contact rows; the joint and limit rows

@@ -1,4 +1,4 @@
-"""Staggered Projections (seed 000, §2.11, Alg. 7): alternate a contact QP and a friction QP.
+"""Staggered Projections (Sueda's notes, §2.11, Alg. 7): alternate a contact QP and a friction QP.
 
 Each outer iteration
 
@@ -68,7 +68,7 @@ is never met; the Anderson step cannot cancel a residual that does not
 shrink and ends at the cap too.  The velocities reached differ from
 Stewart--Trinkle's (Lemke) by 9e-4 m/s.
 
-Warm start (seed 000, §2.11).  The friction impulse and the contact impulses
+Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
 of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
 step, carried per persistent contact (same bodies and shapes, nearest point
 within 1 cm, friction as a world vector onto the new tangent basis): the
@@ -228,7 +228,7 @@ class StaggeredProjections(SolvingModel):
 
 
 class FrictionQP:
-    """The friction QP of seed 000, eq. (2.110), set up once per step.
+    """The friction QP of Sueda's notes, eq. (2.110), set up once per step.
 
     Dual form (impulses): variables ``x = (lambda_G', lambda_F)`` on rows
     ``K = [G; F]``; for a contact momentum ``f_C`` and cone radii

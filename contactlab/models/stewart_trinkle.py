@@ -1,10 +1,10 @@
-"""Stewart--Trinkle / Anitescu--Potra friction: the exact-complementarity LCP (seed 001, §0.10).
+"""Stewart--Trinkle / Anitescu--Potra friction: exact-complementarity LCP (ArtiSynth notes §0.10).
 
 Unknowns per contact: the normal impulse ``lambda_N,i``, the pyramid impulses
 ``beta_ij >= 0`` along ``d_ij = cos(2 pi j/k) t_i1 + sin(2 pi j/k) t_i2`` and a
 slack ``s_i`` (the sliding speed).  With ``v = M^-1 (f + C^T lambda)``,
 ``C = [G; N; D; L]``, ``b = [g; c; 0; l]`` and ``E`` the ``(nc k, nc)`` matrix
-with ``E_(ij),i = 1`` (seed 001's ``E``), the system of seed 001, §0.10 becomes
+with ``E_(ij),i = 1`` (ArtiSynth notes's ``E``), the system of ArtiSynth notes, §0.10 becomes
 
 .. math::
 
@@ -25,7 +25,7 @@ normal rows stay ``N v = c`` when the contact is active: no lift-off.
 
 The matrix is not symmetric and has a zero diagonal block, so neither a QP
 backend nor Gauss--Seidel applies; Lemke's method solves it (the joint rows
-are eliminated by the solver layer's Schur complement, seed 001 §0.7).
+are eliminated by the solver layer's Schur complement, ArtiSynth notes §0.7).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trajectory optimization over the reduced-coordinate dynamics (seed 004).
+"""Trajectory optimization over the reduced-coordinate dynamics (Guenter & Rose).
 
 :class:`SpacetimeProblem` and :func:`optimize` minimize the integral of the
 squared joint torques between two states; ``contactlab optimize`` runs them

@@ -1,4 +1,4 @@
-"""Spacetime optimization: the joint trajectory of least squared torque (seed 004).
+"""Spacetime optimization: the joint trajectory of least squared torque (Guenter & Rose).
 
 The trajectory is discretized at ``K + 1`` knots ``t_k = k h``, ``h = T / K``,
 with positions ``q_k`` as unknowns.  Velocities and accelerations are central

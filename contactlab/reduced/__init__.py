@@ -1,4 +1,4 @@
-"""Reduced (joint) coordinates: the REDMAX formulation (seed 000 §2, seed 003).
+"""Reduced (joint) coordinates: the REDMAX formulation (Sueda's notes §2, REDMAX supplement).
 
 Joints map coordinates ``q`` to relative transforms ``Q(q)``; a tree of
 joints maps ``(q, qdot)`` to body transforms and twists (``phi = J qdot``);

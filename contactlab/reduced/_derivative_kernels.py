@@ -1,4 +1,4 @@
-"""Compiled partial derivatives of recursive inverse dynamics (seed 004).
+"""Compiled partial derivatives of recursive inverse dynamics (Guenter & Rose).
 
 Guenter and Rose differentiate the Balafoutis-Patel recursion coordinate
 by coordinate: a forward recursion of the partials of the velocities and
@@ -14,7 +14,7 @@ at ``j``
 below ``j``
     ``dV_i = X_i dV_p``, ``dA_i = X_i dA_p + ad(dV_i) Sb_i qd_i``;
 each body
-    ``df_i`` by :func:`~contactlab.reduced._fast.body_force_diff` (seed 004's
+    ``df_i`` by :func:`~contactlab.reduced._fast.body_force_diff` (Guenter & Rose's
     ``dOmega``, ``dM``, ``dF``);
 backward
     ``dF_i = df_i + sum_c X_c^T dF_c`` in the subtree, plus
@@ -31,7 +31,6 @@ right Jacobian.  Each column costs O(size of the subtree + depth).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from contactlab.reduced._fast import (
     ADFC,
@@ -54,6 +53,7 @@ from contactlab.reduced._fast import (
     right_jacobian_terms,
     rnea_pass,
 )
+from solvers.jit import njit
 
 
 @njit(cache=True)
@@ -254,7 +254,7 @@ def _dot6(a, b):  # noqa: ANN001, ANN202
 def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201, PLR0912, PLR0915
     """The same partials for trees of one-coordinate screw nodes, O(1) per matrix entry.
 
-    Seed 004's recursions evaluated in world coordinates (spatial vectors at
+    Guenter & Rose's recursions evaluated in world coordinates (spatial vectors at
     the world origin): a change of ``q_k`` turns the subtree of ``k`` rigidly
     about the world axis ``S_k``, except for the parent's velocity ``V_p``
     and acceleration ``A_p``.  The rigid part cancels in ``tau_j = S_j . F_j``

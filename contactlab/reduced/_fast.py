@@ -41,7 +41,8 @@ fictitious acceleration of the base and needs no world transforms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from solvers.jit import njit
 
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, OTHER = 0, 1, 2, 3, 4
 PARENT, KIND, DOF0, NDOF, EXT, END = 0, 1, 2, 3, 4, 5
@@ -101,7 +102,7 @@ def _skew(v, out):  # noqa: ANN001, ANN202
 def right_jacobian_terms(q, u, e, out0, out1, out2):  # noqa: ANN001, ANN201
     """``J_r(q)``, its derivative along ``u`` and its second derivative along ``u, e``.
 
-    ``J_r = I - b W + c W^2`` with ``W = [q]`` (seed 000, eq. 2.43-2.47 in
+    ``J_r = I - b W + c W^2`` with ``W = [q]`` (Sueda's notes, eq. 2.43-2.47 in
     closed form); ``d b / d q = b1 q`` and ``d b1 / d q = b2 q`` (likewise
     ``c``).  ``out1 = dJ_r[u]``, ``out2 = d^2 J_r[u, e]`` (symmetric in u, e).
     """
@@ -296,7 +297,7 @@ def _xt_mul_add(x, f, out):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _ad_mul(v, x, out):  # noqa: ANN001, ANN202
-    """``out = ad(v) x = (w x x_w, n x x_w + w x x_n)`` (seed 000, eq. 1.19)."""
+    """``out = ad(v) x = (w x x_w, n x x_w + w x x_n)`` (Sueda's notes, eq. 1.19)."""
     w0, w1, w2, n0, n1, n2 = v[0], v[1], v[2], v[3], v[4], v[5]
     a0, a1, a2, b0, b1, b2 = x[0], x[1], x[2], x[3], x[4], x[5]
     out[0] = w1 * a2 - w2 * a1
@@ -322,7 +323,7 @@ def _adt_mul(v, y, out):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def body_force(g, v, a, out):  # noqa: ANN001, ANN201
-    """Newton-Euler wrench of one body in the Balafoutis-Patel form (seed 004).
+    """Newton-Euler wrench of one body in the Balafoutis-Patel form (Guenter & Rose).
 
     With the angular-acceleration tensor ``Omega = [wdot] + [w][w]`` and
     Euler's inertia tensor ``J = tr(I)/2 - I`` (diagonal on principal axes),
@@ -353,7 +354,7 @@ def body_force(g, v, a, out):  # noqa: ANN001, ANN201
 
 @njit(cache=True)
 def body_force_diff(g, v, dv, da, out):  # noqa: ANN001, ANN201
-    """Derivative of :func:`body_force` along ``(dv, da)`` (seed 004's dM and dF partials).
+    """Derivative of :func:`body_force` along ``(dv, da)`` (Guenter & Rose's dM and dF partials).
 
     ``dOmega = [d wdot] + [dw][w] + ([dw][w])^T``, ``dM = dual(dOmega J - (dOmega J)^T)``,
     ``dF = m (d vdot + dw x v + w x dv)``.
@@ -439,7 +440,7 @@ def _spd_inverse(D, out):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: ANN001, ANN201
-    """``qddot`` by the articulated-body recursion (seed 003, Alg. 6, all joints free).
+    """``qddot`` by the articulated-body recursion (REDMAX supplement, Alg. 6, all joints free).
 
     ``tau`` are applied joint forces; joint springs and dampers, gravity and
     the body wrenches ``fext`` (n, 6) or (0, 6) are added.  With ``minv``
@@ -594,7 +595,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
 
 @njit(cache=True)
 def rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F):  # noqa: ANN001, ANN201
-    """Recursive Newton-Euler in the Balafoutis-Patel form (seed 004); fills the arrays.
+    """Recursive Newton-Euler in the Balafoutis-Patel form (Guenter & Rose); fills the arrays.
 
     Forward: ``V``, ``A`` (gravity as a base acceleration), each body's
     wrench by :func:`body_force` minus ``fext``; backward: ``F_i`` the

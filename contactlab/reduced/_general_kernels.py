@@ -1,4 +1,4 @@
-"""Compiled composition of joint factors for generated joints (seed 002).
+"""Compiled composition of joint factors for generated joints (Si & Guenter).
 
 A generated joint's transform is a product ``Q = F_1 F_2 ... F_m`` of
 factors whose values, Jacobians ``S_f`` and derivatives ``Sdot_f`` the
@@ -18,7 +18,7 @@ applied from the last factor to the first.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from solvers.jit import njit
 
 from contactlab.reduced._kernels import _ad_mul_into, _adjoint_of_inverse_into, _mul44_into
 

@@ -8,16 +8,17 @@ node ``i`` with parent ``p`` (``-1`` for the world):
   (columns past ``ndof[i]`` are zero), ``Sbd[i]`` its time derivative,
 - ``d/dt X[i] = -ad(Sb[i] qdot_i) X[i]`` (derived from
   ``E_i^{-1} E_p = frame_child Q^{-1} frame_parent^{-1}``; it replaces the
-  world-frame product of seed 000, eq. 2.17).
+  world-frame product of Sueda's notes, eq. 2.17).
 
-The recursions are seed 003, Alg. 1 (J and Jdot), Alg. 2–3 (products) and
+The recursions are REDMAX supplement, Alg. 1 (J and Jdot), Alg. 2–3 (products) and
 Alg. 6 (recursive hybrid dynamics), written in body frames.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from solvers.jit import njit
 
 FIXED, REVOLUTE, PRISMATIC, OTHER = 0, 1, 2, -1
 
@@ -55,7 +56,7 @@ def _cross(a0, a1, a2, b0, b1, b2):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _ad_mul(v, x):  # noqa: ANN001, ANN202
-    """``ad(v) x = (w x x_w, n x x_w + w x x_n)`` (seed 000, eq. 1.19)."""
+    """``ad(v) x = (w x x_w, n x x_w + w x x_n)`` (Sueda's notes, eq. 1.19)."""
     out = np.empty(6)
     a = _cross(v[0], v[1], v[2], x[0], x[1], x[2])
     b = _cross(v[3], v[4], v[5], x[0], x[1], x[2])
@@ -265,7 +266,7 @@ def kinematics(parent, Fp, Fc_inv, AdFc, Q, S, Sd, ndof, dof0, qdot):  # noqa: A
 
 @njit(cache=True)
 def jacobians(parent, X, Sb, Sbd, ndof, dof0, qdot, nq):  # noqa: ANN001, ANN201
-    """Dense ``J`` and ``Jdot`` (6n, nq), rows in tree order (seed 003, Alg. 1)."""
+    """Dense ``J`` and ``Jdot`` (6n, nq), rows in tree order (REDMAX supplement, Alg. 1)."""
     n = parent.shape[0]
     J = np.zeros((6 * n, nq))
     Jd = np.zeros((6 * n, nq))
@@ -285,7 +286,7 @@ def jacobians(parent, X, Sb, Sbd, ndof, dof0, qdot, nq):  # noqa: ANN001, ANN201
 
 @njit(cache=True)
 def jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, x):  # noqa: ANN001, ANN201
-    """``y = J x`` and ``z = Jdot x`` as (n, 6) in O(n) (seed 003, Alg. 2)."""
+    """``y = J x`` and ``z = Jdot x`` as (n, 6) in O(n) (REDMAX supplement, Alg. 2)."""
     n = parent.shape[0]
     y = np.zeros((n, 6))
     z = np.zeros((n, 6))
@@ -304,7 +305,7 @@ def jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, x):  # noqa: ANN001,
 
 @njit(cache=True)
 def jacobian_transpose_product(parent, X, Sb, ndof, dof0, y, nq):  # noqa: ANN001, ANN201
-    """``x = J^T y`` for body wrenches ``y`` (n, 6) in O(n) (seed 003, Alg. 3)."""
+    """``x = J^T y`` for body wrenches ``y`` (n, 6) in O(n) (REDMAX supplement, Alg. 3)."""
     n = parent.shape[0]
     acc = y.copy()
     x = np.zeros(nq)
@@ -321,7 +322,7 @@ def jacobian_transpose_product(parent, X, Sb, ndof, dof0, y, nq):  # noqa: ANN00
 def hybrid_dynamics(  # noqa: ANN201, PLR0913
     parent, X, Sb, Sbd, ndof, dof0, qdot, V, inertia, Fext, tau, prescribed, qddot_in
 ):  # noqa: ANN001
-    """Recursive hybrid dynamics in body frames (seed 003, Alg. 6).
+    """Recursive hybrid dynamics in body frames (REDMAX supplement, Alg. 6).
 
     Nodes with ``prescribed[i]`` take ``qddot_in`` and report the torque that
     produces it; the others take ``tau`` and return their acceleration.

@@ -1,6 +1,6 @@
 """Symbolic derivation and compiled code for joints given by their transform ``Q(q)``.
 
-Seed 002 (Si & Guenter, eq. 9 and 12): the columns of the joint Jacobian
+Si & Guenter (Si & Guenter, eq. 9 and 12): the columns of the joint Jacobian
 are the body twists of ``Q`` per unit rate of each coordinate, and ``Sdot``
 is their derivative along ``qdot``.  With ``Q = [[R, p], [0, 1]]``,
 ``R_k = dR/dq_k`` and ``p_k = dp/dq_k``,
@@ -63,9 +63,10 @@ def expression_key(
     factors: Sequence[sp.Matrix], coordinates: Sequence[sp.Symbol], parameters: Sequence[sp.Symbol]
 ) -> str:
     """SHA-256 (hex, 24 characters) of the factors, their symbols and the generator version."""
+    # the printed text, not srepr: symbol assumptions do not change the derivatives
     text = "|".join(
-        [CODEGEN_VERSION, *(sp.srepr(F) for F in factors)]
-        + [sp.srepr(tuple(coordinates)), sp.srepr(tuple(parameters))]
+        [CODEGEN_VERSION, *(str(F.tolist()) for F in factors)]
+        + [str(tuple(coordinates)), str(tuple(parameters))]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -101,7 +102,7 @@ def _placeholders(
 def derive(
     Q: sp.Matrix, coordinates: Sequence[sp.Symbol], rates: Sequence[sp.Symbol], tag: str = "f"
 ) -> tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Matrix, sp.Matrix]:
-    """Symbolic ``S`` and ``Sdot`` (6, n) of the transform ``Q`` (seed 002, eq. 9 and 12).
+    """Symbolic ``S`` and ``Sdot`` (6, n) of the transform ``Q`` (Si & Guenter, eq. 9 and 12).
 
     A small ``Q`` (at most :data:`SIMPLIFY_MAX_OPS` operations) gets ``S``
     and ``Sdot`` as simplified expressions of the coordinates (a revolute
@@ -279,9 +280,10 @@ def compiled_kernel(
     factors: Sequence[sp.Matrix],
     coordinates: Sequence[sp.Symbol],
     parameters: Sequence[sp.Symbol],
+    key: str | None = None,
 ) -> tuple[str, Callable[..., None], bool]:
     """``(key, evaluate, was_cached)`` for ``Q = prod(factors)``: from memory, disk or new."""
-    key = expression_key(factors, coordinates, parameters)
+    key = key or expression_key(factors, coordinates, parameters)
     if key in _LOADED:
         return key, _LOADED[key].evaluate, True
     path = cache_dir() / f"joint_{key}.py"

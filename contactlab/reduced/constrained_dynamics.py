@@ -1,4 +1,4 @@
-"""Equality-constrained dynamics at the acceleration level (seed 000 §2.8–2.9, §2.12).
+"""Equality-constrained dynamics at the acceleration level (Sueda's notes §2.8–2.9, §2.12).
 
 With the rows of :mod:`contactlab.reduced.constraints` stacked as
 ``G qddot = rhs`` (eq. 2.99, Baumgarte terms included), the accelerations
@@ -70,7 +70,7 @@ def constrained_acceleration(
 ) -> tuple[Array, Array]:
     """Accelerations and multipliers of the equality-constrained dynamics.
 
-    ``method="dense"`` solves the KKT system of seed 000, eq. 2.102 (with
+    ``method="dense"`` solves the KKT system of Sueda's notes, eq. 2.102 (with
     eq. 2.99 rows and Baumgarte terms); ``"dual"`` solves the unconstrained
     problem by the recursive algorithm, then the Delassus system
     ``G M^-1 G^T lambda = rhs - G qddot*`` with ``M^-1`` applied by the

@@ -1,6 +1,6 @@
 """Constraints in reduced coordinates: loops, couplings, prescribed motion, joint limits.
 
-Seed 000 §2.8–2.9.  A constraint acts on the joint velocities through rows
+Sueda's notes §2.8–2.9.  A constraint acts on the joint velocities through rows
 ``G`` (m, nq).  Rows that live on the bodies (loop closures, prescribed
 body twists) are maximal rows ``G_m`` mapped by the tree Jacobian,
 ``G = G_m J`` and ``Gdot qdot = Gdot_m phi + G_m Jdot qdot`` (eq. 2.98);
@@ -11,7 +11,7 @@ Every equality constraint provides :class:`ConstraintTerms`: the rows, the
 bias ``Gdot qdot``, the position error ``g`` (``None`` for a constraint on
 velocities, such as a prescribed twist) and the target rate ``r(t)`` with
 ``G qdot = r`` (non-zero only for prescribed motion).  Baumgarte
-stabilization (seed 000, eq. 1.82) then gives
+stabilization (Sueda's notes, eq. 1.82) then gives
 
 * velocity level (the time step, eq. 2.95 and 2.103):
   ``G qdot+ = r_step - gamma g``, with ``r_step`` the mean target rate
@@ -50,7 +50,7 @@ class ReducedConstraint(ABC):
     """Rows acting on ``qdot+``: ``G qdot+ = g`` (bilateral) or ``L qdot+ >= l`` (unilateral).
 
     Subclasses compute their rows from the tree's kinematics; maximal rows
-    ``G_m`` become ``G_m J`` (seed 000, eq. 2.98).
+    ``G_m`` become ``G_m J`` (Sueda's notes, eq. 2.98).
     """
 
     #: ``True`` for inequality rows (joint limits), ``False`` for equalities.
@@ -150,7 +150,7 @@ class EqualityConstraint(ReducedConstraint):
 
 # -- loop closures ------------------------------------------------------------
 class HingeLoopRows(JointConstraint):
-    """The 2-row loop closure of a hinge (seed 000, eq. 2.90–2.91), maximal rows.
+    """The 2-row loop closure of a hinge (Sueda's notes, eq. 2.90–2.91), maximal rows.
 
     The joint origins of both bodies move alike along two directions normal
     to the hinge axis; the directions ``v1, v2`` of eq. 2.90 are fixed in the
@@ -269,7 +269,7 @@ class Coupling(EqualityConstraint):
 
 
 class PrescribedJoint(EqualityConstraint):
-    """A joint that follows ``p(t)`` (hybrid dynamics, seed 000 §2.9, eq. 2.102–2.103).
+    """A joint that follows ``p(t)`` (hybrid dynamics, Sueda's notes §2.9, eq. 2.102–2.103).
 
     ``trajectory(t)`` returns position, velocity and acceleration (each
     (ndof,)).  The multipliers of its rows are the joint forces that produce

@@ -1,4 +1,4 @@
-"""Mass-spring strands attached to rigid bodies (seed 000 §2.7, eq. 2.80–2.88).
+"""Mass-spring strands attached to rigid bodies (Sueda's notes §2.7, eq. 2.80–2.88).
 
 A strand is a sequence of nodes of mass ``m`` joined in series by springs
 of energy ``V = K/2 eps^2`` with the strain ``eps = (l - L)/L`` (eq. 2.81).
@@ -24,7 +24,7 @@ formulation, integrator and contact model works unchanged:
   ``K/L`` (``V = (K/L)/(2L) (l - L)^2 = K/2 eps^2``), and the linearly
   implicit integrators take their stiffness through ``J``.
 
-The REDMAX reference implementation (seed 003 §1) builds its strands
+The REDMAX reference implementation (REDMAX supplement §1) builds its strands
 between two attachment points with the strand's mass shared equally by its
 nodes; :func:`strand_between` does the same.  The reference keeps every node
 free and holds the end nodes with attachment constraints; here they are

@@ -1,10 +1,10 @@
-"""Analytical partial derivatives of inverse and forward dynamics (seed 004).
+"""Analytical partial derivatives of inverse and forward dynamics (Guenter & Rose).
 
 Inverse dynamics ``tau = ID(q, qdot, qddot)`` (applied joint forces, gravity
 and joint springs/dampers included):
 
 - ``dtau/dq`` and ``dtau/dqdot`` by the recursive partials of Guenter and
-  Rose (seed 004), re-derived for body twists and every elementary node
+  Rose (Guenter & Rose), re-derived for body twists and every elementary node
   (:mod:`contactlab.reduced._derivative_kernels`), one compiled call;
 - ``dtau/dqddot = M`` by the composite-rigid-body algorithm.
 

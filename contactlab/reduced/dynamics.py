@@ -1,4 +1,4 @@
-"""Reduced equations of motion ``M_r qddot = f_r`` (REDMAX, seed 000 §2.3 and §2.5).
+"""Reduced equations of motion ``M_r qddot = f_r`` (REDMAX, Sueda's notes §2.3 and §2.5).
 
 With the maximal (body-frame, diagonal) inertia ``M``,
 
@@ -7,7 +7,7 @@ With the maximal (body-frame, diagonal) inertia ``M``,
     M_r = J^T M J, \\qquad
     f_r = J^T (f_m - M \\dot J \\dot q) + \\tau_{joint} + \\tau ,
 
-(seed 000, eq. 2.18 and 2.69).  ``f_m`` stacks per body the Coriolis
+(Sueda's notes, eq. 2.18 and 2.69).  ``f_m`` stacks per body the Coriolis
 wrench ``ad(phi)^T M phi`` (eq. 1.21; it equals ``(-w x I w, -w x m v)``,
 the Newton–Euler terms moved to the right), gravity ``(0, R^T m g)``
 (eq. 1.22) and the wrenches of the scene's force elements; these maximal
@@ -52,7 +52,7 @@ def joint_forces(tree: Tree, q: Array, qdot: Array) -> Array:
 
 
 def mass_matrix(kin: Kinematics) -> Array:
-    """``M_r = J^T M J`` (nq, nq) (seed 000, eq. 2.18)."""
+    """``M_r = J^T M J`` (nq, nq) (Sueda's notes, eq. 2.18)."""
     J = kin.J
     m = kin.tree.scene_inertia.reshape(-1)
     return J.T @ (m[:, None] * J)

@@ -1,6 +1,6 @@
 """The reduced-coordinate formulation: joint coordinates ``q``, velocities ``qdot``.
 
-Every step poses the velocity-level problem of seed 000, eq. 2.73–2.75 and
+Every step poses the velocity-level problem of Sueda's notes, eq. 2.73–2.75 and
 2.95 in the sign convention of :mod:`contactlab.problem`:
 
 .. math::
@@ -48,7 +48,7 @@ JointTorque = Callable[[float, Array, Array], Array]
 
 @register_formulation("reduced")
 class ReducedFormulation(Formulation):
-    """Reduced coordinates (REDMAX, seed 000 §2).
+    """Reduced coordinates (REDMAX, Sueda's notes §2).
 
     Parameters
     ----------

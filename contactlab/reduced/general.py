@@ -1,4 +1,4 @@
-"""Joints defined by their transform ``Q(q)`` (seed 002, Si & Guenter).
+"""Joints defined by their transform ``Q(q)`` (Si & Guenter, Si & Guenter).
 
 The user writes the joint's 4 x 4 transform as a sympy expression of its
 coordinates (or builds it from :mod:`contactlab.geometry.primitives` and
@@ -33,7 +33,7 @@ import numpy as np
 import sympy as sp
 
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.codegen import compiled_kernel
+from contactlab.reduced.codegen import compiled_kernel, expression_key
 from contactlab.reduced.joints import Array, Joint
 from contactlab.reduced.registry import register_joint
 
@@ -42,6 +42,8 @@ _NODE0 = np.zeros(1, dtype=np.int64)
 SINGULAR_RTOL = 1e-9
 #: tolerance on R^T R - I for Q(q) to count as a rigid transform
 RIGID_TOL = 1e-8
+#: (expression key, parameter values) already checked to be rigid in this process
+_CHECKED: set[tuple[str, tuple[float, ...]]] = set()
 
 
 def _symbol(x: Any, what: str) -> sp.Symbol:
@@ -150,9 +152,12 @@ class TransformJoint(Joint):
         self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
         self.ndof = len(coords)
         self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
-        for F in factors:
-            self._check_rigid(F)
-        self.key, self.kernel, cached = compiled_kernel(factors, coords, psyms)
+        key = expression_key(factors, coords, psyms)
+        if (key, tuple(self.params[0])) not in _CHECKED:
+            for F in factors:
+                self._check_rigid(F)
+            _CHECKED.add((key, tuple(self.params[0])))
+        self.key, self.kernel, cached = compiled_kernel(factors, coords, psyms, key)
         self.generated_now = not cached
         # one joint at a time runs the same generated code uncompiled: trees use the
         # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation

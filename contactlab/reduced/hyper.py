@@ -1,4 +1,4 @@
-"""Hyper-reduced coordinates (seed 000 §2.6, eq. 2.76–2.79).
+"""Hyper-reduced coordinates (Sueda's notes §2.6, eq. 2.76–2.79).
 
 A constant linear map ``q_r = J_rR q_R + q_offset`` expresses the joint
 coordinates through fewer coordinates ``q_R`` (e.g. every hinge of a chain
@@ -182,7 +182,7 @@ class HyperReduced:
 
 
 def uniform_angles(tree: Tree) -> HyperReduced:
-    """Every coordinate of ``tree`` equal to one angle (seed 000, eq. 2.77)."""
+    """Every coordinate of ``tree`` equal to one angle (Sueda's notes, eq. 2.77)."""
     return HyperReduced.build(tree, np.ones((tree.nq, 1)))
 
 

@@ -1,6 +1,6 @@
 """Time integration in reduced coordinates.
 
-- :func:`step_linearly_implicit`: linearly implicit Euler (seed 000,
+- :func:`step_linearly_implicit`: linearly implicit Euler (Sueda's notes,
   eq. 2.73–2.75), the joint and force-element springs and dampers taken
   implicitly, positions advanced on each joint's group (:meth:`Tree.advance`),
   spherical charts switched after every step.

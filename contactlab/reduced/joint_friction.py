@@ -1,4 +1,4 @@
-"""Joint friction maps of the reduced formulation: BISP's reactions (seed 000, §2.11, Alg. 8).
+"""Joint friction maps of the reduced formulation: BISP's reactions (Sueda's notes, §2.11, Alg. 8).
 
 In reduced coordinates the joints hold by construction and have no
 multipliers; the joint impulses that bound the joint friction are recovered

@@ -1,8 +1,8 @@
 """Joint maps of the reduced formulation: ``Q(q)``, ``S(q)`` and ``Sdot(q, qdot)``.
 
-A joint relates its frame to the parent's joint frame by ``Q(q)`` (seed 000,
+A joint relates its frame to the parent's joint frame by ``Q(q)`` (Sueda's notes,
 eq. 2.22).  Its Jacobian ``S`` holds, column by column, the body twist of
-``Q`` per unit rate of each coordinate (seed 000, eq. 2.29),
+``Q`` per unit rate of each coordinate (Sueda's notes, eq. 2.29),
 
 .. math::
 
@@ -17,7 +17,7 @@ exponentials of fixed screws with scalar functions of ``q``
 translational, universal, Euler-angle spherical, and the spline joints
 (:mod:`contactlab.reduced.spline`).  They declare their screws and the
 functions; the base derives ``Q``, ``S`` and ``Sdot`` with one backward
-recursion (the recursion of seed 003, Alg. 4 and 5, written once).
+recursion (the recursion of REDMAX supplement, Alg. 4 and 5, written once).
 
 Time stepping (:meth:`Joint.advance`, :meth:`Joint.evaluate_step`): a step
 holds the joint twist ``psi = S(q) qdot`` constant and moves the joint by
@@ -64,7 +64,7 @@ class Joint(ABC):
         return self.evaluate(q, np.zeros_like(q))[0]
 
     def S(self, q: ArrayLike) -> Array:
-        """(6, ndof) joint Jacobian in the joint frame (seed 000, eq. 2.29)."""
+        """(6, ndof) joint Jacobian in the joint frame (Sueda's notes, eq. 2.29)."""
         q = np.asarray(q, dtype=float)
         return self.evaluate(q, np.zeros_like(q))[1]
 
@@ -138,7 +138,7 @@ class Joint(ABC):
         q_new = self.chart(Q @ se3.exp_se3(h * psi), q + h * qdot)
         S_new = self.S(q_new)
         if self.ndof == 6:
-            return q_new, np.linalg.solve(S_new, psi)
+            return q_new, np.asarray(np.linalg.solve(S_new, psi), dtype=float)
         # psi lies in the subalgebra S_new spans: least squares is exact
         return q_new, np.asarray(np.linalg.lstsq(S_new, psi, rcond=None)[0], dtype=float)
 
@@ -189,7 +189,7 @@ def _subalgebra(joint: Joint) -> Array | None:
 
 
 class FixedJoint(Joint):
-    """No freedom: ``Q = I``, ``S`` is (6, 0) (seed 000 §2.4.1)."""
+    """No freedom: ``Q = I``, ``S`` is (6, 0) (Sueda's notes §2.4.1)."""
 
     ndof = 0
 
@@ -210,7 +210,7 @@ class ProductOfExponentialsJoint(Joint):
         S = \\sum_k T_k \\xi_k \\, \\partial\\theta_k/\\partial q, \\qquad
         \\dot A_k = -\\mathrm{ad}(\\xi_k) A_k \\dot\\theta_k ,
 
-    which is seed 003, Alg. 4 and 5 (S and its Hessian contracted with
+    which is REDMAX supplement, Alg. 4 and 5 (S and its Hessian contracted with
     ``qdot``) for any number of factors.
     """
 
@@ -259,7 +259,7 @@ class _LinearScrewJoint(ProductOfExponentialsJoint):
 class RevoluteJoint(_LinearScrewJoint):
     """Rotation about a unit ``axis`` of the joint frame (default z); ``S = (a, 0)``.
 
-    Seed 000, eq. 2.41 (the transcription of seed 003, eq. 30, prints a
+    Sueda's notes, eq. 2.41 (the transcription of REDMAX supplement, eq. 30, prints a
     spurious identity block; ``S`` is the 6-vector ``(a, 0)``).
     """
 
@@ -276,7 +276,7 @@ class RevoluteJoint(_LinearScrewJoint):
 
 
 class PrismaticJoint(_LinearScrewJoint):
-    """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (seed 000, eq. 2.24)."""
+    """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (Sueda's notes, eq. 2.24)."""
 
     def __init__(self, axis: ArrayLike | None = None) -> None:
         self.axis = se3.unit_axis(axis, E_X, "prismatic axis")
@@ -288,7 +288,7 @@ class PrismaticJoint(_LinearScrewJoint):
 
 
 class PlanarJoint(_LinearScrewJoint):
-    """Translation in the plane normal to ``axis`` (default z: the x-y plane, seed 000 eq. 2.25).
+    """Translation in the plane normal to ``axis`` (default z, the x-y plane; Sueda's notes (2.25)).
 
     The in-plane directions are the joint frame's x and y for the default
     normal, otherwise an orthonormal pair completing the normal.
@@ -326,7 +326,7 @@ class TranslationalJoint(_LinearScrewJoint):
 class RotationSequenceJoint(_LinearScrewJoint):
     """Successive rotations about fixed axes: ``R = exp([a_1] q_1) ... exp([a_n] q_n)``.
 
-    The universal joint is the sequence (x, y) (seed 000, eq. 2.37–2.40) and
+    The universal joint is the sequence (x, y) (Sueda's notes, eq. 2.37–2.40) and
     the Euler-angle spherical joint the sequence (x, z, x) (eq. 2.31–2.35).
     """
 
@@ -339,12 +339,12 @@ class RotationSequenceJoint(_LinearScrewJoint):
 
 
 def universal_joint(axes: Sequence[ArrayLike] | None = None) -> RotationSequenceJoint:
-    """Universal joint: bending about x then y, no twist about z (seed 000 §2.4.6)."""
+    """Universal joint: bending about x then y, no twist about z (Sueda's notes §2.4.6)."""
     return RotationSequenceJoint(axes if axes is not None else (E_X, E_Y))
 
 
 def spherical_euler_joint(sequence: str = "xzx") -> RotationSequenceJoint:
-    """Spherical joint in Euler angles, XZX by default (seed 000 §2.4.5)."""
+    """Spherical joint in Euler angles, XZX by default (Sueda's notes §2.4.5)."""
     basis = {"x": E_X, "y": E_Y, "z": E_Z}
     if len(sequence) != 3 or any(c not in basis for c in sequence.lower()):
         raise ConfigurationError(
@@ -354,7 +354,7 @@ def spherical_euler_joint(sequence: str = "xzx") -> RotationSequenceJoint:
 
 
 class CompositeJoint(Joint):
-    """Two joints in series, ``Q = Q_1 Q_2`` (seed 000 §2.4.10, eq. 2.51–2.55).
+    """Two joints in series, ``Q = Q_1 Q_2`` (Sueda's notes §2.4.10, eq. 2.51–2.55).
 
     .. math::
 

@@ -1,9 +1,9 @@
 """Forward kinematics of a tree: maximal transforms, twists, ``J_mr`` and ``Jdot_mr``.
 
-``phi = J_mr qdot`` stacks the body twists (seed 000, eq. 2.14; seed 003,
+``phi = J_mr qdot`` stacks the body twists (Sueda's notes, eq. 2.14; REDMAX supplement,
 eq. 17–18): a body's twist is its parent's, carried over by
 ``Ad(E_i^{-1} E_p)``, plus its joint's ``Ad(frame_child) S qdot``.
-``Jdot_mr`` is the time derivative (seed 003, eq. 19–20).  Dense matrices
+``Jdot_mr`` is the time derivative (REDMAX supplement, eq. 19–20).  Dense matrices
 come from Alg. 1; the O(n) products ``J x``, ``Jdot x`` and ``J^T y`` from
 Alg. 2–3.  Rows and wrench/twist stacks are in *scene body order* (6 rows
 per body, angular first), coordinates in tree order.
@@ -61,7 +61,7 @@ class Kinematics:
         t = self.tree
         return t.parent, self.X, self.Sb, self.Sbd, t.ndof, t.dof0, self.qdot
 
-    # -- dense Jacobians (seed 003, Alg. 1) -------------------------------
+    # -- dense Jacobians (REDMAX supplement, Alg. 1) -------------------------------
     @cached_property
     def _dense(self) -> tuple[Array, Array]:
         J, Jd = _kernels.jacobians(*self._args(), self.tree.nq)  # type: ignore[call-arg]
@@ -81,7 +81,7 @@ class Kinematics:
         """(6 nb, nq) ``Jdot_mr`` along the current ``qdot``."""
         return self._dense[1]
 
-    # -- O(n) products (seed 003, Alg. 2-3) -------------------------------
+    # -- O(n) products (REDMAX supplement, Alg. 2-3) -------------------------------
     def J_times(self, x: Array) -> Array:
         """``J x`` as (nb, 6) body twists."""
         y = _kernels.jacobian_products(*self._args(), np.asarray(x, float))  # type: ignore[call-arg]

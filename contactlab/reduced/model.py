@@ -10,7 +10,7 @@ gravity and joint springs/dampers computed inside the compiled code:
 method                    returns                                        cost
 ========================  =============================================  ==========
 ``forward_dynamics``      ``qddot`` (articulated-body recursion)         O(n)
-``inverse_dynamics``      applied ``tau`` (Newton-Euler, seed 004 form)  O(n)
+``inverse_dynamics``      applied ``tau`` (Newton-Euler, Guenter & Rose form)  O(n)
 ``mass_matrix``           ``M`` (composite-rigid-body algorithm)         O(n depth)
 ``bias_forces``           ``h`` with ``M qddot + h = tau``               O(n)
 ``inverse_mass_times``    ``M^{-1} x``                                   O(n)

@@ -1,4 +1,4 @@
-"""O(n) recursive forward, inverse and hybrid dynamics (seed 003, Alg. 6).
+"""O(n) recursive forward, inverse and hybrid dynamics (REDMAX supplement, Alg. 6).
 
 The articulated-body recursion of Kim and Pollard, written in body frames
 (the body inertia is then diagonal) and compiled with numba
@@ -9,7 +9,7 @@ equations as the dense path, ``M_r qddot = f_r``, without forming ``M_r``:
 - :func:`inverse_dynamics`: accelerations -> the applied torques that
   produce them (every joint prescribed);
 - :func:`hybrid_dynamics`: some joints prescribed, the others free
-  (seed 000 §2.9).
+  (Sueda's notes §2.9).
 
 Torques ``tau`` are the *applied* joint forces; joint springs and dampers
 and the scene's force elements and gravity are added here as in
@@ -145,7 +145,7 @@ def hybrid_dynamics(
 
 
 def inverse_mass_times(tree: Tree, q: Array, x: Array) -> Array:
-    """``M_r^{-1} x`` in O(n): the recursion with velocity and forces removed (seed 000 §2.13)."""
+    """``M_r^{-1} x`` in O(n): the recursion without velocity and forces (Sueda's notes §2.13)."""
     kin = forward_kinematics(tree, q)
     none = np.zeros(tree.n, dtype=np.bool_)
     zero_wrenches = np.zeros((tree.scene.n_bodies, 6))

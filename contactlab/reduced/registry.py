@@ -15,7 +15,7 @@ translational             --
 universal                 ``axes``: two rotation axes (default x, y)
 spherical                 ``switch_angle`` [rad] of the chart switch (default pi)
 spherical_euler           ``sequence`` (default "xzx")
-free                      ``order``: "rotation_first" (seed 000, eq. 2.48,
+free                      ``order``: "rotation_first" (Sueda's notes, eq. 2.48,
                           default) or "translation_first"
 cylindrical               ``axis``: revolute and prismatic about one axis
 composite                 ``joints``: two or more joints, each a Joint or a

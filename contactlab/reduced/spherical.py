@@ -1,6 +1,6 @@
 """Spherical joint in exponential coordinates with Grassia's reparameterization.
 
-``Q = [[exp([q]), 0], [0, 1]]`` (seed 000, eq. 2.42).  The seed builds ``S``
+``Q = [[exp([q]), 0], [0, 1]]`` (Sueda's notes, eq. 2.42).  The seed builds ``S``
 from the Gallego–Yezzi derivative of ``exp`` (eq. 2.43–2.47); the same
 columns are, in closed form, the right Jacobian of SO(3),
 
@@ -18,7 +18,7 @@ The chart is singular on the shells ``|q| = 2 pi n``.  Whenever ``|q|``
 exceeds pi the joint switches to the antipodal coordinates
 ``q (1 - 2 pi / |q|)`` (same rotation, ``|q'| = 2 pi - |q| < pi``) and maps
 the velocity so the angular velocity is unchanged,
-``qdot' = J_r(q')^{-1} J_r(q) qdot`` (seed 000 §2.4.8).
+``qdot' = J_r(q')^{-1} J_r(q) qdot`` (Sueda's notes §2.4.8).
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ class SphericalExpJoint(Joint):
         omega = se3.so3_right_jacobian(q) @ qdot
         R = se3.exp_so3(q) @ se3.exp_so3(h * omega)
         q_new = self.chart(se3.make_transform(R), q + h * qdot)
-        return q_new, np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        qdot_new = np.linalg.solve(se3.so3_right_jacobian(q_new), omega)
+        return q_new, np.asarray(qdot_new, dtype=float)
 
     def reparameterize(self, q: Array, qdot: Array) -> tuple[Array, Array] | None:
         theta = float(np.linalg.norm(q))

@@ -1,7 +1,7 @@
 """Spline joints of Lee and Terzopoulos: uniform cubic B-spline curves and surfaces.
 
-Curve (seed 003 §5.2, Alg. 4): with control frames ``C_i`` in SE(3), the
-cumulative basis ``B~_i`` (seed 000, eq. 2.61) and twists
+Curve (REDMAX supplement §5.2, Alg. 4): with control frames ``C_i`` in SE(3), the
+cumulative basis ``B~_i`` (Sueda's notes, eq. 2.61) and twists
 ``dC_i = log(C_{i-1}^{-1} C_i)``, segment ``s`` at local parameter ``u`` is
 
 .. math::
@@ -9,10 +9,10 @@ cumulative basis ``B~_i`` (seed 000, eq. 2.61) and twists
     Q(q) = C_s \\exp([dC_{s+1}] \\tilde B_2(u)) \\exp([dC_{s+2}] \\tilde B_3(u))
            \\exp([dC_{s+3}] \\tilde B_4(u)).
 
-Surface (seed 003 §5.3, Alg. 5): six tensor-product scalar splines
+Surface (REDMAX supplement §5.3, Alg. 5): six tensor-product scalar splines
 ``f_k(q_1, q_2) = b(u_1)^T C_k b(u_2)``, ``b(u) = B (1, u, u^2, u^3)``,
 weight the basis twists (x, y, z translation first, then rotations about
-x, y, z; the transcription of seed 000, eq. 2.66 repeats a row),
+x, y, z; the transcription of Sueda's notes, eq. 2.66 repeats a row),
 ``Q = prod_k exp([e_k] f_k)``.
 
 Both are :class:`~contactlab.reduced.joints.ProductOfExponentialsJoint`
@@ -28,7 +28,7 @@ from contactlab import se3
 from contactlab.errors import ConfigurationError
 from contactlab.reduced.joints import Array, ProductOfExponentialsJoint
 
-# Uniform cubic B-spline basis, rows B_1..B_4 over (1, u, u^2, u^3) (seed 000, eq. 2.57).
+# Uniform cubic B-spline basis, rows B_1..B_4 over (1, u, u^2, u^3) (Sueda's notes, eq. 2.57).
 BASIS = (
     np.array(
         [[1.0, -3.0, 3.0, -1.0], [4.0, 0.0, -6.0, 3.0], [1.0, 3.0, 3.0, -3.0], [0.0, 0.0, 0.0, 1.0]]

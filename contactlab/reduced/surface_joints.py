@@ -1,4 +1,4 @@
-"""Higher-pair joints of seed 002: surface–surface, surface–point, curve–point, curve–curve.
+"""Higher-pair joints of Si & Guenter: surface–surface, surface–point, curve–point, curve–curve.
 
 Each is a :class:`~contactlab.reduced.general.TransformJoint` whose ``Q`` is
 composed from the frames of :mod:`contactlab.geometry.surfaces`; the parent

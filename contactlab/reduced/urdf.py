@@ -26,11 +26,13 @@ contactlab's bodies and :class:`~contactlab.scene.JointSpec` entries.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -133,6 +135,51 @@ def _kind(joint: Any) -> tuple[str, dict[str, Any], int]:
     )
 
 
+def _check_xml(text: str, from_text: bool, what: str) -> None:
+    """Raise :class:`ConfigurationError` if the URDF is not well-formed XML (line and column)."""
+    try:
+        if from_text:
+            ElementTree.fromstring(text)
+        else:
+            ElementTree.parse(text)
+    except OSError as err:
+        raise ConfigurationError(f"cannot read {what}: {err.strerror or err}") from err
+    except ElementTree.ParseError as err:
+        raise ConfigurationError(f"{what} is not well-formed XML: {err}; fix the XML") from err
+
+
+def _check_tree(robot: Any, what: str) -> None:
+    """Joints name existing links and the links form one tree (no cycle, one parent each)."""
+    names = {link.name for link in robot.links}
+    parents: dict[str, str] = {}
+    for j in robot.joints:
+        for role, link in (("parent", j.parent), ("child", j.child)):
+            if link not in names:
+                raise ConfigurationError(
+                    f"{what}: joint {j.name!r} names {role} link {link!r}, which is not a "
+                    "<link>; add the link or fix the joint"
+                )
+        if j.child in parents:
+            raise ConfigurationError(
+                f"{what}: link {j.child!r} is the child of joints {parents[j.child]!r} and "
+                f"{j.name!r}; a URDF is a tree (close loops in the scene instead)"
+            )
+        parents[j.child] = j.name
+    link_parent = {j.child: j.parent for j in robot.joints}
+    for start in link_parent:
+        seen = [start]
+        link = start
+        while link in link_parent:
+            link = link_parent[link]
+            if link in seen:
+                loop = " -> ".join([*seen[seen.index(link) :], link])
+                raise ConfigurationError(
+                    f"{what}: the joints form a cycle ({loop}); a URDF is a tree "
+                    "(close loops in the scene instead)"
+                )
+            seen.append(link)
+
+
 def load_urdf(
     source: str | Path,
     *,
@@ -164,20 +211,32 @@ def load_urdf(
 
     text = str(source)
     from_text = text.lstrip().startswith("<")
+    what = "URDF text" if from_text else f"URDF file {text!r}"
+    _check_xml(text, from_text, what)
     kwargs = dict(build_scene_graph=False, load_meshes=False, load_collision_meshes=False)
+    # yourdfpy and lxml print their own complaints; the error below says it in one line
+    quiet = io.StringIO()
     try:
-        if from_text:
-            robot = yourdfpy.URDF.load(io.StringIO(text), **kwargs).robot
-        else:
-            robot = yourdfpy.URDF.load(text, **kwargs).robot
-    except (OSError, ValueError, KeyError, AttributeError) as err:
-        raise ConfigurationError(f"cannot read URDF {text[:80]!r}: {err}") from err
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            if from_text:
+                robot = yourdfpy.URDF.load(io.StringIO(text), **kwargs).robot
+            else:
+                robot = yourdfpy.URDF.load(text, **kwargs).robot
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise ConfigurationError(f"cannot read {what}: {reason}") from err
     base = Path(mesh_dir) if mesh_dir is not None else (None if from_text else Path(text).parent)
+    _check_tree(robot, what)
 
     nodes: dict[str, _Node] = {}
     for link in robot.links:
         inertial = link.inertial
         mass = 0.0 if inertial is None or inertial.mass is None else float(inertial.mass)
+        if not (np.isfinite(mass) and mass >= 0):
+            raise ConfigurationError(
+                f"URDF link {link.name!r}: mass {mass} is not a finite number >= 0 [kg]; "
+                "fix its <inertial><mass value=...>"
+            )
         if mass > 0:
             origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin)
             T_lb, moments = principal_frame(origin, _tensor(inertial))
@@ -193,7 +252,10 @@ def load_urdf(
     children = {j.child for j in robot.joints}
     roots = [lk.name for lk in robot.links if lk.name not in children]
     if len(roots) != 1:
-        raise ConfigurationError(f"URDF must have exactly one root link, found {roots}")
+        raise ConfigurationError(
+            f"{what}: a URDF has exactly one root link (the child of no joint), found "
+            f"{len(roots)}: {', '.join(map(repr, roots))}; join them with joints"
+        )
     root = roots[0]
 
     # merge massless links attached by fixed joints into their parent ("owner")

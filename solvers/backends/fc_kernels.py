@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from solvers.backends.fc_local import ccp_local, coulomb_local, local_residual, project, support
+from solvers.jit import njit
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]

@@ -42,8 +42,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from solvers.jit import njit
 
 Vec = NDArray[np.float64]
 

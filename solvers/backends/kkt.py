@@ -6,7 +6,7 @@
     \\begin{pmatrix} x \\\\ y \\end{pmatrix} =
     \\begin{pmatrix} -q \\\\ b \\end{pmatrix}
 
-(seed 000 §1.10; seed 001 §0.6).  With ``y`` as unknown the multipliers carry
+(Sueda's notes §1.10; ArtiSynth notes §0.6).  With ``y`` as unknown the multipliers carry
 the OSQP sign (``P x + q + A^T y = 0``).  The LU factorisation is cached and
 reused while ``P`` and ``A`` keep the same values, so a sequence of solves that
 only changes ``q`` and ``b`` factorises once.
@@ -27,6 +27,29 @@ from solvers.result import RawSolution
 
 def _fingerprint(mat: sp.csc_matrix) -> tuple[tuple[int, int], bytes, bytes, bytes]:
     return mat.shape, mat.indptr.tobytes(), mat.indices.tobytes(), mat.data.tobytes()
+
+
+#: largest A (rows x columns) whose rank is computed to explain a singular KKT matrix
+_DIAGNOSE_SIZE = 250_000
+
+
+def _singular_reason(qp: QP) -> str:
+    """Why ``[[P, A^T], [A, 0]]`` is singular: dependent rows of ``A`` or ``P`` (fixes differ)."""
+    generic = "P must be positive definite on the null space of A and A must have full row rank"
+    if qp.m * qp.n > _DIAGNOSE_SIZE:
+        return generic
+    A = qp.A.toarray()
+    rank = int(np.linalg.matrix_rank(A)) if qp.m else 0
+    if rank < qp.m:
+        residual = np.linalg.lstsq(A, qp.l, rcond=None)[0]
+        consistent = np.allclose(A @ residual, qp.l, atol=1e-9 * (1 + np.abs(qp.l).max()))
+        kind = "redundant" if consistent else "contradictory"
+        return (
+            f"the {qp.m} equality rows of A have rank {rank}: {qp.m - rank} of them "
+            f"{'is' if qp.m - rank == 1 else 'are'} {kind} (a constraint given twice?); remove "
+            "the dependent rows"
+        )
+    return "P is not positive definite on the null space of A (a direction with no inertia)"
 
 
 class KKTBackend(Backend):
@@ -66,8 +89,7 @@ class KKTBackend(Backend):
                 np.full(qp.n, np.nan),
                 np.full(qp.m, np.nan),
                 "numerical_error",
-                f"KKT matrix is singular ({err}): P must be positive definite on "
-                "the null space of A and A must have full row rank",
+                f"KKT matrix is singular ({err}): {_singular_reason(qp)}",
             )
         t1 = time.perf_counter()
         sol = lu.solve(np.concatenate([-qp.q, qp.l]))

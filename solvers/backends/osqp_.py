@@ -8,7 +8,13 @@ OSQP's form and multiplier sign are the layer's own, so nothing is converted.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -16,6 +22,48 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.problems import QP
 from solvers.result import RawSolution
+
+
+@contextmanager
+def _c_stdout_silenced() -> Iterator[None]:
+    """Send what OSQP's C code prints (its set-up errors ignore ``verbose``) to /dev/null.
+
+    The result's message says the same in one line.
+    """
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no file descriptor 1 (an embedded interpreter)
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        # the Python wrapper may print through sys.stdout rather than the C library
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        _flush_c_stdout()  # C stdio buffers: what it printed must reach /dev/null, not later
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def _flush_c_stdout() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to reach (not POSIX)
+        pass
+
+
+#: OSQP's set-up error codes (osqp/include/public/osqp_api_constants.h) that say the data is bad
+_SETUP_ERRORS = {
+    1: "the problem data are invalid (check the shapes and that l <= u)",
+    4: "P is not positive semi-definite (OSQP finds the problem non-convex); a convex QP "
+    "needs a positive semi-definite cost matrix",
+}
 
 
 class OSQPBackend(Backend):
@@ -64,7 +112,20 @@ class OSQPBackend(Backend):
         u = np.minimum(qp.u, osqp.constant("OSQP_INFTY"))
         t0 = time.perf_counter()
         solver = osqp.OSQP()
-        solver.setup(P, qp.q, qp.A, l, u, **settings)
+        try:
+            with _c_stdout_silenced():
+                solver.setup(P, qp.q, qp.A, l, u, **settings)
+        except Exception as err:  # osqp.OSQPException (or ValueError) from set-up
+            if type(err).__name__ != "OSQPException":
+                raise
+            code = err.args[0] if err.args else None
+            reason = _SETUP_ERRORS.get(code, f"set-up failed with OSQP error {code}")
+            return RawSolution(
+                np.full(qp.n, np.nan),
+                np.full(qp.m, np.nan),
+                "numerical_error",
+                f"osqp: {reason}",
+            )
         if opts.x0 is not None or opts.y0 is not None:
             solver.warm_start(x=opts.x0, y=opts.y0)
         t1 = time.perf_counter()

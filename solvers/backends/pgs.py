@@ -1,8 +1,8 @@
 """Projected Gauss--Seidel (PGS) with successive over-relaxation for box/mixed LCPs.
 
-Sweeps rows in order (seed 001, §0.15, eq. (0.17)), projecting each update
+Sweeps rows in order (ArtiSynth notes, §0.15, eq. (0.17)), projecting each update
 onto its bounds; friction rows of a :class:`~solvers.problems.FrictionBlocks`
-are bounded by ``mu`` times the current normal impulse (box, seed 001 §0.16)
+are bounded by ``mu`` times the current normal impulse (box, ArtiSynth notes §0.16)
 or projected onto the friction disc.  The solve stops with ``optimal`` once
 the natural-map residual ``max |z - Pi(z - w)|`` is at most ``tol`` and with
 ``max_iterations`` (never ``optimal``) when the sweep cap is reached first.
@@ -35,7 +35,7 @@ sweeps (default 10000).  The inner loop is compiled with numba.
 QPs reach PGS through the layer's conversions, named in ``result.conversions``:
 a QP whose rows are bounds on single variables (``A = I`` or absent) is the box
 LCP ``(P, q)``; a QP with SPD ``P`` and general rows becomes an LCP in its row
-multipliers (seed 001, §0.3).
+multipliers (ArtiSynth notes, §0.3).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Compiled projected Gauss--Seidel sweeps over a CSR matrix (numba).
 
 A *unit* is either one row or a pair of tangent rows of a disc-friction
-contact.  A row update is the Gauss--Seidel step of seed 001, eq. (0.17), with
+contact.  A row update is the Gauss--Seidel step of ArtiSynth notes, eq. (0.17), with
 over-relaxation ``omega`` and projection onto the row's bounds; a box-friction
-row's bounds are ``±mu z_n`` with the current normal impulse (seed 001,
+row's bounds are ``±mu z_n`` with the current normal impulse (ArtiSynth notes,
 §0.16); a disc pair is updated row by row and then projected onto the disc of
 radius ``mu z_n`` (a projected-gradient step on the pair's 2x2 block).
 
@@ -18,8 +18,9 @@ set to zero without forming ``w``: its projection is zero whatever ``w``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from solvers.jit import njit
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]

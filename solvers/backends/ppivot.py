@@ -1,7 +1,7 @@
 """Principal pivoting on the mixed LCP of a QP, with LCP columns formed on demand.
 
 A QP with SPD (or KKT-nonsingular) cost ``P`` and rows ``l <= A x <= u`` is the
-mixed LCP of seed 001 §0.7
+mixed LCP of ArtiSynth notes §0.7
 
 .. math::
 
@@ -146,7 +146,7 @@ def _pivot(cols: _Columns, q: Vec, tol: float, max_iter: int) -> tuple[str, str,
 
 
 class PrincipalPivotingBackend(Backend):
-    """On-demand principal pivoting on a QP's mixed LCP (seed 001 §0.7–0.8)."""
+    """On-demand principal pivoting on a QP's mixed LCP (ArtiSynth notes §0.7–0.8)."""
 
     name = "ppivot"
     description = (

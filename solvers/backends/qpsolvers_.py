@@ -14,6 +14,7 @@ that said in the message; cones are not supported.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -122,20 +123,28 @@ class QpsolversBackend(Backend):
         t0 = time.perf_counter()
         problem, back = _to_qpsolvers(qp, dense, self.solver in _BOUNDS_AS_ROWS)
         t1 = time.perf_counter()
-        sol = qpsolvers.solve_problem(problem, self.solver, initvals=opts.x0, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sol = qpsolvers.solve_problem(problem, self.solver, initvals=opts.x0, **kwargs)
         t2 = time.perf_counter()
         if not sol.found or sol.x is None:
+            messages = [str(w.message) for w in caught]
+            info = (sol.extras or {}).get("info")  # proxqp, piqp: their own status
+            if getattr(info, "status", None) is not None:
+                messages.append(f"status {info.status}")
+            said = " ".join(m for m in messages if "status" in m.lower()) or " ".join(messages)
+            status, why = _failure_status(said)
             return RawSolution(
                 np.full(qp.n, np.nan),
                 None,
-                "numerical_error",
-                f"qpsolvers/{self.solver}: no solution found (the problem may be "
-                "infeasible or unbounded, or the solver failed; qpsolvers does not "
-                "say which)",
+                status,
+                f"qpsolvers/{self.solver}: {why}",
                 0,
                 t1 - t0,
                 t2 - t1,
             )
+        for w in caught:  # warnings about a solution that was found: pass them on
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         y = back(sol)
         return RawSolution(
             np.asarray(sol.x, dtype=np.float64),
@@ -146,6 +155,27 @@ class QpsolversBackend(Backend):
             t1 - t0,
             t2 - t1,
         )
+
+
+def _failure_status(said: str) -> tuple[str, str]:
+    """The shared status of a failed solve from what the wrapped solver warned.
+
+    qpsolvers returns no status, but its wrappers warn with the solver's own
+    ("Clarabel.rs terminated with status PrimalInfeasible", "OSQP exited with
+    status 'dual infeasible'").
+    """
+    text = said.lower().replace("_", " ")
+    compact = text.replace(" ", "")
+    if "dualinfeasible" in compact or "unbounded" in text:
+        return "unbounded", f"the problem is unbounded ({said})"
+    if "primalinfeasible" in compact or "infeasible" in text:
+        return "infeasible", f"the problem is infeasible ({said})"
+    detail = f" ({said})" if said else ""
+    return (
+        "numerical_error",
+        "no solution found; the problem may be infeasible or unbounded, or the solver "
+        f"failed, and this solver does not say which{detail}",
+    )
 
 
 def _to_qpsolvers(qp: QP, dense: bool, bounds_as_rows: bool) -> tuple[Any, Any]:

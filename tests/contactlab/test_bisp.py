@@ -1,4 +1,4 @@
-"""BISP (seed 000, Alg. 8): joint contact geometry, local solves, reactions, friction threshold.
+"""BISP (Sueda's notes Alg. 8): joint contact geometry, local solves, reactions, friction threshold.
 
 Facts checked:
 

@@ -1,4 +1,4 @@
-"""Bodies from shapes and composites (seed 000 §1.7.1) against independent methods.
+"""Bodies from shapes and composites (Sueda's notes §1.7.1) against independent methods.
 
 The composite code moves spatial inertias with the adjoint (eq. 1.26); the
 tests use the 3x3 parallel-axis theorem, trimesh on the union mesh, and the

@@ -35,8 +35,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path]
     out: dict[str, tuple[int, Path]] = {}
     for name in NAMES:
         folder = root / name
-        code = cli.main(["run", name, "--steps", str(STEPS), "--out", str(folder), "--quiet",
-                         "--no-plots"])
+        code = cli.main(
+            ["run", name, "--steps", str(STEPS), "--out", str(folder), "--quiet", "--no-plots"]
+        )
         out[name] = (code, folder)
     return out
 
@@ -70,15 +71,27 @@ def test_run_without_options_succeeds_with_fitting_defaults(runs, name):
     )
     assert (summary["solver"] == "kkt") == (not unilateral)
     assert summary["defaults"]["defaulted"] == ["formulation", "model", "solver"]
-    assert summary["defaults"]["reason"] == default_setup(
-        scene, SCENARIOS[name].formulations
-    ).reason
+    assert (
+        summary["defaults"]["reason"] == default_setup(scene, SCENARIOS[name].formulations).reason
+    )
 
 
 def test_given_choices_are_kept_and_not_recorded_as_defaults(tmp_path):
     folder = tmp_path / "run"
-    code = cli.main(["run", "box-incline", "--model", "anitescu-hart", "--steps", "2",
-                     "--out", str(folder), "--quiet", "--no-plots"])
+    code = cli.main(
+        [
+            "run",
+            "box-incline",
+            "--model",
+            "anitescu-hart",
+            "--steps",
+            "2",
+            "--out",
+            str(folder),
+            "--quiet",
+            "--no-plots",
+        ]
+    )
     assert code == 0
     summary = json.loads((folder / "summary.json").read_text())
     # anitescu-hart poses a QP with inequality rows: the first backend that fits, not kkt
@@ -95,8 +108,9 @@ def test_parameters_survive_summary_json_and_rebuild_the_same_scene(runs, name):
     original, rebuilt = spec.build(), spec.build(**summary["parameters"])
     assert rebuilt.params == original.params
     assert [b.name for b in rebuilt.bodies] == [b.name for b in original.bodies]
-    np.testing.assert_array_equal([b.mass for b in rebuilt.bodies],
-                                  [b.mass for b in original.bodies])
+    np.testing.assert_array_equal(
+        [b.mass for b in rebuilt.bodies], [b.mass for b in original.bodies]
+    )
     np.testing.assert_array_equal(
         np.array([b.inertia for b in rebuilt.bodies]),
         np.array([b.inertia for b in original.bodies]),
@@ -115,8 +129,20 @@ def test_render_animates_a_run_of_every_scenario(runs, name, tmp_path):
     _, folder = runs[name]
     gif = tmp_path / f"{name}.gif"
     fps = 2.0 / (STEPS * SCENARIOS[name].build().dt)  # two frames over the run
-    code = cli.main(["render", str(folder), "--out", str(gif), "--fps", str(fps),
-                     "--max-frames", "2", "--size", "64"])
+    code = cli.main(
+        [
+            "render",
+            str(folder),
+            "--out",
+            str(gif),
+            "--fps",
+            str(fps),
+            "--max-frames",
+            "2",
+            "--size",
+            "64",
+        ]
+    )
     assert code == 0
     t = np.load(folder / "trajectory.npz")["t"]
     with Image.open(gif) as im:
@@ -131,8 +157,20 @@ def test_a_given_step_size_is_the_scene_step_size_parameter_recorded(tmp_path):
     # ball-drop's set-up depends on its `dt` parameter: --dt sets it, so that the
     # summary's parameters do not contradict the step size used
     folder = tmp_path / "run"
-    code = cli.main(["run", "ball-drop", "--dt", "0.002", "--steps", "2", "--out", str(folder),
-                     "--quiet", "--no-plots"])
+    code = cli.main(
+        [
+            "run",
+            "ball-drop",
+            "--dt",
+            "0.002",
+            "--steps",
+            "2",
+            "--out",
+            str(folder),
+            "--quiet",
+            "--no-plots",
+        ]
+    )
     assert code == 0
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["dt"] == summary["parameters"]["dt"] == 0.002

@@ -203,7 +203,7 @@ def test_body_damping() -> None:
     np.testing.assert_allclose(w[1], -np.r_[0.3 * phi[1, :3], 2.0 * phi[1, 3:]])
     assert np.all(w[[0, 2]] == 0.0)
     D = forces.BodyDamping(angular=1.0, linear=1.0).damping(scene, E, phi)
-    np.testing.assert_array_equal(D.toarray(), np.eye(24))  # seed 000 §1.9.1: D = d I
+    np.testing.assert_array_equal(D.toarray(), np.eye(24))  # Sueda's notes §1.9.1: D = d I
 
 
 # ----------------------------------------------------------------------------
@@ -290,7 +290,7 @@ CURVES = {
 
 
 def test_curve_coefficients_match_the_seed() -> None:
-    """Seed 000, eqs. (1.42) and (1.44), printed to 15 digits."""
+    """Sueda's notes, eqs. (1.42) and (1.44), printed to 15 digits."""
     np.testing.assert_allclose(
         PASSIVE_FORCE_LENGTH.coeffs,
         [
@@ -311,7 +311,7 @@ def test_curve_coefficients_match_the_seed() -> None:
 
 
 def test_force_velocity_conditions() -> None:
-    """Seed 000, eq. (1.45), and monotonicity (faster lengthening, more force)."""
+    """Sueda's notes, eq. (1.45), and monotonicity (faster lengthening, more force)."""
     fv, dfv = FORCE_VELOCITY.evaluate(np.array([-1.0, 0.0, 1.0]))
     np.testing.assert_allclose(fv, [0.0, 1.0, 1.4], atol=1e-12)
     np.testing.assert_allclose(dfv, [0.0, 5.0, 0.0], atol=1e-10)
@@ -467,7 +467,7 @@ def test_many_two_point_elements_at_once() -> None:
 
 
 def test_linearly_implicit_step_is_stable_for_a_stiff_spring() -> None:
-    """Seed 000, eq. (1.30): a stiff spring (omega h = 20) to a world point.
+    """Sueda's notes, eq. (1.30): a stiff spring (omega h = 20) to a world point.
 
     The explicit step multiplies the oscillation amplitude by ~sqrt(1 + (omega h)^2)
     per step and explodes; the linearly implicit step is dissipative: the total

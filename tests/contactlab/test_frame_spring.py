@@ -1,4 +1,4 @@
-"""Frame springs (seed 001 §0.22): wrench, exact K and D against central differences.
+"""Frame springs (ArtiSynth notes §0.22): wrench, exact K and D against central differences.
 
 The helpers of ``test_forces`` perturb body ``i`` as ``E_i <- E_i exp([eps e_k])``
 (K, twists fixed) and ``phi_i <- phi_i + eps e_k`` (D) with eps = 1e-6, and
@@ -100,7 +100,7 @@ def _world_perturbed(E: np.ndarray, i: int, k: int, eps: float) -> np.ndarray:
 
 
 def test_world_jacobians_match_world_finite_differences() -> None:
-    """Seed 001 §0.22.3: K and D for world wrenches, perturbations and twists."""
+    """ArtiSynth notes §0.22.3: K and D for world wrenches, perturbations and twists."""
     f = _spring("a", "c")
     scene = _scene((f,))
     E, phi = _state(9)
@@ -138,7 +138,7 @@ def test_world_jacobians_match_world_finite_differences() -> None:
 
 
 def test_non_symmetric_stiffness_changes_the_implicit_step() -> None:
-    """Seed 001 §0.23: on a spinning body the exact K's skew part is not negligible.
+    """ArtiSynth notes §0.23: on a spinning body the exact K's skew part is not negligible.
 
     A body spinning at 6 rad/s on a frame spring to the world, one linearly implicit
     step (M + hD - h^2 K) phi+ = M phi + h (f + D phi) with h = 20 ms: the exact K and
@@ -207,7 +207,7 @@ def test_frame_spring_bad_input() -> None:
 
 
 # ----------------------------------------------------------------------------
-# axial springs (seed 001 §0.12-0.14)
+# axial springs (ArtiSynth notes §0.12-0.14)
 # ----------------------------------------------------------------------------
 _TWO = (("a", [0.1, 0.4, -0.3]), ("c", [-0.5, 0.2, 0.1]))
 _MULTI = (

@@ -20,7 +20,7 @@ from a cold start it needs 93 outer iterations to meet its 1e-6 stopping
 test, near its default cap of 100; with its default Anderson acceleration
 it needs 6-8 (tests/contactlab/models/test_staggered_convergence.py).  As in
 a run, each model starts from the cache of the previous step (Staggered
-Projections' friction warm start, seed 000 §2.11), and the cap is raised to
+Projections' friction warm start, Sueda's notes §2.11), and the cap is raised to
 300 so that every backend is compared at the converged fixed point.
 """
 

@@ -1,4 +1,4 @@
-"""Contact in reduced coordinates: rows through ``J_mr`` (seed 000, eq. 2.100–2.101).
+"""Contact in reduced coordinates: rows through ``J_mr`` (Sueda's notes, eq. 2.100–2.101).
 
 The reduced formulation poses contact rows ``N_r = N_m J``, ``T_r = T_m J``, so
 every maximal contact model runs unchanged on ``qdot``.  Fact: a 2-link chain

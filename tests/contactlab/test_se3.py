@@ -1,4 +1,4 @@
-"""Facts about the SE(3) algebra of :mod:`contactlab.se3` (seed 000 §1.1–1.5).
+"""Facts about the SE(3) algebra of :mod:`contactlab.se3` (Sueda's notes §1.1–1.5).
 
 Independent references: ``scipy.linalg.expm``/``logm`` for the exponential
 and logarithm, and central finite differences for every derivative
@@ -173,7 +173,7 @@ def test_property_log_is_principal(w: np.ndarray) -> None:
 # time derivatives
 # ----------------------------------------------------------------------------
 def test_Edot_is_E_bracket_phi(rng: np.random.Generator) -> None:
-    """Seed 000 eq. (1.8), checked as in eq. (1.11) with a central difference."""
+    """Sueda's notes eq. (1.8), checked as in eq. (1.11) with a central difference."""
     E = se3.random_transform(rng, 10)
     phi = rng.standard_normal((10, 6))
     fd = (se3.integrate(E, phi, EPS) - se3.integrate(E, phi, -EPS)) / (2 * EPS)
@@ -188,7 +188,7 @@ def test_integrate_is_one_parameter_subgroup(rng: np.random.Generator) -> None:
 
 
 def test_adjoint_dot_by_finite_differences(rng: np.random.Generator) -> None:
-    """Seed 000 eqs. (1.19)–(1.20): Ad-dot = Ad(E) ad(phi)."""
+    """Sueda's notes eqs. (1.19)–(1.20): Ad-dot = Ad(E) ad(phi)."""
     E = se3.random_transform(rng, 10)
     phi = rng.standard_normal((10, 6))
     fd = (se3.adjoint(se3.integrate(E, phi, EPS)) - se3.adjoint(se3.integrate(E, phi, -EPS))) / (
@@ -198,7 +198,7 @@ def test_adjoint_dot_by_finite_differences(rng: np.random.Generator) -> None:
 
 
 def test_gamma_gives_world_point_velocity(rng: np.random.Generator) -> None:
-    """Seed 000 eq. (1.12): d/dt (E x) = R Gamma(x) phi."""
+    """Sueda's notes eq. (1.12): d/dt (E x) = R Gamma(x) phi."""
     E = se3.random_transform(rng, 10)
     phi = rng.standard_normal((10, 6))
     x = rng.standard_normal((10, 3))
@@ -242,7 +242,7 @@ def test_adjoint_inverse(rng: np.random.Generator) -> None:
 
 
 def test_adjoint_transforms_twists(rng: np.random.Generator) -> None:
-    """Ad(E) phi = vee(E [phi] E^-1) (seed 000 eq. 1.15)."""
+    """Ad(E) phi = vee(E [phi] E^-1) (Sueda's notes eq. 1.15)."""
     E = se3.random_transform(rng, 10)
     phi = rng.standard_normal((10, 6))
     lhs = (se3.adjoint(E) @ phi[..., None])[..., 0]
@@ -271,7 +271,7 @@ def test_property_adjoint_homomorphism(a: np.ndarray, b: np.ndarray, phi: np.nda
 # quaternions
 # ----------------------------------------------------------------------------
 def test_quaternion_of_axis_angle() -> None:
-    """Seed 001 §0.2: q = (cos(theta/2), sin(theta/2) u) is the rotation exp(theta [u])."""
+    """ArtiSynth notes §0.2: q = (cos(theta/2), sin(theta/2) u) is the rotation exp(theta [u])."""
     u = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
     for theta in (0.0, 0.1, 1.5, 3.0, np.pi):
         q = np.concatenate([[np.cos(theta / 2)], np.sin(theta / 2) * u])

@@ -70,7 +70,7 @@ def test_capsule_against_quadrature() -> None:
 
 
 def test_box_matches_seed_formula_and_trimesh() -> None:
-    """Seed 000 eq. (1.24) and trimesh's polyhedral integration of the same box."""
+    """Sueda's notes eq. (1.24) and trimesh's polyhedral integration of the same box."""
     ext = np.array([0.3, 1.1, 0.7])
     mp = Box(half_extents=ext / 2).mass_properties(RHO)
     m = RHO * ext.prod()

@@ -1,4 +1,4 @@
-"""The seed 002 scenes: sizes, contact kinematics over a run, energy, recursive = dense."""
+"""The Si & Guenter scenes: sizes, contact kinematics over a run, energy, recursive = dense."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def windmill() -> Tree:
 
 
 def test_sizes_match_seed_002_table_1(chain10: Tree, windmill: Tree) -> None:
-    """TC10 has 38 coordinates, TC20 78, the windmill 73 (seed 002, Table 1)."""
+    """TC10 has 38 coordinates, TC20 78, the windmill 73 (Si & Guenter, Table 1)."""
     assert chain10.nq == 38
     assert Tree.from_scene(SCENARIOS["torus-chain"].build(n=20)).nq == 78
     assert windmill.nq == 73

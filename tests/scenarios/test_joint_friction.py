@@ -117,7 +117,7 @@ def test_walking_fourbar_walks_forward_only_with_ground_friction():
 
 
 def test_driven_crank_follows_its_prescribed_angle_against_joint_friction():
-    """Scene 32: the prescribed crank (seed 000 §2.9) turns at -4 pi rad/s although every joint
+    """Scene 32: the prescribed crank (Sueda's notes §2.9) turns at -4 pi rad/s although every joint
     has friction; the hinged base swings in reaction and the loop stays closed."""
     sim, run = _run("jf-crank", "reduced", "bisp", 20)
     tree = sim.formulation.tree

@@ -37,7 +37,7 @@ def test_bound_qp_and_box_lcp_have_the_same_solution() -> None:
 
 
 def test_qp_dual_lcp_matches_seed_formulas_and_primal() -> None:
-    """Seed 001 §0.3: M = A Q^-1 A^T, q = -b - A Q^-1 c, x = Q^-1 (A^T z - c) for A x >= b."""
+    """ArtiSynth notes §0.3: M = A Q^-1 A^T, q = -b - A Q^-1 c, x = Q^-1 (A^T z - c), A x >= b."""
     rng = np.random.default_rng(1)
     n, m = 6, 9
     Q = random_spd(rng, n)
@@ -58,7 +58,7 @@ def test_qp_dual_lcp_matches_seed_formulas_and_primal() -> None:
 
 
 def test_mixed_lcp_schur_reduction_matches_seed_and_qp() -> None:
-    """Seed 001 §0.7: the mixed LCP of  M x - G^T lam - N^T z = f, G x = g, N x >= n  reduces to
+    """ArtiSynth notes §0.7: the mixed LCP M x - G^T lam - N^T z = f, G x = g, N x >= n, reduces to
     w = Nbar A^-1 Nbar^T z + Nbar A^-1 b - n  with  A = [[M, -G^T], [G, 0]]."""
     rng = np.random.default_rng(2)
     nx, ng, nn = 6, 2, 5
@@ -118,7 +118,7 @@ def test_contact_qp_dual_recovers_primal_velocity_and_multipliers() -> None:
     ref = solve(primal, "cvxpy:clarabel", tol=1e-10)
     np.testing.assert_allclose(v, ref.x, atol=1e-7)
     np.testing.assert_allclose(y, ref.y, atol=1e-7)
-    # Seed 000, eq. (1.84): M v = f + J^T lam.
+    # Sueda's notes, eq. (1.84): M v = f + J^T lam.
     np.testing.assert_allclose(scene.M @ v, scene.f + scene.J[rows].T @ lam, atol=1e-9)
 
 

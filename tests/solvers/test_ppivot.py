@@ -1,4 +1,4 @@
-"""On-demand principal pivoting (seed 001 §0.7–0.8) against independent solutions.
+"""On-demand principal pivoting (ArtiSynth notes §0.7–0.8) against independent solutions.
 
 ``ppivot`` solves a QP's mixed LCP by principal pivoting with LCP columns formed
 by KKT solves only when a row enters the active set.  It is checked against the

@@ -1,4 +1,4 @@
-"""Facts about the contact rows (seed 000 eqs. 1.75–1.78) and the friction data (1.85–1.86).
+"""Facts about the contact rows (Sueda's notes eqs. 1.75–1.78) and the friction data (1.85–1.86).
 
 The rows are checked against an independent computation: the material
 points of both bodies at the contact point are moved with ``E exp(t [phi])``

@@ -69,3 +69,21 @@ def test_solver_table_hand_values() -> None:
     assert (table["n_problems"] == 2).all()
     costs = cost_matrix(df, ["solver"], ["problem"])
     assert costs.loc["2", "b"] == np.inf and costs.loc["1", "a"] == 6.0
+
+
+def test_solvers_are_ranked_over_the_problems_every_one_attempted() -> None:
+    # A ran on six problems, B only on the first two; on those two B takes twice A's
+    # time, while A is very slow on the four B never saw.  Over all problems A would
+    # look slower; over the common two, A is best and B is exactly twice as slow
+    # (shift 0+: a shifted geometric mean with a tiny shift is the geometric mean).
+    rows = [
+        {"solver": "A", "problem": p, "solve_time_ms": 1.0 if p < 2 else 1e3, "success": True}
+        for p in range(6)
+    ]
+    rows += [{"solver": "B", "problem": p, "solve_time_ms": 2.0, "success": True} for p in range(2)]
+    table = solver_table(pd.DataFrame(rows), ["solver"], ["problem"], shift=1e-9)
+    table = table.set_index("solver")
+    assert table.loc["A", "n_problems"] == table.loc["B", "n_problems"] == 2
+    assert (table.loc["A", "n_not_common"], table.loc["B", "n_not_common"]) == (4, 0)
+    assert table.loc["A", "shifted_gm_rel"] == 1.0
+    assert table.loc["B", "shifted_gm_rel"] == pytest.approx(2.0, rel=1e-6)

@@ -47,7 +47,10 @@ def test_compare_rows_and_reasons(tmp_path: Path, fake_scenarios: None) -> None:
     # is not ranked, so osqp's count is the best one
     lines = [line.split(" | ") for line in md.splitlines() if line.startswith("| exp-point")]
     header = next(line for line in md.splitlines() if line.startswith("| formulation"))
-    col = header.split(" | ").index("iterations_mean")
+    col = header.split(" | ").index("iterations mean")
+    # the step size used, written once and truly; units in the headers
+    assert "Step size h = 0.01 s (given); simulated time 0.15 s (given)." in md
+    assert "energy change E(T) − E(0) [J]" in header and "wall time [s]" in header
     cells = {row[2]: row for row in lines}
     assert cells["kkt"][4] == cells["osqp"][4] == "**1**"
     assert cells["kkt"][col] == "0" and cells["osqp"][col].startswith("**")

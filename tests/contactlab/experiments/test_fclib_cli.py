@@ -1,4 +1,4 @@
-"""``contactlab fclib export`` writes a scenario's steps; ``fclib solve`` compares backends on them."""
+"""`contactlab fclib export` writes a scenario's steps; `fclib solve` compares backends on them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Test helper: step a maximal formulation with the solver layer's direct KKT backend.
 
-Equality-only problems (joints, no contacts) are the KKT system of seed 000,
+Equality-only problems (joints, no contacts) are the KKT system of Sueda's notes,
 eq. 1.73; ``solvers.solve(QP(M, -f, G, g, g), "kkt")`` solves it with the
 OSQP multiplier sign (``M v - f + G^T y = 0``), so the impulses of
 :class:`contactlab.problem.StepProblem` (``M v = f + G^T lambda``) are

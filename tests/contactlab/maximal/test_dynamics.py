@@ -5,7 +5,7 @@ Facts
 * With ``M phidot = ad(phi)^T M phi`` and ``Edot = E [phi]`` the world linear
   and angular momenta are constant (central differences of step 1e-6 vanish
   to 1e-8 of their size), while the opposite sign changes them at O(1): the
-  ``+`` of seed 000 eq. 1.21/1.28 is right.
+  ``+`` of Sueda's notes eq. 1.21/1.28 is right.
 * The rotated momentum ``exp(-h [omega]) M phi`` agrees with eq. 1.28's
   ``M phi + h ad(phi)^T M phi`` to O(h^2) (the difference over h^2 is
   constant as h halves).

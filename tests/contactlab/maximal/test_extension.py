@@ -45,7 +45,7 @@ class PointOnLine(Constraint):
         return self.P @ (se3.transform_points(E[self.index], self.x) - self.origin)
 
     def jacobian(self, E):
-        block = self.P @ E[self.index, :3, :3] @ se3.gamma(self.x)  # seed 000, eq. 1.12
+        block = self.P @ E[self.index, :3, :3] @ se3.gamma(self.x)  # Sueda's notes, eq. 1.12
         return block[:, None, :], np.full((2, 1), self.index)
 
 

@@ -142,7 +142,7 @@ def test_metrics_report_the_largest_position_error() -> None:
 def test_linearly_implicit_springs_are_stable_where_explicit_ones_diverge() -> None:
     """REDMAX scene 24 with a 10x stiffer, undamped spring (k = 100 N per strain), h = 1e-2.
 
-    With ``M + hD - h^2 K`` (seed 000, eq. 1.30) the energy never exceeds its
+    With ``M + hD - h^2 K`` (Sueda's notes, eq. 1.30) the energy never exceeds its
     initial value over 1 s; the explicit force gains 2.7 J on a scene whose
     initial energy is -0.015 J (measured).
     """

@@ -3,7 +3,7 @@
 ``box_on_plane``: one box (body frame at the centre of mass, world-aligned)
 resting on the plane z = 0 with its four bottom corners as contacts.  With the
 twist ``(omega, nu)`` the velocity of a body point ``r`` is ``nu + omega x r``,
-so a contact row along a world direction ``d`` is ``(r x d, d)`` (seed 000,
+so a contact row along a world direction ``d`` is ``(r x d, d)`` (Sueda's notes,
 eq. (1.76): ``N = n^T R Gamma(r)`` with ``R = I``).
 
 ``random_contact_problem``: several bodies with random SPD 6x6 mass blocks,

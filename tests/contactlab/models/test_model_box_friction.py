@@ -20,7 +20,7 @@ def problem(seed: int) -> StepProblem:
 
 
 def box_conditions(p: StepProblem, s: StepSolution) -> float:
-    """Violation of seed 001 eq. (0.6): |lambda_T| <= mu lambda_N, sign, complementarity."""
+    """Violation of ArtiSynth notes eq. (0.6): |lambda_T| <= mu lambda_N, sign, complementarity."""
     bound = np.repeat(p.mu * s.lambda_N, 2)
     vt = p.T @ s.v
     lt = s.lambda_T

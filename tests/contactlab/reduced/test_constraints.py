@@ -1,4 +1,4 @@
-"""Constraints in reduced coordinates (seed 000 §2.8–2.9): rows, stabilization, hybrid dynamics."""
+"""Reduced-coordinate constraints (Sueda's notes §2.8–2.9): rows, stabilization, hybrid dynamics."""
 
 from __future__ import annotations
 
@@ -245,7 +245,7 @@ def test_prescribed_twist_components_hold_in_every_step() -> None:
 
 def test_acceleration_level_baumgarte_gives_the_critically_damped_error() -> None:
     """With alpha = beta the rows enforce g'' + 2 beta g' + beta^2 g = 0 exactly
-    (seed 000, eq. 1.82; holonomic rows: G qddot + Gdot qdot = g''), so a loop
+    (Sueda's notes, eq. 1.82; holonomic rows: G qddot + Gdot qdot = g''), so a loop
     started off its manifold at rest returns as g(t) = g0 (1 + beta t) exp(-beta t).
     redmax-prismatic perturbed by 0.05 rad at the hip, beta = 10/s, DOP853 at
     rtol 1e-10: the two loop rows follow the law to 1e-6 of g0 over 1 s."""

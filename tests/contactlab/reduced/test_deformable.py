@@ -1,4 +1,4 @@
-"""Mass-spring strands attached to bodies (seed 000 §2.7): eq. 2.85–2.88 by hand, the
+"""Mass-spring strands attached to bodies (Sueda's notes §2.7): eq. 2.85–2.88 by hand, the
 linearly implicit step's dissipation, the hanging strand's sag, REDMAX scene 12."""
 
 from __future__ import annotations

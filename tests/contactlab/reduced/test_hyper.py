@@ -1,4 +1,4 @@
-"""Hyper-reduced coordinates (seed 000 §2.6) against the same motion enforced by couplings."""
+"""Hyper-reduced coordinates (Sueda's notes §2.6) against the same motion enforced by couplings."""
 
 from __future__ import annotations
 

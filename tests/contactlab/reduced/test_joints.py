@@ -1,4 +1,4 @@
-"""Every joint's S and Sdot against finite differences of its own Q (seed 000, eq. 2.29)."""
+"""Every joint's S and Sdot against finite differences of its own Q (Sueda's notes, eq. 2.29)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Surface and curve joints (seed 002): S and Sdot against finite differences, the contact frame.
+"""Surface and curve joints (Si & Guenter): S and Sdot against finite differences, the contact frame.
 
 Central differences with step 1e-6 have truncation ~1e-12 |Q'''| and
 round-off ~1e-16 / 1e-6 = 1e-10 on entries of order one: 1e-7 leaves a

@@ -6,7 +6,7 @@ velocities ``w = C v - b = W z + q`` with the Delassus matrix
 ``W = C M^-1 C^T`` and ``q = C M^-1 f - b``.  Bilateral rows are free
 (``w = 0``), normal and limit rows complementary (``0 <= z ⟂ w >= 0``), and
 the two tangent rows of contact ``i`` bounded by ``mu_i z_n``: box friction
-(seed 001, §0.16).  The solver layer decides which backends take this LCP.
+(ArtiSynth notes, §0.16).  The solver layer decides which backends take this LCP.
 """
 
 from __future__ import annotations

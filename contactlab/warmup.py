@@ -1,0 +1,172 @@
+"""``contactlab warmup``: compile every numba kernel ahead, into the user cache.
+
+The kernels are compiled lazily, at their first call with given argument
+types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
+paths that call them with the argument types a simulation uses: a box stack
+(box--box and box--plane collision, projected Gauss--Seidel), a cylinder on a
+box (the convex and cylinder narrow phase), a reduced four-bar with joint
+friction (tree recursions, joint-friction kernels), a chain of general joints
+(generated joint kernels), the O(n) hybrid
+dynamics recursion and its derivatives on a prepared model, and the
+frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then
+checks that every kernel of
+:data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
+names those that have none.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from contactlab import se3
+from contactlab.scene import Scene
+
+#: Registered scenarios stepped by the warm-up, with their step counts.
+SCENARIO_CASES: tuple[tuple[str, int], ...] = (
+    ("box-stack", 2),
+    ("jf-crank", 2),
+    ("torus-chain", 2),
+)
+
+
+def _run_scenario(build: Callable[..., Any], name: str, steps: int) -> None:
+    build(name).run(steps=steps)
+
+
+def _cylinder_on_box() -> Scene:
+    """A cylinder standing on a box on the ground (contacts at the first step)."""
+    from contactlab.bodies import body_from_shape
+    from contactlab.shapes import Box, Cylinder, Plane
+
+    box, _ = body_from_shape("box", Box(half_extents=np.array([0.2, 0.2, 0.05])), density=1000.0)
+    cyl, _ = body_from_shape("cyl", Cylinder(radius=0.05, half_height=0.1), density=1000.0)
+    tilt = se3.exp_so3(np.radians([5.0, 0.0, 0.0]))
+    return Scene(
+        "warmup-cylinder",
+        (box, cyl),
+        static_shapes=(Plane(),),
+        initial_E=np.stack(
+            [se3.make_transform(None, [0, 0, 0.05]), se3.make_transform(tilt, [0, 0, 0.2])]
+        ),
+        initial_phi=np.zeros((2, 6)),
+        dt=0.005,
+    )
+
+
+def _recursion() -> None:
+    """One call of the O(n) hybrid-dynamics recursion on a three-link chain."""
+    from contactlab.reduced import Tree
+    from contactlab.reduced.recursive import hybrid_dynamics
+    from contactlab.scenario import get_scenario
+
+    tree = Tree.from_scene(get_scenario("chain").build(n_links=3))
+    q, qdot = np.full(tree.nq, 0.3), np.full(tree.nq, 0.1)
+    hybrid_dynamics(tree, q, qdot, [tree.specs[0].name], np.zeros(tree.nq))
+
+
+def _model_recursions() -> None:
+    """The prepared-model recursions and their derivatives on a three-link chain."""
+    from contactlab.reduced.derivatives import (
+        forward_dynamics_derivatives,
+        inverse_dynamics_derivatives,
+    )
+    from contactlab.reduced.model import Model
+    from contactlab.scenario import get_scenario
+
+    model = Model.from_scene(get_scenario("chain").build(n_links=3))
+    q, qdot = np.full(model.nq, 0.3), np.full(model.nq, 0.1)
+    qddot = model.forward_dynamics(q, qdot)
+    model.inverse_dynamics(q, qdot, qddot)
+    model.mass_matrix(q)
+    model.bias_forces(q, qdot)
+    model.inverse_mass_times(q, qdot)
+    inverse_dynamics_derivatives(model, q, qdot, qddot)
+    forward_dynamics_derivatives(model, q, qdot)
+
+
+def _frictional_backends() -> None:
+    """Each frictional-contact backend on a two-contact problem, both laws and cones."""
+    import solvers
+    from solvers.frictional import FrictionalContact
+
+    W = np.eye(6) + 0.1 * np.ones((6, 6))
+    q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])
+    for law in ("coulomb", "ccp"):
+        for cone in ("soc", "pyramid"):
+            problem = FrictionalContact(W, q, [0.5, 0.5], law=law, cone=cone)
+            for name in ("nsgs", "apgd", "admm"):
+                try:
+                    solvers.solve(problem, name)
+                except (solvers.IncompatibleProblem, solvers.SolverNotFound):
+                    continue  # a backend that does not take this law and cone
+
+
+def kernels() -> dict[str, list[str]]:
+    """``{module: [kernel names]}`` of every compiled kernel module."""
+    from numba.core.registry import CPUDispatcher
+
+    from solvers.jit import KERNEL_MODULES
+
+    out = {}
+    for name in KERNEL_MODULES:
+        module = importlib.import_module(name)
+        out[name] = sorted(
+            key
+            for key, value in vars(module).items()
+            if isinstance(value, CPUDispatcher) and value.__module__ == name
+        )
+    return out
+
+
+def _compiled(kernel: object) -> bool:
+    """Compiled in this process, or found in the on-disk cache (a helper inlined into a
+    cached caller is loaded with it, so it gets no signature of its own)."""
+    if kernel.signatures:  # type: ignore[attr-defined]
+        return True
+    index = kernel._cache._cache_file._index_path  # type: ignore[attr-defined]
+    return os.path.exists(index)
+
+
+def uncompiled() -> list[str]:
+    """Kernels (``module.name``) neither compiled in this process nor in the cache."""
+    missing = []
+    for name, keys in kernels().items():
+        module = importlib.import_module(name)
+        missing += [f"{name}.{k}" for k in keys if not _compiled(getattr(module, k))]
+    return missing
+
+
+def warmup(report: Callable[[str], None] = print) -> list[str]:
+    """Compile (or load from the cache) every kernel; return the ones left uncompiled."""
+    from contactlab.runspec import build_simulator
+    from contactlab.simulator import Simulator
+
+    start = time.perf_counter()
+    steps: list[tuple[str, Callable[[], object]]] = [
+        (name, partial(_run_scenario, build_simulator, name, n)) for name, n in SCENARIO_CASES
+    ]
+    steps.append(("cylinder on a box", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
+    steps.append(("hybrid dynamics recursion", _recursion))
+    steps.append(("model recursions and derivatives", _model_recursions))
+    steps.append(("frictional-contact backends", _frictional_backends))
+    for label, action in steps:
+        began, cpu = time.perf_counter(), time.process_time()
+        action()
+        report(
+            f"  {label}: {time.perf_counter() - began:.1f} s "
+            f"({time.process_time() - cpu:.1f} s of CPU)"
+        )
+    missing = uncompiled()
+    total = sum(len(v) for v in kernels().values())
+    report(
+        f"{total - len(missing)} of {total} kernels compiled or loaded from the cache in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    return missing

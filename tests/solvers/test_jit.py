@@ -1,0 +1,111 @@
+"""Compiled kernels: cached in the user cache folder, never the source tree, and the
+first compilation in a process is announced on one line."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import solvers
+
+ROOT = Path(solvers.__file__).resolve().parent.parent
+IMPORTS_NJIT = re.compile(r"^from (numba|solvers\.jit) import njit", re.MULTILINE)
+
+
+def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+        check=True,
+    )
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), **extra)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def test_kernels_cache_in_the_user_cache_folder_not_the_source_tree(tmp_path: Path) -> None:
+    code = """
+        from contactlab.collision import boxes
+        from solvers.backends import pgs_kernel
+        print(boxes._clip._cache._cache_file._index_path)
+        print(pgs_kernel._row_w._cache._cache_file._index_path)
+    """
+    out = _python(code, _env(tmp_path), tmp_path).stdout.split()
+    expected = tmp_path / "xdg" / "contactlab" / "numba"
+    assert len(out) == 2 and all(Path(p).is_relative_to(expected) for p in out)
+    assert not any(Path(p).is_relative_to(ROOT) for p in out)
+    # a folder the user chose is kept
+    mine = tmp_path / "mine"
+    out = _python(code, _env(tmp_path, NUMBA_CACHE_DIR=str(mine)), tmp_path).stdout.split()
+    assert all(Path(p).is_relative_to(mine) for p in out)
+
+
+def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path: Path) -> None:
+    script = tmp_path / "kernels_demo.py"
+    script.write_text(
+        textwrap.dedent("""
+        from solvers import jit
+        jit.KERNEL_MODULES[__name__] = 3.0
+
+        @jit.njit
+        def twice(x):
+            return 2.0 * x
+
+        @jit.njit
+        def thrice(x):
+            return 3.0 * x
+
+        print(twice(1.5) + thrice(1.0))
+    """)
+    )
+    env = _env(tmp_path)
+    cold = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+        check=True,
+    )
+    assert cold.stdout.strip() == "6.0"
+    lines = [line for line in cold.stderr.splitlines() if "compiling kernels" in line]
+    # two kernels compiled, one line: the module's first compilation
+    assert lines == [
+        f"contactlab: compiling kernels of __main__ (first use, about 3 s; cached in "
+        f"{tmp_path / 'xdg' / 'contactlab' / 'numba'}; `contactlab warmup` compiles all ahead)"
+    ]
+    warm = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+        check=True,
+    )
+    assert warm.stdout.strip() == "6.0" and "compiling kernels" not in warm.stderr
+
+
+def test_every_module_with_kernels_is_listed() -> None:
+    from solvers.jit import KERNEL_MODULES
+
+    found = set()
+    for package in ("contactlab", "solvers"):
+        for path in (ROOT / package).rglob("*.py"):
+            if IMPORTS_NJIT.search(path.read_text()):
+                found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    found.discard("solvers.jit")
+    assert found == set(KERNEL_MODULES)
