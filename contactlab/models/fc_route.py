@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.models.base import SolvingModel, make_solution
-from contactlab.models.box_friction import ImpulseMemory, box_rows, height_order, warm_impulses
+from contactlab.models.box_rows import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.models.common import MassInverse, Rows, check_friction_data, step_data
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact

@@ -89,13 +89,8 @@ import scipy.sparse as sp
 from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
-from contactlab.models.box_friction import (
-    ImpulseMemory,
-    bounded_friction_qp,
-    carried_over,
-    check_outer,
-    world_friction,
-)
+from contactlab.models.box_friction import bounded_friction_qp
+from contactlab.models.box_rows import ImpulseMemory, carried_over, world_friction
 from contactlab.models.common import (
     Array,
     MassInverse,
@@ -104,6 +99,7 @@ from contactlab.models.common import (
     check_directions,
     check_form,
     check_friction_data,
+    check_outer,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
