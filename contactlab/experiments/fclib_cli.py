@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from contactlab.cli import parse_assignments, parse_option_value, register_command
+from contactlab.commands import parse_assignments, parse_option_value, register_command
 from contactlab.errors import ConfigurationError
 
 

@@ -40,6 +40,12 @@ from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
+from contactlab.models.box_rows import (
+    ImpulseMemory,
+    box_rows,
+    height_order,
+    warm_impulses,
+)
 from contactlab.models.common import (
     Array,
     MassInverse,
@@ -50,7 +56,6 @@ from contactlab.models.common import (
     step_data,
 )
 from contactlab.models.fc_route import solve_as_fc
-from contactlab.models.warm import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, FrictionBlocks, SOCBlocks
 

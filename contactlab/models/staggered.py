@@ -90,6 +90,7 @@ from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import bounded_friction_qp
+from contactlab.models.box_rows import ImpulseMemory, carried_over, world_friction
 from contactlab.models.common import (
     Array,
     MassInverse,
@@ -105,7 +106,6 @@ from contactlab.models.common import (
     step_data,
 )
 from contactlab.models.frictionless import ContactQP, ContactSolve
-from contactlab.models.warm import ImpulseMemory, carried_over, world_friction
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 

@@ -1,10 +1,7 @@
-"""Warm starts and row orders shared by the box-friction family of models.
+"""The rows of the box-friction LCP and the impulses carried from one step to the next.
 
-Box friction, Staggered Projections and the frictional-contact route carry
-impulses from one step to the next per persistent contact
-(:class:`ImpulseMemory`, :func:`warm_impulses`), stack the rows
-``C = [G; N; T; L]`` the same way (:func:`box_rows`) and may sweep contacts
-bottom-up (:func:`height_order`).
+Shared by the box-friction model (:mod:`contactlab.models.box_friction`) and its
+frictional-contact route (:mod:`contactlab.models.fc_route`).
 """
 
 from __future__ import annotations
@@ -18,7 +15,12 @@ from numpy.typing import NDArray
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
-from contactlab.models.common import Array, Rows, stack_rows, step_data
+from contactlab.models.common import (
+    Array,
+    Rows,
+    stack_rows,
+    step_data,
+)
 from contactlab.problem import StepProblem
 
 
