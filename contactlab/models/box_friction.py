@@ -32,16 +32,12 @@ unique may drift without effect), or after ``max_outer`` solves (status
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.collision.contacts import ContactSet
-from contactlab.contact.identity import warm_index
-from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
@@ -51,149 +47,12 @@ from contactlab.models.common import (
     check_cone,
     check_friction_data,
     check_outer,
-    stack_rows,
     step_data,
 )
+from contactlab.models.fc_route import solve_as_fc
+from contactlab.models.warm import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP, QP, FrictionBlocks, SOCBlocks
-
-
-def box_rows(problem: StepProblem) -> Rows:
-    """``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` (tangent rows unbounded here)."""
-    d = step_data(problem)
-    return stack_rows(
-        problem.n,
-        ("G", d.G, d.g, "free"),
-        ("N", d.N, d.c, "nonneg"),
-        ("T", d.T, np.zeros(d.T.shape[0]), "free"),
-        ("L", d.L, d.l, "nonneg"),
-    )
-
-
-@dataclass
-class ImpulseMemory:
-    """One step's impulses kept for the next step's warm start.
-
-    ``z`` the impulses on the rows of :func:`box_rows` with the ``slices`` of
-    its blocks; for the contacts, their stable ids ``(nc,)``
-    (:attr:`StepProblem.contact_ids`), normal impulses ``(nc,)`` and friction
-    impulses as world vectors ``(nc, 3)`` [N s], so that they carry over to a
-    new tangent basis.
-    """
-
-    z: Array
-    slices: dict[str, slice]
-    ids: NDArray[np.int64] | None
-    normal_impulse: Array | None
-    friction: Array | None
-
-    @classmethod
-    def record(cls, z: Array, rows: Rows, problem: StepProblem) -> ImpulseMemory:
-        contacts = problem.contacts
-        if contacts is None or len(contacts) == 0 or "N" not in rows.slices:
-            return cls(z, dict(rows.slices), None, None, None)
-        return cls(
-            z,
-            dict(rows.slices),
-            np.array(problem.contact_ids),
-            rows.part(z, "N").copy(),
-            world_friction(rows.part(z, "T"), contacts.normal),
-        )
-
-
-def world_friction(lam_T: Array, normal: Array) -> Array:
-    """Friction impulses ``(2 nc,)`` in the tangent bases of ``normal`` as world vectors (nc, 3)."""
-    t1, t2 = tangent_basis(normal)
-    zt = lam_T.reshape(-1, 2)
-    return zt[:, :1] * t1 + zt[:, 1:] * t2
-
-
-def carried_over(
-    old_ids: NDArray[np.int64],
-    normal_impulse: Array,
-    friction: Array,
-    problem: StepProblem,
-) -> tuple[Array, Array]:
-    """Normal ``(nc,)`` and tangent ``(2 nc,)`` impulses carried over from the contacts' origins.
-
-    Each contact starts from the recorded contact it continues from
-    (:func:`continued_from`): the normal impulse as it was, the friction
-    impulse as a world vector projected onto the new tangent basis; new
-    contacts start at zero.
-    """
-    assert problem.contacts is not None
-    nc = problem.n_contacts
-    src = continued_from(old_ids, problem)
-    hit = np.flatnonzero(src >= 0)
-    zn = np.zeros(nc)
-    zn[hit] = normal_impulse[src[hit]]
-    t1, t2 = tangent_basis(problem.contacts.normal)
-    f = np.zeros((nc, 3))
-    f[hit] = friction[src[hit]]
-    return zn, np.column_stack([np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]).ravel()
-
-
-def continued_from(old_ids: NDArray[np.int64], problem: StepProblem) -> NDArray[np.int64]:
-    """For each contact, the position in ``old_ids`` of the contact it continues, or ``-1``.
-
-    Its own id when recorded (a persisting contact, or the same contact set
-    solved again), else its origin (the contact it split from,
-    :attr:`StepProblem.contact_origin`).
-    """
-    assert problem.contact_ids is not None and problem.contact_origin is not None
-    src = warm_index(old_ids, problem.contact_ids)
-    miss = np.flatnonzero(src < 0)
-    src[miss] = warm_index(old_ids, problem.contact_origin[miss])
-    return src
-
-
-def warm_impulses(old: Any, rows: Rows, problem: StepProblem) -> Array | None:
-    """The warm start of this step's impulses from the previous step's, or ``None``.
-
-    Bilateral (``G``) and limit (``L``) impulses carry over when their row
-    counts are unchanged, contact impulses per persistent contact id
-    (:func:`carried_over`).
-    """
-    if not isinstance(old, ImpulseMemory):
-        return None
-    z = np.zeros(rows.m)
-    for name in ("G", "L"):
-        new_s, old_s = rows.slices.get(name), old.slices.get(name)
-        if (
-            new_s is not None
-            and old_s is not None
-            and new_s.stop - new_s.start == old_s.stop - old_s.start
-        ):
-            z[new_s] = old.z[old_s]
-    contacts = problem.contacts
-    if contacts is not None and len(contacts) > 0 and old.ids is not None and "N" in rows.slices:
-        assert old.normal_impulse is not None and old.friction is not None
-        z[rows.slices["N"]], z[rows.slices["T"]] = carried_over(
-            old.ids, old.normal_impulse, old.friction, problem
-        )
-    return z
-
-
-def height_order(rows: Rows, contacts: ContactSet | None, how: str) -> NDArray[np.int64]:
-    """Permutation of the rows of :func:`box_rows` (new position -> row).
-
-    ``how="height"``: the bilateral rows ``G``, then per contact its normal row
-    and its two tangent rows, contacts sorted by the height (world ``z``) of
-    their points, lowest first, then the limit rows ``L``.  Projected
-    Gauss--Seidel then passes the weight of a pile down to the ground in few
-    sweeps.  ``how="rows"`` or no contacts: the identity.
-    """
-    m = rows.m
-    if how == "rows" or contacts is None or len(contacts) == 0 or "N" not in rows.slices:
-        return np.arange(m, dtype=np.int64)
-    n_s, t_s = rows.slices["N"], rows.slices["T"]
-    per_contact = np.column_stack(
-        [np.arange(n_s.start, n_s.stop), np.arange(t_s.start, t_s.stop).reshape(-1, 2)]
-    )
-    up = np.argsort(np.asarray(contacts.point)[:, 2], kind="stable")
-    before = np.arange(0, n_s.start)
-    after = np.arange(t_s.stop, m)
-    return np.concatenate([before, per_contact[up].ravel(), after]).astype(np.int64)
 
 
 @register_model("box-friction")
@@ -240,8 +99,6 @@ class BoxFriction(SolvingModel):
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         if self.route == ("fc_coulomb",):
-            from contactlab.models.fc_route import solve_as_fc  # fc_route imports this module
-
             cone = "box" if self.options["cone"] == "box" else "soc"
             return solve_as_fc(self, problem, cache, "coulomb", cone)
         d = step_data(problem)

@@ -26,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.models.base import SolvingModel, make_solution
-from contactlab.models.box_friction import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.models.common import MassInverse, Rows, check_friction_data, step_data
+from contactlab.models.warm import ImpulseMemory, box_rows, height_order, warm_impulses
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 

@@ -89,13 +89,7 @@ import scipy.sparse as sp
 from contactlab.contact.friction import pyramid_rows
 from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
-from contactlab.models.box_friction import (
-    ImpulseMemory,
-    bounded_friction_qp,
-    carried_over,
-    check_outer,
-    world_friction,
-)
+from contactlab.models.box_friction import bounded_friction_qp
 from contactlab.models.common import (
     Array,
     MassInverse,
@@ -104,12 +98,14 @@ from contactlab.models.common import (
     check_directions,
     check_form,
     check_friction_data,
+    check_outer,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
     step_data,
 )
 from contactlab.models.frictionless import ContactQP, ContactSolve
+from contactlab.models.warm import ImpulseMemory, carried_over, world_friction
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
 
