@@ -46,6 +46,14 @@ from contactlab.simulator import Simulator
 # the step and agrees with PGS (2e-7 m/s).
 KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
+#: (model, cone, backend) that stop at their iteration cap here, with the measured figure:
+#: reported as max_iterations, never as a wrong answer
+CAPPED: dict[tuple[str, Any, str], str] = {
+    # Gauss-Seidel on the stack's redundant corner contacts: natural map 5.1e-7 after
+    # 10,000 sweeps, short of the 1e-8 asked for
+    ("box-friction", "disc", "nsgs"): "5.1e-7 after 10,000 sweeps",
+}
+
 #: pairs that need other model options to be solved accurately, with why
 # ECOS (through cvxpy) reports 'optimal' on the dual pyramid friction QP of Staggered
 # Projections, whose cost is the Delassus matrix of redundant directions (singular to
@@ -55,6 +63,13 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 # (velocities, SPD mass-matrix cost; form="primal") it solves to 2e-6 m/s.
 OPTIONS_FOR: dict[tuple[str, str], dict[str, Any]] = {
     ("staggered-projections", "cvxpy:ecos"): {"form": "primal"},
+    # the frictional-contact backends' tolerance is the natural map relative to ||q||
+    # (Siconos's convention), ||q|| ~ 10 m/s here: ask for 1e-8 to compare at 1e-5 m/s
+    **{
+        (model, name): {"solver_tol": 1e-8}
+        for model in ("anitescu-hart", "box-friction", "coulomb")
+        for name in ("nsgs", "apgd", "admm")
+    },
 }
 
 # (model, options, reference backend): the reference is an accurate backend of the model
@@ -114,6 +129,9 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
         except IncompatibleError:
             # kkt fits the contact-free steps only
             assert name == "kkt"
+            continue
+        if (model, options.get("cone"), name) in CAPPED:
+            assert sol.status == "max_iterations"
             continue
         if (model, name) in KNOWN_FAILURES:
             # reported as a failure, never as a wrong answer
