@@ -88,6 +88,7 @@ def _model_recursions() -> None:
     model.bias_forces(q, qdot)
     model.inverse_mass_times(q, qdot)
     inverse_dynamics_derivatives(model, q, qdot, qddot)
+    inverse_dynamics_derivatives(model, q, qdot, qddot, composite=False)  # the general form
     forward_dynamics_derivatives(model, q, qdot)
 
 
