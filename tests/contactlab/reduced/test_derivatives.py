@@ -68,7 +68,7 @@ def test_inverse_dynamics_derivatives_match_central_differences(
 
 @pytest.mark.parametrize("seed", [2, 3])
 def test_composite_form_equals_the_per_coordinate_recursion(seed: int) -> None:
-    """The world-frame composite form and Guenter & Rose's per-coordinate recursion agree to 1e-12."""
+    """The world-frame composite form equals Guenter & Rose's per-coordinate recursion (1e-12)."""
     model = Model(springy_tree(seed, SCREW))
     assert model.screw_only
     q, qd, qdd, w = _state(model, seed)
