@@ -140,7 +140,7 @@ def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
 
     Bodies connected by a joint do not collide with each other (their shapes
     usually overlap at the joint by construction), unless the scene sets
-    ``extras["collide_jointed"] = True``.  A joint to the world excludes
+    ``Scene.collide_jointed``.  A joint to the world excludes
     nothing: a floating base on a free joint, or a pendulum swinging into the
     ground, must still touch the world's geometry.
     """
@@ -272,9 +272,7 @@ class Simulator:
             self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
-            np.zeros(0, dtype=np.int64)
-            if scene.extras.get("collide_jointed")
-            else jointed_pairs(scene)
+            np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
         )
         self.slip_threshold = slip_threshold
 

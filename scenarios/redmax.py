@@ -205,7 +205,7 @@ def joint_torque(torque: float = 100 * TORQUE) -> Scene:
         gravity=np.zeros(3),
         dt=5e-2,
         duration=10.0,
-        extras={"joint_torque": _piecewise_torque(torque, (3.0, 6.0))},
+        joint_torque=_piecewise_torque(torque, (3.0, 6.0)),
     )
 
 

@@ -368,14 +368,25 @@ class JointLimit(ReducedConstraint):
 def scene_constraints(
     scene: Scene, tree: Tree, stabilization: str = "velocity"
 ) -> list[ReducedConstraint]:
-    """Loop closures of ``tree`` and the scene's reduced constraints, bound to ``tree``."""
+    """Loop closures of ``tree`` and the scene's constraints, bound to ``tree``.
+
+    A maximal :class:`~contactlab.maximal.constraints.Constraint` (a
+    position-level function of the body transforms and its maximal rows) is
+    mapped as the loop closures are, ``G = G_m J`` (:class:`MaximalRows`), so
+    the same constraint description runs in both formulations.
+    """
     out: list[ReducedConstraint] = list(loop_closures(scene, tree.loop_joints))
     for item in scene.constraints:
+        if isinstance(item, Constraint):
+            name = str(getattr(item, "name", "") or type(item).__name__)
+            out.append(MaximalRows([item.bind(scene)], name))
+            continue
         if not isinstance(item, (EqualityConstraint, JointLimit)):
             raise ConfigurationError(
-                f"scene {scene.name!r}: constraint {item!r} is not a reduced-coordinate "
-                "constraint (Coupling, PrescribedJoint, PrescribedTwist, JointLimit, or a "
-                "subclass of contactlab.reduced.constraints.EqualityConstraint)"
+                f"scene {scene.name!r}: constraint {item!r} is neither a maximal constraint "
+                "(contactlab.maximal.Constraint) nor a reduced-coordinate one (Coupling, "
+                "PrescribedJoint, PrescribedTwist, JointLimit, or a subclass of "
+                "contactlab.reduced.constraints.EqualityConstraint)"
             )
         out.append(item)
     for c in out:

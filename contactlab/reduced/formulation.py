@@ -106,8 +106,8 @@ class ReducedFormulation(Formulation):
         from contactlab.reduced.constraints import scene_constraints
 
         self.implicit = bool(implicit)
-        # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
-        self.joint_torque = joint_torque or scene.extras.get("joint_torque")
+        # a scene may carry its applied joint forces, tau(t, q, qdot)
+        self.joint_torque = joint_torque or scene.joint_torque
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
