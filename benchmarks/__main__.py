@@ -1,7 +1,7 @@
 """Run every benchmark in turn (``python -m benchmarks`` or ``make bench``).
 
 ``python -m benchmarks NAME ...`` runs only the named ones (``solvers``, ``maximal``,
-``reduced``, ``forces``, ``collision``, ``contact``, ``bisp``). Each writes its tables to
+``reduced``, ``dynamics``, ``forces``, ``collision``, ``contact``, ``bisp``). Each writes its tables to
 ``results/benchmarks/``.
 """
 
@@ -11,7 +11,7 @@ import importlib
 import sys
 import time
 
-NAMES = ("solvers", "forces", "maximal", "reduced", "collision", "contact", "bisp")
+NAMES = ("solvers", "forces", "maximal", "reduced", "dynamics", "collision", "contact", "bisp")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,7 +232,7 @@ def run_to_folder(
     Every check that can fail (names, parameters, the target folder) happens
     before the first step, and the folder is written atomically after the last.
     """
-    from contactlab.results import check_target, write_run
+    from contactlab.results import check_target, check_writable, write_run
     from contactlab.simulator import build_simulator
 
     sim = build_simulator(
@@ -248,6 +248,7 @@ def run_to_folder(
     n = sim.n_steps(steps, duration)
     target = out if out is not None else default_out(scenario, *sim.names)
     check_target(target, force)
+    check_writable(target)
     run = sim.run(steps=n, progress=not quiet)
     write_run(run, target, overwrite=force, plots=plots, command=command)
     return target, run
@@ -334,6 +335,7 @@ register_command("demo", "run the demo scenarios into results/demo", _setup_demo
 
 def _load_plugins() -> None:
     import contactlab.experiments.cli  # noqa: F401  (registers compare, sweep, plot, render, studies)
+    import contactlab.optimize.cli  # noqa: F401  (registers optimize)
 
 
 class _Parser(argparse.ArgumentParser):

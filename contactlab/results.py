@@ -21,17 +21,25 @@ A run's folder holds
 A folder is written into a temporary sibling and renamed into place at the
 end (:func:`atomic_folder`): on any error the temporary folder is removed, so
 no half-written folder remains, and an existing folder is replaced only when
-asked (``overwrite=True``), never silently.
+asked (``overwrite=True``), never silently.  The temporary sibling is named
+``.NAME.tmp-HOST-PID-TAG`` after the process that writes it, so that
+:func:`clean_stale_temporaries` removes those of dead processes and never
+those of live ones.  :func:`check_writable` tells before any work whether a
+destination can be written at all.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
+import re
 import shutil
+import socket
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -170,21 +178,139 @@ def check_target(folder: Path | str, overwrite: bool = False) -> Path:
     return target
 
 
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "", socket.gethostname())[:24] or "host"
+
+
+#: ``.NAME.tmp-HOST-PID-TAG`` / ``.NAME.old-HOST-PID-TAG``; older writers used ``-TAG`` only
+_TEMPORARY = re.compile(
+    r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?:(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-)?[0-9a-f]{8}$"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def temporary_owner(path: Path) -> tuple[str, int] | None:
+    """``(host, pid)`` of the process writing the temporary folder ``path`` (``None``: unknown)."""
+    match = _TEMPORARY.match(path.name)
+    if match is None or match["pid"] is None:
+        return None
+    return match["host"], int(match["pid"])
+
+
+def is_stale(path: Path) -> bool:
+    """Whether ``path`` is a temporary results folder whose writer is gone.
+
+    Folders of another host are never stale here (their process cannot be
+    checked); folders of the old naming (no process recorded) are.
+    """
+    if _TEMPORARY.match(path.name) is None:
+        return False
+    owner = temporary_owner(path)
+    if owner is None:
+        return True
+    host, pid = owner
+    return host == _host() and pid != os.getpid() and not _alive(pid)
+
+
+def clean_stale_temporaries(root: Path | str, name: str | None = None) -> int:
+    """Remove the stale temporary folders under ``root`` (of ``name`` only, if given).
+
+    Returns how many were removed; those of live processes are left alone.  A
+    stale ``.old-`` folder is a finished folder moved aside by a writer that
+    died before putting the new one in place: it is moved back when its
+    place is empty, never deleted then.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return 0
+    count = 0
+    pattern = f".{name}." if name is not None else "."
+    for path in sorted(root.iterdir()):
+        if not (path.name.startswith(pattern) and path.is_dir() and is_stale(path)):
+            continue
+        match = _TEMPORARY.match(path.name)
+        original = root / match["name"] if match else None
+        if match and match["kind"] == "old" and original is not None and not original.exists():
+            os.replace(path, original)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        count += 1
+    return count
+
+
+def check_writable(folder: Path | str, what: str = "--out") -> Path:
+    """Raise :class:`ResultsError` unless a folder can be created at ``folder``.
+
+    Checked before any work: the nearest existing ancestor must be a folder
+    in which this process can create entries (a probe folder is created and
+    removed there).  Missing intermediate folders are fine: they are created
+    when the results are written.
+    """
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise ResultsError(f"{what} {str(target)!r} is a file, not a folder; choose another {what}")
+    ancestor = target if target.exists() else target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ResultsError(
+            f"{what} {str(target)!r} cannot be created: {str(ancestor)!r} is a file, not a "
+            f"folder; choose another {what}"
+        )
+    try:
+        probe = tempfile.mkdtemp(prefix=".contactlab-probe-", dir=ancestor)
+        os.rmdir(probe)
+    except OSError as err:
+        raise ResultsError(
+            f"{what} {str(target)!r} cannot be written: {str(ancestor)!r}: "
+            f"{err.strerror or err}; choose a writable {what}"
+        ) from err
+    return target
+
+
+def _write_error(target: Path, err: OSError) -> ResultsError:
+    reason = err.strerror or str(err)
+    if err.errno == errno.ENOSPC:
+        reason += " (free some space and run again)"
+    return ResultsError(f"could not write {str(target)!r}: {reason}; nothing was written there")
+
+
 @contextmanager
 def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling of ``folder`` to fill; move it into place on success.
 
     On an exception inside the block the temporary folder is removed and
-    ``folder`` (if it existed) is untouched.  With ``overwrite`` an existing
-    ``folder`` is replaced only after the new one is complete.
+    ``folder`` (if it existed) is untouched; an :class:`OSError` (a full
+    disk, a permission denied) becomes one :class:`ResultsError` line.  With
+    ``overwrite`` an existing ``folder`` is replaced only after the new one is
+    complete.  Stale temporary siblings of the same name left by dead
+    processes are removed first.
     """
     target = check_target(folder, overwrite)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex[:8]
+    tag = f"{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp = target.parent / f".{target.name}.tmp-{tag}"
-    tmp.mkdir()
     try:
-        yield tmp
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temporaries(target.parent, target.name)
+        tmp.mkdir()
+    except OSError as err:
+        raise _write_error(target, err) from err
+    try:
+        try:
+            yield tmp
+        except ResultsError:
+            raise
+        except OSError as err:
+            raise _write_error(target, err) from err
         check_target(target, overwrite)
         if target.exists():
             old = target.parent / f".{target.name}.old-{tag}"
@@ -200,6 +326,35 @@ def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def atomic_file(path: Path | str) -> Iterator[Path]:
+    """Yield a temporary sibling of the file ``path`` (same suffix) to write; rename it on success.
+
+    On any exception the temporary file is removed and ``path`` is untouched;
+    an :class:`OSError` becomes one :class:`ResultsError` line.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ResultsError(f"{str(target)!r} is a folder; name a file to write")
+    tag = f"{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = target.parent / f".{target.stem}.tmp-{tag}{target.suffix}"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            yield tmp
+        except ResultsError:
+            raise
+        except OSError as err:
+            raise _write_error(target, err) from err
+        try:
+            os.replace(tmp, target)
+        except OSError as err:
+            raise _write_error(target, err) from err
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def write_run(
@@ -247,15 +402,72 @@ def _require(folder: Path, name: str) -> Path:
     return path
 
 
+def _missing_folder(root: Path) -> ResultsError:
+    if root.exists():
+        return ResultsError(f"{str(root)!r} is a file, not a results folder; pass the folder")
+    return ResultsError(f"results folder {str(root)!r} does not exist")
+
+
+def _corrupt(path: Path, err: BaseException) -> ResultsError:
+    reason = " ".join(str(err).split()) or type(err).__name__
+    return ResultsError(
+        f"{str(path)!r} is unreadable or corrupt ({reason}); write the run again with "
+        "`contactlab run`"
+    )
+
+
+def read_summary_file(root: Path) -> dict[str, Any]:
+    """The parsed ``summary.json`` of the run folder ``root`` (a JSON object)."""
+    path = _require(root, SUMMARY)
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise _corrupt(path, err) from err
+    if not isinstance(summary, dict):
+        raise _corrupt(path, ValueError("not a JSON object"))
+    return summary
+
+
+def read_steps_file(root: Path) -> pd.DataFrame:
+    """The per-step table ``steps.csv`` of the run folder ``root``."""
+    path = _require(root, STEPS)
+    try:
+        return pd.read_csv(path, dtype={"status": str})
+    except (OSError, ValueError, pd.errors.ParserError) as err:
+        raise _corrupt(path, err) from err
+
+
+def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
+    """The arrays of ``trajectory.npz`` of the run folder ``root``."""
+    path = _require(root, TRAJECTORY)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            trajectory = {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError, KeyError) as err:
+        raise _corrupt(path, err) from err
+    except Exception as err:  # zipfile.BadZipFile and zlib.error from a damaged archive
+        if type(err).__module__ not in ("zipfile", "zlib"):
+            raise
+        raise _corrupt(path, err) from err
+    if "t" not in trajectory:
+        raise _corrupt(path, KeyError("no array 't'"))
+    return trajectory
+
+
 def load_run(folder: Path | str) -> RunData:
-    """Load a results folder written by :func:`write_run`."""
+    """Load a results folder written by :func:`write_run`.
+
+    Raises
+    ------
+    ResultsError
+        If the folder is missing, incomplete, or holds a corrupt file (named).
+    """
     root = Path(folder)
     if not root.is_dir():
-        raise ResultsError(f"results folder {str(root)!r} does not exist")
-    summary = json.loads(_require(root, SUMMARY).read_text())
-    steps = pd.read_csv(_require(root, STEPS), dtype={"status": str})
-    with np.load(_require(root, TRAJECTORY), allow_pickle=False) as data:
-        trajectory = {key: data[key] for key in data.files}
+        raise _missing_folder(root)
+    summary = read_summary_file(root)
+    steps = read_steps_file(root)
+    trajectory = read_trajectory_file(root)
     return RunData(root, summary, steps, trajectory)
 
 
@@ -270,9 +482,9 @@ def plot_run(folder: Path | str) -> list[Path]:
 
     root = Path(folder)
     if not root.is_dir():
-        raise ResultsError(f"results folder {str(root)!r} does not exist")
-    summary = json.loads(_require(root, SUMMARY).read_text())
-    steps = pd.read_csv(_require(root, STEPS), dtype={"status": str})
+        raise _missing_folder(root)
+    summary = read_summary_file(root)
+    steps = read_steps_file(root)
     out_dir = root / PLOTS
     out_dir.mkdir(exist_ok=True)
     t = steps["t"].to_numpy(dtype=float) if "t" in steps else np.zeros(0)

@@ -1,4 +1,4 @@
-"""contactlab's solver-adapter layer: QP and LCP problems, conversions, backends, results.
+"""contactlab's solver-adapter layer: QP, LCP and frictional-contact problems, backends.
 
 Depends on numpy/scipy (and numba for the Gauss--Seidel kernel); each backend's
 package is imported only when that backend runs.  Never imports ``contactlab``.
@@ -15,6 +15,7 @@ Example
 
 from __future__ import annotations
 
+from solvers import fc_dispatch as _fc_kinds  # noqa: F401  (registers the frictional kinds)
 from solvers.dispatch import solve
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
 from solvers.fitting import (
@@ -27,6 +28,7 @@ from solvers.fitting import (
     kinds,
     register_kind,
 )
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.registry import available_backends, backend_table, get_backend
 from solvers.result import STATUSES, SolverResult
@@ -39,6 +41,8 @@ __all__ = [
     "QP",
     "STATUSES",
     "FrictionBlocks",
+    "FrictionalContact",
+    "GlobalFrictionalContact",
     "IncompatibleProblem",
     "ProblemError",
     "SOCBlocks",

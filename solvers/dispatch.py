@@ -19,7 +19,8 @@ from numpy.typing import ArrayLike, NDArray
 from solvers import conversions as cv
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
-from solvers.fitting import fitting_backends
+from solvers.fitting import fitting_backends, kind_of
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP
 from solvers.registry import available_backends, get_backend
 from solvers.residuals import lcp_residuals, qp_residuals
@@ -63,7 +64,7 @@ def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
 
 
 def solve(
-    problem: QP | LCP,
+    problem: QP | LCP | FrictionalContact | GlobalFrictionalContact,
     backend: str = "osqp",
     *,
     tol: float | None = None,
@@ -77,7 +78,8 @@ def solve(
     Parameters
     ----------
     problem
-        The problem.
+        The problem (a frictional-contact problem goes through
+        :func:`solvers.fc_dispatch.solve_frictional`).
     backend
         A name from :func:`available_backends` (``"osqp"``, ``"kkt"``,
         ``"pgs"``, ``"lemke"``, ``"cvxpy:clarabel"``, ``"qpsolvers:quadprog"`` ...).
@@ -120,9 +122,16 @@ def solve(
     if x0 is not None and not be.supports_warm_start:
         warnings.warn(f"backend {be.name!r} has no warm start; warm_start is ignored", stacklevel=2)
         x0 = y0 = None
+    if isinstance(problem, (FrictionalContact, GlobalFrictionalContact)):
+        from solvers.fc_dispatch import solve_frictional
+
+        opts = SolveOptions(tol, max_iter, x0, None, time_limit, dict(backend_settings))
+        return solve_frictional(problem, be, opts)
     if not isinstance(problem, (QP, LCP)):
         raise ProblemError(
-            "problem", f"expected a solvers.QP or solvers.LCP, got {type(problem).__name__}"
+            "problem",
+            f"expected a solvers.QP, LCP, FrictionalContact or GlobalFrictionalContact, "
+            f"got {type(problem).__name__}",
         )
     if x0 is not None and x0.shape != (problem.n,):
         raise ProblemError("warm_start", f"x has shape {x0.shape}, expected ({problem.n},)")
@@ -184,7 +193,10 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
         raw.setup_time += t_conv
         x, y = recover(raw.x) if np.all(np.isfinite(raw.x)) else (np.full(qp.n, np.nan), None)
     else:
-        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+        raise IncompatibleProblem(
+            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
+            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(qp))}"
+        )
     finite = np.all(np.isfinite(x))
     res = qp_residuals(qp, x, y, raw.z_soc) if finite else _nan_residuals()
     obj = qp.objective(x) if finite else float("nan")
@@ -276,7 +288,10 @@ def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
         raw.setup_time += t_conv
         convs = [cv.LCP_TO_QP]
     else:
-        raise IncompatibleProblem(f"backend {be.name!r} accepts neither QPs nor LCPs")
+        raise IncompatibleProblem(
+            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
+            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(lcp))}"
+        )
     z = raw.x
     finite = bool(np.all(np.isfinite(z)))
     w = lcp.w(z) if finite else np.full(lcp.n, np.nan)

@@ -57,6 +57,10 @@ class SolverResult:
         Name of the backend that ran.
     conversions
         Names of the conversions the layer applied, in order.
+    measures
+        For a frictional-contact problem: the natural-map residual and the
+        Signorini, cone and dissipation measures of
+        :func:`solvers.frictional.fc_residuals`; else ``None``.
     plausible
         ``False`` when the backend claims a solution (``optimal`` or
         ``optimal_inaccurate``) that the layer's residuals contradict
@@ -77,6 +81,7 @@ class SolverResult:
     w: NDArray[np.float64] | None = None
     z_soc: NDArray[np.float64] | None = None
     plausible: bool = True
+    measures: dict[str, float] | None = None
 
     @property
     def success(self) -> bool:

@@ -33,6 +33,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     p.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     p.add_argument("--out", type=Path, default=None, help="output folder")
+    p.add_argument("--force", action="store_true", help="replace an existing comparison folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -55,6 +56,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         out=args.out,
         model_options=options,
         quiet=args.quiet,
+        force=args.force,
     )
     ran = len(result.table)
     failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0

@@ -25,7 +25,12 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.errors import (
+    ConfigurationError,
+    IncompatibleError,
+    ResultsError,
+    UnknownNameError,
+)
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import check_fits, execute
 from contactlab.experiments.spec import RunSpec
@@ -84,6 +89,7 @@ def compare(
     model_options: Mapping[str, Any] | None = None,
     quiet: bool = False,
     run_plots: bool = False,
+    force: bool = False,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
@@ -99,8 +105,25 @@ def compare(
     model_options : options passed to every model (``cone``, ``directions``, ...).
     quiet : no progress bar.
     run_plots : also draw each run's own plots (``contactlab plot`` draws them later).
+    force : replace an existing comparison folder ``out``.
+
+    The folder appears whole or not at all: everything is written into a
+    temporary sibling that is renamed into place after the last run (an
+    interruption leaves ``out`` as it was).  Every name is checked and the
+    destination tested for writing before the first run.
+
+    Raises
+    ------
+    UnknownNameError
+        For a solver, model or formulation name that does not exist.
+    IncompatibleError
+        When no combination fits (the reasons are listed).
+    ResultsError
+        When ``out`` exists (without ``force``), is not a comparison folder,
+        or cannot be written.
     """
     from contactlab.models.base import model_names
+    from contactlab.results import atomic_folder, check_target, check_writable
     from contactlab.scenario import get_scenario
 
     sc = get_scenario(scenario)
@@ -108,12 +131,21 @@ def compare(
     solver_list = _names(solvers, [])
     model_list = _names(models, model_names())
     form_list = _names(formulations, sc.formulations)
+    _check_names(solver_list, model_list, form_list)
     folder = (
         Path(out)
         if out
         else Path("results/scratch") / (f"compare-{scenario}-{time.strftime('%Y%m%d-%H%M%S')}")
     )
-    folder.mkdir(parents=True, exist_ok=True)
+    # an existing empty folder (made ready for the output) counts as free
+    replace = force or (folder.is_dir() and not any(folder.iterdir()))
+    check_target(folder, replace)
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / "comparison.csv").is_file():
+        raise ResultsError(
+            f"--out {str(folder)!r} is not a comparison folder (no comparison.csv); --force "
+            "replaces only a comparison; choose another --out"
+        )
+    check_writable(folder)
 
     fitting: list[RunSpec] = []
     skipped: list[dict[str, str]] = []
@@ -129,27 +161,60 @@ def compare(
             )
             continue
         fitting.append(spec)
+    if not fitting:
+        reasons = "; ".join(
+            f"{r['formulation']}/{r['model']}/{r['solver']}: {r['reason']}" for r in skipped[:3]
+        )
+        more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
+        raise IncompatibleError(
+            f"no combination of the given solvers, models and formulations fits scenario "
+            f"{scenario!r}: {reasons}{more}; choose other --solvers or --models"
+        )
 
-    rows = []
-    for spec in tqdm(fitting, desc=f"compare {scenario}", disable=quiet, unit="run"):
-        name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
-        outcome = execute(spec, folder / "runs" / name, plots=run_plots)
-        row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
-        row.update(run_metrics(load_run_folder(outcome.folder)))
-        row["folder"] = f"runs/{name}"
-        rows.append(row)
-
-    table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
-    skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
-    table.to_csv(folder / "comparison.csv", index=False)
-    skipped_df.to_csv(folder / "skipped.csv", index=False)
-    (folder / "comparison.md").write_text(
-        comparison_markdown(scenario, params, table, skipped_df, dt, duration)
-    )
     from contactlab.experiments.plots import plot_comparison
 
-    plot_comparison(folder)
+    skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
+    with atomic_folder(folder, overwrite=replace) as tmp:
+        rows = []
+        for spec in tqdm(fitting, desc=f"compare {scenario}", disable=quiet, unit="run"):
+            name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
+            outcome = execute(spec, tmp / "runs" / name, plots=run_plots)
+            row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+            row.update(run_metrics(load_run_folder(outcome.folder)))
+            row["folder"] = f"runs/{name}"
+            rows.append(row)
+        table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
+        table.to_csv(tmp / "comparison.csv", index=False)
+        skipped_df.to_csv(tmp / "skipped.csv", index=False)
+        (tmp / "comparison.md").write_text(
+            comparison_markdown(scenario, params, table, skipped_df, dt, duration)
+        )
+        plot_comparison(tmp)
     return Comparison(folder, table, skipped_df)
+
+
+def _check_names(solvers: list[str], models: list[str], formulations: list[str]) -> None:
+    """Raise :class:`UnknownNameError` for a name that names nothing (a typo).
+
+    A solver that exists but is not installed is not an error here: it is
+    listed with the reason among the combinations that do not fit.
+    """
+    from contactlab.formulation import formulation_names
+    from contactlab.models.base import model_names
+    from contactlab.simulator import check_solver
+
+    for name in solvers:
+        try:
+            check_solver(name)
+        except IncompatibleError:  # known but not installed: listed as not fitting
+            pass
+    for kind, names, known in (
+        ("model", models, model_names()),
+        ("formulation", formulations, formulation_names()),
+    ):
+        for name in names:
+            if name not in known:
+                raise UnknownNameError(kind, name, list(known))
 
 
 def comparison_markdown(

@@ -15,7 +15,6 @@ combination under ``runs/``; a **sweep** folder ``sweep.parquet`` (or
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,11 @@ RUN_FILES = ("summary.json", "steps.csv", "trajectory.npz")
 def folder_kind(folder: Path | str) -> str:
     """``"run"``, ``"comparison"`` or ``"sweep"`` by the files the folder holds."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigurationError(
+            f"{str(folder)!r} is a file, not a results folder; pass the folder written by "
+            "run, compare or sweep"
+        )
     if not folder.is_dir():
         raise ConfigurationError(f"results folder {str(folder)!r} does not exist")
     if (folder / "sweep.parquet").exists() or (folder / "sweep.csv").exists():
@@ -66,7 +70,7 @@ def load_run_folder(folder: Path | str) -> RunData:
     A run that failed before its first step has only ``summary.json``; it
     loads with an empty ``steps`` table and no trajectory.
     """
-    from contactlab.results import load_run
+    from contactlab.results import load_run, read_summary_file
 
     folder = Path(folder)
     summary_path = folder / "summary.json"
@@ -74,7 +78,7 @@ def load_run_folder(folder: Path | str) -> RunData:
         raise ConfigurationError(f"{str(folder)!r} holds no summary.json; it is not a run folder")
     if (folder / "steps.csv").exists():
         return load_run(folder)
-    return RunData(folder, json.loads(summary_path.read_text()), pd.DataFrame(), {})
+    return RunData(folder, read_summary_file(folder), pd.DataFrame(), {})
 
 
 def load_table(folder: Path | str) -> TableResults:

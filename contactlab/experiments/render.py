@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from contactlab.errors import ConfigurationError
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.wireframe import SceneWireframe, scene_wireframe
-from contactlab.results import RunData
+from contactlab.results import RunData, atomic_file, check_writable
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -240,16 +240,20 @@ def render(
         raise ConfigurationError(
             f"cannot tell the animation format of {str(out)!r}; end it with {', '.join(FORMATS)}"
         )
+    check_writable(out.parent, "--out folder")
+    if out.is_dir():
+        raise ConfigurationError(f"--out {str(out)!r} is a folder; name the animation file")
     run = load_run_folder(run_dir)
     if not run.trajectory:
         raise ConfigurationError(f"{str(run_dir)!r} holds no trajectory.npz (a failed run?)")
     scene = rebuild_scene(run.summary)
     rows = frame_indices(run.trajectory["t"], fps, max_frames)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".html":
-        from contactlab.experiments.viewer import write_viewer
+    with atomic_file(out) as tmp:
+        if out.suffix == ".html":
+            from contactlab.experiments.viewer import write_viewer
 
-        return write_viewer(run, scene, rows, out, contacts=contacts)
-    images = draw_frames(run, scene, Camera(azimuth, elevation), rows, contacts, size_px)
-    _write_video(images, out, fps)
+            write_viewer(run, scene, rows, tmp, contacts=contacts)
+        else:
+            images = draw_frames(run, scene, Camera(azimuth, elevation), rows, contacts, size_px)
+            _write_video(images, tmp, fps)
     return out

@@ -22,7 +22,6 @@ leaves no folder.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,12 +217,11 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
 
 
 def clean_temporaries(root: Path | str) -> int:
-    """Remove temporary folders left by interrupted runs under ``root``; return how many."""
-    root = Path(root)
-    if not root.is_dir():
-        return 0
-    count = 0
-    for path in [*root.glob(".*.tmp-*"), *root.glob(".*.old-*")]:
-        shutil.rmtree(path, ignore_errors=True)
-        count += 1
-    return count
+    """Remove temporary folders left under ``root`` by runs whose process is gone.
+
+    Those of live processes (another sweep's runs in flight) are never touched
+    (see :func:`contactlab.results.clean_stale_temporaries`).
+    """
+    from contactlab.results import clean_stale_temporaries
+
+    return clean_stale_temporaries(root)

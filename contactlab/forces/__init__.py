@@ -17,9 +17,10 @@ from contactlab.forces.frame_spring import FrameSpring, world_jacobians
 from contactlab.forces.muscle import Muscle
 from contactlab.forces.path import PathForce
 from contactlab.forces.point import PointForce
-from contactlab.forces.springs import SpringDamper, ZeroLengthSpring
+from contactlab.forces.springs import AxialSpring, SpringDamper, ZeroLengthSpring
 
 __all__ = [
+    "AxialSpring",
     "BodyDamping",
     "Force",
     "FrameSpring",

@@ -23,7 +23,7 @@ from contactlab.forces.base import (
     positive,
 )
 from contactlab.forces.pairs import PairKinematics, pair_kinematics
-from contactlab.forces.path import PathForce, PathPoint
+from contactlab.forces.path import PathForce, PathPoint, as_path
 from contactlab.scene import Scene
 
 
@@ -175,3 +175,87 @@ class SpringDamper(PathForce):
 
     def potential(self, length: float) -> float:
         return 0.5 * self.spring_constant * (length - self.rest_length) ** 2 / self.rest_length
+
+
+#: Tension laws of :class:`AxialSpring` (seed 001 §0.12.1 and §0.13).
+AXIAL_LAWS = ("linear", "quadratic-strain")
+
+
+@dataclass(frozen=True)
+class AxialSpring(PathForce):
+    """Axial spring-damper along a path of two or more points (seed 001 §0.12–0.14).
+
+    The tension along the path of total length ``l`` is
+
+    .. math::
+
+        \\text{linear:}\\quad F = k (l - r) + d \\dot l,\\qquad
+        V = \\tfrac12 k (l - r)^2 ;
+
+        \\text{quadratic-strain:}\\quad F = \\sigma l + d \\dot l,\\quad
+        \\sigma = k \\varepsilon,\\quad \\varepsilon = \\frac{l^2 - r^2}{2 r^2},\\qquad
+        V = \\frac{k}{8 r^2} (l^2 - r^2)^2 ,
+
+    the first with the stiffness per unit length of §0.12.1, the second the
+    finite-element "stress" form of §0.13 (material plus geometric stiffness),
+    which hardens under extension.  A path of more than two points is the
+    multi-point spring of §0.14: the tension acts along every segment, the
+    points between the ends acting as frictionless pulleys.  ``K`` and ``D``
+    come from :class:`~contactlab.forces.path.PathForce` (exact, verified by
+    finite differences).
+
+    Parameters
+    ----------
+    points : ``((body name or None, (3,) point [m]), ...)``, at least two.
+    spring_constant : k [N/m] (linear) or [N] per unit strain (quadratic-strain).
+    damping_coefficient : d [N s/m].
+    rest_length : r [m], positive for the quadratic-strain law.
+    law : ``"linear"`` or ``"quadratic-strain"``.
+    """
+
+    points: tuple[PathPoint, ...]
+    spring_constant: float
+    damping_coefficient: float = 0.0
+    rest_length: float = 0.0
+    law: str = "linear"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", as_path(self.points, "AxialSpring"))
+        nonnegative(self.spring_constant, "AxialSpring spring_constant")
+        nonnegative(self.damping_coefficient, "AxialSpring damping_coefficient [N s/m]")
+        nonnegative(self.rest_length, "AxialSpring rest_length [m]")
+        if self.law not in AXIAL_LAWS:
+            raise ConfigurationError(
+                f"AxialSpring law must be one of {AXIAL_LAWS}, got {self.law!r}"
+            )
+        if self.law == "quadratic-strain":
+            positive(self.rest_length, "AxialSpring rest_length [m] of the quadratic-strain law")
+
+    def path(self) -> tuple[PathPoint, ...]:
+        return self.points
+
+    def tension(self, length: float, rate: float) -> tuple[float, float, float]:
+        F, F_l, F_v = self.batch_tension([self], np.array([length]), np.array([rate]))
+        return float(F[0]), float(F_l[0]), float(F_v[0])
+
+    @classmethod
+    def batch_tension(
+        cls, items: Sequence[PathForce], length: Array, rate: Array
+    ) -> tuple[Array, Array, Array]:
+        springs = [f for f in items if isinstance(f, AxialSpring)]
+        k = np.array([f.spring_constant for f in springs])
+        d = np.array([f.damping_coefficient for f in springs])
+        r = np.array([f.rest_length for f in springs])
+        quad = np.array([f.law == "quadratic-strain" for f in springs])
+        r2 = np.where(quad, r * r, 1.0)
+        F_lin, Fl_lin = k * (length - r), k
+        F_quad = k * length * (length**2 - r2) / (2 * r2)
+        Fl_quad = k * (3 * length**2 - r2) / (2 * r2)
+        F = np.where(quad, F_quad, F_lin) + d * rate
+        return F, np.where(quad, Fl_quad, Fl_lin), d
+
+    def potential(self, length: float) -> float:
+        k, r = self.spring_constant, self.rest_length
+        if self.law == "quadratic-strain":
+            return k * (length**2 - r**2) ** 2 / (8 * r**2)
+        return 0.5 * k * (length - r) ** 2

@@ -162,13 +162,21 @@ def _exp_rotation(a0, a1, a2, t, R):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c):  # noqa: ANN001, ANN201, PLR0912
-    """Fill ``X[i]`` (6, 6), ``Sb[i]`` (6, 6; ``ndof`` columns) and ``c[i] = Sbd_i qd_i``."""
+def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr):  # noqa: ANN001, ANN201, PLR0912
+    """Fill ``X[i]`` (6, 6), ``Sb[i]`` (6, 6; ``ndof`` columns) and ``c[i] = Sbd_i qd_i``.
+
+    ``scr`` is (6, 3, 3) scratch memory, so that no node allocates.
+    """
     kind = topo[i, KIND]
     k0 = topo[i, DOF0]
     g = geom[i]
-    Rq = np.empty((3, 3))
-    pq = np.zeros(3)
+    Rq = scr[0]
+    T = scr[1]
+    pq = scr[2, 0]
+    pl = scr[2, 1]
+    w = scr[2, 2]
+    for r in range(3):
+        pq[r] = 0.0
     for r in range(6):
         c[i, r] = 0.0
     if kind == REVOLUTE:
@@ -190,13 +198,10 @@ def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c):  # noqa: ANN001, ANN20
             for r in range(3):
                 for k in range(3):
                     Rq[r, k] = 1.0 if r == k else 0.0
-        J0 = np.empty((3, 3))
-        J1 = np.empty((3, 3))
-        J2 = np.empty((3, 3))
+        J0, J1, J2 = scr[3], scr[4], scr[5]
         qj = q[k0 : k0 + 3]
         qdj = qd[k0 : k0 + 3]
         right_jacobian_terms(qj, qdj, qdj, J0, J1, J2)
-        w = np.empty(3)
         for r in range(3):
             w[r] = J1[r, 0] * qdj[0] + J1[r, 1] * qdj[1] + J1[r, 2] * qdj[2]
         for r in range(6):
@@ -240,7 +245,6 @@ def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c):  # noqa: ANN001, ANN20
                 + g[RP + 3 * r + 1] * Rq[1, k]
                 + (g[RP + 3 * r + 2] * Rq[2, k])
             )
-    pl = np.empty(3)
     for r in range(3):
         pl[r] = g[PP + r] + T[r, 0] * g[PC] + T[r, 1] * g[PC + 1] + T[r, 2] * g[PC + 2]
         pl[r] += g[RP + 3 * r] * pq[0] + g[RP + 3 * r + 1] * pq[1] + g[RP + 3 * r + 2] * pq[2]
@@ -443,6 +447,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
     is ``M^{-1} tau``.
     """
     n = topo.shape[0]
+    scr = np.empty((6, 3, 3))
     nq = dofp.shape[1]
     _check(topo, dofp, q, "q has the wrong length for this model")
     _check(topo, dofp, qd, "qdot has the wrong length for this model")
@@ -467,7 +472,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
         for k in range(nq):
             tt[k] -= dofp[0, k] * (q[k] - dofp[2, k]) + dofp[1, k] * qd[k]
     for i in range(n):
-        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c)
+        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
         p = topo[i, PARENT]
         k0, nd = topo[i, DOF0], topo[i, NDOF]
         g = geom[i]
@@ -596,13 +601,14 @@ def rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F):  # noqa: AN
     wrench the joint of ``i`` transmits, ``F_p += X_i^T F_i``.
     """
     n = topo.shape[0]
+    scr = np.empty((6, 3, 3))
     vj = np.empty(6)
     t1 = np.empty(6)
     ag = np.zeros(6)
     for r in range(3):
         ag[r + 3] = -geom[n, r]
     for i in range(n):
-        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c)
+        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
         p = topo[i, PARENT]
         k0, nd = topo[i, DOF0], topo[i, NDOF]
         for r in range(6):
@@ -670,6 +676,36 @@ def inverse_dynamics(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, 
 
 
 @njit(cache=True)
+def _crba_column(topo, X, Sb, M, i, f):  # noqa: ANN001, ANN202
+    """Column of a one-coordinate node ``i``: walk ``f = Ic_i Sb_i`` up to the root."""
+    k0 = topo[i, DOF0]
+    f0, f1, f2, f3, f4, f5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    j = i
+    while j >= 0:
+        j0, jd = topo[j, DOF0], topo[j, NDOF]
+        S = Sb[j]
+        for b in range(jd):
+            s = S[0, b] * f0 + S[1, b] * f1 + S[2, b] * f2 + S[3, b] * f3 + S[4, b] * f4
+            s += S[5, b] * f5
+            M[j0 + b, k0] = s
+            M[k0, j0 + b] = s
+        p = topo[j, PARENT]
+        if p >= 0:
+            x = X[j]
+            g0 = x[0, 0] * f0 + x[1, 0] * f1 + x[2, 0] * f2 + x[3, 0] * f3 + x[4, 0] * f4
+            g1 = x[0, 1] * f0 + x[1, 1] * f1 + x[2, 1] * f2 + x[3, 1] * f3 + x[4, 1] * f4
+            g2 = x[0, 2] * f0 + x[1, 2] * f1 + x[2, 2] * f2 + x[3, 2] * f3 + x[4, 2] * f4
+            g0 += x[5, 0] * f5
+            g1 += x[5, 1] * f5
+            g2 += x[5, 2] * f5
+            g3 = x[0, 0] * f3 + x[1, 0] * f4 + x[2, 0] * f5
+            g4 = x[0, 1] * f3 + x[1, 1] * f4 + x[2, 1] * f5
+            g5 = x[0, 2] * f3 + x[1, 2] * f4 + x[2, 2] * f5
+            f0, f1, f2, f3, f4, f5 = g0, g1, g2, g3, g4, g5
+        j = p
+
+
+@njit(cache=True)
 def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     """``M`` (nq, nq) by the composite-rigid-body algorithm, O(n depth).
 
@@ -678,6 +714,7 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     nodes on different branches are zero.
     """
     n = topo.shape[0]
+    scr = np.empty((6, 3, 3))
     nq = dofp.shape[1]
     _check(topo, dofp, q, "q has the wrong length for this model")
     X = np.empty((n, 6, 6))
@@ -687,7 +724,7 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     Ic = np.zeros((n, 6, 6))
     T = np.empty((6, 6))
     for i in range(n):
-        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c)
+        node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
         for r in range(6):
             Ic[i, r, r] = geom[i, INERTIA + r]
     for i in range(n - 1, 0, -1):
@@ -707,6 +744,9 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
                 for m in range(6):
                     s += Ic[i, r, m] * Sb[i, m, a]
                 Fc[a, r] = s
+        if nd == 1:
+            _crba_column(topo, X, Sb, M, i, Fc[0])
+            continue
         j = i
         while j >= 0:
             j0, jd = topo[j, DOF0], topo[j, NDOF]

@@ -77,9 +77,10 @@ class ReducedFormulation(Formulation):
     stabilization : Baumgarte form of the loop closures and the scene's
         constraints (:mod:`contactlab.reduced.constraints`): "velocity",
         "acceleration" or "off".
-    coriolis : "rotated" (default, each body's momentum turned by its step
-        rotation, as the maximal formulation does) or "explicit" (eq. 2.73 as
-        printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
+    coriolis : "rotated_linear" (default: each body's linear momentum turned by
+        its step rotation, the angular gyroscopic term explicit), "rotated"
+        (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
+        as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     """
 
     has_joint_drift = False
@@ -96,11 +97,13 @@ class ReducedFormulation(Formulation):
         joint_torque: JointTorque | None = None,
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
-        coriolis: str = "rotated",
+        coriolis: str = "rotated_linear",
     ) -> None:
         super().__init__(scene)
-        if coriolis not in ("rotated", "explicit"):
-            raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        if coriolis not in dyn.CORIOLIS_FORMS:
+            raise ConfigurationError(
+                f"coriolis must be one of {', '.join(dyn.CORIOLIS_FORMS)}, got {coriolis!r}"
+            )
         self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         from contactlab.reduced.constraints import scene_constraints

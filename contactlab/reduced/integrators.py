@@ -38,7 +38,7 @@ def step_linearly_implicit(
     qdot: Array,
     h: float,
     tau: Array | None = None,
-    coriolis: str = "rotated",
+    coriolis: str = "rotated_linear",
 ) -> tuple[Array, Array]:
     """One step of linearly implicit Euler; returns ``(q, qdot)`` at ``t + h``.
 
@@ -51,7 +51,7 @@ def step_linearly_implicit(
     start of the step, eq. 2.72).  Positions by :meth:`Tree.advance`
     (``q + h qdot+`` for joints with constant ``S``); ``f_r``'s bias
     ``Jdot qdot`` is taken along that motion (``forward_kinematics(step=True)``).
-    ``coriolis``: "rotated" (default) or "explicit" gyroscopic terms
+    ``coriolis``: "rotated_linear" (default), "rotated" or "explicit" gyroscopic terms
     (:func:`contactlab.reduced.dynamics.free_momentum`).
     """
     kin = forward_kinematics(tree, q, qdot, step=True)

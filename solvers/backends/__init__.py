@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.backends.cvxpy_ import CVXPY_BACKENDS
+from solvers.backends.friction import FRICTION_BACKENDS
 from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
 from solvers.backends.osqp_ import OSQPBackend
 from solvers.backends.pgs import PGSBackend
+from solvers.backends.ppivot import PrincipalPivotingBackend
 from solvers.backends.qpsolvers_ import QPSOLVERS_BACKENDS
 
 BACKENDS: list[type[Backend]] = [
@@ -19,6 +21,8 @@ BACKENDS: list[type[Backend]] = [
     OSQPBackend,
     PGSBackend,
     LemkeBackend,
+    PrincipalPivotingBackend,
+    *FRICTION_BACKENDS,
     *CVXPY_BACKENDS,
     *QPSOLVERS_BACKENDS,
 ]

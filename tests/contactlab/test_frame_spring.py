@@ -204,3 +204,49 @@ def test_frame_spring_bad_input() -> None:
     with pytest.raises(ConfigurationError, match="'nope'"):
         forces.FrameSpring("a", "nope", k_t=1.0).wrench(_scene(), E, phi)
     assert _perturbed(E, 0, 0, 0.0).shape == E.shape
+
+
+# ----------------------------------------------------------------------------
+# axial springs (seed 001 §0.12-0.14)
+# ----------------------------------------------------------------------------
+_TWO = (("a", [0.1, 0.4, -0.3]), ("c", [-0.5, 0.2, 0.1]))
+_MULTI = (
+    ("a", [0.1, 0.4, -0.3]),
+    ("b", [0.3, -0.1, 0.2]),
+    (None, [0.5, 0.5, 0.5]),
+    ("d", [0.0, 0.2, 0.1]),
+)
+
+
+@pytest.mark.parametrize("law", ["linear", "quadratic-strain"])
+@pytest.mark.parametrize("path", [_TWO, _MULTI], ids=["two-point", "multi-point"])
+def test_axial_spring_derivatives(law, path) -> None:
+    f = forces.AxialSpring(
+        path, spring_constant=30.0, damping_coefficient=1.5, rest_length=0.8, law=law
+    )
+    _check_derivatives(f, seed=21)
+
+
+@pytest.mark.parametrize("law", ["linear", "quadratic-strain"])
+def test_axial_spring_tension_and_potential(law) -> None:
+    """The seed's tension laws, and dV/dl = F(l, 0) (central difference, 1e-8)."""
+    k, d, r = 30.0, 1.5, 0.8
+    f = forces.AxialSpring(_TWO, spring_constant=k, damping_coefficient=d, rest_length=r, law=law)
+    for length, rate in ((0.5, 0.3), (1.3, -0.7)):
+        F, F_l, F_v = f.tension(length, rate)
+        if law == "linear":
+            expected = k * (length - r) + d * rate  # eq. 0.12.1
+        else:
+            expected = k * (length**2 - r**2) / (2 * r**2) * length + d * rate  # sigma l, §0.13
+        assert F == pytest.approx(expected, rel=1e-14)
+        assert F_v == d
+        dl = 1e-6
+        Fp, _, _ = f.tension(length + dl, rate)
+        Fm, _, _ = f.tension(length - dl, rate)
+        assert F_l == pytest.approx((Fp - Fm) / (2 * dl), rel=1e-8)
+        dV = (f.potential(length + dl) - f.potential(length - dl)) / (2 * dl)
+        assert dV == pytest.approx(f.tension(length, 0.0)[0], rel=1e-8)
+    with pytest.raises(ConfigurationError, match="law"):
+        forces.AxialSpring(_TWO, spring_constant=1.0, law="cubic")
+    with pytest.raises(ConfigurationError, match="rest_length"):
+        forces.AxialSpring(_TWO, spring_constant=1.0, law="quadratic-strain")

@@ -25,6 +25,7 @@ import solvers
 from solvers import (
     LCP,
     QP,
+    FrictionalContact,
     FrictionBlocks,
     IncompatibleProblem,
     ProblemKind,
@@ -42,8 +43,11 @@ INF = np.inf
 PSD = np.array([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # null space (1, 1, 0)
 SPD = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
 
+#: one contact's Delassus block (normal row first)
+BLOCK = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 2.0]])
+
 #: a small, well-posed problem of each built-in kind (bounded despite singular costs)
-PROBLEMS: dict[str, QP | LCP] = {
+PROBLEMS: dict[str, QP | LCP | FrictionalContact] = {
     "eq_qp": QP(SPD, [1.0, -1.0, 0.5], np.array([[1.0, 1.0, 1.0]]), [1.0], [1.0]),
     "qp": QP(
         SPD,
@@ -74,6 +78,12 @@ PROBLEMS: dict[str, QP | LCP] = {
         blocks=FrictionBlocks(np.array([0]), np.array([[1, 2]]), np.array([0.3])),
     ),
     "pivot_lcp": LCP(np.array([[1.0, 1.0], [-1.0, 0.0]]), [-1.0, 1.0]),
+    "fc_ccp_soc": FrictionalContact(BLOCK, [-1.0, 0.8, -0.1], [0.3], law="ccp", cone="soc"),
+    "fc_ccp_poly": FrictionalContact(BLOCK, [-1.0, 0.8, -0.1], [0.3], law="ccp", cone="pyramid"),
+    "fc_coulomb": FrictionalContact(BLOCK, [-1.0, 0.8, -0.1], [0.3], law="coulomb", cone="box"),
+    "fc_coulomb_pyramid": FrictionalContact(
+        BLOCK, [-1.0, 0.8, -0.1], [0.3], law="coulomb", cone="pyramid", directions=6
+    ),
 }
 
 #: conversions that depend on the instance rather than the kind (LCP normalisations)

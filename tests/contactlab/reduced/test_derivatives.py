@@ -14,7 +14,7 @@ from contactlab.reduced.derivatives import (
     inverse_dynamics_derivatives,
 )
 from contactlab.reduced.model import Model
-from contactlab.reduced.tree import Tree
+from contactlab.reduced.pinocchio_ import to_pinocchio
 from contactlab.scene import Body, JointSpec, Scene
 
 from .conftest import JOINTS
@@ -123,41 +123,6 @@ def _tree_scene(rng: np.random.Generator, parents: list[int], kinds: list[str]) 
     return Scene("pin", tuple(bodies), tuple(joints))
 
 
-def pinocchio_model(tree: Tree):  # noqa: ANN201
-    """The same tree in Pinocchio: its joint frame i is our child-side joint frame ``E_i Fc``.
-
-    Placement of joint i in its parent's joint frame: ``Fc_p^{-1} Fp``; the
-    body sits at ``Fc^{-1}`` in the joint frame.  Only the (scalar) joint
-    coordinates are compared, so the twist ordering conventions do not enter.
-    """
-    import pinocchio as pin
-
-    model = pin.Model()
-    model.gravity.linear = tree.scene.gravity
-    ids = []
-    for i, joint in enumerate(tree.joints):
-        p = int(tree.parent[i])
-        placement = (
-            tree.frame_parent[i] if p < 0 else tree.frame_child_inv[p] @ tree.frame_parent[i]
-        )
-        axis = joint.axis  # type: ignore[attr-defined]
-        jm = (
-            pin.JointModelRevoluteUnaligned(*axis)
-            if tree.specs[i].kind == "revolute"
-            else pin.JointModelPrismaticUnaligned(*axis)
-        )
-        jid = model.addJoint(
-            0 if p < 0 else ids[p], jm, pin.SE3(placement[:3, :3], placement[:3, 3]), f"j{i}"
-        )
-        body = tree.frame_child_inv[i]
-        inertia = tree.inertia[i]
-        R = body[:3, :3]
-        pin_inertia = pin.Inertia(inertia[3], body[:3, 3], R @ np.diag(inertia[:3]) @ R.T)
-        model.appendBodyToJoint(jid, pin_inertia, pin.SE3.Identity())
-        ids.append(jid)
-    return model
-
-
 @pytest.mark.skipif(not HAS_PIN, reason="pinocchio is not installed (pip install pin)")
 @pytest.mark.parametrize("shape", ["chain", "tree"])
 def test_derivatives_match_pinocchio(shape: str) -> None:
@@ -169,7 +134,7 @@ def test_derivatives_match_pinocchio(shape: str) -> None:
     parents = [i - 1 for i in range(n)] if shape == "chain" else [(i - 1) // 2 for i in range(n)]
     kinds = ["revolute" if rng.random() < 0.7 else "prismatic" for _ in range(n)]
     model = Model.from_scene(_tree_scene(rng, parents, kinds))
-    pm = pinocchio_model(model.tree)
+    pm = to_pinocchio(model.tree)
     data = pm.createData()
     q, qd, qdd = rng.uniform(-1, 1, (3, n))
     tau = model.inverse_dynamics(q, qd, qdd)

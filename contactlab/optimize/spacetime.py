@@ -1,0 +1,392 @@
+"""Spacetime optimization: the joint trajectory of least squared torque (seed 004).
+
+The trajectory is discretized at ``K + 1`` knots ``t_k = k h``, ``h = T / K``,
+with positions ``q_k`` as unknowns.  Velocities and accelerations are central
+differences,
+
+.. math::
+
+    \\dot q_k = \\frac{q_{k+1} - q_{k-1}}{2h}, \\qquad
+    \\ddot q_k = \\frac{q_{k+1} - 2 q_k + q_{k-1}}{h^2},
+
+with ghost knots ``q_{-1} = q_1 - 2h v_0`` and ``q_{K+1} = q_{K-1} + 2h v_T``
+that make the end velocities exactly ``v_0`` and ``v_T``.  The end positions
+and the via-points are fixed, so the boundary conditions hold by
+construction and the problem is unconstrained (box-constrained with joint
+limits).  The cost is the trapezoidal rule of Guenter and Rose's energy,
+
+.. math::
+
+    P = \\int_0^T \\sum_i \\tau_i^2 \\, dt \\approx h \\sum_k w_k \\|\\tau_k\\|^2 ,
+    \\qquad \\tau_k = ID(q_k, \\dot q_k, \\ddot q_k),
+
+``w_0 = w_K = 1/2`` and 1 otherwise.  Its exact gradient chains
+``dtau/dq``, ``dtau/dqdot`` and ``dtau/dqddot = M``
+(:func:`contactlab.reduced.derivatives.inverse_dynamics_derivatives`)
+through the difference formulas.  scipy's L-BFGS-B (default, takes joint
+limits) or BFGS minimizes it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from contactlab.errors import ConfigurationError
+from contactlab.reduced.derivatives import inverse_dynamics_derivatives
+from contactlab.reduced.model import Model
+from contactlab.reduced.tree import Array
+
+METHODS = ("L-BFGS-B", "BFGS")
+
+
+def _vector(value: Any, nq: int, name: str, default: float | None = None) -> Array:
+    """``value`` as (nq,) floats; ``None`` gives ``default``; infinities only for limits."""
+    if value is None:
+        if default is None:
+            raise ConfigurationError(f"{name} is required: give {nq} values")
+        return np.full(nq, default)
+    out = np.asarray(value, dtype=float).reshape(-1)
+    limit = default is not None and np.isinf(default)
+    ok = ~np.isnan(out) if limit else np.isfinite(out)
+    if out.shape != (nq,) or not np.all(ok):
+        kind = "numbers (inf for no limit)" if limit else "finite numbers"
+        raise ConfigurationError(f"{name} must be {nq} {kind}, got {np.shape(value)}")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SpacetimeProblem:
+    """Least squared torque between two states (built once, evaluated by the optimizer).
+
+    Parameters
+    ----------
+    model : the prepared model of the system.
+    duration : ``T`` [s].
+    knots : number of intervals ``K`` (``K + 1`` knots).
+    q_start, q_end : (nq,) end positions [rad or m].
+    qdot_start, qdot_end : (nq,) end velocities (default rest).
+    via : ``{time [s]: (nq,) position}``; each time must fall on a knot.
+    lower, upper : (nq,) joint limits applied at every free knot (L-BFGS-B only).
+    """
+
+    model: Model
+    duration: float
+    knots: int
+    q_start: Array
+    q_end: Array
+    qdot_start: Array | None = None
+    qdot_end: Array | None = None
+    via: dict[float, Array] = field(default_factory=dict)
+    lower: Array | None = None
+    upper: Array | None = None
+
+    def __post_init__(self) -> None:
+        nq = self.model.nq
+        if not (np.isfinite(self.duration) and self.duration > 0):
+            raise ConfigurationError(f"duration must be a positive time [s], got {self.duration}")
+        if int(self.knots) != self.knots or self.knots < 2:
+            raise ConfigurationError(f"knots must be an integer >= 2, got {self.knots}")
+        put = object.__setattr__
+        put(self, "q_start", _vector(self.q_start, nq, "q_start"))
+        put(self, "q_end", _vector(self.q_end, nq, "q_end"))
+        put(self, "qdot_start", _vector(self.qdot_start, nq, "qdot_start", 0.0))
+        put(self, "qdot_end", _vector(self.qdot_end, nq, "qdot_end", 0.0))
+        put(self, "lower", _vector(self.lower, nq, "lower", -np.inf))
+        put(self, "upper", _vector(self.upper, nq, "upper", np.inf))
+        if np.any(self.lower >= self.upper):  # type: ignore[operator]
+            raise ConfigurationError("every lower joint limit must be below its upper limit")
+        fixed = np.zeros((self.knots + 1, nq), dtype=bool)
+        fixed[[0, -1]] = True
+        values = np.zeros((self.knots + 1, nq))
+        values[0], values[-1] = self.q_start, self.q_end
+        for t, q in self.via.items():
+            k = float(t) / self.h
+            if not (0 < round(k) < self.knots and abs(k - round(k)) < 1e-9):
+                raise ConfigurationError(
+                    f"via-point time {t} s is not an interior knot; knots are multiples of "
+                    f"h = {self.h:g} s strictly between 0 and {self.duration:g} s"
+                )
+            fixed[round(k)] = True
+            values[round(k)] = _vector(q, nq, f"via-point at {t} s")
+        put(self, "_fixed", fixed)
+        put(self, "_values", values)
+
+    # -- trajectory ----------------------------------------------------------
+    @property
+    def h(self) -> float:
+        """Knot spacing [s]."""
+        return self.duration / self.knots
+
+    @property
+    def times(self) -> Array:
+        """(K+1,) knot times [s]."""
+        return np.linspace(0.0, self.duration, self.knots + 1)
+
+    @property
+    def n_free(self) -> int:
+        """Number of unknowns."""
+        return int((~self._fixed).sum())  # type: ignore[attr-defined]
+
+    def positions(self, x: Array) -> Array:
+        """(K+1, nq) knot positions with the free entries ``x``."""
+        Q = self._values.copy()  # type: ignore[attr-defined]
+        Q[~self._fixed] = x  # type: ignore[attr-defined]
+        return Q
+
+    def initial_guess(self) -> Array:
+        """Free entries of the piecewise-linear interpolation of the fixed knots."""
+        t = self.times
+        fixed = self._fixed.all(axis=1)  # type: ignore[attr-defined]
+        Q = np.array(
+            [np.interp(t, t[fixed], self._values[fixed, i]) for i in range(self.model.nq)]  # type: ignore[attr-defined]
+        ).T
+        Q = np.clip(Q, self.lower, self.upper)
+        return Q[~self._fixed]  # type: ignore[attr-defined]
+
+    def rates(self, Q: Array) -> tuple[Array, Array]:
+        """Velocities and accelerations (K+1, nq) by central differences with ghost knots."""
+        h = self.h
+        ext = np.vstack([Q[1] - 2 * h * self.qdot_start, Q, Q[-2] + 2 * h * self.qdot_end])
+        qdot = (ext[2:] - ext[:-2]) / (2 * h)
+        qddot = (ext[2:] - 2 * ext[1:-1] + ext[:-2]) / h**2
+        return qdot, qddot
+
+    def weights(self) -> Array:
+        """(K+1,) trapezoidal weights times ``h``."""
+        w = np.full(self.knots + 1, self.h)
+        w[[0, -1]] *= 0.5
+        return w
+
+    # -- cost ----------------------------------------------------------------
+    def torques(self, Q: Array) -> Array:
+        """(K+1, nq) applied torques along the trajectory."""
+        qdot, qddot = self.rates(Q)
+        return np.array(
+            [self.model.inverse_dynamics(Q[k], qdot[k], qddot[k]) for k in range(len(Q))]
+        )
+
+    def cost(self, x: Array) -> float:
+        """``h sum_k w_k |tau_k|^2`` [N^2 m^2 s]."""
+        tau = self.torques(self.positions(x))
+        return float(self.weights() @ np.sum(tau**2, axis=1))
+
+    def cost_and_gradient(self, x: Array) -> tuple[float, Array]:
+        """The cost and its exact gradient with respect to the free entries."""
+        Q = self.positions(x)
+        qdot, qddot = self.rates(Q)
+        h, w = self.h, self.weights()
+        G = np.zeros((len(Q) + 2, self.model.nq))  # ghost, knots 0..K, ghost
+        total = 0.0
+        for k in range(len(Q)):
+            dq, dqd, M = inverse_dynamics_derivatives(self.model, Q[k], qdot[k], qddot[k])
+            tau = self.model.inverse_dynamics(Q[k], qdot[k], qddot[k])
+            total += w[k] * float(tau @ tau)
+            r = 2.0 * w[k] * tau
+            gv = (dqd.T @ r) / (2 * h)
+            ga = (M @ r) / h**2
+            G[k + 1] += dq.T @ r - 2 * ga
+            G[k + 2] += gv + ga
+            G[k] += ga - gv
+        G[2] += G[0]  # q_{-1} = q_1 - 2h v_0
+        G[-3] += G[-1]  # q_{K+1} = q_{K-1} + 2h v_T
+        return total, G[1:-1][~self._fixed]  # type: ignore[attr-defined]
+
+    def residual_jacobian(self, x: Array) -> Array:
+        """``d r / d x`` of the residuals ``r_k = sqrt(h w_k) tau_k`` ((K+1) nq, n_free).
+
+        The cost is ``|r|^2``; ``2 J^T J`` is its Gauss-Newton Hessian.
+        """
+        Q = self.positions(x)
+        qdot, qddot = self.rates(Q)
+        h, w, nq = self.h, self.weights(), self.model.nq
+        J = np.zeros((len(Q), nq, len(Q) + 2, nq))
+        for k in range(len(Q)):
+            dq, dqd, M = inverse_dynamics_derivatives(self.model, Q[k], qdot[k], qddot[k])
+            s = np.sqrt(w[k])
+            J[k, :, k + 1] += s * (dq - 2 * M / h**2)
+            J[k, :, k + 2] += s * (dqd / (2 * h) + M / h**2)
+            J[k, :, k] += s * (M / h**2 - dqd / (2 * h))
+        J[:, :, 2] += J[:, :, 0]
+        J[:, :, -3] += J[:, :, -1]
+        return J[:, :, 1:-1].reshape(len(Q) * nq, -1)[:, (~self._fixed).ravel()]  # type: ignore[attr-defined]
+
+    def gradient_check(self, x: Array, step: float = 1e-6) -> float:
+        """``max |g - g_fd| / max |g_fd|`` against central differences of :meth:`cost`."""
+        _, g = self.cost_and_gradient(x)
+        fd = np.empty_like(g)
+        for i in range(len(x)):
+            e = np.zeros_like(x)
+            e[i] = step
+            fd[i] = (self.cost(x + e) - self.cost(x - e)) / (2 * step)
+        return float(np.abs(g - fd).max() / max(np.abs(fd).max(), 1e-300))
+
+
+@dataclass(frozen=True)
+class SpacetimeResult:
+    """The optimized trajectory and how the optimizer ended (scipy's conventions).
+
+    ``status`` is ``"optimal"`` when scipy reports convergence, ``"max_iterations"``
+    when the iteration cap stopped it, ``"failed"`` otherwise.
+    """
+
+    t: Array
+    q: Array
+    qdot: Array
+    qddot: Array
+    tau: Array
+    cost: float
+    initial_cost: float
+    success: bool
+    status: str
+    message: str
+    nit: int
+    nfev: int
+    method: str
+    wall_time_s: float
+    history: Array
+    gradient_check_initial: float
+    gradient_norm: float
+    boundary_error: float
+
+
+def _preconditioner(problem: SpacetimeProblem, x: Array, diagonal: bool) -> Array:
+    """``T`` with ``T^T H T = I`` for the Gauss-Newton Hessian ``H = 2 J^T J`` at ``x``.
+
+    Finite-difference accelerations make the Hessian scale like ``h^-4``;
+    the optimizer works in ``z`` with ``x = x_ref + T z``.  With joint limits
+    only the diagonal is used, so that bounds stay boxes.
+    """
+    J = problem.residual_jacobian(x)
+    H = 2.0 * J.T @ J
+    if diagonal:
+        return np.diag(1.0 / np.sqrt(np.maximum(np.diag(H), 1e-300)))
+    L = np.linalg.cholesky(H + 1e-12 * np.trace(H) / len(H) * np.eye(len(H)))
+    return np.asarray(scipy.linalg.solve_triangular(L, np.eye(len(H)), lower=True).T)
+
+
+def optimize(
+    problem: SpacetimeProblem,
+    method: str = "BFGS",
+    max_iterations: int = 1000,
+    tolerance: float = 1e-12,
+    restart_every: int = 25,
+    check_gradient: bool = True,
+) -> SpacetimeResult:
+    """Minimize the squared torque of ``problem`` with scipy (``method`` in :data:`METHODS`).
+
+    The quasi-Newton method runs in the variables preconditioned by the
+    Gauss-Newton Hessian (:func:`_preconditioner`), restarted with a fresh
+    preconditioner every ``restart_every`` iterations.  It stops as
+    ``"optimal"`` when the predicted decrease ``g^T H^{-1} g / 2`` falls
+    below ``tolerance`` times the initial cost, as ``"max_iterations"``
+    after ``max_iterations`` iterations.  ``check_gradient`` compares the
+    analytic gradient with central differences at the initial guess.
+    """
+    if method not in METHODS:
+        raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())  # type: ignore[arg-type]
+    if has_limits and method != "L-BFGS-B":
+        raise ConfigurationError("joint limits need method 'L-BFGS-B' (BFGS takes no bounds)")
+    x = problem.initial_guess()
+    initial_cost = problem.cost(x)
+    check = problem.gradient_check(x) if check_gradient else float("nan")
+    history = [initial_cost]
+    mask = ~problem._fixed  # type: ignore[attr-defined]
+    shape = (problem.knots + 1, problem.model.nq)
+    lower = np.broadcast_to(problem.lower, shape)[mask]
+    upper = np.broadcast_to(problem.upper, shape)[mask]
+    nit = nfev = 0
+    status, message = "max_iterations", "iteration limit reached"
+    start = time.perf_counter()
+    while True:
+        T = _preconditioner(problem, x, diagonal=has_limits)
+        f, g = problem.cost_and_gradient(x)
+        gz = T.T @ g
+        if has_limits:  # only the components that may move inside the box count
+            d = np.diag(T)
+            gz[((x <= lower) & (gz > 0)) | ((x >= upper) & (gz < 0))] = 0.0
+            gz = gz * np.sign(d)
+        if 0.5 * float(gz @ gz) <= tolerance * initial_cost:
+            status, message = "optimal", "predicted decrease below tolerance x initial cost"
+            break
+        if nit >= max_iterations:
+            break
+        x_ref = x
+
+        last: dict[bytes, float] = {}
+
+        def fun(
+            z: Array, T: Array = T, x_ref: Array = x_ref, last: dict = last
+        ) -> tuple[float, Array]:
+            f, g = problem.cost_and_gradient(x_ref + T @ z)
+            last[z.tobytes()] = f
+            return f, T.T @ g
+
+        def record(
+            zk: Array, *_: Any, T: Array = T, x_ref: Array = x_ref, last: dict = last
+        ) -> None:
+            key = zk.tobytes()
+            history.append(last[key] if key in last else problem.cost(x_ref + T @ zk))
+            last.clear()
+
+        options: dict[str, Any] = {"maxiter": min(restart_every, max_iterations - nit), "gtol": 0.0}
+        kwargs: dict[str, Any] = {}
+        if method == "L-BFGS-B":
+            options.update(ftol=0.0, maxcor=30)
+            d = np.diag(T)
+            lo, hi = (lower - x_ref) / d, (upper - x_ref) / d
+            kwargs["bounds"] = list(
+                zip(np.where(np.isfinite(lo), lo, None), np.where(np.isfinite(hi), hi, None))
+            )
+        res = scipy.optimize.minimize(
+            fun,
+            np.zeros_like(x),
+            jac=True,
+            method=method,
+            options=options,
+            callback=record,
+            **kwargs,
+        )
+        nit += int(res.nit)
+        nfev += int(res.nfev)
+        x = x_ref + T @ res.x
+        if res.nit == 0:
+            status, message = "failed", f"no progress: {res.message}"
+            break
+    wall = time.perf_counter() - start
+    Q = problem.positions(x)
+    qdot, qddot = problem.rates(Q)
+    tau = problem.torques(Q)
+    cost, g = problem.cost_and_gradient(x)
+    boundary = max(
+        float(np.abs(Q[0] - problem.q_start).max()),
+        float(np.abs(Q[-1] - problem.q_end).max()),
+        float(np.abs(qdot[0] - problem.qdot_start).max()),
+        float(np.abs(qdot[-1] - problem.qdot_end).max()),
+    )
+    return SpacetimeResult(
+        t=problem.times,
+        q=Q,
+        qdot=qdot,
+        qddot=qddot,
+        tau=tau,
+        cost=cost,
+        initial_cost=initial_cost,
+        success=status == "optimal",
+        status=status,
+        message=message,
+        nit=nit,
+        nfev=nfev,
+        method=method,
+        wall_time_s=wall,
+        history=np.array(history),
+        gradient_check_initial=check,
+        gradient_norm=float(np.abs(g).max()),
+        boundary_error=boundary,
+    )

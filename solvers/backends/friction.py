@@ -1,0 +1,195 @@
+"""Frictional-contact backends: ``nsgs``, ``apgd`` and ``admm`` (compiled, numba).
+
+Each takes a :class:`~solvers.frictional.FrictionalContact` natively
+(``accepts_fc``), reports the natural-map residual of
+:func:`solvers.frictional.fc_residuals` (Siconos / FCLIB's ``fc3d`` error,
+``||r - P_K(r - û)||_2 / ||q||_2``) as its stopping test, and returns
+``max_iterations`` (never ``optimal``) when its cap is reached first.
+
+- ``nsgs``: block nonsmooth Gauss--Seidel over the 3x3 diagonal blocks with an
+  exact local solver per law and cone (:mod:`solvers.backends.fc_local`),
+  over-relaxation ``omega`` (default 1), scalar rows in the same sweep, warm
+  start.  ``max_iter`` counts sweeps (default 10000).  Both laws, every cone.
+- ``apgd``: Nesterov's accelerated projected gradient with backtracking and
+  gradient restart; the CCP only (the Coulomb law is not the optimality
+  condition of a minimisation).  ``max_iter`` default 20000.
+- ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
+  default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both
+  laws (De Saxcé's fixed point inside the splitting for Coulomb).
+  ``max_iter`` default 5000.
+
+All three need the diagonal of ``W`` positive on contact normal rows; a
+contact whose 3x3 block is singular is still handled by the local solvers'
+closed forms only if its normal entry is positive.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from solvers.backends.base import Backend, SolveOptions
+from solvers.errors import IncompatibleProblem, ProblemError
+from solvers.frictional import FrictionalContact
+from solvers.result import RawSolution
+
+
+def _csr(problem: FrictionalContact) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    W = problem.W
+    return W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data
+
+
+def _start(problem: FrictionalContact, opts: SolveOptions) -> np.ndarray:
+    if opts.x0 is None:
+        return np.zeros(problem.n)
+    r = np.array(opts.x0, dtype=np.float64)
+    if r.shape != (problem.n,):
+        raise ProblemError("warm_start", f"has shape {r.shape}, expected ({problem.n},)")
+    return r
+
+
+def _codes(problem: FrictionalContact) -> tuple[int, int]:
+    return (0 if problem.law == "ccp" else 1), (0 if problem.cone == "soc" else 1)
+
+
+def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) -> None:
+    if settings:
+        raise ProblemError(
+            "backend_settings", f"{name} does not know {sorted(settings)}; it takes {list(known)}"
+        )
+
+
+def _status(res: float, tol: float, capped: bool) -> str:
+    if not np.isfinite(res):
+        return "numerical_error"
+    if res <= tol:
+        return "optimal"
+    return "max_iterations" if capped else "numerical_error"
+
+
+class FrictionBackend(Backend):
+    """Base of the compiled frictional-contact backends."""
+
+    kind = "iterative"
+    required_modules = ("numba",)
+    accepts_fc: ClassVar[bool] = True
+    #: Whether the Coulomb law (not only the CCP) is solved natively.
+    solves_coulomb: ClassVar[bool] = True
+    supports_warm_start = True
+    tolerance = 1e-6
+    default_tol = 1e-6
+
+    @classmethod
+    def forms(cls) -> list[str]:
+        return [
+            "frictional contact (ccp, coulomb)"
+            if cls.solves_coulomb
+            else "frictional contact (ccp)"
+        ]
+
+    def check_fc(self, problem: FrictionalContact) -> None:
+        """Raise :class:`IncompatibleProblem` unless every normal diagonal entry is positive."""
+        diag = problem.W.diagonal()
+        bad = np.flatnonzero(diag[: 3 * problem.nc : 3] <= 0.0)
+        if bad.size:
+            raise IncompatibleProblem(
+                f"{self.name} needs a positive normal diagonal of W; contact {int(bad[0])} has "
+                f"W_nn = {diag[3 * bad[0]]:g}; drop the contact or regularise W"
+            )
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        raise NotImplementedError
+
+
+class NSGSBackend(FrictionBackend):
+    """Block nonsmooth Gauss--Seidel with exact local solvers."""
+
+    name = "nsgs"
+    description = "nonsmooth block Gauss-Seidel, exact local solvers (CCP and Coulomb)"
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        from solvers.backends.fc_kernels import nsgs
+
+        settings = dict(opts.settings)
+        omega = float(settings.pop("omega", 1.0))
+        _no_settings(self.name, settings, ("omega",))
+        if not 0.0 < omega < 2.0:
+            raise ProblemError("omega", f"the relaxation factor must lie in (0, 2), got {omega}")
+        cap = 10000 if opts.max_iter is None else int(opts.max_iter)
+        t0 = time.perf_counter()
+        law, kind = _codes(problem)
+        r = _start(problem, opts)
+        args = (*_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
+        t1 = time.perf_counter()
+        sweeps, res = nsgs(*args, problem.nc, r, omega, opts.tol, cap)
+        t2 = time.perf_counter()
+        msg = f"nsgs: natural-map residual {res:.3e} after {sweeps} sweeps (tol {opts.tol:g})"
+        status = _status(res, opts.tol, sweeps >= cap)
+        return RawSolution(r, None, status, msg, int(sweeps), t1 - t0, t2 - t1)
+
+
+class APGDBackend(FrictionBackend):
+    """Accelerated projected gradient (Nesterov) with adaptive step and restart."""
+
+    name = "apgd"
+    description = "accelerated projected gradient with restart (CCP)"
+    solves_coulomb = False
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        from solvers.backends.fc_kernels import apgd
+
+        _no_settings(self.name, dict(opts.settings), ())
+        cap = 20000 if opts.max_iter is None else int(opts.max_iter)
+        t0 = time.perf_counter()
+        _, kind = _codes(problem)
+        r = _start(problem, opts)
+        t1 = time.perf_counter()
+        it, res = apgd(
+            *_csr(problem), problem.q, kind, problem.mu, problem.dirs, problem.row_lo,
+            problem.nc, r, opts.tol, cap,
+        )  # fmt: skip
+        t2 = time.perf_counter()
+        msg = f"apgd: natural-map residual {res:.3e} after {it} iterations (tol {opts.tol:g})"
+        return RawSolution(
+            r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1
+        )
+
+
+class ADMMBackend(FrictionBackend):
+    """ADMM with an adaptive penalty."""
+
+    name = "admm"
+    kind = "admm"
+    description = "ADMM with adaptive penalty (CCP and Coulomb)"
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        from solvers.backends.fc_kernels import admm
+
+        settings = dict(opts.settings)
+        diag = problem.W.diagonal()
+        rho = float(settings.pop("rho", 1e-3 * float(np.mean(diag)) if diag.size else 1.0))
+        _no_settings(self.name, settings, ("rho",))
+        if not rho > 0.0:
+            raise ProblemError("rho", f"the penalty must be positive, got {rho}")
+        cap = 5000 if opts.max_iter is None else int(opts.max_iter)
+        t0 = time.perf_counter()
+        law, kind = _codes(problem)
+        r = _start(problem, opts)
+        t1 = time.perf_counter()
+        it, res, rho_end = admm(
+            *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
+            problem.nc, r, rho, opts.tol, cap,
+        )  # fmt: skip
+        t2 = time.perf_counter()
+        msg = (
+            f"admm: natural-map residual {res:.3e} after {it} iterations "
+            f"(tol {opts.tol:g}, final rho {rho_end:.3g})"
+        )
+        return RawSolution(
+            r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1
+        )
+
+
+FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend]
