@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
 from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
@@ -68,7 +69,7 @@ class StepRecord:
     metrics: dict[str, Any]
     problem: StepProblem
     solution: StepSolution
-    contacts: Any = None
+    contacts: ContactSet | None = None
 
 
 @dataclass

@@ -19,6 +19,7 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
@@ -116,7 +117,7 @@ class MaximalFormulation(Formulation):
         return stack_rows(self.constraints, E, phi, with_bias)
 
     # -- step ------------------------------------------------------------
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
         M, f = asm.free_momentum(
             self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis

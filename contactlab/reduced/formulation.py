@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
@@ -127,7 +128,7 @@ class ReducedFormulation(Formulation):
         return self._state(0.0, q, qdot)
 
     # -- step ------------------------------------------------------------
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
         # the bias acceleration along the motion advance() realizes (joint twists of

@@ -40,6 +40,7 @@ import scipy.integrate
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, StepFailure
 from contactlab.formulation import register_formulation
 from contactlab.problem import StepProblem, StepSolution
@@ -238,7 +239,7 @@ class HyperReducedFormulation(ReducedFormulation):
         self.hyper.coordinates(np.asarray(state.q), np.asarray(state.qdot))
         return state
 
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         full = super().assemble(state, h, contacts)
         B = self.hyper.basis
         Bs = sp.csr_matrix(B)
