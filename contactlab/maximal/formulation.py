@@ -86,6 +86,12 @@ class MaximalFormulation(Formulation):
             )
         if coriolis not in ("rotated", "explicit"):
             raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        if scene.joint_torque is not None:
+            raise ConfigurationError(
+                f"scene {scene.name!r} applies joint torques (Scene.joint_torque) in joint "
+                "coordinates, which the maximal formulation does not have; run it with "
+                "--formulation reduced"
+            )
         self.stabilization = stabilization
         self.coriolis = coriolis
         self.implicit = bool(scene.forces) if implicit is None else bool(implicit)

@@ -39,12 +39,11 @@ import numpy as np
 from contactlab.errors import ConfigurationError
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import Constraint, constraint_class, stack_rows
-from contactlab.maximal.joints import Geometry, JointConstraint, joint_geometry
+from contactlab.maximal.joints import HingeLoopRows
 from contactlab.reduced.formulation import ReducedConstraint
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import JointSpec, Scene
-from contactlab.se3 import unit_axis
 
 #: ``p(t) -> (position, velocity, acceleration)`` of a prescribed joint, each (ndof,).
 Trajectory = Callable[[float], tuple[Any, Any, Any]]
@@ -132,28 +131,6 @@ class EqualityConstraint(ReducedConstraint):
 
 
 # -- loop closures ------------------------------------------------------------
-class HingeLoopRows(JointConstraint):
-    """The 2-row loop closure of a hinge (seed 000, eq. 2.90–2.91), maximal rows.
-
-    The joint origins of both bodies move alike along two directions normal
-    to the hinge axis; the directions ``v1, v2`` of eq. 2.90 are fixed in the
-    parent's joint frame, so their rate is exact (``G Phi = dg/dt``).  For a
-    planar loop the other three rows of a full hinge would repeat what the
-    tree already enforces and make the KKT matrix singular.
-    """
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Any) -> Geometry:
-        a = unit_axis(axis, np.array([0.0, 0.0, 1.0]), "loop hinge axis")
-        v1 = np.zeros(3)
-        v1[int(np.argmin(np.abs(a)))] = 1.0  # eq. 2.90: 1 at the smallest |a_k|
-        v2 = np.cross(a, v1)
-        v2 /= np.linalg.norm(v2)
-        v1 = np.cross(v2, a)
-        v1 /= np.linalg.norm(v1)
-        return joint_geometry(np.array([v1, v2]), None)
-
-
 class MaximalRows(EqualityConstraint):
     """Maximal constraints ``G_m Phi = 0`` in reduced coordinates (eq. 2.98).
 

@@ -180,3 +180,12 @@ def test_scene_settings_are_typed_fields_and_extras_keys_are_refused():
         with pytest.raises(ConfigurationError, match=f"{key}=") as err:
             scene.with_(extras={key: None})
         assert len(str(err.value).splitlines()) == 1
+
+
+def test_maximal_formulation_refuses_joint_torques_it_cannot_apply():
+    """Joint torques ``tau(t, q, qdot)`` live in joint coordinates: the maximal formulation
+    says so instead of running without them."""
+    scene = get_scenario("redmax-joint-torque").build()
+    assert scene.joint_torque is not None
+    with pytest.raises(ConfigurationError, match="--formulation reduced"):
+        Simulator(scene, "maximal", "frictionless", "kkt")
