@@ -360,10 +360,10 @@ def scene_constraints(
             continue
         if not isinstance(item, (EqualityConstraint, JointLimit)):
             raise ConfigurationError(
-                f"scene {scene.name!r}: constraint {item!r} is neither a maximal constraint "
-                "(contactlab.maximal.Constraint) nor a reduced-coordinate one (Coupling, "
-                "PrescribedJoint, PrescribedTwist, JointLimit, or a subclass of "
-                "contactlab.reduced.constraints.EqualityConstraint)"
+                f"scene {scene.name!r}: constraint {item!r} is not a reduced-coordinate "
+                "constraint (Coupling, PrescribedJoint, PrescribedTwist, JointLimit, or a "
+                "subclass of contactlab.reduced.constraints.EqualityConstraint) nor a maximal "
+                "one (a subclass of contactlab.maximal.Constraint)"
             )
         out.append(item)
     for c in out:
