@@ -9,7 +9,9 @@ with the root at 45 deg; h = 1e-2).  For each chain and model the CPU time
   BISP's reduced solves, traversals, local solves and friction QPs; SP's
   contact QPs, local solves and friction QPs),
 - ``step``: assembly + model + integration (the formulation's own cost
-  included: reduced assembly forms ``J`` and ``M_r`` densely),
+  included: reduced assembly forms ``J`` and ``M_r`` densely, and both
+  formulations build the step problem's joint-friction maps — joint rows,
+  BISP's effective forces and loop rows — during assembly),
 
 median over the timed steps after a warm-up, with the outer iterations and
 the solver-layer time.  Both models run the same loop

@@ -45,7 +45,7 @@ Bounds (the constants are module attributes, documented in ``docs/reliability.md
 
 Scenes with active inputs (a force element or constraint whose class sets
 ``supplies_energy = True``, such as prescribed motion or a speed drive, or
-joint torques in ``extras["joint_torque"]``) do work that no potential
+joint torques in ``Scene.joint_torque``) do work that no potential
 records, so the energy and speed bounds are off for them; the drift and
 penetration bounds still apply.
 """
@@ -98,7 +98,7 @@ def has_active_inputs(scene: Scene) -> bool:
     elements = (*scene.forces, *scene.constraints)
     if any(getattr(e, "supplies_energy", False) for e in elements):
         return True
-    return scene.extras.get("joint_torque") is not None
+    return scene.joint_torque is not None
 
 
 def _static_points(scene: Scene, bodies: Array) -> Array:

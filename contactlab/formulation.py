@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import IncompatibleError, UnknownNameError
 from contactlab.problem import CAPABILITIES, StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -52,7 +52,7 @@ class Formulation(ABC):
         """The state at t = 0."""
 
     @abstractmethod
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         """Pose the step problem at ``state`` for step size ``h`` [s]."""
 
     @abstractmethod

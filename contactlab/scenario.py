@@ -52,9 +52,9 @@ def can_collide(scene: Scene) -> bool:
     """Whether ``scene`` has collision geometry with collision switched on.
 
     A scene may keep shapes for mass properties and drawing but switch
-    collision off (``extras["collision"] = False``).
+    collision off (``Scene.collision = False``).
     """
-    if scene.extras.get("collision", True) is False:
+    if not scene.collision:
         return False
     return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
 

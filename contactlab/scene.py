@@ -16,7 +16,7 @@ frame is ``E_child = E_parent @ frame_parent @ Q(q) @ inv(frame_child)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -270,6 +270,10 @@ def _check_restitution(name: str, e: Any) -> None:
         )
 
 
+#: Scene settings that are typed fields of :class:`Scene` (formerly ``extras`` keys).
+_SETTINGS = ("collision", "collide_jointed", "joint_torque", "hyper_basis", "hyper_offset")
+
+
 @dataclass(frozen=True)
 class Scene:
     """A complete, immutable scene description.
@@ -289,6 +293,17 @@ class Scene:
     stabilization, contact : per-scene parameters.
     dt, duration : default step size [s] and duration [s].
     params : the scenario parameters that built the scene (for results).
+    collision : ``False`` keeps the shapes for mass properties and drawing but
+        switches collision off.
+    collide_jointed : let bodies joined directly by a joint collide (by
+        default such pairs are skipped).
+    joint_torque : applied joint forces ``tau(t, q, qdot)`` (nq,) [N m or N]
+        in the joints' coordinates (formulations with joint coordinates).
+    hyper_basis, hyper_offset : ``J_rR`` (nq, nR) and ``q_offset`` (nq,) of
+        the hyper-reduced formulation when it is chosen by name.
+    extras : free data a scenario attaches for its readers (closed-form
+        predictions such as a stopping distance); no formulation or model
+        reads it.
     """
 
     name: str
@@ -305,9 +320,20 @@ class Scene:
     dt: float = 1e-3
     duration: float = 1.0
     params: Mapping[str, Any] = field(default_factory=dict)
+    collision: bool = True
+    collide_jointed: bool = False
+    joint_torque: Callable[[float, Array, Array], Array] | None = None
+    hyper_basis: Array | None = None
+    hyper_offset: Array | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        moved = sorted(set(_SETTINGS) & set(self.extras))
+        if moved:
+            raise ConfigurationError(
+                f"scene {self.name!r}: extras {moved} are scene settings now; pass them as the "
+                f"fields Scene({', '.join(f'{k}=...' for k in moved)}) instead of extras keys"
+            )
         object.__setattr__(self, "bodies", tuple(self.bodies))
         object.__setattr__(self, "joints", tuple(self.joints))
         object.__setattr__(self, "constraints", tuple(self.constraints))

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 import solvers
 from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
 from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
@@ -74,7 +75,7 @@ class StepRecord:
     metrics: dict[str, Any]
     problem: StepProblem
     solution: StepSolution
-    contacts: Any = None
+    contacts: ContactSet | None = None
 
 
 @dataclass
@@ -137,7 +138,7 @@ def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
 
     Bodies connected by a joint do not collide with each other (their shapes
     usually overlap at the joint by construction), unless the scene sets
-    ``extras["collide_jointed"] = True``.  A joint to the world excludes
+    ``Scene.collide_jointed``.  A joint to the world excludes
     nothing: a floating base on a free joint, or a pendulum swinging into the
     ground, must still touch the world's geometry.
     """
@@ -253,9 +254,7 @@ class Simulator:
             self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = (
-            np.zeros(0, dtype=np.int64)
-            if scene.extras.get("collide_jointed")
-            else jointed_pairs(scene)
+            np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
         )
         self.slip_threshold = slip_threshold
 

@@ -36,7 +36,6 @@ _AXES = {k: np.eye(3)[i] for i, k in enumerate("xyz")}
 
 #: The REDMAX reference scenes have no contact between links; the links keep
 #: their box shapes for mass properties and drawing, but collision is off.
-NO_CONTACT = {"collision": False}
 
 
 def _trans(x: float, y: float, z: float) -> Array:
@@ -87,7 +86,7 @@ def pendulum(
         axis=_AXES["y"],
         q0=np.array([np.deg2rad(angle_deg)]),
     )
-    return Scene("pendulum", (body,), (hinge,), extras=NO_CONTACT, dt=1e-3, duration=5.0)
+    return Scene("pendulum", (body,), (hinge,), collision=False, dt=1e-3, duration=5.0)
 
 
 def _chain(
@@ -150,7 +149,7 @@ def chain(
         tuple(bodies),
         tuple(specs),
         stabilization=stab,
-        extras=NO_CONTACT,
+        collision=False,
         dt=1e-2,
         duration=5.0,
     )
@@ -215,7 +214,7 @@ def branching(angle_deg: float = 45.0) -> Scene:
             q0=np.array([q]),
         ),
     )
-    return Scene("branching", bodies, specs, extras=NO_CONTACT, dt=1e-2, duration=5.0)
+    return Scene("branching", bodies, specs, collision=False, dt=1e-2, duration=5.0)
 
 
 @scenario("spring-chain", formulations=("maximal", "reduced"))
@@ -246,7 +245,7 @@ def spring_chain(
         tuple(bodies),
         tuple(specs),
         forces=springs,
-        extras=NO_CONTACT,
+        collision=False,
         dt=1e-2,
         duration=5.0,
     )
@@ -297,7 +296,7 @@ def spring_damper(stiffness: float = 10.0, damping: float = 1.0) -> Scene:
         ),
     )
     p1, p2 = np.array([-2.0, 0.0, -0.5]) * CM, np.array([1.0, 0.5, -0.5]) * CM
-    scene = Scene("spring-damper", bodies, specs, extras=NO_CONTACT, dt=1e-2, duration=5.0)
+    scene = Scene("spring-damper", bodies, specs, collision=False, dt=1e-2, duration=5.0)
     E, _ = place_bodies(scene)
     rest = float(np.linalg.norm(se3.transform_points(E[1], p2) - se3.transform_points(E[0], p1)))
     damper = SpringDamper("link0", p1, "link1", p2, stiffness, damping * rest, rest)

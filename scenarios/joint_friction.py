@@ -504,7 +504,7 @@ def walking_fourbar(
         dt=5e-3,
         duration=2.0,
         # the base's free joint to the world must not hide its contacts with the floor
-        extras={"collide_jointed": True},
+        collide_jointed=True,
     )
 
 

@@ -8,11 +8,12 @@ exactly to SI (1 cm = 0.01 m, density 1 g/cm^3 = 1000 kg/m^3, so a
 10 x 1 x 1 cm link is 0.1 x 0.01 x 0.01 m of 0.01 kg), gravity 9.81 m/s^2.
 Torques convert with 1 g cm^2/s^2 = 1e-7 N m, forces with 1 dyn = 1e-5 N.
 
-Scenes with loop closures, couplings, prescribed motion, limits, joint
-springs or joint kinds only the reduced formulation has (composites,
+Scenes with couplings, prescribed motion, limits, joint springs, joint
+torques or joint kinds only the reduced formulation has (composites,
 splines) declare ``formulations=("reduced",)``; the others run in both.
 A loop that the tree already keeps planar closes with the 2-row hinge form
-(Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``).
+(Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``) in both
+formulations, so the loop scenes 4 and 15 run in maximal coordinates too.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def _four_bar(dangle_qdot: float) -> tuple[list[Body], list[JointSpec]]:
     return bodies, specs
 
 
-@scenario("redmax-loop", formulations=("reduced",))
+@scenario("redmax-loop", formulations=("reduced", "maximal"))
 def loop(dangle_qdot: float = 5.0, baumgarte: float = -1.0) -> Scene:
     """REDMAX scene 4: a parallelogram four-bar closed by a loop constraint, a dangling link.
 
@@ -205,7 +206,7 @@ def joint_torque(torque: float = 100 * TORQUE) -> Scene:
         gravity=np.zeros(3),
         dt=5e-2,
         duration=10.0,
-        extras={"joint_torque": _piecewise_torque(torque, (3.0, 6.0))},
+        joint_torque=_piecewise_torque(torque, (3.0, 6.0)),
     )
 
 
@@ -400,7 +401,7 @@ def universal(angle_deg: float = 22.5) -> Scene:
     return _scene("redmax-universal", bodies, specs, dt=1e-2, duration=5.0)
 
 
-@scenario("redmax-prismatic", formulations=("reduced",))
+@scenario("redmax-prismatic", formulations=("reduced", "maximal"))
 def prismatic(leg_deg: float = 30.0) -> Scene:
     """REDMAX scene 15: fixed base, revolute leg, slider along x, revolute legs, one loop.
 

@@ -212,12 +212,25 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
     """Every constraint of ``scene``: its joints grouped by kind, then ``Scene.constraints``.
 
     Joints of one kind become one vectorized group (in scene order within the
-    kind); each entry of ``Scene.constraints`` must be a :class:`Constraint`.
+    kind); a loop-closing hinge with ``params["loop_rows"] = "hinge"`` gets the
+    2-row closure of Sueda's notes, eq. 2.90–2.91, as in reduced coordinates; each
+    entry of ``Scene.constraints`` must be a :class:`Constraint`.
     """
+    from contactlab.maximal.joints import HingeLoopRows
+
     by_kind: dict[str, list[JointSpec]] = {}
+    hinge_loops: list[JointSpec] = []
     for spec in scene.joints:
+        if spec.closes_loop and spec.params.get("loop_rows", "full") == "hinge":
+            if spec.kind not in ("revolute", "continuous"):
+                raise ConfigurationError(
+                    f"loop joint {spec.name!r}: loop_rows='hinge' needs a revolute joint, "
+                    f"got kind {spec.kind!r}"
+                )
+            hinge_loops.append(spec)
+            continue
         by_kind.setdefault(spec.kind, []).append(spec)
-    out: list[Constraint] = []
+    out: list[Constraint] = [HingeLoopRows(scene, hinge_loops)] if hinge_loops else []
     for kind, specs in by_kind.items():
         if kind not in CONSTRAINTS:
             raise UnknownNameError("joint kind (maximal formulation)", kind, CONSTRAINTS.names())

@@ -19,6 +19,7 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
@@ -85,6 +86,12 @@ class MaximalFormulation(Formulation):
             )
         if coriolis not in ("rotated", "explicit"):
             raise ConfigurationError(f"coriolis must be 'rotated' or 'explicit', got {coriolis!r}")
+        if scene.joint_torque is not None:
+            raise ConfigurationError(
+                f"scene {scene.name!r} applies joint torques (Scene.joint_torque) in joint "
+                "coordinates, which the maximal formulation does not have; run it with "
+                "--formulation reduced"
+            )
         self.stabilization = stabilization
         self.coriolis = coriolis
         self.implicit = bool(scene.forces) if implicit is None else bool(implicit)
@@ -116,7 +123,7 @@ class MaximalFormulation(Formulation):
         return stack_rows(self.constraints, E, phi, with_bias)
 
     # -- step ------------------------------------------------------------
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
         M, f = asm.free_momentum(
             self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis

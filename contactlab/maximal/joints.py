@@ -282,6 +282,30 @@ class RevoluteConstraint(JointConstraint):
 register_constraint("continuous")(type("ContinuousConstraint", (RevoluteConstraint,), {}))
 
 
+class HingeLoopRows(JointConstraint):
+    """The 2-row loop closure of a hinge (Sueda's notes, eq. 2.90–2.91), maximal rows.
+
+    The joint origins of both bodies move alike along two directions normal
+    to the hinge axis; the directions ``v1, v2`` of eq. 2.90 are fixed in the
+    parent's joint frame, so their rate is exact (``G Phi = dg/dt``).  For a
+    planar loop the other three rows of a full hinge would repeat what the
+    tree already enforces and make the KKT matrix singular.  A loop-closing
+    revolute joint with ``params["loop_rows"] = "hinge"`` gets these rows in
+    both formulations.
+    """
+
+    @classmethod
+    def geometry(cls, axis: Array | None, params: Any) -> Geometry:
+        a = unit_axis(axis, _Z, "loop hinge axis")
+        v1 = np.zeros(3)
+        v1[int(np.argmin(np.abs(a)))] = 1.0  # eq. 2.90: 1 at the smallest |a_k|
+        v2 = np.cross(a, v1)
+        v2 /= np.linalg.norm(v2)
+        v1 = np.cross(v2, a)
+        v1 /= np.linalg.norm(v1)
+        return joint_geometry(np.array([v1, v2]), None)
+
+
 @register_constraint("prismatic")
 class PrismaticConstraint(JointConstraint):
     """Slider along ``axis`` (default x): no rotation, no offset normal to the axis (5 rows)."""

@@ -39,11 +39,10 @@ import numpy as np
 from contactlab.errors import ConfigurationError
 from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import Constraint, constraint_class, stack_rows
-from contactlab.maximal.joints import Geometry, JointConstraint, joint_geometry
+from contactlab.maximal.joints import HingeLoopRows
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import JointSpec, Scene
-from contactlab.se3 import unit_axis
 
 
 class ReducedConstraint(ABC):
@@ -149,28 +148,6 @@ class EqualityConstraint(ReducedConstraint):
 
 
 # -- loop closures ------------------------------------------------------------
-class HingeLoopRows(JointConstraint):
-    """The 2-row loop closure of a hinge (Sueda's notes, eq. 2.90–2.91), maximal rows.
-
-    The joint origins of both bodies move alike along two directions normal
-    to the hinge axis; the directions ``v1, v2`` of eq. 2.90 are fixed in the
-    parent's joint frame, so their rate is exact (``G Phi = dg/dt``).  For a
-    planar loop the other three rows of a full hinge would repeat what the
-    tree already enforces and make the KKT matrix singular.
-    """
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Any) -> Geometry:
-        a = unit_axis(axis, np.array([0.0, 0.0, 1.0]), "loop hinge axis")
-        v1 = np.zeros(3)
-        v1[int(np.argmin(np.abs(a)))] = 1.0  # eq. 2.90: 1 at the smallest |a_k|
-        v2 = np.cross(a, v1)
-        v2 /= np.linalg.norm(v2)
-        v1 = np.cross(v2, a)
-        v1 /= np.linalg.norm(v1)
-        return joint_geometry(np.array([v1, v2]), None)
-
-
 class MaximalRows(EqualityConstraint):
     """Maximal constraints ``G_m Phi = 0`` in reduced coordinates (eq. 2.98).
 
@@ -385,14 +362,25 @@ class JointLimit(ReducedConstraint):
 def scene_constraints(
     scene: Scene, tree: Tree, stabilization: str = "velocity"
 ) -> list[ReducedConstraint]:
-    """Loop closures of ``tree`` and the scene's reduced constraints, bound to ``tree``."""
+    """Loop closures of ``tree`` and the scene's constraints, bound to ``tree``.
+
+    A maximal :class:`~contactlab.maximal.constraints.Constraint` (a
+    position-level function of the body transforms and its maximal rows) is
+    mapped as the loop closures are, ``G = G_m J`` (:class:`MaximalRows`), so
+    the same constraint description runs in both formulations.
+    """
     out: list[ReducedConstraint] = list(loop_closures(scene, tree.loop_joints))
     for item in scene.constraints:
+        if isinstance(item, Constraint):
+            name = str(getattr(item, "name", "") or type(item).__name__)
+            out.append(MaximalRows([item.bind(scene)], name))
+            continue
         if not isinstance(item, (EqualityConstraint, JointLimit)):
             raise ConfigurationError(
                 f"scene {scene.name!r}: constraint {item!r} is not a reduced-coordinate "
                 "constraint (Coupling, PrescribedJoint, PrescribedTwist, JointLimit, or a "
-                "subclass of contactlab.reduced.constraints.EqualityConstraint)"
+                "subclass of contactlab.reduced.constraints.EqualityConstraint) nor a maximal "
+                "one (a subclass of contactlab.maximal.Constraint)"
             )
         out.append(item)
     for c in out:

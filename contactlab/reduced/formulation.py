@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
@@ -90,8 +91,8 @@ class ReducedFormulation(Formulation):
         self.coriolis = coriolis
         self.tree = Tree.from_scene(scene)
         self.implicit = bool(implicit)
-        # a scene may carry its applied joint forces, tau(t, q, qdot), in extras["joint_torque"]
-        self.joint_torque = joint_torque or scene.extras.get("joint_torque")
+        # a scene may carry its applied joint forces, tau(t, q, qdot)
+        self.joint_torque = joint_torque or scene.joint_torque
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
@@ -108,7 +109,7 @@ class ReducedFormulation(Formulation):
         return self._state(0.0, q, qdot)
 
     # -- step ------------------------------------------------------------
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
         # the bias acceleration along the motion advance() realizes (joint twists of

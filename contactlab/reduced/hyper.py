@@ -40,6 +40,7 @@ import scipy.integrate
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, StepFailure
 from contactlab.formulation import register_formulation
 from contactlab.problem import StepProblem, StepSolution
@@ -194,8 +195,8 @@ class HyperReducedFormulation(ReducedFormulation):
     ----------
     scene : a tree scene whose joints start on the subspace.
     basis : (nq, nR) ``J_rR``; ``offset`` (nq,) ``q_offset`` [rad or m].  When
-        ``basis`` is not given they are read from ``scene.extras["hyper_basis"]``
-        and ``scene.extras["hyper_offset"]``, so that the formulation can be
+        ``basis`` is not given they are read from ``scene.hyper_basis``
+        and ``scene.hyper_offset``, so that the formulation can be
         chosen by name (``"hyper-reduced"``).
     options : keyword options of :class:`ReducedFormulation` (``implicit``,
         ``joint_torque``, ``constraints``, ``stabilization``).
@@ -217,13 +218,13 @@ class HyperReducedFormulation(ReducedFormulation):
         **options: Any,
     ) -> None:
         if basis is None:
-            if "hyper_basis" not in scene.extras:
+            if scene.hyper_basis is None:
                 raise ConfigurationError(
                     f"scene {scene.name!r} has no hyper-reduced basis: pass basis= (nq, nR) "
-                    "or put J_rR in scene.extras['hyper_basis']"
+                    "or set the scene's hyper_basis to J_rR"
                 )
-            basis = scene.extras["hyper_basis"]
-            offset = scene.extras.get("hyper_offset") if offset is None else offset
+            basis = scene.hyper_basis
+            offset = scene.hyper_offset if offset is None else offset
         super().__init__(scene, **options)
         self.hyper = HyperReduced.build(self.tree, basis, offset)
         # the joint-friction maps live in the full tree coordinates: not provided here
@@ -238,7 +239,7 @@ class HyperReducedFormulation(ReducedFormulation):
         self.hyper.coordinates(np.asarray(state.q), np.asarray(state.qdot))
         return state
 
-    def assemble(self, state: State, h: float, contacts: Any = None) -> StepProblem:
+    def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         full = super().assemble(state, h, contacts)
         B = self.hyper.basis
         Bs = sp.csr_matrix(B)

@@ -39,7 +39,7 @@ def test_mismatch_is_refused_when_the_simulator_is_built(formulation, model, fix
 
     scene = chain(n_links=2)
     if formulation == "hyper-reduced":
-        scene = scene.with_(extras={**scene.extras, "hyper_basis": np.ones((2, 1))})
+        scene = scene.with_(hyper_basis=np.ones((2, 1)))
     with pytest.raises(IncompatibleError) as err:
         Simulator(scene, formulation, model, SOLVER)
     msg = str(err.value)
@@ -166,3 +166,26 @@ def test_field_shapes_are_checked():
             c=np.zeros(2),
             contact_ids=np.arange(3),
         )
+
+
+def test_scene_settings_are_typed_fields_and_extras_keys_are_refused():
+    """``collision`` is a field that switches collision off for a scene with shapes; the
+    former extras keys raise one line naming the field to use instead."""
+    from contactlab.scenario import can_collide
+
+    scene = get_scenario("box-stack").build(n=2)
+    assert can_collide(scene) and not can_collide(scene.with_(collision=False))
+    assert Simulator(scene.with_(collision=False), "maximal", "frictionless", "kkt").collide is None
+    for key in ("collision", "collide_jointed", "joint_torque", "hyper_basis"):
+        with pytest.raises(ConfigurationError, match=f"{key}=") as err:
+            scene.with_(extras={key: None})
+        assert len(str(err.value).splitlines()) == 1
+
+
+def test_maximal_formulation_refuses_joint_torques_it_cannot_apply():
+    """Joint torques ``tau(t, q, qdot)`` live in joint coordinates: the maximal formulation
+    says so instead of running without them."""
+    scene = get_scenario("redmax-joint-torque").build()
+    assert scene.joint_torque is not None
+    with pytest.raises(ConfigurationError, match="--formulation reduced"):
+        Simulator(scene, "maximal", "frictionless", "kkt")

@@ -73,14 +73,14 @@ def test_formulation_step_equals_the_kkt_step_with_couplings() -> None:
 
 
 def test_formulation_by_name_reads_the_basis_from_the_scene() -> None:
-    """ "hyper-reduced" by name with J_rR (and q_offset) in the scene's extras: a 3-link
+    """ "hyper-reduced" by name with J_rR (and q_offset) set on the scene: a 3-link
     chain whose hinges keep the offsets (0, 0.2, -0.2) rad around one common angle, 20
     steps, equals the formulation built with the same basis explicitly (bit for bit)."""
     bodies, specs = _chain(3, "R", "y", (10.0, 10.0 + np.rad2deg(0.2), 10.0 - np.rad2deg(0.2)))
     offset = np.array([0.0, 0.2, -0.2])
     scene = Scene("c", tuple(bodies), tuple(specs))
     named = Simulator(
-        scene.with_(extras={"hyper_basis": np.ones((3, 1)), "hyper_offset": offset}),
+        scene.with_(hyper_basis=np.ones((3, 1)), hyper_offset=offset),
         "hyper-reduced",
         dt=1e-2,
     )
