@@ -216,8 +216,6 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
     2-row closure of Sueda's notes, eq. 2.90–2.91, as in reduced coordinates; each
     entry of ``Scene.constraints`` must be a :class:`Constraint`.
     """
-    from contactlab.maximal.joints import HingeLoopRows
-
     by_kind: dict[str, list[JointSpec]] = {}
     hinge_loops: list[JointSpec] = []
     for spec in scene.joints:
@@ -230,7 +228,9 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
             hinge_loops.append(spec)
             continue
         by_kind.setdefault(spec.kind, []).append(spec)
-    out: list[Constraint] = [HingeLoopRows(scene, hinge_loops)] if hinge_loops else []
+    out: list[Constraint] = (
+        [CONSTRAINTS.get("hinge-loop")(scene, hinge_loops)] if hinge_loops else []
+    )
     for kind, specs in by_kind.items():
         if kind not in CONSTRAINTS:
             raise UnknownNameError("joint kind (maximal formulation)", kind, CONSTRAINTS.names())

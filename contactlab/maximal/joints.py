@@ -282,6 +282,7 @@ class RevoluteConstraint(JointConstraint):
 register_constraint("continuous")(type("ContinuousConstraint", (RevoluteConstraint,), {}))
 
 
+@register_constraint("hinge-loop")
 class HingeLoopRows(JointConstraint):
     """The 2-row loop closure of a hinge (Sueda's notes, eq. 2.90–2.91), maximal rows.
 

@@ -8,8 +8,6 @@ from contactlab import se3
 from contactlab.scenario import scenario
 from contactlab.scene import Body, JointSpec, Scene
 
-NO_CONTACT = {"collision": False}
-
 
 def _box(mass: float, side: float) -> Body:
     inertia = np.full(3, mass * side**2 / 6.0)  # solid cube [kg m^2]
@@ -33,7 +31,7 @@ def glide(height: float = 1.0, speed: float = 0.7, mass: float = 2.0) -> Scene:
         (hold,),
         initial_E=E,
         initial_phi=phi,
-        extras=NO_CONTACT,
+        collision=False,
         dt=1e-2,
         duration=0.5,
     )
@@ -48,7 +46,7 @@ def screw(pitch: float = 0.05, mass: float = 1.5) -> Scene:
     """
     joint = JointSpec("screw", "plugin-helical", None, "box", params={"pitch": pitch})
     return Scene(
-        "plugin-screw", (_box(mass, 0.2),), (joint,), extras=NO_CONTACT, dt=1e-2, duration=0.5
+        "plugin-screw", (_box(mass, 0.2),), (joint,), collision=False, dt=1e-2, duration=0.5
     )
 
 
@@ -67,7 +65,7 @@ def throw(speed_x: float = 0.5, speed_z: float = 2.0, mass: float = 1.0) -> Scen
         (_box(mass, 0.2),),
         initial_E=E,
         initial_phi=phi,
-        extras=NO_CONTACT,
+        collision=False,
         dt=1e-2,
         duration=0.5,
     )
