@@ -189,6 +189,7 @@ class Model:
         self.screw_only = all(k in (_fast.FIXED, _fast.REVOLUTE, _fast.PRISMATIC) for k in kind)
         self.n_nodes = n
         self._ext = np.zeros((len(self._other), 88))
+        self._batches, self._python_other = self._group_generated()
         self._no_wrenches = np.zeros((0, 6))
         self._zeros = np.zeros(self.nq)
         for a in (self.topo, self.geom, self.dofp, self.body_node):
@@ -210,13 +211,47 @@ class Model:
         idx = [np.arange(a, a + k) for _, _, a, k in self._other]
         return np.concatenate(idx).astype(np.int64) if idx else np.zeros(0, dtype=np.int64)
 
+    def _group_generated(self) -> tuple[list[tuple], list[tuple[int, Joint, int, int]]]:
+        """``OTHER`` joints with a compiled ``batch`` evaluator (joints generated from their
+        transform, :mod:`contactlab.reduced.general`) grouped by kernel; the rest."""
+        groups: dict[str, tuple] = {}
+        rest = []
+        for row, joint, a, k in self._other:
+            batch = getattr(joint, "batch", None)
+            if batch is None:
+                rest.append((row, joint, a, k))
+                continue
+            key, kernel, params = batch
+            groups.setdefault(key, (kernel, [], [], []))
+            groups[key][1].append(a)
+            groups[key][2].append(row)
+            groups[key][3].append(params)
+        batches = [
+            (
+                kernel,
+                np.array(dof0, dtype=np.int64),
+                np.array(rows, dtype=np.int64),
+                np.array(params, dtype=float).reshape(len(rows), -1),
+            )
+            for kernel, dof0, rows, params in groups.values()
+        ]
+        return batches, rest
+
     # ------------------------------------------------------------------
     def joint_maps(self, q: Array, qdot: Array) -> Array:
         """The ``ext`` array: joint maps of ``OTHER`` nodes at ``(q, qdot)`` (m, 88)."""
         if not self._other:
             return self._ext
         ext = np.zeros_like(self._ext)
-        for row, joint, a, k in self._other:
+        if self._batches:
+            m = len(self._other)
+            Q, S, Sd = np.zeros((m, 4, 4)), np.zeros((m, 6, 6)), np.zeros((m, 6, 6))
+            for kernel, dof0, rows, params in self._batches:
+                kernel(q, qdot, dof0, rows, params, Q, S, Sd)
+            ext[:, :16] = Q.reshape(m, 16)
+            ext[:, 16:52] = S.reshape(m, 36)
+            ext[:, 52:88] = Sd.reshape(m, 36)
+        for row, joint, a, k in self._python_other:
             Q, S, Sd = joint.evaluate(q[a : a + k], qdot[a : a + k])
             ext[row, :16] = Q.ravel()
             ext[row, 16:52].reshape(6, 6)[:, :k] = S
