@@ -7,6 +7,9 @@ they agree to rounding: 1e-12 on entries of order one.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -61,8 +64,12 @@ def _surface_factors(values: np.ndarray, q: tuple[sp.Symbol, ...]) -> list[sp.Ma
     return [trans(f[0], f[1], f[2]), rot_x(f[3]), rot_y(f[4]), rot_z(f[5])]
 
 
-def _pairs() -> dict[str, tuple[Joint, TransformJoint, float]]:
-    """(hand-written, generated, scale of the samples) for every built-in kind."""
+def _pairs() -> dict[str, Callable[[], tuple[Joint, TransformJoint, float]]]:
+    """Builders of (hand-written, generated, scale of the samples) for every built-in kind.
+
+    Deriving a generated joint takes sympy seconds: each is built on first use
+    (:func:`pair`), not when the module is collected.
+    """
     rng = np.random.default_rng(0)
     q1, q2, q3, q6 = _q(1), _q(2), _q(3), _q(6)
     planar = PlanarJoint(AXIS)
@@ -75,51 +82,55 @@ def _pairs() -> dict[str, tuple[Joint, TransformJoint, float]]:
     values[..., 3:] = 0.3 * rng.standard_normal((4, 4, 3))
     s = sp.Symbol("s", real=True)
     return {
-        "fixed": (make_joint("fixed"), TransformJoint(sp.eye(4), []), 1.0),
-        "revolute": (make_joint("revolute", AXIS), TransformJoint(rot(AXIS, q1[0]), q1), 3.0),
-        "prismatic": (
+        "fixed": lambda: (make_joint("fixed"), TransformJoint(sp.eye(4), []), 1.0),
+        "revolute": lambda: (
+            make_joint("revolute", AXIS),
+            TransformJoint(rot(AXIS, q1[0]), q1),
+            3.0,
+        ),
+        "prismatic": lambda: (
             make_joint("prismatic", AXIS),
             TransformJoint(trans(*(sp.Matrix(_vec(AXIS)) * q1[0])), q1),
             1.0,
         ),
-        "planar": (
+        "planar": lambda: (
             planar,
             TransformJoint(trans(*(sp.Matrix(_vec(u)) * q2[0] + sp.Matrix(_vec(v)) * q2[1])), q2),
             1.0,
         ),
-        "translational": (make_joint("translational"), TransformJoint(trans(*q3), q3), 1.0),
-        "universal": (
+        "translational": lambda: (make_joint("translational"), TransformJoint(trans(*q3), q3), 1.0),
+        "universal": lambda: (
             make_joint("universal"),
             TransformJoint(rot_x(q2[0]) * rot_y(q2[1]), q2),
             3.0,
         ),
-        "spherical_euler": (
+        "spherical_euler": lambda: (
             make_joint("spherical_euler"),
             TransformJoint(rot_x(q3[0]) * rot_z(q3[1]) * rot_x(q3[2]), q3),
             3.0,
         ),
-        "spherical": (make_joint("spherical"), TransformJoint(exp_rotation(q3), q3), 2.0),
-        "cylindrical": (
+        "spherical": lambda: (make_joint("spherical"), TransformJoint(exp_rotation(q3), q3), 2.0),
+        "cylindrical": lambda: (
             make_joint("cylindrical", AXIS),
             TransformJoint(rot(AXIS, q2[0]) * trans(*(sp.Matrix(_vec(AXIS)) * q2[1])), q2),
             2.0,
         ),
-        "free": (
+        "free": lambda: (
             make_joint("free"),
             TransformJoint([exp_rotation(q6[:3]), trans(*q6[3:])], q6),
             2.0,
         ),
-        "free_translation_first": (
+        "free_translation_first": lambda: (
             make_joint("free", params={"order": "translation_first"}),
             TransformJoint([trans(*q6[:3]), exp_rotation(q6[3:])], q6),
             2.0,
         ),
-        "spline_curve": (
+        "spline_curve": lambda: (
             make_joint("spline_curve", params={"frames": frames}),
             TransformJoint(_spline_curve_factors(frames, s), [s]),
             -1.0,
         ),
-        "spline_surface": (
+        "spline_surface": lambda: (
             make_joint("spline_surface", params={"values": values}),
             TransformJoint(_surface_factors(values, q2), q2),
             -1.0,
@@ -127,11 +138,18 @@ def _pairs() -> dict[str, tuple[Joint, TransformJoint, float]]:
     }
 
 
-PAIRS = _pairs()
+_BUILDERS = _pairs()
+NAMES = sorted(_BUILDERS)
+
+
+@functools.cache
+def pair(name: str) -> tuple[Joint, TransformJoint, float]:
+    """The (hand-written, generated, scale) triple of joint kind ``name``, built once."""
+    return _BUILDERS[name]()
 
 
 def _sample(name: str, joint: Joint, rng: np.random.Generator) -> np.ndarray:
-    scale = PAIRS[name][2]
+    scale = pair(name)[2]
     if name == "spline_curve":
         return rng.uniform(0.0, 1.0, 1)  # the segment written out in _spline_curve_factors
     if name == "spline_surface":
@@ -142,9 +160,9 @@ def _sample(name: str, joint: Joint, rng: np.random.Generator) -> np.ndarray:
     return v * (1.0 if name.startswith("free") or name == "spherical" else scale)
 
 
-@pytest.mark.parametrize("name", sorted(PAIRS))
+@pytest.mark.parametrize("name", NAMES)
 def test_generated_S_and_Sdot_equal_hand_written(name: str) -> None:
-    hand, generated, _ = PAIRS[name]
+    hand, generated, _ = pair(name)
     assert generated.ndof == hand.ndof
     rng = np.random.default_rng(1)
     for _ in range(5):
@@ -182,10 +200,10 @@ def test_generated_joints_give_the_same_trajectories() -> None:
     """A four-joint chain (revolute, universal, Euler ball, cylindrical) for 0.3 s, DOP853."""
     names = ["revolute", "universal", "spherical_euler", "cylindrical"]
     rng = np.random.default_rng(5)
-    q0 = [_sample(n, PAIRS[n][0], rng) * 0.5 for n in names]
+    q0 = [_sample(n, pair(n)[0], rng) * 0.5 for n in names]
     ends = []
     for which in (0, 1):
-        tree = Tree.from_scene(_chain([(n, PAIRS[n][which]) for n in names], q0))
+        tree = Tree.from_scene(_chain([(n, pair(n)[which]) for n in names], q0))
         q, qdot = tree.initial_coordinates()
         traj = simulate_adaptive(tree, q, qdot, 0.3, rtol=1e-11, atol=1e-12)
         ends.append(np.concatenate([traj.q[-1], traj.qdot[-1]]))

@@ -7,6 +7,9 @@ margin for the larger derivatives of the Bézier frames.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -50,15 +53,15 @@ _X, _Y = np.meshgrid(_x, _x, indexing="ij")
 BOWL = np.stack([_X, _Y, 0.4 * (_X**2 + _Y**2) + 0.05 * np.sin(3 * _X)], -1)
 
 
-def _joints() -> dict[str, tuple[TransformJoint, float, float]]:
-    """name -> (joint, low, high) of the coordinate samples."""
+def _joints() -> dict[str, Callable[[], tuple[TransformJoint, float, float]]]:
+    """name -> builder of (joint, low, high) of the coordinate samples (built on first use)."""
     return {
-        "torus_torus_spin": (
+        "torus_torus_spin": lambda: (
             surface_surface_joint(Torus(0.05, 0.01), Torus(0.04, 0.015), spin=True, twist=0.7),
             -1.0,
             1.0,
         ),
-        "sphere_ellipsoid": (
+        "sphere_ellipsoid": lambda: (
             make_joint(
                 "surface_surface",
                 params={
@@ -69,11 +72,19 @@ def _joints() -> dict[str, tuple[TransformJoint, float, float]]:
             -1.0,
             1.0,
         ),
-        "bezier_surface_point": (surface_point_joint(BezierSurface(BOWL), height=0.01), 0.1, 0.9),
-        "plane_point": (surface_point_joint(Plane(), spin=True), -1.0, 1.0),
-        "bezier_curve_point": (curve_point_joint(BezierCurve(CURVE)), 0.1, 0.9),
-        "bspline_curve_point": (curve_point_joint(BSplineCurve(CURVE), spin=False), 0.2, 3.8),
-        "curve_curve": (
+        "bezier_surface_point": lambda: (
+            surface_point_joint(BezierSurface(BOWL), height=0.01),
+            0.1,
+            0.9,
+        ),
+        "plane_point": lambda: (surface_point_joint(Plane(), spin=True), -1.0, 1.0),
+        "bezier_curve_point": lambda: (curve_point_joint(BezierCurve(CURVE)), 0.1, 0.9),
+        "bspline_curve_point": lambda: (
+            curve_point_joint(BSplineCurve(CURVE), spin=False),
+            0.2,
+            3.8,
+        ),
+        "curve_curve": lambda: (
             curve_curve_joint(BezierCurve(CURVE), BezierCurve(CURVE[:4] * 0.5)),
             0.1,
             0.9,
@@ -81,12 +92,18 @@ def _joints() -> dict[str, tuple[TransformJoint, float, float]]:
     }
 
 
-JOINTS = _joints()
+_BUILDERS = _joints()
 
 
-@pytest.mark.parametrize("name", sorted(JOINTS))
+@functools.cache
+def joint_case(name: str) -> tuple[TransformJoint, float, float]:
+    """The (joint, low, high) case ``name``, derived once."""
+    return _BUILDERS[name]()
+
+
+@pytest.mark.parametrize("name", sorted(_BUILDERS))
 def test_S_and_Sdot_against_finite_differences(name: str) -> None:
-    joint, lo, hi = JOINTS[name]
+    joint, lo, hi = joint_case(name)
     rng = np.random.default_rng(7)
     for _ in range(3):
         q = rng.uniform(lo, hi, joint.ndof)
