@@ -4,7 +4,7 @@ Every joint here is generated from its transform ``Q(q)``
 (:mod:`contactlab.reduced.surface_joints`); the scenes are conservative
 (no damping, no contact) and run in reduced coordinates only.  Bodies carry
 wireframe meshes of their surfaces for ``contactlab render``; collision is
-off (``extras["collision"] = False``): the joints keep the surfaces in
+off (``Scene(collision=False)``): the joints keep the surfaces in
 contact.
 
 - ``torus-chain``: ``n`` tori hanging from a universal joint, each linked
@@ -46,7 +46,6 @@ from contactlab.shapes import Box, Mesh
 from contactlab.shapes import Sphere as SphereShape
 
 Array = np.ndarray
-NO_COLLISION = {"collision": False}
 #: density of every body [kg/m^3] (aluminium)
 DENSITY = 2700.0
 
@@ -187,7 +186,7 @@ def torus_chain(
         "torus-chain",
         tuple(bodies),
         (top, *specs),
-        extras=NO_COLLISION,
+        collision=False,
         dt=2e-3,
         duration=2.0,
     )
@@ -248,7 +247,7 @@ def windmill(hub_radius: float = 0.06, spin: float = 1.0, droop_deg: float = 15.
             specs.append(_contact(f"j{k}_{j}", parent, name, surface, child_surface, q0))
             parent, surface, u1 = name, child_surface, 0.0
     return Scene(
-        "windmill", tuple(bodies), tuple(specs), extras=NO_COLLISION, dt=2e-3, duration=2.0
+        "windmill", tuple(bodies), tuple(specs), collision=False, dt=2e-3, duration=2.0
     )
 
 
@@ -296,7 +295,7 @@ def torus_chain_curve(n: int = 5, s0: float = 0.15, major_radius: float = 0.05) 
         "torus-chain-curve",
         tuple(bodies),
         (slide, *specs),
-        extras=NO_COLLISION,
+        collision=False,
         dt=2e-3,
         duration=2.0,
     )
@@ -389,7 +388,7 @@ def bezier_surface_board(u0: float = 0.2, v0: float = 0.7, pendulum_deg: float =
         "bezier-surface-board",
         (ground, board, *links),
         specs,
-        extras=NO_COLLISION,
+        collision=False,
         dt=2e-3,
         duration=3.0,
     )
