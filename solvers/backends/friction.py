@@ -108,7 +108,10 @@ class FrictionBackend(Backend):
             )
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        raise NotImplementedError
+        """Solve one local frictional-contact problem (each backend below overrides this)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not solve frictional-contact problems"
+        )
 
 
 class NSGSBackend(FrictionBackend):
