@@ -339,6 +339,10 @@ def _run_locked(
                 f"{str(runs_dir)!r} (no tables were written); run the same command again to "
                 "finish the others"
             ) from None
+        finally:
+            # a worker killed while writing leaves its temporary folder; the pool
+            # has shut down here, so such folders are stale and are removed
+            clean_temporaries(runs_dir)
     table = gather(grid)
     replot = bool(todo) or not (grid.out / "plots" / "performance_profile.png").exists()
     aggregates = write_outputs(grid, table, incomplete, plots=replot)

@@ -101,6 +101,8 @@ def test_interrupted_sweep_loses_no_finished_run(
     first = sweep(spec, workers=2, quiet=True)
     # the 4 flagged runs raise (or kill their worker, which breaks the pool)
     assert not first.complete and len(first.incomplete) >= 4
+    # a worker killed mid-write leaves no temporary folder behind once the sweep returns
+    assert not [p.name for p in (first.folder / "runs").iterdir() if p.name.startswith(".")]
     finished = sorted(p.parent.name for p in (first.folder / "runs").glob("*/summary.json"))
     assert len(finished) == len(first.table) == 12 - len(first.incomplete)
     flag.unlink()
