@@ -8,11 +8,10 @@ joint gets friction by carrying a :class:`JointFriction` in
 :attr:`contactlab.scene.JointSpec.friction`.
 """
 
-from contactlab.jointfriction.geometry import KINDS, JointFriction, LocalContacts, local_contacts
-from contactlab.jointfriction.rows import JointContactLayout, JointContactRows
+from contactlab.jointfriction.geometry import JointFriction, LocalContacts
+from contactlab.jointfriction.rows import JointContactLayout, JointContactRows, local_contacts
 
 __all__ = [
-    "KINDS",
     "JointContactLayout",
     "JointContactRows",
     "JointFriction",

@@ -26,6 +26,8 @@ prismatic  box of cross-section ``w x w`` and length ``l``  ``8 corners x 2`` = 
            axis
 =========  =============================================  ======================
 
+Each joint map declares its geometry (``Joint.friction_contacts``, built from the
+functions below); a kind whose joint map declares none cannot carry friction.
 Loop-closing joints get the geometry of their kind, like tree joints.  The
 normals of a revolute joint span the 5 constrained directions (forces and
 the moments normal to the axis), a spherical joint's the 3 forces, a
@@ -53,9 +55,6 @@ from numpy.typing import NDArray
 from contactlab.errors import ConfigurationError
 
 Array = NDArray[np.float64]
-
-#: joint kinds that have a contact geometry
-KINDS = ("revolute", "spherical", "prismatic")
 
 
 @dataclass(frozen=True)
@@ -104,6 +103,10 @@ class LocalContacts:
     group : (t,) the joint motion each tangent measures: tangents of one
         group have equal rows on the joint's motion (``r`` times a rotation
         rate, or the slide rate), see :mod:`contactlab.jointfriction.rows`.
+    on_child : the geometry rides on the child's joint frame (a prismatic
+        joint's carriage) instead of the parent's.
+    rotational : the joint's motion is rotation (its own generalized force
+        is a torque), else translation.
     """
 
     points: Array
@@ -111,6 +114,8 @@ class LocalContacts:
     tangents: Array
     owner: NDArray[np.int64]
     group: NDArray[np.int64]
+    on_child: bool = False
+    rotational: bool = True
 
     @property
     def k(self) -> int:
@@ -174,20 +179,11 @@ def prismatic_contacts(fr: JointFriction, axis: Array) -> LocalContacts:
     points = np.concatenate([corners, corners])
     normals = np.concatenate([np.tile(v1, (8, 1)), np.tile(v2, (8, 1))])
     return LocalContacts(
-        points, normals, np.tile(a, (16, 1)), np.arange(16), np.zeros(16, np.int64)
-    )
-
-
-def local_contacts(kind: str, fr: JointFriction, axis: Array | None, joint: str) -> LocalContacts:
-    """The contacts of a joint of ``kind`` (raise for kinds without a geometry)."""
-    ax = np.array([0.0, 0.0, 1.0]) if axis is None else np.asarray(axis, dtype=float)
-    if kind in ("revolute", "continuous"):
-        return revolute_contacts(fr, ax)
-    if kind == "spherical":
-        return spherical_contacts(fr)
-    if kind == "prismatic":
-        return prismatic_contacts(fr, ax)
-    raise ConfigurationError(
-        f"joint {joint!r} of kind {kind!r} has friction, but joint friction geometry exists "
-        f"only for kinds {', '.join(KINDS)}; remove JointSpec.friction from this joint"
+        points,
+        normals,
+        np.tile(a, (16, 1)),
+        np.arange(16),
+        np.zeros(16, np.int64),
+        on_child=True,
+        rotational=False,
     )

@@ -38,11 +38,39 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.jointfriction.geometry import JointFriction, LocalContacts, local_contacts
+from contactlab.jointfriction.geometry import JointFriction, LocalContacts
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
 Index = NDArray[np.int64]
+
+
+def local_contacts(spec: JointSpec) -> LocalContacts:
+    """The contacts of a joint with friction, as its joint map declares them.
+
+    ``Joint.friction_contacts`` of the joint built from ``spec`` (its kind, axis
+    and params, :func:`contactlab.reduced.registry.make_joint`); one error line
+    when the kind declares none.
+    """
+    from contactlab.reduced.registry import JOINTS, joint_from_spec
+
+    assert isinstance(spec.friction, JointFriction)
+    found = joint_from_spec(spec).friction_contacts(spec.friction)
+    if found is not None:
+        return found
+    with_geometry = []
+    for kind in sorted(JOINTS.names()):
+        try:
+            probe = JOINTS.get(kind)(None, {})
+            if probe.friction_contacts(JointFriction()) is not None:
+                with_geometry.append(kind)
+        except (ConfigurationError, KeyError, TypeError, ValueError):  # kinds needing params
+            continue
+    raise ConfigurationError(
+        f"joint {spec.name!r} of kind {spec.kind!r} has friction, but its joint map declares "
+        f"no joint friction geometry (kinds with one: {', '.join(with_geometry)}); remove "
+        "JointSpec.friction from this joint"
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +82,7 @@ class JointContactLayout:
     frame_parent, frame_child : (nj, 4, 4) the joint frames in parent and child.
     on_child : (nj,) geometry carried by the child's joint frame (prismatic:
         the carriage travels with the slider) instead of the parent's.
+    rotational : (nj,) the joint's own motion is rotation (else translation).
     points, normals : (K, 3) contacts in the geometry frames; ``joint`` (K,)
         their joint, ``offsets`` (nj + 1,) the contact ranges per joint.
     tangents : (nt, 3); ``owner`` (nt,) the contact of each tangent;
@@ -67,6 +96,7 @@ class JointContactLayout:
     frame_parent: Array
     frame_child: Array
     on_child: NDArray[np.bool_]
+    rotational: NDArray[np.bool_]
     points: Array
     normals: Array
     joint: Index
@@ -92,9 +122,7 @@ class JointContactLayout:
                     f"JointFriction, got {type(j.friction).__name__}"
                 )
             specs.append(j)
-        local: list[LocalContacts] = [
-            local_contacts(j.kind, j.friction, j.axis, j.name) for j in specs
-        ]
+        local: list[LocalContacts] = [local_contacts(j) for j in specs]
         ks = np.array([lc.k for lc in local], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(ks)]).astype(np.int64)
         cat = lambda xs, w: np.concatenate(xs) if xs else np.zeros((0, w))  # noqa: E731
@@ -118,7 +146,8 @@ class JointContactLayout:
             parent=np.array([scene.body_index(j.parent) for j in specs], dtype=np.int64),
             frame_parent=np.array([j.frame_parent for j in specs]).reshape(-1, 4, 4),
             frame_child=np.array([j.frame_child for j in specs]).reshape(-1, 4, 4),
-            on_child=np.array([j.kind == "prismatic" for j in specs], dtype=bool),
+            on_child=np.array([lc.on_child for lc in local], dtype=bool),
+            rotational=np.array([lc.rotational for lc in local], dtype=bool),
             points=cat([lc.points for lc in local], 3),
             normals=cat([lc.normals for lc in local], 3),
             joint=np.repeat(np.arange(len(specs)), ks).astype(np.int64),

@@ -155,8 +155,8 @@ def _is_constraint(cls: object) -> bool:
     return isinstance(cls, type) and issubclass(cls, Constraint)
 
 
-#: Constraint kinds of the maximal formulation (joint kinds and others): the built-in
-#: ones, and entry points in the ``contactlab.constraints`` group (value: a Constraint
+#: Constraint kinds of the maximal formulation: the built-in ones (``"joint"``: every
+#: joint kind whose joint map declares rows, ``"hinge-loop"``), and entry points in the ``contactlab.constraints`` group (value: a Constraint
 #: subclass registered under the entry point's name, or a module whose import
 #: registers its kinds with :func:`register_constraint`).
 CONSTRAINTS: Registry[type[Constraint]] = Registry(
@@ -182,9 +182,10 @@ def body_index_map(scene: Scene) -> dict[str | None, int]:
 def register_constraint(name: str) -> Callable[[type[Constraint]], type[Constraint]]:
     """Class decorator registering a constraint kind under ``name``.
 
-    A class registered under a joint kind (``"revolute"``, or a new name) is
-    used for every :class:`~contactlab.scene.JointSpec` of that kind through
-    :meth:`Constraint.from_joints`.
+    A class registered under a joint kind's name is used for every
+    :class:`~contactlab.scene.JointSpec` of that kind through
+    :meth:`Constraint.from_joints`, instead of the rows the kind's joint map
+    declares (:func:`joint_constraints`).
     """
 
     def wrap(cls: type[Constraint]) -> type[Constraint]:
@@ -208,13 +209,29 @@ def constraint_class(name: str) -> type[Constraint]:
     return CONSTRAINTS.get(name)
 
 
+def joint_constraints(scene: Scene, specs: Sequence[JointSpec]) -> list[Constraint]:
+    """The constraints holding ``specs`` (joints of one kind) in maximal coordinates.
+
+    A constraint class registered under the kind's name (a plug-in's own rows)
+    takes them; otherwise the rows the kind's joint map declares (``"joint"``,
+    :class:`contactlab.maximal.joints.JointMapRows`).
+    """
+    kinds = {spec.kind for spec in specs}
+    if len(kinds) > 1:
+        raise ConfigurationError(f"joint_constraints takes joints of one kind, got {sorted(kinds)}")
+    kind = next(iter(kinds), "joint")
+    cls = CONSTRAINTS.get(kind) if kind in CONSTRAINTS else CONSTRAINTS.get("joint")
+    return cls.from_joints(scene, specs)
+
+
 def scene_constraints(scene: Scene) -> list[Constraint]:
     """Every constraint of ``scene``: its joints grouped by kind, then ``Scene.constraints``.
 
     Joints of one kind become one vectorized group (in scene order within the
-    kind); a loop-closing hinge with ``params["loop_rows"] = "hinge"`` gets the
-    2-row closure of Sueda's notes, eq. 2.90–2.91, as in reduced coordinates; each
-    entry of ``Scene.constraints`` must be a :class:`Constraint`.
+    kind, :func:`joint_constraints`); a loop-closing hinge with
+    ``params["loop_rows"] = "hinge"`` gets the 2-row closure of Sueda's notes,
+    eq. 2.90–2.91, as in reduced coordinates; each entry of ``Scene.constraints``
+    must be a :class:`Constraint`.
     """
     by_kind: dict[str, list[JointSpec]] = {}
     hinge_loops: list[JointSpec] = []
@@ -231,10 +248,8 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
     out: list[Constraint] = (
         [CONSTRAINTS.get("hinge-loop")(scene, hinge_loops)] if hinge_loops else []
     )
-    for kind, specs in by_kind.items():
-        if kind not in CONSTRAINTS:
-            raise UnknownNameError("joint kind (maximal formulation)", kind, CONSTRAINTS.names())
-        out.extend(CONSTRAINTS.get(kind).from_joints(scene, specs))
+    for specs in by_kind.values():
+        out.extend(joint_constraints(scene, specs))
     for item in scene.constraints:
         if not isinstance(item, Constraint):
             raise ConfigurationError(

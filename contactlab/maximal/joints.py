@@ -21,8 +21,15 @@ primitives, both exact:
   velocities ``omega = R omega_body``).
 
 On the joint manifold these rows span exactly the seed's adjoint rows, so
-they annihilate exactly the joint's allowed relative twists.  Kinds (axes in
-the joint frame; defaults as in the reduced formulation):
+they annihilate exactly the joint's allowed relative twists.
+
+A joint kind is described once, by its joint map (``Q``, ``S``, ``Sdot``,
+:mod:`contactlab.reduced.joints`); the joint map also declares these rows in its
+joint frame (``Joint.constraint_geometry``, built from the primitives of
+:mod:`contactlab.joint_rows`), and :class:`JointMapRows` evaluates them for every
+joint of a kind at once.  Any registered joint kind whose joint map declares rows
+runs in maximal coordinates; the built-in ones (axes in the joint frame, defaults
+as in the reduced formulation):
 
 ==============  ============================================  =====
 kind            rows                                           m
@@ -36,16 +43,19 @@ universal       origin (3) + ``a1 . a2`` kept (1); x, y        4
 spherical       origin (3)                                     3
 translational   rotation lock (3)                              3
 free            none                                           0
+composite       translation then rotation (or the reverse when ...
+                the rotation keeps the slide directions): the
+                factors' rows (:func:`joint_rows.series_geometry`)
 ==============  ============================================  =====
 
 The rotation lock is ``vee(R - R^T)/2`` of ``R = J_a^T J_b`` (sin of the
 angle times the axis); the alignment is ``(e1_a . a_b, e2_a . a_b)``, the
-misalignment of the child axis in the parent's normal plane.
+misalignment of the child axis in the parent's normal plane.  Kinds without
+rows (spline curves and surfaces, transform joints) are refused with one line.
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,6 +63,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
+from contactlab.joint_rows import Geometry, joint_geometry
 from contactlab.maximal.constraints import (
     Constraint,
     ConstraintRows,
@@ -65,63 +76,17 @@ from contactlab.se3 import unit_axis
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-_EYE = np.eye(3)
-_X, _Y, _Z = _EYE
+_Z = np.array([0.0, 0.0, 1.0])
 
-#: Per kind: translational directions (kt, 3) and rotational rows
-#: ``sum_t C[k, t] (u_kt)_a . (v_kt)_b - c0_k`` with U, V (kr, 2, 3), C (kr, 2), c0 (kr,).
-Geometry = tuple[Array, Array, Array, Array, Array]
-
-
-def _basis(a: Array) -> tuple[Array, Array]:
-    """Unit ``e1, e2`` with ``(e1, e2, a)`` right-handed orthonormal."""
-    e1 = np.cross(a, _X if abs(a[0]) < 0.9 else _Y)
-    e1 /= np.linalg.norm(e1)
-    return e1, np.cross(a, e1)
-
-
-def _lock() -> tuple[Array, Array, Array]:
-    """Rows ``vee(R - R^T)/2``: ``R_ij = x_i^a . x_j^b``."""
-    U = np.array([[_Z, _Y], [_X, _Z], [_Y, _X]])
-    V = np.array([[_Y, _Z], [_Z, _X], [_X, _Y]])
-    C = np.tile([0.5, -0.5], (3, 1))
-    return U, V, C
-
-
-def _align(a: Array) -> tuple[Array, Array, Array]:
-    e1, e2 = _basis(a)
-    U = np.array([[e1, e1], [e2, e2]])
-    V = np.array([[a, a], [a, a]])
-    C = np.array([[1.0, 0.0], [1.0, 0.0]])
-    return U, V, C
-
-
-def joint_geometry(
-    trans: Array, rot: tuple[Array, Array, Array] | None, c0: Array | None = None
-) -> Geometry:
-    """A joint's :data:`Geometry` from its translational directions (kt, 3).
-
-    ``rot`` is ``(U, V, C)`` of the rotational rows (``None``: no rotational
-    row) and ``c0`` their constants (``None``: zero), as a subclass's
-    :meth:`JointConstraint.geometry` returns them.
-    """
-    if rot is None:
-        rot = (np.zeros((0, 2, 3)), np.zeros((0, 2, 3)), np.zeros((0, 2)))
-    U, V, C = rot
-    return (
-        np.asarray(trans, dtype=float).reshape(-1, 3),
-        U,
-        V,
-        C,
-        np.zeros(len(C)) if c0 is None else c0,
-    )
+__all__ = ["Geometry", "HingeLoopRows", "JointConstraint", "JointMapRows", "joint_geometry"]
 
 
 class JointConstraint(Constraint):
     """All joints of one kind, evaluated with batched array operations.
 
     Subclasses declare only :meth:`geometry`, the joint's rows in its joint
-    frame as a function of ``axis`` and ``params``.
+    frame as a function of ``axis`` and ``params`` (:class:`JointMapRows` takes
+    them from the joint map of each joint's kind).
     """
 
     def __init__(self, scene: Scene, specs: Sequence[JointSpec]) -> None:
@@ -148,9 +113,9 @@ class JointConstraint(Constraint):
         self.kt, self.kr = self.Da.shape[1], self.C.shape[1]
 
     @classmethod
-    @abstractmethod
     def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
         """Translational directions and rotational rows in the joint frame."""
+        raise NotImplementedError(f"{cls.__name__} declares no geometry(axis, params)")
 
     def _checked_geometry(self, spec: JointSpec) -> Geometry:
         try:
@@ -261,25 +226,40 @@ class JointConstraint(Constraint):
         return ConstraintRows(self._error(k), blocks, bodies, self._bias(k) if with_bias else None)
 
 
-@register_constraint("fixed")
-class FixedConstraint(JointConstraint):
-    """Weld: origins coincide, frames aligned (6 rows)."""
+@register_constraint("joint")
+class JointMapRows(JointConstraint):
+    """Joints of any kind whose joint map declares rows in maximal coordinates.
+
+    The rows of each joint are ``Joint.constraint_geometry()`` of the joint its
+    spec builds (:func:`contactlab.reduced.registry.joint_from_spec`): one
+    description of the kind serves both formulations.  Joints of one kind with
+    equally many rows are one vectorized group.
+    """
+
+    def _checked_geometry(self, spec: JointSpec) -> Geometry:
+        return spec_geometry(spec)
 
     @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return joint_geometry(_EYE, _lock())
+    def from_joints(cls, scene: Scene, specs: Sequence[JointSpec]) -> list[Constraint]:
+        groups: dict[tuple[int, int], list[JointSpec]] = {}
+        for spec in specs:
+            geo = spec_geometry(spec)
+            groups.setdefault((geo[0].shape[0], geo[1].shape[0]), []).append(spec)
+        return [cls(scene, group) for group in groups.values()]
 
 
-@register_constraint("revolute")
-class RevoluteConstraint(JointConstraint):
-    """Hinge about ``axis`` (joint frame, default z): origins coincide, axes aligned (5 rows)."""
+def spec_geometry(spec: JointSpec) -> Geometry:
+    """The maximal rows the joint map of ``spec`` declares; one error line when it has none."""
+    from contactlab.reduced.registry import joint_from_spec
 
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return joint_geometry(_EYE, _align(unit_axis(axis, _Z, "revolute axis")))
-
-
-register_constraint("continuous")(type("ContinuousConstraint", (RevoluteConstraint,), {}))
+    geo = joint_from_spec(spec).constraint_geometry()
+    if geo is None:
+        raise ConfigurationError(
+            f"joint {spec.name!r} of kind {spec.kind!r} has no maximal equivalent: its joint map "
+            "declares no constraint rows (Joint.constraint_geometry); run the scene with "
+            "--formulation reduced"
+        )
+    return geo
 
 
 @register_constraint("hinge-loop")
@@ -305,85 +285,3 @@ class HingeLoopRows(JointConstraint):
         v1 = np.cross(v2, a)
         v1 /= np.linalg.norm(v1)
         return joint_geometry(np.array([v1, v2]), None)
-
-
-@register_constraint("prismatic")
-class PrismaticConstraint(JointConstraint):
-    """Slider along ``axis`` (default x): no rotation, no offset normal to the axis (5 rows)."""
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        e1, e2 = _basis(unit_axis(axis, _X, "prismatic axis"))
-        return joint_geometry(np.array([e1, e2]), _lock())
-
-
-@register_constraint("cylindrical")
-class CylindricalConstraint(JointConstraint):
-    """Rotation about and sliding along ``axis`` (default z) (4 rows)."""
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        a = unit_axis(axis, _Z, "cylindrical axis")
-        return joint_geometry(np.array(_basis(a)), _align(a))
-
-
-@register_constraint("planar")
-class PlanarConstraint(JointConstraint):
-    """Translation in the plane normal to ``axis`` (default z), no rotation (4 rows).
-
-    As the reduced formulation's planar joint (Sueda's notes, eq. 2.25): two
-    in-plane translations; a turning plate is a planar joint in series with
-    a revolute about the normal.
-    """
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        n = unit_axis(axis, _Z, "planar joint normal")
-        return joint_geometry(n[None], _lock())
-
-
-@register_constraint("universal")
-class UniversalConstraint(JointConstraint):
-    """Rotations about ``params['axes']`` (default x then y): ``Q = exp(a1 q1) exp(a2 q2)``.
-
-    Origins coincide and ``(R_a a1) . (R_b a2) = a1 . a2`` (4 rows).
-    """
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        axes = params.get("axes")
-        a1, a2 = (_X, _Y) if axes is None else (unit_axis(a, _Z, "universal axis") for a in axes)
-        if abs(float(a1 @ a2)) > 1.0 - 1e-9:
-            raise ConfigurationError("universal joint axes must not be parallel")
-        rot = (np.array([[a1, a1]]), np.array([[a2, a2]]), np.array([[1.0, 0.0]]))
-        return joint_geometry(_EYE, rot, np.array([float(a1 @ a2)]))
-
-
-@register_constraint("spherical")
-class SphericalConstraint(JointConstraint):
-    """Ball joint: origins coincide (3 rows)."""
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return joint_geometry(_EYE, None)
-
-
-register_constraint("spherical_euler")(type("SphericalEulerConstraint", (SphericalConstraint,), {}))
-
-
-@register_constraint("translational")
-class TranslationalConstraint(JointConstraint):
-    """Free translation, no rotation (3 rows)."""
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return joint_geometry(np.zeros((0, 3)), _lock())
-
-
-@register_constraint("free")
-class FreeConstraint(JointConstraint):
-    """No constraint (0 rows); the joint only places the child initially."""
-
-    @classmethod
-    def geometry(cls, axis: Array | None, params: Mapping[str, Any]) -> Geometry:
-        return joint_geometry(np.zeros((0, 3)), None)

@@ -38,7 +38,7 @@ import numpy as np
 
 from contactlab.errors import ConfigurationError
 from contactlab.maximal import assembly as asm
-from contactlab.maximal.constraints import Constraint, constraint_class, stack_rows
+from contactlab.maximal.constraints import Constraint, joint_constraints, stack_rows
 from contactlab.maximal.joints import HingeLoopRows
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
@@ -187,7 +187,7 @@ def loop_closures(scene: Scene, specs: Sequence[JointSpec]) -> list[MaximalRows]
                 )
             cons: list[Constraint] = [HingeLoopRows(scene, [spec])]
         elif form == "full":
-            cons = constraint_class(spec.kind).from_joints(scene, [spec])
+            cons = joint_constraints(scene, [spec])
         else:
             raise ConfigurationError(
                 f"loop joint {spec.name!r}: loop_rows must be 'full' or 'hinge', got {form!r}"

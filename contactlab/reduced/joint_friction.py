@@ -81,7 +81,7 @@ def traversal_maps(
     is_tree = np.array([not s.closes_loop for s in layout.specs], dtype=bool)
     nodes = np.array([node[int(c)] for c in layout.child[is_tree]], dtype=np.int64)
     S_tree = kin.Sb[nodes]
-    rotational = np.array([s.kind != "prismatic" for s in layout.specs], dtype=bool)[is_tree]
+    rotational = layout.rotational[is_tree]
 
     def reactions(v: Array, lam_G: Array, lam_N: Array, beta_T: Array, p_joint: Array) -> Array:
         p = inertia * kin.J_times(v - qdot0) - h * f_eff

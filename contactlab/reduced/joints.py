@@ -39,8 +39,16 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactlab import se3
+from contactlab import joint_rows, se3
 from contactlab.errors import ConfigurationError
+from contactlab.jointfriction.geometry import (
+    JointFriction,
+    LocalContacts,
+    prismatic_contacts,
+    revolute_contacts,
+    spherical_contacts,
+)
+from contactlab.joint_rows import Geometry
 
 Array = NDArray[np.float64]
 
@@ -90,6 +98,24 @@ class Joint(ABC):
     def sample(self, rng: np.random.Generator) -> Array:
         """A random configuration in the joint's useful range (tests, benchmarks)."""
         return rng.uniform(-1.0, 1.0, self.ndof)
+
+    # -- the same joint in maximal coordinates and with friction ---------------
+    def constraint_geometry(self) -> Geometry | None:
+        """The joint's rows in maximal coordinates, in its joint frame, or ``None``.
+
+        Rows (:mod:`contactlab.joint_rows`) whose zero set is exactly the set of
+        frames ``J_a^{-1} J_b = Q(q)``; the maximal formulation holds the joint with
+        them and the reduced one closes loops with them.  ``None``: no such rows
+        (the joint has no maximal equivalent).
+        """
+        return None
+
+    def friction_contacts(self, friction: JointFriction) -> LocalContacts | None:
+        """The joint's contact geometry for joint friction (Sueda's notes §2.11), or ``None``.
+
+        See :mod:`contactlab.jointfriction.geometry`; ``None``: the joint has none.
+        """
+        return None
 
     # -- time stepping -------------------------------------------------------
     @cached_property
@@ -196,6 +222,10 @@ class FixedJoint(Joint):
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         return np.eye(4), np.zeros((6, 0)), np.zeros((6, 0))
 
+    def constraint_geometry(self) -> Geometry:
+        """Origins coincide, frames aligned (6 rows)."""
+        return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.lock())
+
 
 class ProductOfExponentialsJoint(Joint):
     """``Q(q) = P(q) exp([xi_1] theta_1(q)) ... exp([xi_K] theta_K(q))``.
@@ -274,6 +304,14 @@ class RevoluteJoint(_LinearScrewJoint):
     def sample(self, rng: np.random.Generator) -> Array:
         return rng.uniform(-np.pi, np.pi, 1)
 
+    def constraint_geometry(self) -> Geometry:
+        """Origins coincide, axes aligned (5 rows)."""
+        return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.align(self.axis))
+
+    def friction_contacts(self, friction: JointFriction) -> LocalContacts:
+        """Cylinder rim contacts about the axis."""
+        return revolute_contacts(friction, self.axis)
+
 
 class PrismaticJoint(_LinearScrewJoint):
     """Translation along a unit ``axis`` (default x); ``S = (0, a)`` (Sueda's notes, eq. 2.24)."""
@@ -285,6 +323,16 @@ class PrismaticJoint(_LinearScrewJoint):
     def evaluate(self, q: Array, qdot: Array) -> tuple[Array, Array, Array]:
         Q = se3.make_transform(None, self.axis * q[0])
         return Q, self.screws.T.copy(), np.zeros((6, 1))
+
+    def constraint_geometry(self) -> Geometry:
+        """No rotation, no offset normal to the axis (5 rows)."""
+        return joint_rows.joint_geometry(
+            np.array(joint_rows.basis(self.axis)), joint_rows.lock()
+        )
+
+    def friction_contacts(self, friction: JointFriction) -> LocalContacts:
+        """Box corners riding on the child's joint frame."""
+        return prismatic_contacts(friction, self.axis)
 
 
 class PlanarJoint(_LinearScrewJoint):
@@ -306,6 +354,10 @@ class PlanarJoint(_LinearScrewJoint):
         zero = np.zeros(3)
         super().__init__(np.array([np.concatenate([zero, u]), np.concatenate([zero, v])]))
 
+    def constraint_geometry(self) -> Geometry:
+        """No offset along the normal, no rotation (4 rows)."""
+        return joint_rows.joint_geometry(self.normal[None], joint_rows.lock())
+
 
 class TranslationalJoint(_LinearScrewJoint):
     """Free translation, no rotation: ``Q = [[I, q], [0, 1]]``, ``S = (0; I)`` (eq. 2.27–2.28)."""
@@ -322,6 +374,10 @@ class TranslationalJoint(_LinearScrewJoint):
     def chart(self, target: Array, guess: Array) -> Array:
         return np.array(target[:3, 3], dtype=float)
 
+    def constraint_geometry(self) -> Geometry:
+        """No rotation (3 rows)."""
+        return joint_rows.joint_geometry(np.zeros((0, 3)), joint_rows.lock())
+
 
 class RotationSequenceJoint(_LinearScrewJoint):
     """Successive rotations about fixed axes: ``R = exp([a_1] q_1) ... exp([a_n] q_n)``.
@@ -336,6 +392,26 @@ class RotationSequenceJoint(_LinearScrewJoint):
 
     def sample(self, rng: np.random.Generator) -> Array:
         return rng.uniform(-np.pi, np.pi, self.ndof)
+
+    def constraint_geometry(self) -> Geometry | None:
+        """Origins coincide; two axes also keep ``(R_a a_1) . (R_b a_2) = a_1 . a_2``.
+
+        Three axes (an Euler-angle spherical joint) leave the rotation free (3 rows),
+        two (a universal joint) remove the twist about ``a_1 x a_2`` (4 rows); one
+        axis is a revolute joint (5 rows).
+        """
+        if self.ndof == 1:
+            return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.align(self.axes[0]))
+        if self.ndof == 2:
+            a1, a2 = self.axes
+            if abs(float(a1 @ a2)) > 1.0 - 1e-9:
+                raise ConfigurationError("universal joint axes must not be parallel")
+            rot = (np.array([[a1, a1]]), np.array([[a2, a2]]), np.array([[1.0, 0.0]]))
+            return joint_rows.joint_geometry(joint_rows.ORIGIN, rot, np.array([float(a1 @ a2)]))
+        if self.ndof == 3 and np.linalg.matrix_rank(self.axes[[0, 1]]) == 2:
+            if np.linalg.matrix_rank(self.axes[[1, 2]]) == 2:
+                return joint_rows.joint_geometry(joint_rows.ORIGIN, None)
+        return None
 
 
 def universal_joint(axes: Sequence[ArrayLike] | None = None) -> RotationSequenceJoint:
@@ -455,6 +531,19 @@ class CompositeJoint(Joint):
 
     def sample(self, rng: np.random.Generator) -> Array:
         return np.concatenate([self.first.sample(rng), self.second.sample(rng)])
+
+    def constraint_geometry(self) -> Geometry | None:
+        """The factors' rows combined when one factor only translates and the other only turns.
+
+        :func:`contactlab.joint_rows.series_geometry` (cylindrical, free, planar
+        translation then a turn about the normal, ...); ``None`` otherwise.
+        """
+        g1, g2 = self.first.constraint_geometry(), self.second.constraint_geometry()
+        if g1 is None or g2 is None:
+            return None
+        rng = np.random.default_rng(12345)
+        turns = [self.first.Q(self.first.sample(rng))[:3, :3] for _ in range(3)]
+        return joint_rows.series_geometry(g1, g2, turns)
 
 
 def _rotates_about_origin(joint: Joint) -> bool:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab import se3
+from contactlab import joint_rows, se3
+from contactlab.jointfriction.geometry import JointFriction, LocalContacts, spherical_contacts
+from contactlab.joint_rows import Geometry
 from contactlab.reduced.joints import Array, Joint
 
 # Below this angle the derivative coefficients use their series (accurate to
@@ -78,6 +80,14 @@ class SphericalExpJoint(Joint):
         Sdot = np.zeros((6, 3))
         Sdot[:3] = right_jacobian_dot(q, qdot)
         return Q, S, Sdot
+
+    def constraint_geometry(self) -> Geometry:
+        """Origins coincide (3 rows)."""
+        return joint_rows.joint_geometry(joint_rows.ORIGIN, None)
+
+    def friction_contacts(self, friction: JointFriction) -> LocalContacts:
+        """Six points on a ball about the joint origin."""
+        return spherical_contacts(friction)
 
     def chart(self, target: Array, guess: Array) -> Array:
         """Rotation vector of ``target`` on the branch ``r + 2 pi k r/|r|`` nearest ``guess``."""
