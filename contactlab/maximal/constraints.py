@@ -156,9 +156,10 @@ def _is_constraint(cls: object) -> bool:
 
 
 #: Constraint kinds of the maximal formulation: the built-in ones (``"joint"``: every
-#: joint kind whose joint map declares rows, ``"hinge-loop"``), and entry points in the ``contactlab.constraints`` group (value: a Constraint
-#: subclass registered under the entry point's name, or a module whose import
-#: registers its kinds with :func:`register_constraint`).
+#: joint kind whose joint map declares rows, ``"hinge-loop"``), and entry points in the
+#: ``contactlab.constraints`` group (value: a Constraint subclass registered under the
+#: entry point's name, or a module whose import registers its kinds with
+#: :func:`register_constraint`).
 CONSTRAINTS: Registry[type[Constraint]] = Registry(
     "constraint kind",
     "contactlab.constraints",

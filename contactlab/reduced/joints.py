@@ -41,14 +41,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactlab import joint_rows, se3
 from contactlab.errors import ConfigurationError
+from contactlab.joint_rows import Geometry
 from contactlab.jointfriction.geometry import (
     JointFriction,
     LocalContacts,
     prismatic_contacts,
     revolute_contacts,
-    spherical_contacts,
 )
-from contactlab.joint_rows import Geometry
 
 Array = NDArray[np.float64]
 
@@ -326,9 +325,7 @@ class PrismaticJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """No rotation, no offset normal to the axis (5 rows)."""
-        return joint_rows.joint_geometry(
-            np.array(joint_rows.basis(self.axis)), joint_rows.lock()
-        )
+        return joint_rows.joint_geometry(np.array(joint_rows.basis(self.axis)), joint_rows.lock())
 
     def friction_contacts(self, friction: JointFriction) -> LocalContacts:
         """Box corners riding on the child's joint frame."""

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab import joint_rows, se3
-from contactlab.jointfriction.geometry import JointFriction, LocalContacts, spherical_contacts
 from contactlab.joint_rows import Geometry
+from contactlab.jointfriction.geometry import JointFriction, LocalContacts, spherical_contacts
 from contactlab.reduced.joints import Array, Joint
 
 # Below this angle the derivative coefficients use their series (accurate to

@@ -13,8 +13,10 @@ in contactlab or solvers names it.  Facts:
   decelerates a sliding cube at ``mu g`` and agrees with the built-in
   ``box-friction``; the constraint holds a cube at its height while it glides
   at constant speed; the helical joint descends with the analytic constant
-  acceleration; the particle formulation follows the exact semi-implicit
-  Euler parabola and agrees with the maximal formulation.
+  acceleration; the pin-slot joint kind, which declares its maximal rows, runs
+  in both formulations and they converge to each other at first order in h;
+  the particle formulation follows the exact semi-implicit Euler parabola and
+  agrees with the maximal formulation.
 """
 
 from __future__ import annotations
@@ -103,14 +105,15 @@ def test_contactlab_list_shows_every_plug_in(site: Path) -> None:
         "models": "plugin-box-lcp",
         "solvers": "plugin-dense-kkt",
         "constraints": "plugin-fixed-height",
-        "joints": "plugin-helical",
+        "joints": "plugin-pin-slot",
         "formulations": "plugin-particle",
     }
     for section, name in expected.items():
         row = next(r for r in cat[section] if r["name"] == name)
         assert row["origin"].startswith(f"entry point {name!r}"), row
     scenarios = {r["name"] for r in cat["scenarios"]}
-    assert {"plugin-glide", "plugin-screw", "plugin-throw"} <= scenarios
+    assert {"plugin-glide", "plugin-screw", "plugin-slot", "plugin-throw"} <= scenarios
+    assert "plugin-helical" in {r["name"] for r in cat["joints"]}
     backend = next(r for r in cat["solvers"] if r["name"] == "plugin-dense-kkt")
     assert backend["available"]
 
@@ -158,6 +161,27 @@ def test_the_joint_kind_descends_with_the_analytic_acceleration(site: Path, tmp_
     theta = accel * h**2 * k * (k + 1) / 2  # semi-implicit Euler, exact for constant accel
     np.testing.assert_allclose(run["q"][:, 0], theta, atol=1e-9)
     np.testing.assert_allclose(run["position"][:, 0, 2], pitch * theta, atol=1e-9)
+
+
+def test_a_joint_kind_with_maximal_rows_runs_in_both_formulations(
+    site: Path, tmp_path: Path
+) -> None:
+    """The rod on the pin-slot joint, 0.1 s in reduced and maximal coordinates at h and h/2.
+
+    Both are first-order integrators of the same motion, so their gap is O(h): measured
+    2.2e-5 m at h = 1 ms and 1.1e-5 m at 0.5 ms.  Halving h must halve it (ratio
+    0.5 +- 0.1) and at h = 1 ms it stays under 5e-5 m (the rod tip moves ~4 cm).
+    """
+    gaps = []
+    for dt, steps in (("1e-3", "100"), ("5e-4", "200")):
+        argv = ("plugin-slot", "--model", "frictionless", "--solver", "kkt", "--dt", dt)
+        runs = [
+            _run(tmp_path, f"slot-{form}-{dt}", *argv, "--steps", steps, "--formulation", form)
+            for form in ("reduced", "maximal")
+        ]
+        gaps.append(np.abs(runs[0]["position"] - runs[1]["position"]).max())
+    assert gaps[0] < 5e-5
+    assert 0.4 < gaps[1] / gaps[0] < 0.6
 
 
 def test_the_formulation_follows_the_exact_parabola(site: Path, tmp_path: Path) -> None:

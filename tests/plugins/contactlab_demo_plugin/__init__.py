@@ -11,7 +11,10 @@ ENTRY_POINTS = {
     "contactlab.constraints": {
         "plugin-fixed-height": "contactlab_demo_plugin.constraint:FixedHeight"
     },
-    "contactlab.joints": {"plugin-helical": "contactlab_demo_plugin.joint:helical"},
+    "contactlab.joints": {
+        "plugin-helical": "contactlab_demo_plugin.joint:helical",
+        "plugin-pin-slot": "contactlab_demo_plugin.joint:pin_slot",
+    },
     "contactlab.formulations": {
         "plugin-particle": "contactlab_demo_plugin.formulation:ParticleFormulation"
     },

@@ -50,6 +50,33 @@ def screw(pitch: float = 0.05, mass: float = 1.5) -> Scene:
     )
 
 
+@scenario("plugin-slot", formulations=("reduced", "maximal"))
+def slot(length: float = 0.4, angle: float = 0.6, mass: float = 1.0) -> Scene:
+    """A rod hanging from a pin that slides freely in a horizontal slot (along x).
+
+    length : rod length [m]; the pin is at its top end.
+    angle : initial swing about the horizontal pin axis (world -y) [rad].
+    mass : [kg].
+    """
+    side = 0.02
+    rod = Body(
+        "rod",
+        mass,
+        mass / 12.0 * np.array([length**2 + side**2, length**2 + side**2, 2 * side**2]),
+    )
+    turn = se3.make_transform(se3.exp_so3(np.array([np.pi / 2, 0.0, 0.0])))  # joint z = world -y
+    joint = JointSpec(
+        "slot",
+        "plugin-pin-slot",
+        None,
+        "rod",
+        frame_parent=se3.make_transform(None, [0.0, 0.0, 1.0]) @ turn,
+        frame_child=se3.make_transform(None, [0.0, 0.0, length / 2]) @ turn,
+        q0=np.array([0.0, angle]),
+    )
+    return Scene("plugin-slot", (rod,), (joint,), collision=False, dt=1e-3, duration=0.3)
+
+
 @scenario("plugin-throw", formulations=("plugin-particle", "maximal"))
 def throw(speed_x: float = 0.5, speed_z: float = 2.0, mass: float = 1.0) -> Scene:
     """A cube thrown without spin from 1 m high (no ground).
@@ -71,4 +98,4 @@ def throw(speed_x: float = 0.5, speed_z: float = 2.0, mass: float = 1.0) -> Scen
     )
 
 
-SCENARIOS = {s.name: s for s in (glide, screw, throw)}
+SCENARIOS = {s.name: s for s in (glide, screw, slot, throw)}
