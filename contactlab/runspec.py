@@ -208,6 +208,17 @@ def simulate(
     return sim.run(steps=steps, duration=duration, progress=progress)
 
 
+def _why_not(spec: Any, formulation: str, parameters: Mapping[str, Any] | None) -> str:
+    """`` (the formulation's own reason)`` when building it for the scene fails, else ``""``."""
+    from contactlab.formulation import FORMULATIONS
+
+    try:
+        FORMULATIONS.get(formulation)(spec.build(**dict(parameters or {})))
+    except (ConfigurationError, IncompatibleError) as err:
+        return f" ({str(err).splitlines()[0]})"
+    return ""
+
+
 def build_simulator(
     scenario: str,
     parameters: Mapping[str, Any] | None = None,
@@ -236,7 +247,8 @@ def build_simulator(
             raise UnknownNameError("formulation", formulation, formulation_names())
         raise IncompatibleError(
             f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
-            f"not {formulation!r}; choose one with --formulation"
+            f"not {formulation!r}{_why_not(spec, formulation, parameters)}; choose one with "
+            "--formulation"
         )
     values = dict(parameters or {})
     if dt is not None and "dt" in spec.parameters and "dt" not in values:

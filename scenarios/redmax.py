@@ -8,12 +8,15 @@ exactly to SI (1 cm = 0.01 m, density 1 g/cm^3 = 1000 kg/m^3, so a
 10 x 1 x 1 cm link is 0.1 x 0.01 x 0.01 m of 0.01 kg), gravity 9.81 m/s^2.
 Torques convert with 1 g cm^2/s^2 = 1e-7 N m, forces with 1 dyn = 1e-5 N.
 
-Scenes with couplings, prescribed motion, limits, joint springs, joint
-torques or joint kinds only the reduced formulation has (composites,
-splines) declare ``formulations=("reduced",)``; the others run in both.
+Every scene with a maximal equivalent runs in both formulations: joints by
+the rows their joint maps declare (composites of a translation and a turn
+included), couplings and joint springs of one-coordinate joints through the
+coordinates read back from the bodies (:mod:`contactlab.maximal.joint_coordinates`).
 A loop that the tree already keeps planar closes with the 2-row hinge form
 (Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``) in both
-formulations, so the loop scenes 4 and 15 run in maximal coordinates too.
+formulations.  Scenes with joint torques, joint limits, prescribed motion or
+spline joints declare ``formulations=("reduced",)``; the maximal formulation
+refuses them in one line saying why.
 """
 
 from __future__ import annotations
@@ -230,7 +233,7 @@ def joint_limits(limit_deg: float = 45.0) -> Scene:
     )
 
 
-@scenario("redmax-coupled", formulations=("reduced",))
+@scenario("redmax-coupled", formulations=("reduced", "maximal"))
 def coupled(ratio: float = 0.5, root_deg: float = 45.0) -> Scene:
     """REDMAX scene 7: 3-link chain with equality-constrained angles ``q_i = ratio q_(i-1)``.
 
@@ -244,7 +247,7 @@ def coupled(ratio: float = 0.5, root_deg: float = 45.0) -> Scene:
     )
 
 
-@scenario("redmax-coupled-loop", formulations=("reduced",))
+@scenario("redmax-coupled-loop", formulations=("reduced", "maximal"))
 def coupled_loop(ratio: float = 0.5, last_qdot: float = 10.0) -> Scene:
     """REDMAX scene 8: 7 bodies, a four-bar loop and a coupling on a two-link tail.
 
@@ -317,7 +320,7 @@ def world_force(force: float = 1e3 * DYN, damping: float = 10.0) -> Scene:
     )
 
 
-@scenario("redmax-joint-spring", formulations=("reduced",))
+@scenario("redmax-joint-spring", formulations=("reduced", "maximal"))
 def joint_spring(stiffness: float = 1e4 * TORQUE, damping: float = 1e3 * TORQUE) -> Scene:
     """REDMAX scene 11: 3-link chain without gravity with joint springs and dampers.
 
@@ -681,7 +684,7 @@ def _far_end(shape_in_body: Array) -> Array:
     return shape_in_body @ _trans(5, 0, 0)
 
 
-@scenario("redmax-gears", formulations=("reduced",))
+@scenario("redmax-gears", formulations=("reduced", "maximal"))
 def gears(ratio: float = -1.0, rate: float = 2.0) -> Scene:
     """REDMAX scene 34: two axles on hinges about z coupled by ``q_b = ratio q_a``.
 
@@ -706,7 +709,7 @@ def gears(ratio: float = -1.0, rate: float = 2.0) -> Scene:
     )
 
 
-@scenario("redmax-free2d", formulations=("reduced",))
+@scenario("redmax-free2d", formulations=("reduced", "maximal"))
 def free2d(angle_deg: float = 45.0) -> Scene:
     """REDMAX scene 35: a planar free joint (x-y translation, turn about z) with a hinged child.
 

@@ -252,11 +252,16 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
     for specs in by_kind.values():
         out.extend(joint_constraints(scene, specs))
     for item in scene.constraints:
+        if not isinstance(item, Constraint) and hasattr(item, "maximal_constraint"):
+            item = item.maximal_constraint()  # a joint-coordinate constraint's maximal rows
         if not isinstance(item, Constraint):
+            label = getattr(item, "name", None) or repr(item)
+            why = getattr(item, "no_maximal_rows", None) or (
+                "it is neither a contactlab.maximal.Constraint nor has a maximal_constraint()"
+            )
             raise ConfigurationError(
-                f"scene {scene.name!r}: constraint {item!r} is not a "
-                "contactlab.maximal.Constraint; subclass it and register it with "
-                "@register_constraint"
+                f"scene {scene.name!r}: constraint {label!r} ({type(item).__name__}) has no "
+                f"maximal rows: {why}; run the scene with --formulation reduced"
             )
         out.append(item.bind(scene))
     return out

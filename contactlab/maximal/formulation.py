@@ -32,6 +32,7 @@ from contactlab.maximal.constraints import (
     stack_errors,
     stack_rows,
 )
+from contactlab.maximal.joint_coordinates import JointSprings
 from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.kinematics import place_bodies
 from contactlab.metrics import state_metrics
@@ -101,6 +102,8 @@ class MaximalFormulation(Formulation):
         self.mass_diagonal = asm.mass_diagonal(scene)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        #: joint springs and dampers (JointSpec.stiffness, damping) read through the joint maps
+        self.joint_springs = JointSprings(scene)
 
     # -- state -----------------------------------------------------------
     def initial_state(self) -> State:
@@ -128,6 +131,8 @@ class MaximalFormulation(Formulation):
         M, f = asm.free_momentum(
             self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis
         )
+        if self.joint_springs.coords is not None:
+            f = f + h * self.joint_springs.wrench(E, phi).reshape(-1)
         b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
         rows = self.rows(E, phi, with_bias=b.form == "acceleration")
         rhs = asm.constraint_rhs(rows, phi, h, b)
@@ -176,8 +181,10 @@ class MaximalFormulation(Formulation):
         E, phi = state.E, state.phi
         md = self.mass_diagonal
         kinetic = 0.5 * float(np.sum(md * phi * phi))
-        potential = asm.gravity_energy(md, self.scene.gravity, E) + asm.force_energy(
-            self.scene, E, phi
+        potential = (
+            asm.gravity_energy(md, self.scene.gravity, E)
+            + asm.force_energy(self.scene, E, phi)
+            + self.joint_springs.energy(E)
         )
         g = stack_errors(self.constraints, E)
         drift = float(np.max(np.abs(g))) if g.size else 0.0

@@ -237,6 +237,12 @@ class Coupling(EqualityConstraint):
             self.offset = float(q0[self.ib] - self.ratio * q0[self.ia])
         return self
 
+    def maximal_constraint(self) -> Constraint:
+        """The coupling in maximal coordinates (:mod:`contactlab.maximal.joint_coordinates`)."""
+        from contactlab.maximal.joint_coordinates import JointCoupling
+
+        return JointCoupling(self.joint_a, self.joint_b, self.ratio, self.offset, self.name)
+
     def terms(self, tree: Tree, kin: Kinematics, t: float, h: float) -> ConstraintTerms:
         G = np.zeros((1, tree.nq))
         G[0, self.ib], G[0, self.ia] = 1.0, -self.ratio
@@ -255,6 +261,8 @@ class PrescribedJoint(EqualityConstraint):
 
     #: the motion does work no potential records (see :mod:`contactlab.divergence`)
     supplies_energy = True
+    #: why the maximal formulation cannot hold it
+    no_maximal_rows = "it prescribes a joint coordinate in time, and maximal rows hold g(E) = 0"
 
     def __init__(self, joint: str, trajectory: Trajectory) -> None:
         self.joint, self.trajectory = joint, trajectory
@@ -291,6 +299,8 @@ class PrescribedTwist(EqualityConstraint):
 
     #: the motion does work no potential records (see :mod:`contactlab.divergence`)
     supplies_energy = True
+    #: why the maximal formulation cannot hold it
+    no_maximal_rows = "it prescribes a body twist in time, and maximal rows hold g(E) = 0"
 
     def __init__(self, body: str, components: Sequence[int], profile: TwistProfile) -> None:
         self.body, self.profile = body, profile
@@ -327,6 +337,8 @@ class JointLimit(ReducedConstraint):
     """
 
     unilateral = True
+    #: why the maximal formulation cannot hold it
+    no_maximal_rows = "it is a unilateral limit, and maximal rows are bilateral"
 
     def __init__(self, joint: str, lower: Any, upper: Any) -> None:
         self.joint = joint

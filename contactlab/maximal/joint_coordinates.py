@@ -1,0 +1,232 @@
+"""Joint coordinates in maximal coordinates: ``q`` and ``qdot`` of one-coordinate joints.
+
+The joint map of a joint's kind (``Q``, ``S``, :mod:`contactlab.reduced.joints`) also
+reads its coordinate back from the body transforms: with the joint frames
+``J_a = E_a F_a``, ``J_b = E_b F_b``, the relative transform ``X = J_a^{-1} J_b`` is
+``Q(q)`` on the joint, so ``q = chart(X)`` (``Joint.chart``, Newton on ``log``
+from ``q = 0``: the principal angle of a hinge).  Its rate is ``qdot = s^T psi / s^T s``
+with the joint's column ``s = S(q)`` and the relative twist of the child joint frame,
+in that frame (Sueda's notes, eq. 1.15 and 2.29),
+
+.. math::
+
+    \\psi = \\mathrm{Ad}(F_b^{-1}) \\phi_b - \\mathrm{Ad}(J_b^{-1} E_a) \\phi_a ,
+
+exact on the joint (where ``psi = s qdot``).  With these, joint-coordinate
+descriptions of a scene run in maximal coordinates too:
+
+* :class:`JointCoupling`: ``q_b = k q_a + c`` (:class:`contactlab.reduced.constraints.Coupling`,
+  gears) as one bilateral row ``qdot_b - k qdot_a`` with error ``q_b - k q_a - c``;
+* :class:`JointSprings`: the joint spring and damper of ``JointSpec.stiffness``,
+  ``damping``, ``rest``: the generalized force ``tau = -k (q - rest) - d qdot`` applied
+  as the body wrenches ``tau`` times the rate row (``tau qdot`` is their power).
+
+A hinge's coordinate is read modulo ``2 pi``: a coupling error with an integer ratio
+and a spring's stretch ``q - rest`` are wrapped into ``(-pi, pi]``; a non-integer
+ratio needs both hinges inside ``(-pi, pi]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab import joint_rows, se3
+from contactlab.errors import ConfigurationError
+from contactlab.maximal.constraints import Constraint, body_index_map
+from contactlab.scene import JointSpec, Scene
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+TWO_PI = 2.0 * np.pi
+
+
+def wrap_angle(x: Array) -> Array:
+    """``x`` moved by multiples of ``2 pi`` into ``(-pi, pi]``."""
+    return np.asarray(np.pi - np.mod(np.pi - x, TWO_PI), dtype=float)
+
+
+class JointCoordinates:
+    """Coordinate and rate row of one-coordinate joints, read through their joint maps."""
+
+    def __init__(self, scene: Scene, specs: Sequence[JointSpec], what: str) -> None:
+        from contactlab.reduced.registry import build_joint
+
+        index = body_index_map(scene)
+        self.specs = tuple(specs)
+        self.joints = [build_joint(s) for s in self.specs]
+        for spec, joint in zip(self.specs, self.joints):
+            if joint.ndof != 1:
+                raise ConfigurationError(
+                    f"{what}: joint {spec.name!r} ({spec.kind}) has {joint.ndof} coordinates; "
+                    "in maximal coordinates only one-coordinate joints are read back; run it "
+                    "with --formulation reduced"
+                )
+        self.ia = np.array([index[s.parent] for s in self.specs], dtype=np.int64)
+        self.ib = np.array([index[s.child] for s in self.specs], dtype=np.int64)
+        self.Fa = np.array([s.frame_parent for s in self.specs]).reshape(-1, 4, 4)
+        self.Fb = np.array([s.frame_child for s in self.specs]).reshape(-1, 4, 4)
+        from contactlab.reduced.joints import PrismaticJoint, RevoluteJoint
+
+        self.hinge = np.array([type(j) is RevoluteJoint for j in self.joints], dtype=bool)
+        self.slider = np.array([type(j) is PrismaticJoint for j in self.joints], dtype=bool)
+        self.axis = np.array(
+            [
+                getattr(j, "axis", np.zeros(3)) if h or s else np.zeros(3)
+                for j, h, s in zip(self.joints, self.hinge, self.slider)
+            ]
+        ).reshape(-1, 3)
+        self.normal = np.array(
+            [joint_rows.basis(a)[0] if h else np.zeros(3) for a, h in zip(self.axis, self.hinge)]
+        ).reshape(-1, 3)
+        #: the joints' constant columns S (hinges, sliders; others are evaluated at q)
+        self.column = np.array([j.S(np.zeros(1))[:, 0] for j in self.joints]).reshape(-1, 6)
+        self.periodic = np.array(
+            [
+                np.allclose(j.Q(np.array([TWO_PI])), j.Q(np.zeros(1)), atol=1e-12)
+                for j in self.joints
+            ]
+        )
+
+    def _frames(self, E: Array) -> tuple[Array, Array, Array]:
+        Eext = np.concatenate([E, np.eye(4)[None]], axis=0)
+        Ea, Eb = Eext[self.ia], Eext[self.ib]
+        return Ea, Ea @ self.Fa, Eb @ self.Fb
+
+    def q(self, E: Array) -> Array:
+        """(nj,) joint coordinates at ``E``.
+
+        Hinges and sliders in closed form (``atan2`` of the turn of a direction
+        normal to the axis; the offset along the axis), others by ``Joint.chart``.
+        """
+        _, Ja, Jb = self._frames(E)
+        X = se3.inverse(Ja) @ Jb
+        out = np.empty(len(self.joints))
+        h, s = self.hinge, self.slider
+        if h.any():
+            e1, a = self.normal[h], self.axis[h]
+            Re1 = np.einsum("jab,jb->ja", X[h, :3, :3], e1)
+            out[h] = np.arctan2(
+                np.einsum("ja,ja->j", np.cross(e1, Re1), a), np.einsum("ja,ja->j", e1, Re1)
+            )
+        if s.any():
+            out[s] = np.einsum("ja,ja->j", X[s, :3, 3], self.axis[s])
+        for j in np.flatnonzero(~(h | s)):
+            out[j] = self.joints[j].chart(X[j], np.zeros(1))[0]
+        return out
+
+    def rates(self, E: Array) -> tuple[Array, Array, Array]:
+        """``q`` (nj,), rate blocks (nj, 2, 6) on ``(parent, child)`` and their bodies (nj, 2).
+
+        ``qdot_j = blocks[j, 0] . phi_parent + blocks[j, 1] . phi_child``.
+        """
+        Ea, _, Jb = self._frames(E)
+        q = self.q(E)
+        s = self.column.copy()
+        for j in np.flatnonzero(~(self.hinge | self.slider)):
+            s[j] = self.joints[j].S(q[j : j + 1])[:, 0]
+        s = s / np.einsum("ja,ja->j", s, s)[:, None]
+        Ab = se3.adjoint(se3.inverse(self.Fb))  # (nj, 6, 6)
+        Aa = se3.adjoint(se3.inverse(Jb) @ Ea)
+        blocks = np.stack([-np.einsum("ja,jab->jb", s, Aa), np.einsum("ja,jab->jb", s, Ab)], axis=1)
+        return q, blocks, np.stack([self.ia, self.ib], axis=1)
+
+
+def _merge(blocks: Array, bodies: IntArray) -> tuple[Array, IntArray]:
+    """Blocks of one row on the same body added into one slot (the other becomes world)."""
+    blocks, bodies = blocks.copy(), bodies.copy()
+    for r in range(bodies.shape[0]):
+        for k in range(bodies.shape[1]):
+            if bodies[r, k] < 0:
+                continue
+            for m in range(k + 1, bodies.shape[1]):
+                if bodies[r, m] == bodies[r, k]:
+                    blocks[r, k] += blocks[r, m]
+                    blocks[r, m] = 0.0
+                    bodies[r, m] = -1
+    return blocks, bodies
+
+
+class JointCoupling(Constraint):
+    """``q_b = ratio q_a + offset`` of two one-coordinate joints, as a maximal row.
+
+    ``offset`` ``None`` keeps the joints' initial ``q0_b - ratio q0_a`` (as
+    :class:`contactlab.reduced.constraints.Coupling`).
+    """
+
+    def __init__(
+        self, joint_a: str, joint_b: str, ratio: float, offset: float | None, name: str
+    ) -> None:
+        self.joint_a, self.joint_b = joint_a, joint_b
+        self.ratio, self.offset = float(ratio), offset
+        self.name = name  # type: ignore[misc]
+
+    @property
+    def n_rows(self) -> int:
+        return 1
+
+    def bind(self, scene: Scene) -> JointCoupling:
+        by_name = {j.name: j for j in scene.joints}
+        missing = [n for n in (self.joint_a, self.joint_b) if n not in by_name]
+        if missing:
+            raise ConfigurationError(
+                f"coupling {self.name!r}: no joint named {missing[0]!r} in scene {scene.name!r}"
+            )
+        specs = [by_name[self.joint_a], by_name[self.joint_b]]
+        self.coords = JointCoordinates(scene, specs, f"coupling {self.name!r}")
+        if self.offset is None:
+            q0 = [0.0 if s.q0 is None else float(s.q0[0]) for s in specs]
+            self.offset = q0[1] - self.ratio * q0[0]
+        self.wrap = bool(self.coords.periodic.all()) and float(self.ratio).is_integer()
+        return self
+
+    def _error(self, q: Array) -> Array:
+        assert self.offset is not None
+        g = q[1] - self.ratio * q[0] - self.offset
+        return np.array([wrap_angle(g) if self.wrap else g], dtype=float)
+
+    def error(self, E: Array) -> Array:
+        return self._error(self.coords.q(E))
+
+    def jacobian(self, E: Array) -> tuple[Array, IntArray]:
+        _, blocks, bodies = self.coords.rates(E)
+        row = np.concatenate([-self.ratio * blocks[0], blocks[1]])[None]
+        return _merge(row, bodies.reshape(1, 4))
+
+
+class JointSprings:
+    """Joint springs and dampers (``JointSpec.stiffness``, ``damping``, ``rest``), body wrenches."""
+
+    def __init__(self, scene: Scene) -> None:
+        specs = [j for j in scene.joints if j.stiffness != 0.0 or j.damping != 0.0]
+        self.nb = scene.n_bodies
+        self.coords = JointCoordinates(scene, specs, "joint spring") if specs else None
+        self.k = np.array([s.stiffness for s in specs], dtype=float)
+        self.d = np.array([s.damping for s in specs], dtype=float)
+        self.rest = np.array([0.0 if s.rest is None else float(s.rest[0]) for s in specs])
+
+    def _stretch(self, q: Array) -> Array:
+        assert self.coords is not None
+        x = q - self.rest
+        return np.where(self.coords.periodic, wrap_angle(x), x)
+
+    def wrench(self, E: Array, phi: Array) -> Array:
+        """(nb, 6) body wrenches of ``tau = -k (q - rest) - d qdot`` [N m, N]."""
+        out = np.zeros((self.nb + 1, 6))
+        if self.coords is None:
+            return out[:-1]
+        q, blocks, bodies = self.coords.rates(E)
+        phi_ext = np.concatenate([phi, np.zeros((1, 6))], axis=0)
+        qdot = np.einsum("jka,jka->j", blocks, phi_ext[bodies])
+        tau = -self.k * self._stretch(q) - self.d * qdot
+        np.add.at(out, bodies.reshape(-1), (blocks * tau[:, None, None]).reshape(-1, 6))
+        return out[:-1]
+
+    def energy(self, E: Array) -> float:
+        """Spring energy ``sum k (q - rest)^2 / 2`` [J]."""
+        if self.coords is None:
+            return 0.0
+        return float(0.5 * np.sum(self.k * self._stretch(self.coords.q(E)) ** 2))
