@@ -239,6 +239,11 @@ class StepSolution:
         ``outer_iterations`` for staggered schemes.
     solve_time : [s] wall time spent in the solver layer.
     results : the raw :class:`solvers.SolverResult` objects, in order.
+    cache : what the model carries to the next step (warm starts), merged into
+        ``State.cache``.
+    report : the model's own quantities of this step (``bisp`` and
+        ``joint-friction-sp``: a ``JointFrictionReport``), ``None`` otherwise;
+        also in the simulator's ``StepRecord.solution``.
     """
 
     v: Array
@@ -253,3 +258,4 @@ class StepSolution:
     residual: float = 0.0
     results: list[Any] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
+    report: Any = None

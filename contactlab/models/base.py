@@ -19,8 +19,11 @@ alternative routes; the solver layer alone decides which backends fit a kind
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,8 +76,53 @@ def _backend(name: str) -> Any:
         raise UnknownNameError("solver", name, solvers.available_backends()) from err
 
 
+@dataclass
+class _StepLog:
+    """The inner solves of one step: results in order, and whether one was implausible."""
+
+    results: list[SolverResult] = field(default_factory=list)
+    suspect: bool = False
+    #: the model whose solve() opened the log
+    owner: Any = None
+
+
+#: the log of the step being solved in this context (``None`` outside :meth:`SolvingModel.solve`)
+_STEP_LOG: ContextVar[_StepLog | None] = ContextVar("contactlab_step_log", default=None)
+
+
+def _current_log() -> _StepLog:
+    log = _STEP_LOG.get()
+    if log is None:  # inner solves outside solve(): one log for this context
+        log = _StepLog()
+        _STEP_LOG.set(log)
+    return log
+
+
+def _logged(solve: Callable[..., StepSolution]) -> Callable[..., StepSolution]:
+    """``solve`` recording its inner solves in a fresh log for the step (outermost call only)."""
+
+    @functools.wraps(solve)
+    def wrapper(self: SolvingModel, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        active = _STEP_LOG.get()
+        if active is not None and active.owner is self:  # a nested call of the same model
+            return solve(self, problem, cache)
+        token = _STEP_LOG.set(_StepLog(owner=self))
+        try:
+            return solve(self, problem, cache)
+        finally:
+            _STEP_LOG.reset(token)
+
+    wrapper.logs_step = True  # type: ignore[attr-defined]
+    return wrapper
+
+
 class SolvingModel(ContactModel):
     """A contact model that checks its options and solver, and records inner solves.
+
+    A model object keeps nothing between steps: the inner solves of a step are
+    recorded in a log that lives for that :meth:`solve` call only, and warm starts
+    travel in the ``cache`` of the state, so one model object may step several
+    simulators in any interleaving.
 
     Subclasses set ``defaults`` (every option with its default value) and
     implement :meth:`routes`: the alternative sequences of problem kinds the
@@ -115,8 +163,12 @@ class SolvingModel(ContactModel):
             else backend.default_tol
         )
         self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
-        self._results: list[SolverResult] = []
-        self._suspect = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        solve = cls.__dict__.get("solve")
+        if solve is not None and not getattr(solve, "logs_step", False):
+            cls.solve = _logged(solve)  # type: ignore[method-assign]
 
     @classmethod
     def merged_options(cls, **options: Any) -> dict[str, Any]:
@@ -176,20 +228,23 @@ class SolvingModel(ContactModel):
             warm_start=warm,
             **(self.options["solver_settings"] or {}),
         )
-        self._results.append(res)
+        log = _current_log()
+        log.results.append(res)
         if not res.plausible:
-            self._suspect = True
+            log.suspect = True
         return res
 
     def take_results(self) -> list[SolverResult]:
-        """The inner results since the last call (and forget them)."""
-        out, self._results = self._results, []
+        """The inner results of this step since the last call (and forget them)."""
+        log = _current_log()
+        out, log.results = log.results, []
         return out
 
     def take_status(self, extra: str = "optimal") -> str:
-        """Worst status of the inner solves since the last call, with implausible ones failed."""
-        suspect, self._suspect = self._suspect, False
-        return worst_status(self._results, "numerical_error" if suspect else extra)
+        """Worst status of this step's inner solves since the last call, implausible ones failed."""
+        log = _current_log()
+        suspect, log.suspect = log.suspect, False
+        return worst_status(log.results, "numerical_error" if suspect else extra)
 
 
 def summary(results: list[SolverResult]) -> dict[str, float]:

@@ -38,7 +38,7 @@ The two are independent computations of the same friction law.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -105,10 +105,6 @@ class StaggeredJointFriction(SolvingModel):
         "aggregate": True,
     }
 
-    def __init__(self, solver: str, **options: Any) -> None:
-        super().__init__(solver, **options)
-        self.last: JointFrictionReport | None = None
-
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
         check_outer(options)
@@ -132,8 +128,8 @@ class StaggeredJointFriction(SolvingModel):
                 "its formulation did not provide; the scene needs joints with friction "
                 "(JointSpec.friction) and a formulation that provides joint_contacts"
             )
-        sol, self.last = solve_staggered(self, problem, maps, cache, f"{self.name}:friction")
-        return sol
+        sol, report = solve_staggered(self, problem, maps, cache, f"{self.name}:friction")
+        return replace(sol, report=report)
 
 
 @register_model("bisp")

@@ -224,8 +224,8 @@ def _first_reactions(form: str, model: str, h: float, n_links: int = 3) -> np.nd
     from scenarios.joint_friction import chain
 
     sim = Simulator(chain(n_links=n_links, angle_deg=30.0), form, model, SOLVER, dt=h)
-    sim.step(sim.initial_state())
-    return sim.model.last.reactions / h
+    _, record = sim.step(sim.initial_state())
+    return record.solution.report.reactions / h
 
 
 def test_reactions_from_velocities_match_the_maximal_joint_multipliers():
