@@ -11,11 +11,11 @@ Torques convert with 1 g cm^2/s^2 = 1e-7 N m, forces with 1 dyn = 1e-5 N.
 Every scene with a maximal equivalent runs in both formulations: joints by
 the rows their joint maps declare (composites of a translation and a turn
 included), couplings and joint springs of one-coordinate joints through the
-coordinates read back from the bodies (:mod:`contactlab.maximal.joint_coordinates`).
+coordinates read back from the bodies (:mod:`contactlab.maximal.joint_coordinates`),
+prescribed joints and body twists as rows with a target moving in time.
 A loop that the tree already keeps planar closes with the 2-row hinge form
 (Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``) in both
-formulations.  Scenes with joint torques, joint limits, prescribed motion or
-spline joints declare ``formulations=("reduced",)``; the maximal formulation
+formulations.  Scenes with joint torques, joint limits or spline joints declare ``formulations=("reduced",)``; the maximal formulation
 refuses them in one line saying why.
 """
 
@@ -277,7 +277,7 @@ def coupled_loop(ratio: float = 0.5, last_qdot: float = 10.0) -> Scene:
     )
 
 
-@scenario("redmax-hybrid", formulations=("reduced",))
+@scenario("redmax-hybrid", formulations=("reduced", "maximal"))
 def hybrid(target_deg: float = 270.0, duration_s: float = 7.0) -> Scene:
     """REDMAX scene 9: 3-link chain without gravity, the root hinge prescribed.
 
@@ -356,7 +356,7 @@ def joint_spring(stiffness: float = 1e4 * TORQUE, damping: float = 1e3 * TORQUE)
     )
 
 
-@scenario("redmax-maximal-hybrid", formulations=("reduced",))
+@scenario("redmax-maximal-hybrid", formulations=("reduced", "maximal"))
 def maximal_hybrid(spin: float = 2.0) -> Scene:
     """REDMAX scene 13: 4-link chain; three components of the last body's twist prescribed.
 
@@ -526,7 +526,7 @@ def cylindrical(angle_deg: float = 45.0, slide_rate: float = 0.05) -> Scene:
     return _scene("redmax-cylindrical", (_hanging("link"),), specs, dt=2e-2, duration=5.0)
 
 
-@scenario("redmax-reduced-maximal-hybrid", formulations=("reduced",))
+@scenario("redmax-reduced-maximal-hybrid", formulations=("reduced", "maximal"))
 def reduced_maximal_hybrid(spin: float = 1.0, rate: float = 1.0) -> Scene:
     """REDMAX scene 20: 5-link chain; last body's twist and the third hinge prescribed.
 

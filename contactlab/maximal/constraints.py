@@ -151,6 +151,65 @@ class Constraint(ABC):
         )
 
 
+class TimedConstraint(Constraint):
+    """A constraint whose target moves in time (prescribed motion, Sueda's notes §2.9).
+
+    Its rows ``G`` depend on ``E`` as any constraint's; the step asks
+    ``G phi+ = r - gamma g``, with :meth:`terms_at` giving the error ``g`` at time
+    ``t`` (``None``: a constraint on velocities only) and ``r`` the mean target
+    rate over the step.  :meth:`error` is the error at ``t = 0``; the formulation
+    reads :meth:`error_at` with the state's time.
+    """
+
+    #: the motion does work no potential records (see :mod:`contactlab.divergence`)
+    supplies_energy = True
+
+    @abstractmethod
+    def terms_at(self, E: Array, t: float, h: float) -> tuple[Array | None, Array]:
+        """``(g (m,) or None, r (m,))`` for the step from ``t`` to ``t + h``."""
+
+    def error_at(self, E: Array, t: float) -> Array:
+        """Position error at time ``t`` (zeros for a constraint on velocities)."""
+        g, _ = self.terms_at(E, t, 0.0)
+        return np.zeros(self.n_rows) if g is None else g
+
+    def error(self, E: Array) -> Array:
+        return self.error_at(E, 0.0)
+
+
+def timed_rhs(
+    constraints: Sequence[Constraint],
+    E: Array,
+    t: float,
+    h: float,
+    gamma: float,
+    rhs: Array,
+    g: Array,
+) -> None:
+    """Overwrite the rows of every :class:`TimedConstraint` in ``rhs`` and ``g`` (in place).
+
+    ``rhs = r - gamma g(t)`` (velocity-level stabilization) and ``g = g(t)``.
+    """
+    start = 0
+    for con in constraints:
+        m = con.n_rows
+        if isinstance(con, TimedConstraint):
+            gt, r = con.terms_at(E, t, h)
+            sl = slice(start, start + m)
+            rhs[sl] = r if gt is None else r - gamma * gt
+            g[sl] = 0.0 if gt is None else gt
+        start += m
+
+
+def stack_errors_at(constraints: Sequence[Constraint], E: Array, t: float) -> Array:
+    """(m,) position errors at time ``t`` (prescribed motion measured against its target)."""
+    if not constraints:
+        return np.zeros(0)
+    return np.concatenate(
+        [c.error_at(E, t) if isinstance(c, TimedConstraint) else c.error(E) for c in constraints]
+    )
+
+
 def _is_constraint(cls: object) -> bool:
     return isinstance(cls, type) and issubclass(cls, Constraint)
 

@@ -28,10 +28,12 @@ from contactlab.maximal import assembly as asm
 from contactlab.maximal.constraints import (
     Constraint,
     StackedRows,
+    TimedConstraint,
     row_owners,
     scene_constraints,
-    stack_errors,
+    stack_errors_at,
     stack_rows,
+    timed_rhs,
 )
 from contactlab.maximal.joint_coordinates import JointSprings
 from contactlab.maximal.joint_friction import multiplier_maps
@@ -106,6 +108,13 @@ class MaximalFormulation(Formulation):
         self.joint_layout = joint_friction_layout(scene)
         #: joint springs and dampers (JointSpec.stiffness, damping) read through the joint maps
         self.joint_springs = JointSprings(scene)
+        #: constraints with a target moving in time (prescribed motion)
+        self.timed = any(isinstance(c, TimedConstraint) for c in self.constraints)
+        if self.timed and self.stabilization == "acceleration":
+            raise ConfigurationError(
+                f"scene {scene.name!r} prescribes motion in time, which the maximal formulation "
+                "stabilizes at velocity level only; use stabilization='velocity'"
+            )
         #: the null-space reduction of the scene's attachments (``None`` without any)
         self.attach: AttachmentMap | None = None
         if scene.attachments:
@@ -155,6 +164,9 @@ class MaximalFormulation(Formulation):
         b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
         rows = self.rows(E, phi, with_bias=b.form == "acceleration")
         rhs = asm.constraint_rhs(rows, phi, h, b)
+        if self.timed:
+            rows.g = rows.g.copy()
+            timed_rhs(self.constraints, E, state.t, h, b.gamma, rhs, rows.g)
         extra: dict[str, Any] = {}
         N = sp.csr_matrix((0, M.shape[0]))
         if contacts is not None and len(contacts) > 0:
@@ -215,7 +227,7 @@ class MaximalFormulation(Formulation):
             + asm.force_energy(self.scene, E, phi)
             + self.joint_springs.energy(E)
         )
-        g = stack_errors(self.constraints, E)
+        g = stack_errors_at(self.constraints, E, state.t)
         drift = float(np.max(np.abs(g))) if g.size else 0.0
         return state_metrics(E, phi, md, kinetic, potential, drift)
 

@@ -17,6 +17,12 @@ descriptions of a scene run in maximal coordinates too:
 
 * :class:`JointCoupling`: ``q_b = k q_a + c`` (:class:`contactlab.reduced.constraints.Coupling`,
   gears) as one bilateral row ``qdot_b - k qdot_a`` with error ``q_b - k q_a - c``;
+* :class:`PrescribedCoordinate`: a one-coordinate joint following ``p(t)``
+  (:class:`contactlab.reduced.constraints.PrescribedJoint`): the rate row with target
+  ``(p(t+h) - p(t))/h`` and error ``q - p(t)``;
+* :class:`PrescribedBodyTwist`: components of a body twist following ``v(t)``
+  (:class:`contactlab.reduced.constraints.PrescribedTwist`): unit rows on the body's
+  twist with target ``v(t+h)``, on velocities only;
 * :class:`JointSprings`: the joint spring and damper of ``JointSpec.stiffness``,
   ``damping``, ``rest``: the generalized force ``tau = -k (q - rest) - d qdot`` applied
   as the body wrenches ``tau`` times the rate row (``tau qdot`` is their power).
@@ -28,14 +34,15 @@ ratio needs both hinges inside ``(-pi, pi]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from contactlab import joint_rows, se3
 from contactlab.errors import ConfigurationError
-from contactlab.maximal.constraints import Constraint, body_index_map
+from contactlab.maximal.constraints import Constraint, TimedConstraint, body_index_map
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -230,3 +237,84 @@ class JointSprings:
         if self.coords is None:
             return 0.0
         return float(0.5 * np.sum(self.k * self._stretch(self.coords.q(E)) ** 2))
+
+
+class PrescribedCoordinate(TimedConstraint):
+    """A one-coordinate joint following ``p(t)`` (hybrid dynamics, Sueda's notes §2.9).
+
+    ``trajectory(t)`` returns position, velocity and acceleration, as for
+    :class:`contactlab.reduced.constraints.PrescribedJoint`; the row asks
+    ``qdot+ = (p(t+h) - p(t))/h - gamma (q - p(t))``.
+    """
+
+    def __init__(self, joint: str, trajectory: Callable[[float], Any], name: str) -> None:
+        self.joint, self.trajectory = joint, trajectory
+        self.name = name  # type: ignore[misc]
+
+    @property
+    def n_rows(self) -> int:
+        return 1
+
+    def bind(self, scene: Scene) -> PrescribedCoordinate:
+        spec = next((j for j in scene.joints if j.name == self.joint), None)
+        if spec is None:
+            raise ConfigurationError(
+                f"prescribed joint {self.joint!r}: no joint of that name in scene {scene.name!r}"
+            )
+        self.coords = JointCoordinates(scene, [spec], f"prescribed joint {self.joint!r}")
+        return self
+
+    def _p(self, t: float) -> float:
+        return float(np.asarray(self.trajectory(t)[0], dtype=float).reshape(-1)[0])
+
+    def terms_at(self, E: Array, t: float, h: float) -> tuple[Array | None, Array]:
+        p = self._p(t)
+        g = self.coords.q(E)[0] - p
+        if self.coords.periodic[0]:
+            g = float(wrap_angle(np.array(g)))
+        if h == 0.0:
+            rate = float(np.asarray(self.trajectory(t)[1], dtype=float).reshape(-1)[0])
+        else:
+            rate = (self._p(t + h) - p) / h
+        return np.array([g]), np.array([rate])
+
+    def jacobian(self, E: Array) -> tuple[Array, IntArray]:
+        _, blocks, bodies = self.coords.rates(E)
+        return blocks, bodies
+
+
+class PrescribedBodyTwist(TimedConstraint):
+    """Components of a body's twist following ``v(t)`` (maximal hybrid dynamics, eq. 2.98).
+
+    ``profile(t)`` returns value and rate (each (k,)), as for
+    :class:`contactlab.reduced.constraints.PrescribedTwist`; the rows select the
+    components of the body twist and ask ``phi+_k = v(t+h)`` (no position error).
+    """
+
+    def __init__(
+        self, body: str, components: Sequence[int], profile: Callable[[float], Any], name: str
+    ) -> None:
+        self.body, self.profile = body, profile
+        self.components = np.asarray(components, dtype=np.int64)
+        self.name = name  # type: ignore[misc]
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.components.size)
+
+    def bind(self, scene: Scene) -> PrescribedBodyTwist:
+        self.index = scene.body_index(self.body)
+        return self
+
+    def _v(self, t: float) -> Array:
+        k = self.components.size
+        return np.broadcast_to(np.asarray(self.profile(t)[0], dtype=float), (k,)).copy()
+
+    def terms_at(self, E: Array, t: float, h: float) -> tuple[Array | None, Array]:
+        return None, self._v(t + h)
+
+    def jacobian(self, E: Array) -> tuple[Array, IntArray]:
+        k = self.components.size
+        blocks = np.zeros((k, 1, 6))
+        blocks[np.arange(k), 0, self.components] = 1.0
+        return blocks, np.full((k, 1), self.index, dtype=np.int64)

@@ -261,12 +261,16 @@ class PrescribedJoint(EqualityConstraint):
 
     #: the motion does work no potential records (see :mod:`contactlab.divergence`)
     supplies_energy = True
-    #: why the maximal formulation cannot hold it
-    no_maximal_rows = "it prescribes a joint coordinate in time, and maximal rows hold g(E) = 0"
 
     def __init__(self, joint: str, trajectory: Trajectory) -> None:
         self.joint, self.trajectory = joint, trajectory
         self.name = f"prescribed:{joint}"
+
+    def maximal_constraint(self) -> Constraint:
+        """The prescription in maximal coordinates (one-coordinate joints)."""
+        from contactlab.maximal.joint_coordinates import PrescribedCoordinate
+
+        return PrescribedCoordinate(self.joint, self.trajectory, self.name)
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> PrescribedJoint:
         super().bind(tree, stabilization)
@@ -299,8 +303,6 @@ class PrescribedTwist(EqualityConstraint):
 
     #: the motion does work no potential records (see :mod:`contactlab.divergence`)
     supplies_energy = True
-    #: why the maximal formulation cannot hold it
-    no_maximal_rows = "it prescribes a body twist in time, and maximal rows hold g(E) = 0"
 
     def __init__(self, body: str, components: Sequence[int], profile: TwistProfile) -> None:
         self.body, self.profile = body, profile
@@ -310,6 +312,12 @@ class PrescribedTwist(EqualityConstraint):
                 f"prescribed twist of {body!r}: components must be indices 0..5, got {components}"
             )
         self.name = f"twist:{body}"
+
+    def maximal_constraint(self) -> Constraint:
+        """The prescription in maximal coordinates (rows on the body twist)."""
+        from contactlab.maximal.joint_coordinates import PrescribedBodyTwist
+
+        return PrescribedBodyTwist(self.body, self.components, self.profile, self.name)
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> PrescribedTwist:
         super().bind(tree, stabilization)
