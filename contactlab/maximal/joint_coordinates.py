@@ -125,7 +125,7 @@ class JointCoordinates:
             out[j] = self.joints[j].chart(X[j], np.zeros(1))[0]
         return out
 
-    def rates(self, E: Array) -> tuple[Array, Array, Array]:
+    def rates(self, E: Array) -> tuple[Array, Array, IntArray]:
         """``q`` (nj,), rate blocks (nj, 2, 6) on ``(parent, child)`` and their bodies (nj, 2).
 
         ``qdot_j = blocks[j, 0] . phi_parent + blocks[j, 1] . phi_child``.
@@ -292,7 +292,11 @@ class PrescribedBodyTwist(TimedConstraint):
     """
 
     def __init__(
-        self, body: str, components: Sequence[int], profile: Callable[[float], Any], name: str
+        self,
+        body: str,
+        components: Sequence[int] | IntArray,
+        profile: Callable[[float], Any],
+        name: str,
     ) -> None:
         self.body, self.profile = body, profile
         self.components = np.asarray(components, dtype=np.int64)

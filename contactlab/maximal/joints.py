@@ -236,16 +236,30 @@ class JointMapRows(JointConstraint):
     equally many rows are one vectorized group.
     """
 
+    def __init__(
+        self,
+        scene: Scene,
+        specs: Sequence[JointSpec],
+        geometries: Sequence[Geometry] | None = None,
+    ) -> None:
+        self._given = None if geometries is None else list(geometries)
+        super().__init__(scene, specs)
+        self._given = None
+
     def _checked_geometry(self, spec: JointSpec) -> Geometry:
+        if self._given:
+            return self._given.pop(0)
         return spec_geometry(spec)
 
     @classmethod
     def from_joints(cls, scene: Scene, specs: Sequence[JointSpec]) -> list[Constraint]:
-        groups: dict[tuple[int, int], list[JointSpec]] = {}
+        groups: dict[tuple[int, int], list[tuple[JointSpec, Geometry]]] = {}
         for spec in specs:
             geo = spec_geometry(spec)
-            groups.setdefault((geo[0].shape[0], geo[1].shape[0]), []).append(spec)
-        return [cls(scene, group) for group in groups.values()]
+            groups.setdefault((geo[0].shape[0], geo[1].shape[0]), []).append((spec, geo))
+        return [
+            cls(scene, [s for s, _ in group], [g for _, g in group]) for group in groups.values()
+        ]
 
 
 def spec_geometry(spec: JointSpec) -> Geometry:
