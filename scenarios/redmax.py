@@ -12,10 +12,11 @@ Every scene with a maximal equivalent runs in both formulations: joints by
 the rows their joint maps declare (composites of a translation and a turn
 included), couplings and joint springs of one-coordinate joints through the
 coordinates read back from the bodies (:mod:`contactlab.maximal.joint_coordinates`),
-prescribed joints and body twists as rows with a target moving in time.
+prescribed joints and body twists as rows with a target moving in time, joint
+limits as unilateral rows.
 A loop that the tree already keeps planar closes with the 2-row hinge form
 (Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``) in both
-formulations.  Scenes with joint torques, joint limits or spline joints declare ``formulations=("reduced",)``; the maximal formulation
+formulations.  Scenes with joint torques or spline joints declare ``formulations=("reduced",)``; the maximal formulation
 refuses them in one line saying why.
 """
 
@@ -213,7 +214,7 @@ def joint_torque(torque: float = 100 * TORQUE) -> Scene:
     )
 
 
-@scenario("redmax-joint-limits", formulations=("reduced",))
+@scenario("redmax-joint-limits", formulations=("reduced", "maximal"))
 def joint_limits(limit_deg: float = 45.0) -> Scene:
     """REDMAX scene 6: 2-link chain whose second hinge is limited to [-limit, limit].
 

@@ -311,6 +311,8 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
     for specs in by_kind.values():
         out.extend(joint_constraints(scene, specs))
     for item in scene.constraints:
+        if hasattr(item, "maximal_limits"):  # unilateral: the formulation's L rows
+            continue
         if not isinstance(item, Constraint) and hasattr(item, "maximal_constraint"):
             item = item.maximal_constraint()  # a joint-coordinate constraint's maximal rows
         if not isinstance(item, Constraint):

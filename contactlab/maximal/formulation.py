@@ -35,7 +35,7 @@ from contactlab.maximal.constraints import (
     stack_rows,
     timed_rhs,
 )
-from contactlab.maximal.joint_coordinates import JointSprings
+from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings
 from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.kinematics import place_bodies
 from contactlab.metrics import state_metrics
@@ -108,6 +108,14 @@ class MaximalFormulation(Formulation):
         self.joint_layout = joint_friction_layout(scene)
         #: joint springs and dampers (JointSpec.stiffness, damping) read through the joint maps
         self.joint_springs = JointSprings(scene)
+        #: joint limits (unilateral rows on joint coordinates read from the bodies)
+        limits = [
+            triple
+            for item in scene.constraints
+            if hasattr(item, "maximal_limits")
+            for triple in item.maximal_limits()
+        ]
+        self.limits = CoordinateLimits(scene, limits) if limits else None
         #: constraints with a target moving in time (prescribed motion)
         self.timed = any(isinstance(c, TimedConstraint) for c in self.constraints)
         if self.timed and self.stabilization == "acceleration":
@@ -182,6 +190,8 @@ class MaximalFormulation(Formulation):
                 restitution=contact_restitution(self.scene, contacts),
             )
             extra = {"N": N, "c": c, "T": T, "mu": mu, "contacts": contacts}
+        if self.limits is not None:
+            extra["L"], extra["l"] = self.limits.rows(E, h)
         if self.joint_layout is not None:
             extra["joint_friction"] = multiplier_maps(
                 self.joint_layout, E, rows.G, self.row_owners, M, N
@@ -192,6 +202,8 @@ class MaximalFormulation(Formulation):
             M, f, v, G = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi), a.reduce_rows(G)
             if "N" in extra:
                 extra["N"], extra["T"] = a.reduce_rows(extra["N"]), a.reduce_rows(extra["T"])
+            if "L" in extra:
+                extra["L"] = a.reduce_rows(extra["L"])
         return StepProblem(
             h=h,
             M=M,

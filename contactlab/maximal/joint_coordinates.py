@@ -23,6 +23,9 @@ descriptions of a scene run in maximal coordinates too:
 * :class:`PrescribedBodyTwist`: components of a body twist following ``v(t)``
   (:class:`contactlab.reduced.constraints.PrescribedTwist`): unit rows on the body's
   twist with target ``v(t+h)``, on velocities only;
+* :class:`CoordinateLimits`: ``lower <= q <= upper``
+  (:class:`contactlab.reduced.constraints.JointLimit`) as the unilateral rows
+  ``qdot+ >= (lower - q)/h`` and ``-qdot+ >= (q - upper)/h`` (eq. 2.100–2.101);
 * :class:`JointSprings`: the joint spring and damper of ``JointSpec.stiffness``,
   ``damping``, ``rest``: the generalized force ``tau = -k (q - rest) - d qdot`` applied
   as the body wrenches ``tau`` times the rate row (``tau qdot`` is their power).
@@ -38,6 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab import joint_rows, se3
@@ -322,3 +326,37 @@ class PrescribedBodyTwist(TimedConstraint):
         blocks = np.zeros((k, 1, 6))
         blocks[np.arange(k), 0, self.components] = 1.0
         return blocks, np.full((k, 1), self.index, dtype=np.int64)
+
+
+class CoordinateLimits:
+    """``lower <= q <= upper`` of one-coordinate joints as unilateral rows ``L phi+ >= l``.
+
+    ``limits``: ``(joint, lower, upper)`` triples, as
+    :class:`contactlab.reduced.constraints.JointLimit` holds them.
+    """
+
+    def __init__(self, scene: Scene, limits: Sequence[tuple[str, float, float]]) -> None:
+        by_name = {j.name: j for j in scene.joints}
+        missing = [name for name, _, _ in limits if name not in by_name]
+        if missing:
+            raise ConfigurationError(
+                f"joint limit: no joint named {missing[0]!r} in scene {scene.name!r}"
+            )
+        self.nb = scene.n_bodies
+        specs = [by_name[name] for name, _, _ in limits]
+        self.coords = JointCoordinates(scene, specs, "joint limit") if specs else None
+        self.lower = np.array([lo for _, lo, _ in limits], dtype=float)
+        self.upper = np.array([up for _, _, up in limits], dtype=float)
+
+    def rows(self, E: Array, h: float) -> tuple[sp.csr_matrix, Array]:
+        """``L`` (2 nj, 6 nb) and ``l`` (2 nj,): lower limits first, then upper ones."""
+        assert self.coords is not None
+        q, blocks, bodies = self.coords.rates(E)
+        nj = q.size
+        K = np.zeros((nj, 6 * (self.nb + 1)))
+        for k in range(2):
+            cols = 6 * np.where(bodies[:, k] < 0, self.nb, bodies[:, k])[:, None] + np.arange(6)
+            np.add.at(K, (np.arange(nj)[:, None], cols), blocks[:, k])
+        K = K[:, : 6 * self.nb]
+        L = sp.csr_matrix(np.vstack([K, -K]))
+        return L, np.concatenate([(self.lower - q) / h, (q - self.upper) / h])

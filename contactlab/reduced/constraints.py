@@ -345,8 +345,6 @@ class JointLimit(ReducedConstraint):
     """
 
     unilateral = True
-    #: why the maximal formulation cannot hold it
-    no_maximal_rows = "it is a unilateral limit, and maximal rows are bilateral"
 
     def __init__(self, joint: str, lower: Any, upper: Any) -> None:
         self.joint = joint
@@ -357,6 +355,15 @@ class JointLimit(ReducedConstraint):
                 f"joint limit of {joint!r}: lower {self.lower} exceeds upper {self.upper}"
             )
         self.name = f"limit:{joint}"
+
+    def maximal_limits(self) -> list[tuple[str, float, float]]:
+        """``(joint, lower, upper)`` for the maximal formulation (one-coordinate joints)."""
+        if self.lower.size != 1 or self.upper.size != 1:
+            raise ConfigurationError(
+                f"joint limit of {self.joint!r}: in maximal coordinates only one-coordinate "
+                "joints are limited; run it with --formulation reduced"
+            )
+        return [(self.joint, float(self.lower[0]), float(self.upper[0]))]
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> JointLimit:
         self.dofs = _joint_dofs(tree, self.joint, f"joint limit {self.name!r}")
