@@ -330,6 +330,56 @@ def test_render_out_is_a_folder(run_folder, capsys):
     assert_one_line(outcome, 2, r"'v.gif' is a folder")
 
 
+def _fake_ffmpeg(bindir: Path, script: str) -> None:
+    bindir.mkdir()
+    exe = bindir / "ffmpeg"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+
+
+MP4 = ["render", "r", "--out", "x.mp4", "--max-frames", "3", "--size", "60"]
+
+
+def test_render_mp4_without_ffmpeg_is_refused_before_drawing(run_folder, monkeypatch, capsys):
+    import sys
+
+    import contactlab.experiments.render as R
+
+    (run_folder.parent / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(run_folder.parent / "bin"))  # no ffmpeg on PATH
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # nor the pip-shipped one
+    drawn = []
+    monkeypatch.setattr(R, "draw_frames", lambda *a, **k: drawn.append(1) or [])
+    outcome = call(MP4, capsys)
+    assert_one_line(outcome, 2, r"writing MP4 needs ffmpeg, which is not installed; install")
+    assert drawn == []  # refused before any frame was drawn
+    assert not (run_folder.parent / "x.mp4").exists() and leftovers(run_folder.parent) == []
+
+
+def test_render_mp4_when_ffmpeg_fails_leaves_nothing_half_written(run_folder, monkeypatch, capsys):
+    # an ffmpeg that reads its input, writes half a file at its output, complains and fails
+    script = 'for last; do :; done\ncat >/dev/null\nprintf partial > "$last"\n'
+    script += "echo \"Unknown encoder 'libx264'\" >&2\nexit 1\n"
+    _fake_ffmpeg(run_folder.parent / "bin", script)
+    monkeypatch.setenv("PATH", str(run_folder.parent / "bin"))
+    (run_folder.parent / "x.mp4").write_bytes(b"an earlier animation")
+    outcome = call(MP4, capsys)
+    line = assert_one_line(outcome, 2, r"ffmpeg failed \(exit status 1: Unknown encoder 'libx264'\)")
+    assert "'x.mp4'" in line and "nothing was written there" in line
+    assert (run_folder.parent / "x.mp4").read_bytes() == b"an earlier animation"
+    assert leftovers(run_folder.parent) == []
+
+
+def test_render_mp4_when_ffmpeg_cannot_start_is_one_line(run_folder, monkeypatch, capsys):
+    import contactlab.experiments.render as R
+
+    # found when checked, gone when launched
+    monkeypatch.setattr(R, "ffmpeg_path", lambda: str(run_folder.parent / "gone" / "ffmpeg"))
+    outcome = call(MP4, capsys)
+    assert_one_line(outcome, 2, r"ffmpeg '.*gone/ffmpeg' could not be started \(No such file")
+    assert not (run_folder.parent / "x.mp4").exists() and leftovers(run_folder.parent) == []
+
+
 def test_render_keeps_a_good_folder_readable(run_folder):
     # the folder the corruption cases start from is itself complete
     from contactlab.results import load_run
