@@ -40,7 +40,7 @@ from contactlab.experiments.table import (
     markdown_table,
     run_metrics,
 )
-from contactlab.runspec import RunSpec, check_fits
+from contactlab.runspec import RunSpec, check_fits, check_names
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
@@ -132,7 +132,7 @@ def compare(
     solver_list = _names(solvers, [])
     model_list = _names(models, model_names())
     form_list = _names(formulations, sc.formulations)
-    _check_names(solver_list, model_list, form_list)
+    check_names(solver_list, model_list, form_list)
     folder = (
         Path(out)
         if out
@@ -203,30 +203,6 @@ def compare(
         )
         plot_comparison(tmp)
     return Comparison(folder, table, skipped_df)
-
-
-def _check_names(solvers: list[str], models: list[str], formulations: list[str]) -> None:
-    """Raise :class:`UnknownNameError` for a name that names nothing (a typo).
-
-    A solver that exists but is not installed is not an error here: it is
-    listed with the reason among the combinations that do not fit.
-    """
-    from contactlab.formulation import formulation_names
-    from contactlab.models.base import model_names
-    from contactlab.simulator import check_solver
-
-    for name in solvers:
-        try:
-            check_solver(name)
-        except IncompatibleError:  # known but not installed: listed as not fitting
-            pass
-    for kind, names, known in (
-        ("model", models, model_names()),
-        ("formulation", formulations, formulation_names()),
-    ):
-        for name in names:
-            if name not in known:
-                raise UnknownNameError(kind, name, list(known))
 
 
 def comparison_markdown(

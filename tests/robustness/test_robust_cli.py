@@ -190,6 +190,20 @@ SWEEP_SPECS = {
     "unknown-key": ('solvers = ["kkt"]\nmodels = ["frictionless"]\nspeed = 3', r"unknown keys"),
     "no-solvers": ('models = ["frictionless"]', r"needs solvers"),
     "nothing-fits": ('solvers = ["kkt"]\nmodels = ["bisp"]', r"no run of the sweep fits"),
+    # a typo beside a good name refuses the grid (it used to run kkt and skip the typo)
+    "unknown-solver": (
+        'solvers = ["kkt", "osqpp"]\nmodels = ["frictionless"]',
+        r"scenario 'pendulum': unknown solver 'osqpp'; known solvers: .*\bkkt\b.*\bosqp\b",
+    ),
+    "unknown-model": (
+        'solvers = ["kkt"]\nmodels = ["frictionless", "frictionles"]',
+        r"unknown model 'frictionles'; known models: .*\bfrictionless\b",
+    ),
+    "unknown-formulation": (
+        'solvers = ["kkt"]\nmodels = ["frictionless"]\nformulations = ["maximal", "maximum"]',
+        r"unknown formulation 'maximum'; known formulations: .*\bmaximal\b.*\breduced\b",
+    ),
+    "solver-not-a-name": ('solvers = ["kkt", 3]\nmodels = ["frictionless"]', r"solvers must"),
     "compare-by": (
         'solvers = ["kkt"]\nmodels = ["frictionless"]\ncompare_by = ["x"]',
         r"compare_by names unknown",
@@ -204,6 +218,28 @@ def test_bad_sweep_grid_is_refused_before_any_run(case, workdir, capsys):
     outcome = call(["sweep", str(spec), "--quiet", "--workers", "1"], capsys)
     assert_one_line(outcome, 2, pattern)
     _untouched(workdir, "s.toml")
+
+
+def test_sweep_grid_keeps_a_known_but_missing_solver_as_unavailable(workdir, monkeypatch):
+    # honest, not refused as unknown: the grid runs what is installed and says why not the rest
+    import solvers.registry as SR
+    from contactlab.experiments.grid import load_grid
+
+    osqp = SR.backend_class("osqp")
+    monkeypatch.setattr(SR, "_instances", {})
+    monkeypatch.setattr(osqp, "availability", classmethod(lambda cls: (False, "no osqp here")))
+    spec = _write(
+        workdir / "s.toml",
+        '[sweep]\nsolvers = ["kkt", "osqp"]\nmodels = ["frictionless"]\n'
+        '[[scenarios]]\nname = "pendulum"\n',
+    )
+    grid = load_grid(spec)
+    assert {r.solver for r in grid.runs} == {"kkt"} and len(grid.runs) == 2  # both formulations
+    assert "osqp" not in SR.available_backends()
+    assert {(r["solver"], r["reason"]) for r in grid.skipped} == {
+        ("osqp", "solver 'osqp' is unavailable: no osqp here; available solvers: "
+         + ", ".join(SR.available_backends()))
+    }
 
 
 SWEEP_FILES = {
