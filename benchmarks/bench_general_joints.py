@@ -1,4 +1,4 @@
-"""Joints generated from Q(q) (Si & Guenter): derivation + compile time and forward dynamics per call.
+"""Joints generated from Q(q) (Si & Guenter): derivation + compile time, forward dynamics per call.
 
 Systems of Si & Guenter, Table 1: revolute chains of 20, 50 and 100 links
 (RC20/50/100) whose joints are generated from ``Q = R_y(q)`` or ``R_z(q)``

@@ -7,6 +7,7 @@ the reduced equations of motion are ``M_r qddot = f_r`` with
 recursive (O(n), compiled).
 """
 
+from contactlab.reduced import surface_joints  # noqa: F401  (registers the surface joint kinds)
 from contactlab.reduced.dynamics import (
     bias_forces,
     energies,
@@ -39,7 +40,6 @@ from contactlab.reduced.recursive import (
 from contactlab.reduced.registry import build_joint, joint_kinds, make_joint, register_joint
 from contactlab.reduced.spherical import SphericalExpJoint
 from contactlab.reduced.spline import SplineCurveJoint, SplineSurfaceJoint
-from contactlab.reduced import surface_joints  # noqa: F401  (registers the surface joint kinds)
 from contactlab.reduced.tree import Tree
 
 __all__ = [

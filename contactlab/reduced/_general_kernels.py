@@ -18,9 +18,9 @@ applied from the last factor to the first.
 from __future__ import annotations
 
 import numpy as np
-from solvers.jit import njit
 
 from contactlab.reduced._kernels import _ad_mul_into, _adjoint_of_inverse_into, _mul44_into
+from solvers.jit import njit
 
 
 @njit(cache=True)

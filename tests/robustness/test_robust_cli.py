@@ -400,7 +400,8 @@ def test_render_mp4_when_ffmpeg_fails_leaves_nothing_half_written(run_folder, mo
     monkeypatch.setenv("PATH", str(run_folder.parent / "bin"))
     (run_folder.parent / "x.mp4").write_bytes(b"an earlier animation")
     outcome = call(MP4, capsys)
-    line = assert_one_line(outcome, 2, r"ffmpeg failed \(exit status 1: Unknown encoder 'libx264'\)")
+    pattern = r"ffmpeg failed \(exit status 1: Unknown encoder 'libx264'\)"
+    line = assert_one_line(outcome, 2, pattern)
     assert "'x.mp4'" in line and "nothing was written there" in line
     assert (run_folder.parent / "x.mp4").read_bytes() == b"an earlier animation"
     assert leftovers(run_folder.parent) == []
