@@ -186,7 +186,7 @@ def compare(
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
     earlier = folder / "runs" if (folder / "comparison.csv").is_file() else None
     plan = []
-    reasons: dict[str, int] = {}
+    why: dict[str, int] = {}
     for spec in fitting:
         name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
         previous = None if earlier is None else earlier / name
@@ -195,11 +195,11 @@ def compare(
         else:
             reason = "not run yet" if previous is None else stale_reason(spec, previous)
         if reason is not None:
-            reasons[reason] = reasons.get(reason, 0) + 1
+            why[reason] = why.get(reason, 0) + 1
         plan.append((spec, name, None if reason is not None else previous))
     reused = sum(1 for *_, previous in plan if previous is not None)
     if not quiet:
-        print(reuse_line(folder.name, reused, reasons, kind="compare"), file=sys.stderr)
+        print(reuse_line(folder.name, reused, why, kind="compare"), file=sys.stderr)
     with atomic_folder(folder, overwrite=replace) as tmp:
         rows = []
         for spec, name, previous in tqdm(

@@ -229,7 +229,7 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
             continue
         by_kind.setdefault(spec.kind, []).append(spec)
     out: list[Constraint] = (
-        [CONSTRAINTS.get("hinge-loop")(scene, hinge_loops)] if hinge_loops else []
+        CONSTRAINTS.get("hinge-loop").from_joints(scene, hinge_loops) if hinge_loops else []
     )
     for kind, specs in by_kind.items():
         if kind not in CONSTRAINTS:
