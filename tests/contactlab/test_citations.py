@@ -12,10 +12,7 @@ from contactlab import cli
 ROOT = Path(cli.__file__).resolve().parent.parent
 TEXT = {".py", ".md", ".toml", ".csv", ".json", ".txt", ".yml", ".yaml", ".cfg", ".ini", ""}
 FOLDERS = ("contactlab", "solvers", "scenarios", "benchmarks", "tests", "docs", "results", ".ci")
-# written in parts so that this file does not match itself
-FORBIDDEN = re.compile(
-    r"(?<![a-z])" + "seed" + r"[ _-]?\d{3}(?!\d)|(?<![a-z])" + "seeds" + "/", re.IGNORECASE
-)
+FORBIDDEN = re.compile(r"(?<![a-z])seed[ _-]?\d{3}(?!\d)|(?<![a-z])seeds/", re.IGNORECASE)
 
 
 def committed_text_files() -> list[Path]:
@@ -45,6 +42,8 @@ def test_no_reference_to_transcription_numbers_or_folder() -> None:
     assert "README.md" in names and "docs/bibliography.md" in names and len(files) > 200
     hits = []
     for path in files:
+        if path.resolve() == Path(__file__).resolve():
+            continue  # its examples of the forbidden forms
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
