@@ -1,4 +1,4 @@
-"""Joints generated from Q(q) (Si & Guenter): derivation + compile time and forward dynamics per call.
+"""Joints generated from Q(q) (Si & Guenter): derivation + compile time, forward dynamics per call.
 
 Systems of Si & Guenter, Table 1: revolute chains of 20, 50 and 100 links
 (RC20/50/100) whose joints are generated from ``Q = R_y(q)`` or ``R_z(q)``
@@ -54,7 +54,7 @@ from contactlab.reduced.dynamics import applied_wrenches, joint_forces
 from contactlab.reduced.recursive import recursion
 from contactlab.scene import Scene
 
-SEED_002_MS = {
+SI_GUENTER_MS = {
     "RC20": 0.020,
     "RC50": 0.050,
     "RC100": 0.112,
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = []
     with tempfile.TemporaryDirectory() as cache:
-        for name in SEED_002_MS:
+        for name in SI_GUENTER_MS:
             cold = _in_fresh_process(name, cache)
             warm = _in_fresh_process(name, cache)
             os.environ["CONTACTLAB_CACHE"] = cache
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
                 "cached_s": warm,
                 "recursive_ms": whole,
                 "kernel_ms": kernel,
-                "seed002_ms": SEED_002_MS[name],
+                "si_guenter_ms": SI_GUENTER_MS[name],
             }
             if name.startswith("RC"):
                 hand, hand_kernel, _ = per_call(chain(int(name[2:])), args.budget)
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             print(row, flush=True)
     df = pd.DataFrame(rows)
-    df["recursive_over_seed002"] = df.recursive_ms / df.seed002_ms
-    df["kernel_over_seed002"] = df.kernel_ms / df.seed002_ms
+    df["recursive_over_si_guenter"] = df.recursive_ms / df.si_guenter_ms
+    df["kernel_over_si_guenter"] = df.kernel_ms / df.si_guenter_ms
     df["generated_over_hand"] = df.recursive_ms / df.get("hand_ms", np.nan)
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -187,8 +187,8 @@ def main(argv: list[str] | None = None) -> None:
         has_hand = hand is not None and not np.isnan(hand)
         lines.append(
             f"| {r['system']} | {r['dof']} | {r['derive_compile_s']:.1f} | {r['cached_s']:.2f} | "
-            f"{r['recursive_ms']:.4f} | {r['kernel_ms']:.4f} | {r['seed002_ms']:.3f} | "
-            f"{r['recursive_over_seed002']:.2f} | {r['kernel_over_seed002']:.2f} | "
+            f"{r['recursive_ms']:.4f} | {r['kernel_ms']:.4f} | {r['si_guenter_ms']:.3f} | "
+            f"{r['recursive_over_si_guenter']:.2f} | {r['kernel_over_si_guenter']:.2f} | "
             + (f"{hand:.4f} | {r['generated_over_hand']:.2f} |" if has_hand else " | |")
         )
     lines += [

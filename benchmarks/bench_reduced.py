@@ -49,7 +49,7 @@ from contactlab.reduced.dynamics import applied_wrenches, joint_forces
 from contactlab.reduced.recursive import recursion
 from contactlab.scene import Body, JointSpec, Scene
 
-SEED_002_MS = {20: 0.020, 50: 0.050, 100: 0.112}
+SI_GUENTER_MS = {20: 0.020, 50: 0.050, 100: 0.112}
 LINK = 0.1  # [m]
 
 
@@ -146,10 +146,10 @@ def main(argv: list[str] | None = None) -> None:
         rows.append({"scene": f"revolute chain {n}", "dof": n, **measure(chain(n), args.budget)})
     rows.append({"scene": "binary tree 63", "dof": 63, **measure(binary_tree(), args.budget)})
     df = pd.DataFrame(rows)
-    df["seed002_method1_ms"] = df["dof"].map(SEED_002_MS)
-    df.loc[df.scene.str.startswith("binary"), "seed002_method1_ms"] = np.nan
-    df["recursive_over_seed002"] = df["recursive_ms"] / df["seed002_method1_ms"]
-    df["kernel_over_seed002"] = df["recursive_kernel_ms"] / df["seed002_method1_ms"]
+    df["si_guenter_method1_ms"] = df["dof"].map(SI_GUENTER_MS)
+    df.loc[df.scene.str.startswith("binary"), "si_guenter_method1_ms"] = np.nan
+    df["recursive_over_si_guenter"] = df["recursive_ms"] / df["si_guenter_method1_ms"]
+    df["kernel_over_si_guenter"] = df["recursive_kernel_ms"] / df["si_guenter_method1_ms"]
 
     chains = df[df.scene.str.startswith("revolute")]
     logn = np.log(chains["dof"].to_numpy(float))
@@ -180,9 +180,11 @@ def main(argv: list[str] | None = None) -> None:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in df.itertuples():
-        ref = "" if np.isnan(r.seed002_method1_ms) else f"{r.seed002_method1_ms:.3f}"
-        ratio = "" if np.isnan(r.recursive_over_seed002) else f"{r.recursive_over_seed002:.2f}"
-        kratio = "" if np.isnan(r.kernel_over_seed002) else f"{r.kernel_over_seed002:.2f}"
+        ref = "" if np.isnan(r.si_guenter_method1_ms) else f"{r.si_guenter_method1_ms:.3f}"
+        ratio = (
+            "" if np.isnan(r.recursive_over_si_guenter) else f"{r.recursive_over_si_guenter:.2f}"
+        )
+        kratio = "" if np.isnan(r.kernel_over_si_guenter) else f"{r.kernel_over_si_guenter:.2f}"
         lines.append(
             f"| {r.scene} | {r.dof} | {r.dense_ms:.4f} | {r.recursive_ms:.4f} | "
             f"{r.recursive_kernel_ms:.4f} | {ref} | {ratio} | {kratio} | "

@@ -171,7 +171,7 @@ def attached_pairs(scene: Scene) -> list[tuple[int, int]]:
 
 
 class AttachmentMap:
-    """The null-space reduction ``Phi = P Phi_active`` of a scene's attachments (maximal coordinates).
+    """The null-space reduction ``Phi = P Phi_active`` of a scene's attachments (maximal coords).
 
     Parameters
     ----------
@@ -285,7 +285,8 @@ def attachments_of(items: Sequence[Any]) -> tuple[Attachment, ...]:
             out.append(Attachment(*a))
         else:
             raise ConfigurationError(
-                f"an attachment must be Attachment(body, master) or a (body, master) pair, got {a!r}"
+                "an attachment must be Attachment(body, master) or a (body, master) pair, "
+                f"got {a!r}"
             )
     return tuple(out)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +168,31 @@ def check_fits(spec: RunSpec) -> None:
             f"model {spec.model!r} cannot be solved by {spec.solver!r}; backends that fit: "
             f"{', '.join(fitting)}"
         )
+
+
+def check_names(solvers: Sequence[str], models: Sequence[str], formulations: Sequence[str]) -> None:
+    """Raise :class:`UnknownNameError` for a name that names nothing (a typo).
+
+    A solver that exists but is not installed is not an error here: it is
+    listed with the reason among the combinations that do not fit
+    (:func:`check_fits` says why).
+    """
+    from contactlab.formulation import formulation_names
+    from contactlab.models.base import model_names
+    from contactlab.simulator import check_solver
+
+    for name in solvers:
+        try:
+            check_solver(name)
+        except IncompatibleError:  # known but not installed: listed as not fitting
+            pass
+    for kind, names, known in (
+        ("model", models, model_names()),
+        ("formulation", formulations, formulation_names()),
+    ):
+        for name in names:
+            if name not in known:
+                raise UnknownNameError(kind, name, list(known))
 
 
 def simulate(

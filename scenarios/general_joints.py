@@ -267,7 +267,7 @@ CURVE_CONTROL = np.array(
 
 @scenario("torus-chain-curve", formulations=("reduced",))
 def torus_chain_curve(n: int = 5, s0: float = 0.15, major_radius: float = 0.05) -> Scene:
-    """A torus chain whose first torus slides along a Bézier curve of 7 points (Si & Guenter, Fig. 3).
+    """A torus chain whose first torus slides along a 7-point Bézier curve (Si & Guenter, Fig. 3).
 
     The curve passes through the first torus's centre and its axis stays on
     the curve's tangent (curve–point joint, coordinates: curve parameter s

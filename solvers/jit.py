@@ -33,7 +33,7 @@ KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.reduced._kernels": 17.0,
     "contactlab.reduced._fast": 15.0,
     "contactlab.reduced._derivative_kernels": 12.0,
-    "contactlab.reduced._general_kernels": None,
+    "contactlab.reduced._general_kernels": 13.0,
     "solvers.backends.pgs_kernel": 4.0,
     "solvers.backends.fc_kernels": 8.0,
     "solvers.backends.fc_local": 4.0,
@@ -81,6 +81,11 @@ class _FirstCompile(_event.Listener):  # type: ignore[misc]
 
 
 _event.register("numba:compile", _FirstCompile())
+
+
+def silence_first_use() -> None:
+    """Print no first-use line from now on (``contactlab warmup`` reports its own progress)."""
+    _announced.update(KERNEL_MODULES)
 
 
 def njit(*args: Any, **kwargs: Any) -> Any:

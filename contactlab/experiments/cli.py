@@ -33,7 +33,13 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     p.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     p.add_argument("--out", type=Path, default=None, help="output folder")
-    p.add_argument("--force", action="store_true", help="replace an existing comparison folder")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing comparison folder (its runs with the same specification "
+        "and code version are reused)",
+    )
+    p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -57,10 +63,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         model_options=options,
         quiet=args.quiet,
         force=args.force,
+        fresh=args.fresh,
     )
     ran = len(result.table)
     failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0
     print(f"{ran} combinations run ({failed} failed), {len(result.skipped)} do not fit")
+    if result.reused:
+        print(f"  {result.reused} of them reused from the comparison replaced (--fresh recomputes)")
     if len(result.skipped):
         names = ", ".join(
             f"{r.formulation}/{r.model}/{r.solver}" for r in result.skipped.itertuples()

@@ -16,6 +16,8 @@ Each combination runs through the same code path as ``contactlab run``
 from __future__ import annotations
 
 import itertools
+import shutil
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from contactlab.errors import (
     UnknownNameError,
 )
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import execute
+from contactlab.experiments.runner import execute, stale_reason
 from contactlab.experiments.table import (
     ENERGY_COLUMNS,
     FAILED_STATUSES,
@@ -40,7 +42,7 @@ from contactlab.experiments.table import (
     markdown_table,
     run_metrics,
 )
-from contactlab.runspec import RunSpec, check_fits
+from contactlab.runspec import RunSpec, check_fits, check_names
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
@@ -65,6 +67,8 @@ class Comparison:
     folder: Path
     table: pd.DataFrame
     skipped: pd.DataFrame
+    #: runs taken over from the comparison being replaced (same specification and code)
+    reused: int = 0
 
 
 def _names(value: str | Sequence[str] | None, default: Sequence[str]) -> list[str]:
@@ -91,6 +95,7 @@ def compare(
     quiet: bool = False,
     run_plots: bool = False,
     force: bool = False,
+    fresh: bool = False,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
@@ -106,7 +111,10 @@ def compare(
     model_options : options passed to every model (``cone``, ``directions``, ...).
     quiet : no progress bar.
     run_plots : also draw each run's own plots (``contactlab plot`` draws them later).
-    force : replace an existing comparison folder ``out``.
+    force : replace an existing comparison folder ``out``.  A run of the comparison
+        being replaced whose specification and code version are unchanged is
+        reused (copied), not recomputed; the count is announced on stderr.
+    fresh : recompute every run even when it could be reused.
 
     The folder appears whole or not at all: everything is written into a
     temporary sibling that is renamed into place after the last run (an
@@ -132,7 +140,7 @@ def compare(
     solver_list = _names(solvers, [])
     model_list = _names(models, model_names())
     form_list = _names(formulations, sc.formulations)
-    _check_names(solver_list, model_list, form_list)
+    check_names(solver_list, model_list, form_list)
     folder = (
         Path(out)
         if out
@@ -173,15 +181,37 @@ def compare(
         )
 
     from contactlab.experiments.plots import plot_comparison
+    from contactlab.experiments.sweep import reuse_line
 
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
+    earlier = folder / "runs" if (folder / "comparison.csv").is_file() else None
+    plan = []
+    why: dict[str, int] = {}
+    for spec in fitting:
+        name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
+        previous = None if earlier is None else earlier / name
+        if fresh:
+            reason: str | None = "--fresh asks for it"
+        else:
+            reason = "not run yet" if previous is None else stale_reason(spec, previous)
+        if reason is not None:
+            why[reason] = why.get(reason, 0) + 1
+        plan.append((spec, name, None if reason is not None else previous))
+    reused = sum(1 for *_, previous in plan if previous is not None)
+    if not quiet:
+        print(reuse_line(folder.name, reused, why, kind="compare"), file=sys.stderr)
     with atomic_folder(folder, overwrite=replace) as tmp:
         rows = []
-        for spec in tqdm(fitting, desc=f"compare {scenario}", disable=quiet, unit="run"):
-            name = f"{spec.formulation}-{spec.model}-{spec.solver}".replace(":", "_")
-            outcome = execute(spec, tmp / "runs" / name, plots=run_plots)
+        for spec, name, previous in tqdm(
+            plan, desc=f"compare {scenario}", disable=quiet, unit="run"
+        ):
+            if previous is not None:
+                shutil.copytree(previous, tmp / "runs" / name)
+                run_folder = tmp / "runs" / name
+            else:
+                run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
             row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
-            row.update(run_metrics(load_run_folder(outcome.folder)))
+            row.update(run_metrics(load_run_folder(run_folder)))
             row["folder"] = f"runs/{name}"
             rows.append(row)
         table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
@@ -202,31 +232,7 @@ def compare(
             )
         )
         plot_comparison(tmp)
-    return Comparison(folder, table, skipped_df)
-
-
-def _check_names(solvers: list[str], models: list[str], formulations: list[str]) -> None:
-    """Raise :class:`UnknownNameError` for a name that names nothing (a typo).
-
-    A solver that exists but is not installed is not an error here: it is
-    listed with the reason among the combinations that do not fit.
-    """
-    from contactlab.formulation import formulation_names
-    from contactlab.models.base import model_names
-    from contactlab.simulator import check_solver
-
-    for name in solvers:
-        try:
-            check_solver(name)
-        except IncompatibleError:  # known but not installed: listed as not fitting
-            pass
-    for kind, names, known in (
-        ("model", models, model_names()),
-        ("formulation", formulations, formulation_names()),
-    ):
-        for name in names:
-            if name not in known:
-                raise UnknownNameError(kind, name, list(known))
+    return Comparison(folder, table, skipped_df, reused)
 
 
 def comparison_markdown(

@@ -31,8 +31,9 @@ when given, replaces ``[[scenarios]]``::
     name = "box-stack"
 
 A combination that does not fit (the model cannot be solved by the solver,
-the scenario lacks the formulation) is not a run: it is listed with the
-reason in the sweep's ``skipped.csv``.
+the scenario lacks the formulation, the solver is not installed) is not a
+run: it is listed with the reason in the sweep's ``skipped.csv``.  A name
+that names nothing (a typo) refuses the whole grid before the first run.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
-from contactlab.runspec import RunSpec, check_fits, scenario_values
+from contactlab.runspec import RunSpec, check_fits, check_names, scenario_values
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,6 +122,17 @@ def _axis(cfg: Mapping[str, Any], key: str, default: Any, where: str) -> list[An
         raise ConfigurationError(
             f"{where}: {key} is an empty list, which makes an empty grid; give at least one value"
         )
+    return values
+
+
+def _names(cfg: Mapping[str, Any], key: str, default: Any, where: str) -> list[str]:
+    """The names of grid dimension ``key`` (formulations, models, solvers): non-empty strings."""
+    values = _axis(cfg, key, default, where)
+    for value in values:
+        if not isinstance(value, str) or not value:
+            raise ConfigurationError(
+                f"{where}: {key} must list names such as {key} = [\"...\"], got {value!r}"
+            )
     return values
 
 
@@ -205,12 +217,20 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         dts = [_positive_seconds(v, "dt", where) for v in _axis(cfg, "dt", None, where)]
         duration = _positive_seconds(cfg.get("duration"), "duration", where)
         seeds = [_seed(v, where) for v in _axis(cfg, "seeds", 0, where)]
+        formulations = _names(cfg, "formulations", list(sc.formulations), where)
+        models = _names(cfg, "models", None, where)
+        solvers = _names(cfg, "solvers", None, where)
+        try:  # a typo refuses the grid; a known solver that is not installed is skipped
+            check_names(solvers, models, formulations)
+        except UnknownNameError as err:
+            err.args = (f"{where}: {err}; correct the sweep specification",)
+            raise
         dims = itertools.product(
             _product(grid_params, f"{where}: params."),
-            _axis(cfg, "formulations", list(sc.formulations), where),
-            _axis(cfg, "models", None, where),
+            formulations,
+            models,
             _product(cfg.get("model_options", {}), f"{where}: model_options."),
-            _axis(cfg, "solvers", None, where),
+            solvers,
             dts,
             seeds,
         )

@@ -50,12 +50,26 @@ SERIES = (
 NONZERO_ONLY = ("penetration", "drift")
 
 
-def plot_series(runs: Mapping[str, pd.DataFrame], out: Path, title: str = "") -> list[Path]:
-    """One figure per quantity of :data:`SERIES`, one line per entry of ``runs``."""
+def plot_series(
+    runs: Mapping[str, pd.DataFrame],
+    out: Path,
+    title: str = "",
+    initial_energy: Mapping[str, float] | None = None,
+) -> list[Path]:
+    """One figure per quantity of :data:`SERIES`, one line per entry of ``runs``.
+
+    With ``initial_energy`` (``E(0)`` [J] per entry) the energy figure gains a
+    second panel, ``E(t) - E(0)`` on its own scale, where a drift too small to
+    see beside the energy itself shows.
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for stem, column, ylabel, log in SERIES:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        change = stem == "energy" and bool(initial_energy)
+        if change:
+            fig, (ax, ax_change) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+        else:
+            fig, ax = plt.subplots(figsize=(7, 4))
         drawn = False
         for label, steps in runs.items():
             if steps.empty or column not in steps or "t" not in steps:
@@ -67,13 +81,21 @@ def plot_series(runs: Mapping[str, pd.DataFrame], out: Path, title: str = "") ->
             if np.all(~np.isfinite(y)) or (stem in NONZERO_ONLY and not np.any(y != 0)):
                 continue
             ax.plot(t, y, label=label, lw=1.2)
+            if change and initial_energy is not None and label in initial_energy:
+                ax_change.plot(t, y - initial_energy[label], label=label, lw=1.2)
             drawn = True
         if not drawn:
             plt.close(fig)
             continue
         if log:
             ax.set_yscale("log")
-        ax.set_xlabel("t [s]")
+        if change:
+            ax_change.axhline(0.0, color="0.5", lw=0.6)
+            ax_change.set_xlabel("t [s]")
+            ax_change.set_ylabel("E(t) − E(0) [J]")
+            ax_change.grid(alpha=0.3)
+        else:
+            ax.set_xlabel("t [s]")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
@@ -91,11 +113,15 @@ def plot_comparison(folder: Path) -> list[Path]:
     """Time-series plots of every run of a comparison, one line per combination."""
     res = load_table(folder)
     runs = {}
+    initial_energy = {}
     for row in res.table.itertuples():
-        runs[f"{row.formulation}/{row.model}/{row.solver}"] = load_run_folder(
-            Path(folder) / str(row.folder)
-        ).steps
-    return plot_series(runs, Path(folder) / "plots")
+        label = f"{row.formulation}/{row.model}/{row.solver}"
+        run = load_run_folder(Path(folder) / str(row.folder))
+        runs[label] = run.steps
+        e0 = (run.summary.get("initial_metrics") or {}).get("total_energy")
+        if e0 is not None:
+            initial_energy[label] = float(e0)
+    return plot_series(runs, Path(folder) / "plots", initial_energy=initial_energy)
 
 
 def draw_profile(

@@ -164,7 +164,25 @@ def ffmpeg_path() -> str | None:
         return None
 
 
-def _write_video(images: list[NDArray[np.uint8]], out: Path, fps: float) -> None:
+def require_ffmpeg() -> str:
+    """The ffmpeg executable, or one :class:`ConfigurationError` line saying how to get one."""
+    exe = ffmpeg_path()
+    if exe is None:
+        raise ConfigurationError(
+            "writing MP4 needs ffmpeg, which is not installed; install ffmpeg "
+            "(or pip install imageio-ffmpeg) or ask for a .gif"
+        )
+    return exe
+
+
+def _ffmpeg_reason(stderr: bytes) -> str:
+    """The last non-empty line ffmpeg printed (its own error), or a generic reason."""
+    lines = [ln.strip() for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def _write_video(images: list[NDArray[np.uint8]], out: Path, fps: float, name: Path) -> None:
+    """Encode ``images`` into the file ``out``; ``name`` is the destination named in errors."""
     if out.suffix == ".gif":
         from PIL import Image
 
@@ -173,12 +191,7 @@ def _write_video(images: list[NDArray[np.uint8]], out: Path, fps: float) -> None
             out, save_all=True, append_images=frames[1:], duration=int(round(1000 / fps)), loop=0
         )
         return
-    exe = ffmpeg_path()
-    if exe is None:
-        raise ConfigurationError(
-            "writing MP4 needs ffmpeg, which is not installed; install ffmpeg "
-            "(or pip install imageio-ffmpeg) or ask for a .gif"
-        )
+    exe = require_ffmpeg()
     import subprocess
 
     h, w = images[0].shape[:2]
@@ -203,7 +216,21 @@ def _write_video(images: list[NDArray[np.uint8]], out: Path, fps: float) -> None
         str(out),
     ]
     data = b"".join(np.ascontiguousarray(im[:h2, :w2]).tobytes() for im in images)
-    subprocess.run(cmd, input=data, check=True)
+    fix = "install a working ffmpeg or ask for a .gif"
+    try:
+        done = subprocess.run(
+            cmd, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+        )
+    except OSError as err:  # vanished, not executable, or not a program
+        raise ConfigurationError(
+            f"ffmpeg {exe!r} could not be started ({err.strerror or err}) while writing "
+            f"{str(name)!r}; {fix}; nothing was written there"
+        ) from err
+    if done.returncode != 0:
+        raise ConfigurationError(
+            f"ffmpeg failed (exit status {done.returncode}: {_ffmpeg_reason(done.stderr)}) "
+            f"while writing {str(name)!r}; {fix}; nothing was written there"
+        )
 
 
 def render(
@@ -232,6 +259,8 @@ def render(
             f"cannot tell the animation format of {str(out)!r}; end it with {', '.join(FORMATS)}"
         )
     check_writable(out.parent, "--out folder")
+    if out.suffix == ".mp4":
+        require_ffmpeg()  # before any work
     if out.is_dir():
         raise ConfigurationError(f"--out {str(out)!r} is a folder; name the animation file")
     run = load_run_folder(run_dir)
@@ -246,5 +275,5 @@ def render(
             write_viewer(run, scene, rows, tmp, contacts=contacts)
         else:
             images = draw_frames(run, scene, Camera(azimuth, elevation), rows, contacts, size_px)
-            _write_video(images, tmp, fps)
+            _write_video(images, tmp, fps, out)
     return out

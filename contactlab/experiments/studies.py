@@ -102,6 +102,23 @@ def get_study(number: int) -> Study:
     return STUDIES[number]
 
 
+def regenerate_command(
+    number: int, short: bool = False, root: Path | str = ROOT, out: Path | str | None = None
+) -> str:
+    """The ``contactlab studies`` command line that writes the same report folder again.
+
+    ``out`` is :func:`run_study`'s report folder; the command line's ``--out`` is the
+    folder holding the study folders, so it is given only when ``out`` is named like
+    the study's folder (as the command line names it).
+    """
+    command = f"contactlab studies {number}" + (" --short" if short else "")
+    if Path(root) != ROOT:
+        command += f" --root {Path(root).as_posix()}"
+    if out is not None and Path(out).name == get_study(number).folder:
+        command += f" --out {Path(out).parent.as_posix()}"
+    return command
+
+
 def run_study(
     number: int,
     root: Path | str = ROOT,
@@ -139,7 +156,7 @@ def run_study(
         shutil.copyfile(png, report / "plots" / png.name)
     measured, findings = study.analysis(result.table, sweep_dir, report)
     measured.to_csv(report / "measurements.csv", index=False)
-    command = f"contactlab studies {number}" + (" --short" if short else "")
+    command = regenerate_command(number, short, root, out)
     incomplete = (
         f"\n**Incomplete:** {len(result.incomplete)} runs did not finish; run the command "
         "again to complete them.\n"

@@ -351,7 +351,7 @@ def _run_locked(
     )
 
 
-def reuse_line(name: str, reused: int, reasons: dict[str, int]) -> str:
+def reuse_line(name: str, reused: int, reasons: dict[str, int], kind: str = "sweep") -> str:
     """One line saying how many runs are reused and why the others run."""
     from contactlab.codeversion import code_version
 
@@ -363,7 +363,7 @@ def reuse_line(name: str, reused: int, reasons: dict[str, int]) -> str:
         )
     for reason, count in sorted(reasons.items()):
         parts.append(f"{count} to run ({reason})")
-    return f"sweep {name}: " + (", ".join(parts) or "nothing to run")
+    return f"{kind} {name}: " + (", ".join(parts) or "nothing to run")
 
 
 def comparable(table: pd.DataFrame) -> pd.DataFrame:

@@ -12,11 +12,14 @@ Arguments may be numbers or sympy expressions of the joint's coordinates.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contactlab._lazy import lazy_import
 
-sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def transform(R: Any, p: Sequence[Any] = (0, 0, 0)) -> sp.Matrix:

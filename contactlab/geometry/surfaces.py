@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from math import comb
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -29,7 +29,10 @@ from contactlab._lazy import lazy_import
 from contactlab.errors import ConfigurationError
 from contactlab.geometry.primitives import frame
 
-sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 Symbols = Mapping[str, "sp.Symbol"]
 

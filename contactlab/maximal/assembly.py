@@ -39,9 +39,10 @@ eigenvalue ``-(1 + sqrt 5)/2``; and even the dead-beat pair ``alpha = 1/(2h)``,
 the ``h Gdot phi`` term, quadratic in the velocities, feeds the correction
 velocities back.  With 10 and 10 the same chain stays within 1e-2 m of drift.
 
-The Coriolis term is applied as a rotation of the body momenta (see
-:func:`rotated_momentum`; ``coriolis_form="explicit"`` keeps eq. 1.28 as
-printed).
+The Coriolis term is applied by the implicit midpoint rule on Euler's
+equations (see :func:`midpoint_momentum`); ``coriolis_form="rotated"`` turns
+the body momenta instead (:func:`rotated_momentum`) and
+``coriolis_form="explicit"`` keeps eq. 1.28 as printed.
 """
 
 from __future__ import annotations
@@ -116,6 +117,40 @@ def rotated_momentum(mdiag: Array, phi: Array, h: float) -> Array:
     )
 
 
+#: Newton iterations of :func:`midpoint_momentum` (quadratic convergence from ``u = omega``).
+MIDPOINT_ITERATIONS = 4
+
+
+def midpoint_momentum(mdiag: Array, phi: Array, h: float) -> Array:
+    """Body momenta after the gyroscopic change over a step by the implicit midpoint rule (nb, 6).
+
+    Euler's equations ``I omega' = -omega x I omega`` are stepped as
+    ``I (omega+ - omega) = -h u x I u`` with ``u = (omega + omega+)/2``,
+    solved by Newton's method on ``u`` (a 3 x 3 system per body).  The
+    midpoint rule keeps every quadratic invariant of the flow, so the
+    rotational kinetic energy ``omega . I omega / 2`` and ``|I omega|`` are
+    unchanged by the gyroscopic part, and a symmetric body keeps its spin
+    about its symmetry axis.  The linear momentum is turned by
+    ``exp(-h [u])``.  The explicit rotation of :func:`rotated_momentum` feeds
+    the spin of a thin body about its long axis by a factor
+    ``1 + h^2 |omega_perp|^2 (I_max / I_min - 1) / 2`` per step (a 1 x 1 x 10
+    link: about 6 % per step at h = 10 ms and 5 rad/s), which the constraint
+    forces of a chain turn into an exponential energy gain.
+    """
+    inertia = mdiag[:, :3]
+    w = phi[:, :3]
+    u = w.copy()
+    for _ in range(MIDPOINT_ITERATIONS):
+        iu = inertia * u
+        residual = 2.0 * inertia * (u - w) + h * np.cross(u, iu)
+        jac = h * (se3.bracket3(u) * inertia[:, None, :] - se3.bracket3(iu))
+        jac[:, [0, 1, 2], [0, 1, 2]] += 2.0 * inertia
+        u = u - np.linalg.solve(jac, residual[:, :, None])[:, :, 0]
+    angular = inertia * (2.0 * u - w)
+    linear = np.einsum("nab,nb->na", se3.exp_so3(-h * u), mdiag[:, 3:] * phi[:, 3:])
+    return np.concatenate([angular, linear], axis=1)
+
+
 def free_momentum(
     scene: Scene,
     mdiag: Array,
@@ -123,18 +158,20 @@ def free_momentum(
     phi: Array,
     h: float,
     implicit: bool,
-    coriolis_form: str = "rotated",
+    coriolis_form: str = "midpoint",
 ) -> tuple[sp.csc_matrix, Array]:
     """Left-hand matrix and free momentum of the unconstrained step (see module docstring).
 
     ``mdiag`` (nb, 6) is :func:`mass_diagonal` of the scene (computed once per
-    run); ``coriolis_form`` is "explicit" (eq. 1.28 as printed) or "rotated"
-    (:func:`rotated_momentum`).
+    run); ``coriolis_form`` is "midpoint" (:func:`midpoint_momentum`), "explicit"
+    (eq. 1.28 as printed) or "rotated" (:func:`rotated_momentum`).
     """
     n = mdiag.size
     M = sp.csc_matrix((mdiag.reshape(-1), np.arange(n), np.arange(n + 1)), shape=(n, n))
     if coriolis_form == "explicit":
         p = mdiag * phi + h * coriolis(mdiag, phi)
+    elif coriolis_form == "midpoint":
+        p = midpoint_momentum(mdiag, phi, h)
     else:
         p = rotated_momentum(mdiag, phi, h)
     f = (p + h * gravity_wrench(mdiag, scene.gravity, E)).reshape(-1)

@@ -306,7 +306,7 @@ def scene_constraints(scene: Scene) -> list[Constraint]:
             continue
         by_kind.setdefault(spec.kind, []).append(spec)
     out: list[Constraint] = (
-        [CONSTRAINTS.get("hinge-loop")(scene, hinge_loops)] if hinge_loops else []
+        CONSTRAINTS.get("hinge-loop").from_joints(scene, hinge_loops) if hinge_loops else []
     )
     for specs in by_kind.values():
         out.extend(joint_constraints(scene, specs))

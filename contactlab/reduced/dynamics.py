@@ -87,11 +87,11 @@ def free_momentum(
     - "rotated_linear" (default): the linear momentum turned by the step
       rotation, ``exp(-h [w]) m v`` (its exact motion in the body frame at
       constant ``w``: norm-preserving), the angular part explicit.
-    - "rotated": both momenta turned (the maximal formulation's default, so a
-      floating body steps identically in both).  Turning ``I w`` is unstable
-      for a thin body spinning with ``w`` off its principal axes: the long
-      axis' rate grows by ``h^2 |w|^2 I_max / (2 I_min)`` per step (a 10:1
-      link at 20 rad/s, h = 1e-2: doubling per step).
+    - "rotated": both momenta turned (the maximal formulation's
+      ``coriolis="rotated"``, so a floating body steps identically in both).
+      Turning ``I w`` is unstable for a thin body spinning with ``w`` off its
+      principal axes: the long axis' rate grows by ``h^2 |w|^2 I_max / (2 I_min)``
+      per step (a 10:1 link at 20 rad/s, h = 1e-2: doubling per step).
     """
     if coriolis == "explicit":
         return mass_matrix(kin) @ kin.qdot + h * reduced_forces(kin, tau)

@@ -27,7 +27,7 @@ or a callable receiving the coordinate symbols.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,7 +45,10 @@ RIGID_TOL = 1e-8
 _CHECKED: set[tuple[str, tuple[float, ...]]] = set()
 
 
-sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def _symbol(x: Any, what: str) -> sp.Symbol:

@@ -30,7 +30,7 @@ child's joint frame.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contactlab._lazy import lazy_import
 from contactlab.geometry.primitives import inverse, rot_x, rot_z, trans
@@ -39,7 +39,10 @@ from contactlab.reduced.general import TransformJoint
 from contactlab.reduced.joints import Joint
 from contactlab.reduced.registry import register_joint
 
-sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def _symbols(names: str) -> tuple[sp.Symbol, ...]:

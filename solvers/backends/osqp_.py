@@ -119,7 +119,8 @@ class OSQPBackend(Backend):
             if type(err).__name__ != "OSQPException":
                 raise
             code = err.args[0] if err.args else None
-            reason = _SETUP_ERRORS.get(code, f"set-up failed with OSQP error {code}")
+            known = _SETUP_ERRORS.get(code) if isinstance(code, int) else None
+            reason = known or f"set-up failed with OSQP error {code}"
             return RawSolution(
                 np.full(qp.n, np.nan),
                 np.full(qp.m, np.nan),

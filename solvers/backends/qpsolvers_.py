@@ -130,8 +130,9 @@ class QpsolversBackend(Backend):
         if not sol.found or sol.x is None:
             messages = [str(w.message) for w in caught]
             info = (sol.extras or {}).get("info")  # proxqp, piqp: their own status
-            if getattr(info, "status", None) is not None:
-                messages.append(f"status {info.status}")
+            info_status = getattr(info, "status", None)
+            if info_status is not None:
+                messages.append(f"status {info_status}")
             said = " ".join(m for m in messages if "status" in m.lower()) or " ".join(messages)
             status, why = _failure_status(said)
             return RawSolution(

@@ -44,3 +44,27 @@ def test_warmup_leaves_no_kernel_to_compile(capsys, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "compiling kernels" not in done.stderr
+
+
+def test_warmup_prints_no_first_use_line_of_its_own(monkeypatch, capsys):
+    # a kernel module compiled by the warm-up would otherwise announce itself and advise
+    # running the warm-up, in the middle of the warm-up's own report
+    from types import SimpleNamespace
+
+    import solvers.jit as J
+    from contactlab.reduced import _general_kernels as K
+
+    monkeypatch.setattr(J, "_announced", set())
+    kernel = next(
+        v for v in vars(K).values() if getattr(v, "py_func", None) and v.__module__ == K.__name__
+    )
+    event = SimpleNamespace(data={"dispatcher": kernel})
+    J._FirstCompile().on_start(event)
+    assert "compiling kernels of contactlab.reduced._general_kernels" in capsys.readouterr().err
+    monkeypatch.setattr(J, "_announced", set())
+    monkeypatch.setattr("contactlab.warmup.SCENARIO_CASES", [])
+    from contactlab.warmup import warmup
+
+    warmup(lambda line: None)
+    J._FirstCompile().on_start(event)
+    assert capsys.readouterr().err == ""

@@ -190,6 +190,20 @@ SWEEP_SPECS = {
     "unknown-key": ('solvers = ["kkt"]\nmodels = ["frictionless"]\nspeed = 3', r"unknown keys"),
     "no-solvers": ('models = ["frictionless"]', r"needs solvers"),
     "nothing-fits": ('solvers = ["kkt"]\nmodels = ["bisp"]', r"no run of the sweep fits"),
+    # a typo beside a good name refuses the grid (it used to run kkt and skip the typo)
+    "unknown-solver": (
+        'solvers = ["kkt", "osqpp"]\nmodels = ["frictionless"]',
+        r"scenario 'pendulum': unknown solver 'osqpp'; known solvers: .*\bkkt\b.*\bosqp\b",
+    ),
+    "unknown-model": (
+        'solvers = ["kkt"]\nmodels = ["frictionless", "frictionles"]',
+        r"unknown model 'frictionles'; known models: .*\bfrictionless\b",
+    ),
+    "unknown-formulation": (
+        'solvers = ["kkt"]\nmodels = ["frictionless"]\nformulations = ["maximal", "maximum"]',
+        r"unknown formulation 'maximum'; known formulations: .*\bmaximal\b.*\breduced\b",
+    ),
+    "solver-not-a-name": ('solvers = ["kkt", 3]\nmodels = ["frictionless"]', r"solvers must"),
     "compare-by": (
         'solvers = ["kkt"]\nmodels = ["frictionless"]\ncompare_by = ["x"]',
         r"compare_by names unknown",
@@ -204,6 +218,28 @@ def test_bad_sweep_grid_is_refused_before_any_run(case, workdir, capsys):
     outcome = call(["sweep", str(spec), "--quiet", "--workers", "1"], capsys)
     assert_one_line(outcome, 2, pattern)
     _untouched(workdir, "s.toml")
+
+
+def test_sweep_grid_keeps_a_known_but_missing_solver_as_unavailable(workdir, monkeypatch):
+    # honest, not refused as unknown: the grid runs what is installed and says why not the rest
+    import solvers.registry as SR
+    from contactlab.experiments.grid import load_grid
+
+    osqp = SR.backend_class("osqp")
+    monkeypatch.setattr(SR, "_instances", {})
+    monkeypatch.setattr(osqp, "availability", classmethod(lambda cls: (False, "no osqp here")))
+    spec = _write(
+        workdir / "s.toml",
+        '[sweep]\nsolvers = ["kkt", "osqp"]\nmodels = ["frictionless"]\n'
+        '[[scenarios]]\nname = "pendulum"\n',
+    )
+    grid = load_grid(spec)
+    assert {r.solver for r in grid.runs} == {"kkt"} and len(grid.runs) == 2  # both formulations
+    assert "osqp" not in SR.available_backends()
+    assert {(r["solver"], r["reason"]) for r in grid.skipped} == {
+        ("osqp", "solver 'osqp' is unavailable: no osqp here; available solvers: "
+         + ", ".join(SR.available_backends()))
+    }
 
 
 SWEEP_FILES = {
@@ -328,6 +364,57 @@ def test_render_out_is_a_folder(run_folder, capsys):
     (run_folder.parent / "v.gif").mkdir()
     outcome = call(["render", "r", "--out", "v.gif"], capsys)
     assert_one_line(outcome, 2, r"'v.gif' is a folder")
+
+
+def _fake_ffmpeg(bindir: Path, script: str) -> None:
+    bindir.mkdir()
+    exe = bindir / "ffmpeg"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+
+
+MP4 = ["render", "r", "--out", "x.mp4", "--max-frames", "3", "--size", "60"]
+
+
+def test_render_mp4_without_ffmpeg_is_refused_before_drawing(run_folder, monkeypatch, capsys):
+    import sys
+
+    import contactlab.experiments.render as R
+
+    (run_folder.parent / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(run_folder.parent / "bin"))  # no ffmpeg on PATH
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # nor the pip-shipped one
+    drawn = []
+    monkeypatch.setattr(R, "draw_frames", lambda *a, **k: drawn.append(1) or [])
+    outcome = call(MP4, capsys)
+    assert_one_line(outcome, 2, r"writing MP4 needs ffmpeg, which is not installed; install")
+    assert drawn == []  # refused before any frame was drawn
+    assert not (run_folder.parent / "x.mp4").exists() and leftovers(run_folder.parent) == []
+
+
+def test_render_mp4_when_ffmpeg_fails_leaves_nothing_half_written(run_folder, monkeypatch, capsys):
+    # an ffmpeg that reads its input, writes half a file at its output, complains and fails
+    script = 'for last; do :; done\ncat >/dev/null\nprintf partial > "$last"\n'
+    script += "echo \"Unknown encoder 'libx264'\" >&2\nexit 1\n"
+    _fake_ffmpeg(run_folder.parent / "bin", script)
+    monkeypatch.setenv("PATH", str(run_folder.parent / "bin"))
+    (run_folder.parent / "x.mp4").write_bytes(b"an earlier animation")
+    outcome = call(MP4, capsys)
+    pattern = r"ffmpeg failed \(exit status 1: Unknown encoder 'libx264'\)"
+    line = assert_one_line(outcome, 2, pattern)
+    assert "'x.mp4'" in line and "nothing was written there" in line
+    assert (run_folder.parent / "x.mp4").read_bytes() == b"an earlier animation"
+    assert leftovers(run_folder.parent) == []
+
+
+def test_render_mp4_when_ffmpeg_cannot_start_is_one_line(run_folder, monkeypatch, capsys):
+    import contactlab.experiments.render as R
+
+    # found when checked, gone when launched
+    monkeypatch.setattr(R, "ffmpeg_path", lambda: str(run_folder.parent / "gone" / "ffmpeg"))
+    outcome = call(MP4, capsys)
+    assert_one_line(outcome, 2, r"ffmpeg '.*gone/ffmpeg' could not be started \(No such file")
+    assert not (run_folder.parent / "x.mp4").exists() and leftovers(run_folder.parent) == []
 
 
 def test_render_keeps_a_good_folder_readable(run_folder):

@@ -31,7 +31,7 @@ def windmill() -> Tree:
     return Tree.from_scene(SCENARIOS["windmill"].build())
 
 
-def test_sizes_match_seed_002_table_1(chain10: Tree, windmill: Tree) -> None:
+def test_sizes_match_si_guenter_table_1(chain10: Tree, windmill: Tree) -> None:
     """TC10 has 38 coordinates, TC20 78, the windmill 73 (Si & Guenter, Table 1)."""
     assert chain10.nq == 38
     assert Tree.from_scene(SCENARIOS["torus-chain"].build(n=20)).nq == 78

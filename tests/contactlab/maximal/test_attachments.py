@@ -102,7 +102,7 @@ def test_attachment_moves_like_a_fixed_joint(n: int, coriolis: str) -> None:
 
 
 def test_reduced_mass_is_the_composite_inertia() -> None:
-    """``P^T M P`` at a's frame equals the composite spatial inertia by the parallel-axis theorem."""
+    """``P^T M P`` at a's frame is the composite spatial inertia (the parallel-axis theorem)."""
     scene = _pair(2, True)
     form = MaximalFormulation(scene)
     state = form.initial_state()
@@ -162,7 +162,8 @@ def test_attached_pair_is_one_rigid_body_with_explicit_gyroscopic_term() -> None
 
 
 def test_world_attachment_holds_a_post_and_a_pendulum_swings_from_it() -> None:
-    """A post held in the world stays exactly put; a pendulum jointed to it swings as from the world."""
+    """A post held in the world stays exactly put; a pendulum jointed to it swings as from the
+    world."""
     bob = Body("bob", 1.0, [0.01, 0.01, 0.01])
     post = Body("post", 5.0, [0.1, 0.1, 0.1])
     E_post = se3.make_transform(None, [0.0, 0.0, 2.0])

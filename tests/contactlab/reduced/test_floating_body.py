@@ -21,6 +21,7 @@ import pytest
 
 from contactlab import se3
 from contactlab.bodies import body_from_shape
+from contactlab.maximal.formulation import MaximalFormulation
 from contactlab.reduced import ReducedFormulation, Tree, simulate_adaptive
 from contactlab.scene import ContactParams, JointSpec, Scene
 from contactlab.shapes import Plane, Sphere
@@ -107,8 +108,9 @@ def _step(
 def test_the_reported_twist_is_the_velocity_of_the_body_frame(order: str) -> None:
     """``log(E_k^{-1} E_{k+1}) / h = phi_{k+1}`` to round-off, and reduced = maximal.
 
-    With ``coriolis="rotated"`` (momenta turned by the step rotation, the maximal
-    default) and ``E exp(h [phi+])`` both formulations take the same step, so
+    With ``coriolis="rotated"`` in both (momenta turned by the step rotation; the
+    maximal default is the midpoint rule) and ``E exp(h [phi+])`` both formulations
+    take the same step, so
     they agree to round-off (1e-9 over 100 steps); the chart update
     ``q + h qdot`` of a rotation-first free joint was off by ``h |omega|^2 |p|``
     per step here (5 rad/s, |p| = 2.3 m).  The reduced default (angular
@@ -117,7 +119,7 @@ def test_the_reported_twist_is_the_velocity_of_the_body_frame(order: str) -> Non
     h, n = 2e-3, 100
     scene = tumbling_scene(order)
     E_r, phi_r = _step(scene, ReducedFormulation(scene, coriolis="rotated"), h, n)
-    E_m, phi_m = _step(scene, "maximal", h, n)
+    E_m, phi_m = _step(scene, MaximalFormulation(scene, coriolis="rotated"), h, n)
     fd = se3.log_se3(se3.inverse(E_r[:-1]) @ E_r[1:]) / h
     np.testing.assert_allclose(fd, phi_r[1:], atol=1e-9)
     np.testing.assert_allclose(E_r, E_m, atol=1e-9)

@@ -47,14 +47,15 @@ def _vec(a: np.ndarray) -> list[sp.Float]:
 
 
 def _spline_curve_factors(frames: np.ndarray, s: sp.Symbol) -> list[sp.Matrix]:
-    """REDMAX supplement Alg. 4 on the first segment, ``s in [0, 1)``, as a product of four factors."""
+    """REDMAX supplement Alg. 4 on the first segment, ``s in [0, 1)``, as four factors."""
     twists = se3.log_se3(se3.inverse(np.roll(frames, 1, axis=0)) @ frames)
     weights = [sum(CUMULATIVE[i, j] * s**j for j in range(4)) for i in range(4)]
     return [sp.Matrix(frames[0])] + [screw(twists[m], weights[m]) for m in (1, 2, 3)]
 
 
 def _surface_factors(values: np.ndarray, q: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
-    """REDMAX supplement Alg. 5 on the first patch: translations then XYZ rotations by bicubic splines."""
+    """REDMAX supplement Alg. 5 on the first patch: translations, then XYZ
+    rotations by bicubic splines."""
     from contactlab.reduced.spline import BASIS
 
     C = values[:4, :4, :]

@@ -1,4 +1,4 @@
-"""Surface and curve joints (Si & Guenter): S and Sdot against finite differences, the contact frame.
+"""Surface and curve joints (Si & Guenter): S and Sdot against finite differences, contact frame.
 
 Central differences with step 1e-6 have truncation ~1e-12 |Q'''| and
 round-off ~1e-16 / 1e-6 = 1e-10 on entries of order one: 1e-7 leaves a
@@ -125,7 +125,7 @@ def test_S_and_Sdot_against_finite_differences(name: str) -> None:
     [(Torus(0.05, 0.01), Torus(0.04, 0.015)), (Sphere(0.06), Ellipsoid(0.05, 0.03, 0.02))],
 )
 def test_surface_surface_contact_frame(A, B) -> None:  # noqa: ANN001
-    """Q F_B(u2, v2) is F_A(u1, v1) turned by pi about t1: same point, same plane, opposite normal."""
+    """Q F_B(u2, v2) is F_A(u1, v1) turned by pi about t1: same point and plane, opposite normal."""
     joint = surface_surface_joint(A, B)
     rng = np.random.default_rng(2)
     for _ in range(4):
@@ -138,7 +138,8 @@ def test_surface_surface_contact_frame(A, B) -> None:  # noqa: ANN001
 
 
 def test_surface_frames_are_on_the_surface_and_normal() -> None:
-    """Frame origin = x(u, v), normal orthogonal to both partial derivatives (finite differences)."""
+    """Frame origin = x(u, v), normal orthogonal to both partial derivatives
+    (finite differences)."""
     for surface in (Torus(0.05, 0.01), Ellipsoid(0.05, 0.03, 0.02), BezierSurface(BOWL)):
         u, v = 0.3, 0.6
         F = surface.evaluate(u, v)
