@@ -44,6 +44,7 @@ CODEGEN_VERSION = "1"
 SIMPLIFY_MAX_OPS = 60
 
 _LOADED: dict[str, ModuleType] = {}
+_KEYS: dict[tuple, str] = {}
 
 
 def cache_dir() -> Path:
@@ -62,13 +63,27 @@ def cache_dir() -> Path:
 def expression_key(
     factors: Sequence[sp.Matrix], coordinates: Sequence[sp.Symbol], parameters: Sequence[sp.Symbol]
 ) -> str:
-    """SHA-256 (hex, 24 characters) of the factors, their symbols and the generator version."""
+    """SHA-256 (hex, 24 characters) of the factors, their symbols and the generator version.
+
+    Remembered per process (printing a large expression takes a while, and a
+    scene builds many joints of the same expression).
+    """
+    memo = (tuple(factors), tuple(coordinates), tuple(parameters))
+    if memo in _KEYS:
+        return _KEYS[memo]
     # the printed text, not srepr: symbol assumptions do not change the derivatives
     text = "|".join(
         [CODEGEN_VERSION, *(str(F.tolist()) for F in factors)]
         + [str(tuple(coordinates)), str(tuple(parameters))]
     )
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    _KEYS[memo] = key
+    return key
+
+
+def is_generated(key: str) -> bool:
+    """Whether the code of ``key`` is loaded or on disk (nothing to derive)."""
+    return key in _LOADED or (cache_dir() / f"joint_{key}.py").exists()
 
 
 def _vee(W: sp.Matrix) -> list[sp.Expr]:
