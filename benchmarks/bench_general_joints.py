@@ -275,6 +275,29 @@ def report(df: pd.DataFrame, budget: float) -> str:
             f"| {r['system']} | {r['derive_s']:.1f} | {r['compile_s']:.1f} | "
             f"{r['derive_s'] + r['compile_s']:.1f} | {r['cold_load']:.1f} | {r['cached_s']:.2f} |"
         )
+    lines += ["", "Against the targets (computed from the figures above):", ""]
+    for r in df.to_dict("records"):
+        ratio = r["model_over_seed002"]
+        lines.append(
+            f"- {r['system']}: forward dynamics {r['model_ms']:.4f} ms = {ratio:.2f}x Si & "
+            f"Guenter's Method I: {'met' if ratio <= 2.0 else 'not met'} (<= 2x)"
+        )
+    for r in df.to_dict("records"):
+        if not np.isnan(r["model_over_hand"]):
+            lines.append(
+                f"- {r['system']}: generated / hand-written revolute {r['model_over_hand']:.2f} "
+                f"(prepared model), {r['recursive_over_hand']:.2f} (tree path): "
+                f"{'met' if r['model_over_hand'] <= 1.2 else 'not met'} on the prepared model, "
+                f"{'met' if r['recursive_over_hand'] <= 1.2 else 'not met'} on the tree path "
+                "(<= 1.2x)"
+            )
+    for r in df.to_dict("records"):
+        total = r["derive_s"] + r["compile_s"]
+        lines.append(
+            f"- {r['system']}: derivation + compilation {total:.1f} s at load "
+            f"{r['cold_load']:.1f}: {'met' if total < 60 else 'not met'} (< 60 s); second run "
+            f"{r['cached_s']:.2f} s"
+        )
     return "\n".join(lines) + "\n"
 
 

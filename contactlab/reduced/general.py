@@ -154,7 +154,12 @@ class TransformJoint(Joint):
         self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
         self.ndof = len(coords)
         self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
-        from contactlab.reduced.codegen import compiled_kernel, expression_key, is_generated
+        from contactlab.reduced.codegen import (
+            compiled_kernel,
+            expression_key,
+            is_generated,
+            python_kernel,
+        )
 
         key = expression_key(factors, coords, psyms)
         checked = (key, tuple(self.params[0])) in _CHECKED
@@ -166,7 +171,7 @@ class TransformJoint(Joint):
         self.generated_now = not cached
         # one joint at a time runs the same generated code uncompiled: trees use the
         # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
-        self._python_kernel = getattr(self.kernel, "py_func", self.kernel)
+        self._python_kernel = python_kernel(self.key)
         if existed and not checked:  # generated before: check Q(q) with that code
             self._check_rigid_generated()
         _CHECKED.add((key, tuple(self.params[0])))
