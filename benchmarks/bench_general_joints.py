@@ -236,6 +236,8 @@ def report(df: pd.DataFrame, budget: float) -> str:
     if importlib.util.find_spec("pinocchio") is not None:
         pin_version = f", Pinocchio {__import__('pinocchio').__version__}"
     lines = [
+        "# Joints generated from their transform Q(q) (Si & Guenter)",
+        "",
         "Machine: "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), Python "
         f"{platform.python_version()}, numpy {np.__version__}, sympy {sp.__version__}"
