@@ -574,13 +574,16 @@ def _compile_c(source: str, so: Path) -> None:
     cc = _compiler()
     if cc is None:  # pragma: no cover - backend() checked it
         raise RuntimeError("no C compiler found")
-    c_file = so.with_suffix(".c")
-    c_file.write_text(source)
+    # per-process file names, renamed when complete: processes generating the same joint
+    # at once (parallel test workers) never read each other's partial files
+    c_tmp = so.with_suffix(f".{os.getpid()}.c")
+    c_tmp.write_text(source)
     tmp = so.with_suffix(f".{os.getpid()}.so")
-    cmd = [cc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(c_file), "-lm"]
+    cmd = [cc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(c_tmp), "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"compiling {c_file} failed: {done.stderr.strip()[:2000]}")
+        raise RuntimeError(f"compiling {c_tmp} failed: {done.stderr.strip()[:2000]}")
+    os.replace(c_tmp, so.with_suffix(".c"))
     os.replace(tmp, so)
 
 
