@@ -90,6 +90,9 @@ def _model_recursions() -> None:
     inverse_dynamics_derivatives(model, q, qdot, qddot)
     inverse_dynamics_derivatives(model, q, qdot, qddot, composite=False)  # the general form
     forward_dynamics_derivatives(model, q, qdot)
+    # generated joints on a prepared model (their joint maps are packed by a compiled call)
+    tori = Model.from_scene(get_scenario("torus-chain").build(n=2))
+    tori.forward_dynamics(*tori.tree.initial_coordinates())
 
 
 def _frictional_backends() -> None:

@@ -707,10 +707,55 @@ def _crba_column(topo, X, Sb, M, i, f):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _inertia_to_parent(x, c, out):  # noqa: ANN001, ANN202
+    """``out += X^T I X`` for a spatial inertia in its 10 numbers (Featherstone's form).
+
+    ``c = (Jxx, Jyy, Jzz, Jxy, Jxz, Jyz, hx, hy, hz, m)`` stands for
+    ``I = [[J, [h]], [[h]^T, m 1]]`` (angular first; ``h = m`` times the centre of
+    mass).  With ``X = [[A, 0], [[t] A, A]]``:
+    ``J' = A^T (J + t h^T + h t^T - 2 (h.t) 1 - m (t t^T - |t|^2 1)) A``,
+    ``h' = A^T (h - m t)``, ``m' = m`` (about 90 flops instead of a 6 x 6 congruence).
+    """
+    # t from the lower-left block B = [t] A: [t] = B A^T
+    t0 = x[5, 0] * x[1, 0] + x[5, 1] * x[1, 1] + x[5, 2] * x[1, 2]
+    t1 = x[3, 0] * x[2, 0] + x[3, 1] * x[2, 1] + x[3, 2] * x[2, 2]
+    t2 = x[4, 0] * x[0, 0] + x[4, 1] * x[0, 1] + x[4, 2] * x[0, 2]
+    h0, h1, h2, m = c[6], c[7], c[8], c[9]
+    ht = h0 * t0 + h1 * t1 + h2 * t2
+    tt = t0 * t0 + t1 * t1 + t2 * t2
+    d = -2.0 * ht + m * tt
+    k00 = c[0] + 2.0 * t0 * h0 - m * t0 * t0 + d
+    k11 = c[1] + 2.0 * t1 * h1 - m * t1 * t1 + d
+    k22 = c[2] + 2.0 * t2 * h2 - m * t2 * t2 + d
+    k01 = c[3] + t0 * h1 + h0 * t1 - m * t0 * t1
+    k02 = c[4] + t0 * h2 + h0 * t2 - m * t0 * t2
+    k12 = c[5] + t1 * h2 + h1 * t2 - m * t1 * t2
+    # W = K A, then J' = A^T W (symmetric: six entries)
+    w = np.empty((3, 3))
+    for k in range(3):
+        a0, a1, a2 = x[0, k], x[1, k], x[2, k]
+        w[0, k] = k00 * a0 + k01 * a1 + k02 * a2
+        w[1, k] = k01 * a0 + k11 * a1 + k12 * a2
+        w[2, k] = k02 * a0 + k12 * a1 + k22 * a2
+    out[0] += x[0, 0] * w[0, 0] + x[1, 0] * w[1, 0] + x[2, 0] * w[2, 0]
+    out[1] += x[0, 1] * w[0, 1] + x[1, 1] * w[1, 1] + x[2, 1] * w[2, 1]
+    out[2] += x[0, 2] * w[0, 2] + x[1, 2] * w[1, 2] + x[2, 2] * w[2, 2]
+    out[3] += x[0, 0] * w[0, 1] + x[1, 0] * w[1, 1] + x[2, 0] * w[2, 1]
+    out[4] += x[0, 0] * w[0, 2] + x[1, 0] * w[1, 2] + x[2, 0] * w[2, 2]
+    out[5] += x[0, 1] * w[0, 2] + x[1, 1] * w[1, 2] + x[2, 1] * w[2, 2]
+    g0, g1, g2 = h0 - m * t0, h1 - m * t1, h2 - m * t2
+    out[6] += x[0, 0] * g0 + x[1, 0] * g1 + x[2, 0] * g2
+    out[7] += x[0, 1] * g0 + x[1, 1] * g1 + x[2, 1] * g2
+    out[8] += x[0, 2] * g0 + x[1, 2] * g1 + x[2, 2] * g2
+    out[9] += m
+
+
+@njit(cache=True)
 def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     """``M`` (nq, nq) by the composite-rigid-body algorithm, O(n depth).
 
-    ``Ic_i = I_i + sum_c X_c^T Ic_c X_c``; the block of nodes ``(j, i)`` for
+    ``Ic_i = I_i + sum_c X_c^T Ic_c X_c`` (in the 10-number form of
+    :func:`_inertia_to_parent`); the block of nodes ``(j, i)`` for
     ``j`` an ancestor of ``i`` is ``Sb_j^T (X ... X)^T Ic_i Sb_i``; blocks of
     nodes on different branches are zero.
     """
@@ -722,16 +767,17 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     Sb = np.zeros((n, 6, 6))
     c = np.empty((n, 6))
     qd = np.zeros(nq)
-    Ic = np.zeros((n, 6, 6))
-    T = np.empty((6, 6))
+    Ic = np.zeros((n, 10))
     for i in range(n):
         node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
-        for r in range(6):
-            Ic[i, r, r] = geom[i, INERTIA + r]
+        Ic[i, 0] = geom[i, INERTIA]
+        Ic[i, 1] = geom[i, INERTIA + 1]
+        Ic[i, 2] = geom[i, INERTIA + 2]
+        Ic[i, 9] = geom[i, INERTIA + 3]
     for i in range(n - 1, 0, -1):
         p = topo[i, PARENT]
         if p >= 0:
-            _congruence_add(X[i], Ic[i], Ic[p], T)
+            _inertia_to_parent(X[i], Ic[i], Ic[p])
     M = np.zeros((nq, nq))
     Fc = np.empty((6, 6))  # Fc[a] = (X ... X)^T Ic_i Sb_i[:, a]
     Fn = np.empty((6, 6))
@@ -739,12 +785,17 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
         k0, nd = topo[i, DOF0], topo[i, NDOF]
         if nd == 0:
             continue
+        ci = Ic[i]
         for a in range(nd):
-            for r in range(6):
-                s = 0.0
-                for m in range(6):
-                    s += Ic[i, r, m] * Sb[i, m, a]
-                Fc[a, r] = s
+            w0, w1, w2 = Sb[i, 0, a], Sb[i, 1, a], Sb[i, 2, a]
+            v0, v1, v2 = Sb[i, 3, a], Sb[i, 4, a], Sb[i, 5, a]
+            # (J w + h x v, w x h + m v)
+            Fc[a, 0] = ci[0] * w0 + ci[3] * w1 + ci[4] * w2 + ci[7] * v2 - ci[8] * v1
+            Fc[a, 1] = ci[3] * w0 + ci[1] * w1 + ci[5] * w2 + ci[8] * v0 - ci[6] * v2
+            Fc[a, 2] = ci[4] * w0 + ci[5] * w1 + ci[2] * w2 + ci[6] * v1 - ci[7] * v0
+            Fc[a, 3] = w1 * ci[8] - w2 * ci[7] + ci[9] * v0
+            Fc[a, 4] = w2 * ci[6] - w0 * ci[8] + ci[9] * v1
+            Fc[a, 5] = w0 * ci[7] - w1 * ci[6] + ci[9] * v2
         if nd == 1:
             _crba_column(topo, X, Sb, M, i, Fc[0])
             continue

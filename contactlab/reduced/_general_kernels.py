@@ -63,3 +63,27 @@ def compose(F, SF, SdF, qd, i, Q, S, Sd):  # noqa: ANN001, ANN201
         for c in range(n):
             S[i, r, c] = SG[r, c]
             Sd[i, r, c] = SdG[r, c]
+
+
+@njit(cache=True)
+def pack_joint_maps(Q, S, Sd, nd, ext):  # noqa: ANN001, ANN201
+    """Rows of the model's ``ext`` (m, 88) from the stacks ``Q`` (m, 4, 4), ``S``, ``Sd`` (m, 6, 6).
+
+    ``ext[i] = (Q_i, S_i, Sd_i)`` row-major, as :mod:`contactlab.reduced._fast`
+    reads it; only the first ``nd[i]`` columns of ``S_i`` and ``Sd_i`` are
+    copied (the others are zero).
+    """
+    for i in range(ext.shape[0]):
+        e = ext[i]
+        for r in range(4):
+            for c in range(4):
+                e[4 * r + c] = Q[i, r, c]
+        k = nd[i]
+        for r in range(6):
+            for c in range(6):
+                if c < k:
+                    e[16 + 6 * r + c] = S[i, r, c]
+                    e[52 + 6 * r + c] = Sd[i, r, c]
+                else:
+                    e[16 + 6 * r + c] = 0.0
+                    e[52 + 6 * r + c] = 0.0

@@ -157,18 +157,27 @@ class TransformJoint(Joint):
         self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
         self.ndof = len(coords)
         self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
-        from contactlab.reduced.codegen import compiled_kernel, expression_key
+        from contactlab.reduced.codegen import (
+            compiled_kernel,
+            expression_key,
+            is_generated,
+            python_kernel,
+        )
 
         key = expression_key(factors, coords, psyms)
-        if (key, tuple(self.params[0])) not in _CHECKED:
+        checked = (key, tuple(self.params[0])) in _CHECKED
+        existed = checked or is_generated(key)
+        if not existed:  # each factor, before any code is generated for it
             for F in factors:
                 self._check_rigid(F)
-            _CHECKED.add((key, tuple(self.params[0])))
         self.key, self.kernel, cached = compiled_kernel(factors, coords, psyms, key)
         self.generated_now = not cached
         # one joint at a time runs the same generated code uncompiled: trees use the
         # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
-        self._python_kernel = getattr(self.kernel, "py_func", self.kernel)
+        self._python_kernel = python_kernel(self.key)
+        if existed and not checked:  # generated before: check Q(q) with that code
+            self._check_rigid_generated()
+        _CHECKED.add((key, tuple(self.params[0])))
 
     # ------------------------------------------------------------------
     @property
@@ -179,26 +188,42 @@ class TransformJoint(Joint):
             M = M * F
         return M
 
+    def _check_points(self) -> list[Array]:
+        rng = np.random.default_rng(0)
+        return [np.zeros(self.ndof)] + [rng.uniform(-1, 1, self.ndof) for _ in range(4)]
+
     def _check_rigid(self, F: sp.ImmutableMatrix) -> None:
         """``R^T R = I`` and ``det R = 1`` at q = 0 and a few random points (each factor)."""
         f = sp.lambdify(self.coordinates + self.parameter_symbols, F, "numpy")
-        rng = np.random.default_rng(0)
-        points = [np.zeros(self.ndof)] + [rng.uniform(-1, 1, self.ndof) for _ in range(4)]
-        for q in points:
+        for q in self._check_points():
             with np.errstate(all="ignore"):
                 E = np.asarray(f(*q, *self.params[0]), dtype=float)
-            if not np.all(np.isfinite(E)):
+            self._raise_unless_rigid(E, q, len(self.factors) > 1)
+
+    def _check_rigid_generated(self) -> None:
+        """The same check on ``Q`` from the generated code (no sympy work: cached joints)."""
+        zero = np.zeros(self.ndof)
+        for q in self._check_points():
+            try:  # the uncompiled code raises where the compiled code returns nan or inf
+                E = self.evaluate(q, zero)[0]
+            except (ArithmeticError, ValueError):
                 continue
-            R = E[:3, :3]
-            err = float(np.abs(R.T @ R - np.eye(3)).max())
-            if err > RIGID_TOL or np.linalg.det(R) < 0:
-                where = " of a factor" if len(self.factors) > 1 else ""
-                raise ConfigurationError(
-                    f"Q(q) is not a rigid transform: at q={np.round(q, 3).tolist()} the rotation "
-                    f"block{where} has |R^T R - I| = {err:.3g} and det {np.linalg.det(R):.3g}; "
-                    "build the rotation from rotations (contactlab.geometry.primitives) or "
-                    "orthonormal frames"
-                )
+            self._raise_unless_rigid(E, q, False)
+
+    @staticmethod
+    def _raise_unless_rigid(E: Array, q: Array, factor: bool) -> None:
+        if not np.all(np.isfinite(E)):
+            return
+        R = E[:3, :3]
+        err = float(np.abs(R.T @ R - np.eye(3)).max())
+        if err > RIGID_TOL or np.linalg.det(R) < 0:
+            where = " of a factor" if factor else ""
+            raise ConfigurationError(
+                f"Q(q) is not a rigid transform: at q={np.round(q, 3).tolist()} the rotation "
+                f"block{where} has |R^T R - I| = {err:.3g} and det {np.linalg.det(R):.3g}; "
+                "build the rotation from rotations (contactlab.geometry.primitives) or "
+                "orthonormal frames"
+            )
 
     @property
     def batch(self) -> tuple[str, Callable[..., None], Array]:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contactlab.errors import ConfigurationError
-from contactlab.reduced import _fast
+from contactlab.reduced import _fast, _general_kernels
 from contactlab.reduced.joints import (
     CompositeJoint,
     FixedJoint,
@@ -189,6 +189,7 @@ class Model:
         self.screw_only = all(k in (_fast.FIXED, _fast.REVOLUTE, _fast.PRISMATIC) for k in kind)
         self.n_nodes = n
         self._ext = np.zeros((len(self._other), 88))
+        self._other_ndof = np.array([k for _, _, _, k in self._other], dtype=np.int64)
         self._batches, self._python_other = self._group_generated()
         self._no_wrenches = np.zeros((0, 6))
         self._zeros = np.zeros(self.nq)
@@ -239,23 +240,27 @@ class Model:
 
     # ------------------------------------------------------------------
     def joint_maps(self, q: Array, qdot: Array) -> Array:
-        """The ``ext`` array: joint maps of ``OTHER`` nodes at ``(q, qdot)`` (m, 88)."""
-        if not self._other:
+        """The ``ext`` array: joint maps of ``OTHER`` nodes at ``(q, qdot)`` (m, 88).
+
+        Generated joints are evaluated by one compiled call per expression into
+        stacks that one more compiled call packs into ``ext``; every array is
+        allocated per call (``np.empty``), so a model can be shared by threads.
+        """
+        m = len(self._other)
+        if not m:
             return self._ext
-        ext = np.zeros_like(self._ext)
+        ext = np.empty((m, 88))
         if self._batches:
-            m = len(self._other)
-            Q, S, Sd = np.zeros((m, 4, 4)), np.zeros((m, 6, 6)), np.zeros((m, 6, 6))
+            Q, S, Sd = np.empty((m, 4, 4)), np.empty((m, 6, 6)), np.empty((m, 6, 6))
             for kernel, dof0, rows, params in self._batches:
                 kernel(q, qdot, dof0, rows, params, Q, S, Sd)
-            ext[:, :16] = Q.reshape(m, 16)
-            ext[:, 16:52] = S.reshape(m, 36)
-            ext[:, 52:88] = Sd.reshape(m, 36)
+            _general_kernels.pack_joint_maps(Q, S, Sd, self._other_ndof, ext)
         for row, joint, a, k in self._python_other:
-            Q, S, Sd = joint.evaluate(q[a : a + k], qdot[a : a + k])
-            ext[row, :16] = Q.ravel()
-            ext[row, 16:52].reshape(6, 6)[:, :k] = S
-            ext[row, 52:88].reshape(6, 6)[:, :k] = Sd
+            Q1, S1, Sd1 = joint.evaluate(q[a : a + k], qdot[a : a + k])
+            ext[row] = 0.0
+            ext[row, :16] = Q1.ravel()
+            ext[row, 16:52].reshape(6, 6)[:, :k] = S1
+            ext[row, 52:88].reshape(6, 6)[:, :k] = Sd1
         return ext
 
     def node_wrenches(self, wrenches: Array | None) -> Array:

@@ -8,6 +8,7 @@ they agree to rounding: 1e-12 on entries of order one.
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Callable
 
 import numpy as np
@@ -210,6 +211,34 @@ def test_generated_joints_give_the_same_trajectories() -> None:
         ends.append(np.concatenate([traj.q[-1], traj.qdot[-1]]))
     # same equations to rounding; the integrators' step sequences may differ slightly
     np.testing.assert_allclose(ends[1], ends[0], atol=1e-9)
+
+
+@pytest.mark.skipif(
+    shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="no C compiler: generated joints use the numba backend only",
+)
+def test_c_and_numba_backends_give_the_same_joint_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two code generators on one expression: two factors (the composition) with a
+    parameter, two joints evaluated by one compiled call each, and one joint alone; both
+    evaluate the same formulas in double precision, so they agree to rounding (1e-13)."""
+    q = _q(2)
+    L = sp.Symbol("L", real=True)
+    Q = [rot_z(q[0]) * trans(L, 0, 0), rot_x(q[1]) * trans(0, 0, L * q[0])]
+    rng = np.random.default_rng(7)
+    x, xdot = rng.uniform(-1, 1, 4), rng.standard_normal(4)
+    dof0, nodes = np.array([0, 2]), np.array([1, 0])
+    params = np.array([[0.3], [0.7]])
+    out = {}
+    for backend in ("numba", "c"):
+        monkeypatch.setenv("CONTACTLAB_JOINT_BACKEND", backend)
+        joint = TransformJoint(Q, q, {L: 0.3})
+        stacks = np.empty((2, 4, 4)), np.zeros((2, 6, 6)), np.zeros((2, 6, 6))
+        joint.batch[1](x, xdot, dof0, nodes, params, *stacks)
+        out[backend] = [*stacks, *joint.evaluate(x[:2], xdot[:2])]
+    assert all(np.all(np.isfinite(a)) for a in out["c"])
+    assert np.abs(out["c"][2]).max() > 0.1  # Sdot is not trivially zero
+    for a, b in zip(out["c"], out["numba"]):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
 
 
 # -- bad input ------------------------------------------------------------
