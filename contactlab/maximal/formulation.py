@@ -26,6 +26,7 @@ from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.maximal import assembly as asm
 from contactlab.maximal import integrators as integ
+from contactlab.maximal.attachments import Attachments, resolve_roots
 from contactlab.maximal.constraints import (
     Constraint,
     StackedRows,
@@ -83,6 +84,11 @@ class MaximalFormulation(Formulation):
         joint and contact normal, or a mapping from joint/constraint names and
         ``"contacts"`` to numbers; 0 (default) is the hard constraint.
     compliance_damping : [s] ``beta`` of the soft constraints, same forms.
+    attachments : ``{body: master body or None (world)}``: each body moves
+        rigidly with its master at their initial relative pose, by null-space
+        reduction of the step problem instead of constraint rows (§0.17–0.19,
+        :mod:`contactlab.maximal.attachments`); chains of attachments resolve
+        to their root (§0.18).
     """
 
     has_joint_drift = True
@@ -100,6 +106,7 @@ class MaximalFormulation(Formulation):
         projection: bool | None = None,
         compliance: float | Mapping[str, float] = 0.0,
         compliance_damping: float | Mapping[str, float] = 0.0,
+        attachments: Mapping[str, str | None] | None = None,
     ) -> None:
         super().__init__(scene)
         self.integrator = integ.check_integrator(integrator)
@@ -128,6 +135,12 @@ class MaximalFormulation(Formulation):
         self.mass_diagonal = asm.mass_diagonal(scene)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        #: attached body -> root master (-1 = world), and the reduction (built at t = 0)
+        self._roots = resolve_roots(scene, attachments or {})
+        self._attach: Attachments | None = None
+        self._full_G: sp.csr_matrix | None = None
+        if self._roots:
+            self._check_attachments()
         #: per-row compliance and damping of the soft constraints (§0.11)
         self.soft = Regularization.build(compliance, compliance_damping, self.row_owners)
         if self.soft.any and self.joint_layout is not None:
@@ -135,6 +148,31 @@ class MaximalFormulation(Formulation):
                 f"scene {scene.name!r} has joints with friction, whose staggered model reads "
                 "the hard rows; run it without compliance"
             )
+
+    def _check_attachments(self) -> None:
+        if self.joint_layout is not None:
+            raise ConfigurationError(
+                f"scene {self.scene.name!r} has joints with friction, whose staggered model reads "
+                "the unreduced rows; run it without attachments"
+            )
+        index = {b.name: i for i, b in enumerate(self.scene.bodies)}
+        if all(self._roots.get(i, i) == -1 for i in range(self.scene.n_bodies)):
+            raise ConfigurationError(
+                "attachments fix every body to the world, which leaves nothing to simulate; "
+                "leave at least one body free"
+            )
+
+        def root(name: str | None) -> int:
+            i = -1 if name is None else index[name]
+            return self._roots.get(i, i)
+
+        for joint in self.scene.joints:
+            if root(joint.parent) == root(joint.child):
+                raise ConfigurationError(
+                    f"joint {joint.name!r} joins {joint.parent or 'the world'!r} and "
+                    f"{joint.child!r}, which the attachments already move together; remove "
+                    "the joint or the attachment"
+                )
 
     @classmethod
     def check_options(cls, options: Any) -> None:
@@ -158,9 +196,13 @@ class MaximalFormulation(Formulation):
             E, phi = place_bodies(sc)
             if sc.initial_phi is not None:
                 phi = sc.initial_phi.copy()
+        if self._roots:
+            self._attach = None
+            attach = self._attachments(E)
+            phi = attach.twists(phi[attach.active].reshape(-1))
         state = State(0.0, E, phi)
         state.check_finite()
-        if self.check_rank:
+        if self.check_rank and not self._roots:
             self.check_independent(self.rows(E, phi))
         return state
 
@@ -211,13 +253,27 @@ class MaximalFormulation(Formulation):
             extra["joint_friction"] = multiplier_maps(
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
+        v = phi.reshape(-1)
+        if self._roots:
+            attach = self._attachments(E)
+            P = attach.P
+            M, f, v = (
+                sp.csc_matrix(P.T @ M @ P),
+                P.T @ f,
+                v.reshape(-1, 6)[attach.active].reshape(-1),
+            )
+            self._full_G = rows.G
+            rows = StackedRows(sp.csr_matrix(rows.G @ P), rows.g, rows.bias)
+            for key in ("N", "T"):
+                if key in extra:
+                    extra[key] = sp.csr_matrix(extra[key] @ P)
         if self.soft.any:
-            return self._soft_problem(h, M, f, phi, rows, rhs, extra)
+            return self._soft_problem(h, M, f, v, rows, rhs, extra)
         return StepProblem(
             h=h,
             M=M,
             f=f,
-            v=phi.reshape(-1),
+            v=v,
             G=rows.G,
             g=rhs,
             directions=self.scene.contact.directions,
@@ -245,7 +301,7 @@ class MaximalFormulation(Formulation):
             h,
             M,
             f,
-            phi.reshape(-1),
+            phi,
             rows.G,
             rhs,
             rows.g,
@@ -269,15 +325,26 @@ class MaximalFormulation(Formulation):
             **extra,
         )
 
+    def _attachments(self, E: Array) -> Attachments:
+        """The attachment reduction, built at the first configuration it sees."""
+        if self._attach is None:
+            self._attach = Attachments.build(self._roots, E)
+        return self._attach
+
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
-        # soft rows add one velocity each after the body twists (:mod:`.soft`)
-        phi = np.asarray(solution.v, dtype=float)[: state.phi.size].reshape(-1, 6)
+        # soft rows add one velocity each after the (active) body twists (:mod:`.soft`)
+        attach = self._attachments(state.E) if self._roots else None
+        n = state.phi.size if attach is None else 6 * attach.active.size
+        phi_solved = np.asarray(solution.v, dtype=float)[:n]
+        phi = phi_solved.reshape(-1, 6) if attach is None else attach.twists(phi_solved)
         if self.integrator == "trapezoidal":
             E = se3.integrate(state.E, 0.5 * (state.phi + phi), h)
         else:
             E = se3.integrate(state.E, phi, h)
+        if attach is not None:
+            E = attach.place(E)
         if self.projection and self.constraints:
-            E = integ.project_positions(E, self.mass_diagonal, self._errors_and_rows)
+            E = integ.project_positions(E, self.mass_diagonal, self._errors_and_rows, attach)
         if self.integrator == "bridson-marino":
             if self._half_kick is None or self._half_kick[0] != id(state):
                 raise ConfigurationError(
@@ -285,7 +352,7 @@ class MaximalFormulation(Formulation):
                     "the same state; call assemble(state, ...) first"
                 )
             phi = integ.second_half_kick(
-                self.scene, self.mass_diagonal, E, state.phi, phi, h, self._half_kick[1]
+                self.scene, self.mass_diagonal, E, state.phi, phi, h, self._half_kick[1], attach
             )
             self._half_kick = None
         return replace(state, t=state.t + h, E=E, phi=phi)
@@ -327,7 +394,8 @@ class MaximalFormulation(Formulation):
         h = problem.h if h is None else h
         owners = np.asarray(problem.G_owner, dtype=str)
         lam = np.asarray(solution.lambda_G, dtype=float)
-        G = sp.csr_matrix(problem.G)
+        # with attachments the problem's rows are reduced; the full ones are kept
+        G = sp.csr_matrix(problem.G if self._full_G is None else self._full_G)
         out: dict[str, Array] = {}
         for name in dict.fromkeys(owners.tolist()):
             sel = np.flatnonzero(owners == name)

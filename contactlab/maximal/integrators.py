@@ -80,6 +80,7 @@ from numpy.typing import NDArray
 from contactlab import se3
 from contactlab.errors import ConfigurationError, UnknownNameError
 from contactlab.maximal import assembly as asm
+from contactlab.maximal.attachments import Attachments
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -208,20 +209,37 @@ def second_half_kick(
     phi_half: Array,
     h: float,
     half_kick: sp.spmatrix,
+    attach: Attachments | None = None,
 ) -> Array:
-    """Bridson–Marino's ``v+ = v^{k+1/2} + (M + h/2 D)^{-1} h/2 f(E^{k+1}, v^k)``."""
+    """Bridson–Marino's ``v+ = v^{k+1/2} + (M + h/2 D)^{-1} h/2 f(E^{k+1}, v^k)``.
+
+    With attachments the kick is solved in the active twists (``P^T H P``, ``P^T f``).
+    """
     f = applied_wrench(scene, mdiag, E_new, phi_old)
-    kick = spla.splu(sp.csc_matrix(half_kick)).solve(0.5 * h * f)
-    return phi_half + kick.reshape(-1, 6)
+    if attach is None:
+        kick = spla.splu(sp.csc_matrix(half_kick)).solve(0.5 * h * f)
+        return phi_half + kick.reshape(-1, 6)
+    P = attach.P
+    kick = spla.splu(sp.csc_matrix(P.T @ half_kick @ P)).solve(0.5 * h * (P.T @ f))
+    return phi_half + attach.twists(kick)
 
 
-def project_positions(E: Array, mdiag: Array, rows_at: Callable[[Array], tuple]) -> Array:
+def project_positions(
+    E: Array,
+    mdiag: Array,
+    rows_at: Callable[[Array], tuple],
+    attach: Attachments | None = None,
+) -> Array:
     """Remove the bilateral errors by mass-weighted projection (§0.5), Newton-iterated.
 
     ``rows_at(E)`` returns ``(G, g)`` at ``E``.  Each iteration moves the bodies
     by ``delta = -M^{-1} G^T (G M^{-1} G^T)^{-1} g`` (body frame), the
-    smallest kinetic-metric change that zeroes the linearized errors.
+    smallest kinetic-metric change that zeroes the linearized errors.  With
+    attachments it works in the active twists (``G P``, ``P^T M P``) and puts
+    the attached bodies back on their masters.
     """
+    if attach is not None:
+        return _project_attached(E, mdiag, rows_at, attach)
     minv = 1.0 / mdiag.reshape(-1)
     for _ in range(PROJECTION_ITERATIONS):
         G, g = rows_at(E)
@@ -235,4 +253,20 @@ def project_positions(E: Array, mdiag: Array, rows_at: Callable[[Array], tuple])
             y = np.linalg.lstsq(S.toarray(), g, rcond=None)[0]
         delta = -(minv * (G.T @ y)).reshape(-1, 6)
         E = se3.integrate(E, delta, 1.0)
+    return E
+
+
+def _project_attached(
+    E: Array, mdiag: Array, rows_at: Callable[[Array], tuple], attach: Attachments
+) -> Array:
+    P = attach.P
+    Mp = (P.T @ sp.diags(mdiag.reshape(-1)) @ P).toarray()
+    for _ in range(PROJECTION_ITERATIONS):
+        G, g = rows_at(E)
+        if g.size == 0 or float(np.max(np.abs(g))) <= PROJECTION_TOL:
+            break
+        Gp = np.asarray((sp.csr_matrix(G) @ P).todense())
+        MinvGt = np.linalg.solve(Mp, Gp.T)
+        y = np.linalg.lstsq(Gp @ MinvGt, g, rcond=None)[0]
+        E = attach.place(se3.integrate(E, attach.twists(-(MinvGt @ y)), 1.0))
     return E

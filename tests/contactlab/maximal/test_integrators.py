@@ -324,3 +324,19 @@ def test_sweep_grid_has_an_integrator_axis(tmp_path) -> None:
     data["formulation_options"] = {"integrator": ["rk4"]}
     with pytest.raises(UnknownNameError, match="unknown integrator 'rk4'"):
         expand(data, tmp_path)
+
+
+def test_study_8_grid_crosses_every_integrator_with_compliance() -> None:
+    from pathlib import Path
+
+    from contactlab.experiments.grid import load_grid
+
+    root = Path(__file__).resolve().parents[3]
+    spec = root / "results" / "studies" / "8-artisynth-integrators" / "spec.toml"
+    grid = load_grid(spec, Path("unused"))
+    assert not grid.skipped
+    seen = {
+        (r.formulation_options["integrator"], r.formulation_options["compliance"])
+        for r in grid.runs
+    }
+    assert seen == {(i, c) for i in INTEGRATORS for c in (0.0, 1e-4)}
