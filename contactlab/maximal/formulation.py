@@ -20,13 +20,13 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.attachments import AttachmentMap
 from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.maximal import assembly as asm
 from contactlab.maximal import integrators as integ
-from contactlab.maximal.attachments import Attachments, resolve_roots
 from contactlab.maximal.constraints import (
     Constraint,
     StackedRows,
@@ -84,14 +84,10 @@ class MaximalFormulation(Formulation):
         joint and contact normal, or a mapping from joint/constraint names and
         ``"contacts"`` to numbers; 0 (default) is the hard constraint.
     compliance_damping : [s] ``beta`` of the soft constraints, same forms.
-    attachments : ``{body: master body or None (world)}``: each body moves
-        rigidly with its master at their initial relative pose, by null-space
-        reduction of the step problem instead of constraint rows (§0.17–0.19,
-        :mod:`contactlab.maximal.attachments`); chains of attachments resolve
-        to their root (§0.18).
     """
 
     has_joint_drift = True
+    supports_attachments = True
     provides = frozenset({"contact_geometry", "joint_contacts", "reactions_by_multipliers"})
 
     def __init__(
@@ -106,7 +102,6 @@ class MaximalFormulation(Formulation):
         projection: bool | None = None,
         compliance: float | Mapping[str, float] = 0.0,
         compliance_damping: float | Mapping[str, float] = 0.0,
-        attachments: Mapping[str, str | None] | None = None,
     ) -> None:
         super().__init__(scene)
         self.integrator = integ.check_integrator(integrator)
@@ -135,12 +130,16 @@ class MaximalFormulation(Formulation):
         self.mass_diagonal = asm.mass_diagonal(scene)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
-        #: attached body -> root master (-1 = world), and the reduction (built at t = 0)
-        self._roots = resolve_roots(scene, attachments or {})
-        self._attach: Attachments | None = None
-        self._full_G: sp.csr_matrix | None = None
-        if self._roots:
-            self._check_attachments()
+        #: the null-space reduction of the scene's attachments (``None`` without any)
+        self.attach: AttachmentMap | None = None
+        if scene.attachments:
+            if self.joint_layout is not None:
+                raise ConfigurationError(
+                    f"scene {scene.name!r} has both attachments and joints with friction; "
+                    "the staggered joint-friction maps are not reduced by attachments: replace "
+                    "the attachments by fixed joints"
+                )
+            self.attach = AttachmentMap(scene, self._initial_pose()[0])
         #: per-row compliance and damping of the soft constraints (§0.11)
         self.soft = Regularization.build(compliance, compliance_damping, self.row_owners)
         if self.soft.any and self.joint_layout is not None:
@@ -148,31 +147,6 @@ class MaximalFormulation(Formulation):
                 f"scene {scene.name!r} has joints with friction, whose staggered model reads "
                 "the hard rows; run it without compliance"
             )
-
-    def _check_attachments(self) -> None:
-        if self.joint_layout is not None:
-            raise ConfigurationError(
-                f"scene {self.scene.name!r} has joints with friction, whose staggered model reads "
-                "the unreduced rows; run it without attachments"
-            )
-        index = {b.name: i for i, b in enumerate(self.scene.bodies)}
-        if all(self._roots.get(i, i) == -1 for i in range(self.scene.n_bodies)):
-            raise ConfigurationError(
-                "attachments fix every body to the world, which leaves nothing to simulate; "
-                "leave at least one body free"
-            )
-
-        def root(name: str | None) -> int:
-            i = -1 if name is None else index[name]
-            return self._roots.get(i, i)
-
-        for joint in self.scene.joints:
-            if root(joint.parent) == root(joint.child):
-                raise ConfigurationError(
-                    f"joint {joint.name!r} joins {joint.parent or 'the world'!r} and "
-                    f"{joint.child!r}, which the attachments already move together; remove "
-                    "the joint or the attachment"
-                )
 
     @classmethod
     def check_options(cls, options: Any) -> None:
@@ -187,7 +161,7 @@ class MaximalFormulation(Formulation):
                 per_owner(options[key], [], key, "")
 
     # -- state -----------------------------------------------------------
-    def initial_state(self) -> State:
+    def _initial_pose(self) -> tuple[Array, Array]:
         sc = self.scene
         if sc.initial_E is not None:
             E = np.array(sc.initial_E, dtype=float)
@@ -196,13 +170,16 @@ class MaximalFormulation(Formulation):
             E, phi = place_bodies(sc)
             if sc.initial_phi is not None:
                 phi = sc.initial_phi.copy()
-        if self._roots:
-            self._attach = None
-            attach = self._attachments(E)
-            phi = attach.twists(phi[attach.active].reshape(-1))
+        return E, phi
+
+    def initial_state(self) -> State:
+        E, phi = self._initial_pose()
+        if self.attach is not None:  # attached bodies follow their roots from the start
+            E = self.attach.place(E)
+            phi = self.attach.expand(self.attach.restrict(phi))
         state = State(0.0, E, phi)
         state.check_finite()
-        if self.check_rank and not self._roots:
+        if self.check_rank:
             self.check_independent(self.rows(E, phi))
         return state
 
@@ -254,19 +231,12 @@ class MaximalFormulation(Formulation):
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
         v = phi.reshape(-1)
-        if self._roots:
-            attach = self._attachments(E)
-            P = attach.P
-            M, f, v = (
-                sp.csc_matrix(P.T @ M @ P),
-                P.T @ f,
-                v.reshape(-1, 6)[attach.active].reshape(-1),
-            )
-            self._full_G = rows.G
-            rows = StackedRows(sp.csr_matrix(rows.G @ P), rows.g, rows.bias)
-            for key in ("N", "T"):
-                if key in extra:
-                    extra[key] = sp.csr_matrix(extra[key] @ P)
+        if self.attach is not None:  # null-space reduction (ArtiSynth's notes §0.17)
+            a = self.attach
+            M, f, v = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi)
+            rows = StackedRows(a.reduce_rows(rows.G), rows.g, rows.bias)
+            if "N" in extra:
+                extra["N"], extra["T"] = a.reduce_rows(extra["N"]), a.reduce_rows(extra["T"])
         if self.soft.any:
             return self._soft_problem(h, M, f, v, rows, rhs, extra)
         return StepProblem(
@@ -325,18 +295,12 @@ class MaximalFormulation(Formulation):
             **extra,
         )
 
-    def _attachments(self, E: Array) -> Attachments:
-        """The attachment reduction, built at the first configuration it sees."""
-        if self._attach is None:
-            self._attach = Attachments.build(self._roots, E)
-        return self._attach
-
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
         # soft rows add one velocity each after the (active) body twists (:mod:`.soft`)
-        attach = self._attachments(state.E) if self._roots else None
-        n = state.phi.size if attach is None else 6 * attach.active.size
+        attach = self.attach
+        n = state.phi.size if attach is None else attach.P.shape[1]
         phi_solved = np.asarray(solution.v, dtype=float)[:n]
-        phi = phi_solved.reshape(-1, 6) if attach is None else attach.twists(phi_solved)
+        phi = phi_solved.reshape(-1, 6) if attach is None else attach.expand(phi_solved)
         if self.integrator == "trapezoidal":
             E = se3.integrate(state.E, 0.5 * (state.phi + phi), h)
         else:
@@ -391,11 +355,16 @@ class MaximalFormulation(Formulation):
         receives the opposite of the child's reaction (transported).  ``h``
         defaults to the problem's step size.
         """
+        if self.attach is not None:
+            raise ConfigurationError(
+                f"scene {self.scene.name!r}: reaction wrenches per body are not available with "
+                "attachments (the rows act on the reduced twists); replace the attachments by "
+                "fixed joints to read them"
+            )
         h = problem.h if h is None else h
         owners = np.asarray(problem.G_owner, dtype=str)
         lam = np.asarray(solution.lambda_G, dtype=float)
-        # with attachments the problem's rows are reduced; the full ones are kept
-        G = sp.csr_matrix(problem.G if self._full_G is None else self._full_G)
+        G = sp.csr_matrix(problem.G)
         out: dict[str, Array] = {}
         for name in dict.fromkeys(owners.tolist()):
             sel = np.flatnonzero(owners == name)
@@ -416,8 +385,25 @@ class MaximalFormulation(Formulation):
         m = G.shape[0]
         if m == 0:
             return
-        Minv = sp.diags(1.0 / self.mass_diagonal.reshape(-1))
-        S = sp.csc_matrix(G @ Minv @ G.T)
+        if self.attach is None:
+            W = sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
+        else:  # rows and masses of the active bodies: W W^T = (P^T M P)^-1, 6x6 blocks
+            full = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+            G = self.attach.reduce_rows(G)
+            kept = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+            lost = np.flatnonzero(kept <= _RANK_TOL * full)
+            if lost.size:
+                names = list(dict.fromkeys(self.row_owners[lost].tolist()))
+                raise SingularSystemError(
+                    f"the rows of {', '.join(repr(n) for n in names)} in scene "
+                    f"{self.scene.name!r} act only between bodies attached to each other (they "
+                    "repeat the attachment); remove those joints or the attachment"
+                )
+            M = sp.diags(self.mass_diagonal.reshape(-1))
+            blocks = sp.bsr_matrix(self.attach.reduce_mass(M), blocksize=(6, 6)).data
+            L = np.linalg.cholesky(blocks)
+            W = sp.block_diag(list(np.linalg.inv(L).transpose(0, 2, 1)), format="csr")
+        S = sp.csc_matrix((G @ W) @ (G @ W).T)
         scale = max(float(abs(S).max()), 1e-300)
         try:
             lu = spla.splu(S / scale)
@@ -427,9 +413,7 @@ class MaximalFormulation(Formulation):
             singular = True
         if not singular:
             return
-        dependent = self._dependent_rows(
-            G @ sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
-        )
+        dependent = self._dependent_rows(G @ W)
         names = list(dict.fromkeys(self.row_owners[dependent].tolist()))
         raise SingularSystemError(
             f"the KKT system of scene {self.scene.name!r} is singular: the rows of "

@@ -78,9 +78,9 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.attachments import AttachmentMap as Attachments
 from contactlab.errors import ConfigurationError, UnknownNameError
 from contactlab.maximal import assembly as asm
-from contactlab.maximal.attachments import Attachments
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -221,7 +221,7 @@ def second_half_kick(
         return phi_half + kick.reshape(-1, 6)
     P = attach.P
     kick = spla.splu(sp.csc_matrix(P.T @ half_kick @ P)).solve(0.5 * h * (P.T @ f))
-    return phi_half + attach.twists(kick)
+    return phi_half + attach.expand(kick)
 
 
 def project_positions(
@@ -268,5 +268,5 @@ def _project_attached(
         Gp = np.asarray((sp.csr_matrix(G) @ P).todense())
         MinvGt = np.linalg.solve(Mp, Gp.T)
         y = np.linalg.lstsq(Gp @ MinvGt, g, rcond=None)[0]
-        E = attach.place(se3.integrate(E, attach.twists(-(MinvGt @ y)), 1.0))
+        E = attach.place(se3.integrate(E, attach.expand(-(MinvGt @ y)), 1.0))
     return E
