@@ -7,7 +7,7 @@ Facts
   the position error at t = 0.3 s shrinks by 2 per halving of h for the
   Euler family and by 4 for the trapezoidal rule and Bridson–Marino (whose
   undamped form is velocity Verlet).  Measured ratios at h = 20, 10, 5 ms:
-  1.93–1.97 (first order), 3.98–4.05 (second order).  Bands [1.8, 2.2] and
+  2.03–2.06 (first order), 3.97–4.01 (second order).  Bands [1.8, 2.2] and
   [3.6, 4.4]: the next term of the error expansion is O(h) relative, about
   5 % at these steps (omega h <= 0.2).
 * Energy on a linear spring (zero rest length, k = 100, m = 1, omega = 10),
