@@ -308,7 +308,9 @@ class MaximalFormulation(Formulation):
         if attach is not None:
             E = attach.place(E)
         if self.projection and self.constraints:
-            E = integ.project_positions(E, self.mass_diagonal, self._errors_and_rows, attach)
+            E = integ.project_positions(
+                E, self.mass_diagonal, self._errors_and_rows, attach, self._hard_errors
+            )
         if self.integrator == "bridson-marino":
             if self._half_kick is None or self._half_kick[0] != id(state):
                 raise ConfigurationError(
@@ -320,6 +322,11 @@ class MaximalFormulation(Formulation):
             )
             self._half_kick = None
         return replace(state, t=state.t + h, E=E, phi=phi)
+
+    def _hard_errors(self, E: Array) -> Array:
+        """Errors of the hard rows at ``E`` (without the rows)."""
+        g = stack_errors(self.constraints, E)
+        return g[~self.soft.soft_rows] if self.soft.soft_rows.any() else g
 
     def _errors_and_rows(self, E: Array) -> tuple[sp.csr_matrix, Array]:
         """Hard rows and errors at ``E`` (soft rows keep their sag)."""
