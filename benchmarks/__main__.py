@@ -2,7 +2,7 @@
 
 ``python -m benchmarks NAME ...`` runs only the named ones (``solvers``, ``maximal``,
 ``reduced``, ``reduced_advance``, ``dynamics``, ``forces``, ``collision``, ``contact``,
-``bisp``). Each writes its tables to ``results/benchmarks/``.
+``bisp``, ``integrators``). Each writes its tables to ``results/benchmarks/``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ NAMES = (
     "collision",
     "contact",
     "bisp",
+    "integrators",
 )
 
 

@@ -141,6 +141,33 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     span.add_argument("--steps", type=int, default=None, help="number of steps")
     span.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     add_assignment_options(p)
+    p.add_argument(
+        "--integrator",
+        default=None,
+        help="time integrator of the maximal formulation: linearly-implicit (default), "
+        "symplectic-euler, implicit-euler, trapezoidal, bridson-marino (docs/artisynth.md)",
+    )
+    p.add_argument(
+        "--formulation-option",
+        dest="formulation_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="formulation option, e.g. jacobian=symmetric or projection=false (repeatable)",
+    )
+
+
+def formulation_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--formulation-option`` pairs and ``--integrator`` as formulation options."""
+    out = {
+        k: parse_option_value(v)
+        for k, v in parse_assignments(
+            getattr(args, "formulation_options", []), "--formulation-option"
+        ).items()
+    }
+    if getattr(args, "integrator", None) is not None:
+        out["integrator"] = args.integrator
+    return out
 
 
 def _setup_run(p: argparse.ArgumentParser) -> None:
@@ -174,6 +201,7 @@ def run_to_folder(
     plots: bool = True,
     command: Sequence[str] | None = None,
     divergence_guard: bool = True,
+    formulation_options: dict[str, Any] | None = None,
 ) -> tuple[Path, Any]:
     """Validate everything, run, and write the results folder; return ``(folder, run)``.
 
@@ -192,6 +220,7 @@ def run_to_folder(
         dt=dt,
         model_options=model_options,
         divergence_guard=divergence_guard,
+        formulation_options=formulation_options,
     )
     n = sim.n_steps(steps, duration)
     target = out if out is not None else default_out(scenario, *sim.names)
@@ -248,6 +277,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         command=["contactlab", *args.argv],
         divergence_guard=not args.no_divergence_guard,
+        formulation_options=formulation_options(args),
     )
     _report(folder, run, args.quiet)
     return 0

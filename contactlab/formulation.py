@@ -20,7 +20,7 @@ Formulations are registered by name (see :func:`register_formulation`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,6 +54,26 @@ class Formulation(ABC):
                 f"scene {scene.name!r} has attachments, which formulation "
                 f"{self.name or type(self).__name__!r} does not realise; run it with "
                 "--formulation maximal, or replace the attachments by fixed joints"
+            )
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, object]) -> None:
+        """Raise :class:`ConfigurationError` for an option ``__init__`` does not take.
+
+        Subclasses extend it to check values, so that a sweep refuses a bad
+        option before its first run.
+        """
+        import inspect
+
+        params = inspect.signature(cls.__init__).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+        takes = [p for p in params if p not in ("self", "scene")]
+        unknown = sorted(set(options) - set(takes))
+        if unknown:
+            raise ConfigurationError(
+                f"formulation {cls.name!r} has no option {', '.join(map(repr, unknown))}; "
+                f"its options are {', '.join(takes) or 'none'}"
             )
 
     @abstractmethod
@@ -126,9 +146,15 @@ def formulations_providing(needs: Iterable[str]) -> list[str]:
     return sorted(n for n, cls in FORMULATIONS.items().items() if want <= set(cls.provides))
 
 
-def make_formulation(name: str, scene: Scene) -> Formulation:
-    """Build the formulation ``name`` for ``scene``."""
-    return FORMULATIONS.get(name)(scene)
+def make_formulation(name: str, scene: Scene, **options: object) -> Formulation:
+    """Build the formulation ``name`` for ``scene`` with keyword ``options``.
+
+    An option the formulation does not take is a :class:`ConfigurationError`
+    naming it and the formulation's options.
+    """
+    cls = FORMULATIONS.get(name)
+    cls.check_options(options)
+    return cls(scene, **options)
 
 
 def check_pairing(

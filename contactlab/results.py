@@ -136,6 +136,11 @@ def summarize(
         "model": run.model,
         "solver": run.solver,
         "model_options": dict(run.model_options),
+        **(
+            {"formulation_options": dict(run.formulation_options)}
+            if getattr(run, "formulation_options", None)
+            else {}
+        ),
         "defaults": dict(run.defaults),
         "dt": run.dt,
         "steps": run.n_steps,

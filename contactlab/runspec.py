@@ -61,6 +61,9 @@ class RunSpec:
         a random pile); otherwise it only distinguishes repetitions (timing
         statistics).
     model_options : options of the contact model (``cone``, ``directions``, ...).
+    formulation_options : options of the formulation (``integrator``, ...);
+        left out of :meth:`as_dict` (and so of the hash) when empty, so that
+        the specifications written before it existed keep their hashes.
     """
 
     scenario: str
@@ -72,10 +75,13 @@ class RunSpec:
     duration: float | None = None
     seed: int = 0
     model_options: Mapping[str, Any] = field(default_factory=dict)
+    formulation_options: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Canonical, JSON-ready dictionary (what the hash covers)."""
         d = _plain(asdict(self))
+        if not d["formulation_options"]:
+            del d["formulation_options"]
         d["version"] = SPEC_VERSION
         return d
 
@@ -105,6 +111,7 @@ class RunSpec:
             dt=self.dt,
             model_options=self.model_options,
             divergence_guard=divergence_guard,
+            formulation_options=self.formulation_options,
         )
 
     @classmethod
@@ -120,6 +127,7 @@ class RunSpec:
             "duration",
             "seed",
             "model_options",
+            "formulation_options",
         }
         extra = set(data) - known - {"version"}
         if extra:
@@ -151,6 +159,8 @@ def check_fits(spec: RunSpec) -> None:
             f"scenario {spec.scenario!r} is built for formulations "
             f"{', '.join(scenario.formulations)}, not {spec.formulation!r}"
         )
+    if spec.formulation_options:
+        formulation_class(spec.formulation).check_options(dict(spec.formulation_options))
     if spec.model not in model_names():
         raise UnknownNameError("model", spec.model, model_names())
     check_pairing(
@@ -208,6 +218,7 @@ def simulate(
     model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
     divergence_guard: bool = True,
+    formulation_options: Mapping[str, Any] | None = None,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
 
@@ -229,6 +240,7 @@ def simulate(
         dt=dt,
         model_options=model_options,
         divergence_guard=divergence_guard,
+        formulation_options=formulation_options,
     )
     return sim.run(steps=steps, duration=duration, progress=progress)
 
@@ -254,6 +266,7 @@ def build_simulator(
     dt: float | None = None,
     model_options: Mapping[str, Any] | None = None,
     divergence_guard: bool = True,
+    formulation_options: Mapping[str, Any] | None = None,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
@@ -290,4 +303,5 @@ def build_simulator(
         model_options=model_options,
         divergence_guard=divergence_guard,
         formulations=spec.formulations,
+        formulation_options=formulation_options,
     )

@@ -107,6 +107,8 @@ class Run:
     parameters: dict[str, Any] = field(default_factory=dict)
     #: the choices taken from the scene's defaults and why (empty when all were given)
     defaults: dict[str, Any] = field(default_factory=dict)
+    #: options of the formulation (integrator, ...); empty for its defaults
+    formulation_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -218,6 +220,9 @@ class Simulator:
         keeps stepping, for those who study the blow-up.
     formulations : the formulations the scene supports, first preferred (used
         when ``formulation`` is ``None``).
+    formulation_options : keyword options of the formulation (maximal:
+        ``integrator``, ``jacobian``, ``projection``, ``coriolis``, ...);
+        ignored when ``formulation`` is an instance.
     """
 
     def __init__(
@@ -232,6 +237,7 @@ class Simulator:
         slip_threshold: float = M.SLIP_THRESHOLD,
         divergence_guard: bool = True,
         formulations: tuple[str, ...] = ("maximal",),
+        formulation_options: Mapping[str, Any] | None = None,
     ) -> None:
         from contactlab.scenario import complete_setup
 
@@ -256,6 +262,9 @@ class Simulator:
             raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
         self.dt = float(h)
         self.model_options = dict(model_options or {})
+        self.formulation_options = (
+            {} if isinstance(formulation, Formulation) else dict(formulation_options or {})
+        )
         if isinstance(model, ContactModel):
             self.model = model
             self.solver = model.solver
@@ -270,7 +279,7 @@ class Simulator:
         else:
             provides = formulation_class(formulation).provides
             check_pairing(formulation, provides, self.model.name, self.model.needs)
-            self.formulation = make_formulation(formulation, scene)
+            self.formulation = make_formulation(formulation, scene, **self.formulation_options)
         self.collide = collide if collide is not None else _collision_function(scene)
         self._excluded = excluded_pairs(scene)
         self.slip_threshold = slip_threshold
@@ -520,6 +529,7 @@ class Simulator:
             message=message,
             parameters=dict(self.scene.params),
             defaults=dict(self.defaults),
+            formulation_options=dict(self.formulation_options),
         )
 
 

@@ -532,3 +532,29 @@ def sheath(
         duration=duration,
         extras={"anitescu_hart_gap": gap, "speed": v},
     )
+
+
+@scenario("chain-floor")
+def chain_floor(n_links: int = 3, floor_cm: float = -15.0, mu: float = 0.5) -> Scene:
+    """A chain of 10 x 1 x 1 cm links hinged about y at the origin, released
+    horizontal, that swings down onto a floor and slides and settles on it.
+
+    n_links : number of links (revolute joints about y).
+    floor_cm : floor height [cm] (below -10 n_links the chain hangs free).
+    mu : friction coefficient link-floor.
+
+    Joints and contacts together (ArtiSynth notes §0.10): adjacent links do not
+    collide with each other, the others and the floor do.
+    """
+    from scenarios.basic import _chain
+
+    bodies, joints = _chain(n_links, "R", "y", (0.0,))
+    return Scene(
+        "chain-floor",
+        tuple(bodies),
+        tuple(joints),
+        static_shapes=(Plane(offset=floor_cm / 100.0),),
+        contact=_contact(mu, margin=0.002),
+        dt=5e-3,
+        duration=1.5,
+    )

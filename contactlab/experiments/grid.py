@@ -16,6 +16,9 @@ Format (every list is a grid dimension; a scalar is a fixed value)::
     [model_options]              # lists are grid dimensions here too
     directions = [4, 8]
 
+    [formulation_options]        # likewise, e.g. the maximal formulation's integrator
+    integrator = ["linearly-implicit", "trapezoidal"]
+
     [[scenarios]]
     name = "box-stack"
     params = { n = [2, 4] }      # grid over the scenario's parameters
@@ -65,6 +68,7 @@ SWEEP_KEYS = {
     "compare_by",
     "shift",
     "model_options",
+    "formulation_options",
     "name",
     "description",
 }
@@ -74,6 +78,7 @@ SPEC_COLUMNS = [
     "formulation",
     "model",
     "model_options",
+    "formulation_options",
     "solver",
     "dt",
     "duration",
@@ -172,11 +177,12 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
     """Expand a parsed specification into a :class:`Grid` (see the module docstring)."""
     from contactlab.scenario import get_scenario
 
-    extra_tables = set(data) - {"sweep", "scenarios", "model_options", "short"}
+    tables = {"sweep", "scenarios", "model_options", "formulation_options", "short"}
+    extra_tables = set(data) - tables
     if extra_tables:
         raise ConfigurationError(
             f"the sweep specification has unknown tables {sorted(extra_tables)}; known: "
-            "[sweep], [[scenarios]], [model_options], [short]"
+            "[sweep], [[scenarios]], [model_options], [formulation_options], [short]"
         )
     top = dict(data.get("sweep", {}))
     unknown = set(top) - SWEEP_KEYS
@@ -185,6 +191,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             f"[sweep] has unknown keys {sorted(unknown)}; known keys: {sorted(SWEEP_KEYS)}"
         )
     top.setdefault("model_options", data.get("model_options", {}))
+    top.setdefault("formulation_options", data.get("formulation_options", {}))
     entries = data.get("scenarios")
     if not entries:
         raise ConfigurationError("the sweep specification lists no [[scenarios]]; add at least one")
@@ -233,8 +240,14 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             solvers,
             dts,
             seeds,
+            _product(cfg.get("formulation_options", {}), f"{where}: formulation_options."),
         )
-        for params, form, model, options, solver, dt, seed in dims:
+        for params, form, model, options, solver, dt, seed, form_options in dims:
+            if form_options:
+                from contactlab.formulation import formulation_class, formulation_names
+
+                if form in formulation_names():  # an unknown name is reported as not fitting
+                    formulation_class(form).check_options(form_options)
             spec = RunSpec(
                 sc.name,
                 sc.resolve(scenario_values(params)),
@@ -245,6 +258,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
                 duration,
                 int(seed),
                 options,
+                form_options,
             )
             digest = spec.digest()
             if digest in seen:

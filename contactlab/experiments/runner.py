@@ -131,6 +131,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
                 spec.solver,
                 dt=spec.dt,
                 model_options=dict(spec.model_options),
+                formulation_options=dict(spec.formulation_options),
             )
             run = sim.run(steps=steps, duration=None if steps else spec.duration)
     except RUN_ERRORS as err:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from contactlab.errors import ConfigurationError
 from contactlab.experiments import analyses as A
+from contactlab.experiments import analyses_integrators as I8
 from contactlab.experiments import analyses_joints as J
 from contactlab.experiments.grid import load_grid
 from contactlab.experiments.sweep import run_grid
@@ -89,6 +90,13 @@ STUDIES: dict[int, Study] = {
             "REDMAX reference scenes, maximal versus reduced",
             J.EXPECTED_7,
             J.redmax_scenes,
+        ),
+        Study(
+            8,
+            "artisynth-integrators",
+            "ArtiSynth integrators and soft constraints on friction scenes",
+            I8.EXPECTED_8,
+            I8.integrators,
         ),
     )
 }

@@ -83,9 +83,12 @@ def _run_task(spec_dict: dict[str, Any], folder: str) -> dict[str, Any]:
 
 def _spec_row(spec: RunSpec) -> dict[str, Any]:
     d = spec.as_dict()
-    row = {k: d[k] for k in SPEC_COLUMNS}
+    row = {k: d.get(k) for k in SPEC_COLUMNS}
     row["params"] = json.dumps(d["params"], sort_keys=True)
     row["model_options"] = json.dumps(d["model_options"], sort_keys=True)
+    row["formulation_options"] = json.dumps(d.get("formulation_options", {}), sort_keys=True)
+    for key, value in d.get("formulation_options", {}).items():
+        row[f"formulation.{key}"] = value if not isinstance(value, list) else json.dumps(value)
     for key, value in d["params"].items():
         row[f"param.{key}"] = value if not isinstance(value, list) else json.dumps(value)
     for key, value in d["model_options"].items():

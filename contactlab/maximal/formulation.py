@@ -10,6 +10,7 @@ given; positions follow by ``E <- E exp(h [phi+])`` (eq. 1.29).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,12 +26,14 @@ from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.maximal import assembly as asm
+from contactlab.maximal import integrators as integ
 from contactlab.maximal.constraints import (
     Constraint,
     StackedRows,
     TimedConstraint,
     row_owners,
     scene_constraints,
+    stack_errors,
     stack_errors_at,
     stack_rows,
     timed_rhs,
@@ -38,6 +41,7 @@ from contactlab.maximal.constraints import (
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings
 from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.kinematics import place_bodies
+from contactlab.maximal.soft import Regularization, augment, per_owner
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -75,6 +79,20 @@ class MaximalFormulation(Formulation):
     check_rank : check at the initial state that the constraint rows are
         independent and raise :class:`SingularSystemError` naming the
         redundant joints otherwise.
+    integrator : "linearly-implicit" (default, the step above), "symplectic-euler",
+        "implicit-euler", "trapezoidal" or "bridson-marino" (ArtiSynth notes
+        §0.9–0.10, see :mod:`contactlab.maximal.integrators`).
+    jacobian : "exact" (default: the non-symmetric K of §0.23, by defect
+        correction) or "symmetric" (``(K + K^T)/2``), for "implicit-euler" and
+        "trapezoidal".
+    projection : correct the bilateral errors after every step by mass-weighted
+        projection (§0.5); ``None`` (default) turns it on for every integrator
+        but "linearly-implicit".  Soft rows are not projected.
+    compliance : [m/N, or rad/(N m) for rotational rows] ``alpha`` of soft
+        constraints (§0.11, :mod:`contactlab.maximal.soft`): a number for every
+        joint and contact normal, or a mapping from joint/constraint names and
+        ``"contacts"`` to numbers; 0 (default) is the hard constraint.
+    compliance_damping : [s] ``beta`` of the soft constraints, same forms.
     """
 
     has_joint_drift = True
@@ -88,8 +106,18 @@ class MaximalFormulation(Formulation):
         implicit: bool | None = None,
         check_rank: bool = True,
         coriolis: str = "midpoint",
+        integrator: str = integ.DEFAULT,
+        jacobian: str = "exact",
+        projection: bool | None = None,
+        compliance: float | Mapping[str, float] = 0.0,
+        compliance_damping: float | Mapping[str, float] = 0.0,
     ) -> None:
         super().__init__(scene)
+        self.integrator = integ.check_integrator(integrator)
+        self.jacobian = integ.check_jacobian(jacobian)
+        self.projection = integrator != integ.DEFAULT if projection is None else bool(projection)
+        # Bridson–Marino's second half-kick needs the step's ``M + h/2 D``
+        self._half_kick: tuple[int, sp.csc_matrix] | None = None
         if stabilization not in ("velocity", "acceleration", "off"):
             raise ConfigurationError(
                 f"stabilization must be 'velocity', 'acceleration' or 'off', got {stabilization!r}"
@@ -140,6 +168,25 @@ class MaximalFormulation(Formulation):
                     "the attachments by fixed joints"
                 )
             self.attach = AttachmentMap(scene, self._initial_pose()[0])
+        #: per-row compliance and damping of the soft constraints (§0.11)
+        self.soft = Regularization.build(compliance, compliance_damping, self.row_owners)
+        if self.soft.any and self.joint_layout is not None:
+            raise ConfigurationError(
+                f"scene {scene.name!r} has joints with friction, whose staggered model reads "
+                "the hard rows; run it without compliance"
+            )
+
+    @classmethod
+    def check_options(cls, options: Any) -> None:
+        super().check_options(options)
+        if "integrator" in options:
+            integ.check_integrator(options["integrator"])
+        if "jacobian" in options:
+            integ.check_jacobian(options["jacobian"])
+        for key in ("compliance", "compliance_damping"):
+            if key in options and not isinstance(options[key], Mapping):
+                # names are checked against the scene when it is built
+                per_owner(options[key], [], key, "")
 
     # -- state -----------------------------------------------------------
     def _initial_pose(self) -> tuple[Array, Array]:
@@ -171,9 +218,24 @@ class MaximalFormulation(Formulation):
     # -- step ------------------------------------------------------------
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
-        M, f = asm.free_momentum(
-            self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis
-        )
+        if self.integrator == integ.DEFAULT:
+            M, f = asm.free_momentum(
+                self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis
+            )
+        else:
+            free = integ.free_step(
+                self.scene,
+                self.mass_diagonal,
+                E,
+                phi,
+                h,
+                self.integrator,
+                self.coriolis,
+                self.jacobian,
+            )
+            M, f = free.M, free.f
+            if free.half_kick is not None:
+                self._half_kick = (id(state), free.half_kick)
         if self.joint_springs.coords is not None:
             f = f + h * self.joint_springs.wrench(E, phi).reshape(-1)
         b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
@@ -203,20 +265,23 @@ class MaximalFormulation(Formulation):
             extra["joint_friction"] = multiplier_maps(
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
-        G, v = rows.G, phi.reshape(-1)
+        v = phi.reshape(-1)
         if self.attach is not None:  # null-space reduction (ArtiSynth's notes §0.17)
             a = self.attach
-            M, f, v, G = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi), a.reduce_rows(G)
+            M, f, v = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi)
+            rows = StackedRows(a.reduce_rows(rows.G), rows.g, rows.bias)
             if "N" in extra:
                 extra["N"], extra["T"] = a.reduce_rows(extra["N"]), a.reduce_rows(extra["T"])
             if "L" in extra:
                 extra["L"] = a.reduce_rows(extra["L"])
+        if self.soft.any:
+            return self._soft_problem(h, M, f, v, rows, rhs, extra)
         return StepProblem(
             h=h,
             M=M,
             f=f,
             v=v,
-            G=G,
+            G=rows.G,
             g=rhs,
             directions=self.scene.contact.directions,
             G_owner=self.row_owners,
@@ -224,14 +289,89 @@ class MaximalFormulation(Formulation):
             **extra,
         )
 
+    def _soft_problem(
+        self,
+        h: float,
+        M: sp.spmatrix,
+        f: Array,
+        phi: Array,
+        rows: StackedRows,
+        rhs: Array,
+        extra: dict[str, Any],
+    ) -> StepProblem:
+        """The step problem with the soft rows regularized (:func:`augment`)."""
+        n = M.shape[0]
+        contacts = extra.get("contacts")
+        N = extra.get("N", sp.csr_matrix((0, n)))
+        aug = augment(
+            self.soft,
+            h,
+            M,
+            f,
+            phi,
+            rows.G,
+            rhs,
+            rows.g,
+            N,
+            extra.get("c", np.zeros(0)),
+            extra.get("T", sp.csr_matrix((0, n))),
+            contacts.distance if contacts is not None else np.zeros(0),
+        )
+        if contacts is not None:
+            extra = {**extra, "N": aug.N, "c": aug.c, "T": aug.T}
+        return StepProblem(
+            h=h,
+            M=aug.M,
+            f=aug.f,
+            v=aug.v,
+            G=aug.G,
+            g=aug.g,
+            directions=self.scene.contact.directions,
+            G_owner=self.row_owners,
+            G_error=rows.g,
+            **extra,
+        )
+
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
-        if self.attach is not None:
-            phi = self.attach.expand(solution.v)
-            E = self.attach.place(se3.integrate(state.E, phi, h))
+        # soft rows add one velocity each after the (active) body twists (:mod:`.soft`)
+        attach = self.attach
+        n = state.phi.size if attach is None else attach.P.shape[1]
+        phi_solved = np.asarray(solution.v, dtype=float)[:n]
+        phi = phi_solved.reshape(-1, 6) if attach is None else attach.expand(phi_solved)
+        if self.integrator == "trapezoidal":
+            E = se3.integrate(state.E, 0.5 * (state.phi + phi), h)
         else:
-            phi = np.asarray(solution.v, dtype=float).reshape(-1, 6)
             E = se3.integrate(state.E, phi, h)
+        if attach is not None:
+            E = attach.place(E)
+        if self.projection and self.constraints:
+            E = integ.project_positions(
+                E, self.mass_diagonal, self._errors_and_rows, attach, self._hard_errors
+            )
+        if self.integrator == "bridson-marino":
+            if self._half_kick is None or self._half_kick[0] != id(state):
+                raise ConfigurationError(
+                    "bridson-marino: advance() needs the problem that assemble() posed for "
+                    "the same state; call assemble(state, ...) first"
+                )
+            phi = integ.second_half_kick(
+                self.scene, self.mass_diagonal, E, state.phi, phi, h, self._half_kick[1], attach
+            )
+            self._half_kick = None
         return replace(state, t=state.t + h, E=E, phi=phi)
+
+    def _hard_errors(self, E: Array) -> Array:
+        """Errors of the hard rows at ``E`` (without the rows)."""
+        g = stack_errors(self.constraints, E)
+        return g[~self.soft.soft_rows] if self.soft.soft_rows.any() else g
+
+    def _errors_and_rows(self, E: Array) -> tuple[sp.csr_matrix, Array]:
+        """Hard rows and errors at ``E`` (soft rows keep their sag)."""
+        rows = self.rows(E, np.zeros((E.shape[0], 6)))
+        if self.soft.soft_rows.any():
+            hard = ~self.soft.soft_rows
+            return rows.G[hard], rows.g[hard]
+        return rows.G, rows.g
 
     def maximal(self, state: State) -> tuple[Array, Array]:
         return state.E, state.phi
@@ -275,7 +415,8 @@ class MaximalFormulation(Formulation):
         for name in dict.fromkeys(owners.tolist()):
             sel = np.flatnonzero(owners == name)
             w = G[sel].T @ lam[sel] / h
-            out[str(name)] = np.asarray(w).reshape(-1, 6)
+            nbody = 6 * self.scene.n_bodies  # soft rows' extra columns dropped
+            out[str(name)] = np.asarray(w)[:nbody].reshape(-1, 6)
         return out
 
     def check_independent(self, rows: StackedRows) -> None:
