@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
-from contactlab.errors import IncompatibleError, UnknownNameError
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.problem import CAPABILITIES, StepProblem, StepSolution
 from contactlab.scene import Scene, State
 from solvers.plugins import Registry
@@ -43,9 +43,18 @@ class Formulation(ABC):
     #: what its step problems carry beyond the matrices (names of
     #: :data:`contactlab.problem.CAPABILITIES`)
     provides: frozenset[str] = frozenset()
+    #: whether it realises ``Scene.attachments`` (a formulation that does not
+    #: refuses such scenes instead of ignoring them)
+    supports_attachments: bool = False
 
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
+        if scene.attachments and not self.supports_attachments:
+            raise ConfigurationError(
+                f"scene {scene.name!r} has attachments, which formulation "
+                f"{self.name or type(self).__name__!r} does not realise; run it with "
+                "--formulation maximal, or replace the attachments by fixed joints"
+            )
 
     @abstractmethod
     def initial_state(self) -> State:

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactlab import se3
+from contactlab.attachments import attachments_of, check_attachments
 from contactlab.errors import ConfigurationError, StateError
 
 Array = NDArray[np.float64]
@@ -301,6 +302,10 @@ class Scene:
         in the joints' coordinates (formulations with joint coordinates).
     hyper_basis, hyper_offset : ``J_rR`` (nq, nR) and ``q_offset`` (nq,) of
         the hyper-reduced formulation when it is chosen by name.
+    attachments : bodies moving rigidly with another body or held in the
+        world (:class:`contactlab.attachments.Attachment`, or ``(body,
+        master)`` pairs), realised by null-space reduction (maximal
+        coordinates; ArtiSynth's notes §0.17–0.21).
     extras : free data a scenario attaches for its readers (closed-form
         predictions such as a stopping distance); no formulation or model
         reads it.
@@ -325,6 +330,7 @@ class Scene:
     joint_torque: Callable[[float, Array, Array], Array] | None = None
     hyper_basis: Array | None = None
     hyper_offset: Array | None = None
+    attachments: tuple[Any, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -339,6 +345,7 @@ class Scene:
         object.__setattr__(self, "constraints", tuple(self.constraints))
         object.__setattr__(self, "forces", tuple(self.forces))
         object.__setattr__(self, "static_shapes", tuple(self.static_shapes))
+        object.__setattr__(self, "attachments", attachments_of(self.attachments))
         names = [b.name for b in self.bodies]
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
@@ -353,6 +360,7 @@ class Scene:
                     )
             if j.parent == j.child:
                 raise ConfigurationError(f"joint {j.name!r} connects body {j.child!r} to itself")
+        check_attachments(self)
         g = np.array(self.gravity, dtype=float)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ConfigurationError(f"scene {self.name!r}: gravity must be a finite 3-vector")

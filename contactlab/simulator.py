@@ -152,6 +152,25 @@ def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
     return np.unique(np.array(codes, dtype=np.int64))
 
 
+def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
+    """Codes (as :func:`jointed_pairs`) of the pairs that never collide in ``scene``.
+
+    Bodies moving as one through attachments never collide with each other
+    (nor, held in the world, with the world's shapes); bodies joined directly
+    do not unless ``Scene.collide_jointed``.
+    """
+    from contactlab.attachments import attached_pairs
+
+    nb = scene.n_bodies
+    codes = [
+        (nb if a < 0 else a) * (nb + 1) + (nb if b < 0 else b)
+        for p, q in attached_pairs(scene)
+        for a, b in ((p, q), (q, p))
+    ]
+    joined = np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
+    return np.unique(np.concatenate([joined, np.array(codes, dtype=np.int64)]))
+
+
 def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> Any:
     """``contacts`` without those between bodies joined directly (see :func:`jointed_pairs`)."""
     if contacts is None or excluded.size == 0 or not hasattr(contacts, "select"):
@@ -253,9 +272,7 @@ class Simulator:
             check_pairing(formulation, provides, self.model.name, self.model.needs)
             self.formulation = make_formulation(formulation, scene)
         self.collide = collide if collide is not None else _collision_function(scene)
-        self._excluded = (
-            np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
-        )
+        self._excluded = excluded_pairs(scene)
         self.slip_threshold = slip_threshold
 
     @property

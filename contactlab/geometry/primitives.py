@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sympy as sp
+from contactlab._lazy import lazy_import
+
+sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def transform(R: Any, p: Sequence[Any] = (0, 0, 0)) -> sp.Matrix:

@@ -23,13 +23,15 @@ from math import comb
 from typing import Any
 
 import numpy as np
-import sympy as sp
 from numpy.typing import ArrayLike
 
+from contactlab._lazy import lazy_import
 from contactlab.errors import ConfigurationError
 from contactlab.geometry.primitives import frame
 
-Symbols = Mapping[str, sp.Symbol]
+sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
+
+Symbols = Mapping[str, "sp.Symbol"]
 
 
 def _unit(v: sp.Matrix) -> sp.Matrix:
@@ -257,18 +259,13 @@ class BezierCurve(Curve):
         return sp.expand(x)
 
 
-# Uniform cubic B-spline basis over (1, t, t^2, t^3) (Sueda's notes, eq. 2.57).
-_BSPLINE = [
-    [sp.Rational(1, 6), -sp.Rational(1, 2), sp.Rational(1, 2), -sp.Rational(1, 6)],
-    [sp.Rational(2, 3), 0, -1, sp.Rational(1, 2)],
-    [sp.Rational(1, 6), sp.Rational(1, 2), sp.Rational(1, 2), -sp.Rational(1, 2)],
-    [0, 0, 0, sp.Rational(1, 6)],
-]
+# Uniform cubic B-spline basis over (1, t, t^2, t^3) (Sueda's notes, eq. 2.57), in sixths.
+_BSPLINE_SIXTHS = [[1, -3, 3, -1], [4, 0, -6, 3], [1, 3, 3, -3], [0, 0, 0, 1]]
 
 
 def _bspline_weights(t: Any) -> list[Any]:
     powers = [1, t, t**2, t**3]
-    return [sum(c * p for c, p in zip(row, powers)) for row in _BSPLINE]
+    return [sum(sp.Rational(c, 6) * p for c, p in zip(row, powers)) for row in _BSPLINE_SIXTHS]
 
 
 class BSplineCurve(Curve):

@@ -19,6 +19,7 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.attachments import AttachmentMap
 from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
@@ -69,6 +70,7 @@ class MaximalFormulation(Formulation):
     """
 
     has_joint_drift = True
+    supports_attachments = True
     provides = frozenset({"contact_geometry", "joint_contacts", "reactions_by_multipliers"})
 
     def __init__(
@@ -101,9 +103,19 @@ class MaximalFormulation(Formulation):
         self.mass_diagonal = asm.mass_diagonal(scene)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        #: the null-space reduction of the scene's attachments (``None`` without any)
+        self.attach: AttachmentMap | None = None
+        if scene.attachments:
+            if self.joint_layout is not None:
+                raise ConfigurationError(
+                    f"scene {scene.name!r} has both attachments and joints with friction; "
+                    "the staggered joint-friction maps are not reduced by attachments: replace "
+                    "the attachments by fixed joints"
+                )
+            self.attach = AttachmentMap(scene, self._initial_pose()[0])
 
     # -- state -----------------------------------------------------------
-    def initial_state(self) -> State:
+    def _initial_pose(self) -> tuple[Array, Array]:
         sc = self.scene
         if sc.initial_E is not None:
             E = np.array(sc.initial_E, dtype=float)
@@ -112,6 +124,13 @@ class MaximalFormulation(Formulation):
             E, phi = place_bodies(sc)
             if sc.initial_phi is not None:
                 phi = sc.initial_phi.copy()
+        return E, phi
+
+    def initial_state(self) -> State:
+        E, phi = self._initial_pose()
+        if self.attach is not None:  # attached bodies follow their roots from the start
+            E = self.attach.place(E)
+            phi = self.attach.expand(self.attach.restrict(phi))
         state = State(0.0, E, phi)
         state.check_finite()
         if self.check_rank:
@@ -150,12 +169,18 @@ class MaximalFormulation(Formulation):
             extra["joint_friction"] = multiplier_maps(
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
+        G, v = rows.G, phi.reshape(-1)
+        if self.attach is not None:  # null-space reduction (ArtiSynth's notes §0.17)
+            a = self.attach
+            M, f, v, G = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi), a.reduce_rows(G)
+            if "N" in extra:
+                extra["N"], extra["T"] = a.reduce_rows(extra["N"]), a.reduce_rows(extra["T"])
         return StepProblem(
             h=h,
             M=M,
             f=f,
-            v=phi.reshape(-1),
-            G=rows.G,
+            v=v,
+            G=G,
             g=rhs,
             directions=self.scene.contact.directions,
             G_owner=self.row_owners,
@@ -164,8 +189,12 @@ class MaximalFormulation(Formulation):
         )
 
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
-        phi = np.asarray(solution.v, dtype=float).reshape(-1, 6)
-        E = se3.integrate(state.E, phi, h)
+        if self.attach is not None:
+            phi = self.attach.expand(solution.v)
+            E = self.attach.place(se3.integrate(state.E, phi, h))
+        else:
+            phi = np.asarray(solution.v, dtype=float).reshape(-1, 6)
+            E = se3.integrate(state.E, phi, h)
         return replace(state, t=state.t + h, E=E, phi=phi)
 
     def maximal(self, state: State) -> tuple[Array, Array]:
@@ -194,6 +223,12 @@ class MaximalFormulation(Formulation):
         receives the opposite of the child's reaction (transported).  ``h``
         defaults to the problem's step size.
         """
+        if self.attach is not None:
+            raise ConfigurationError(
+                f"scene {self.scene.name!r}: reaction wrenches per body are not available with "
+                "attachments (the rows act on the reduced twists); replace the attachments by "
+                "fixed joints to read them"
+            )
         h = problem.h if h is None else h
         owners = np.asarray(problem.G_owner, dtype=str)
         lam = np.asarray(solution.lambda_G, dtype=float)
@@ -217,8 +252,25 @@ class MaximalFormulation(Formulation):
         m = G.shape[0]
         if m == 0:
             return
-        Minv = sp.diags(1.0 / self.mass_diagonal.reshape(-1))
-        S = sp.csc_matrix(G @ Minv @ G.T)
+        if self.attach is None:
+            W = sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
+        else:  # rows and masses of the active bodies: W W^T = (P^T M P)^-1, 6x6 blocks
+            full = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+            G = self.attach.reduce_rows(G)
+            kept = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+            lost = np.flatnonzero(kept <= _RANK_TOL * full)
+            if lost.size:
+                names = list(dict.fromkeys(self.row_owners[lost].tolist()))
+                raise SingularSystemError(
+                    f"the rows of {', '.join(repr(n) for n in names)} in scene "
+                    f"{self.scene.name!r} act only between bodies attached to each other (they "
+                    "repeat the attachment); remove those joints or the attachment"
+                )
+            M = sp.diags(self.mass_diagonal.reshape(-1))
+            blocks = sp.bsr_matrix(self.attach.reduce_mass(M), blocksize=(6, 6)).data
+            L = np.linalg.cholesky(blocks)
+            W = sp.block_diag(list(np.linalg.inv(L).transpose(0, 2, 1)), format="csr")
+        S = sp.csc_matrix((G @ W) @ (G @ W).T)
         scale = max(float(abs(S).max()), 1e-300)
         try:
             lu = spla.splu(S / scale)
@@ -228,9 +280,7 @@ class MaximalFormulation(Formulation):
             singular = True
         if not singular:
             return
-        dependent = self._dependent_rows(
-            G @ sp.diags(np.sqrt(1.0 / self.mass_diagonal.reshape(-1)))
-        )
+        dependent = self._dependent_rows(G @ W)
         names = list(dict.fromkeys(self.row_owners[dependent].tolist()))
         raise SingularSystemError(
             f"the KKT system of scene {self.scene.name!r} is singular: the rows of "

@@ -30,10 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
+from contactlab._lazy import lazy_import
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.codegen import compiled_kernel, expression_key
 from contactlab.reduced.joints import Array, Joint
 from contactlab.reduced.registry import register_joint
 
@@ -44,6 +43,9 @@ SINGULAR_RTOL = 1e-9
 RIGID_TOL = 1e-8
 #: (expression key, parameter values) already checked to be rigid in this process
 _CHECKED: set[tuple[str, tuple[float, ...]]] = set()
+
+
+sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def _symbol(x: Any, what: str) -> sp.Symbol:
@@ -152,6 +154,8 @@ class TransformJoint(Joint):
         self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
         self.ndof = len(coords)
         self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
+        from contactlab.reduced.codegen import compiled_kernel, expression_key
+
         key = expression_key(factors, coords, psyms)
         if (key, tuple(self.params[0])) not in _CHECKED:
             for F in factors:

@@ -32,13 +32,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sympy as sp
-
+from contactlab._lazy import lazy_import
 from contactlab.geometry.primitives import inverse, rot_x, rot_z, trans
 from contactlab.geometry.surfaces import Curve, Surface, curve_from, surface_from
 from contactlab.reduced.general import TransformJoint
 from contactlab.reduced.joints import Joint
 from contactlab.reduced.registry import register_joint
+
+sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
 def _symbols(names: str) -> tuple[sp.Symbol, ...]:
