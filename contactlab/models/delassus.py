@@ -125,10 +125,17 @@ def local_problem_arrays(
                     acc[j] = 0.0
                 acc[j] += dinv[c] * (cik * t_vals[kk])
         q[i] = qi - b[order[i]]
-        row = np.sort(w_idx[w_ptr[i] : w_ptr[i + 1]])
-        for p in range(row.shape[0]):
-            w_idx[w_ptr[i] + p] = row[p]
-            w_val[w_ptr[i] + p] = acc[row[p]]
+        # insertion sort of the row's columns in place (a few tens of entries)
+        lo = w_ptr[i]
+        for p in range(lo + 1, w_ptr[i + 1]):
+            key = w_idx[p]
+            k = p - 1
+            while k >= lo and w_idx[k] > key:
+                w_idx[k + 1] = w_idx[k]
+                k -= 1
+            w_idx[k + 1] = key
+        for p in range(lo, w_ptr[i + 1]):
+            w_val[p] = acc[w_idx[p]]
     return w_ptr, w_idx, w_val, q
 
 
