@@ -8,7 +8,8 @@ box (the convex and cylinder narrow phase), a reduced four-bar with joint
 friction (tree recursions, joint-friction kernels), a chain of general joints
 (generated joint kernels), the O(n) hybrid
 dynamics recursion and its derivatives on a prepared model, and the
-frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem.  It then
+frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem and a box
+stack through the compiled local problem.  It then
 checks that every kernel of
 :data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
 names those that have none.
@@ -96,9 +97,15 @@ def _model_recursions() -> None:
 
 
 def _frictional_backends() -> None:
-    """Each frictional-contact backend on a two-contact problem, both laws and cones."""
+    """Each frictional-contact backend on a two-contact problem, both laws and cones, and a
+    box stack stepped through the compiled local problem (:mod:`contactlab.models.delassus`)."""
     import solvers
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import Simulator
     from solvers.frictional import FrictionalContact
+
+    scene = get_scenario("box-stack").build()
+    Simulator(scene, "maximal", "anitescu-hart", "apgd", model_options={"cone": "soc"}).run(steps=2)
 
     W = np.eye(6) + 0.1 * np.ones((6, 6))
     q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])

@@ -14,13 +14,14 @@ while sliding, unlike Anitescu--Hart's ``u_N = mu |u_T|``), friction inside
 the cone, and a sliding contact's friction opposite the slip at full
 magnitude ``mu lambda_N`` (maximal dissipation).  Joints (``G``) and limits
 (``L``) are scalar rows of the same problem.  It is not a convex program:
-the solver layer's ``nsgs`` and ``admm`` solve it natively, and ``pgs``
-through friction blocks (cones ``soc`` and ``box``).
+the solver layer's ``nsgs``, ``apgd`` and ``admm`` solve it natively (``apgd``
+and ``admm`` through a fixed point on De Saxcé's shift), and ``pgs`` through
+friction blocks (cones ``soc`` and ``box``).
 
 Options
 -------
 cone : ``"soc"`` (exact cone, default), ``"box"`` (``|lambda_T,k| <= mu lambda_N``)
-    or ``"pyramid"`` (``directions`` sides; nsgs and admm only).
+    or ``"pyramid"`` (``directions`` sides; nsgs, apgd and admm only).
 directions : pyramid sides (even, >= 4); ``None`` uses the scene's.
 """
 

@@ -12,6 +12,12 @@ impulse ``r_t`` is in the ``T`` basis whatever the cone, so ``lambda_T`` needs
 no conversion (the pyramid's directions are ``cos(2 pi j/k) t1 + sin(2 pi j/k) t2``
 as in :mod:`contactlab.models.anitescu_hart`).
 
+With a diagonal mass matrix (maximal coordinates) ``W`` and ``q`` are built
+from the CSR arrays of the rows in compiled code
+(:mod:`contactlab.models.delassus`), and so are the velocities; no
+``scipy.sparse`` product or stacking runs on the step.  Other mass matrices
+(reduced coordinates) take the sparse products of :class:`MassInverse`.
+
 Warm start per persistent contact: the previous step's impulses carry over
 through :func:`~contactlab.models.box_friction.warm_impulses`, keyed by the
 stable contact identities of the step problem (``StepProblem.contact_ids``;
@@ -23,11 +29,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.models.base import SolvingModel, make_solution
-from contactlab.models.box_rows import ImpulseMemory, box_rows, height_order, warm_impulses
-from contactlab.models.common import MassInverse, Rows, check_friction_data, step_data
+from contactlab.models.box_rows import (
+    ImpulseMemory,
+    continued_from,
+    height_order,
+    warm_impulses,
+)
+from contactlab.models.common import (
+    MassInverse,
+    Rows,
+    StepData,
+    check_friction_data,
+    step_data,
+)
+from contactlab.models.delassus import local_problem_arrays, stack_csr, velocities
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 
@@ -47,24 +66,127 @@ def _local_order(rows: Any, contacts: Any) -> NDArray[np.int64]:
     ).astype(np.int64)
 
 
-def local_problem(
-    problem: StepProblem, law: str, cone: str, directions: int = 4
-) -> tuple[FrictionalContact, Rows, NDArray[np.int64], MassInverse]:
-    """The step as a local problem; also the rows, the local order of the rows and ``M^{-1}``."""
-    check_friction_data(problem)
-    d = step_data(problem)
-    rows = box_rows(problem)
+class LocalStep:
+    """The local problem of a step and what maps its impulses back to the step.
+
+    ``fc`` the local problem; ``rows`` the rows ``[G; N; T; L]`` (``rows.C``
+    their CSR matrix); ``order`` the row of ``rows`` at each local position;
+    ``dinv`` the diagonal of ``M^{-1}`` when ``M`` is diagonal (compiled path),
+    else ``None`` and ``minv`` the factorised inverse.
+    """
+
+    def __init__(
+        self,
+        fc: FrictionalContact,
+        rows: Rows,
+        order: NDArray[np.int64],
+        dinv: NDArray[np.float64] | None,
+        minv: MassInverse | None,
+    ) -> None:
+        self.fc, self.rows, self.order, self.dinv, self.minv = fc, rows, order, dinv, minv
+
+    def velocities(
+        self, f: NDArray[np.float64], z_local: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """``v = M^{-1}(f + C^T z)`` from the impulses on the local rows."""
+        if self.dinv is not None:
+            C = self.rows.C
+            ptr, idx = C.indptr.astype(np.int64), C.indices.astype(np.int64)
+            return velocities(ptr, idx, C.data, self.order, self.dinv, f, z_local)
+        assert self.minv is not None
+        z = np.empty(self.rows.m)
+        z[self.order] = z_local
+        return self.minv.vec(f + np.asarray(self.rows.C.T @ z))
+
+
+def _diagonal_inverse(M: sp.spmatrix) -> NDArray[np.float64] | None:
+    """``1 / diag(M)`` when ``M`` is diagonal with a positive diagonal, else ``None``."""
+    diag = M.diagonal()
+    if M.nnz == np.count_nonzero(diag) and np.all(diag > 0):
+        return 1.0 / diag
+    return None
+
+
+def _rows(problem: StepProblem, d: StepData) -> Rows:
+    """The rows of :func:`box_rows` with their CSR arrays concatenated (no sparse stacking)."""
+    ptr, idx, dat = stack_csr(d.G, d.N, d.T, d.L)
+    m = ptr.shape[0] - 1
+    C = sp.csr_matrix((dat, idx, ptr), shape=(m, problem.n))
+    mg, nc, ml = d.G.shape[0], d.N.shape[0], d.L.shape[0]
+    b = np.concatenate([d.g, d.c, np.zeros(2 * nc), d.l])
+    lo = np.concatenate(
+        [np.full(mg, -np.inf), np.zeros(nc), np.full(2 * nc, -np.inf), np.zeros(ml)]
+    )
+    ends = np.cumsum([0, mg, nc, 2 * nc, ml])
+    slices = {name: slice(int(ends[k]), int(ends[k + 1])) for k, name in enumerate("GNTL")}
+    return Rows(C, b, lo, np.full(m, np.inf), slices)
+
+
+def _assemble(
+    problem: StepProblem, rows: Rows, order: NDArray[np.int64]
+) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64] | None, MassInverse | None]:
+    """``W``, ``q`` of the rows ``rows.C[order]``; ``1/diag(M)`` or the factorised ``M^{-1}``."""
+    dinv = _diagonal_inverse(problem.M)
+    if dinv is not None:
+        C = rows.C
+        w_ptr, w_idx, w_val, q = local_problem_arrays(
+            C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, order, dinv,
+            problem.f, rows.b,
+        )  # fmt: skip
+        return sp.csr_matrix((w_val, w_idx, w_ptr), shape=(order.size, order.size)), q, dinv, None
     minv = MassInverse(problem.M)
-    order = _local_order(rows, problem.contacts)
     C = rows.C[order]
     W = minv.delassus(C)
-    q = np.asarray(C @ minv.vec(problem.f)) - rows.b[order]
+    return W, np.asarray(C @ minv.vec(problem.f)) - rows.b[order], None, minv
+
+
+def local_step(problem: StepProblem, law: str, cone: str, directions: int = 4) -> LocalStep:
+    """The step as a local problem (module docstring), compiled when ``M`` is diagonal."""
+    check_friction_data(problem)
+    d = step_data(problem)
+    rows = _rows(problem, d)
+    order = _local_order(rows, problem.contacts)
+    W, q, dinv, minv = _assemble(problem, rows, order)
     nc = problem.n_contacts
     contact_ids = order[0 : 3 * nc : 3] - rows.slices["N"].start
     mg, ml = d.G.shape[0], d.L.shape[0]
     row_lo = np.concatenate([np.full(mg, -np.inf), np.zeros(ml)])
     fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo)
-    return fc, rows, order, minv
+    return LocalStep(fc, rows, order, dinv, minv)
+
+
+def frictionless_step(problem: StepProblem) -> LocalStep:
+    """The frictionless step (rows ``[G; N; L]``) as a local problem of scalar rows only.
+
+    No contact carries friction, so every row is a scalar row of the local
+    problem: ``G`` bilateral, ``N`` and ``L`` unilateral (``0 <= r ⟂ u >= 0``),
+    in the order ``G``, ``N`` from the lowest contact point up, ``L``.  Its
+    solution is the minimiser of the dual contact QP of
+    :mod:`contactlab.models.frictionless`.
+    """
+    d = step_data(problem)
+    ptr, idx, dat = stack_csr(d.G, d.N, d.L)
+    m = ptr.shape[0] - 1
+    mg, nc, ml = d.G.shape[0], d.N.shape[0], d.L.shape[0]
+    C = sp.csr_matrix((dat, idx, ptr), shape=(m, problem.n))
+    lo = np.concatenate([np.full(mg, -np.inf), np.zeros(nc + ml)])
+    slices = {"G": slice(0, mg), "N": slice(mg, mg + nc), "L": slice(mg + nc, m)}
+    rows = Rows(C, np.concatenate([d.g, d.c, d.l]), lo, np.full(m, np.inf), slices)
+    up = np.arange(nc)
+    if problem.contacts is not None and nc:
+        up = np.argsort(np.asarray(problem.contacts.point)[:, 2], kind="stable")
+    order = np.concatenate([np.arange(mg), mg + up, np.arange(mg + nc, m)]).astype(np.int64)
+    W, q, dinv, minv = _assemble(problem, rows, order)
+    fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order])
+    return LocalStep(fc, rows, order, dinv, minv)
+
+
+def local_problem(
+    problem: StepProblem, law: str, cone: str, directions: int = 4
+) -> tuple[FrictionalContact, Rows, NDArray[np.int64]]:
+    """The step as a local problem; also the rows and the local order of the rows."""
+    step = local_step(problem, law, cone, directions)
+    return step.fc, step.rows, step.order
 
 
 def solve_as_fc(
@@ -76,12 +198,68 @@ def solve_as_fc(
     directions: int = 4,
 ) -> StepSolution:
     """Solve one step as the local frictional-contact problem (module docstring)."""
-    fc, rows, order, minv = local_problem(problem, law, cone, directions)
+    step = local_step(problem, law, cone, directions)
+    rows, order = step.rows, step.order
     key = f"fc:{law}:{cone}"
     prev = warm_impulses(cache.get(key), rows, problem)
-    res = model.run(fc, None if prev is None else prev[order])
+    res = model.run(step.fc, None if prev is None else prev[order])
     z = np.empty(rows.m)
     z[order] = res.x
     cache[key] = ImpulseMemory.record(z, rows, problem)
-    v = minv.vec(problem.f + np.asarray(rows.C.T @ z))
+    v = step.velocities(problem.f, res.x)
     return make_solution(model, problem, v, rows, z, rows.part(z, "T"))
+
+
+def solve_frictionless_as_fc(
+    model: SolvingModel, problem: StepProblem, cache: dict[str, Any]
+) -> StepSolution:
+    """Solve a frictionless step as a local problem of scalar rows (:func:`frictionless_step`).
+
+    Warm start: the previous step's ``lambda_G`` and ``lambda_L`` when their
+    row counts are unchanged, ``lambda_N`` per persistent contact (its stable
+    id, or the contact it split from).
+    """
+    step = frictionless_step(problem)
+    rows, order = step.rows, step.order
+    key = "fc:frictionless"
+    old = cache.get(key)
+    warm = None
+    if isinstance(old, FrictionlessMemory):
+        warm = old.warm(rows, problem)[order]
+    res = model.run(step.fc, warm)
+    z = np.empty(rows.m)
+    z[order] = res.x
+    cache[key] = FrictionlessMemory(
+        np.array(problem.contact_ids), rows.part(z, "N").copy(), rows.part(z, "G").copy(),
+        rows.part(z, "L").copy(),
+    )  # fmt: skip
+    v = step.velocities(problem.f, res.x)
+    return make_solution(model, problem, v, rows, z, np.zeros(2 * problem.n_contacts))
+
+
+class FrictionlessMemory:
+    """One frictionless step's impulses, kept for the next step's warm start."""
+
+    def __init__(
+        self,
+        ids: NDArray[np.int64],
+        normal: NDArray[np.float64],
+        bilateral: NDArray[np.float64],
+        limits: NDArray[np.float64],
+    ) -> None:
+        self.ids, self.normal, self.bilateral, self.limits = ids, normal, bilateral, limits
+
+    def warm(self, rows: Rows, problem: StepProblem) -> NDArray[np.float64]:
+        """Impulses on ``rows`` (``[G; N; L]``) carried over to ``problem``."""
+        z = np.zeros(rows.m)
+        for name, old in (("G", self.bilateral), ("L", self.limits)):
+            s = rows.slices[name]
+            if s.stop - s.start == old.size:
+                z[s] = old
+        if problem.n_contacts and self.ids.size:
+            src = continued_from(self.ids, problem)
+            hit = np.flatnonzero(src >= 0)
+            zn = np.zeros(problem.n_contacts)
+            zn[hit] = self.normal[src[hit]]
+            z[rows.slices["N"]] = zn
+        return z

@@ -17,6 +17,11 @@ and ``v = M^-1 (f + C^T lambda)`` (Sueda's notes, eq. (1.84) with the sign of
 ``N^T alpha`` corrected).  ``M^-1`` is formed block by block for block-diagonal
 ``M`` (maximal coordinates) and by one sparse LU otherwise.
 
+With a frictional-contact backend (``nsgs``, ``apgd``, ``admm``) the dual is
+solved as a local problem whose rows are all scalar rows (``G`` bilateral,
+``N`` and ``L`` unilateral; :func:`contactlab.models.fc_route.frictionless_step`),
+the ``form`` option then being moot.
+
 With no contacts and no limits the primal is an equality QP (the KKT system
 of Sueda's notes, eq. (1.73)) that the ``kkt`` backend solves directly.
 """
@@ -124,9 +129,14 @@ class Frictionless(SolvingModel):
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         # Equality-only problems (joints alone) fit every backend, kkt included;
         # a step with contacts or limits is checked again when it is solved.
-        return [("eq_qp",)]
+        # Last: the frictional-contact backends, on a local problem of scalar rows.
+        return [("eq_qp",), ("fc_ccp_soc",)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if self.route[0].startswith("fc_"):
+            from contactlab.models.fc_route import solve_frictionless_as_fc
+
+            return solve_frictionless_as_fc(self, problem, cache)
         d = step_data(problem)
         form = self.options["form"]
         minv = MassInverse(problem.M) if form == "dual" else None

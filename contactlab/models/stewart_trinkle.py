@@ -23,8 +23,12 @@ dissipation); sticking (``s = 0``) forces ``D v >= 0`` in every direction,
 hence zero tangential velocity.  Unlike the Anitescu--Hart relaxation, the
 normal rows stay ``N v = c`` when the contact is active: no lift-off.
 
+These are the conditions of the Coulomb law with the ``k``-direction pyramid as
+De Saxcé's complementarity problem (:mod:`solvers.frictional`): a
+frictional-contact backend (``nsgs``, ``apgd``, ``admm``) solves the step in that
+form (:mod:`contactlab.models.fc_route`; velocities equal to Lemke's, tested).
 The matrix is not symmetric and has a zero diagonal block, so neither a QP
-backend nor Gauss--Seidel applies; Lemke's method solves it (the joint rows
+backend nor Gauss--Seidel applies to the LCP itself; Lemke's method solves it (the joint rows
 are eliminated by the solver layer's Schur complement, ArtiSynth notes §0.7).
 """
 
@@ -48,6 +52,7 @@ from contactlab.models.common import (
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP
+from solvers.frictional import problem_kind
 
 
 @register_model("stewart-trinkle")
@@ -68,12 +73,18 @@ class StewartTrinkle(SolvingModel):
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
-        return [("pivot_lcp",)]
+        # last: the Coulomb law with the pyramid for the frictional-contact backends
+        return [("pivot_lcp",), (problem_kind("coulomb", "pyramid"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         d = step_data(problem)
         k = int(self.options["directions"] or problem.directions)
         check_friction_data(problem, k)
+        if self.route[0].startswith("fc_"):
+            # imported here: fc_route builds on box_friction, which imports the models
+            from contactlab.models.fc_route import solve_as_fc
+
+            return solve_as_fc(self, problem, cache, "coulomb", "pyramid", k)
         nc = problem.n_contacts
         D = pyramid_rows(d.T, k)
         rows = stack_rows(

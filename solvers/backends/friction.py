@@ -19,8 +19,10 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   cycles (natural map 2e-2 after 5000 sweeps, at every ``omega`` tried from
   0.3 to 1), the shifted one converges.
 - ``apgd``: Nesterov's accelerated projected gradient with backtracking and
-  gradient restart; the CCP only (the Coulomb law is not the optimality
-  condition of a minimisation).  ``max_iter`` default 20000.
+  gradient restart on the CCP; the Coulomb law (not the optimality condition
+  of one minimisation) through the same outer fixed point on De Saxcé's shift
+  as ``nsgs`` (:func:`~solvers.backends.fc_kernels.apgd`).  ``max_iter``
+  default 20000.
 - ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
   default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both
   laws (De Saxcé's fixed point inside the splitting for Coulomb).
@@ -146,8 +148,7 @@ class APGDBackend(FrictionBackend):
     """Accelerated projected gradient (Nesterov) with adaptive step and restart."""
 
     name = "apgd"
-    description = "accelerated projected gradient with restart (CCP)"
-    solves_coulomb = False
+    description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         from solvers.backends.fc_kernels import apgd
@@ -155,11 +156,11 @@ class APGDBackend(FrictionBackend):
         _no_settings(self.name, dict(opts.settings), ())
         cap = 20000 if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
-        _, kind = _codes(problem)
+        law, kind = _codes(problem)
         r = _start(problem, opts)
         t1 = time.perf_counter()
         it, res = apgd(
-            *_csr(problem), problem.q, kind, problem.mu, problem.dirs, problem.row_lo,
+            *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
             problem.nc, r, opts.tol, cap,
         )  # fmt: skip
         t2 = time.perf_counter()
