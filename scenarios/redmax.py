@@ -194,7 +194,7 @@ def _piecewise_torque(magnitude: float, switches: tuple[float, float]) -> Callab
     return tau
 
 
-@scenario("redmax-joint-torque", formulations=("reduced",))
+@scenario("redmax-joint-torque", formulations=("reduced", "maximal"))
 def joint_torque(torque: float = 100 * TORQUE) -> Scene:
     """REDMAX scene 5: 3-link chain without gravity driven by piecewise-constant joint torques.
 

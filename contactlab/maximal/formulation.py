@@ -38,7 +38,7 @@ from contactlab.maximal.constraints import (
     stack_rows,
     timed_rhs,
 )
-from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings
+from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
 from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.kinematics import place_bodies
 from contactlab.maximal.soft import Regularization, augment, per_owner
@@ -126,12 +126,6 @@ class MaximalFormulation(Formulation):
             raise ConfigurationError(
                 f"coriolis must be 'rotated', 'explicit' or 'midpoint', got {coriolis!r}"
             )
-        if scene.joint_torque is not None:
-            raise ConfigurationError(
-                f"scene {scene.name!r} applies joint torques (Scene.joint_torque) in joint "
-                "coordinates, which the maximal formulation does not have; run it with "
-                "--formulation reduced"
-            )
         self.stabilization = stabilization
         self.coriolis = coriolis
         self.implicit = bool(scene.forces) if implicit is None else bool(implicit)
@@ -143,6 +137,8 @@ class MaximalFormulation(Formulation):
         self.joint_layout = joint_friction_layout(scene)
         #: joint springs and dampers (JointSpec.stiffness, damping) read through the joint maps
         self.joint_springs = JointSprings(scene)
+        #: applied joint forces (Scene.joint_torque) read through the joint maps
+        self.joint_torques = JointTorques(scene)
         #: joint limits (unilateral rows on joint coordinates read from the bodies)
         limits = [
             triple
@@ -238,6 +234,8 @@ class MaximalFormulation(Formulation):
                 self._half_kick = (id(state), free.half_kick)
         if self.joint_springs.coords is not None:
             f = f + h * self.joint_springs.wrench(E, phi).reshape(-1)
+        if self.joint_torques.coords is not None:
+            f = f + h * self.joint_torques.wrench(state.t, E, phi).reshape(-1)
         b = asm.resolve_baumgarte(self.scene, h, self.stabilization)
         rows = self.rows(E, phi, with_bias=b.form == "acceleration")
         rhs = asm.constraint_rhs(rows, phi, h, b)

@@ -208,6 +208,65 @@ class JointCoupling(Constraint):
         return _merge(row, bodies.reshape(1, 4))
 
 
+def joint_force_wrench(
+    coords: JointCoordinates,
+    nb: int,
+    E: Array,
+    phi: Array,
+    force: Callable[[Array, Array], Array],
+) -> Array:
+    """(nb, 6) body wrenches of the joint forces ``tau = force(q, qdot)`` (nj,) [N m or N].
+
+    A joint force ``tau`` along a joint's rate row ``qdot = b_a . phi_a + b_b . phi_b``
+    does the power ``tau qdot``, so its body wrenches are ``tau b_a`` and ``tau b_b``
+    (the transpose of the rate row, as ``J^T tau`` in reduced coordinates).
+    """
+    out = np.zeros((nb + 1, 6))
+    q, blocks, bodies = coords.rates(E)
+    phi_ext = np.concatenate([phi, np.zeros((1, 6))], axis=0)
+    qdot = np.einsum("jka,jka->j", blocks, phi_ext[bodies])
+    tau = np.asarray(force(q, qdot), dtype=float)
+    np.add.at(out, bodies.reshape(-1), (blocks * tau[:, None, None]).reshape(-1, 6))
+    return out[:-1]
+
+
+class JointTorques:
+    """Applied joint forces ``Scene.joint_torque(t, q, qdot)`` as body wrenches.
+
+    ``q`` and ``qdot`` are read back from the bodies through the joint maps in
+    the reduced formulation's tree order, so the same torque function drives
+    both formulations; every tree joint must have one coordinate (hinge
+    angles are read in (-pi, pi]).
+    """
+
+    def __init__(self, scene: Scene) -> None:
+        self.nb = scene.n_bodies
+        self.torque = scene.joint_torque
+        self.coords: JointCoordinates | None = None
+        if self.torque is not None:
+            from contactlab.reduced.tree import Tree
+
+            order = Tree.from_scene(scene).specs
+            self.coords = JointCoordinates(scene, order, "joint torque (Scene.joint_torque)")
+
+    def wrench(self, t: float, E: Array, phi: Array) -> Array:
+        """(nb, 6) body wrenches of the joint torques at time ``t`` [N m, N]."""
+        if self.coords is None or self.torque is None:
+            return np.zeros((self.nb, 6))
+        torque, n = self.torque, len(self.coords.specs)
+
+        def force(q: Array, qdot: Array) -> Array:
+            tau = np.asarray(torque(t, q, qdot), dtype=float).reshape(-1)
+            if tau.shape != (n,) or not np.all(np.isfinite(tau)):
+                raise ConfigurationError(
+                    f"Scene.joint_torque must return {n} finite joint forces (one per tree "
+                    f"joint), got shape {tau.shape}"
+                )
+            return tau
+
+        return joint_force_wrench(self.coords, self.nb, E, phi, force)
+
+
 class JointSprings:
     """Joint springs and dampers (``JointSpec.stiffness``, ``damping``, ``rest``), body wrenches."""
 
@@ -226,15 +285,11 @@ class JointSprings:
 
     def wrench(self, E: Array, phi: Array) -> Array:
         """(nb, 6) body wrenches of ``tau = -k (q - rest) - d qdot`` [N m, N]."""
-        out = np.zeros((self.nb + 1, 6))
         if self.coords is None:
-            return out[:-1]
-        q, blocks, bodies = self.coords.rates(E)
-        phi_ext = np.concatenate([phi, np.zeros((1, 6))], axis=0)
-        qdot = np.einsum("jka,jka->j", blocks, phi_ext[bodies])
-        tau = -self.k * self._stretch(q) - self.d * qdot
-        np.add.at(out, bodies.reshape(-1), (blocks * tau[:, None, None]).reshape(-1, 6))
-        return out[:-1]
+            return np.zeros((self.nb, 6))
+        return joint_force_wrench(
+            self.coords, self.nb, E, phi, lambda q, qdot: -self.k * self._stretch(q) - self.d * qdot
+        )
 
     def energy(self, E: Array) -> float:
         """Spring energy ``sum k (q - rest)^2 / 2`` [J]."""

@@ -184,8 +184,27 @@ def test_scene_settings_are_typed_fields_and_extras_keys_are_refused():
 
 def test_maximal_formulation_refuses_joint_torques_it_cannot_apply():
     """Joint torques ``tau(t, q, qdot)`` live in joint coordinates: the maximal formulation
-    says so instead of running without them."""
+    reads one-coordinate joints back from the bodies (REDMAX scene 5 runs in both,
+    ``tests/scenarios/test_redmax_both_formulations.py``) and says so instead of running
+    without them when a joint has more coordinates."""
     scene = get_scenario("redmax-joint-torque").build()
     assert scene.joint_torque is not None
-    with pytest.raises(ConfigurationError, match="--formulation reduced"):
-        Simulator(scene, "maximal", "frictionless", "kkt")
+    Simulator(scene, "maximal", "frictionless", "kkt")  # one-coordinate hinges: applied
+    ball = scene.with_(
+        joints=tuple(
+            j
+            if i
+            else j.__class__(
+                j.name,
+                "spherical",
+                j.parent,
+                j.child,
+                frame_parent=j.frame_parent,
+                frame_child=j.frame_child,
+            )
+            for i, j in enumerate(scene.joints)
+        )
+    )
+    with pytest.raises(ConfigurationError, match="--formulation reduced") as err:
+        Simulator(ball, "maximal", "frictionless", "kkt")
+    assert "joint torque" in str(err.value) and len(str(err.value).splitlines()) == 1
