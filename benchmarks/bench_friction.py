@@ -338,9 +338,12 @@ def targets(df: pd.DataFrame) -> list[str]:
             if base["not_optimal"]
             else "converged"
         )
+        verdict = _verdict(ok)
+        if ok and base["not_optimal"]:
+            verdict = "met only against a baseline that stopped at its cap"
         out.append(
             f"- **{label} at 200 boxes, every step converged, <= {factor:g}x {BASE}**: "
-            f"{_verdict(ok)}. Best: {p}, {r['step_ms']:.0f} ms per step, "
+            f"{verdict}. Best: {p}, {r['step_ms']:.0f} ms per step, "
             f"{r['not_optimal']:.0f} timed steps not converged, natural map <= "
             f"{r['max_natural_map']:.1e}; {ratio:.2f}x box-friction/pgs ({base['step_ms']:.0f} ms, "
             f"{base_note})."
