@@ -257,7 +257,8 @@ def report(df: pd.DataFrame, budget: float) -> str:
     for r in df.to_dict("records"):
         lines.append(
             f"| {r['system']} | {r['dof']} | {r['model_ms']:.4f} | {r['kernel_ms']:.4f} | "
-            f"{r['recursive_ms']:.4f} | {r['si_guenter_ms']:.3f} | {r['model_over_si_guenter']:.2f} | "
+            f"{r['recursive_ms']:.4f} | {r['si_guenter_ms']:.3f} | "
+            f"{r['model_over_si_guenter']:.2f} | "
             f"{r['kernel_over_si_guenter']:.2f} | {r['recursive_over_si_guenter']:.2f} | "
             f"{_f(r['hand_model_ms'], '.4f')} | {_f(r['hand_recursive_ms'], '.4f')} | "
             f"{_f(r['model_over_hand'], '.2f')} | {_f(r['recursive_over_hand'], '.2f')} | "

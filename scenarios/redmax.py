@@ -16,8 +16,8 @@ prescribed joints and body twists as rows with a target moving in time, joint
 limits as unilateral rows.
 A loop that the tree already keeps planar closes with the 2-row hinge form
 (Sueda's notes, eq. 2.90–2.91; ``params={"loop_rows": "hinge"}``) in both
-formulations.  Scenes with joint torques or spline joints declare ``formulations=("reduced",)``; the maximal formulation
-refuses them in one line saying why.
+formulations.  Scenes with spline joints declare ``formulations=("reduced",)``; the
+maximal formulation refuses them in one line saying why.
 """
 
 from __future__ import annotations

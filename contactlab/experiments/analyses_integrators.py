@@ -54,7 +54,7 @@ def integrators(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.
             "scenario": row["scenario"],
             "params": row["params"],
             "integrator": _option(row, "integrator", "linearly-implicit"),
-            "compliance": float(_option(row, "compliance", 0.0)),
+            "compliance": float(str(_option(row, "compliance", 0.0))),
             "status": row["status"],
             "steps": len(steps),
             "max_energy_gain_J": float(np.max(e) - e0),
@@ -101,11 +101,11 @@ def step_matrix_eigenvalue(stiffness: float, h: float) -> tuple[float, float]:
     import scipy.linalg as la
 
     from contactlab.forces.base import total_stiffness
-    from contactlab.formulation import make_formulation
+    from contactlab.maximal import MaximalFormulation
     from contactlab.scenario import get_scenario
 
     scene = get_scenario("spring-chain").build(stiffness=stiffness)
-    form = make_formulation("maximal", scene)
+    form = MaximalFormulation(scene)
     state = form.initial_state()
     M = np.diag(scene.spatial_inertia.reshape(-1))
     K = total_stiffness(scene.forces, scene, state.E, state.phi).toarray()
