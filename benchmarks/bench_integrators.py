@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from benchmarks.bench_maximal import timed_kkt_steps
 from contactlab.maximal import MaximalFormulation
 from contactlab.maximal.integrators import INTEGRATORS
-from contactlab.problem import StepSolution
 from contactlab.scenario import get_scenario
-from solvers import QP, solve
 
 SIZES = (10, 100, 1000)
 
@@ -39,22 +36,7 @@ def measure(scenario: str, n: int, integrator: str, steps: int, **options: float
     scene = get_scenario(scenario).build(**params)
     form = MaximalFormulation(scene, integrator=integrator, **options)
     state = form.initial_state()
-    parts: dict[str, list[float]] = {"assembly": [], "solve": [], "advance": []}
-    h = 1e-2
-    for _ in range(steps):
-        t0 = time.thread_time()
-        problem = form.assemble(state, h)
-        t1 = time.thread_time()
-        res = solve(QP(problem.M, -problem.f, problem.G, problem.g, problem.g), "kkt")
-        t2 = time.thread_time()
-        solution = StepSolution(np.asarray(res.x), -np.asarray(res.y), np.zeros(0), np.zeros(0))
-        state = form.advance(state, solution, h)
-        t3 = time.thread_time()
-        parts["assembly"].append(t1 - t0)
-        parts["solve"].append(t2 - t1)
-        parts["advance"].append(t3 - t2)
-    out = {k: 1e3 * float(np.median(v)) for k, v in parts.items()}
-    out["step"] = out["assembly"] + out["solve"] + out["advance"]
+    out, _, state = timed_kkt_steps(form, state, 1e-2, steps)
     out.update(
         scenario=scenario,
         n_links=n,

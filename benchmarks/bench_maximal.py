@@ -33,20 +33,22 @@ import numpy as np
 import pandas as pd
 
 from contactlab.maximal import MaximalFormulation
-from contactlab.problem import StepSolution
+from contactlab.problem import StepProblem, StepSolution
 from contactlab.scenario import get_scenario
+from contactlab.scene import State
 from solvers import QP, solve
 
 SIZES = (10, 30, 100, 300, 1000, 3000, 10000)
 
 
-def measure(n: int, steps: int, h: float = 1e-2) -> dict[str, float]:
-    """Median thread CPU times [ms] of one step's parts for an n-link chain."""
-    scene = get_scenario("chain").build(n_links=n, joints="R", angles_deg=(45.0,))
-    t0 = time.thread_time()
-    form = MaximalFormulation(scene)
-    state = form.initial_state()
-    setup = time.thread_time() - t0
+def timed_kkt_steps(
+    form: MaximalFormulation, state: State, h: float, steps: int
+) -> tuple[dict[str, float], StepProblem, State]:
+    """Median thread time [ms] of assembly, direct KKT solve and advance over ``steps`` steps.
+
+    Returns the medians (with their sum under ``step``), the last step problem and the
+    final state.
+    """
     parts: dict[str, list[float]] = {"assembly": [], "solve": [], "advance": []}
     for _ in range(steps):
         t0 = time.thread_time()
@@ -62,6 +64,17 @@ def measure(n: int, steps: int, h: float = 1e-2) -> dict[str, float]:
         parts["advance"].append(t3 - t2)
     out = {k: 1e3 * float(np.median(v)) for k, v in parts.items()}
     out["step"] = out["assembly"] + out["solve"] + out["advance"]
+    return out, problem, state
+
+
+def measure(n: int, steps: int, h: float = 1e-2) -> dict[str, float]:
+    """Median thread CPU times [ms] of one step's parts for an n-link chain."""
+    scene = get_scenario("chain").build(n_links=n, joints="R", angles_deg=(45.0,))
+    t0 = time.thread_time()
+    form = MaximalFormulation(scene)
+    state = form.initial_state()
+    setup = time.thread_time() - t0
+    out, problem, state = timed_kkt_steps(form, state, h, steps)
     out.update(
         n_bodies=n,
         n_rows=int(problem.G.shape[0]),
