@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,7 @@ def integrators(table: pd.DataFrame, sweep_dir: Path, report: Path) -> tuple[pd.
             "scenario": row["scenario"],
             "params": row["params"],
             "integrator": _option(row, "integrator", "linearly-implicit"),
-            "compliance": float(str(_option(row, "compliance", 0.0))),
+            "compliance": float(cast(float, _option(row, "compliance", 0.0))),
             "status": row["status"],
             "steps": len(steps),
             "max_energy_gain_J": float(np.max(e) - e0),
