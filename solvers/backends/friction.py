@@ -205,4 +205,101 @@ class ADMMBackend(FrictionBackend):
         )
 
 
-FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend]
+class IPMBackend(FrictionBackend):
+    """Primal-dual interior point on the velocity form (:mod:`solvers.backends.fc_ipm`)."""
+
+    name = "ipm"
+    kind = "interior_point"
+    required_modules = ("numba", "qdldl")
+    description = (
+        "primal-dual interior point, velocity form, sparse LDL' (CCP; Coulomb by a fixed point)"
+    )
+    supports_warm_start = False
+    #: Models pass ``W``'s factor ``(C, M^-1)`` with the local problem
+    #: (``FrictionalContact.factor``).
+    uses_fc_factor = True
+    #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
+    dense_limit = 600
+
+    def check_fc(self, problem: FrictionalContact) -> None:
+        super().check_fc(problem)
+        if np.any(np.isinf(problem.row_lo)):
+            raise IncompatibleProblem(
+                "ipm takes contacts and unilateral scalar rows only, not bilateral rows; "
+                "use nsgs, apgd or admm"
+            )
+        if problem.factor is None and problem.n > self.dense_limit:
+            raise IncompatibleProblem(
+                f"ipm needs the factor W = C diag(d) C' (FrictionalContact(factor=...)) for "
+                f"problems over {self.dense_limit} rows; this one has {problem.n}"
+            )
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        import scipy.sparse as sp
+
+        from solvers.backends.fc_ipm import eig_factor, ipm_ccp
+        from solvers.backends.fc_kernels import matvec, natural_map, support_shift
+
+        _no_settings(self.name, dict(opts.settings), ())
+        cap = 100 if opts.max_iter is None else int(opts.max_iter)
+        t0 = time.perf_counter()
+        if problem.factor is not None:
+            C, d = problem.factor
+            C = sp.csr_matrix(C)
+        else:
+            Cd, d = eig_factor(problem.W.toarray())
+            C = sp.csr_matrix(Cd)
+        law, kind = _codes(problem)
+        ptr, idx, val = _csr(problem)
+        qnorm = float(np.linalg.norm(problem.q))
+        u = np.empty(problem.n)
+
+        def residual(r: np.ndarray) -> tuple[float, np.ndarray]:
+            matvec(ptr, idx, val, r, problem.q, u)
+            res = natural_map(
+                law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r, u, qnorm
+            )
+            return float(res), u
+
+        t1 = time.perf_counter()
+        if law == 0:
+            r, total, res, reason = ipm_ccp(problem, C, d, opts.tol, cap, residual)
+            rounds = 1
+        else:
+            # De Saxcé's fixed point: a sequence of CCPs with the shift h(u_t) frozen in q,
+            # each solved to a tenth of the current Coulomb residual (not below tol / 2)
+            shifted = problem.with_law("ccp")
+            shifted.q = problem.q.copy()
+            res, _ = residual(np.zeros(problem.n))
+            total, rounds, reason = 0, 0, "cap"
+            r = np.zeros(problem.n)
+            while total < cap:
+                rounds += 1
+                support_shift(kind, problem.mu, problem.dirs, problem.nc, problem.q, u, shifted.q)
+                qs = shifted.q
+
+                def inner(r_in: np.ndarray, qs: np.ndarray = qs) -> tuple[float, np.ndarray]:
+                    matvec(ptr, idx, val, r_in, qs, u)
+                    out = natural_map(
+                        0, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r_in, u,
+                        qnorm,
+                    )  # fmt: skip
+                    return float(out), u
+
+                inner_tol = max(0.5 * opts.tol, 0.1 * res)
+                r, it, _, reason = ipm_ccp(shifted, C, d, inner_tol, cap - total, inner)
+                total += it
+                res, _ = residual(r)
+                if res <= opts.tol or not np.isfinite(res):
+                    break
+        t2 = time.perf_counter()
+        msg = (
+            f"ipm: natural-map residual {res:.3e} after {total} iterations"
+            + (f" in {rounds} fixed-point rounds" if law == 1 else "")
+            + f" (tol {opts.tol:g}; {reason})"
+        )
+        capped = reason == "cap" or total >= cap
+        return RawSolution(r, None, _status(res, opts.tol, capped), msg, total, t1 - t0, t2 - t1)
+
+
+FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend, IPMBackend]
