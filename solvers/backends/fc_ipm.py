@@ -421,7 +421,7 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
     gsoc = np.zeros(gptr.size - 1, dtype=np.bool_)
     if problem.cone == "soc":
         gsoc[:nc] = True
-    return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc)
+    return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T
 
 
 def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -483,8 +483,21 @@ class Normal:
         return np.asarray(self.solver.solve(rhs))  # type: ignore[union-attr]
 
 
+class VelocityForm:
+    """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``."""
+
+    def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
+        self.problem = problem
+        self.Ch, _, self.bptr, self.Tt, self.groups, self.T = _lift(problem, C, problem.q)
+        self.normal = Normal(self.Ch, dinv, self.bptr, self.groups)
+
+    def lift(self, q: Vec) -> Vec:
+        """``ŵ = T' q``."""
+        return np.asarray(self.T @ q)
+
+
 def ipm_ccp(
-    problem, C, dinv: Vec, tol: float, max_iter: int, residual
+    form: VelocityForm, q: Vec, tol: float, max_iter: int, residual
 ) -> tuple[Vec, int, float, str]:  # type: ignore[no-untyped-def]
     """Mehrotra predictor-corrector on the CCP (module docstring).
 
@@ -492,10 +505,11 @@ def ipm_ccp(
     by and the velocity ``u = W r + q``; returns ``(r, iterations, residual,
     reason)``.
     """
-    Ch, wh, bptr, Tt, groups = _lift(problem, C, problem.q)
+    problem = form.problem
+    Ch, bptr, Tt, normal = form.Ch, form.bptr, form.Tt, form.normal
+    wh = form.lift(q)
     m, nv = Ch.shape
     nb = bptr.shape[0] - 1
-    normal = Normal(Ch, dinv, bptr, groups)
     cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
     tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
     v = np.zeros(nv)

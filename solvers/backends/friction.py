@@ -237,11 +237,12 @@ class IPMBackend(FrictionBackend):
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         import scipy.sparse as sp
 
-        from solvers.backends.fc_ipm import eig_factor, ipm_ccp
+        from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
         from solvers.backends.fc_kernels import matvec, natural_map, support_shift
 
         _no_settings(self.name, dict(opts.settings), ())
-        cap = 100 if opts.max_iter is None else int(opts.max_iter)
+        law, kind = _codes(problem)
+        cap = (100 if law == 0 else 500) if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
         if problem.factor is not None:
             C, d = problem.factor
@@ -249,7 +250,7 @@ class IPMBackend(FrictionBackend):
         else:
             Cd, d = eig_factor(problem.W.toarray())
             C = sp.csr_matrix(Cd)
-        law, kind = _codes(problem)
+        form = VelocityForm(problem, C, d)
         ptr, idx, val = _csr(problem)
         qnorm = float(np.linalg.norm(problem.q))
         u = np.empty(problem.n)
@@ -263,22 +264,20 @@ class IPMBackend(FrictionBackend):
 
         t1 = time.perf_counter()
         if law == 0:
-            r, total, res, reason = ipm_ccp(problem, C, d, opts.tol, cap, residual)
+            r, total, res, reason = ipm_ccp(form, problem.q, opts.tol, cap, residual)
             rounds = 1
         else:
             # De Saxcé's fixed point: a sequence of CCPs with the shift h(u_t) frozen in q,
             # each solved to a tenth of the current Coulomb residual (not below tol / 2)
-            shifted = problem.with_law("ccp")
-            shifted.q = problem.q.copy()
+            qs = problem.q.copy()
             res, _ = residual(np.zeros(problem.n))
             total, rounds, reason = 0, 0, "cap"
             r = np.zeros(problem.n)
             while total < cap:
                 rounds += 1
-                support_shift(kind, problem.mu, problem.dirs, problem.nc, problem.q, u, shifted.q)
-                qs = shifted.q
+                support_shift(kind, problem.mu, problem.dirs, problem.nc, problem.q, u, qs)
 
-                def inner(r_in: np.ndarray, qs: np.ndarray = qs) -> tuple[float, np.ndarray]:
+                def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
                     matvec(ptr, idx, val, r_in, qs, u)
                     out = natural_map(
                         0, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r_in, u,
@@ -287,7 +286,7 @@ class IPMBackend(FrictionBackend):
                     return float(out), u
 
                 inner_tol = max(0.5 * opts.tol, 0.1 * res)
-                r, it, _, reason = ipm_ccp(shifted, C, d, inner_tol, cap - total, inner)
+                r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner)
                 total += it
                 res, _ = residual(r)
                 if res <= opts.tol or not np.isfinite(res):
