@@ -97,8 +97,8 @@ def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -
 
 
 @njit(cache=True)
-def pattern_keys(cptr: IVec, cols: IVec, nv: int) -> IVec:
-    """Keys ``col * nv + row`` (``row <= col``) of the upper normal matrix, diagonal first."""
+def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
+    """Keys ``col * size + row`` (``row <= col``) of the upper normal matrix, diagonal first."""
     nb = cptr.shape[0] - 1
     count = nv
     for b in range(nb):
@@ -106,12 +106,12 @@ def pattern_keys(cptr: IVec, cols: IVec, nv: int) -> IVec:
         count += m * (m + 1) // 2
     keys = np.empty(count, dtype=np.int64)
     for j in range(nv):
-        keys[j] = j * nv + j
+        keys[j] = j * size + j
     pos = nv
     for b in range(nb):
         for q in range(cptr[b], cptr[b + 1]):
             for p in range(cptr[b], q + 1):
-                keys[pos] = cols[q] * nv + cols[p]
+                keys[pos] = cols[q] * size + cols[p]
                 pos += 1
     return keys
 
@@ -381,7 +381,9 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
     import scipy.sparse as sp
 
     nc, n = problem.nc, problem.n
-    ms = n - 3 * nc
+    uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
+    bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
+    ms = uni.size
     mu = problem.mu
     if problem.cone == "soc":
         rows = np.arange(3 * nc)
@@ -399,9 +401,7 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
         T = sp.csr_matrix((g.ravel(), (r_idx, c_idx)), shape=(nc * k + ms, n))
         bdim = np.ones(nc * k, dtype=np.int64)
     m_c = T.shape[0] - ms
-    scal = sp.csr_matrix(
-        (np.ones(ms), (m_c + np.arange(ms), 3 * nc + np.arange(ms))), shape=T.shape
-    )
+    scal = sp.csr_matrix((np.ones(ms), (m_c + np.arange(ms), uni)), shape=T.shape)
     T = (T + scal).tocsr()
     Ch = (T @ C).tocsr()
     Ch.sort_indices()
@@ -421,7 +421,8 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
     gsoc = np.zeros(gptr.size - 1, dtype=np.bool_)
     if problem.cone == "soc":
         gsoc[:nc] = True
-    return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T
+    G = sp.csr_matrix((np.ones(bil.size), (np.arange(bil.size), bil)), shape=(bil.size, n))
+    return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T, G
 
 
 def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -434,10 +435,12 @@ def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.
 class Normal:
     """The normal matrix ``K = D^{-1} + Ĉ'ΘĈ``: pattern once, values per iteration, LDL'."""
 
-    def __init__(self, Ch, dinv: Vec, bptr: IVec, groups) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, Ch, dinv: Vec, bptr: IVec, groups, Gb) -> None:  # type: ignore[no-untyped-def]
         import scipy.sparse as sp
 
         nv = Ch.shape[1]
+        mb = Gb.shape[0]
+        size = nv + mb
         self.nv, self.bptr = nv, bptr
         self.gptr, self.gsoc = groups
         self.rowblk = (np.searchsorted(bptr, np.arange(Ch.shape[0]), side="right") - 1).astype(
@@ -446,15 +449,24 @@ class Normal:
         self.dinv_inv = 1.0 / dinv
         ptr, idx = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64)
         self.cptr, cols, self.jptr, self.jval = block_columns(self.gptr, ptr, idx, Ch.data, nv)
-        keys = pattern_keys(self.cptr, cols, nv)
-        ukeys, slot = np.unique(keys, return_inverse=True)
-        self.slot = slot.astype(np.int64)
-        col, row = np.divmod(ukeys, nv)
-        colptr = np.searchsorted(col, np.arange(nv + 1)).astype(np.int64)
+        keys = pattern_keys(self.cptr, cols, nv, size)
+        # bilateral rows: the quasi-definite border [[K, Gb'], [Gb, -delta I]] (constant)
+        Gc = Gb.tocoo()
+        delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
+        extra_keys = np.concatenate(
+            [(nv + Gc.row) * size + Gc.col, (nv + np.arange(mb)) * size + nv + np.arange(mb)]
+        ).astype(np.int64)
+        extra_vals = np.concatenate([Gc.data, np.full(mb, -delta)])
+        ukeys, slot = np.unique(np.concatenate([keys, extra_keys]), return_inverse=True)
+        self.slot = slot[: keys.size].astype(np.int64)
+        self.extra_slot, self.extra_vals = slot[keys.size :].astype(np.int64), extra_vals
+        col, row = np.divmod(ukeys, size)
+        colptr = np.searchsorted(col, np.arange(size + 1)).astype(np.int64)
         self.values = np.zeros(ukeys.size)
-        self.K = sp.csc_matrix((self.values, row, colptr), shape=(nv, nv))
+        self.K = sp.csc_matrix((self.values, row, colptr), shape=(size, size))
         self.values = self.K.data  # the matrix's own array, filled in place
-        self.dense = nv <= 64
+        self.size = size
+        self.dense = size <= 64
         self.solver = None
 
     def factor(self, theta: Vec) -> None:
@@ -462,10 +474,15 @@ class Normal:
             self.nv, self.dinv_inv, self.gptr, self.gsoc, self.rowblk, self.cptr, self.jptr,
             self.jval, theta, self.slot, self.values,
         )  # fmt: skip
+        np.add.at(self.values, self.extra_slot, self.extra_vals)
         if self.dense:
+            from scipy.linalg import lu_factor
+
             A = self.K.toarray()
             A = A + np.triu(A, 1).T
-            self.L = np.linalg.cholesky(A)
+            if not np.all(np.isfinite(A)):
+                raise ValueError("normal matrix not finite")
+            self.lu = lu_factor(A)
             return
         import qdldl
 
@@ -476,10 +493,9 @@ class Normal:
 
     def solve(self, rhs: Vec) -> Vec:
         if self.dense:
-            from scipy.linalg import solve_triangular
+            from scipy.linalg import lu_solve
 
-            y = solve_triangular(self.L, rhs, lower=True)
-            return solve_triangular(self.L.T, y, lower=False)
+            return np.asarray(lu_solve(self.lu, rhs))
         return np.asarray(self.solver.solve(rhs))  # type: ignore[union-attr]
 
 
@@ -488,16 +504,19 @@ class VelocityForm:
 
     def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
         self.problem = problem
-        self.Ch, _, self.bptr, self.Tt, self.groups, self.T = _lift(problem, C, problem.q)
-        self.normal = Normal(self.Ch, dinv, self.bptr, self.groups)
+        self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
+        self.E = E  # selects the bilateral rows
+        self.Gb = (E @ C).tocsr()
+        self.Et = E.T.tocsr()
+        self.normal = Normal(self.Ch, dinv, self.bptr, self.groups, self.Gb)
 
-    def lift(self, q: Vec) -> Vec:
-        """``ŵ = T' q``."""
-        return np.asarray(self.T @ q)
+    def lift(self, q: Vec) -> tuple[Vec, Vec]:
+        """``ŵ = T' q`` and the bilateral rows' free velocity."""
+        return np.asarray(self.T @ q), np.asarray(self.E @ q)
 
 
 def ipm_ccp(
-    form: VelocityForm, q: Vec, tol: float, max_iter: int, residual
+    form: VelocityForm, q: Vec, tol: float, max_iter: int, residual, start=None
 ) -> tuple[Vec, int, float, str]:  # type: ignore[no-untyped-def]
     """Mehrotra predictor-corrector on the CCP (module docstring).
 
@@ -507,20 +526,36 @@ def ipm_ccp(
     """
     problem = form.problem
     Ch, bptr, Tt, normal = form.Ch, form.bptr, form.Tt, form.normal
-    wh = form.lift(q)
+    wh, wb = form.lift(q)
     m, nv = Ch.shape
     nb = bptr.shape[0] - 1
+    Gb, Et = form.Gb, form.Et
+    gp, gi, gd = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64), Gb.data
+    ep, ei, ed = Et.indptr.astype(np.int64), Et.indices.astype(np.int64), Et.data
+    mb = Gb.shape[0]
+    Gty, Gv, rb_part = np.zeros(nv), np.zeros(mb), np.zeros(problem.n)
     cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
     tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
-    v = np.zeros(nv)
-    s = wh.copy()
     scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
-    margin = cone_margin(bptr, s)
-    add_identity(bptr, s, max(0.0, -margin) + scale_s)
     # impulse scale: velocities over the mean diagonal of W
     wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
-    z = np.zeros(m)
-    add_identity(bptr, z, scale_s / max(wdiag, 1e-300))
+    if start is None:
+        y = np.zeros(mb)
+        v = np.zeros(nv)
+        s = wh.copy()
+        margin = cone_margin(bptr, s)
+        add_identity(bptr, s, max(0.0, -margin) + scale_s)
+        z = np.zeros(m)
+        add_identity(bptr, z, scale_s / max(wdiag, 1e-300))
+    else:
+        # a neighbouring problem's iterate, pushed into the interior by a fraction of the
+        # new primal infeasibility (the free velocity changed by q - q_old)
+        v, s, z, y, push = start
+        v, s, z, y = v.copy(), s.copy(), z.copy(), y.copy()
+        s_new = Ch @ v + wh
+        tau = max(push * float(np.abs(s_new - s).max(initial=0.0)), 1e-12 * scale_s)
+        add_identity(bptr, s, tau)
+        add_identity(bptr, z, tau / max(wdiag, 1e-300))
     wbar, eta = np.zeros(m), np.ones(nb)
     lam, theta = np.empty(m), np.zeros(9 * nb)
     Chv, Ctz = np.empty(m), np.empty(nv)
@@ -532,6 +567,9 @@ def ipm_ccp(
     sigma = 0.0
     while True:
         csr_mul(tp, ti, td, z, r)
+        if mb:
+            csr_mul(ep, ei, ed, y, rb_part)
+            r += rb_part
         res, u = residual(r)
         if res < best:
             best, best_r = res, r.copy()
@@ -546,10 +584,15 @@ def ipm_ccp(
         it += 1
         csr_mul(cp, ci, cd, v, Chv)
         csr_tmul(cp, ci, cd, z, Ctz)
-        rd = normal.dinv_inv * v - Ctz  # D^-1 v - Ĉ'z
+        rd = normal.dinv_inv * v - Ctz  # D^-1 v - Ĉ'z - Gb'y
+        if mb:
+            csr_tmul(gp, gi, gd, y, Gty)
+            rd -= Gty
+            csr_mul(gp, gi, gd, v, Gv)
+        rb = Gv + wb
         rp = s - Chv - wh
         gap = float(s @ z)
-        mu_c = gap / nb
+        mu_c = gap / max(nb, 1)
         if cone_margin(bptr, s) <= 0.0 or cone_margin(bptr, z) <= 0.0:
             reason = "stalled on the cone boundary"
             break
@@ -577,10 +620,12 @@ def ipm_ccp(
             trp = np.empty(m)
             apply_theta(bptr, theta, rp, trp)
             g = wt + trp
-            rhs = np.empty(nv)
-            csr_tmul(cp, ci, cd, g, rhs)
-            rhs -= rd
-            dv = normal.solve(rhs)
+            rhs = np.empty(nv + mb)
+            csr_tmul(cp, ci, cd, g, rhs[:nv])
+            rhs[:nv] -= rd
+            rhs[nv:] = -rb
+            sol = normal.solve(rhs)
+            dv, dy = sol[:nv], -sol[nv:]
             cdv = np.empty(m)
             csr_mul(cp, ci, cd, dv, cdv)
             tcd = np.empty(m)
@@ -593,16 +638,18 @@ def ipm_ccp(
             if not corrector:
                 gap_aff = float((s + alpha * ds) @ (z + alpha * dz))
                 sigma = min(max(gap_aff / max(gap, 1e-300), 0.0), 1.0) ** 3
-            steps.append((dv, ds, dz, min(1.0, 0.99 * min(a_s, a_z))))
-        dv, ds, dz, alpha = steps[-1]
+            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z))))
+        dv, ds, dz, dy, alpha = steps[-1]
         if not (np.all(np.isfinite(dv)) and np.all(np.isfinite(dz)) and alpha > 0.0):
             reason = "no finite step"
             break
         v += alpha * dv
         s += alpha * ds
         z += alpha * dz
+        y += alpha * dy
     if best <= res or not math.isfinite(res):
         r, res = best_r, best
     if res <= tol:
         reason = "converged"
+    form.last = (v, s, z, y)
     return r, it, res, reason

@@ -32,9 +32,11 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   scaling; :mod:`solvers.backends.fc_ipm`), one sparse LDL' of ``M + Ĉ'ΘĈ`` per
   iteration (``qdldl``), 17--23 iterations on 10- to 200-box pile steps where the
   first-order methods take thousands.  Needs ``FrictionalContact.factor`` (the models
-  pass it in maximal coordinates) or a ``W`` of at most 600 rows; no bilateral rows,
-  no warm start.  The Coulomb law through De Saxcé's fixed point of CCPs (each round
-  solved to a tenth of the current Coulomb residual).  ``max_iter`` counts
+  pass it in maximal coordinates) or a ``W`` of at most 600 rows; bilateral rows in a
+  quasi-definite border of the normal matrix; no warm start from impulses.  The Coulomb
+  law through De Saxcé's fixed point of CCPs (each round solved to 0.3 of the current
+  Coulomb residual, starting from the previous round's iterate pushed into the interior:
+  on a 200-box step 28 rounds, 447 iterations from fresh starts, 150-170 this way).  ``max_iter`` counts
   interior-point iterations (default 100, 500 for the Coulomb law); a run stalled
   short of ``tol`` near the cones' boundary is finished by at most 200 ``nsgs`` sweeps.
 
@@ -232,6 +234,12 @@ class IPMBackend(FrictionBackend):
     #: Models pass ``W``'s factor ``(C, M^-1)`` with the local problem
     #: (``FrictionalContact.factor``).
     uses_fc_factor = True
+    #: Whether a fixed-point round starts from the previous round's iterate, and how far
+    #: into the interior it is pushed (times the change of the slack the new shift makes).
+    warm_rounds = True
+    push = 1.0
+    #: Each round's CCP is solved to this fraction of the current Coulomb residual.
+    inner_factor = 0.3
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -239,11 +247,6 @@ class IPMBackend(FrictionBackend):
 
     def check_fc(self, problem: FrictionalContact) -> None:
         super().check_fc(problem)
-        if np.any(np.isinf(problem.row_lo)):
-            raise IncompatibleProblem(
-                "ipm takes contacts and unilateral scalar rows only, not bilateral rows; "
-                "use nsgs, apgd or admm"
-            )
         if problem.factor is None and problem.n > self.dense_limit:
             raise IncompatibleProblem(
                 f"ipm needs the factor W = C diag(d) C' (FrictionalContact(factor=...)) for "
@@ -301,8 +304,9 @@ class IPMBackend(FrictionBackend):
                     )  # fmt: skip
                     return float(out), u
 
-                inner_tol = max(0.5 * opts.tol, 0.1 * res)
-                r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner)
+                inner_tol = max(0.5 * opts.tol, self.inner_factor * res)
+                start = None if rounds == 1 or not self.warm_rounds else (*form.last, self.push)
+                r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start)
                 total += it
                 res, _ = residual(r)
                 if res <= opts.tol or not np.isfinite(res):

@@ -9,7 +9,6 @@ from model_problems import G_ACC, box_on_plane, random_contact_problem
 import solvers
 from contactlab.models import make_model
 from contactlab.models.base import model_class
-from solvers import IncompatibleProblem
 
 PROBLEMS = [
     random_contact_problem(20, bodies=3, contacts=5, mu=0.5),
@@ -25,11 +24,6 @@ def test_primal_and_dual_pyramid_have_the_same_velocities(k: int, index: int) ->
     ref = make_model("anitescu-hart", CLARABEL, form="dual", directions=k).solve(p, {})
     for form in ("primal", "dual"):
         for name in model_class("anitescu-hart").compatible_solvers(form=form):
-            if name == "ipm" and p.G.shape[0]:
-                # the interior point takes no bilateral rows, and says so
-                with pytest.raises(IncompatibleProblem, match="bilateral"):
-                    make_model("anitescu-hart", name, form=form, directions=k).solve(p, {})
-                continue
             sol = make_model("anitescu-hart", name, form=form, directions=k).solve(p, {})
             tol = 200 * solvers.get_backend(name).tolerance
             assert sol.status in ("optimal", "optimal_inaccurate"), (name, form, sol.status)
