@@ -105,6 +105,7 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
+from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
@@ -181,10 +182,12 @@ class StaggeredProjections(SolvingModel):
         tol, cap = float(self.options["tol"]), int(self.options["max_outer"])
         momentum = minv.norm(problem.f)  # the free motion's scale, see the module docstring
         prev_C: Array | None = None
+        prev_total: Array | None = None
         residual: float | None = None
         fx: Any = None
         contact: ContactSolve | None = None
         history: list[float] = []
+        w_t = tangent_weight(T, minv)
         status, outer = "max_iterations", 0
         while outer < cap:
             outer += 1
@@ -195,17 +198,24 @@ class StaggeredProjections(SolvingModel):
             if problem.n_contacts == 0 or not np.all(np.isfinite(contact.lam)):
                 status = "optimal" if problem.n_contacts == 0 else "numerical_error"
                 break
-            scale = max(minv.norm(impulse_C + impulse_F), momentum)
-            if prev_C is not None and residual is not None:
+            lam_N = contact.rows.part(contact.lam, "N")
+            total = impulse_C + impulse_F
+            scale = max(minv.norm(total), momentum)
+            if prev_C is not None and prev_total is not None and residual is not None:
+                # Alg. 7's test on the impulses, or the test on what the step produces: the
+                # velocity change ||dv||_M = ||M dv||_{M^-1} and the friction's natural map
+                # at (v, lambda_N, y) (module docstring, "Stopping test")
                 change = max(minv.norm(impulse_C - prev_C), residual)
+                e = natural_map(y, np.asarray(T @ contact.v), d.mu * lam_N, w_t, cone, k)
+                produced = max(minv.norm(total - prev_total), natural_norm(e, w_t))
+                change = min(change, produced)
                 history.append(
                     change / scale if scale > 0.0 else (0.0 if change == 0.0 else np.inf)
                 )
                 if change <= tol * scale or (scale == 0.0 and change == 0.0):
                     status = "optimal"
                     break
-            prev_C = impulse_C
-            lam_N = contact.rows.part(contact.lam, "N")
+            prev_C, prev_total = impulse_C, total
             f_C = problem.f + impulse_C - np.asarray(d.G.T @ contact.rows.part(contact.lam, "G"))
             g, fx = friction_qp.solve(self, f_C, d.mu * np.maximum(lam_N, 0.0), fx)
             if not np.all(np.isfinite(g)):

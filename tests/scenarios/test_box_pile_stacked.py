@@ -5,8 +5,8 @@ overlapping, no contact of the margin alone), the top layer is the fourth (a
 pile of the dropped pile's height) and one step of the frictionless contact
 QP leaves every cube at rest with normal impulses that carry exactly the
 weight over the step: the ground's contacts take ``sum lambda_N = n m g h``
-(vertical momentum balance of the whole pile at ``v = 0``).  Interior point (Clarabel) solves the QP to about 1e-9, hence the
-tolerances.
+(vertical momentum balance of the whole pile at ``v = 0``).  Interior point
+(Clarabel) solves the QP to about 1e-9, hence the tolerances.
 """
 
 from __future__ import annotations
