@@ -65,7 +65,9 @@ def project(z: Array, radius: Array, cone: str, k: int = 4) -> Array:
     dist = np.linalg.norm(z[:, :, None] - p, axis=1)
     near = p[np.arange(z.shape[0]), :, np.argmin(dist, axis=1)]
     normal = np.stack([e[:, 1], -e[:, 0]], axis=1)  # outward for counter-clockwise vertices
+    # a zero radius collapses the polygon to its centre (its edges have no normal)
     inside = np.all(np.einsum("nik,nik->nk", z[:, :, None] - a, normal) <= 0.0, axis=1)
+    inside &= r[:, 0] > 0.0
     return np.where(inside[:, None], z, near)
 
 
