@@ -289,7 +289,10 @@ def fill_normal(
         out[slot[j]] += dinv_inv[j]
     pos = nv
     ng = gptr.shape[0] - 1
-    tg = np.empty((16, 16))
+    size = 0
+    for g in range(ng):
+        size = max(size, (gptr[g + 1] - gptr[g]) * (cptr[g + 1] - cptr[g]))
+    tj = np.empty(size)  # Θ_g J_g, row-major d x m
     for g in range(ng):
         d = gptr[g + 1] - gptr[g]
         m = cptr[g + 1] - cptr[g]
@@ -297,24 +300,22 @@ def fill_normal(
         if gsoc[g]:
             b9 = 9 * rowblk[gptr[g]]
             for a in range(3):
-                for c in range(3):
-                    tg[a, c] = theta[b9 + 3 * a + c]
+                for q in range(m):
+                    tj[a * m + q] = (
+                        theta[b9 + 3 * a] * jval[base + q]
+                        + theta[b9 + 3 * a + 1] * jval[base + m + q]
+                        + theta[b9 + 3 * a + 2] * jval[base + 2 * m + q]
+                    )
+        else:
+            for a in range(d):
+                ta = theta[9 * rowblk[gptr[g] + a]]
+                for q in range(m):
+                    tj[a * m + q] = ta * jval[base + a * m + q]
         for q in range(m):
             for p in range(q + 1):
                 acc = 0.0
-                if gsoc[g]:
-                    for a in range(3):
-                        ta = 0.0
-                        for c in range(3):
-                            ta += tg[a, c] * jval[base + c * m + q]
-                        acc += jval[base + a * m + p] * ta
-                else:
-                    for a in range(d):
-                        acc += (
-                            theta[9 * rowblk[gptr[g] + a]]
-                            * jval[base + a * m + p]
-                            * jval[base + a * m + q]
-                        )
+                for a in range(d):
+                    acc += jval[base + a * m + p] * tj[a * m + q]
                 out[slot[pos]] += acc
                 pos += 1
 
