@@ -162,7 +162,7 @@ def local_step(
     return LocalStep(fc, rows, order, dinv, minv)
 
 
-def frictionless_step(problem: StepProblem) -> LocalStep:
+def frictionless_step(problem: StepProblem, factor: bool = False) -> LocalStep:
     """The frictionless step (rows ``[G; N; L]``) as a local problem of scalar rows only.
 
     No contact carries friction, so every row is a scalar row of the local
@@ -184,7 +184,8 @@ def frictionless_step(problem: StepProblem) -> LocalStep:
         up = np.argsort(np.asarray(problem.contacts.point)[:, 2], kind="stable")
     order = np.concatenate([np.arange(mg), mg + up, np.arange(mg + nc, m)]).astype(np.int64)
     W, q, dinv, minv = _assemble(problem, rows, order)
-    fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order])
+    pair = (rows.C[order], dinv) if factor and dinv is not None else None
+    fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order], pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
 
@@ -227,7 +228,7 @@ def solve_frictionless_as_fc(
     row counts are unchanged, ``lambda_N`` per persistent contact (its stable
     id, or the contact it split from).
     """
-    step = frictionless_step(problem)
+    step = frictionless_step(problem, bool(getattr(model.backend, "uses_fc_factor", False)))
     rows, order = step.rows, step.order
     key = "fc:frictionless"
     old = cache.get(key)
