@@ -233,6 +233,7 @@ def project_positions(
     rows_at: Callable[[Array], tuple],
     attach: Attachments | None = None,
     errors_at: Callable[[Array], Array] | None = None,
+    t: float = 0.0,
 ) -> Array:
     """Remove the bilateral errors by mass-weighted projection (§0.5), Newton-iterated.
 
@@ -243,7 +244,8 @@ def project_positions(
     factorization of ``G M^{-1} G^T`` are those of the first iteration
     (simplified Newton: the correction of one step is small, so the rows
     barely turn).  With attachments it works in the active twists (``G P``,
-    ``P^T M P``) and puts the attached bodies back on their masters.
+    ``P^T M P``) and puts the attached bodies back on their masters (driven
+    ones on their trajectories at time ``t`` [s]).
     """
     G, g = rows_at(E)
     if g.size == 0 or float(np.max(np.abs(g))) <= PROJECTION_TOL:
@@ -272,7 +274,7 @@ def project_positions(
 
         def move(X: Array, r: Array) -> Array:
             y = np.linalg.lstsq(Sp, r, rcond=None)[0]
-            return attach.place(se3.integrate(X, attach.expand(-(MinvGtp @ y)), 1.0))
+            return attach.place(se3.integrate(X, attach.expand(-(MinvGtp @ y)), 1.0), t)
 
     for _ in range(PROJECTION_ITERATIONS):
         E = move(E, g)
