@@ -375,7 +375,16 @@ class MaximalFormulation(Formulation):
                     "the same state; call assemble(state, ...) first"
                 )
             phi = integ.second_half_kick(
-                self.scene, self.mass_diagonal, E, state.phi, phi, h, self._half_kick[1], attach
+                self.scene,
+                self.mass_diagonal,
+                E,
+                state.phi,
+                phi,
+                h,
+                self._half_kick[1],
+                attach,
+                self.coriolis,
+                self._errors_and_rows(E, t)[0] if self.constraints else None,
             )
             self._half_kick = None
         return replace(state, t=t, E=E, phi=phi)
