@@ -117,8 +117,10 @@ def compare(
         reused (copied), not recomputed; the count is announced on stderr.
     fresh : recompute every run even when it could be reused.
     formulation_options : options passed to every formulation (``integrator``,
-        ``compliance``, ...); each formulation compared must take them (checked
-        before the first run).
+        ``compliance``, ...), checked before the first run: a formulation given
+        in ``formulations`` that does not take them is an error; one of the
+        scenario's (the default list) is listed as not fitting, unless none
+        takes them.
 
     The folder appears whole or not at all: everything is written into a
     temporary sibling that is renamed into place after the last run (an
@@ -146,11 +148,20 @@ def compare(
     form_list = _names(formulations, sc.formulations)
     check_names(solver_list, model_list, form_list)
     form_options = dict(formulation_options or {})
+    # the scenario's formulations that do not take the options, with the reason
+    refused: dict[str, ConfigurationError | UnknownNameError] = {}
     if form_options:
         from contactlab.formulation import formulation_class
 
         for form in form_list:
-            formulation_class(form).check_options(form_options)
+            try:
+                formulation_class(form).check_options(form_options)
+            except (ConfigurationError, UnknownNameError) as err:
+                if formulations is not None:
+                    raise
+                refused[form] = err
+        if len(refused) == len(form_list):
+            raise next(iter(refused.values()))
     folder = (
         Path(out)
         if out
@@ -169,6 +180,12 @@ def compare(
     fitting: list[RunSpec] = []
     skipped: list[dict[str, str]] = []
     for form, model, solver in itertools.product(form_list, model_list, solver_list):
+        if form in refused:
+            why_not = str(refused[form])
+            skipped.append(
+                {"formulation": form, "model": model, "solver": solver, "reason": why_not}
+            )
+            continue
         spec = RunSpec(
             scenario,
             params,

@@ -58,6 +58,22 @@ def test_compare_passes_formulation_options_to_every_run(tmp_path: Path) -> None
     assert "Formulation options: integrator=trapezoidal, projection=False." in md
 
 
+def test_default_formulations_that_refuse_the_options_are_listed_as_not_fitting(
+    tmp_path: Path,
+) -> None:
+    """``pendulum`` runs in maximal and reduced coordinates; only the maximal one has
+    integrators, so without ``formulations`` the reduced runs are reported, not refused."""
+    out = tmp_path / "cmp"
+    result = compare(
+        "pendulum", "kkt", models="frictionless", duration=DURATION, out=out, quiet=True,
+        formulation_options={"integrator": "trapezoidal"},
+    )  # fmt: skip
+    assert result.table["formulation"].tolist() == ["maximal"]
+    skipped = result.skipped.set_index("formulation")
+    assert "has no option 'integrator'" in skipped.loc["reduced", "reason"]
+    assert "reduced/frictionless/kkt" in (out / "comparison.md").read_text()
+
+
 @pytest.mark.parametrize(
     ("options", "error", "needle"),
     [
