@@ -117,7 +117,9 @@ class FrictionalContact:
     ----------
     W
         ``(3 nc + ms, 3 nc + ms)`` symmetric positive semidefinite Delassus
-        matrix (sparse or dense), contact rows first.
+        matrix (sparse or dense), contact rows first; ``None`` with ``factor``
+        given: formed from the factor only if something asks for it (the
+        velocity ``W r + q`` goes through the factor).
     q
         ``(3 nc + ms,)`` free velocity [m/s].
     mu
@@ -140,7 +142,7 @@ class FrictionalContact:
 
     def __init__(
         self,
-        W: Matrix,
+        W: Matrix | None,
         q: ArrayLike,
         mu: ArrayLike,
         law: str = "coulomb",
@@ -165,9 +167,13 @@ class FrictionalContact:
         if lo.size and not np.all((lo == 0.0) | (lo == -np.inf)):
             raise ProblemError("row_lo", "each scalar row's bound must be 0 or -inf")
         self.q = _as_vector("q", q_arr, n, finite=True)
-        self.W = _as_sparse("W", W, (n, n), "csr")
-        if not _symmetric(self.W):
-            raise ProblemError("W", "must be symmetric (a Delassus matrix H' M^-1 H is)")
+        if W is None and factor is None:
+            raise ProblemError("W", "is required unless factor=(C, d) with W = C diag(d) C' is given")
+        self._W: sp.csr_matrix | None = None
+        if W is not None:
+            self._W = _as_sparse("W", W, (n, n), "csr")
+            if not _symmetric(self._W):
+                raise ProblemError("W", "must be symmetric (a Delassus matrix H' M^-1 H is)")
         _check_choice("law", law, LAWS)
         _check_choice("cone", cone, CONES)
         if cone == "pyramid" and (
@@ -185,6 +191,24 @@ class FrictionalContact:
                     "factor", f"needs C with {n} rows and a positive d with one entry per column"
                 )
         self.factor = factor
+        if factor is not None:
+            # compiled products with the factor: u = C (d * (C' r)) + q
+            C_csr = sp.csr_matrix(factor[0])
+            self._fptr = C_csr.indptr.astype(np.int64)
+            self._fidx = C_csr.indices.astype(np.int64)
+            self._fval = np.ascontiguousarray(C_csr.data, dtype=np.float64)
+            self._fd = np.ascontiguousarray(factor[1], dtype=np.float64)
+
+    @property
+    def W(self) -> sp.csr_matrix:
+        """The Delassus matrix; given, or formed once from ``factor`` on first use."""
+        if self._W is None:
+            C, d = self.factor  # type: ignore[misc]
+            C = sp.csr_matrix(C)
+            W = (C @ sp.diags(np.asarray(d, dtype=np.float64)) @ C.T).tocsr()
+            self._W = (0.5 * (W + W.T)).tocsr()  # equal up to rounding: make it exact
+            self._W.sort_indices()
+        return self._W
 
     @property
     def nc(self) -> int:
@@ -207,19 +231,35 @@ class FrictionalContact:
         return cone_directions(self.cone, self.directions)
 
     def velocity(self, r: Vec) -> Vec:
-        """``u = W r + q``."""
-        return np.asarray(self.W @ r + self.q)
+        """``u = W r + q`` (through the factor when ``W`` was not given)."""
+        if self._W is None:
+            from solvers.backends.fc_kernels import factor_velocity
+
+            u = np.empty(self.n)
+            tmp = np.empty(self._fd.shape[0])
+            r = np.ascontiguousarray(r, dtype=np.float64)
+            factor_velocity(self._fptr, self._fidx, self._fval, self._fd, r, self.q, tmp, u)
+            return u
+        return np.asarray(self._W @ r + self.q)
+
+    def diagonal(self) -> Vec:
+        """The diagonal of ``W`` (``sum_k C_ik^2 d_k`` through the factor when ``W`` is not formed)."""
+        if self._W is None:
+            rows = np.repeat(np.arange(self.n), np.diff(self._fptr))
+            sq = self._fval * self._fval * self._fd[self._fidx]
+            return np.bincount(rows, weights=sq, minlength=self.n)
+        return np.asarray(self._W.diagonal())
 
     def with_law(self, law: str) -> FrictionalContact:
         """The same data under another law."""
         return FrictionalContact(
-            self.W, self.q, self.mu, law, self.cone, self.directions, self.row_lo, self.factor
+            self._W, self.q, self.mu, law, self.cone, self.directions, self.row_lo, self.factor
         )
 
     def __repr__(self) -> str:
         return (
             f"FrictionalContact(nc={self.nc}, scalar_rows={self.row_lo.size}, law={self.law!r}, "
-            f"cone={self.cone!r}, nnz(W)={self.W.nnz})"
+            f"cone={self.cone!r}, nnz(W)={'lazy' if self._W is None else self._W.nnz})"
         )
 
 

@@ -140,6 +140,29 @@ def _assemble(
     return W, np.asarray(C @ minv.vec(problem.f)) - rows.b[order], None, minv
 
 
+def _assemble_for(
+    problem: StepProblem, rows: Rows, order: NDArray[np.int64], factor: bool
+) -> tuple[
+    sp.csr_matrix | None,
+    NDArray[np.float64],
+    NDArray[np.float64] | None,
+    MassInverse | None,
+    tuple[sp.csr_matrix, NDArray[np.float64]] | None,
+]:
+    """:func:`_assemble`, or with ``factor`` and a diagonal ``M`` only ``q`` and ``(C_o, M^-1)``.
+
+    A velocity-form backend never needs ``W`` itself: ``FrictionalContact``
+    forms it from the factor only if something else asks for it.
+    """
+    dinv = _diagonal_inverse(problem.M) if factor else None
+    if dinv is None:
+        W, q, dinv, minv = _assemble(problem, rows, order)
+        return W, q, dinv, minv, None
+    C = rows.C[order]
+    q = np.asarray(C @ (dinv * problem.f)) - rows.b[order]
+    return None, q, dinv, None, (C, dinv)
+
+
 def local_step(
     problem: StepProblem, law: str, cone: str, directions: int = 4, factor: bool = False
 ) -> LocalStep:
@@ -152,12 +175,11 @@ def local_step(
     d = step_data(problem)
     rows = _rows(problem, d)
     order = _local_order(rows, problem.contacts)
-    W, q, dinv, minv = _assemble(problem, rows, order)
+    W, q, dinv, minv, pair = _assemble_for(problem, rows, order, factor)
     nc = problem.n_contacts
     contact_ids = order[0 : 3 * nc : 3] - rows.slices["N"].start
     mg, ml = d.G.shape[0], d.L.shape[0]
     row_lo = np.concatenate([np.full(mg, -np.inf), np.zeros(ml)])
-    pair = (rows.C[order], dinv) if factor and dinv is not None else None
     fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo, pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
@@ -183,8 +205,7 @@ def frictionless_step(problem: StepProblem, factor: bool = False) -> LocalStep:
     if problem.contacts is not None and nc:
         up = np.argsort(np.asarray(problem.contacts.point)[:, 2], kind="stable")
     order = np.concatenate([np.arange(mg), mg + up, np.arange(mg + nc, m)]).astype(np.int64)
-    W, q, dinv, minv = _assemble(problem, rows, order)
-    pair = (rows.C[order], dinv) if factor and dinv is not None else None
+    W, q, dinv, minv, pair = _assemble_for(problem, rows, order, factor)
     fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order], pair)
     return LocalStep(fc, rows, order, dinv, minv)
 

@@ -504,12 +504,20 @@ class VelocityForm:
     """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``."""
 
     def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
+        import scipy.sparse as sp
+
         self.problem = problem
         self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
         self.E = E  # selects the bilateral rows
         self.Gb = (E @ C).tocsr()
         self.Et = E.T.tocsr()
         self.normal = Normal(self.Ch, dinv, self.bptr, self.groups, self.Gb)
+        # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
+        if problem.factor is not None and problem.n:
+            Cs = sp.csr_matrix(C)
+            self.wdiag = float(np.dot(Cs.data * Cs.data, dinv[Cs.indices])) / problem.n
+        else:
+            self.wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
 
     def lift(self, q: Vec) -> tuple[Vec, Vec]:
         """``ŵ = T' q`` and the bilateral rows' free velocity."""
@@ -539,7 +547,7 @@ def ipm_ccp(
     tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
     scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
     # impulse scale: velocities over the mean diagonal of W
-    wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
+    wdiag = form.wdiag
     if start is None:
         y = np.zeros(mb)
         v = np.zeros(nv)

@@ -488,3 +488,22 @@ def csr_symmetric(indptr: IVec, indices: IVec, data: Vec, tol: float) -> bool:
             if abs(data[k] - other) > tol:
                 return False
     return True
+
+
+@njit(cache=True)
+def factor_velocity(
+    indptr: IVec, indices: IVec, data: Vec, d: Vec, r: Vec, q: Vec, tmp: Vec, out: Vec
+) -> None:
+    """``out = C diag(d) C' r + q`` for ``C`` in CSR (``tmp``: ``C' r``, one entry per column)."""
+    tmp[:] = 0.0
+    for i in range(indptr.shape[0] - 1):
+        ri = r[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            tmp[indices[k]] += data[k] * ri
+    for j in range(tmp.shape[0]):
+        tmp[j] *= d[j]
+    for i in range(indptr.shape[0] - 1):
+        acc = q[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * tmp[indices[k]]
+        out[i] = acc

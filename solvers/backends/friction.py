@@ -114,7 +114,7 @@ class FrictionBackend(Backend):
 
     def check_fc(self, problem: FrictionalContact) -> None:
         """Raise :class:`IncompatibleProblem` unless every normal diagonal entry is positive."""
-        diag = problem.W.diagonal()
+        diag = problem.diagonal()
         bad = np.flatnonzero(diag[: 3 * problem.nc : 3] <= 0.0)
         if bad.size:
             raise IncompatibleProblem(
@@ -258,7 +258,7 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse as sp
 
         from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
-        from solvers.backends.fc_kernels import matvec, natural_map, support_shift
+        from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map, support_shift
 
         _no_settings(self.name, dict(opts.settings), ())
         law, kind = _codes(problem)
@@ -271,12 +271,24 @@ class IPMBackend(FrictionBackend):
             Cd, d = eig_factor(problem.W.toarray())
             C = sp.csr_matrix(Cd)
         form = VelocityForm(problem, C, d)
-        ptr, idx, val = _csr(problem)
         qnorm = float(np.linalg.norm(problem.q))
         u = np.empty(problem.n)
+        if problem.factor is not None:
+            # u = W r + q through the factor (W itself is never formed on this path)
+            fptr, fidx, fval = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
+            fd, ftmp = np.ascontiguousarray(d, dtype=np.float64), np.empty(C.shape[1])
+
+            def velocity(r: np.ndarray, q: np.ndarray) -> None:
+                factor_velocity(fptr, fidx, fval, fd, r, q, ftmp, u)
+
+        else:
+            ptr, idx, val = _csr(problem)
+
+            def velocity(r: np.ndarray, q: np.ndarray) -> None:
+                matvec(ptr, idx, val, r, q, u)
 
         def residual(r: np.ndarray) -> tuple[float, np.ndarray]:
-            matvec(ptr, idx, val, r, problem.q, u)
+            velocity(r, problem.q)
             res = natural_map(
                 law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r, u, qnorm
             )
@@ -311,7 +323,7 @@ class IPMBackend(FrictionBackend):
                 prev = res
 
                 def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
-                    matvec(ptr, idx, val, r_in, qs, u)
+                    velocity(r_in, qs)
                     out = natural_map(
                         0, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r_in, u,
                         qnorm,
@@ -332,6 +344,7 @@ class IPMBackend(FrictionBackend):
             from solvers.backends.fc_kernels import nsgs
 
             r = r.copy()
+            ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
             sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
             res = float(res)

@@ -217,3 +217,30 @@ def test_warm_start_on_a_pile_at_rest_takes_a_handful_of_sweeps() -> None:
     assert hot.success and cold.success
     assert hot.iterations <= 5 < 20 <= cold.iterations
     np.testing.assert_allclose(hot.w, cold.w, atol=1e-5)
+
+
+def test_problem_given_by_its_factor_only() -> None:
+    """``W = None`` with ``factor = (C, d)``: ``W r + q``, ``diag W`` and the lazily formed
+    ``W`` equal ``C diag(d) C'`` computed densely (rounding only: 1e-13 relative); an
+    ``ipm`` solve of it matches the solve of the same problem with ``W`` given."""
+    rng = np.random.default_rng(3)
+    nc, nv = 4, 18
+    C = sp.random(3 * nc + 1, nv, density=0.4, random_state=rng, format="csr")
+    C = (C + sp.eye(3 * nc + 1, nv, format="csr")).tocsr()  # every row touches a body
+    d = rng.uniform(0.5, 2.0, nv)
+    Wd = C.toarray() @ np.diag(d) @ C.toarray().T
+    q = rng.normal(size=3 * nc + 1)
+    q[0 : 3 * nc : 3] = -np.abs(q[0 : 3 * nc : 3])
+    mu = np.full(nc, 0.5)
+    lazy = FrictionalContact(None, q, mu, "ccp", "soc", row_lo=[0.0], factor=(C, d))
+    full = FrictionalContact(Wd, q, mu, "ccp", "soc", row_lo=[0.0], factor=(C, d))
+    r = rng.normal(size=3 * nc + 1)
+    scale = np.abs(Wd).max()
+    assert np.abs(lazy.velocity(r) - (Wd @ r + q)).max() <= 1e-13 * scale * np.abs(r).sum()
+    assert np.abs(lazy.diagonal() - np.diag(Wd)).max() <= 1e-13 * scale
+    x_lazy = solve(lazy, "ipm", tol=1e-10).x
+    x_full = solve(full, "ipm", tol=1e-10).x
+    assert np.abs(lazy.velocity(x_lazy) - full.velocity(x_full)).max() <= 1e-8
+    assert np.abs(lazy.W.toarray() - Wd).max() <= 1e-13 * scale
+    with pytest.raises(ProblemError, match="factor"):
+        FrictionalContact(None, q, mu, "ccp", "soc", row_lo=[0.0])
