@@ -117,6 +117,102 @@ def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
 
 
 @njit(cache=True)
+def _find(rows: IVec, lo: int, hi: int, r: int) -> int:
+    """Position of ``r`` in the sorted ``rows[lo:hi]`` (it is there)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rows[mid] < r:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def normal_pattern(cptr: IVec, cols: IVec, nv: int, gbp: IVec, gbi: IVec) -> tuple:
+    """CSC pattern of the upper normal matrix and the slot of every key of :func:`pattern_keys`.
+
+    Column ``j < nv`` holds ``j`` and every column ``<= j`` of the blocks that
+    touch ``j``; column ``nv + i`` (bilateral row ``i``, CSR ``gbp, gbi``) its
+    row's columns and itself.  Returns ``(colptr, rows, slot, extra_slot)``:
+    ``slot`` in the order of :func:`pattern_keys`, ``extra_slot`` of the
+    bilateral entries (CSR order) then of the border's diagonal.
+    """
+    nb = cptr.shape[0] - 1
+    mb = gbp.shape[0] - 1
+    size = nv + mb
+    # blocks touching each column
+    cnt = np.zeros(nv + 1, dtype=np.int64)
+    for k in range(cols.shape[0]):
+        cnt[cols[k] + 1] += 1
+    for j in range(nv):
+        cnt[j + 1] += cnt[j]
+    fill = cnt[:-1].copy()
+    blk = np.empty(cols.shape[0], dtype=np.int64)
+    for b in range(nb):
+        for k in range(cptr[b], cptr[b + 1]):
+            blk[fill[cols[k]]] = b
+            fill[cols[k]] += 1
+    bound = nv + mb + gbi.shape[0]
+    for b in range(nb):
+        m = cptr[b + 1] - cptr[b]
+        bound += m * (m + 1) // 2
+    rows = np.empty(bound, dtype=np.int64)
+    colptr = np.zeros(size + 1, dtype=np.int64)
+    mark = np.full(nv, -1, dtype=np.int64)
+    pos = 0
+    for j in range(nv):
+        start = pos
+        mark[j] = j
+        rows[pos] = j
+        pos += 1
+        for t in range(cnt[j], cnt[j + 1]):
+            b = blk[t]
+            for k in range(cptr[b], cptr[b + 1]):
+                c = cols[k]
+                if c < j and mark[c] != j:
+                    mark[c] = j
+                    rows[pos] = c
+                    pos += 1
+        rows[start:pos] = np.sort(rows[start:pos])
+        colptr[j + 1] = pos
+    for i in range(mb):
+        start = pos
+        for k in range(gbp[i], gbp[i + 1]):
+            rows[pos] = gbi[k]
+            pos += 1
+        rows[start:pos] = np.sort(rows[start:pos])
+        rows[pos] = nv + i
+        pos += 1
+        colptr[nv + i + 1] = pos
+    rows = rows[:pos].copy()
+    count = nv
+    for b in range(nb):
+        m = cptr[b + 1] - cptr[b]
+        count += m * (m + 1) // 2
+    slot = np.empty(count, dtype=np.int64)
+    for j in range(nv):
+        slot[j] = _find(rows, colptr[j], colptr[j + 1], j)
+    q_pos = nv
+    for b in range(nb):
+        for q in range(cptr[b], cptr[b + 1]):
+            cq = cols[q]
+            for p in range(cptr[b], q + 1):
+                slot[q_pos] = _find(rows, colptr[cq], colptr[cq + 1], cols[p])
+                q_pos += 1
+    extra = np.empty(gbi.shape[0] + mb, dtype=np.int64)
+    e = 0
+    for i in range(mb):
+        for k in range(gbp[i], gbp[i + 1]):
+            extra[e] = _find(rows, colptr[nv + i], colptr[nv + i + 1], gbi[k])
+            e += 1
+    for i in range(mb):
+        extra[e] = colptr[nv + i + 1] - 1
+        e += 1
+    return colptr, rows, slot, extra
+
+
+@njit(cache=True)
 def nt_scaling(bptr: IVec, s: Vec, z: Vec, wbar: Vec, eta: Vec, lam: Vec, theta: Vec) -> None:
     """Nesterov--Todd scaling of every block at ``(s, z)``.
 
@@ -426,6 +522,49 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
     return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T, G
 
 
+def _rows_of(C, sel: IVec, scale: Vec):  # type: ignore[no-untyped-def]
+    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, vectorised)."""
+    import scipy.sparse as sp
+
+    lens = np.diff(C.indptr)[sel]
+    ptr = np.zeros(sel.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=ptr[1:])
+    src = np.repeat(C.indptr[sel].astype(np.int64) - ptr[:-1], lens) + np.arange(ptr[-1])
+    data = C.data[src] * np.repeat(scale, lens)
+    return sp.csr_matrix((data, C.indices[src].astype(np.int64), ptr), shape=(sel.size, C.shape[1]))
+
+
+def _select_soc(problem, C):  # type: ignore[no-untyped-def]
+    """:func:`_lift` for the exact cone: ``T`` has one entry per row, so ``Ĉ = T' C`` selects
+    and scales rows of ``C`` (contacts' rows by ``(1, mu, mu)``, then the unilateral rows)."""
+    import scipy.sparse as sp
+
+    nc, n = problem.nc, problem.n
+    uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
+    bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
+    rows = np.concatenate([np.arange(3 * nc), uni]).astype(np.int64)
+    scale = np.concatenate([np.column_stack([np.ones(nc), problem.mu, problem.mu]).ravel(),
+                            np.ones(uni.size)])  # fmt: skip
+    Ch = _rows_of(C, rows, scale)
+    Gb = _rows_of(C, bil.astype(np.int64), np.ones(bil.size))
+
+    def transpose_of_selection(sel: IVec, vals: Vec):  # type: ignore[no-untyped-def]
+        # (n x len(sel)): row sel[k] holds vals[k] at column k (each row at most once)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[sel + 1] = 1
+        np.cumsum(ptr, out=ptr)
+        order = np.argsort(sel, kind="stable")
+        return sp.csr_matrix((vals[order], order.astype(np.int64), ptr), shape=(n, sel.size))
+
+    Tt = transpose_of_selection(rows, scale)
+    Et = transpose_of_selection(bil.astype(np.int64), np.ones(bil.size))
+    bptr = np.concatenate([np.arange(0, 3 * nc + 1, 3), 3 * nc + 1 + np.arange(uni.size)])
+    gsoc = np.zeros(nc + uni.size, dtype=np.bool_)
+    gsoc[:nc] = True
+    bptr = bptr.astype(np.int64)
+    return Ch, Gb, Tt, Et, bptr, (bptr.copy(), gsoc), (rows, scale, bil.astype(np.int64))
+
+
 def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``C``, ``D = I`` with ``W = C C'`` from the eigendecomposition (small dense ``W``)."""
     lam, V = np.linalg.eigh(0.5 * (W + W.T))
@@ -450,20 +589,15 @@ class Normal:
         self.dinv_inv = 1.0 / dinv
         ptr, idx = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64)
         self.cptr, cols, self.jptr, self.jval = block_columns(self.gptr, ptr, idx, Ch.data, nv)
-        keys = pattern_keys(self.cptr, cols, nv, size)
         # bilateral rows: the quasi-definite border [[K, Gb'], [Gb, -delta I]] (constant)
-        Gc = Gb.tocoo()
+        Gb = Gb.tocsr()
+        Gb.sort_indices()
         delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
-        extra_keys = np.concatenate(
-            [(nv + Gc.row) * size + Gc.col, (nv + np.arange(mb)) * size + nv + np.arange(mb)]
-        ).astype(np.int64)
-        extra_vals = np.concatenate([Gc.data, np.full(mb, -delta)])
-        ukeys, slot = np.unique(np.concatenate([keys, extra_keys]), return_inverse=True)
-        self.slot = slot[: keys.size].astype(np.int64)
-        self.extra_slot, self.extra_vals = slot[keys.size :].astype(np.int64), extra_vals
-        col, row = np.divmod(ukeys, size)
-        colptr = np.searchsorted(col, np.arange(size + 1)).astype(np.int64)
-        self.values = np.zeros(ukeys.size)
+        colptr, row, self.slot, self.extra_slot = normal_pattern(
+            self.cptr, cols, nv, Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64)
+        )
+        self.extra_vals = np.concatenate([Gb.data, np.full(mb, -delta)])
+        self.values = np.zeros(row.size)
         self.K = sp.csc_matrix((self.values, row, colptr), shape=(size, size))
         self.values = self.K.data  # the matrix's own array, filled in place
         self.size = size
@@ -507,10 +641,21 @@ class VelocityForm:
         import scipy.sparse as sp
 
         self.problem = problem
-        self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
-        self.E = E  # selects the bilateral rows
-        self.Gb = (E @ C).tocsr()
-        self.Et = E.T.tocsr()
+        self.sel: tuple[IVec, Vec, IVec] | None = None
+        if problem.cone == "soc":
+            # Ĉ and the bilateral rows are rows of C (scaled): selected, no sparse products
+            C = sp.csr_matrix(C)
+            if not C.has_sorted_indices:
+                C = C.copy()
+                C.sort_indices()
+            self.Ch, self.Gb, self.Tt, self.Et, self.bptr, self.groups, self.sel = _select_soc(
+                problem, C
+            )
+        else:
+            self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
+            self.E = E  # selects the bilateral rows
+            self.Gb = (E @ C).tocsr()
+            self.Et = E.T.tocsr()
         self.normal = Normal(self.Ch, dinv, self.bptr, self.groups, self.Gb)
         # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
         if problem.factor is not None and problem.n:
@@ -521,6 +666,9 @@ class VelocityForm:
 
     def lift(self, q: Vec) -> tuple[Vec, Vec]:
         """``ŵ = T' q`` and the bilateral rows' free velocity."""
+        if self.sel is not None:
+            rows, scale, bil = self.sel
+            return scale * q[rows], q[bil]
         return np.asarray(self.T @ q), np.asarray(self.E @ q)
 
 

@@ -120,3 +120,69 @@ def test_ipm_refuses_a_large_w_without_its_factor() -> None:
     big = FrictionalContact(np.eye(603), np.ones(603), np.full(201, 0.5), "ccp", "soc")
     with pytest.raises(IncompatibleProblem, match="factor"):
         solve(big, "ipm")
+
+
+def test_normal_pattern_matches_sorted_keys() -> None:
+    """The compiled CSC pattern of ``K`` (per-column marking) equals the sorted unique keys
+    ``col * size + row`` of every block's column pairs and of the bilateral border, and each
+    slot points at its own key (an independent construction by ``np.unique``)."""
+    import scipy.sparse as sp
+
+    from solvers.backends.fc_ipm import block_columns, normal_pattern, pattern_keys
+
+    rng = np.random.default_rng(5)
+    nv, nblk, mb = 40, 15, 3
+    Ch = sp.random(3 * nblk, nv, density=0.12, random_state=rng, format="csr")
+    Ch.sort_indices()
+    Gb = sp.random(mb, nv, density=0.2, random_state=rng, format="csr")
+    Gb.sort_indices()
+    gptr = np.arange(0, 3 * nblk + 1, 3, dtype=np.int64)
+    cptr, cols, _, _ = block_columns(
+        gptr, Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data, nv
+    )
+    size = nv + mb
+    keys = pattern_keys(cptr, cols, nv, size)
+    Gc = Gb.tocoo()
+    extra = np.concatenate(
+        [(nv + Gc.row) * size + Gc.col, (nv + np.arange(mb)) * size + nv + np.arange(mb)]
+    )
+    ukeys, inverse = np.unique(np.concatenate([keys, extra]), return_inverse=True)
+    colptr, rows, slot, extra_slot = normal_pattern(
+        cptr, cols, nv, Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64)
+    )
+    col = np.repeat(np.arange(size), np.diff(colptr))
+    np.testing.assert_array_equal(col * size + rows, ukeys)
+    np.testing.assert_array_equal(slot, inverse[: keys.size])
+    np.testing.assert_array_equal(extra_slot, inverse[keys.size :])
+
+
+def test_exact_cone_lift_selects_rows_like_the_sparse_products() -> None:
+    """For the exact cone ``Ĉ = T'C``, the bilateral rows ``E C``, ``T``, ``E`` and the lifted
+    free velocity by row selection equal the general sparse-product construction exactly
+    (each entry is one product: no rounding difference)."""
+    import scipy.sparse as sp
+
+    from solvers.backends.fc_ipm import VelocityForm, _lift, _select_soc
+
+    rng = np.random.default_rng(11)
+    nc, nv = 5, 24
+    row_lo = np.array([0.0, -np.inf, 0.0])
+    n = 3 * nc + row_lo.size
+    C = sp.random(n, nv, density=0.3, random_state=rng, format="csr")
+    C = (C + sp.eye(n, nv, format="csr")).tocsr()
+    C.sort_indices()
+    d = rng.uniform(0.5, 2.0, nv)
+    q = rng.normal(size=n)
+    mu = rng.uniform(0.1, 1.0, nc)
+    fc = FrictionalContact(None, q, mu, "ccp", "soc", row_lo=row_lo, factor=(C, d))
+    Ch0, wh0, bptr0, Tt0, (gptr0, gsoc0), _, E = _lift(fc, C, q)
+    Ch, Gb, Tt, Et, bptr, (gptr, gsoc), _ = _select_soc(fc, C)
+    assert abs(Ch - Ch0).max() == 0.0 and Ch.shape == Ch0.shape
+    assert abs(Gb - E @ C).max() == 0.0 and abs(Tt - Tt0).max() == 0.0
+    assert abs(Et - E.T).max() == 0.0
+    np.testing.assert_array_equal(bptr, bptr0)
+    np.testing.assert_array_equal(gptr, gptr0)
+    np.testing.assert_array_equal(gsoc, gsoc0)
+    wh, wb = VelocityForm(fc, C, d).lift(q)
+    np.testing.assert_array_equal(wh, wh0)
+    np.testing.assert_array_equal(wb, E @ q)
