@@ -170,6 +170,7 @@ class FrictionalContact:
         if W is None and factor is None:
             raise ProblemError("W", "is required unless factor=(C, d) with W = C diag(d) C' is given")
         self._W: sp.csr_matrix | None = None
+        self._diag: Vec | None = None
         if W is not None:
             self._W = _as_sparse("W", W, (n, n), "csr")
             if not _symmetric(self._W):
@@ -245,9 +246,12 @@ class FrictionalContact:
     def diagonal(self) -> Vec:
         """The diagonal of ``W`` (``sum_k C_ik^2 d_k`` through the factor when ``W`` is not formed)."""
         if self._W is None:
-            rows = np.repeat(np.arange(self.n), np.diff(self._fptr))
-            sq = self._fval * self._fval * self._fd[self._fidx]
-            return np.bincount(rows, weights=sq, minlength=self.n)
+            if self._diag is None:
+                rows = np.repeat(np.arange(self.n), np.diff(self._fptr))
+                sq = self._fval * self._fval * self._fd[self._fidx]
+                self._diag = np.bincount(rows, weights=sq, minlength=self.n)
+                self._diag.flags.writeable = False
+            return self._diag
         return np.asarray(self._W.diagonal())
 
     def with_law(self, law: str) -> FrictionalContact:

@@ -659,8 +659,7 @@ class VelocityForm:
         self.normal = Normal(self.Ch, dinv, self.bptr, self.groups, self.Gb)
         # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
         if problem.factor is not None and problem.n:
-            Cs = sp.csr_matrix(C)
-            self.wdiag = float(np.dot(Cs.data * Cs.data, dinv[Cs.indices])) / problem.n
+            self.wdiag = float(np.mean(problem.diagonal()))
         else:
             self.wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
 
