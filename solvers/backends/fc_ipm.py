@@ -49,6 +49,18 @@ BVec = NDArray[np.bool_]
 
 
 @njit(cache=True)
+def _sort_range(a: IVec, lo: int, hi: int) -> None:
+    """Sort ``a[lo:hi]`` in place (insertion sort: the ranges are short, no allocation)."""
+    for i in range(lo + 1, hi):
+        x = a[i]
+        j = i - 1
+        while j >= lo and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@njit(cache=True)
 def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -> tuple:
     """Per cone block: the sorted union of its rows' columns and the dense rows on them.
 
@@ -82,7 +94,7 @@ def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -
                     mark[c] = b
                     cols[pos] = c
                     pos += 1
-        cols[cptr[b] : cptr[b + 1]] = np.sort(cols[cptr[b] : cptr[b + 1]])
+        _sort_range(cols, cptr[b], cptr[b + 1])
         jptr[b + 1] = jptr[b] + (bptr[b + 1] - bptr[b]) * (cptr[b + 1] - cptr[b])
     jval = np.zeros(jptr[nb])
     where = np.full(nv, -1, dtype=np.int64)
@@ -174,14 +186,14 @@ def normal_pattern(cptr: IVec, cols: IVec, nv: int, gbp: IVec, gbi: IVec) -> tup
                     mark[c] = j
                     rows[pos] = c
                     pos += 1
-        rows[start:pos] = np.sort(rows[start:pos])
+        _sort_range(rows, start, pos)
         colptr[j + 1] = pos
     for i in range(mb):
         start = pos
         for k in range(gbp[i], gbp[i + 1]):
             rows[pos] = gbi[k]
             pos += 1
-        rows[start:pos] = np.sort(rows[start:pos])
+        _sort_range(rows, start, pos)
         rows[pos] = nv + i
         pos += 1
         colptr[nv + i + 1] = pos
