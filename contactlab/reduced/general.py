@@ -225,6 +225,34 @@ class TransformJoint(Joint):
                 "orthonormal frames"
             )
 
+    def screw_chain(self) -> tuple[list[Array], Array] | None:
+        """``Q(q) = C_0 exp([xi_1] q_1) C_1 ... exp([xi_n] q_n) C_n`` when ``Q`` has that form.
+
+        Returns the constant transforms ``C_0 .. C_n`` (4, 4) and the screws
+        ``xi`` (n, 6) (angular first, in the frame after ``C_{k-1}``), or ``None``.
+        The form is found when the code is generated
+        (:func:`contactlab.reduced.codegen.screw_factors_source`): every factor
+        of ``Q`` is constant or has a Jacobian ``S`` independent of ``q`` (a
+        revolute or prismatic joint about any fixed axis, a translation, their
+        products), whatever expression it was written with.
+        """
+        from contactlab.reduced.codegen import screw_factors
+
+        parts = screw_factors(self.key, self.params[0])
+        if parts is None:
+            return None
+        offsets: list[Array] = []
+        screws: list[Array] = []
+        C = np.eye(4)
+        for F0, columns in parts:
+            C = C @ np.asarray(F0, dtype=float)
+            for _, xi in columns:
+                offsets.append(C)
+                screws.append(np.asarray(xi, dtype=float))
+                C = np.eye(4)
+        offsets.append(C)
+        return offsets, np.array(screws, dtype=float).reshape(len(screws), 6)
+
     @property
     def batch(self) -> tuple[str, Callable[..., None], Array]:
         """``(key, kernel, parameter values)``: lets a tree evaluate joints of one key together."""

@@ -23,7 +23,11 @@ revolute/prismatic nodes with massless intermediate links: ``Q = exp(xi_1
 q_1) exp(xi_2 q_2) ...`` is exactly such a chain, so ``M``, ``tau`` and
 every derivative are unchanged.  Composite joints (free, cylindrical)
 expand part by part; the exponential-coordinate spherical joint is its own
-node kind.  Any other joint (splines, custom joints) is an ``OTHER`` node:
+node kind.  A joint generated from its transform whose factors have constant
+Jacobians (``Q = C_0 exp([xi_1] q_1) C_1 ...``, see
+:meth:`contactlab.reduced.general.TransformJoint.screw_chain`) becomes the
+same revolute/prismatic nodes, its constant transforms folded into the node
+frames, whatever expression it was written with.  Any other joint (splines, custom joints) is an ``OTHER`` node:
 its ``Q``, ``S`` and ``Sdot`` are evaluated by the joint object before each
 call (a Python call per such joint) and passed to the kernel.
 
@@ -53,6 +57,7 @@ from contactlab.reduced.joints import (
 from contactlab.reduced.spherical import SphericalExpJoint
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene
+from contactlab.se3 import adjoint, inverse
 
 _SCREW_JOINTS = (
     RevoluteJoint,
@@ -69,6 +74,51 @@ class _Element:
     ndof: int
     axis: Array
     joint: Joint | None = None  # OTHER nodes only
+    left: Array | None = None  # constant transform before the node's motion
+    right: Array | None = None  # constant transform after it (last node of a joint only)
+    screw: Array | None = None  # the node's screw in the frame after ``left`` (6,)
+
+
+#: tolerance on |omega| = 1 and omega . v = 0 for a screw to be a revolute node
+_SCREW_TOL = 1e-10
+
+
+def _screw_elements(joint: Joint) -> list[_Element] | None:
+    """Revolute/prismatic nodes of a joint ``Q = C_0 exp([xi_1] q_1) C_1 ...`` (see
+    :meth:`contactlab.reduced.general.TransformJoint.screw_chain`), or ``None``.
+
+    A screw ``(omega, v)`` with ``omega = 0`` is a prismatic node along ``v``; with
+    ``|omega| = 1`` and ``omega . v = 0`` a revolute node about the line through
+    ``r = omega x v`` (``exp([xi] q) = T(r) R(omega, q) T(-r)``); a screw with a
+    pitch is none of them (the joint then stays an ``OTHER`` node).
+    """
+    chain = joint.screw_chain()  # type: ignore[attr-defined]
+    if chain is None:
+        return None
+    offsets, screws = chain
+    out: list[_Element] = []
+    carry = np.eye(4)
+    for k, xi in enumerate(screws):
+        w, v = xi[:3], xi[3:]
+        left = carry @ offsets[k]
+        if np.abs(w).max() <= _SCREW_TOL:
+            out.append(_Element(_fast.PRISMATIC, 1, v.copy(), left=left, screw=xi.copy()))
+            carry = np.eye(4)
+        elif abs(np.linalg.norm(w) - 1.0) <= _SCREW_TOL and abs(w @ v) <= _SCREW_TOL:
+            r = np.cross(w, v)
+            shift, back = np.eye(4), np.eye(4)
+            shift[:3, 3], back[:3, 3] = r, -r
+            node_screw = np.concatenate([w, np.zeros(3)])
+            out.append(_Element(_fast.REVOLUTE, 1, w.copy(), left=left @ shift, screw=node_screw))
+            carry = back
+        else:
+            return None
+    tail = carry @ offsets[-1]
+    if not out:
+        return [_Element(_fast.FIXED, 0, np.zeros(3), left=tail)]
+    last = out[-1]
+    out[-1] = _Element(last.kind, 1, last.axis, left=last.left, right=tail, screw=last.screw)
+    return out
 
 
 def _elements(joint: Joint) -> list[_Element]:
@@ -80,6 +130,10 @@ def _elements(joint: Joint) -> list[_Element]:
         return [_Element(_fast.SPHERICAL, 3, np.zeros(3))]
     if kind is CompositeJoint:
         return _elements(joint.first) + _elements(joint.second)  # type: ignore[attr-defined]
+    if callable(getattr(joint, "screw_chain", None)):
+        elements = _screw_elements(joint)
+        if elements is not None:
+            return elements
     if kind in _SCREW_JOINTS:
         out = []
         for xi in joint.screws:  # type: ignore[attr-defined]
@@ -151,9 +205,16 @@ class Model:
                 fp = Fp if first else np.eye(4)
                 fci = Fc_inv if last else np.eye(4)
                 adfc = AdFc if last else np.eye(6)
+                if el.left is not None:
+                    fp = fp @ el.left
+                if el.right is not None:  # body frame = node frame . right . Fc^{-1}
+                    fci = el.right @ fci
+                    adfc = adjoint(inverse(fci))
                 inertia = tree.inertia[t] if last else np.zeros(6)
                 screw = np.zeros(6)
-                if el.kind == _fast.REVOLUTE:
+                if el.screw is not None:
+                    screw = el.screw
+                elif el.kind == _fast.REVOLUTE:
                     screw[:3] = el.axis
                 elif el.kind == _fast.PRISMATIC:
                     screw[3:] = el.axis

@@ -326,3 +326,103 @@ def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
         finals.append(run.trajectory["position"])
     assert np.abs(finals[0][-1] - finals[0][0]).max() > 1e-3  # it moves
     np.testing.assert_allclose(finals[1], finals[0], atol=1e-8)
+
+
+# -- constant screws: the prepared model's revolute and prismatic nodes -----------
+def _screw_cases() -> list[tuple[str, TransformJoint, list[int]]]:
+    """Generated joints and the node kinds a prepared model gives them (1 revolute,
+    2 prismatic, 0 fixed, 4 evaluated from the generated code)."""
+    from contactlab.reduced import _fast
+
+    R, P, F, O = _fast.REVOLUTE, _fast.PRISMATIC, _fast.FIXED, _fast.OTHER
+    q = _q(2)
+    L = sp.Symbol("L", real=True)
+    cases = [(name, pair(name)[1]) for name in ("fixed", "revolute", "prismatic", "planar")]
+    cases += [(name, pair(name)[1]) for name in ("translational", "cylindrical", "universal")]
+    cases += [
+        # a turn about a line off the origin, written as one matrix and as three factors
+        (
+            "offset",
+            TransformJoint(
+                trans(L, 0.2, 0) * rot(AXIS, q[0]) * trans(-L, -0.2, 0) * rot_x(0.4),
+                [q[0]],
+                {L: 0.3},
+            ),
+        ),
+        (
+            "offset_factors",
+            TransformJoint([trans(L, 0.2, 0), rot(AXIS, q[0]), trans(0, 0, L)], [q[0]], {L: 0.3}),
+        ),
+        ("hook", TransformJoint([rot_x(q[0]), rot_y(q[1])], q)),
+        ("turn_slide", TransformJoint([rot_z(q[0]), trans(q[1], 0, 0)], q)),
+        ("helical", TransformJoint(rot_z(q[0]) * trans(0, 0, L * q[0]), [q[0]], {L: 0.1})),
+        ("double_rate", TransformJoint(rot_z(2 * q[0]), [q[0]])),
+        ("slide_turn_reversed", TransformJoint([trans(q[1], 0, 0), rot_z(q[0])], q)),
+    ]
+    kinds = {
+        "fixed": [F],
+        "revolute": [R],
+        "prismatic": [P],
+        "planar": [P, P],
+        "translational": [P, P, P],
+        "cylindrical": [R, P],  # rot(a, q0) trans(a q1): commuting constant columns
+        "universal": [O],  # rot_x(q0) rot_y(q1) in one matrix: its S depends on q1
+        "offset": [R],
+        "offset_factors": [R],
+        "hook": [R, R],
+        "turn_slide": [R, P],
+        "helical": [O],  # a screw with a pitch
+        "double_rate": [O],  # |omega| = 2
+        "slide_turn_reversed": [O],  # coordinates out of factor order
+    }
+    return [(name, joint, kinds[name]) for name, joint in cases]
+
+
+def test_constant_screw_joints_run_as_revolute_and_prismatic_nodes() -> None:
+    """A generated joint whose factors have constant Jacobians becomes revolute and
+    prismatic nodes of the prepared model, whatever expression it was written with;
+    a chain of all cases then gives the tree path's forward dynamics (the generated
+    S, Sdot) and the dense mass matrix to rounding (1e-10 relative)."""
+    from contactlab.reduced import forward_dynamics_recursive, forward_kinematics, mass_matrix
+    from contactlab.reduced.model import Model, _elements
+
+    cases = _screw_cases()
+    for name, joint, kinds in cases:
+        assert [e.kind for e in _elements(joint)] == kinds, name
+    rng = np.random.default_rng(11)
+    q0 = [rng.uniform(-1, 1, joint.ndof) for _, joint, _ in cases]
+    tree = Tree.from_scene(_chain([(name, joint) for name, joint, _ in cases], q0))
+    model = Model(tree)
+    assert model.has_other_joints  # the helical and the other non-screw cases
+    for _ in range(3):
+        q = rng.uniform(-1.5, 1.5, tree.nq)
+        qdot = rng.standard_normal(tree.nq)
+        ref = forward_dynamics_recursive(tree, q, qdot)
+        got = model.forward_dynamics(q, qdot)
+        assert np.abs(got - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
+        M = mass_matrix(forward_kinematics(tree, q))
+        assert np.abs(model.mass_matrix(q) - M).max() <= 1e-10 * np.abs(M).max()
+
+
+def test_generated_revolute_chain_is_the_hand_written_model() -> None:
+    """A chain of six revolute joints about alternating y and z axes, hand-written and
+    generated from R_y(q), R_z(q): the prepared models hold the same node arrays
+    (exactly), so their forward dynamics are the same numbers."""
+    from contactlab.reduced.model import Model
+
+    (q,) = _q(1)
+    axes = [(0.0, 1.0, 0.0), (0.0, 0.0, 1.0)] * 3
+    hand = [(f"h{i}", make_joint("revolute", a)) for i, a in enumerate(axes)]
+    generated = [
+        (f"g{i}", TransformJoint(rot_y(q) if a[1] else rot_z(q), [q])) for i, a in enumerate(axes)
+    ]
+    rng = np.random.default_rng(2)
+    q0 = [rng.uniform(-1, 1, 1) for _ in axes]
+    models = [Model(Tree.from_scene(_chain(kinds, q0))) for kinds in (hand, generated)]
+    assert not models[1].has_other_joints and models[1].screw_only
+    np.testing.assert_array_equal(models[1].topo, models[0].topo)
+    np.testing.assert_array_equal(models[1].geom, models[0].geom)
+    x, xdot = rng.uniform(-2, 2, len(axes)), rng.standard_normal(len(axes))
+    np.testing.assert_array_equal(
+        models[1].forward_dynamics(x, xdot), models[0].forward_dynamics(x, xdot)
+    )
