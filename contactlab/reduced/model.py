@@ -27,9 +27,10 @@ node kind.  A joint generated from its transform whose factors have constant
 Jacobians (``Q = C_0 exp([xi_1] q_1) C_1 ...``, see
 :meth:`contactlab.reduced.general.TransformJoint.screw_chain`) becomes the
 same revolute/prismatic nodes, its constant transforms folded into the node
-frames, whatever expression it was written with.  Any other joint (splines, custom joints) is an ``OTHER`` node:
-its ``Q``, ``S`` and ``Sdot`` are evaluated by the joint object before each
-call (a Python call per such joint) and passed to the kernel.
+frames, whatever expression it was written with.  Any other joint (splines,
+custom joints) is an ``OTHER`` node: its ``Q``, ``S`` and ``Sdot`` are
+evaluated before each call (one compiled call per expression for generated
+joints, a Python call per joint otherwise) and passed to the kernel.
 
 Scene force elements (springs, muscles between bodies) are not part of the
 model; give their wrenches through ``wrenches`` or use
