@@ -64,9 +64,7 @@ class Attachment:
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, str) or not self.body:
-            raise ConfigurationError(
-                f"Attachment: body must be a body name, got {self.body!r}"
-            )
+            raise ConfigurationError(f"Attachment: body must be a body name, got {self.body!r}")
         if self.master is not None and not isinstance(self.master, str):
             raise ConfigurationError(
                 f"Attachment of {self.body!r}: master must be a body name or None (the world), "

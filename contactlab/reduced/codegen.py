@@ -35,12 +35,17 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
-from sympy.printing.pycode import PythonCodePrinter
+from contactlab._lazy import lazy_import
+
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loading cached code needs no sympy
 
 #: bumped whenever the generated code changes shape (invalidates the cache)
 CODEGEN_VERSION = "4"
@@ -88,6 +93,47 @@ def expression_key(
     key = hashlib.sha256(text.encode()).hexdigest()[:24]
     _KEYS[memo] = key
     return key
+
+
+@cache
+def module_digest(name: str) -> str:
+    """SHA-256 (hex, 16 characters) of the source file of module ``name`` ("" if none)."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    if not origin or not os.path.isfile(origin):
+        return ""
+    return hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:16]
+
+
+def source_key(source: str, coordinates: Sequence[str], parameters: Sequence[str]) -> str:
+    """SHA-256 (hex, 24 characters) of a joint's definition *text*: no sympy needed.
+
+    ``source`` must fix the expression (the text of ``Q``, or the builder and the
+    sources of the modules that write it out); the coordinate and parameter names,
+    the generator version and the backend complete the key.
+    """
+    text = "|".join(
+        [
+            "source",
+            CODEGEN_VERSION,
+            backend(),
+            source,
+            repr(list(coordinates)),
+            repr(list(parameters)),
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def cached_kernel(key: str) -> Callable[..., None] | None:
+    """The compiled kernel of ``key`` from memory or disk, or ``None`` (no sympy involved)."""
+    if key in _LOADED:
+        return _LOADED[key].evaluate
+    path = cache_dir() / f"joint_{key}.py"
+    if not path.exists() or (backend() == "c" and not path.with_suffix(".so").exists()):
+        return None
+    _LOADED[key] = _import(path, key)
+    return _LOADED[key].evaluate
 
 
 def python_kernel(key: str) -> Callable[..., None]:
@@ -261,6 +307,8 @@ def generate_source(
     names = {x: sp.Symbol(f"c_{k}") for k, x in enumerate(coordinates)}
     names.update({x: sp.Symbol(f"cd_{k}") for k, x in enumerate(rates)})
     names.update({x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)})
+    from sympy.printing.pycode import PythonCodePrinter
+
     printer = PythonCodePrinter({"fully_qualified_modules": True})
     pad = " " * 8
 
@@ -385,6 +433,8 @@ def screw_factors_source(
     ]
     if not structured or order != list(range(n)):
         return "\n".join(lines + ["    return None", ""])
+    from sympy.printing.pycode import PythonCodePrinter
+
     names = {x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)}
     printer = PythonCodePrinter({"fully_qualified_modules": True})
 
@@ -564,6 +614,8 @@ def generate_c_source(
     names = {x: sp.Symbol(f"c_{k}") for k, x in enumerate(coordinates)}
     names.update({x: sp.Symbol(f"cd_{k}") for k, x in enumerate(rates)})
     names.update({x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)})
+    from sympy.printing.c import C99CodePrinter
+
     printer = C99CodePrinter()
     pad = " " * 8
 

@@ -143,3 +143,47 @@ def test_prepared_model_runs_generated_joints_compiled(chain10: Tree) -> None:
     ref = forward_dynamics_recursive(chain10, q, qdot)
     got = model.forward_dynamics(q, qdot)
     assert np.abs(got - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+
+
+_CACHED_BUILD = """
+import json, sys
+import numpy as np
+from contactlab.reduced import Tree
+from contactlab.reduced.model import Model
+from scenarios import SCENARIOS
+
+chain = Tree.from_scene(SCENARIOS["torus-chain"].build(n=3))  # its hook is given as text
+tree = Tree.from_scene(SCENARIOS["windmill"].build())
+model = Model(tree)
+q, qdot = tree.initial_coordinates()
+qdd = model.forward_dynamics(q + 0.1, qdot)
+print(json.dumps({
+    "sympy": sorted(m for m in sys.modules if m == "sympy" or m.startswith("sympy.")),
+    "generated_now": sum(
+        bool(getattr(j, "generated_now", False)) for j in tree.joints + chain.joints
+    ),
+    "qdd": qdd.tolist(),
+}))
+"""
+
+
+def test_cached_windmill_is_built_without_sympy(windmill: Tree, chain10: Tree) -> None:
+    """Once the windmill's and the torus chain's joints are generated (the fixtures), a
+    fresh process builds the scenes, their trees and a prepared model from the disk cache
+    without importing sympy, and gets the same forward dynamics as this process (same
+    compiled code: 1e-12)."""
+    import json
+    import subprocess
+    import sys
+
+    from contactlab.reduced.model import Model
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CACHED_BUILD], capture_output=True, text=True, check=True
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["sympy"] == []
+    assert out["generated_now"] == 0
+    q, qdot = windmill.initial_coordinates()
+    ref = Model(windmill).forward_dynamics(q + 0.1, qdot)
+    np.testing.assert_allclose(out["qdd"], ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))

@@ -296,6 +296,20 @@ def test_transform_kind_from_strings_builds_the_same_joint() -> None:
     np.testing.assert_allclose(Sd, 0.0, atol=TOL)
 
 
+def test_factors_given_as_text_with_the_primitives() -> None:
+    """``Q`` as a list of texts using :mod:`contactlab.geometry.primitives` is the product of
+    the parsed factors: the same S and Sdot as the symbolic universal joint (1e-12)."""
+    a, b = sp.symbols("a b", real=True)
+    text = TransformJoint(["rot_x(a)", "rot_y(b) * trans(0, 0, L)"], ["a", "b"], {"L": 0.2})
+    symbolic = TransformJoint([rot_x(a), rot_y(b) * trans(0, 0, 0.2)], [a, b])
+    assert text.source is not None and symbolic.source is None
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x, xdot = rng.uniform(-2, 2, 2), rng.standard_normal(2)
+        for got, ref in zip(text.evaluate(x, xdot), symbolic.evaluate(x, xdot)):
+            np.testing.assert_allclose(got, ref, rtol=0, atol=TOL)
+
+
 def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
     """Contact in reduced coordinates (rows N J): the 2-link chain of ``jf-external`` pressing
     and sliding on the floor, its revolute joints replaced by ones generated from
