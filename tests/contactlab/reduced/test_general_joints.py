@@ -341,6 +341,23 @@ def test_factors_given_as_text_with_the_primitives() -> None:
             np.testing.assert_allclose(got, ref, rtol=0, atol=TOL)
 
 
+def test_readme_screw_joint() -> None:
+    """The README's screw, Q = R_z(t) T(0, 0, p t) as text: S = (0, 0, 1, 0, 0, p), Sdot = 0,
+    and the nut advances p t along the axis."""
+    joint = make_joint(
+        "transform",
+        params={
+            "Q": "rot_z(t) * trans(0, 0, p * t)",
+            "coordinates": ["t"],
+            "parameters": {"p": 0.01},
+        },
+    )
+    Q, S, Sd = joint.evaluate(np.array([2.5]), np.array([1.7]))
+    np.testing.assert_allclose(S[:, 0], [0, 0, 1, 0, 0, 0.01], atol=TOL)
+    np.testing.assert_allclose(Sd, 0.0, atol=TOL)
+    np.testing.assert_allclose(Q[:3, 3], [0, 0, 0.025], atol=TOL)
+
+
 def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
     """Contact in reduced coordinates (rows N J): the 2-link chain of ``jf-external`` pressing
     and sliding on the floor, its revolute joints replaced by ones generated from
