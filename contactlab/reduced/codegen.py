@@ -98,7 +98,10 @@ def expression_key(
 @cache
 def module_digest(name: str) -> str:
     """SHA-256 (hex, 16 characters) of the source file of module ``name`` ("" if none)."""
-    spec = importlib.util.find_spec(name)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # __main__ of an interactive session
+        return ""
     origin = spec.origin if spec is not None else None
     if not origin or not os.path.isfile(origin):
         return ""

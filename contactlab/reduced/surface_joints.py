@@ -55,23 +55,27 @@ def _values(shape: Surface | Curve, prefix: str) -> dict[str, float]:
     return {f"{prefix}{k}": v for k, v in zip(shape.parameter_names, shape.values)}
 
 
-def _shape_source(shape: Surface | Curve) -> str:
+def _shape_source(shape: Surface | Curve) -> str | None:
     """What fixes a shape's symbolic frame besides its parameter values: its class, the
     source of the module defining it and the numbers written into the expression
-    (control points, the curves' up vector)."""
+    (control points, the curves' up vector); ``None`` when that source cannot be read
+    (a class typed into an interactive session: its code is then keyed by expression)."""
     cls = type(shape)
+    digest = module_digest(cls.__module__)
+    if not digest:
+        return None
     data = {
         k: (v.tolist() if isinstance(v, np.ndarray) else v)
         for k, v in sorted(vars(shape).items())
         if not k.startswith("_") and k != "values"
     }
-    return f"{cls.__module__}.{cls.__qualname__}{shape.parameter_names}{data!r}" + module_digest(
-        cls.__module__
-    )
+    return f"{cls.__module__}.{cls.__qualname__}{shape.parameter_names}{data!r}{digest}"
 
 
-def _source(kind: str, *parts: Any) -> str:
+def _source(kind: str, *parts: Any) -> str | None:
     """Definition text of a joint built here (see :class:`TransformJoint`'s ``source``)."""
+    if any(p is None for p in parts):
+        return None
     modules = (__name__, "contactlab.geometry.surfaces", "contactlab.geometry.primitives")
     return "|".join([kind, *map(str, parts), *(module_digest(m) for m in modules)])
 
