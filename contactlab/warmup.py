@@ -112,7 +112,7 @@ def _frictional_backends() -> None:
     for law in ("coulomb", "ccp"):
         for cone in ("soc", "pyramid"):
             problem = FrictionalContact(W, q, [0.5, 0.5], law=law, cone=cone)
-            for name in ("nsgs", "apgd", "admm"):
+            for name in ("nsgs", "apgd", "admm", "ipm"):
                 try:
                     solvers.solve(problem, name)
                 except (solvers.IncompatibleProblem, solvers.SolverNotFound):

@@ -131,6 +131,11 @@ class FrictionalContact:
     row_lo
         ``(ms,)`` lower bounds of the scalar rows after the contacts, each
         ``-inf`` (bilateral) or ``0`` (unilateral without friction).
+    factor
+        Optional ``(C, d)``: a sparse ``(3 nc + ms, nv)`` matrix and a positive
+        ``(nv,)`` vector with ``W = C diag(d) C'`` (the rows and the inverse
+        diagonal mass of a step in maximal coordinates), for backends that
+        work on the velocity form (``ipm``); not checked against ``W``.
     """
 
     def __init__(
@@ -142,6 +147,7 @@ class FrictionalContact:
         cone: str = "soc",
         directions: int = 4,
         row_lo: ArrayLike | None = None,
+        factor: tuple[sp.csr_matrix, Vec] | None = None,
     ) -> None:
         q_arr = np.asarray(q, dtype=np.float64).reshape(-1)
         n = q_arr.shape[0]
@@ -172,6 +178,13 @@ class FrictionalContact:
         self.cone = cone
         self.directions = int(directions) if cone == "pyramid" else 4
         self.row_lo = lo.copy()
+        if factor is not None:
+            C_f, d_f = factor
+            if C_f.shape[0] != n or np.shape(d_f) != (C_f.shape[1],) or np.any(d_f <= 0):
+                raise ProblemError(
+                    "factor", f"needs C with {n} rows and a positive d with one entry per column"
+                )
+        self.factor = factor
 
     @property
     def nc(self) -> int:
@@ -200,7 +213,7 @@ class FrictionalContact:
     def with_law(self, law: str) -> FrictionalContact:
         """The same data under another law."""
         return FrictionalContact(
-            self.W, self.q, self.mu, law, self.cone, self.directions, self.row_lo
+            self.W, self.q, self.mu, law, self.cone, self.directions, self.row_lo, self.factor
         )
 
     def __repr__(self) -> str:

@@ -23,7 +23,7 @@ i.e. ``alpha_i = sum_j gamma_ij`` and ``beta_ij = mu_i gamma_ij``, so
 least ``mu_i`` times its tangential speed along every direction: the convex
 relaxation's known artefact, a sliding body lifts off at ``N v = mu |T v|``.
 
-With a frictional-contact backend (``nsgs``, ``apgd``, ``admm``) either cone is
+With a frictional-contact backend (``nsgs``, ``apgd``, ``admm``, ``ipm``) either cone is
 posed as the cone complementarity problem on the local problem
 (:mod:`contactlab.models.fc_route`), the ``form`` option then being moot.
 

@@ -140,8 +140,14 @@ def _assemble(
     return W, np.asarray(C @ minv.vec(problem.f)) - rows.b[order], None, minv
 
 
-def local_step(problem: StepProblem, law: str, cone: str, directions: int = 4) -> LocalStep:
-    """The step as a local problem (module docstring), compiled when ``M`` is diagonal."""
+def local_step(
+    problem: StepProblem, law: str, cone: str, directions: int = 4, factor: bool = False
+) -> LocalStep:
+    """The step as a local problem (module docstring), compiled when ``M`` is diagonal.
+
+    ``factor=True`` attaches ``W = C[order] diag(M^-1) C[order]'`` to the problem
+    (``FrictionalContact.factor``, for velocity-form backends) when ``M`` is diagonal.
+    """
     check_friction_data(problem)
     d = step_data(problem)
     rows = _rows(problem, d)
@@ -151,11 +157,12 @@ def local_step(problem: StepProblem, law: str, cone: str, directions: int = 4) -
     contact_ids = order[0 : 3 * nc : 3] - rows.slices["N"].start
     mg, ml = d.G.shape[0], d.L.shape[0]
     row_lo = np.concatenate([np.full(mg, -np.inf), np.zeros(ml)])
-    fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo)
+    pair = (rows.C[order], dinv) if factor and dinv is not None else None
+    fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo, pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
 
-def frictionless_step(problem: StepProblem) -> LocalStep:
+def frictionless_step(problem: StepProblem, factor: bool = False) -> LocalStep:
     """The frictionless step (rows ``[G; N; L]``) as a local problem of scalar rows only.
 
     No contact carries friction, so every row is a scalar row of the local
@@ -177,7 +184,8 @@ def frictionless_step(problem: StepProblem) -> LocalStep:
         up = np.argsort(np.asarray(problem.contacts.point)[:, 2], kind="stable")
     order = np.concatenate([np.arange(mg), mg + up, np.arange(mg + nc, m)]).astype(np.int64)
     W, q, dinv, minv = _assemble(problem, rows, order)
-    fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order])
+    pair = (rows.C[order], dinv) if factor and dinv is not None else None
+    fc = FrictionalContact(W, q, np.zeros(0), "ccp", "soc", 4, lo[order], pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
 
@@ -198,7 +206,8 @@ def solve_as_fc(
     directions: int = 4,
 ) -> StepSolution:
     """Solve one step as the local frictional-contact problem (module docstring)."""
-    step = local_step(problem, law, cone, directions)
+    factor = bool(getattr(model.backend, "uses_fc_factor", False))
+    step = local_step(problem, law, cone, directions, factor)
     rows, order = step.rows, step.order
     key = f"fc:{law}:{cone}"
     prev = warm_impulses(cache.get(key), rows, problem)
@@ -219,7 +228,7 @@ def solve_frictionless_as_fc(
     row counts are unchanged, ``lambda_N`` per persistent contact (its stable
     id, or the contact it split from).
     """
-    step = frictionless_step(problem)
+    step = frictionless_step(problem, bool(getattr(model.backend, "uses_fc_factor", False)))
     rows, order = step.rows, step.order
     key = "fc:frictionless"
     old = cache.get(key)

@@ -185,6 +185,11 @@ def _shift(kind: int, mu: Vec, dirs: Vec, nc: int, q: Vec, u: Vec, qs: Vec) -> N
         qs[3 * i] = q[3 * i] + support(kind, mu[i], dirs, u[3 * i + 1], u[3 * i + 2])
 
 
+def support_shift(kind: int, mu: Vec, dirs: Vec, nc: int, q: Vec, u: Vec, qs: Vec) -> None:
+    """De Saxcé's shift ``qs_n = q_n + h(u_t)`` (compiled; for callers outside this module)."""
+    _shift(kind, mu, dirs, nc, q, u, qs)
+
+
 @njit(cache=True)
 def _project_all(kind: int, mu: Vec, dirs: Vec, row_lo: Vec, nc: int, x: Vec, out: Vec) -> None:
     xi = np.empty(3)

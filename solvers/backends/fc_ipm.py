@@ -1,0 +1,656 @@
+"""Primal-dual interior point on the velocity form of the cone complementarity problem.
+
+With the Delassus matrix factored as ``W = C D C'`` (``D = M^{-1}`` diagonal
+and positive: maximal coordinates; or ``C = V Λ^{1/2}``, ``D = I`` from the
+eigendecomposition of a small ``W``), the CCP ``K ∋ r ⟂ u = W r + q ∈ K*``
+is the optimality condition of the strictly convex conic program in the
+velocity change ``v = D C' r``
+
+.. math:: \\min_v \\tfrac12 v' D^{-1} v \\quad \\text{s.t.} \\quad u = C v + q \\in K^*,
+
+whose multiplier of the cone constraint is ``r``.  Each contact's exact cone
+becomes the standard Lorentz cone ``L = {x_0 >= ||x_1||}`` by the scaling
+``ũ = S u``, ``r = S r̃`` with ``S = diag(1, mu, mu)`` (``r̃' ũ = r' u``); a
+polyhedral cone (pyramid, box) with generators ``g_j = (1, mu d_j)`` becomes
+``k`` linear rows ``g_j' u >= 0`` with multipliers ``β_j >= 0``,
+``r = Σ_j β_j g_j``; a unilateral scalar row is one linear row.  So the
+problem is ``min 1/2 v'D^{-1}v`` s.t. ``s = Ĉ v + ŵ`` in a product of
+Lorentz cones and half-lines, ``Ĉ = T' C``, ``ŵ = T' q``.
+
+Mehrotra's predictor-corrector with Nesterov--Todd scaling (as in
+Vandenberghe's CVXOPT ``coneqp``): per iteration one factorisation of the
+normal matrix
+
+.. math:: K = D^{-1} + Ĉ' \\, Θ \\, Ĉ, \\qquad Θ = \\text{blockdiag}(W_{NT}^{-2}),
+
+(``nv x nv``: six unknowns per body, not three per contact; SPD) and two
+solves.  The pattern of ``K`` is computed once per problem (the union of the
+column sets of each cone's rows); its values are filled per iteration by a
+compiled scatter (:func:`fill_normal`) and factored by ``qdldl`` (an LDL'
+with the AMD ordering computed once), ``numpy`` Cholesky for the dense path.
+The iteration count does not grow with the conditioning of ``W`` (redundant
+contacts make ``W`` singular; ``K`` stays definite).  Stopping test: the
+natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
+``r`` and ``u = W r + q`` (the same test as the other backends).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from solvers.jit import njit
+
+Vec = NDArray[np.float64]
+IVec = NDArray[np.int64]
+BVec = NDArray[np.bool_]
+
+
+@njit(cache=True)
+def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -> tuple:
+    """Per cone block: the sorted union of its rows' columns and the dense rows on them.
+
+    Returns ``(cptr, cols, jptr, jval)``: block ``b`` has columns
+    ``cols[cptr[b]:cptr[b+1]]`` and its ``d x nb`` dense rows at
+    ``jval[jptr[b]:jptr[b+1]]`` (row-major).
+    """
+    nb = bptr.shape[0] - 1
+    mark = np.full(nv, -1, dtype=np.int64)
+    cptr = np.zeros(nb + 1, dtype=np.int64)
+    total = 0
+    for b in range(nb):
+        cnt = 0
+        for row in range(bptr[b], bptr[b + 1]):
+            for k in range(indptr[row], indptr[row + 1]):
+                c = indices[k]
+                if mark[c] != b:
+                    mark[c] = b
+                    cnt += 1
+        total += cnt
+        cptr[b + 1] = total
+    cols = np.empty(total, dtype=np.int64)
+    mark[:] = -1
+    jptr = np.zeros(nb + 1, dtype=np.int64)
+    for b in range(nb):
+        pos = cptr[b]
+        for row in range(bptr[b], bptr[b + 1]):
+            for k in range(indptr[row], indptr[row + 1]):
+                c = indices[k]
+                if mark[c] != b:
+                    mark[c] = b
+                    cols[pos] = c
+                    pos += 1
+        cols[cptr[b] : cptr[b + 1]] = np.sort(cols[cptr[b] : cptr[b + 1]])
+        jptr[b + 1] = jptr[b] + (bptr[b + 1] - bptr[b]) * (cptr[b + 1] - cptr[b])
+    jval = np.zeros(jptr[nb])
+    where = np.full(nv, -1, dtype=np.int64)
+    for b in range(nb):
+        ncol = cptr[b + 1] - cptr[b]
+        for p in range(ncol):
+            where[cols[cptr[b] + p]] = p
+        for a, row in enumerate(range(bptr[b], bptr[b + 1])):
+            for k in range(indptr[row], indptr[row + 1]):
+                jval[jptr[b] + a * ncol + where[indices[k]]] += data[k]
+    return cptr, cols, jptr, jval
+
+
+@njit(cache=True)
+def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
+    """Keys ``col * size + row`` (``row <= col``) of the upper normal matrix, diagonal first."""
+    nb = cptr.shape[0] - 1
+    count = nv
+    for b in range(nb):
+        m = cptr[b + 1] - cptr[b]
+        count += m * (m + 1) // 2
+    keys = np.empty(count, dtype=np.int64)
+    for j in range(nv):
+        keys[j] = j * size + j
+    pos = nv
+    for b in range(nb):
+        for q in range(cptr[b], cptr[b + 1]):
+            for p in range(cptr[b], q + 1):
+                keys[pos] = cols[q] * size + cols[p]
+                pos += 1
+    return keys
+
+
+@njit(cache=True)
+def nt_scaling(bptr: IVec, s: Vec, z: Vec, wbar: Vec, eta: Vec, lam: Vec, theta: Vec) -> None:
+    """Nesterov--Todd scaling of every block at ``(s, z)``.
+
+    Linear rows: ``W = sqrt(s/z)``, ``λ = sqrt(s z)``, ``Θ = z/s`` (``wbar``
+    unused).  Lorentz blocks: ``W = η W̄`` with ``W̄ = 2 w̄ w̄' - J`` squared,
+    ``W̄ = [[w0, w1'], [w1, I + w1 w1'/(1 + w0)]]``, ``w̄ = (s̄ + J z̄)/(2γ)``,
+    ``η = (det s / det z)^{1/4}``; ``λ = W z``; ``Θ = W^{-2} = (2 Jw̄ (Jw̄)' - J)/η²``
+    stored row-major (9 numbers per block, at ``9 b``).
+    """
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            eta[b] = math.sqrt(s[i] / z[i])
+            lam[i] = math.sqrt(s[i] * z[i])
+            theta[9 * b] = z[i] / s[i]
+            continue
+        ds = s[i] * s[i] - s[i + 1] * s[i + 1] - s[i + 2] * s[i + 2]
+        dz = z[i] * z[i] - z[i + 1] * z[i + 1] - z[i + 2] * z[i + 2]
+        ds = max(ds, 1e-300)
+        dz = max(dz, 1e-300)
+        rs = math.sqrt(ds)
+        rz = math.sqrt(dz)
+        sb0, sb1, sb2 = s[i] / rs, s[i + 1] / rs, s[i + 2] / rs
+        zb0, zb1, zb2 = z[i] / rz, z[i + 1] / rz, z[i + 2] / rz
+        g = math.sqrt(max(0.5 * (1.0 + sb0 * zb0 + sb1 * zb1 + sb2 * zb2), 1e-300))
+        w0 = (sb0 + zb0) / (2.0 * g)
+        w1 = (sb1 - zb1) / (2.0 * g)
+        w2 = (sb2 - zb2) / (2.0 * g)
+        e = math.sqrt(math.sqrt(ds / dz))
+        eta[b] = e
+        wbar[i], wbar[i + 1], wbar[i + 2] = w0, w1, w2
+        # λ = η W̄ z
+        wz = w1 * z[i + 1] + w2 * z[i + 2]
+        lam[i] = e * (w0 * z[i] + wz)
+        f = z[i] + wz / (1.0 + w0)
+        lam[i + 1] = e * (z[i + 1] + f * w1)
+        lam[i + 2] = e * (z[i + 2] + f * w2)
+        jw0, jw1, jw2 = w0, -w1, -w2
+        inv = 1.0 / (e * e)
+        jw = (jw0, jw1, jw2)
+        for a in range(3):
+            for c in range(3):
+                val = 2.0 * jw[a] * jw[c]
+                if a == c:
+                    val -= 1.0 if a == 0 else -1.0
+                theta[9 * b + 3 * a + c] = val * inv
+
+
+@njit(cache=True)
+def scale_inv(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
+    """``out = W^{-1} x`` per block (``W̄^{-1} = J W̄ J``)."""
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            out[i] = x[i] / eta[b]
+            continue
+        w0, w1, w2 = wbar[i], -wbar[i + 1], -wbar[i + 2]
+        wx = w1 * x[i + 1] + w2 * x[i + 2]
+        f = x[i] + wx / (1.0 + w0)
+        out[i] = (w0 * x[i] + wx) / eta[b]
+        out[i + 1] = (x[i + 1] + f * w1) / eta[b]
+        out[i + 2] = (x[i + 2] + f * w2) / eta[b]
+
+
+@njit(cache=True)
+def scale(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
+    """``out = W x`` per block."""
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            out[i] = x[i] * eta[b]
+            continue
+        w0, w1, w2 = wbar[i], wbar[i + 1], wbar[i + 2]
+        wx = w1 * x[i + 1] + w2 * x[i + 2]
+        f = x[i] + wx / (1.0 + w0)
+        out[i] = (w0 * x[i] + wx) * eta[b]
+        out[i + 1] = (x[i + 1] + f * w1) * eta[b]
+        out[i + 2] = (x[i + 2] + f * w2) * eta[b]
+
+
+@njit(cache=True)
+def jordan(bptr: IVec, x: Vec, y: Vec, out: Vec) -> None:
+    """``out = x ∘ y`` (Jordan product: ``(x'y, x0 y1 + y0 x1)``; plain product on lines)."""
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            out[i] = x[i] * y[i]
+            continue
+        out[i] = x[i] * y[i] + x[i + 1] * y[i + 1] + x[i + 2] * y[i + 2]
+        out[i + 1] = x[i] * y[i + 1] + y[i] * x[i + 1]
+        out[i + 2] = x[i] * y[i + 2] + y[i] * x[i + 2]
+
+
+@njit(cache=True)
+def jordan_div(bptr: IVec, lam: Vec, x: Vec, out: Vec) -> None:
+    """``out`` with ``lam ∘ out = x``."""
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            out[i] = x[i] / lam[i]
+            continue
+        l0, l1, l2 = lam[i], lam[i + 1], lam[i + 2]
+        det = l0 * l0 - l1 * l1 - l2 * l2
+        t0 = (l0 * x[i] - l1 * x[i + 1] - l2 * x[i + 2]) / det
+        out[i] = t0
+        out[i + 1] = (x[i + 1] - t0 * l1) / l0
+        out[i + 2] = (x[i + 2] - t0 * l2) / l0
+
+
+@njit(cache=True)
+def max_step(bptr: IVec, x: Vec, d: Vec) -> float:
+    """Largest ``α`` with ``x + α d`` in the cones (``x`` interior); ``inf`` if unbounded."""
+    best = np.inf
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            if d[i] < 0.0:
+                best = min(best, -x[i] / d[i])
+            continue
+        a = d[i] * d[i] - d[i + 1] * d[i + 1] - d[i + 2] * d[i + 2]
+        bb = x[i] * d[i] - x[i + 1] * d[i + 1] - x[i + 2] * d[i + 2]
+        c = x[i] * x[i] - x[i + 1] * x[i + 1] - x[i + 2] * x[i + 2]
+        if c <= 0.0:
+            return 0.0
+        disc = bb * bb - a * c
+        if abs(a) <= 1e-300:
+            if bb < 0.0:
+                best = min(best, -c / (2.0 * bb))
+            continue
+        if disc < 0.0:
+            continue
+        sq = math.sqrt(disc)
+        qq = -(bb + sq) if bb >= 0.0 else -(bb - sq)
+        r1 = qq / a
+        r2 = c / qq if qq != 0.0 else np.inf
+        for r in (r1, r2):
+            if r > 0.0:
+                best = min(best, r)
+    return best
+
+
+@njit(cache=True)
+def fill_normal(
+    nv: int,
+    dinv_inv: Vec,
+    gptr: IVec,
+    gsoc: BVec,
+    rowblk: IVec,
+    cptr: IVec,
+    jptr: IVec,
+    jval: Vec,
+    theta: Vec,
+    slot: IVec,
+    out: Vec,
+) -> None:
+    """Values of ``K = D^{-1} + Ĉ'ΘĈ`` (upper, in the pattern of :func:`pattern_keys`).
+
+    Rows are grouped per contact (``gptr``): a Lorentz block (``gsoc``, full
+    3x3 ``Θ``) or the ``k`` linear rows of a polyhedral cone (diagonal ``Θ``),
+    which share their columns.
+    """
+    out[:] = 0.0
+    for j in range(nv):
+        out[slot[j]] += dinv_inv[j]
+    pos = nv
+    ng = gptr.shape[0] - 1
+    size = 0
+    for g in range(ng):
+        size = max(size, (gptr[g + 1] - gptr[g]) * (cptr[g + 1] - cptr[g]))
+    tj = np.empty(size)  # Θ_g J_g, row-major d x m
+    for g in range(ng):
+        d = gptr[g + 1] - gptr[g]
+        m = cptr[g + 1] - cptr[g]
+        base = jptr[g]
+        if gsoc[g]:
+            b9 = 9 * rowblk[gptr[g]]
+            for a in range(3):
+                for q in range(m):
+                    tj[a * m + q] = (
+                        theta[b9 + 3 * a] * jval[base + q]
+                        + theta[b9 + 3 * a + 1] * jval[base + m + q]
+                        + theta[b9 + 3 * a + 2] * jval[base + 2 * m + q]
+                    )
+        else:
+            for a in range(d):
+                ta = theta[9 * rowblk[gptr[g] + a]]
+                for q in range(m):
+                    tj[a * m + q] = ta * jval[base + a * m + q]
+        for q in range(m):
+            for p in range(q + 1):
+                acc = 0.0
+                for a in range(d):
+                    acc += jval[base + a * m + p] * tj[a * m + q]
+                out[slot[pos]] += acc
+                pos += 1
+
+
+@njit(cache=True)
+def apply_theta(bptr: IVec, theta: Vec, x: Vec, out: Vec) -> None:
+    """``out = Θ x``."""
+    nb = bptr.shape[0] - 1
+    for b in range(nb):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            out[i] = theta[9 * b] * x[i]
+            continue
+        for a in range(3):
+            out[i + a] = (
+                theta[9 * b + 3 * a] * x[i]
+                + theta[9 * b + 3 * a + 1] * x[i + 1]
+                + theta[9 * b + 3 * a + 2] * x[i + 2]
+            )
+
+
+@njit(cache=True)
+def csr_mul(indptr: IVec, indices: IVec, data: Vec, x: Vec, out: Vec) -> None:
+    """``out = A x``."""
+    for i in range(indptr.shape[0] - 1):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * x[indices[k]]
+        out[i] = acc
+
+
+@njit(cache=True)
+def csr_tmul(indptr: IVec, indices: IVec, data: Vec, x: Vec, out: Vec) -> None:
+    """``out = A' x``."""
+    out[:] = 0.0
+    for i in range(indptr.shape[0] - 1):
+        xi = x[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            out[indices[k]] += data[k] * xi
+
+
+@njit(cache=True)
+def cone_margin(bptr: IVec, x: Vec) -> float:
+    """Smallest ``x_0 - ||x_1||`` (Lorentz) or ``x`` (line) over the blocks."""
+    best = np.inf
+    for b in range(bptr.shape[0] - 1):
+        i = bptr[b]
+        if bptr[b + 1] - i == 1:
+            best = min(best, x[i])
+        else:
+            best = min(best, x[i] - math.sqrt(x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2]))
+    return best
+
+
+@njit(cache=True)
+def add_identity(bptr: IVec, x: Vec, t: float) -> None:
+    """``x += t e`` (``e = (1, 0, 0)`` per Lorentz block, ``1`` per line)."""
+    for b in range(bptr.shape[0] - 1):
+        x[bptr[b]] += t
+
+
+def _lift(problem, C, q):  # type: ignore[no-untyped-def]
+    """``Ĉ = T' C``, ``ŵ = T' q``, the cone blocks and the map ``T`` back to ``r`` (sparse)."""
+    import scipy.sparse as sp
+
+    nc, n = problem.nc, problem.n
+    uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
+    bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
+    ms = uni.size
+    mu = problem.mu
+    if problem.cone == "soc":
+        rows = np.arange(3 * nc)
+        vals = np.column_stack([np.ones(nc), mu, mu]).ravel()
+        T = sp.csr_matrix((vals, (rows, rows)), shape=(3 * nc + ms, n))
+        bdim = np.full(nc, 3)
+    else:
+        d = problem.dirs
+        k = d.shape[0]
+        g = np.empty((nc, k, 3))
+        g[:, :, 0] = 1.0
+        g[:, :, 1:] = mu[:, None, None] * d[None, :, :]
+        r_idx = np.repeat(np.arange(nc * k), 3)
+        c_idx = (3 * np.repeat(np.arange(nc), k)[:, None] + np.arange(3)[None, :]).ravel()
+        T = sp.csr_matrix((g.ravel(), (r_idx, c_idx)), shape=(nc * k + ms, n))
+        bdim = np.ones(nc * k, dtype=np.int64)
+    m_c = T.shape[0] - ms
+    scal = sp.csr_matrix((np.ones(ms), (m_c + np.arange(ms), uni)), shape=T.shape)
+    T = (T + scal).tocsr()
+    Ch = (T @ C).tocsr()
+    Ch.sort_indices()
+    wh = np.asarray(T @ q)
+    bptr = np.concatenate([[0], np.cumsum(np.concatenate([bdim, np.ones(ms, dtype=np.int64)]))])
+    gdim = (
+        np.concatenate(
+            [
+                np.full(nc, 3 if problem.cone == "soc" else bdim.size // max(nc, 1)),
+                np.ones(ms, dtype=np.int64),
+            ]
+        )
+        if nc
+        else np.ones(ms, dtype=np.int64)
+    )
+    gptr = np.concatenate([[0], np.cumsum(gdim)]).astype(np.int64)
+    gsoc = np.zeros(gptr.size - 1, dtype=np.bool_)
+    if problem.cone == "soc":
+        gsoc[:nc] = True
+    G = sp.csr_matrix((np.ones(bil.size), (np.arange(bil.size), bil)), shape=(bil.size, n))
+    return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T, G
+
+
+def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``C``, ``D = I`` with ``W = C C'`` from the eigendecomposition (small dense ``W``)."""
+    lam, V = np.linalg.eigh(0.5 * (W + W.T))
+    keep = lam > 1e-12 * max(float(lam.max(initial=0.0)), 1e-300)
+    return V[:, keep] * np.sqrt(lam[keep]), np.ones(int(keep.sum()))
+
+
+class Normal:
+    """The normal matrix ``K = D^{-1} + Ĉ'ΘĈ``: pattern once, values per iteration, LDL'."""
+
+    def __init__(self, Ch, dinv: Vec, bptr: IVec, groups, Gb) -> None:  # type: ignore[no-untyped-def]
+        import scipy.sparse as sp
+
+        nv = Ch.shape[1]
+        mb = Gb.shape[0]
+        size = nv + mb
+        self.nv, self.bptr = nv, bptr
+        self.gptr, self.gsoc = groups
+        self.rowblk = (np.searchsorted(bptr, np.arange(Ch.shape[0]), side="right") - 1).astype(
+            np.int64
+        )
+        self.dinv_inv = 1.0 / dinv
+        ptr, idx = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64)
+        self.cptr, cols, self.jptr, self.jval = block_columns(self.gptr, ptr, idx, Ch.data, nv)
+        keys = pattern_keys(self.cptr, cols, nv, size)
+        # bilateral rows: the quasi-definite border [[K, Gb'], [Gb, -delta I]] (constant)
+        Gc = Gb.tocoo()
+        delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
+        extra_keys = np.concatenate(
+            [(nv + Gc.row) * size + Gc.col, (nv + np.arange(mb)) * size + nv + np.arange(mb)]
+        ).astype(np.int64)
+        extra_vals = np.concatenate([Gc.data, np.full(mb, -delta)])
+        ukeys, slot = np.unique(np.concatenate([keys, extra_keys]), return_inverse=True)
+        self.slot = slot[: keys.size].astype(np.int64)
+        self.extra_slot, self.extra_vals = slot[keys.size :].astype(np.int64), extra_vals
+        col, row = np.divmod(ukeys, size)
+        colptr = np.searchsorted(col, np.arange(size + 1)).astype(np.int64)
+        self.values = np.zeros(ukeys.size)
+        self.K = sp.csc_matrix((self.values, row, colptr), shape=(size, size))
+        self.values = self.K.data  # the matrix's own array, filled in place
+        self.size = size
+        self.dense = size <= 64
+        self.solver = None
+
+    def factor(self, theta: Vec) -> None:
+        fill_normal(
+            self.nv, self.dinv_inv, self.gptr, self.gsoc, self.rowblk, self.cptr, self.jptr,
+            self.jval, theta, self.slot, self.values,
+        )  # fmt: skip
+        np.add.at(self.values, self.extra_slot, self.extra_vals)
+        if self.dense:
+            from scipy.linalg import lu_factor
+
+            A = self.K.toarray()
+            A = A + np.triu(A, 1).T
+            if not np.all(np.isfinite(A)):
+                raise ValueError("normal matrix not finite")
+            self.lu = lu_factor(A)
+            return
+        import qdldl
+
+        if self.solver is None:
+            self.solver = qdldl.Solver(self.K, upper=True)
+        else:
+            self.solver.update(self.K, upper=True)
+
+    def solve(self, rhs: Vec) -> Vec:
+        if self.dense:
+            from scipy.linalg import lu_solve
+
+            return np.asarray(lu_solve(self.lu, rhs))
+        return np.asarray(self.solver.solve(rhs))  # type: ignore[union-attr]
+
+
+class VelocityForm:
+    """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``."""
+
+    def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
+        self.problem = problem
+        self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
+        self.E = E  # selects the bilateral rows
+        self.Gb = (E @ C).tocsr()
+        self.Et = E.T.tocsr()
+        self.normal = Normal(self.Ch, dinv, self.bptr, self.groups, self.Gb)
+
+    def lift(self, q: Vec) -> tuple[Vec, Vec]:
+        """``ŵ = T' q`` and the bilateral rows' free velocity."""
+        return np.asarray(self.T @ q), np.asarray(self.E @ q)
+
+
+def ipm_ccp(
+    form: VelocityForm, q: Vec, tol: float, max_iter: int, residual, start=None
+) -> tuple[Vec, int, float, str]:  # type: ignore[no-untyped-def]
+    """Mehrotra predictor-corrector on the CCP (module docstring).
+
+    ``residual(r)`` returns the natural-map residual the caller judges ``r``
+    by and the velocity ``u = W r + q``; returns ``(r, iterations, residual,
+    reason)``.
+    """
+    problem = form.problem
+    Ch, bptr, Tt, normal = form.Ch, form.bptr, form.Tt, form.normal
+    wh, wb = form.lift(q)
+    m, nv = Ch.shape
+    nb = bptr.shape[0] - 1
+    Gb, Et = form.Gb, form.Et
+    gp, gi, gd = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64), Gb.data
+    ep, ei, ed = Et.indptr.astype(np.int64), Et.indices.astype(np.int64), Et.data
+    mb = Gb.shape[0]
+    Gty, Gv, rb_part = np.zeros(nv), np.zeros(mb), np.zeros(problem.n)
+    cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
+    tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
+    scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
+    # impulse scale: velocities over the mean diagonal of W
+    wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
+    if start is None:
+        y = np.zeros(mb)
+        v = np.zeros(nv)
+        s = wh.copy()
+        margin = cone_margin(bptr, s)
+        add_identity(bptr, s, max(0.0, -margin) + scale_s)
+        z = np.zeros(m)
+        add_identity(bptr, z, scale_s / max(wdiag, 1e-300))
+    else:
+        # a neighbouring problem's iterate, pushed into the interior by a fraction of the
+        # new primal infeasibility (the free velocity changed by q - q_old)
+        v, s, z, y, push = start
+        v, s, z, y = v.copy(), s.copy(), z.copy(), y.copy()
+        s_new = Ch @ v + wh
+        tau = max(push * float(np.abs(s_new - s).max(initial=0.0)), 1e-12 * scale_s)
+        add_identity(bptr, s, tau)
+        add_identity(bptr, z, tau / max(wdiag, 1e-300))
+    wbar, eta = np.zeros(m), np.ones(nb)
+    lam, theta = np.empty(m), np.zeros(9 * nb)
+    Chv, Ctz = np.empty(m), np.empty(nv)
+    t, tmp, dz, ds = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    r = np.zeros(problem.n)
+    res, reason = np.inf, "cap"
+    best, best_r = np.inf, r.copy()
+    it = 0
+    sigma = 0.0
+    while True:
+        csr_mul(tp, ti, td, z, r)
+        if mb:
+            csr_mul(ep, ei, ed, y, rb_part)
+            r += rb_part
+        res, u = residual(r)
+        if res < best:
+            best, best_r = res, r.copy()
+        if res <= tol:
+            reason = "converged"
+            break
+        if not math.isfinite(res):
+            reason = "not finite"
+            break
+        if it >= max_iter:
+            break
+        it += 1
+        csr_mul(cp, ci, cd, v, Chv)
+        csr_tmul(cp, ci, cd, z, Ctz)
+        rd = normal.dinv_inv * v - Ctz  # D^-1 v - Ĉ'z - Gb'y
+        if mb:
+            csr_tmul(gp, gi, gd, y, Gty)
+            rd -= Gty
+            csr_mul(gp, gi, gd, v, Gv)
+        rb = Gv + wb
+        rp = s - Chv - wh
+        gap = float(s @ z)
+        mu_c = gap / max(nb, 1)
+        if cone_margin(bptr, s) <= 0.0 or cone_margin(bptr, z) <= 0.0:
+            reason = "stalled on the cone boundary"
+            break
+        nt_scaling(bptr, s, z, wbar, eta, lam, theta)
+        try:
+            normal.factor(theta)
+        except (np.linalg.LinAlgError, ValueError, RuntimeError):
+            reason = "factorisation failed"
+            break
+        steps = []
+        for corrector in (False, True):
+            if not corrector:
+                jordan(bptr, lam, lam, tmp)
+                rc = -tmp
+            else:
+                scale_inv(bptr, wbar, eta, ds, t)  # W^-1 Δs_a
+                scale(bptr, wbar, eta, dz, tmp)  # W Δz_a
+                jordan(bptr, t, tmp, ds)
+                jordan(bptr, lam, lam, tmp)
+                rc = -tmp - ds
+                add_identity(bptr, rc, sigma * mu_c)
+            jordan_div(bptr, lam, rc, t)
+            wt = np.empty(m)
+            scale_inv(bptr, wbar, eta, t, wt)  # W^-1 t
+            trp = np.empty(m)
+            apply_theta(bptr, theta, rp, trp)
+            g = wt + trp
+            rhs = np.empty(nv + mb)
+            csr_tmul(cp, ci, cd, g, rhs[:nv])
+            rhs[:nv] -= rd
+            rhs[nv:] = -rb
+            sol = normal.solve(rhs)
+            dv, dy = sol[:nv], -sol[nv:]
+            cdv = np.empty(m)
+            csr_mul(cp, ci, cd, dv, cdv)
+            tcd = np.empty(m)
+            apply_theta(bptr, theta, cdv, tcd)
+            dz = wt + trp - tcd
+            ds = cdv - rp
+            a_s = max_step(bptr, s, ds)
+            a_z = max_step(bptr, z, dz)
+            alpha = min(1.0, a_s, a_z)
+            if not corrector:
+                gap_aff = float((s + alpha * ds) @ (z + alpha * dz))
+                sigma = min(max(gap_aff / max(gap, 1e-300), 0.0), 1.0) ** 3
+            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z))))
+        dv, ds, dz, dy, alpha = steps[-1]
+        if not (np.all(np.isfinite(dv)) and np.all(np.isfinite(dz)) and alpha > 0.0):
+            reason = "no finite step"
+            break
+        v += alpha * dv
+        s += alpha * ds
+        z += alpha * dz
+        y += alpha * dy
+    if best <= res or not math.isfinite(res):
+        r, res = best_r, best
+    if res <= tol:
+        reason = "converged"
+    form.last = (v, s, z, y)
+    return r, it, res, reason
