@@ -17,7 +17,8 @@ Every pair is checked to agree (relative difference in the table).  Scaling
 exponents are log-log slopes over the chains.  The first-call time is
 measured in fresh processes: build a model of the 20-link chain and call
 forward dynamics once, with an empty numba cache (compilation) and again
-with the cache it filled.
+with the cache it filled, for the default kernels (compiled at install when a
+C compiler was found) and for the numba kernels (an install without one).
 
 Pinocchio: ``pip install pin`` (or ``pip install contactlab[peers]``).
 Run: ``python -m benchmarks.bench_dynamics`` (writes
@@ -62,11 +63,11 @@ from benchmarks.bench_reduced import chain
 from contactlab.reduced.model import Model
 import numpy as np
 t1 = time.perf_counter()
-model = Model.from_scene(chain(20))
+model = Model.from_scene(chain(20), kernels=sys.argv[1])
 q = np.zeros(20)
 model.forward_dynamics(q, q, q)
 t2 = time.perf_counter()
-print(t1 - t0, t2 - t1)
+print(t1 - t0, t2 - t1, model.kernels)
 """
 
 
@@ -89,6 +90,14 @@ def measure(scene: Scene, budget: float) -> dict[str, float]:
     row: dict[str, float] = {}
     for op, fn in calls.items():
         row[f"{op}_us"] = 1e6 * _best_time(fn, budget)
+    numba_model = Model(model.tree, kernels="numba")
+    numba_calls = {
+        "FD": lambda: numba_model.forward_dynamics(q, qd, tau),
+        "ID": lambda: numba_model.inverse_dynamics(q, qd, qdd),
+        "M": lambda: numba_model.mass_matrix(q),
+    }
+    for op, fn in numba_calls.items():
+        row[f"{op}_numba_us"] = 1e6 * _best_time(fn, budget)
     row["FD_previous_us"] = 1e6 * _best_time(
         lambda: forward_dynamics_recursive(model.tree, q, qd, tau), budget
     )
@@ -121,21 +130,28 @@ def measure(scene: Scene, budget: float) -> dict[str, float]:
     return row
 
 
-def first_call_times() -> dict[str, float]:
-    """Fresh processes with an empty, then a warm, numba cache [s]."""
-    out: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=os.getcwd())
-        for label in ("cold", "warm"):
-            res = subprocess.run(
-                [sys.executable, "-c", _FIRST_CALL],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            imp, first = (float(x) for x in res.stdout.split())
-            out[f"import_{label}_s"], out[f"first_call_{label}_s"] = imp, first
+def first_call_times() -> dict[str, float | str]:
+    """Fresh processes with an empty, then a warm, numba cache [s], per kernel set.
+
+    ``auto``: the kernels compiled at install when the extension was built (else numba);
+    ``numba``: the numba kernels (the path of an install without a C compiler).
+    """
+    out: dict[str, float | str] = {}
+    for kernels in ("auto", "numba"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=os.getcwd())
+            for label in ("cold", "warm"):
+                res = subprocess.run(
+                    [sys.executable, "-c", _FIRST_CALL, kernels],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                imp, first, used = res.stdout.split()
+                key = f"{kernels}_{label}"
+                out[f"import_{key}_s"], out[f"first_call_{key}_s"] = float(imp), float(first)
+                out[f"kernels_{kernels}"] = used
     return out
 
 
@@ -196,6 +212,23 @@ def main(argv: list[str] | None = None) -> None:
         cells.append(f"{r['FD_previous_us']:.1f}")
         cells.append(f"{r['max_rel_difference']:.1e}" if HAS_PIN else "")
         lines.append("| " + " | ".join(cells) + " |")
+    kernels = Model.from_scene(chain(2)).kernels
+    lines += [
+        "",
+        f"The table above uses the default kernels (`{kernels}`: "
+        + ("compiled at install" if kernels == "c" else "the C extension was not built")
+        + '). The numba kernels (`Model(tree, kernels="numba")`, the path of an install without '
+        "a C compiler), per call [us] and ratio to Pinocchio:",
+        "",
+        "| scene | FD | FD ratio | ID | ID ratio | M | M ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in df.to_dict("records"):
+        cells = [r["scene"]]
+        for op in ("FD", "ID", "M"):
+            cells.append(f"{r[f'{op}_numba_us']:.1f}")
+            cells.append(f"{r[f'{op}_numba_us'] / r[f'{op}_pin_us']:.2f}" if HAS_PIN else "")
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         "Scaling exponents (slope of log time vs log DOF over the chains 10-200 / 50-200):",
@@ -216,10 +249,20 @@ def main(argv: list[str] | None = None) -> None:
         "First forward-dynamics call in a fresh process (model of the 20-link chain built and "
         "called once; target <= 3 s cold, <= 1 s warm):",
         "",
-        "| numba cache | import [s] | model + first call [s] |",
-        "| --- | ---: | ---: |",
-        f"| empty (compiles) | {first['import_cold_s']:.2f} | {first['first_call_cold_s']:.2f} |",
-        f"| warm | {first['import_warm_s']:.2f} | {first['first_call_warm_s']:.2f} |",
+        "| kernels | numba cache | import [s] | model + first call [s] |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    for kernels in ("auto", "numba"):
+        name = ("compiled at install (C)" if first[f"kernels_{kernels}"] == "c" else "numba") + (
+            " (default)" if kernels == "auto" else " (fallback without a C compiler)"
+        )
+        for label, cache in (("cold", "empty (compiles)"), ("warm", "warm")):
+            key = f"{kernels}_{label}"
+            lines.append(
+                f"| {name} | {cache} | {first[f'import_{key}_s']:.2f} | "
+                f"{first[f'first_call_{key}_s']:.2f} |"
+            )
+    lines += [
         "",
         "FD = `Model.forward_dynamics` (articulated-body recursion), ID = "
         "`Model.inverse_dynamics` (Newton-Euler in the Balafoutis-Patel form), M = "

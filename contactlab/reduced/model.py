@@ -258,10 +258,24 @@ class Model:
         self._ext_none = not self._other
         self.kernels = "numba" if self._c is None else "c"
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the compiled kernels' workspace, which is rebuilt on loading."""
+        state = self.__dict__.copy()
+        state["_c"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        if self.kernels == "c":
+            if _cfast is None:
+                self.kernels = "numba"  # unpickled where the extension was not built
+            else:
+                self._c = _cfast.Kernels(self.topo, self.geom, self.dofp, len(self._other))
+
     @classmethod
-    def from_scene(cls, scene: Scene) -> Model:
+    def from_scene(cls, scene: Scene, kernels: str = "auto") -> Model:
         """Build the tree of ``scene`` and its model."""
-        return cls(Tree.from_scene(scene))
+        return cls(Tree.from_scene(scene), kernels=kernels)
 
     @property
     def has_other_joints(self) -> bool:

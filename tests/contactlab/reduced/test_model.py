@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -170,6 +171,19 @@ def test_out_receives_the_result(kernels: str) -> None:
     np.testing.assert_array_equal(M, model.mass_matrix(q))
     with pytest.raises(ConfigurationError, match="out must be a writeable C-contiguous float64"):
         model.mass_matrix(q, out=np.empty((model.nq, model.nq)).T[:, :-1])
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_a_pickled_model_computes_the_same(kernels: str) -> None:
+    """A model sent to another process (pickle) rebuilds its kernels and gives equal results."""
+    model = Model(springy_tree(1, ["revolute", "spherical", "prismatic"]), kernels=kernels)
+    copy = pickle.loads(pickle.dumps(model))
+    q, qd, qdd = model.random_state(np.random.default_rng(9))
+    assert copy.kernels == model.kernels
+    np.testing.assert_array_equal(
+        copy.forward_dynamics(q, qd, qdd), model.forward_dynamics(q, qd, qdd)
+    )
+    np.testing.assert_array_equal(copy.mass_matrix(q), model.mass_matrix(q))
 
 
 def test_unknown_kernels_are_refused() -> None:
