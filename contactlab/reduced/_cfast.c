@@ -79,30 +79,24 @@ static void skew(const double *v, double out[3][3])
     out[1][0] = v[2]; out[2][0] = -v[1]; out[2][1] = v[0];
 }
 
-/* J_r(q) and its derivative along u (right_jacobian_terms of _fast.py, first two outputs). */
+/* J_r(q) and its derivative along u (_right_jacobian_rate of _fast.py): with
+ * [q]^2 = q q^T - |q|^2 1 and [u][q] + [q][u] = q u^T + u q^T - 2 (q.u) 1. */
 static void right_jacobian(const double *q, const double *u, double J0[3][3], double J1[3][3])
 {
-    double t = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+    double tt = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
     double b, c, b1, c1;
-    coefficients(t, &b, &c, &b1, &c1);
-    double W[3][3], Uu[3][3], W2[3][3], UW[3][3];
+    coefficients(sqrt(tt), &b, &c, &b1, &c1);
+    double W[3][3], Uu[3][3];
     skew(q, W);
     skew(u, Uu);
-    for (int r = 0; r < 3; r++)
-        for (int k = 0; k < 3; k++) {
-            double w2 = 0, uw = 0;
-            for (int m = 0; m < 3; m++) {
-                w2 += W[r][m] * W[m][k];
-                uw += Uu[r][m] * W[m][k] + W[r][m] * Uu[m][k];
-            }
-            W2[r][k] = w2;
-            UW[r][k] = uw;
-        }
     double qu = q[0] * u[0] + q[1] * u[1] + q[2] * u[2];
     for (int r = 0; r < 3; r++)
         for (int k = 0; k < 3; k++) {
-            J0[r][k] = (r == k ? 1.0 : 0.0) - b * W[r][k] + c * W2[r][k];
-            J1[r][k] = -b1 * qu * W[r][k] - b * Uu[r][k] + c1 * qu * W2[r][k] + c * UW[r][k];
+            double d = r == k ? 1.0 : 0.0;
+            double w2 = q[r] * q[k] - tt * d;
+            double uw = q[r] * u[k] + u[r] * q[k] - 2.0 * qu * d;
+            J0[r][k] = d - b * W[r][k] + c * w2;
+            J1[r][k] = -b1 * qu * W[r][k] - b * Uu[r][k] + c1 * qu * w2 + c * uw;
         }
 }
 
