@@ -858,6 +858,13 @@ PyMODINIT_FUNC PyInit__cfast(void)
     if (PyType_Ready(&KernelsType) < 0) return NULL;
     PyObject *mod = PyModule_Create(&cfast_module);
     if (!mod) return NULL;
+#ifndef CFAST_SOURCE_SHA256
+#define CFAST_SOURCE_SHA256 ""
+#endif
+    if (PyModule_AddStringConstant(mod, "SOURCE_SHA256", CFAST_SOURCE_SHA256) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
     Py_INCREF(&KernelsType);
     if (PyModule_AddObject(mod, "Kernels", (PyObject *)&KernelsType) < 0) {
         Py_DECREF(&KernelsType);

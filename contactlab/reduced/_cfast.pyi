@@ -7,6 +7,8 @@ from numpy.typing import NDArray
 
 _F = NDArray[np.float64]
 
+SOURCE_SHA256: str
+
 class Kernels:
     def __init__(self, topo: NDArray[np.int64], geom: _F, dofp: _F, n_other: int) -> None: ...
     def forward_dynamics(

@@ -400,12 +400,6 @@ def body_force_diff(g, v, dv, da, out):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
-def _check(topo, dofp, q, name):  # noqa: ANN001, ANN202
-    if q.shape[0] != dofp.shape[1]:
-        raise ValueError(name)
-
-
-@njit(cache=True)
 def _check_lengths(dofp, a, b, c):  # noqa: ANN001, ANN202
     nq = dofp.shape[1]
     if a.shape[0] != nq or b.shape[0] != nq or c.shape[0] != nq:

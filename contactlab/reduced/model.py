@@ -43,7 +43,10 @@ model; give their wrenches through ``wrenches`` or use
 
 from __future__ import annotations
 
+import hashlib
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -66,6 +69,24 @@ from contactlab.scene import Scene
 try:  # built with the package when a C compiler was found (setup.py)
     from contactlab.reduced import _cfast
 except ImportError:  # no compiled extension: the numba kernels of _fast serve every call
+    _cfast = None  # type: ignore[assignment]
+
+
+def _stale_extension() -> bool:
+    """Whether ``_cfast.c`` beside the module differs from the source the extension was
+    built from (an editable install edited since ``pip install -e .``)."""
+    source = Path(__file__).with_name("_cfast.c")
+    if _cfast is None or not source.is_file():
+        return False
+    return hashlib.sha256(source.read_bytes()).hexdigest() != _cfast.SOURCE_SHA256
+
+
+if _stale_extension():
+    warnings.warn(
+        "contactlab.reduced._cfast was built from an older _cfast.c; the model uses its numba "
+        "kernels until `pip install -e .` rebuilds it",
+        stacklevel=1,
+    )
     _cfast = None  # type: ignore[assignment]
 
 #: Whether the kernels compiled at install (``_cfast.c``) are available; without

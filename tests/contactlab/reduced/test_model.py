@@ -189,3 +189,19 @@ def test_a_pickled_model_computes_the_same(kernels: str) -> None:
 def test_unknown_kernels_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="kernels must be 'auto', 'c' or 'numba'"):
         Model(springy_tree(0, ["revolute"]), kernels="fortran")
+
+
+@pytest.mark.skipif(
+    not COMPILED_AHEAD, reason="contactlab.reduced._cfast not built (no C compiler)"
+)
+def test_an_extension_built_from_another_source_is_detected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The extension records the SHA-256 of the C file it was built from; a different file
+    beside it (edited after ``pip install -e .``) is reported stale."""
+    from contactlab.reduced import _cfast
+    from contactlab.reduced import model as model_module
+
+    assert not model_module._stale_extension()
+    monkeypatch.setattr(_cfast, "SOURCE_SHA256", "0" * 64)
+    assert model_module._stale_extension()
