@@ -355,17 +355,32 @@ def mass_ratio_stack(
 
 
 @scenario("box-pile")
-def box_pile(n: int = 20, seed: int = 0, size: float = 0.1, mu: float = 0.5) -> Scene:
-    """``n`` cubes dropped from random, non-overlapping poses above the ground.
+def box_pile(
+    n: int = 20, seed: int = 0, size: float = 0.1, mu: float = 0.5, layout: str = "drop"
+) -> Scene:
+    """``n`` cubes dropped from random, non-overlapping poses above the ground, or stacked at rest.
 
     n : number of cubes.
     seed : random seed of the poses.
     size : cube side [m]; each cube weighs ``1000 size^3`` kg (water).
     mu : friction coefficient.
+    layout : ``"drop"`` (default) or ``"stacked"``.
 
-    The cubes sit in the cells of a column of square layers (cell side
-    ``1.2 sqrt(3) size``, more than a cube's diameter ``sqrt(3) size``),
+    ``"drop"``: the cubes sit in the cells of a column of square layers (cell
+    side ``1.2 sqrt(3) size``, more than a cube's diameter ``sqrt(3) size``),
     jittered inside their cells and randomly turned, so none overlap.
+
+    ``"stacked"``: a pile already at rest, at exact contact, of about the
+    same four layers: a stepped pyramid of square layers of ``s``, ``s - 1``,
+    ``s - 2``, ... cubes a side (``s`` the smallest that holds ``n`` in four
+    layers, the top one filled in part), pitch ``1.2 size``, each layer
+    shifted by half a pitch so that every cube above the ground rests on the
+    corners of four cubes below; every cube is turned about the vertical by a
+    random angle within ±5 deg (the gap between neighbours stays above
+    ``0.11 size``, wider than the contact margin for 10 cm cubes), so the
+    contact patches are irregular polygons.  All
+    faces in contact are horizontal: the pile is at rest with zero friction,
+    and a step that sets it in motion does so by its own error.
     """
     _positive(size=size)
     if n < 1:
@@ -373,6 +388,28 @@ def box_pile(n: int = 20, seed: int = 0, size: float = 0.1, mu: float = 0.5) -> 
     if seed < 0:
         raise ConfigurationError(f"box-pile seed must be an integer >= 0, got {seed}")
     rng = np.random.default_rng(seed)
+    if layout == "stacked":
+        E = _stacked_pile(n, size, rng)
+    elif layout == "drop":
+        E = _dropped_pile(n, size, rng)
+    else:
+        raise ConfigurationError(f"box-pile layout must be 'drop' or 'stacked', got {layout!r}")
+    mass = 1000.0 * size**3
+    bodies = tuple(_box(f"box{j}", np.full(3, 0.5 * size), mass) for j in range(n))
+    return Scene(
+        "box-pile",
+        bodies,
+        static_shapes=(Plane(),),
+        initial_E=E,
+        initial_phi=np.zeros((n, 6)),
+        contact=_contact(mu),
+        dt=5e-3,
+        duration=2.0,
+    )
+
+
+def _dropped_pile(n: int, size: float, rng: np.random.Generator) -> Array:
+    """(n, 4, 4) poses of ``box-pile``'s ``"drop"`` layout (its docstring)."""
     diameter = np.sqrt(3.0) * size
     cell = 1.2 * diameter
     side = max(1, int(np.ceil(np.sqrt(n / 4.0))))  # about 4 layers for a square column
@@ -387,19 +424,26 @@ def box_pile(n: int = 20, seed: int = 0, size: float = 0.1, mu: float = 0.5) -> 
         ],
         axis=1,
     ) + rng.uniform(-slack, slack, (n, 3))
-    E = se3.make_transform(se3.random_rotation(rng, n), centre)
-    mass = 1000.0 * size**3
-    bodies = tuple(_box(f"box{j}", np.full(3, 0.5 * size), mass) for j in range(n))
-    return Scene(
-        "box-pile",
-        bodies,
-        static_shapes=(Plane(),),
-        initial_E=E,
-        initial_phi=np.zeros((n, 6)),
-        contact=_contact(mu),
-        dt=5e-3,
-        duration=2.0,
-    )
+    return se3.make_transform(se3.random_rotation(rng, n), centre)
+
+
+def _stacked_pile(n: int, size: float, rng: np.random.Generator) -> Array:
+    """(n, 4, 4) poses of ``box-pile``'s ``"stacked"`` layout (its docstring)."""
+    side = 1
+    while sum(max(side - j, 0) ** 2 for j in range(4)) < n:
+        side += 1
+    pitch = 1.2 * size
+    centres = []
+    for layer in range(side):
+        m = side - layer
+        i, j = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+        xy = (np.stack([i.ravel(), j.ravel()], axis=1) - 0.5 * (m - 1)) * pitch
+        z = np.full((m * m, 1), (layer + 0.5) * size)
+        centres.append(np.hstack([xy, z]))
+    centre = np.vstack(centres)[:n]
+    yaw = rng.uniform(-np.radians(5.0), np.radians(5.0), n)
+    R = np.stack([se3.exp_so3([0.0, 0.0, a]) for a in yaw])
+    return se3.make_transform(R, centre)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,10 @@ back, and has a short name the layer records in ``SolverResult.conversions``.
   (ArtiSynth notes, §0.7).
 - :func:`box_lcp_to_standard`: rows with one finite bound are shifted/flipped
   to ``0 <= s ⟂ w' >= 0``.
+- :func:`cost_scaled`: a QP whose cost is far from unit scale is solved with
+  its cost multiplied by ``1 / max diag(P)`` (same minimiser, multipliers
+  scaled), so that solvers with absolute thresholds (infeasibility
+  certificates) see a unit-scaled cost.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ QP_TO_DUAL_LCP = "qp -> lcp in the row multipliers (ArtiSynth notes §0.3)"
 LCP_TO_QP = "lcp -> qp (symmetric PSD M)"
 MIXED_TO_LCP = "mixed lcp -> lcp (Schur complement, ArtiSynth notes §0.7)"
 BOX_TO_STANDARD = "box lcp -> standard lcp (bound shift)"
+COST_SCALING = "qp -> qp with cost scaled to max diag(P) = 1"
 
 _BLOCK_LIMIT = 256
 
@@ -312,3 +317,41 @@ def box_lcp_to_standard(lcp: LCP) -> tuple[LCP, Callable[[Vec], Vec]]:
         M1 = sp.bmat([[M1, E], [-E.T, None]], format="csr")
         q1 = np.concatenate([q1, lcp.hi[box] - lcp.lo[box]])
     return LCP(M1, q1), lambda s: c + d * s[:n]
+
+
+#: a cost whose largest diagonal entry is at least this is left as it is
+_SMALL_COST = 0.25
+
+
+@dataclass(frozen=True)
+class CostScaling:
+    """The cost ``c (1/2 x'Px + q'x)`` of :func:`cost_scaled`: same ``x``, multipliers ``c y``."""
+
+    c: float
+
+    def y0(self, y: Vec | None) -> Vec | None:
+        return None if y is None else np.asarray(y, dtype=np.float64) * self.c
+
+    def y(self, y_scaled: Vec | None) -> Vec | None:
+        return None if y_scaled is None else y_scaled / self.c
+
+    def z_soc(self, z_scaled: Vec | None) -> Vec | None:
+        return None if z_scaled is None else z_scaled / self.c
+
+
+def cost_scaled(qp: QP) -> tuple[QP, CostScaling] | None:
+    """``qp`` with its cost multiplied by ``c = 1 / max diag(P)``, or ``None`` if near unit scale.
+
+    The minimiser and the feasible set are unchanged; every multiplier (rows and
+    cones) is multiplied by ``c``.  Solvers whose infeasibility certificates and
+    stopping tests use absolute thresholds (ProxQP: ``||P dx|| <= 1e-4``) misjudge
+    a cost whose eigenvalues are all far below 1, such as the joint-space inertia of
+    a chain of small links.  Only small costs are scaled (up): returns ``None``
+    when ``max diag(P) >= 1/4`` or ``P`` has no positive diagonal entry (scaling
+    large costs down made ProxQP fail on joint-friction steps it solves as posed).
+    """
+    top = float(np.max(qp.P.diagonal(), initial=0.0))
+    if top <= 0.0 or top >= _SMALL_COST:
+        return None
+    c = 1.0 / top
+    return QP(qp.P * c, qp.q * c, qp.A, qp.l, qp.u, qp.soc), CostScaling(c)

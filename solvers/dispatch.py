@@ -167,8 +167,20 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
     t0 = time.perf_counter()
     if be.accepts_qp:
         _check_qp(qp, be)
-        raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
-        x, y = raw.x, raw.y
+        scaled = cv.cost_scaled(qp) if be.equilibrate else None
+        if scaled is None:
+            raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
+            x, y = raw.x, raw.y
+        else:
+            qs, scale = scaled
+            convs.append(cv.COST_SCALING)
+            sopts = SolveOptions(
+                opts.tol, opts.max_iter, opts.x0, scale.y0(opts.y0), opts.time_limit,
+                opts.settings,
+            )  # fmt: skip
+            raw = _call(lambda: be.solve_qp(qs, sopts), qp.n)
+            x, y = raw.x, scale.y(raw.y)
+            raw.z_soc = scale.z_soc(raw.z_soc)
     elif be.accepts_lcp:
         if qp.soc is not None:
             _check_qp(qp, be)

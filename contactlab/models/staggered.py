@@ -57,16 +57,38 @@ taken, so the returned friction is always a friction QP's output.  Measured:
 0.6 s after the drop, 25-33 on the 30-box pile
 (tests/contactlab/models/test_staggered_convergence.py).
 
-Known limit: on a pile at rest whose boxes wedge against each other (the
-30-box pile 2 s after the drop) the plain alternation does not converge:
-after about 150 iterations the velocities stop changing (1e-9 m/s per
-iteration) while every iteration adds the same friction impulse, balanced by
-growing normal impulses (the sum of the normal impulses rises by 2.5e-6 N s
-per iteration without bound, a self-locking internal stress), so the
-friction change stays at 5.3e-5 of the total impulse and the stopping test
-is never met; the Anderson step cannot cancel a residual that does not
-shrink and ends at the cap too.  The velocities reached differ from
-Stewart--Trinkle's (Lemke) by 9e-4 m/s.
+Known limit: on landed piles of tens of boxes the alternation does not reach
+a solution, and neither a different stopping test nor Anderson acceleration
+makes it.  Every check also records (``StepSolution.cache[PRODUCED]``) what
+the step produces, relative to the same scale as the stopping test: the
+velocity change ``||v_k - v_{k-1}||_M`` and the natural map of the friction at
+``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
+under friction inside its set, or friction outside the set of the current
+``mu lambda_N``), which is zero exactly at a solution of the coupled problem.
+Measured (box cone by PGS at 1e-7, as in ``benchmarks/bench_friction.py``,
+and pyramid by Clarabel; piles landed 2 s, warm-started steps, cap 100-200):
+
+- 30 boxes, pyramid, plain alternation: the velocities stop changing (7e-9 of
+  the scale per iteration) while the natural map stays at 4.5e-5: contacts
+  whose friction lies inside the pyramid still slip at about 1e-5 m/s, and
+  every friction correction is undone by the next contact QP through growing
+  normal impulses (a self-locking internal stress; the impulse change stays
+  at 5e-5 of the total), so the iterate is not a solution and a stopping
+  test on the velocities alone would accept a wrong one.  Anderson: natural
+  map 4e-5 after 20 iterations, still 4e-5 at 200.
+- 100 boxes, box cone: plain alternation contracts by about 0.98 per
+  iteration (natural map 8e-3, 3e-3, 8e-4 after 10, 20, 40 iterations;
+  5e-4 after 90); Anderson (depth 5 or 10, with or without a restart on a
+  growing residual, with or without projecting the extrapolated friction
+  onto its set) levels off at 8e-5 to 2e-4 from 40 iterations on; with
+  Clarabel's exact inner solves at 1.3e-4, with spikes where the active
+  sets change.  The worst contacts are sticking ones slipping at 1e-4 m/s
+  and contacts whose friction unloads their own normal impulse.
+
+So the 100-outer-iteration cap on those piles is the method's, not its
+stopping test's.  On the sliding 3-cube stack and the 10-box pile at 0.6 s
+(below) the velocity test and the natural map fall below ``tol`` at the same
+iteration as the impulse test.
 
 Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
 of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
@@ -105,6 +127,7 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
+from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP
@@ -112,6 +135,8 @@ from solvers import QP
 _CACHE = "staggered-projections:friction"
 #: Key of the per-step outer history in ``StepSolution.cache``.
 HISTORY = "staggered-projections:history"
+#: Key of the per-step ``(velocity change, natural map)`` per check, relative like HISTORY.
+PRODUCED = "staggered-projections:produced"
 
 
 @register_model("staggered-projections")
@@ -181,10 +206,13 @@ class StaggeredProjections(SolvingModel):
         tol, cap = float(self.options["tol"]), int(self.options["max_outer"])
         momentum = minv.norm(problem.f)  # the free motion's scale, see the module docstring
         prev_C: Array | None = None
+        prev_total: Array | None = None
         residual: float | None = None
         fx: Any = None
         contact: ContactSolve | None = None
         history: list[float] = []
+        produced: list[list[float]] = []
+        w_t = tangent_weight(T, minv)
         status, outer = "max_iterations", 0
         while outer < cap:
             outer += 1
@@ -195,17 +223,26 @@ class StaggeredProjections(SolvingModel):
             if problem.n_contacts == 0 or not np.all(np.isfinite(contact.lam)):
                 status = "optimal" if problem.n_contacts == 0 else "numerical_error"
                 break
-            scale = max(minv.norm(impulse_C + impulse_F), momentum)
-            if prev_C is not None and residual is not None:
+            lam_N = contact.rows.part(contact.lam, "N")
+            total = impulse_C + impulse_F
+            scale = max(minv.norm(total), momentum)
+            if prev_C is not None and prev_total is not None and residual is not None:
                 change = max(minv.norm(impulse_C - prev_C), residual)
                 history.append(
                     change / scale if scale > 0.0 else (0.0 if change == 0.0 else np.inf)
                 )
+                # what the step produces, recorded beside: the velocity change and the
+                # friction's natural map at (v, lambda_N, y) (module docstring, "Known limit")
+                e = natural_map(y, np.asarray(T @ contact.v), d.mu * lam_N, w_t, cone, k)
+                produced.append(
+                    [minv.norm(total - prev_total) / scale, natural_norm(e, w_t) / scale]
+                    if scale > 0.0
+                    else [0.0, 0.0]
+                )
                 if change <= tol * scale or (scale == 0.0 and change == 0.0):
                     status = "optimal"
                     break
-            prev_C = impulse_C
-            lam_N = contact.rows.part(contact.lam, "N")
+            prev_C, prev_total = impulse_C, total
             f_C = problem.f + impulse_C - np.asarray(d.G.T @ contact.rows.part(contact.lam, "G"))
             g, fx = friction_qp.solve(self, f_C, d.mu * np.maximum(lam_N, 0.0), fx)
             if not np.all(np.isfinite(g)):
@@ -220,6 +257,7 @@ class StaggeredProjections(SolvingModel):
         sol = make_solution(self, problem, contact.v, contact.rows, contact.lam, y, status, outer)
         cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem)
         sol.cache[HISTORY] = np.asarray(history)
+        sol.cache[PRODUCED] = np.asarray(produced).reshape(-1, 2)
         return sol
 
 

@@ -97,6 +97,10 @@ class Backend:
     supports_zero_diagonal: ClassVar[bool] = False
     #: QP backends only: ``P`` must be positive definite (a singular ``P`` makes the solve fail).
     requires_definite: ClassVar[bool] = False
+    #: QP backends only: solve a QP whose cost is far from unit scale with its cost
+    #: scaled (:func:`solvers.conversions.cost_scaled`), for solvers whose infeasibility
+    #: and stopping thresholds are absolute.
+    equilibrate: ClassVar[bool] = False
     #: Whether a primal-infeasible problem is reported with status ``infeasible``.
     detects_infeasibility: ClassVar[bool] = False
     #: Accuracy (max residual) the backend reaches on well-scaled problems: a declared

@@ -65,6 +65,14 @@ _TOLERANCE = {"SCS": 1e-4, "OSQP": 1e-5, "PROXQP": 1e-6, "ECOS": 1e-4, "CLARABEL
 _NO_CERTIFICATES = {"PROXQP"}
 
 
+#: cvxpy solvers that reject a problem without constraint rows
+_NEEDS_A_ROW = frozenset({"SCS"})
+#: solvers whose absolute thresholds misjudge a cost far from unit scale: ProxQP
+#: certifies "dual infeasible" when the smallest eigenvalue of P is below 1e-4, and
+#: OSQP under cvxpy's settings reported the reduced chain's step 48 unbounded
+_EQUILIBRATE = frozenset({"PROXQP", "OSQP"})
+
+
 class CvxpyBackend(Backend):
     """Base of the ``cvxpy:<solver>`` family; subclasses set :attr:`solver`."""
 
@@ -134,6 +142,10 @@ class CvxpyBackend(Backend):
             tang = cp.vstack([x[s.tangent[:, 0]], x[s.tangent[:, 1]]])
             cone = cp.SOC(cp.multiply(s.mu, x[s.normal]), tang, axis=0)
             cons.append(cone)
+        if not cons and self.solver in _NEEDS_A_ROW:
+            # SCS refuses a cone program with no rows (m = 0); the row 0 x <= 1 holds for
+            # every x, so the problem is the same
+            cons.append(cp.sum(0.0 * x) <= 1.0)
         prob = cp.Problem(cp.Minimize(cost), cons)
         try:
             prob.solve(solver=self.solver, warm_start=opts.x0 is not None, **kwargs)
@@ -195,6 +207,7 @@ def _make(solver: str) -> type[CvxpyBackend]:
         "detects_infeasibility": solver not in _NO_CERTIFICATES,
         "supports_max_iter": iter_key is not None,
         "supports_time_limit": solver in _TIME_KEY,
+        "equilibrate": solver in _EQUILIBRATE,
         "__doc__": f"cvxpy with the {solver} solver.",
     }
     return type(f"Cvxpy{solver.title()}Backend", (CvxpyBackend,), attrs)

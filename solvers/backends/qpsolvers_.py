@@ -72,6 +72,8 @@ _TOLERANCE = {
 }
 # Settings without which the solver stops before complementarity is met (ProxQP checks
 # only primal/dual residuals unless told to check the duality gap).
+#: solvers that qpsolvers replaces by another method on a QP without rows
+_NEEDS_A_ROW = frozenset({"clarabel", "jaxopt_osqp", "mosek", "qtqp", "scs"})
 _FIXED: dict[str, dict[str, Any]] = {"proxqp": {"check_duality_gap": True}}
 # Solvers whose bounds go through G x <= h (finite sides only) instead of lb/ub: ECOS rejects
 # infinite entries in lb/ub, and HiGHS (1.15) returns x = 0 as "optimal" for a QP without rows.
@@ -121,7 +123,9 @@ class QpsolversBackend(Backend):
         )
 
         t0 = time.perf_counter()
-        problem, back = _to_qpsolvers(qp, dense, self.solver in _BOUNDS_AS_ROWS)
+        problem, back = _to_qpsolvers(
+            qp, dense, self.solver in _BOUNDS_AS_ROWS, self.solver in _NEEDS_A_ROW
+        )
         t1 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -179,8 +183,15 @@ def _failure_status(said: str) -> tuple[str, str]:
     )
 
 
-def _to_qpsolvers(qp: QP, dense: bool, bounds_as_rows: bool) -> tuple[Any, Any]:
-    """qpsolvers ``Problem`` of an OSQP-form QP and the map of its duals to OSQP-signed ``y``."""
+def _to_qpsolvers(
+    qp: QP, dense: bool, bounds_as_rows: bool, needs_row: bool = False
+) -> tuple[Any, Any]:
+    """qpsolvers ``Problem`` of an OSQP-form QP and the map of its duals to OSQP-signed ``y``.
+
+    With ``needs_row``, a QP without rows gets the row ``0 x <= 1`` (true for every
+    ``x``): qpsolvers answers an unconstrained QP given to SCS with SciPy's LSQR
+    instead (Clarabel, SCS, MOSEK, ...), and the backend named must be the one that solves.
+    """
     import qpsolvers
 
     def mat(m: sp.spmatrix) -> Any:
@@ -203,6 +214,8 @@ def _to_qpsolvers(qp: QP, dense: bool, bounds_as_rows: bool) -> tuple[Any, Any]:
     lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
     G = sp.vstack([A[up], -A[lo]], format="csc") if up.size + lo.size else None
     h = np.concatenate([qp.u[up], -qp.l[lo]]) if G is not None else None
+    if needs_row and G is None and not eq.size:
+        G, h = sp.csc_matrix((1, qp.n)), np.ones(1)
     problem = qpsolvers.Problem(
         mat(qp.P),
         qp.q,
@@ -216,13 +229,18 @@ def _to_qpsolvers(qp: QP, dense: bool, bounds_as_rows: bool) -> tuple[Any, Any]:
         y = np.zeros(qp.m)
         if eq.size:
             y[eq] += np.asarray(sol.y).reshape(-1)
-        if G is not None:
+        if up.size + lo.size:
             z = np.asarray(sol.z).reshape(-1)
             np.add.at(y, up, z[: up.size])
             np.add.at(y, lo, -z[up.size :])
         return y
 
     return problem, back
+
+
+#: solvers whose absolute thresholds misjudge a cost far from unit scale (ProxQP
+#: certifies "dual infeasible" when the smallest eigenvalue of P is below 1e-4)
+_EQUILIBRATE = frozenset({"proxqp"})
 
 
 def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
@@ -247,6 +265,7 @@ def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
         "supports_max_iter": solver in _ITER_KEY,
         "supports_time_limit": solver in _TIME_KEY,
         "__doc__": f"qpsolvers with the {solver} solver.",
+        "equilibrate": solver in _EQUILIBRATE,
     }
     return type(f"Qpsolvers{solver.title()}Backend", (QpsolversBackend,), attrs)
 
