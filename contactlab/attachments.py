@@ -11,8 +11,9 @@ attached body's frame stays at a fixed transform ``T`` in its master's frame,
 
 with a constant map (the notes' ``g_beta = h Gdot v`` term vanishes: no
 velocity-dependent correction is needed, §0.17).  An attachment to the world
-(``master=None``) holds the body still (the notes' parametric control with
-zero velocity, §0.21).  A body may be attached to an attached body (§0.18)
+(``master=None``) holds the body still; with a ``trajectory`` it moves the
+body along a prescribed path instead (a parametrically controlled component,
+§0.21, e.g. a driven platform).  A body may be attached to an attached body (§0.18)
 as long as the attachments form no loop; the chain is composed down to its
 root, which gives the same reduction as eliminating the attachments one at
 a time in topological order.
@@ -23,11 +24,32 @@ realisation in maximal coordinates (:class:`contactlab.maximal.MaximalFormulatio
 the reduction ``Phi = P Phi_active`` with the reduced mass ``P^T M P`` (the
 mass and fictitious-force adjustments of §0.19 come out of ``P^T`` applied
 to each attached body's own momentum and forces).
+
+Parametric control (§0.21).  A body driven along ``trajectory(t)`` (and every
+body attached to it) is removed from the unknowns like an attached body; its
+velocity over a step is the secant twist ``psi = log(D(t)^-1 D(t+h)) / h`` of
+the driving frame ``D``, so ``D(t) exp(h [psi]) = D(t+h)`` exactly.  Every
+body's twist is then ``Phi = P Phi_active + q`` with the prescribed column
+``q`` (the driven bodies' twists), and the notes' reduced system
+
+.. math::
+
+    M' v_\\alpha = f' - M'_{\\alpha\\rho} v_\\rho + G'^T \\lambda, \\qquad
+    G' v_\\alpha = g' - G'_{\\sigma\\rho} v_\\rho
+
+(``M'_{\\alpha\\rho} = P^T M q`` vanishes for rigid attachments, whose mass matrix
+stays block diagonal).  The prescribed velocity also shifts the contact and
+friction rows (a box on a moving platform slides relative to the platform,
+not to the world).  So that every contact model receives it as an ordinary
+problem, the step carries it as one extra generalized velocity ``s`` held at
+1 by one bilateral row: the unknowns are ``(v_alpha, s)`` and each row ``A``
+becomes ``[A P, A q]``.  Eliminating ``s = 1`` gives the system above
+exactly; its mass (any positive number) only scales that row's multiplier.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,19 +76,22 @@ class Attachment:
     master : name of the body it moves with, or ``None`` to hold it fixed in
         the world.
     transform : (4, 4) pose of ``body``'s frame in ``master``'s frame (in the
-        world frame for ``master=None``); ``None`` takes it from the initial
-        poses.  A given transform overrides the attached body's initial pose.
+        world frame for ``master=None``, in the driving frame with a
+        ``trajectory``); ``None`` takes it from the initial poses.  A given
+        transform overrides the attached body's initial pose.
+    trajectory : ``t [s] -> (4, 4)`` world pose of a driving frame that
+        carries the body (``master`` must be ``None``): the body is then
+        parametrically controlled (§0.21), ``E(t) = trajectory(t) transform``.
     """
 
     body: str
     master: str | None = None
     transform: ArrayLike | None = None
+    trajectory: Callable[[float], ArrayLike] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, str) or not self.body:
-            raise ConfigurationError(
-                f"Attachment: body must be a body name, got {self.body!r}"
-            )
+            raise ConfigurationError(f"Attachment: body must be a body name, got {self.body!r}")
         if self.master is not None and not isinstance(self.master, str):
             raise ConfigurationError(
                 f"Attachment of {self.body!r}: master must be a body name or None (the world), "
@@ -74,6 +99,17 @@ class Attachment:
             )
         if self.master == self.body:
             raise ConfigurationError(f"Attachment: body {self.body!r} is attached to itself")
+        if self.trajectory is not None:
+            if not callable(self.trajectory):
+                raise ConfigurationError(
+                    f"Attachment of {self.body!r}: trajectory must be a function t -> (4, 4) "
+                    f"world pose, got {type(self.trajectory).__name__}"
+                )
+            if self.master is not None:
+                raise ConfigurationError(
+                    f"Attachment of {self.body!r}: a trajectory drives a body in the world; "
+                    f"drop master={self.master!r} (or drive the master and attach to it)"
+                )
         if self.transform is not None:
             T = np.array(self.transform, dtype=float)
             if T.shape != (4, 4) or not np.all(np.isfinite(T)):
@@ -88,6 +124,28 @@ class Attachment:
                     "(orthonormal rotation with det +1, last row 0 0 0 1)"
                 )
             object.__setattr__(self, "transform", T)
+
+    @property
+    def supplies_energy(self) -> bool:
+        """A driven body does work that no potential records."""
+        return self.trajectory is not None
+
+
+def driving_pose(attachment: Attachment, t: float) -> Array:
+    """``attachment.trajectory(t)`` checked: a finite rigid (4, 4) transform."""
+    assert attachment.trajectory is not None
+    D = np.asarray(attachment.trajectory(t), dtype=float)
+    if (
+        D.shape != (4, 4)
+        or not np.all(np.isfinite(D))
+        or not se3.is_rotation(D[:3, :3], tol=1e-9)
+        or not np.allclose(D[3], (0.0, 0.0, 0.0, 1.0))
+    ):
+        raise ConfigurationError(
+            f"Attachment of {attachment.body!r}: trajectory({t:g}) is not a finite rigid 4x4 "
+            "transform (orthonormal rotation with det +1, last row 0 0 0 1)"
+        )
+    return D
 
 
 def check_attachments(scene: Scene) -> tuple[Attachment, ...]:
@@ -171,7 +229,7 @@ def attached_pairs(scene: Scene) -> list[tuple[int, int]]:
 
 
 class AttachmentMap:
-    """The null-space reduction ``Phi = P Phi_active`` of a scene's attachments (maximal coords).
+    """The null-space reduction ``Phi = P Phi_active (+ q)`` of a scene's attachments.
 
     Parameters
     ----------
@@ -184,7 +242,11 @@ class AttachmentMap:
     active : (na,) indices of the bodies that are not attached.
     attached : (nk,) indices of the attached bodies, root-first.
     root : (nk,) index of each attached body's root (``-1``: the world).
-    offset : (nk, 4, 4) pose of each attached body in its root's frame.
+    driver : (nk,) index into ``drivers`` of the trajectory carrying a
+        world-rooted body (``-1``: held still or rooted at a body).
+    drivers : the driven attachments (one per trajectory).
+    offset : (nk, 4, 4) pose of each attached body in its root's frame (in
+        its driving frame when driven).
     P : (6 nb, 6 na) sparse map from the active twists to every body's twist.
     """
 
@@ -194,30 +256,45 @@ class AttachmentMap:
         nb = scene.n_bodies
         index = {b.name: i for i, b in enumerate(scene.bodies)}
         root: dict[int, int] = {}
+        driver: dict[int, int] = {}
         offset: dict[int, Array] = {}
+        self.drivers: list[Attachment] = []
         for a in order:  # masters come before the bodies attached to them
             k = index[a.body]
             m = -1 if a.master is None else index[a.master]
             if a.transform is not None:
                 T = np.asarray(a.transform, dtype=float)
+            elif a.trajectory is not None:
+                T = se3.inverse(driving_pose(a, 0.0)) @ E[k]
             else:
                 T = E[k] if m < 0 else se3.inverse(E[m]) @ E[k]
             if m >= 0 and m in root:  # attached to an attached body: compose to its root
-                root[k], offset[k] = root[m], offset[m] @ T
+                root[k], driver[k], offset[k] = root[m], driver[m], offset[m] @ T
             else:
-                root[k], offset[k] = m, T
+                root[k], driver[k], offset[k] = m, -1, T
+            if a.trajectory is not None:
+                driver[k] = len(self.drivers)
+                self.drivers.append(a)
         self.n_bodies = nb
         self.attached = np.array([index[a.body] for a in order], dtype=np.int64)
         is_attached = np.zeros(nb, dtype=bool)
         is_attached[self.attached] = True
         self.active = np.flatnonzero(~is_attached).astype(np.int64)
         self.root = np.array([root[int(k)] for k in self.attached], dtype=np.int64)
+        self.driver = np.array([driver[int(k)] for k in self.attached], dtype=np.int64)
         self.offset = (
             np.array([offset[int(k)] for k in self.attached]).reshape(-1, 4, 4)
             if len(self.attached)
             else np.zeros((0, 4, 4))
         )
         self.P = self._reduction()
+        #: the last ``((t, h), drive twists)``: the step asks for them when posing and advancing
+        self._last_drive: tuple[tuple[float, float], Array] | None = None
+
+    @property
+    def driven(self) -> bool:
+        """Whether some bodies follow a trajectory (parametric control, §0.21)."""
+        return bool(self.drivers)
 
     def _reduction(self) -> sp.csr_matrix:
         nb, na = self.n_bodies, len(self.active)
@@ -244,27 +321,68 @@ class AttachmentMap:
         return P
 
     # -- states ------------------------------------------------------------
-    def place(self, E: Array) -> Array:
-        """``E`` with every attached body put at its root's pose times its offset (exact)."""
+    def _driving_poses(self, t: float) -> Array:
+        """(nd, 4, 4) the driving frames at time ``t`` [s]."""
+        return np.array([driving_pose(a, t) for a in self.drivers]).reshape(-1, 4, 4)
+
+    def place(self, E: Array, t: float = 0.0) -> Array:
+        """``E`` with every attached body put at its root's pose times its offset (exact).
+
+        Driven bodies are put on their driving frame at time ``t`` [s].
+        """
         E = np.array(E, dtype=float)
         if len(self.attached):
             moving = self.root >= 0
-            E[self.attached[~moving]] = self.offset[~moving]
+            held = ~moving & (self.driver < 0)
+            driven = self.driver >= 0
+            E[self.attached[held]] = self.offset[held]
+            if np.any(driven):
+                D = self._driving_poses(t)[self.driver[driven]]
+                E[self.attached[driven]] = D @ self.offset[driven]
             E[self.attached[moving]] = E[self.root[moving]] @ self.offset[moving]
         return E
 
-    def expand(self, v_active: ArrayLike) -> Array:
-        """(nb, 6) every body's twist from the active twists (6 na,)."""
-        return np.asarray(self.P @ np.asarray(v_active, dtype=float)).reshape(-1, 6)
+    def drive_twists(self, t: float, h: float) -> Array:
+        key = (t, h)
+        if self._last_drive is None or self._last_drive[0] != key:
+            self._last_drive = (key, self._drive_twists(t, h))
+        return self._last_drive[1].copy()
+
+    def _drive_twists(self, t: float, h: float) -> Array:
+        """(nb, 6) body twists of the driven bodies over ``[t, t + h]`` (zero elsewhere).
+
+        The secant twist ``log(D(t)^-1 D(t+h)) / h`` of each driving frame,
+        carried to the body by ``Ad(T^-1)``; ``h = 0`` gives the central
+        difference over ``t -/+ 1e-6`` s (the initial state's twists).
+        """
+        phi = np.zeros((self.n_bodies, 6))
+        driven = self.driver >= 0
+        if not np.any(driven):
+            return phi
+        t0, t1 = (t - 1e-6, t + 1e-6) if h == 0.0 else (t, t + h)
+        D0, D1 = self._driving_poses(t0), self._driving_poses(t1)
+        psi = se3.log_se3(se3.inverse(D0) @ D1) / (t1 - t0)  # (nd, 6) in the driving frames
+        A = se3.adjoint(se3.inverse(self.offset[driven]))
+        phi[self.attached[driven]] = (A @ psi[self.driver[driven], :, None])[..., 0]
+        return phi
+
+    def expand(self, v_active: ArrayLike, drive: Array | None = None) -> Array:
+        """(nb, 6) every body's twist from the active twists (6 na,) (plus ``drive`` (nb, 6))."""
+        phi = np.asarray(self.P @ np.asarray(v_active, dtype=float)).reshape(-1, 6)
+        return phi if drive is None else phi + drive
 
     def restrict(self, phi: Array) -> Array:
         """(6 na,) the active bodies' twists of ``phi`` (nb, 6)."""
         return np.asarray(phi, dtype=float)[self.active].reshape(-1)
 
     # -- the step problem ------------------------------------------------
-    def reduce_rows(self, rows: sp.spmatrix) -> sp.csr_matrix:
-        """``rows P``: constraint or contact rows on the active twists."""
-        return sp.csr_matrix(rows @ self.P)
+    def reduce_rows(self, rows: sp.spmatrix, drive: Array | None = None) -> sp.csr_matrix:
+        """``rows P`` on the active twists; with ``drive`` (nb, 6) also the column ``rows q``."""
+        reduced = sp.csr_matrix(rows @ self.P)
+        if drive is None:
+            return reduced
+        column = sp.csr_matrix(np.asarray(rows @ drive.reshape(-1)).reshape(-1, 1))
+        return sp.csr_matrix(sp.hstack([reduced, column]))
 
     def reduce_mass(self, M: sp.spmatrix) -> sp.csc_matrix:
         """``P^T M P``: the active bodies' masses with their attached bodies' added (§0.19)."""
@@ -298,4 +416,5 @@ __all__ = [
     "attachment_root",
     "attachments_of",
     "check_attachments",
+    "driving_pose",
 ]

@@ -27,6 +27,8 @@ import numpy as np
 from contactlab.commands import (
     COMMANDS,
     add_assignment_options,
+    add_formulation_options,
+    formulation_options,
     parse_assignments,
     parse_option_value,
     register_command,
@@ -141,33 +143,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     span.add_argument("--steps", type=int, default=None, help="number of steps")
     span.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     add_assignment_options(p)
-    p.add_argument(
-        "--integrator",
-        default=None,
-        help="time integrator of the maximal formulation: linearly-implicit (default), "
-        "symplectic-euler, implicit-euler, trapezoidal, bridson-marino (docs/artisynth.md)",
-    )
-    p.add_argument(
-        "--formulation-option",
-        dest="formulation_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="formulation option, e.g. jacobian=symmetric or projection=false (repeatable)",
-    )
-
-
-def formulation_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``--formulation-option`` pairs and ``--integrator`` as formulation options."""
-    out = {
-        k: parse_option_value(v)
-        for k, v in parse_assignments(
-            getattr(args, "formulation_options", []), "--formulation-option"
-        ).items()
-    }
-    if getattr(args, "integrator", None) is not None:
-        out["integrator"] = args.integrator
-    return out
+    add_formulation_options(p)
 
 
 def _setup_run(p: argparse.ArgumentParser) -> None:

@@ -90,3 +90,34 @@ def add_assignment_options(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="contact-model option, e.g. directions=8 (repeatable)",
     )
+
+
+def add_formulation_options(p: argparse.ArgumentParser) -> None:
+    """``--integrator NAME`` and ``--formulation-option KEY=VALUE`` (repeatable)."""
+    p.add_argument(
+        "--integrator",
+        default=None,
+        help="time integrator of the maximal formulation: linearly-implicit (default), "
+        "symplectic-euler, implicit-euler, trapezoidal, bridson-marino (docs/artisynth.md)",
+    )
+    p.add_argument(
+        "--formulation-option",
+        dest="formulation_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="formulation option, e.g. jacobian=symmetric or projection=false (repeatable)",
+    )
+
+
+def formulation_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--formulation-option`` pairs and ``--integrator`` as formulation options."""
+    out = {
+        k: parse_option_value(v)
+        for k, v in parse_assignments(
+            getattr(args, "formulation_options", []), "--formulation-option"
+        ).items()
+    }
+    if getattr(args, "integrator", None) is not None:
+        out["integrator"] = args.integrator
+    return out

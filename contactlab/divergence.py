@@ -95,7 +95,7 @@ def body_radii(scene: Scene) -> Array:
 
 def has_active_inputs(scene: Scene) -> bool:
     """Whether the scene holds elements that do work no potential records."""
-    elements = (*scene.forces, *scene.constraints)
+    elements = (*scene.forces, *scene.constraints, *scene.attachments)
     if any(getattr(e, "supplies_energy", False) for e in elements):
         return True
     return scene.joint_torque is not None

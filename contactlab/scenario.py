@@ -63,7 +63,8 @@ def conserves_energy(scene: Scene) -> bool:
     """Whether the scene's exact dynamics keep the total energy constant.
 
     No contact geometry, joint limits, joint friction or joint damping (they
-    dissipate), no force elements and no prescribed motion (they do work).
+    dissipate), no force elements and no prescribed motion or driven bodies
+    (they do work).
     Only then is an energy change a numerical error to rank methods by.
     """
     return not (
@@ -75,6 +76,7 @@ def conserves_energy(scene: Scene) -> bool:
             getattr(c, "unilateral", False) or getattr(c, "supplies_energy", False)
             for c in scene.constraints
         )
+        or any(a.supplies_energy for a in scene.attachments)
     )
 
 

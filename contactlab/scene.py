@@ -302,10 +302,11 @@ class Scene:
         in the joints' coordinates (formulations with joint coordinates).
     hyper_basis, hyper_offset : ``J_rR`` (nq, nR) and ``q_offset`` (nq,) of
         the hyper-reduced formulation when it is chosen by name.
-    attachments : bodies moving rigidly with another body or held in the
-        world (:class:`contactlab.attachments.Attachment`, or ``(body,
-        master)`` pairs), realised by null-space reduction (maximal
-        coordinates; ArtiSynth's notes §0.17–0.21).
+    attachments : bodies moving rigidly with another body, held in the
+        world or driven along a trajectory
+        (:class:`contactlab.attachments.Attachment`, or ``(body, master)``
+        pairs), realised by null-space reduction (maximal coordinates;
+        ArtiSynth's notes §0.17–0.21).
     extras : free data a scenario attaches for its readers (closed-form
         predictions such as a stopping distance); no formulation or model
         reads it.

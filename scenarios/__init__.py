@@ -19,6 +19,7 @@ _MODULES = (
     "redmax_deformable",
     "general_joints",
     "models",
+    "driven",
 )
 
 

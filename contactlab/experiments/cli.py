@@ -14,6 +14,8 @@ from pathlib import Path
 
 from contactlab.commands import (
     add_assignment_options,
+    add_formulation_options,
+    formulation_options,
     parse_assignments,
     parse_option_value,
     register_command,
@@ -30,6 +32,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
         help="comma-separated formulations (default: the scenario's)",
     )
     add_assignment_options(p)
+    add_formulation_options(p)
     p.add_argument("--dt", type=float, default=None, help="step size h [s] (scene default)")
     p.add_argument("--duration", type=float, default=None, help="simulated time [s]")
     p.add_argument("--out", type=Path, default=None, help="output folder")
@@ -64,6 +67,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         force=args.force,
         fresh=args.fresh,
+        formulation_options=formulation_options(args),
     )
     ran = len(result.table)
     failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0

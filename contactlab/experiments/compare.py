@@ -96,6 +96,7 @@ def compare(
     run_plots: bool = False,
     force: bool = False,
     fresh: bool = False,
+    formulation_options: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
@@ -115,6 +116,11 @@ def compare(
         being replaced whose specification and code version are unchanged is
         reused (copied), not recomputed; the count is announced on stderr.
     fresh : recompute every run even when it could be reused.
+    formulation_options : options passed to every formulation (``integrator``,
+        ``compliance``, ...), checked before the first run: a formulation given
+        in ``formulations`` that does not take them is an error; one of the
+        scenario's (the default list) is listed as not fitting, unless none
+        takes them.
 
     The folder appears whole or not at all: everything is written into a
     temporary sibling that is renamed into place after the last run (an
@@ -141,6 +147,21 @@ def compare(
     model_list = _names(models, model_names())
     form_list = _names(formulations, sc.formulations)
     check_names(solver_list, model_list, form_list)
+    form_options = dict(formulation_options or {})
+    # the scenario's formulations that do not take the options, with the reason
+    refused: dict[str, ConfigurationError | UnknownNameError] = {}
+    if form_options:
+        from contactlab.formulation import formulation_class
+
+        for form in form_list:
+            try:
+                formulation_class(form).check_options(form_options)
+            except (ConfigurationError, UnknownNameError) as err:
+                if formulations is not None:
+                    raise
+                refused[form] = err
+        if len(refused) == len(form_list):
+            raise next(iter(refused.values()))
     folder = (
         Path(out)
         if out
@@ -159,8 +180,23 @@ def compare(
     fitting: list[RunSpec] = []
     skipped: list[dict[str, str]] = []
     for form, model, solver in itertools.product(form_list, model_list, solver_list):
+        if form in refused:
+            why_not = str(refused[form])
+            skipped.append(
+                {"formulation": form, "model": model, "solver": solver, "reason": why_not}
+            )
+            continue
         spec = RunSpec(
-            scenario, params, form, model, solver, dt, duration, 0, dict(model_options or {})
+            scenario,
+            params,
+            form,
+            model,
+            solver,
+            dt,
+            duration,
+            0,
+            dict(model_options or {}),
+            form_options,
         )
         try:
             check_fits(spec)
@@ -229,6 +265,7 @@ def compare(
                 duration if duration is not None else scene.duration,
                 conserves_energy=conserves_energy(scene),
                 given=(dt is not None, duration is not None),
+                formulation_options=form_options,
             )
         )
         plot_comparison(tmp)
@@ -244,6 +281,7 @@ def comparison_markdown(
     duration: float,
     conserves_energy: bool = False,
     given: tuple[bool, bool] = (True, True),
+    formulation_options: Mapping[str, Any] | None = None,
 ) -> str:
     """The readable report: settings, the table with best values in bold, what did not fit.
 
@@ -252,6 +290,7 @@ def comparison_markdown(
     The energy change is ranked only when the scene ``conserves_energy``.
     """
     settings = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+    options = ", ".join(f"{k}={v}" for k, v in (formulation_options or {}).items())
     source = ["given" if g else "the scene's default" for g in given]
     energy = (
         "the scene conserves energy, so the energy change is a numerical error and is ranked"
@@ -263,7 +302,7 @@ def comparison_markdown(
         f"# Comparison on `{scenario}`",
         "",
         f"Parameters: {settings}. Step size h = {dt:g} s ({source[0]}); simulated time "
-        f"{duration:g} s ({source[1]}).",
+        f"{duration:g} s ({source[1]})." + (f" Formulation options: {options}." if options else ""),
         "",
         "Times are per step [ms] (median and 90th percentile) and per run (wall time [s]); "
         f"best value per column in **bold**; {energy}.",

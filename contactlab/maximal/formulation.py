@@ -199,8 +199,11 @@ class MaximalFormulation(Formulation):
     def initial_state(self) -> State:
         E, phi = self._initial_pose()
         if self.attach is not None:  # attached bodies follow their roots from the start
-            E = self.attach.place(E)
-            phi = self.attach.expand(self.attach.restrict(phi))
+            E = self.attach.place(E, 0.0)
+            phi = self.attach.expand(
+                self.attach.restrict(phi),
+                self.attach.drive_twists(0.0, 0.0) if self.attach.driven else None,
+            )
         state = State(0.0, E, phi)
         state.check_finite()
         if self.check_rank:
@@ -264,28 +267,37 @@ class MaximalFormulation(Formulation):
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
         v = phi.reshape(-1)
+        drive = None
         if self.attach is not None:  # null-space reduction (ArtiSynth's notes §0.17)
             a = self.attach
             M, f, v = a.reduce_mass(M), a.reduce_force(f), a.restrict(phi)
-            rows = StackedRows(a.reduce_rows(rows.G), rows.g, rows.bias)
+            if a.driven:  # §0.21: the prescribed velocity as the column of s = 1
+                drive = a.drive_twists(state.t, h)
+                m_s = float(M.diagonal().mean()) if M.shape[0] else 1.0
+                M = sp.csc_matrix(sp.block_diag([M, sp.csc_matrix([[m_s]])]))
+                f, v = np.append(f, m_s), np.append(v, 1.0)
+            rows = StackedRows(a.reduce_rows(rows.G, drive), rows.g, rows.bias)
             if "N" in extra:
-                extra["N"], extra["T"] = a.reduce_rows(extra["N"]), a.reduce_rows(extra["T"])
+                extra["N"] = a.reduce_rows(extra["N"], drive)
+                extra["T"] = a.reduce_rows(extra["T"], drive)
             if "L" in extra:
-                extra["L"] = a.reduce_rows(extra["L"])
+                extra["L"] = a.reduce_rows(extra["L"], drive)
         if self.soft.any:
-            return self._soft_problem(h, M, f, v, rows, rhs, extra)
-        return StepProblem(
-            h=h,
-            M=M,
-            f=f,
-            v=v,
-            G=rows.G,
-            g=rhs,
-            directions=self.scene.contact.directions,
-            G_owner=self.row_owners,
-            G_error=rows.g,
-            **extra,
-        )
+            problem = self._soft_problem(h, M, f, v, rows, rhs, extra)
+        else:
+            problem = StepProblem(
+                h=h,
+                M=M,
+                f=f,
+                v=v,
+                G=rows.G,
+                g=rhs,
+                directions=self.scene.contact.directions,
+                G_owner=self.row_owners,
+                G_error=rows.g,
+                **extra,
+            )
+        return problem if drive is None else _hold_drive(problem, M.shape[0] - 1)
 
     def _soft_problem(
         self,
@@ -335,16 +347,26 @@ class MaximalFormulation(Formulation):
         attach = self.attach
         n = state.phi.size if attach is None else attach.P.shape[1]
         phi_solved = np.asarray(solution.v, dtype=float)[:n]
-        phi = phi_solved.reshape(-1, 6) if attach is None else attach.expand(phi_solved)
+        if attach is None:
+            phi = phi_solved.reshape(-1, 6)
+        else:  # driven bodies move with their exact prescribed twists
+            drive = attach.drive_twists(state.t, h) if attach.driven else None
+            phi = attach.expand(phi_solved, drive)
         if self.integrator == "trapezoidal":
             E = se3.integrate(state.E, 0.5 * (state.phi + phi), h)
         else:
             E = se3.integrate(state.E, phi, h)
+        t = state.t + h
         if attach is not None:
-            E = attach.place(E)
+            E = attach.place(E, t)
         if self.projection and self.constraints:
             E = integ.project_positions(
-                E, self.mass_diagonal, self._errors_and_rows, attach, self._hard_errors
+                E,
+                self.mass_diagonal,
+                lambda X: self._errors_and_rows(X, t),
+                attach,
+                lambda X: self._hard_errors(X, t),
+                t,
             )
         if self.integrator == "bridson-marino":
             if self._half_kick is None or self._half_kick[0] != id(state):
@@ -353,23 +375,40 @@ class MaximalFormulation(Formulation):
                     "the same state; call assemble(state, ...) first"
                 )
             phi = integ.second_half_kick(
-                self.scene, self.mass_diagonal, E, state.phi, phi, h, self._half_kick[1], attach
+                self.scene,
+                self.mass_diagonal,
+                E,
+                state.phi,
+                phi,
+                h,
+                self._half_kick[1],
+                attach,
+                self.coriolis,
+                self._errors_and_rows(E, t)[0] if self.constraints else None,
             )
             self._half_kick = None
-        return replace(state, t=state.t + h, E=E, phi=phi)
+        return replace(state, t=t, E=E, phi=phi)
 
-    def _hard_errors(self, E: Array) -> Array:
-        """Errors of the hard rows at ``E`` (without the rows)."""
-        g = stack_errors(self.constraints, E)
+    def _hard_errors(self, E: Array, t: float) -> Array:
+        """Errors of the hard rows at ``E`` and time ``t`` [s] (without the rows).
+
+        Prescribed motions are measured against their targets at ``t``.
+        """
+        g = (
+            stack_errors_at(self.constraints, E, t)
+            if self.timed
+            else stack_errors(self.constraints, E)
+        )
         return g[~self.soft.soft_rows] if self.soft.soft_rows.any() else g
 
-    def _errors_and_rows(self, E: Array) -> tuple[sp.csr_matrix, Array]:
-        """Hard rows and errors at ``E`` (soft rows keep their sag)."""
+    def _errors_and_rows(self, E: Array, t: float) -> tuple[sp.csr_matrix, Array]:
+        """Hard rows and errors at ``E`` and time ``t`` [s] (soft rows keep their sag)."""
         rows = self.rows(E, np.zeros((E.shape[0], 6)))
+        g = stack_errors_at(self.constraints, E, t) if self.timed else rows.g
         if self.soft.soft_rows.any():
             hard = ~self.soft.soft_rows
-            return rows.G[hard], rows.g[hard]
-        return rows.G, rows.g
+            return rows.G[hard], g[hard]
+        return rows.G, g
 
     def maximal(self, state: State) -> tuple[Array, Array]:
         return state.E, state.phi
@@ -476,3 +515,18 @@ class MaximalFormulation(Formulation):
         d = np.abs(np.diag(r))
         rank = int(np.sum(d > _RANK_TOL * max(d.max(), 1e-300) * 1e2))
         return np.sort(perm[rank:])
+
+
+def _hold_drive(problem: StepProblem, column: int) -> StepProblem:
+    """``problem`` with the bilateral row ``s = 1`` on the prescribed column (attachments.py)."""
+    n = problem.M.shape[0]
+    row = sp.csr_matrix(([1.0], ([0], [column])), shape=(1, n))
+    g = np.asarray(problem.g, dtype=float)
+    g_error = np.zeros(g.size) if problem.G_error is None else problem.G_error
+    return replace(
+        problem,
+        G=sp.vstack([problem.G, row], format="csr"),
+        g=np.append(g, 1.0),
+        G_owner=np.append(np.asarray(problem.G_owner, dtype=str), "drive"),
+        G_error=np.append(g_error, 0.0),
+    )

@@ -116,6 +116,73 @@ def test_order_of_accuracy(integrator: str) -> None:
     assert np.all(np.abs(ratios - expected) < 0.1 * expected), ratios
 
 
+INERTIA = np.array([0.1, 0.2, 0.3])
+SPIN = np.array([0.2, 3.0, 0.3, 0.5, -0.2, 0.1])  # near the unstable middle axis [rad/s, m/s]
+
+
+def _spin_reference(T: float, gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rotation, body angular velocity and position at T: Euler's equations by DOP853."""
+
+    def rhs(_t, y):
+        R, w, v = y[:9].reshape(3, 3), y[9:12], y[15:18]
+        return np.concatenate(
+            [(R @ se3.bracket3(w)).ravel(), -np.cross(w, INERTIA * w) / INERTIA, R @ v,
+             -np.cross(w, v) + R.T @ gravity]
+        )  # fmt: skip
+
+    y0 = np.concatenate([np.eye(3).ravel(), SPIN[:3], np.zeros(3), SPIN[3:]])
+    y = solve_ivp(rhs, (0, T), y0, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    return y[:9].reshape(3, 3), y[9:12], y[12:15]
+
+
+@pytest.mark.parametrize("gravity", [0.0, 9.81])
+@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+def test_order_of_accuracy_on_a_tumbling_body(integrator: str, gravity: float) -> None:
+    """A torque-free asymmetric body spinning near its unstable axis, in free fall or not.
+
+    The gyroscopic term (Euler's equations and the turning of the body-frame
+    momenta) is the only force, besides gravity, whose body-frame wrench
+    turns with the body.  The trapezoidal rule turns the momenta and the
+    world-fixed force impulse of step k together (a Strang split around the
+    midpoint rotation) and Bridson–Marino splits the midpoint rule into its
+    two half-kicks, so both are second order: the largest error of
+    rotation, angular velocity and position at t = 0.5 s shrinks by 4.00 per
+    halving of h (20, 10, 5 ms); the Euler family by 2.0.  (Before the split
+    the trapezoidal rule was first order in the position under gravity, error
+    0.29 m at h = 20 ms over 1 s against 2.8e-3 m now; Bridson–Marino first
+    order in the rotation.)
+    """
+    T, g = 0.5, np.array([0.0, 0.0, -gravity])
+    scene = Scene(
+        "tumbling",
+        (Body("b", 2.0, INERTIA),),
+        gravity=g,
+        initial_E=np.eye(4)[None],
+        initial_phi=SPIN[None],
+        collision=False,
+    )
+    R_ref, w_ref, x_ref = _spin_reference(T, g)
+    errors = []
+    for h in (0.02, 0.01, 0.005):
+        form = make_formulation("maximal", scene, integrator=integrator)
+        state = form.initial_state()
+        for _ in range(int(round(T / h))):
+            p = form.assemble(state, h)
+            v = spla.spsolve(sp.csc_matrix(p.M), p.f)
+            solution = StepSolution(v, np.zeros(0), np.zeros(0), np.zeros(0))
+            state = form.advance(state, solution, h)
+        errors.append(
+            max(
+                np.abs(state.E[0, :3, :3] - R_ref).max(),
+                np.abs(state.phi[0, :3] - w_ref).max(),
+                np.abs(state.E[0, :3, 3] - x_ref).max(),
+            )
+        )
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    expected = 2.0 ** ORDER[integrator]
+    assert np.all(np.abs(ratios - expected) < 0.1 * expected), (errors, ratios)
+
+
 OMEGA = 10.0
 X0, V0 = np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.5, 0.0])
 
@@ -211,12 +278,13 @@ def test_non_symmetric_jacobian_is_used_and_matters(integrator: str) -> None:
     K = spring.stiffness(scene, E, phi, symmetric=False).toarray()
     D = spring.damping(scene, E, phi).toarray()
     w = spring.wrench(scene, E, phi).reshape(-1)
-    p = asm.rotated_momentum(md, phi, h).reshape(-1)
     v = phi[0]
     if integrator == "implicit-euler":
+        p = asm.rotated_momentum(md, phi, h).reshape(-1)
         A, b = M + h * D - h * h * K, p + h * (w + D @ v)
-    else:
-        A, b = M + h / 2 * D - h * h / 4 * K, p + h * w + h / 2 * D @ v + h * h / 4 * K @ v
+    else:  # the impulse h/2 f^k is turned with the momenta (no gravity here)
+        p = asm.rotated_momentum(md, phi + h / 2 * w.reshape(1, 6) / md, h).reshape(-1)
+        A, b = M + h / 2 * D - h * h / 4 * K, p + h / 2 * w + h / 2 * D @ v + h * h / 4 * K @ v
     exact = np.linalg.solve(A, b)
     steps = {}
     for jac in ("exact", "symmetric"):
