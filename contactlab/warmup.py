@@ -81,13 +81,17 @@ def _model_recursions() -> None:
     from contactlab.reduced.model import Model
     from contactlab.scenario import get_scenario
 
-    model = Model.from_scene(get_scenario("chain").build(n_links=3))
+    scene = get_scenario("chain").build(n_links=3)
+    model = Model.from_scene(scene)
     q, qdot = np.full(model.nq, 0.3), np.full(model.nq, 0.1)
     qddot = model.forward_dynamics(q, qdot)
-    model.inverse_dynamics(q, qdot, qddot)
-    model.mass_matrix(q)
-    model.bias_forces(q, qdot)
-    model.inverse_mass_times(q, qdot)
+    # the numba kernels too (the default calls may run the kernels compiled at install)
+    for m in (model, Model.from_scene(scene, kernels="numba")):
+        m.forward_dynamics(q, qdot)
+        m.inverse_dynamics(q, qdot, qddot)
+        m.mass_matrix(q)
+        m.bias_forces(q, qdot)
+        m.inverse_mass_times(q, qdot)
     inverse_dynamics_derivatives(model, q, qdot, qddot)
     inverse_dynamics_derivatives(model, q, qdot, qddot, composite=False)  # the general form
     forward_dynamics_derivatives(model, q, qdot)
