@@ -98,6 +98,13 @@ def _model_recursions() -> None:
     # generated joints on a prepared model (their joint maps are packed by a compiled call)
     tori = Model.from_scene(get_scenario("torus-chain").build(n=2))
     tori.forward_dynamics(*tori.tree.initial_coordinates())
+    # the product of a generated joint's factors, called by joints generated as numba code
+    # (no C compiler, or CONTACTLAB_JOINT_BACKEND=numba), with the argument types they pass
+    from contactlab.reduced._general_kernels import compose
+
+    F = np.tile(np.eye(4), (2, 1, 1))
+    SF, Q, S = np.zeros((2, 6, 2)), np.zeros((1, 4, 4)), np.zeros((1, 6, 2))
+    compose(F, SF, SF.copy(), np.zeros(2), np.int64(0), Q, S, S.copy())
 
 
 def _frictional_backends() -> None:
