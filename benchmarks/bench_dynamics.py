@@ -4,7 +4,9 @@ Scenes: the revolute chains of 10, 20, 50, 100 and 200 links and the
 63-body binary tree of :mod:`benchmarks.bench_reduced`, built identically in
 Pinocchio (joint frame i = contactlab's child-side joint frame, see
 ``tests/contactlab/reduced/test_derivatives.py``).  Per call, thread CPU
-time of the fastest batch, one BLAS thread:
+time of the fastest batch, one BLAS thread, in three rounds that alternate the
+calls (the fastest round is kept, so one busy spell of a shared machine spoils
+one round, not the entry):
 
 - ``FD``: :meth:`Model.forward_dynamics` vs ``pinocchio.aba``;
 - ``ID``: :meth:`Model.inverse_dynamics` vs ``pinocchio.rnea``;
@@ -17,7 +19,8 @@ Every pair is checked to agree (relative difference in the table).  Scaling
 exponents are log-log slopes over the chains.  The first-call time is
 measured in fresh processes: build a model of the 20-link chain and call
 forward dynamics once, with an empty numba cache (compilation) and again
-with the cache it filled.
+with the cache it filled, for the default kernels (compiled at install when a
+C compiler was found) and for the numba kernels (an install without one).
 
 Pinocchio: ``pip install pin`` (or ``pip install contactlab[peers]``).
 Run: ``python -m benchmarks.bench_dynamics`` (writes
@@ -62,11 +65,11 @@ from benchmarks.bench_reduced import chain
 from contactlab.reduced.model import Model
 import numpy as np
 t1 = time.perf_counter()
-model = Model.from_scene(chain(20))
+model = Model.from_scene(chain(20), kernels=sys.argv[1])
 q = np.zeros(20)
 model.forward_dynamics(q, q, q)
 t2 = time.perf_counter()
-print(t1 - t0, t2 - t1)
+print(t1 - t0, t2 - t1, model.kernels)
 """
 
 
@@ -74,38 +77,44 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
 
 
-def measure(scene: Scene, budget: float) -> dict[str, float]:
+def measure(scene: Scene, budget: float, rounds: int = 3) -> dict[str, float]:
+    """Per-call times [us]: each call is timed in ``rounds`` rounds of ``budget / rounds``
+    seconds, the libraries alternating, and the fastest round is kept (one busy spell of a
+    shared machine then spoils one round, not the entry)."""
     model = Model.from_scene(scene)
+    numba_model = Model(model.tree, kernels="numba")
     n = model.nq
     rng = np.random.default_rng(0)
     q, qd, qdd = rng.uniform(-1, 1, (3, n))
     tau = rng.uniform(-1, 1, n)
     calls = {
-        "FD": lambda: model.forward_dynamics(q, qd, tau),
-        "ID": lambda: model.inverse_dynamics(q, qd, qdd),
-        "M": lambda: model.mass_matrix(q),
-        "dID": lambda: inverse_dynamics_derivatives(model, q, qd, qdd),
+        "FD_us": lambda: model.forward_dynamics(q, qd, tau),
+        "ID_us": lambda: model.inverse_dynamics(q, qd, qdd),
+        "M_us": lambda: model.mass_matrix(q),
+        "dID_us": lambda: inverse_dynamics_derivatives(model, q, qd, qdd),
+        "FD_numba_us": lambda: numba_model.forward_dynamics(q, qd, tau),
+        "ID_numba_us": lambda: numba_model.inverse_dynamics(q, qd, qdd),
+        "M_numba_us": lambda: numba_model.mass_matrix(q),
+        "FD_previous_us": lambda: forward_dynamics_recursive(model.tree, q, qd, tau),
     }
-    row: dict[str, float] = {}
-    for op, fn in calls.items():
-        row[f"{op}_us"] = 1e6 * _best_time(fn, budget)
-    row["FD_previous_us"] = 1e6 * _best_time(
-        lambda: forward_dynamics_recursive(model.tree, q, qd, tau), budget
-    )
+    if HAS_PIN:
+        import pinocchio as pin
+
+        pm = to_pinocchio(model.tree)
+        data = pm.createData()
+        calls |= {
+            "FD_pin_us": lambda: pin.aba(pm, data, q, qd, tau),
+            "ID_pin_us": lambda: pin.rnea(pm, data, q, qd, qdd),
+            "M_pin_us": lambda: pin.crba(pm, data, q),
+            "dID_pin_us": lambda: pin.computeRNEADerivatives(pm, data, q, qd, qdd),
+        }
+    row: dict[str, float] = {key: np.inf for key in calls}
+    for _ in range(rounds):
+        for key, fn in calls.items():
+            row[key] = min(row[key], 1e6 * _best_time(fn, budget / rounds))
     if not HAS_PIN:
         return row
-    import pinocchio as pin
-
-    pm = to_pinocchio(model.tree)
-    data = pm.createData()
-    peers = {
-        "FD": lambda: pin.aba(pm, data, q, qd, tau),
-        "ID": lambda: pin.rnea(pm, data, q, qd, qdd),
-        "M": lambda: pin.crba(pm, data, q),
-        "dID": lambda: pin.computeRNEADerivatives(pm, data, q, qd, qdd),
-    }
-    for op, fn in peers.items():
-        row[f"{op}_pin_us"] = 1e6 * _best_time(fn, budget)
+    for op in OPS:
         row[f"{op}_ratio"] = row[f"{op}_us"] / row[f"{op}_pin_us"]
     M_pin = pin.crba(pm, data, q)
     M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
@@ -121,21 +130,28 @@ def measure(scene: Scene, budget: float) -> dict[str, float]:
     return row
 
 
-def first_call_times() -> dict[str, float]:
-    """Fresh processes with an empty, then a warm, numba cache [s]."""
-    out: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=os.getcwd())
-        for label in ("cold", "warm"):
-            res = subprocess.run(
-                [sys.executable, "-c", _FIRST_CALL],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            imp, first = (float(x) for x in res.stdout.split())
-            out[f"import_{label}_s"], out[f"first_call_{label}_s"] = imp, first
+def first_call_times() -> dict[str, float | str]:
+    """Fresh processes with an empty, then a warm, numba cache [s], per kernel set.
+
+    ``auto``: the kernels compiled at install when the extension was built (else numba);
+    ``numba``: the numba kernels (the path of an install without a C compiler).
+    """
+    out: dict[str, float | str] = {}
+    for kernels in ("auto", "numba"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=os.getcwd())
+            for label in ("cold", "warm"):
+                res = subprocess.run(
+                    [sys.executable, "-c", _FIRST_CALL, kernels],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                imp, first, used = res.stdout.split()
+                key = f"{kernels}_{label}"
+                out[f"import_{key}_s"], out[f"first_call_{key}_s"] = float(imp), float(first)
+                out[f"kernels_{kernels}"] = used
     return out
 
 
@@ -171,7 +187,8 @@ def main(argv: list[str] | None = None) -> None:
         f"average {load:.1f} at the start (shared machine), Python {platform.python_version()}, "
         f"numpy {np.__version__}"
         + (f", Pinocchio {__import__('pinocchio').__version__}" if HAS_PIN else ", no Pinocchio")
-        + f"; thread CPU time per call, fastest batch ({args.budget:g} s per measurement), both "
+        + "; thread CPU time per call, fastest batch of the fastest of three rounds "
+        f"({args.budget:g} s per call and library in all), both "
         "libraries called from Python with numpy arrays in the same process. Generated by "
         "`benchmarks/bench_dynamics.py`.",
         "",
@@ -196,6 +213,23 @@ def main(argv: list[str] | None = None) -> None:
         cells.append(f"{r['FD_previous_us']:.1f}")
         cells.append(f"{r['max_rel_difference']:.1e}" if HAS_PIN else "")
         lines.append("| " + " | ".join(cells) + " |")
+    kernels = Model.from_scene(chain(2)).kernels
+    lines += [
+        "",
+        f"The table above uses the default kernels (`{kernels}`: "
+        + ("compiled at install" if kernels == "c" else "the C extension was not built")
+        + '). The numba kernels (`Model(tree, kernels="numba")`, the path of an install without '
+        "a C compiler), per call [us] and ratio to Pinocchio:",
+        "",
+        "| scene | FD | FD ratio | ID | ID ratio | M | M ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in df.to_dict("records"):
+        cells = [r["scene"]]
+        for op in ("FD", "ID", "M"):
+            cells.append(f"{r[f'{op}_numba_us']:.1f}")
+            cells.append(f"{r[f'{op}_numba_us'] / r[f'{op}_pin_us']:.2f}" if HAS_PIN else "")
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         "Scaling exponents (slope of log time vs log DOF over the chains 10-200 / 50-200):",
@@ -216,10 +250,20 @@ def main(argv: list[str] | None = None) -> None:
         "First forward-dynamics call in a fresh process (model of the 20-link chain built and "
         "called once; target <= 3 s cold, <= 1 s warm):",
         "",
-        "| numba cache | import [s] | model + first call [s] |",
-        "| --- | ---: | ---: |",
-        f"| empty (compiles) | {first['import_cold_s']:.2f} | {first['first_call_cold_s']:.2f} |",
-        f"| warm | {first['import_warm_s']:.2f} | {first['first_call_warm_s']:.2f} |",
+        "| kernels | numba cache | import [s] | model + first call [s] |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    for kernels in ("auto", "numba"):
+        name = ("compiled at install (C)" if first[f"kernels_{kernels}"] == "c" else "numba") + (
+            " (default)" if kernels == "auto" else " (fallback without a C compiler)"
+        )
+        for label, cache in (("cold", "empty (compiles)"), ("warm", "warm")):
+            key = f"{kernels}_{label}"
+            lines.append(
+                f"| {name} | {cache} | {first[f'import_{key}_s']:.2f} | "
+                f"{first[f'first_call_{key}_s']:.2f} |"
+            )
+    lines += [
         "",
         "FD = `Model.forward_dynamics` (articulated-body recursion), ID = "
         "`Model.inverse_dynamics` (Newton-Euler in the Balafoutis-Patel form), M = "

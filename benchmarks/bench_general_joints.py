@@ -1,7 +1,8 @@
 """Joints generated from Q(q) (Si & Guenter): one-time derivation and compile, forward dynamics.
 
 Systems of Si & Guenter, Table 1: revolute chains of 20, 50 and 100 links
-(RC20/50/100) whose joints are generated from ``Q = R_y(q)`` or ``R_z(q)``
+(RC20/50/100) whose joints are generated from ``Q = R_y(q)`` or ``R_z(q)`` (given as
+text; the prepared model finds their constant screws and runs them as revolute nodes)
 (the axes alternate, as in ``benchmarks/bench_reduced.py``), torus chains
 of 10 and 20 tori (TC10, TC20: 38 and 78 coordinates) and the windmill
 (WM, 73 coordinates), all from :mod:`scenarios.general_joints`.
@@ -24,7 +25,9 @@ For each system:
 - ratios to Si & Guenter, Table 1, Method I (0.020 / 0.050 / 0.112 / 0.055 /
   0.115 / 0.108 ms, a 2.67 GHz Core 2); for the revolute chains the same
   chains on the hand-written revolute joint (both paths) and ``pinocchio.aba``
-  when Pinocchio is installed, measured in the same process;
+  when Pinocchio is installed, measured in the same process; the calls of one
+  system (and of its hand-written twin) are timed in alternating rounds, so a
+  change of the shared machine's load does not bias their ratios;
 - the machine's load average beside each measurement (the machine is shared).
 
 Run: ``python -m benchmarks.bench_general_joints`` (writes
@@ -41,6 +44,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+import importlib.metadata
 import importlib.util
 import json
 import platform
@@ -48,19 +52,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import sympy as sp
 
 from benchmarks.bench_reduced import _best_time, chain
-from contactlab.geometry.primitives import rot_y, rot_z
 from contactlab.reduced import Tree, _fast, forward_dynamics_recursive
 from contactlab.reduced.model import Model
 from contactlab.reduced.pinocchio_ import to_pinocchio
 from contactlab.scene import Scene
+
+#: rounds of alternating measurements (see :func:`_interleaved`)
+ROUNDS = 5
 
 SI_GUENTER_MS = {
     "RC20": 0.020,
@@ -73,15 +79,14 @@ SI_GUENTER_MS = {
 
 
 def generated_chain(n: int) -> Scene:
-    """The revolute chain of ``bench_reduced`` with every joint generated from its Q(q)."""
-    q = sp.Symbol("q", real=True)
-    about = {1: rot_y(q), 2: rot_z(q)}
+    """The revolute chain of ``bench_reduced`` with every joint generated from its Q(q),
+    given as text (``"rot_y(q)"``, ``"rot_z(q)"``), as a scene file would."""
     base = chain(n)
     joints = []
     for spec in base.joints:
-        Q = about[1] if spec.axis[1] > 0.5 else about[2]
+        Q = "rot_y(q)" if spec.axis[1] > 0.5 else "rot_z(q)"
         joints.append(
-            replace(spec, kind="transform", axis=None, params={"Q": Q, "coordinates": [q]})
+            replace(spec, kind="transform", axis=None, params={"Q": Q, "coordinates": ["q"]})
         )
     return base.with_(joints=tuple(joints))
 
@@ -139,8 +144,19 @@ def _state(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
     return q + 0.1 * rng.standard_normal(tree.nq), rng.standard_normal(tree.nq)
 
 
-def per_call(scene: Scene, budget: float) -> dict[str, float]:
-    """CPU ms per forward-dynamics call: prepared model, its kernel, the tree path."""
+def _interleaved(fns: dict[str, Callable[[], object]], budget: float) -> dict[str, float]:
+    """Fastest batch of each function [s of CPU time per call], measured in alternating
+    rounds (``budget`` s per function in all), so that a change of the machine's load
+    hits every function alike: the ratios of functions measured together are reliable."""
+    best = dict.fromkeys(fns, np.inf)
+    for _ in range(ROUNDS):
+        for name, fn in fns.items():
+            best[name] = min(best[name], _best_time(fn, budget / ROUNDS))
+    return best
+
+
+def _calls(scene: Scene, prefix: str) -> tuple[dict[str, Callable[[], object]], dict[str, float]]:
+    """The timed calls of a scene (prepared model, its kernel, the tree path) and checks."""
     model = Model.from_scene(scene)
     tree = model.tree
     q, qdot = _state(tree)
@@ -150,19 +166,30 @@ def per_call(scene: Scene, budget: float) -> dict[str, float]:
     expected = forward_dynamics_recursive(tree, q, qdot)
     got = model.forward_dynamics(q, qdot)
     scale = max(1.0, float(np.abs(expected).max()))
-    return {
-        "dof": tree.nq,
-        "model_ms": 1e3 * _best_time(lambda: model.forward_dynamics(q, qdot), budget),
-        "kernel_ms": 1e3
-        * _best_time(
-            lambda: _fast.forward_dynamics(
-                model.topo, model.geom, model.dofp, ext, q, qdot, tau, none, False
-            ),
-            budget,
+    fns: dict[str, Callable[[], object]] = {
+        f"{prefix}model_ms": lambda: model.forward_dynamics(q, qdot),
+        f"{prefix}kernel_ms": lambda: _fast.forward_dynamics(
+            model.topo, model.geom, model.dofp, ext, q, qdot, tau, none, False
         ),
-        "recursive_ms": 1e3 * _best_time(lambda: forward_dynamics_recursive(tree, q, qdot), budget),
-        "model_vs_recursive": float(np.abs(got - expected).max()) / scale,
+        f"{prefix}recursive_ms": lambda: forward_dynamics_recursive(tree, q, qdot),
     }
+    return fns, {
+        "dof": tree.nq,
+        f"{prefix}model_vs_recursive": float(np.abs(got - expected).max()) / scale,
+    }
+
+
+def per_call(scene: Scene, budget: float, hand: Scene | None = None) -> dict[str, float]:
+    """CPU ms per forward-dynamics call: prepared model, its kernel, the tree path; with
+    ``hand`` (the same system on hand-written joints) the same calls of it (``hand_...``),
+    interleaved with the others."""
+    fns, out = _calls(scene, "")
+    if hand is not None:
+        hand_fns, hand_out = _calls(hand, "hand_")
+        fns.update(hand_fns)
+        out.update({k: v for k, v in hand_out.items() if k != "dof"})
+    out.update({k: 1e3 * v for k, v in _interleaved(fns, budget).items()})
+    return out
 
 
 def pinocchio_ms(scene: Scene, budget: float) -> float:
@@ -193,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
             warm = _in_fresh_process(name, cache)
             os.environ["CONTACTLAB_CACHE"] = cache
             load = _load()
+            hand = chain(int(name[2:])) if name.startswith("RC") else None
             row = {
                 "system": name,
                 "derive_s": cold["derive_s"],
@@ -200,11 +228,9 @@ def main(argv: list[str] | None = None) -> None:
                 "cold_load": cold["load"],
                 "cached_s": warm["derive_s"] + warm["compile_s"],
                 "si_guenter_ms": SI_GUENTER_MS[name],
-                **per_call(system(name), args.budget),
+                **per_call(system(name), args.budget, hand),
             }
             if name.startswith("RC"):
-                hand = per_call(chain(int(name[2:])), args.budget)
-                row.update(hand_model_ms=hand["model_ms"], hand_recursive_ms=hand["recursive_ms"])
                 row["pinocchio_ms"] = pinocchio_ms(chain(int(name[2:])), args.budget)
             row["call_load"] = 0.5 * (load + _load())
             rows.append(row)
@@ -240,7 +266,8 @@ def report(df: pd.DataFrame, budget: float) -> str:
         "",
         "Machine: "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), Python "
-        f"{platform.python_version()}, numpy {np.__version__}, sympy {sp.__version__}"
+        f"{platform.python_version()}, numpy {np.__version__}, "
+        f"sympy {importlib.metadata.version('sympy')}"
         f"{pin_version}, one BLAS thread; per-call times are thread CPU time, fastest batch "
         f"mean ({budget:g} s per measurement); derivation/compile times are wall time of a "
         "fresh process. Generated by `benchmarks/bench_general_joints.py`.",

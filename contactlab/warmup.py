@@ -81,19 +81,30 @@ def _model_recursions() -> None:
     from contactlab.reduced.model import Model
     from contactlab.scenario import get_scenario
 
-    model = Model.from_scene(get_scenario("chain").build(n_links=3))
+    scene = get_scenario("chain").build(n_links=3)
+    model = Model.from_scene(scene)
     q, qdot = np.full(model.nq, 0.3), np.full(model.nq, 0.1)
     qddot = model.forward_dynamics(q, qdot)
-    model.inverse_dynamics(q, qdot, qddot)
-    model.mass_matrix(q)
-    model.bias_forces(q, qdot)
-    model.inverse_mass_times(q, qdot)
+    # the numba kernels too (the default calls may run the kernels compiled at install)
+    for m in (model, Model.from_scene(scene, kernels="numba")):
+        m.forward_dynamics(q, qdot)
+        m.inverse_dynamics(q, qdot, qddot)
+        m.mass_matrix(q)
+        m.bias_forces(q, qdot)
+        m.inverse_mass_times(q, qdot)
     inverse_dynamics_derivatives(model, q, qdot, qddot)
     inverse_dynamics_derivatives(model, q, qdot, qddot, composite=False)  # the general form
     forward_dynamics_derivatives(model, q, qdot)
     # generated joints on a prepared model (their joint maps are packed by a compiled call)
     tori = Model.from_scene(get_scenario("torus-chain").build(n=2))
     tori.forward_dynamics(*tori.tree.initial_coordinates())
+    # the product of a generated joint's factors, called by joints generated as numba code
+    # (no C compiler, or CONTACTLAB_JOINT_BACKEND=numba), with the argument types they pass
+    from contactlab.reduced._general_kernels import compose
+
+    F = np.tile(np.eye(4), (2, 1, 1))
+    SF, Q, S = np.zeros((2, 6, 2)), np.zeros((1, 4, 4)), np.zeros((1, 6, 2))
+    compose(F, SF, SF.copy(), np.zeros(2), np.int64(0), Q, S, S.copy())
 
 
 def _frictional_backends() -> None:

@@ -27,11 +27,9 @@ contact.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.geometry.primitives import rot_x, rot_y
 from contactlab.geometry.surfaces import (
     BezierCurve,
     BezierSurface,
@@ -170,8 +168,8 @@ def torus_chain(
     # the top torus hangs from a universal joint at the top of its ring (joint frame at
     # (0, R, 0) in the torus): rings hang in the x-z plane of the world
     hang = se3.make_transform(se3.exp_so3([np.pi / 2, 0, 0]), None)
-    # a universal joint (x then y) written as its transform, so that it is compiled too
-    a, b = sp.symbols("a b", real=True)
+    # a universal joint (x then y) written as its transform (text: a cached build needs no
+    # sympy), so that it is compiled too
     top = JointSpec(
         "hook",
         "transform",
@@ -179,7 +177,7 @@ def torus_chain(
         "torus0",
         frame_parent=hang,
         frame_child=se3.make_transform(None, (0.0, R, 0.0)),
-        params={"Q": [rot_x(a), rot_y(b)], "coordinates": [a, b]},
+        params={"Q": ["rot_x(a)", "rot_y(b)"], "coordinates": ["a", "b"]},
         q0=[np.radians(angle_deg), 0.0],
     )
     return Scene(

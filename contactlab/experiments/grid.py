@@ -136,7 +136,7 @@ def _names(cfg: Mapping[str, Any], key: str, default: Any, where: str) -> list[s
     for value in values:
         if not isinstance(value, str) or not value:
             raise ConfigurationError(
-                f"{where}: {key} must list names such as {key} = [\"...\"], got {value!r}"
+                f'{where}: {key} must list names such as {key} = ["..."], got {value!r}'
             )
     return values
 

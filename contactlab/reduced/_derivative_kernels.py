@@ -44,7 +44,7 @@ from contactlab.reduced._fast import (
     SPHERICAL,
     _ad_mul,
     _adt_mul,
-    _check,
+    _check_lengths,
     _congruence_add,
     _x_mul,
     _xt_mul_add,
@@ -75,9 +75,7 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
     """``(dtau/dq, dtau/dqd)`` (nq, nq) of the applied torques; ``OTHER`` columns are left zero."""
     n = topo.shape[0]
     nq = dofp.shape[1]
-    _check(topo, dofp, q, "q has the wrong length for this model")
-    _check(topo, dofp, qd, "qdot has the wrong length for this model")
-    _check(topo, dofp, qdd, "qddot has the wrong length for this model")
+    _check_lengths(dofp, q, qd, qdd)
     X = np.zeros((n, 6, 6))
     Sb = np.zeros((n, 6, 6))
     c = np.zeros((n, 6))
@@ -273,9 +271,7 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
     """
     n = topo.shape[0]
     nq = dofp.shape[1]
-    _check(topo, dofp, q, "q has the wrong length for this model")
-    _check(topo, dofp, qd, "qdot has the wrong length for this model")
-    _check(topo, dofp, qdd, "qddot has the wrong length for this model")
+    _check_lengths(dofp, q, qd, qdd)
     scr = np.empty((6, 3, 3))
     X = np.empty((n, 6, 6))
     Sb = np.zeros((n, 6, 6))

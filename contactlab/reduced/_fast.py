@@ -148,6 +148,28 @@ def right_jacobian_terms(q, u, e, out0, out1, out2):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
+def _right_jacobian_rate(q, u, out0, out1, W):  # noqa: ANN001, ANN202
+    """``J_r(q)`` and its derivative along ``u``: the first two outputs of
+    :func:`right_jacobian_terms` (the kinematics needs no second derivative).
+
+    With ``[q]^2 = q q^T - |q|^2 1`` and ``[u][q] + [q][u] = q u^T + u q^T - 2 (q.u) 1``
+    no matrix product is formed.  ``W`` is (3, 3) scratch.
+    """
+    tt = q[0] * q[0] + q[1] * q[1] + q[2] * q[2]
+    b, c, b1, c1, _, _ = _coefficients(np.sqrt(tt))
+    _skew(q, W)
+    _skew(u, out1)
+    qu = q[0] * u[0] + q[1] * u[1] + q[2] * u[2]
+    for r in range(3):
+        for k in range(3):
+            d = 1.0 if r == k else 0.0
+            w2 = q[r] * q[k] - tt * d
+            uw = q[r] * u[k] + u[r] * q[k] - 2.0 * qu * d
+            out0[r, k] = d - b * W[r, k] + c * w2
+            out1[r, k] = -b1 * qu * W[r, k] - b * out1[r, k] + c1 * qu * w2 + c * uw
+
+
+@njit(cache=True)
 def _exp_rotation(a0, a1, a2, t, R):  # noqa: ANN001, ANN202
     """``R = exp([a] t)`` for a unit axis ``a`` (Rodrigues)."""
     s, v = np.sin(t), 1.0 - np.cos(t)
@@ -199,10 +221,10 @@ def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr):  # noqa: ANN001, 
             for r in range(3):
                 for k in range(3):
                     Rq[r, k] = 1.0 if r == k else 0.0
-        J0, J1, J2 = scr[3], scr[4], scr[5]
+        J0, J1 = scr[3], scr[4]
         qj = q[k0 : k0 + 3]
         qdj = qd[k0 : k0 + 3]
-        right_jacobian_terms(qj, qdj, qdj, J0, J1, J2)
+        _right_jacobian_rate(qj, qdj, J0, J1, scr[5])
         for r in range(3):
             w[r] = J1[r, 0] * qdj[0] + J1[r, 1] * qdj[1] + J1[r, 2] * qdj[2]
         for r in range(6):
@@ -238,7 +260,6 @@ def node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr):  # noqa: ANN001, 
             for k in range(3):
                 Rq[r, k] = 1.0 if r == k else 0.0
     # L = frame_parent Q frame_child^{-1};  X = Ad(L^{-1}) = [[A, 0], [[t] A, A]]
-    T = np.empty((3, 3))
     for r in range(3):
         for k in range(3):
             T[r, k] = (
@@ -379,9 +400,10 @@ def body_force_diff(g, v, dv, da, out):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
-def _check(topo, dofp, q, name):  # noqa: ANN001, ANN202
-    if q.shape[0] != dofp.shape[1]:
-        raise ValueError(name)
+def _check_lengths(dofp, a, b, c):  # noqa: ANN001, ANN202
+    nq = dofp.shape[1]
+    if a.shape[0] != nq or b.shape[0] != nq or c.shape[0] != nq:
+        raise ValueError("q, qdot and tau/qddot must each have the model's nq entries")
 
 
 @njit(cache=True)
@@ -450,9 +472,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
     n = topo.shape[0]
     scr = np.empty((6, 3, 3))
     nq = dofp.shape[1]
-    _check(topo, dofp, q, "q has the wrong length for this model")
-    _check(topo, dofp, qd, "qdot has the wrong length for this model")
-    _check(topo, dofp, tau, "tau has the wrong length for this model")
+    _check_lengths(dofp, q, qd, tau)
     X = np.empty((n, 6, 6))
     Sb = np.zeros((n, 6, 6))
     c = np.empty((n, 6))
@@ -663,9 +683,7 @@ def _joint_torques(topo, dofp, q, qd, Sb, F):  # noqa: ANN001, ANN202
 def inverse_dynamics(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201
     """Applied joint torques that produce ``qdd`` (O(n))."""
     n = topo.shape[0]
-    _check(topo, dofp, q, "q has the wrong length for this model")
-    _check(topo, dofp, qd, "qdot has the wrong length for this model")
-    _check(topo, dofp, qdd, "qddot has the wrong length for this model")
+    _check_lengths(dofp, q, qd, qdd)
     X = np.empty((n, 6, 6))
     Sb = np.zeros((n, 6, 6))
     c = np.empty((n, 6))
@@ -762,7 +780,7 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
     n = topo.shape[0]
     scr = np.empty((6, 3, 3))
     nq = dofp.shape[1]
-    _check(topo, dofp, q, "q has the wrong length for this model")
+    _check_lengths(dofp, q, q, q)
     X = np.empty((n, 6, 6))
     Sb = np.zeros((n, 6, 6))
     c = np.empty((n, 6))

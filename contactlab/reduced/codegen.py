@@ -35,17 +35,26 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
-from sympy.printing.pycode import PythonCodePrinter
+from contactlab._lazy import lazy_import
+
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    sp = lazy_import("sympy")  # loading cached code needs no sympy
 
 #: bumped whenever the generated code changes shape (invalidates the cache)
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "4"
 #: entries of S and Sdot with at most this many operations are simplified
 SIMPLIFY_MAX_OPS = 60
+#: factors with at most this many operations are checked for a constant Jacobian
+SCREW_MAX_OPS = 240
+#: relative size of the numeric coefficients taken for rounding (see ``_drop_roundoff``)
+SCREW_ROUNDOFF = 1e-13
 
 _LOADED: dict[str, ModuleType] = {}
 _KEYS: dict[tuple, str] = {}
@@ -86,10 +95,60 @@ def expression_key(
     return key
 
 
+@cache
+def module_digest(name: str) -> str:
+    """SHA-256 (hex, 16 characters) of the source file of module ``name`` ("" if none)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # __main__ of an interactive session
+        return ""
+    origin = spec.origin if spec is not None else None
+    if not origin or not os.path.isfile(origin):
+        return ""
+    return hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:16]
+
+
+def source_key(source: str, coordinates: Sequence[str], parameters: Sequence[str]) -> str:
+    """SHA-256 (hex, 24 characters) of a joint's definition *text*: no sympy needed.
+
+    ``source`` must fix the expression (the text of ``Q``, or the builder and the
+    sources of the modules that write it out); the coordinate and parameter names,
+    the generator version and the backend complete the key.
+    """
+    text = "|".join(
+        [
+            "source",
+            CODEGEN_VERSION,
+            backend(),
+            source,
+            repr(list(coordinates)),
+            repr(list(parameters)),
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def cached_kernel(key: str) -> Callable[..., None] | None:
+    """The compiled kernel of ``key`` from memory or disk, or ``None`` (no sympy involved)."""
+    if key in _LOADED:
+        return _LOADED[key].evaluate
+    path = cache_dir() / f"joint_{key}.py"
+    if not path.exists() or (backend() == "c" and not path.with_suffix(".so").exists()):
+        return None
+    _LOADED[key] = _import(path, key)
+    return _LOADED[key].evaluate
+
+
 def python_kernel(key: str) -> Callable[..., None]:
     """The kernel of ``key`` without numba compilation (ctypes for C, the Python source else)."""
     module = _LOADED[key]
     return getattr(module, "evaluate_py", None) or module.evaluate.py_func
+
+
+def screw_factors(key: str, params: Sequence[float]) -> list | None:
+    """``screw_factors(params)`` of the code of ``key`` (see :func:`screw_factors_source`)."""
+    fn = getattr(_LOADED[key], "screw_factors", None)
+    return None if fn is None else fn(params)
 
 
 def is_generated(key: str) -> bool:
@@ -251,6 +310,8 @@ def generate_source(
     names = {x: sp.Symbol(f"c_{k}") for k, x in enumerate(coordinates)}
     names.update({x: sp.Symbol(f"cd_{k}") for k, x in enumerate(rates)})
     names.update({x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)})
+    from sympy.printing.pycode import PythonCodePrinter
+
     printer = PythonCodePrinter({"fully_qualified_modules": True})
     pad = " " * 8
 
@@ -305,7 +366,94 @@ def generate_source(
             *[f"    F[{f}, 3, 3] = 1.0" for f in range(m)],
         ]
     header += ["    for m in range(nodes.shape[0]):"]
-    return "\n".join(header + body) + "\n"
+    return "\n".join(header + body) + "\n" + screw_factors_source(factors, coordinates, parameters)
+
+
+def _drop_roundoff(e: sp.Expr, coordinates: Sequence[sp.Symbol]) -> sp.Expr:
+    """``e`` (expanded) without the terms in the coordinates whose numeric coefficient is
+    below ``SCREW_ROUNDOFF`` times the largest one: the rounding of float entries (a unit
+    axis whose squares sum to ``1 - 1e-17`` leaves ``1e-17 sin(q)`` beside a constant)."""
+    terms = sp.Add.make_args(sp.expand(e))
+    coefficients = [abs(float(t.as_coeff_Mul()[0])) for t in terms]
+    tol = SCREW_ROUNDOFF * max([1.0, *coefficients])
+    coords = set(coordinates)
+    kept = [t for t, c in zip(terms, coefficients) if c > tol or not (t.free_symbols & coords)]
+    return sp.Add(*kept)
+
+
+def screw_factors_source(
+    factors: Sequence[sp.Matrix], coordinates: Sequence[sp.Symbol], parameters: Sequence[sp.Symbol]
+) -> str:
+    """Python source of ``screw_factors(p)``: the joint as constant transforms and screws, or None.
+
+    A factor whose Jacobian ``S_f`` is constant (free of the coordinates after
+    the simplification of :func:`derive`) is ``F_f(q) = F_f(0) exp([xi] q)``
+    with ``xi = sum_k S_k q_k`` (``S`` simplified as in :func:`derive`, rounding of
+    float entries dropped): ``dF/dq_k = F [S_k]`` with constant ``S_k``
+    makes the columns commute (mixed partials are equal), so the exponential
+    splits into one screw per coordinate.  When every factor is constant or
+    of that kind and the coordinates appear factor after factor in order,
+    ``screw_factors(p)`` (``p`` the parameter values) returns, per factor,
+    ``(F_f(0), ((k, xi_k), ...))``; a prepared model then evaluates the joint
+    as a chain of revolute and prismatic nodes, as it does hand-written
+    joints.  Otherwise it returns ``None``.
+    """
+    n = len(coordinates)
+    allowed = set(parameters)
+    zero = {x: 0 for x in coordinates}
+    order: list[int] = []
+    parts: list[tuple[sp.Matrix, list[tuple[int, list[sp.Expr]]]]] = []
+    structured = True
+    for F in factors:
+        present = [k for k, x in enumerate(coordinates) if x in F.free_symbols]
+        screws: list[tuple[int, list[sp.Expr]]] = []
+        if present:
+            if sp.count_ops(F) > SCREW_MAX_OPS:
+                structured = False
+                break
+            R, pos = F[:3, :3], F[:3, 3]
+            for k in present:
+                x = coordinates[k]
+                column = _vee(R.T * R.diff(x)) + list(R.T * pos.diff(x))
+                column = [_drop_roundoff(_maybe_simplify(e), coordinates) for e in column]
+                if any(not (e.free_symbols <= allowed) for e in column):
+                    structured = False
+                    break
+                screws.append((k, column))
+            if not structured:
+                break
+        F0 = sp.Matrix(F).xreplace(zero)
+        if any(e.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for e in F0):
+            structured = False
+            break
+        order += present
+        parts.append((F0, screws))
+    lines = [
+        "",
+        "",
+        "def screw_factors(p):  # noqa",
+        '    """Constant transforms and screws (see contactlab.reduced.codegen)."""',
+    ]
+    if not structured or order != list(range(n)):
+        return "\n".join(lines + ["    return None", ""])
+    from sympy.printing.pycode import PythonCodePrinter
+
+    names = {x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)}
+    printer = PythonCodePrinter({"fully_qualified_modules": True})
+
+    def num(e: sp.Expr) -> str:
+        return f"float({printer.doprint(sp.sympify(e).xreplace(names))})"
+
+    lines += [f"    p_{k} = p[{k}]" for k in range(len(parameters))]
+    out = []
+    for F0, screws in parts:
+        rows = ", ".join("(" + ", ".join(num(F0[r, c]) for c in range(4)) + ")" for r in range(4))
+        cols = ", ".join(
+            f"({k}, (" + ", ".join(num(e) for e in column) + "))" for k, column in screws
+        )
+        out.append(f"(({rows}), ({cols}{',' if len(screws) == 1 else ''}))")
+    lines.append("    return [" + ", ".join(out) + "]")
+    return "\n".join(lines) + "\n"
 
 
 # -- C backend ---------------------------------------------------------------------------
@@ -469,6 +617,8 @@ def generate_c_source(
     names = {x: sp.Symbol(f"c_{k}") for k, x in enumerate(coordinates)}
     names.update({x: sp.Symbol(f"cd_{k}") for k, x in enumerate(rates)})
     names.update({x: sp.Symbol(f"p_{k}") for k, x in enumerate(parameters)})
+    from sympy.printing.c import C99CodePrinter
+
     printer = C99CodePrinter()
     pad = " " * 8
 
@@ -528,6 +678,7 @@ def _c_wrapper(key: str, n: int, n_params: int) -> str:
 The joint maps are computed by joint_{key}.c compiled to joint_{key}.so beside this file.
 """
 import ctypes
+import math
 import os
 
 import llvmlite.binding as _llb
@@ -615,6 +766,7 @@ def compiled_kernel(
             so = path.with_suffix(".so")
             _compile_c(generate_c_source(factors, coordinates, parameters, key), so)
             source = _c_wrapper(key, len(coordinates), len(parameters))
+            source += screw_factors_source(factors, coordinates, parameters)
         else:
             source = generate_source(factors, coordinates, parameters, key)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

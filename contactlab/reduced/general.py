@@ -21,11 +21,15 @@ dynamics stays compiled end to end.
 
 In a scene: ``JointSpec(..., kind="transform", params={"Q": ..., "coordinates":
 [...], "parameters": {...}})``; ``Q`` may also be a string parsed by sympy
-or a callable receiving the coordinate symbols.
+(or a list of strings, the factors; the names of
+:mod:`contactlab.geometry.primitives` are available), or a callable
+receiving the coordinate symbols.  Text definitions name the generated code
+by their text, so a second build needs no sympy.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,30 +56,77 @@ else:
 
 
 def _symbol(x: Any, what: str) -> sp.Symbol:
-    if isinstance(x, sp.Symbol):
-        return x
     if isinstance(x, str) and x.isidentifier():
         return sp.Symbol(x, real=True)
+    if isinstance(x, sp.Symbol):
+        return x
     raise ConfigurationError(f"{what} must be a sympy Symbol or a name, got {x!r}")
+
+
+def _name(x: Any, what: str) -> str:
+    """The name of a symbol given by name or as a sympy Symbol (sympy is not imported)."""
+    if isinstance(x, str) and x.isidentifier():
+        return x
+    sympy = sys.modules.get("sympy")
+    if sympy is not None and isinstance(x, sympy.Symbol):
+        return str(x.name)
+    raise ConfigurationError(f"{what} must be a sympy Symbol or a name, got {x!r}")
+
+
+def _coordinate_names(coordinates: Sequence[Any] | int) -> tuple[str, ...]:
+    if isinstance(coordinates, int):
+        return tuple(f"q{k}" for k in range(coordinates))
+    names = tuple(_name(x, "a coordinate") for x in coordinates)
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"transform joint coordinates {names} repeat a name")
+    return names
 
 
 def _coordinates(coordinates: Sequence[Any] | int) -> tuple[sp.Symbol, ...]:
     if isinstance(coordinates, int):
         return sp.symbols(f"q0:{coordinates}", real=True) if coordinates > 0 else ()
-    coords = tuple(_symbol(x, "a coordinate") for x in coordinates)
-    if len(set(coords)) != len(coords):
-        raise ConfigurationError(f"transform joint coordinates {coords} repeat a name")
-    return coords
+    return tuple(_symbol(x, "a coordinate") for x in coordinates)
+
+
+#: names a text ``Q`` may use besides its symbols (:mod:`contactlab.geometry.primitives`)
+_VOCABULARY = (
+    "transform",
+    "trans",
+    "rot_x",
+    "rot_y",
+    "rot_z",
+    "rot",
+    "exp_rotation",
+    "frame",
+    "inverse",
+    "screw",
+)
+
+
+def _text_source(Q: Any) -> str | None:
+    """The definition text of a ``Q`` given as text (one string or a list of factors)."""
+    if isinstance(Q, str):
+        texts = [Q]
+    elif isinstance(Q, (list, tuple)) and Q and all(isinstance(F, str) for F in Q):
+        texts = list(Q)
+    else:
+        return None
+    from contactlab.reduced.codegen import module_digest
+
+    return f"text|{texts!r}|{module_digest('contactlab.geometry.primitives')}"
 
 
 def _matrix(
     Q: Any, coords: tuple[sp.Symbol, ...], params: tuple[sp.Symbol, ...]
 ) -> sp.ImmutableMatrix:
     if isinstance(Q, str):
-        local = {str(s): s for s in coords + params}
+        from contactlab.geometry import primitives
+
+        local: dict[str, Any] = {name: getattr(primitives, name) for name in _VOCABULARY}
+        local.update({str(s): s for s in coords + params})
         try:
             Q = sp.sympify(Q, locals=local)
-        except (sp.SympifyError, SyntaxError, TypeError) as err:
+        except (sp.SympifyError, SyntaxError, TypeError, NameError) as err:
             raise ConfigurationError(f"cannot parse Q(q) {Q!r}: {err}") from err
     try:
         M = sp.ImmutableMatrix(Q)
@@ -95,10 +146,10 @@ def _matrix(
 def _factors(
     Q: Any, coords: tuple[sp.Symbol, ...], params: tuple[sp.Symbol, ...]
 ) -> list[sp.ImmutableMatrix]:
-    """``Q`` as a list of 4x4 factors (one unless a sequence of matrices was given)."""
+    """``Q`` as a list of 4x4 factors (one unless a sequence of matrices or texts was given)."""
     if callable(Q) and not isinstance(Q, sp.MatrixBase):
         Q = Q(coords)
-    if isinstance(Q, (list, tuple)) and Q and all(isinstance(F, sp.MatrixBase) for F in Q):
+    if isinstance(Q, (list, tuple)) and Q and all(isinstance(F, (sp.MatrixBase, str)) for F in Q):
         return [_matrix(F, coords, params) for F in Q]
     return [_matrix(Q, coords, params)]
 
@@ -110,19 +161,28 @@ class TransformJoint(Joint):
     ----------
     Q : (4, 4) sympy matrix (or nested lists, a string, or a callable taking
         the tuple of coordinate symbols), the child joint frame in the
-        parent's joint frame.  A list of sympy matrices is their product
-        ``Q = F_1 F_2 ...``: each factor is differentiated on its own and
-        the products are formed numerically (much smaller code for joints
-        composed of frames, such as the surface joints).
+        parent's joint frame.  A list of sympy matrices (or of strings) is
+        their product ``Q = F_1 F_2 ...``: each factor is differentiated on
+        its own and the products are formed numerically (much smaller code
+        for joints composed of frames, such as the surface joints).  A string
+        may use the names of :mod:`contactlab.geometry.primitives`
+        (``"rot_z(t) * trans(0, 0, s * t)"``).
     coordinates : the coordinate symbols (or names, or their number ``n``,
         which names them ``q0 .. q{n-1}``), in the order of ``q``.
     parameters : values of the other symbols in ``Q`` (lengths [m], angles
         [rad], ...).  They stay symbols in the compiled code, so joints of
-        one expression with different values share it.
+        one expression with different values share it.  A parameter given
+        by name is the symbol of that name in ``Q``.
+    source : text that fixes ``Q`` without sympy (default: ``Q`` itself when
+        given as text).  When set, the generated code is named by a hash of
+        this text, the coordinate and parameter names (not by the expression),
+        so a second build finds it without building the expression: no sympy
+        is imported.  Builders of joints (:mod:`contactlab.reduced.surface_joints`)
+        pass the sources of the modules that write ``Q`` out.
 
     Attributes
     ----------
-    key : hash of the expression (the name of the generated code).
+    key : hash of the source or of the expression (the name of the generated code).
     generated_now : ``False`` when the code came from the disk cache.
     """
 
@@ -131,17 +191,68 @@ class TransformJoint(Joint):
         Q: Any,
         coordinates: Sequence[Any] | int,
         parameters: Mapping[Any, float] | None = None,
+        *,
+        source: str | None = None,
     ) -> None:
+        from contactlab.reduced import codegen
+
+        given = dict(parameters or {})
+        names = _coordinate_names(coordinates)
+        values = {_name(k, "a parameter"): float(v) for k, v in given.items()}
+        if len(values) != len(given):
+            raise ConfigurationError(f"transform joint parameters {list(given)} repeat a name")
+        pnames = tuple(sorted(values))
+        self.ndof = len(names)
+        self.params = np.array([[values[k] for k in pnames]], dtype=float).reshape(1, len(pnames))
+        self.source = _text_source(Q) if source is None else source
+        self._definition = (Q, coordinates, given)
+        self._symbolic: tuple[list[sp.ImmutableMatrix], tuple, tuple] | None = None
+        key = None if self.source is None else codegen.source_key(self.source, names, pnames)
+        kernel = None if key is None else codegen.cached_kernel(key)
+        if key is not None and kernel is not None:  # generated before: no sympy at all
+            self.key, self.kernel, self.generated_now = key, kernel, False
+            self._python_kernel = codegen.python_kernel(key)
+            if (key, tuple(self.params[0])) not in _CHECKED:
+                self._check_rigid_generated()
+                _CHECKED.add((key, tuple(self.params[0])))
+            return
+        factors, coords, psyms = self._derive_symbols()
+        key = key or codegen.expression_key(factors, coords, psyms)
+        checked = (key, tuple(self.params[0])) in _CHECKED
+        existed = checked or codegen.is_generated(key)
+        if not existed:  # each factor, before any code is generated for it
+            for F in factors:
+                self._check_rigid(F)
+        self.key, self.kernel, cached = codegen.compiled_kernel(factors, coords, psyms, key)
+        self.generated_now = not cached
+        # one joint at a time runs the same generated code uncompiled: trees use the
+        # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
+        self._python_kernel = codegen.python_kernel(self.key)
+        if existed and not checked:  # generated before: check Q(q) with that code
+            self._check_rigid_generated()
+        _CHECKED.add((key, tuple(self.params[0])))
+
+    def _derive_symbols(self) -> tuple[list[sp.ImmutableMatrix], tuple, tuple]:
+        """``(factors, coordinate symbols, parameter symbols)``, checked (sympy work)."""
+        if self._symbolic is not None:
+            return self._symbolic
+        Q, coordinates, given = self._definition
         coords = _coordinates(coordinates)
-        values = {_symbol(k, "a parameter"): float(v) for k, v in (parameters or {}).items()}
+        first = {_symbol(k, "a parameter"): float(v) for k, v in given.items()}
+        factors = _factors(Q, coords, tuple(sorted(first, key=str)))
+        free = set().union(*(F.free_symbols for F in factors))
+        # a parameter given by name is the symbol of that name in Q, whatever its assumptions
+        by_name = {str(x): x for x in free}
+        values = {
+            (by_name.get(k, _symbol(k, "a parameter")) if isinstance(k, str) else k): float(v)
+            for k, v in given.items()
+        }
         psyms = tuple(sorted(values, key=str))
-        factors = _factors(Q, coords, psyms)
         clash = set(coords) & set(psyms)
         if clash:
             raise ConfigurationError(
                 f"symbols {sorted(map(str, clash))} are both coordinates and parameters"
             )
-        free = set().union(*(F.free_symbols for F in factors))
         for x in coords:
             if x not in free:
                 raise ConfigurationError(
@@ -154,32 +265,24 @@ class TransformJoint(Joint):
                 f"Q(q) holds symbols {sorted(map(str, unknown))} that are neither coordinates "
                 "nor parameters; give their values in parameters"
             )
-        self.factors, self.coordinates, self.parameter_symbols = factors, coords, psyms
-        self.ndof = len(coords)
-        self.params = np.array([[values[s] for s in psyms]], dtype=float).reshape(1, len(psyms))
-        from contactlab.reduced.codegen import (
-            compiled_kernel,
-            expression_key,
-            is_generated,
-            python_kernel,
-        )
+        self._symbolic = (factors, coords, psyms)
+        return self._symbolic
 
-        key = expression_key(factors, coords, psyms)
-        checked = (key, tuple(self.params[0])) in _CHECKED
-        existed = checked or is_generated(key)
-        if not existed:  # each factor, before any code is generated for it
-            for F in factors:
-                self._check_rigid(F)
-        self.key, self.kernel, cached = compiled_kernel(factors, coords, psyms, key)
-        self.generated_now = not cached
-        # one joint at a time runs the same generated code uncompiled: trees use the
-        # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
-        self._python_kernel = python_kernel(self.key)
-        if existed and not checked:  # generated before: check Q(q) with that code
-            self._check_rigid_generated()
-        _CHECKED.add((key, tuple(self.params[0])))
+    @property
+    def factors(self) -> list[sp.ImmutableMatrix]:
+        """The factors of ``Q`` (built with sympy on first access for cached joints)."""
+        return self._derive_symbols()[0]
 
-    # ------------------------------------------------------------------
+    @property
+    def coordinates(self) -> tuple[sp.Symbol, ...]:
+        """The coordinate symbols, in the order of ``q``."""
+        return self._derive_symbols()[1]
+
+    @property
+    def parameter_symbols(self) -> tuple[sp.Symbol, ...]:
+        """The parameter symbols, in the order of the parameter values."""
+        return self._derive_symbols()[2]
+
     @property
     def expression(self) -> sp.Matrix:
         """The transform ``Q(q)`` (the product of the factors)."""
@@ -224,6 +327,34 @@ class TransformJoint(Joint):
                 "build the rotation from rotations (contactlab.geometry.primitives) or "
                 "orthonormal frames"
             )
+
+    def screw_chain(self) -> tuple[list[Array], Array] | None:
+        """``Q(q) = C_0 exp([xi_1] q_1) C_1 ... exp([xi_n] q_n) C_n`` when ``Q`` has that form.
+
+        Returns the constant transforms ``C_0 .. C_n`` (4, 4) and the screws
+        ``xi`` (n, 6) (angular first, in the frame after ``C_{k-1}``), or ``None``.
+        The form is found when the code is generated
+        (:func:`contactlab.reduced.codegen.screw_factors_source`): every factor
+        of ``Q`` is constant or has a Jacobian ``S`` independent of ``q`` (a
+        revolute or prismatic joint about any fixed axis, a translation, their
+        products), whatever expression it was written with.
+        """
+        from contactlab.reduced.codegen import screw_factors
+
+        parts = screw_factors(self.key, self.params[0])
+        if parts is None:
+            return None
+        offsets: list[Array] = []
+        screws: list[Array] = []
+        C = np.eye(4)
+        for F0, columns in parts:
+            C = C @ np.asarray(F0, dtype=float)
+            for _, xi in columns:
+                offsets.append(C)
+                screws.append(np.asarray(xi, dtype=float))
+                C = np.eye(4)
+        offsets.append(C)
+        return offsets, np.array(screws, dtype=float).reshape(len(screws), 6)
 
     @property
     def batch(self) -> tuple[str, Callable[..., None], Array]:

@@ -16,6 +16,15 @@ method                    returns                                        cost
 ``inverse_mass_times``    ``M^{-1} x``                                   O(n)
 ========================  =============================================  ==========
 
+The kernels exist twice with the same recursions: in C
+(``_cfast.c``, compiled when the package is installed, so a fresh process
+calls them at once, with a workspace per model and a few type checks per
+call) and in numba (:mod:`contactlab.reduced._fast`, compiled on first use
+and cached on disk), which serves when no C compiler was available at
+install.  Every call takes ``out=`` to write into a given array.  Arrays
+that are already contiguous float64 of the right length pass straight to
+the compiled code; anything else is converted and checked first.
+
 Joint expansion.  A revolute, prismatic or fixed joint is one node.  The
 joints that are products of exponentials of fixed screws with ``theta = q``
 (planar, translational, universal, Euler-angle spherical) become chains of
@@ -23,9 +32,14 @@ revolute/prismatic nodes with massless intermediate links: ``Q = exp(xi_1
 q_1) exp(xi_2 q_2) ...`` is exactly such a chain, so ``M``, ``tau`` and
 every derivative are unchanged.  Composite joints (free, cylindrical)
 expand part by part; the exponential-coordinate spherical joint is its own
-node kind.  Any other joint (splines, custom joints) is an ``OTHER`` node:
-its ``Q``, ``S`` and ``Sdot`` are evaluated by the joint object before each
-call (a Python call per such joint) and passed to the kernel.
+node kind.  A joint generated from its transform whose factors have constant
+Jacobians (``Q = C_0 exp([xi_1] q_1) C_1 ...``, see
+:meth:`contactlab.reduced.general.TransformJoint.screw_chain`) becomes the
+same revolute/prismatic nodes, its constant transforms folded into the node
+frames, whatever expression it was written with.  Any other joint (splines,
+custom joints) is an ``OTHER`` node: its ``Q``, ``S`` and ``Sdot`` are
+evaluated before each call (one compiled call per expression for generated
+joints, a Python call per joint otherwise) and passed to the kernel.
 
 Scene force elements (springs, muscles between bodies) are not part of the
 model; give their wrenches through ``wrenches`` or use
@@ -34,7 +48,10 @@ model; give their wrenches through ``wrenches`` or use
 
 from __future__ import annotations
 
+import hashlib
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -53,6 +70,35 @@ from contactlab.reduced.joints import (
 from contactlab.reduced.spherical import SphericalExpJoint
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene
+from contactlab.se3 import adjoint, inverse
+
+try:  # built with the package when a C compiler was found (setup.py)
+    from contactlab.reduced import _cfast
+except ImportError:  # no compiled extension: the numba kernels of _fast serve every call
+    _cfast = None  # type: ignore[assignment]
+
+
+def _stale_extension() -> bool:
+    """Whether ``_cfast.c`` beside the module differs from the source the extension was
+    built from (an editable install edited since ``pip install -e .``)."""
+    source = Path(__file__).with_name("_cfast.c")
+    if _cfast is None or not source.is_file():
+        return False
+    return hashlib.sha256(source.read_bytes()).hexdigest() != _cfast.SOURCE_SHA256
+
+
+if _stale_extension():
+    warnings.warn(
+        "contactlab.reduced._cfast was built from an older _cfast.c; the model uses its numba "
+        "kernels until `pip install -e .` rebuilds it",
+        stacklevel=1,
+    )
+    _cfast = None  # type: ignore[assignment]
+
+#: Whether the kernels compiled at install (``_cfast.c``) are available; without
+#: them every call runs the numba kernels of :mod:`contactlab.reduced._fast`
+#: (same results, compiled on first use and cached on disk).
+COMPILED_AHEAD = _cfast is not None
 
 _SCREW_JOINTS = (
     RevoluteJoint,
@@ -69,6 +115,51 @@ class _Element:
     ndof: int
     axis: Array
     joint: Joint | None = None  # OTHER nodes only
+    left: Array | None = None  # constant transform before the node's motion
+    right: Array | None = None  # constant transform after it (last node of a joint only)
+    screw: Array | None = None  # the node's screw in the frame after ``left`` (6,)
+
+
+#: tolerance on |omega| = 1 and omega . v = 0 for a screw to be a revolute node
+_SCREW_TOL = 1e-10
+
+
+def _screw_elements(joint: Joint) -> list[_Element] | None:
+    """Revolute/prismatic nodes of a joint ``Q = C_0 exp([xi_1] q_1) C_1 ...`` (see
+    :meth:`contactlab.reduced.general.TransformJoint.screw_chain`), or ``None``.
+
+    A screw ``(omega, v)`` with ``omega = 0`` is a prismatic node along ``v``; with
+    ``|omega| = 1`` and ``omega . v = 0`` a revolute node about the line through
+    ``r = omega x v`` (``exp([xi] q) = T(r) R(omega, q) T(-r)``); a screw with a
+    pitch is none of them (the joint then stays an ``OTHER`` node).
+    """
+    chain = joint.screw_chain()  # type: ignore[attr-defined]
+    if chain is None:
+        return None
+    offsets, screws = chain
+    out: list[_Element] = []
+    carry = np.eye(4)
+    for k, xi in enumerate(screws):
+        w, v = xi[:3], xi[3:]
+        left = carry @ offsets[k]
+        if np.abs(w).max() <= _SCREW_TOL:
+            out.append(_Element(_fast.PRISMATIC, 1, v.copy(), left=left, screw=xi.copy()))
+            carry = np.eye(4)
+        elif abs(np.linalg.norm(w) - 1.0) <= _SCREW_TOL and abs(w @ v) <= _SCREW_TOL:
+            r = np.cross(w, v)
+            shift, back = np.eye(4), np.eye(4)
+            shift[:3, 3], back[:3, 3] = r, -r
+            node_screw = np.concatenate([w, np.zeros(3)])
+            out.append(_Element(_fast.REVOLUTE, 1, w.copy(), left=left @ shift, screw=node_screw))
+            carry = back
+        else:
+            return None
+    tail = carry @ offsets[-1]
+    if not out:
+        return [_Element(_fast.FIXED, 0, np.zeros(3), left=tail)]
+    last = out[-1]
+    out[-1] = _Element(last.kind, 1, last.axis, left=last.left, right=tail, screw=last.screw)
+    return out
 
 
 def _elements(joint: Joint) -> list[_Element]:
@@ -80,6 +171,10 @@ def _elements(joint: Joint) -> list[_Element]:
         return [_Element(_fast.SPHERICAL, 3, np.zeros(3))]
     if kind is CompositeJoint:
         return _elements(joint.first) + _elements(joint.second)  # type: ignore[attr-defined]
+    if callable(getattr(joint, "screw_chain", None)):
+        elements = _screw_elements(joint)
+        if elements is not None:
+            return elements
     if kind in _SCREW_JOINTS:
         out = []
         for xi in joint.screws:  # type: ignore[attr-defined]
@@ -95,13 +190,38 @@ def _elements(joint: Joint) -> list[_Element]:
 
 
 def _as_vector(x: Array, nq: int, name: str) -> Array:
-    if type(x) is not np.ndarray or x.dtype != np.float64 or x.ndim != 1:
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        if x.shape != (nq,):
-            raise ConfigurationError(
-                f"{name} must have shape ({nq},) for this model, got {x.shape}"
-            )
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.shape != (nq,):
+        raise ConfigurationError(f"{name} must have shape ({nq},) for this model, got {x.shape}")
     return x
+
+
+def _as_out(out: Array | None, shape: tuple[int, ...]) -> Array | None:
+    """``out`` checked: a writeable C-contiguous float64 array of ``shape`` (or None)."""
+    if out is None:
+        return None
+    if (
+        not isinstance(out, np.ndarray)
+        or out.dtype != np.float64
+        or out.shape != shape
+        or not out.flags.c_contiguous
+        or not out.flags.writeable
+    ):
+        raise ConfigurationError(
+            f"out must be a writeable C-contiguous float64 array of shape {shape}, got "
+            f"{type(out).__name__} {getattr(out, 'dtype', '')} {np.shape(out)}; pass out=None "
+            "for a new array"
+        )
+    return out
+
+
+def _into(result: Array, out: Array | None) -> Array:
+    if out is None:
+        return result
+    checked = _as_out(out, result.shape)
+    assert checked is not None
+    checked[...] = result
+    return checked
 
 
 class Model:
@@ -114,9 +234,19 @@ class Model:
     topo, geom, dofp : kernel arrays (see :mod:`contactlab.reduced._fast`).
     body_node : (n_tree,) node holding each tree joint's body.
     screw_only : every node is revolute, prismatic or fixed (no spherical or ``OTHER`` node).
+    kernels : ``"c"`` (the extension compiled at install, ``_cfast.c``) or ``"numba"``
+        (the kernels of :mod:`contactlab.reduced._fast`); ``Model(tree, kernels="numba")``
+        forces the latter.  Both compute the same recursions.
     """
 
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, kernels: str = "auto") -> None:
+        if kernels not in ("auto", "c", "numba"):
+            raise ConfigurationError(f"kernels must be 'auto', 'c' or 'numba', got {kernels!r}")
+        if kernels == "c" and _cfast is None:
+            raise ConfigurationError(
+                "kernels='c' needs the extension contactlab.reduced._cfast, which was not built "
+                "(no C compiler at install); reinstall with a compiler or use kernels='numba'"
+            )
         self.tree = tree
         self.nq = tree.nq
         parent: list[int] = []
@@ -151,9 +281,16 @@ class Model:
                 fp = Fp if first else np.eye(4)
                 fci = Fc_inv if last else np.eye(4)
                 adfc = AdFc if last else np.eye(6)
+                if el.left is not None:
+                    fp = fp @ el.left
+                if el.right is not None:  # body frame = node frame . right . Fc^{-1}
+                    fci = el.right @ fci
+                    adfc = adjoint(inverse(fci))
                 inertia = tree.inertia[t] if last else np.zeros(6)
                 screw = np.zeros(6)
-                if el.kind == _fast.REVOLUTE:
+                if el.screw is not None:
+                    screw = el.screw
+                elif el.kind == _fast.REVOLUTE:
                     screw[:3] = el.axis
                 elif el.kind == _fast.PRISMATIC:
                     screw[3:] = el.axis
@@ -195,11 +332,33 @@ class Model:
         self._zeros = np.zeros(self.nq)
         for a in (self.topo, self.geom, self.dofp, self.body_node):
             a.setflags(write=False)
+        # Compiled-ahead kernels (one workspace per model) unless numba is asked for.
+        self._c = (
+            None
+            if _cfast is None or kernels == "numba"
+            else _cfast.Kernels(self.topo, self.geom, self.dofp, len(self._other))
+        )
+        self._ext_none = not self._other
+        self.kernels = "numba" if self._c is None else "c"
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the compiled kernels' workspace, which is rebuilt on loading."""
+        state = self.__dict__.copy()
+        state["_c"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        if self.kernels == "c":
+            if _cfast is None:
+                self.kernels = "numba"  # unpickled where the extension was not built
+            else:
+                self._c = _cfast.Kernels(self.topo, self.geom, self.dofp, len(self._other))
 
     @classmethod
-    def from_scene(cls, scene: Scene) -> Model:
+    def from_scene(cls, scene: Scene, kernels: str = "auto") -> Model:
         """Build the tree of ``scene`` and its model."""
-        return cls(Tree.from_scene(scene))
+        return cls(Tree.from_scene(scene), kernels=kernels)
 
     @property
     def has_other_joints(self) -> bool:
@@ -279,63 +438,94 @@ class Model:
 
     # ------------------------------------------------------------------
     def forward_dynamics(
-        self, q: Array, qdot: Array, tau: Array | None = None, wrenches: Array | None = None
+        self,
+        q: Array,
+        qdot: Array,
+        tau: Array | None = None,
+        wrenches: Array | None = None,
+        out: Array | None = None,
     ) -> Array:
         """``qddot`` (nq,) from applied joint forces ``tau`` (nq,) [N m or N], gravity included.
 
         ``wrenches`` (nb, 6): extra body-frame wrenches on the bodies (scene order).
+        ``out`` (nq,) float64: written and returned instead of a new array.
         """
+        c = self._c
+        if c is not None and wrenches is None and self._ext_none:
+            try:  # contiguous float64 arrays of the right length: no conversion, no copy
+                return c.forward_dynamics(
+                    q, qdot, self._zeros if tau is None else tau, None, None, False, out
+                )
+            except TypeError:
+                pass  # converted and checked below
         q = _as_vector(q, self.nq, "q")
         qdot = _as_vector(qdot, self.nq, "qdot")
         tau = self._zeros if tau is None else _as_vector(tau, self.nq, "tau")
-        return _fast.forward_dynamics(
-            self.topo,
-            self.geom,
-            self.dofp,
-            self.joint_maps(q, qdot),
-            q,
-            qdot,
-            tau,
-            self.node_wrenches(wrenches),
-            False,
+        ext, fext = self.joint_maps(q, qdot), self.node_wrenches(wrenches)
+        if c is not None:
+            return c.forward_dynamics(q, qdot, tau, ext, fext, False, _as_out(out, (self.nq,)))
+        qdd = _fast.forward_dynamics(
+            self.topo, self.geom, self.dofp, ext, q, qdot, tau, fext, False
         )
+        return _into(qdd, out)
 
-    def inverse_mass_times(self, q: Array, x: Array) -> Array:
+    def inverse_mass_times(self, q: Array, x: Array, out: Array | None = None) -> Array:
         """``M(q)^{-1} x`` (nq,) in O(n), without forming ``M``."""
         q = _as_vector(q, self.nq, "q")
         x = _as_vector(x, self.nq, "x")
         z = self._zeros
-        return _fast.forward_dynamics(
-            self.topo, self.geom, self.dofp, self.joint_maps(q, z), q, z, x, self._no_wrenches, True
+        ext = self.joint_maps(q, z)
+        if self._c is not None:
+            return self._c.forward_dynamics(q, z, x, ext, None, True, _as_out(out, (self.nq,)))
+        y = _fast.forward_dynamics(
+            self.topo, self.geom, self.dofp, ext, q, z, x, self._no_wrenches, True
         )
+        return _into(y, out)
 
     def inverse_dynamics(
-        self, q: Array, qdot: Array, qddot: Array, wrenches: Array | None = None
+        self,
+        q: Array,
+        qdot: Array,
+        qddot: Array,
+        wrenches: Array | None = None,
+        out: Array | None = None,
     ) -> Array:
         """Applied joint forces ``tau`` (nq,) that produce ``qddot``."""
+        c = self._c
+        if c is not None and wrenches is None and self._ext_none:
+            try:
+                return c.inverse_dynamics(q, qdot, qddot, None, None, out)
+            except TypeError:
+                pass  # converted and checked below
         q = _as_vector(q, self.nq, "q")
         qdot = _as_vector(qdot, self.nq, "qdot")
         qddot = _as_vector(qddot, self.nq, "qddot")
-        return _fast.inverse_dynamics(
-            self.topo,
-            self.geom,
-            self.dofp,
-            self.joint_maps(q, qdot),
-            q,
-            qdot,
-            qddot,
-            self.node_wrenches(wrenches),
-        )
+        ext, fext = self.joint_maps(q, qdot), self.node_wrenches(wrenches)
+        if c is not None:
+            return c.inverse_dynamics(q, qdot, qddot, ext, fext, _as_out(out, (self.nq,)))
+        tau = _fast.inverse_dynamics(self.topo, self.geom, self.dofp, ext, q, qdot, qddot, fext)
+        return _into(tau, out)
 
-    def bias_forces(self, q: Array, qdot: Array) -> Array:
+    def bias_forces(self, q: Array, qdot: Array, out: Array | None = None) -> Array:
         """``h(q, qdot)`` of ``M qddot + h = tau``: Coriolis, gravity, joint springs/dampers."""
-        return self.inverse_dynamics(q, qdot, self._zeros)
+        return self.inverse_dynamics(q, qdot, self._zeros, out=out)
 
-    def mass_matrix(self, q: Array) -> Array:
-        """``M(q)`` (nq, nq), dense, by the composite-rigid-body algorithm."""
+    def mass_matrix(self, q: Array, out: Array | None = None) -> Array:
+        """``M(q)`` (nq, nq), dense, by the composite-rigid-body algorithm.
+
+        ``out`` (nq, nq) float64 C-ordered: written and returned instead of a new array.
+        """
+        c = self._c
+        if c is not None and self._ext_none:
+            try:
+                return c.mass_matrix(q, None, out)
+            except TypeError:
+                pass  # converted and checked below
         q = _as_vector(q, self.nq, "q")
         ext = self.joint_maps(q, self._zeros)
-        return _fast.mass_matrix(self.topo, self.geom, self.dofp, ext, q)
+        if c is not None:
+            return c.mass_matrix(q, ext, _as_out(out, (self.nq, self.nq)))
+        return _into(_fast.mass_matrix(self.topo, self.geom, self.dofp, ext, q), out)
 
     def random_state(self, rng: np.random.Generator) -> tuple[Array, Array, Array]:
         """A random ``(q, qdot, qddot)`` with each joint's own sampler (tests, benchmarks)."""

@@ -3,7 +3,9 @@
 Each is a :class:`~contactlab.reduced.general.TransformJoint` whose ``Q`` is
 composed from the frames of :mod:`contactlab.geometry.surfaces`; the parent
 geometry is given in the parent's joint frame, the child geometry in the
-child's joint frame.
+child's joint frame.  The generated code is named by the joint's definition
+(kind, shapes, the numbers written into their expressions and the sources of
+the modules that write ``Q`` out), so a cached joint is built without sympy.
 
 - **surface–surface** (rolling and sliding contact at one point, 4
   coordinates ``(u1, v1, u2, v2)``): the child surface's frame at
@@ -32,9 +34,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from contactlab._lazy import lazy_import
 from contactlab.geometry.primitives import inverse, rot_x, rot_z, trans
 from contactlab.geometry.surfaces import Curve, Surface, curve_from, surface_from
+from contactlab.reduced.codegen import module_digest
 from contactlab.reduced.general import TransformJoint
 from contactlab.reduced.joints import Joint
 from contactlab.reduced.registry import register_joint
@@ -45,8 +50,34 @@ else:
     sp = lazy_import("sympy")  # loaded when a symbolic expression is first built
 
 
-def _symbols(names: str) -> tuple[sp.Symbol, ...]:
-    return tuple(sp.symbols(names, real=True))
+def _values(shape: Surface | Curve, prefix: str) -> dict[str, float]:
+    """Shape parameter values by the names of their symbols (no sympy)."""
+    return {f"{prefix}{k}": v for k, v in zip(shape.parameter_names, shape.values)}
+
+
+def _shape_source(shape: Surface | Curve) -> str | None:
+    """What fixes a shape's symbolic frame besides its parameter values: its class, the
+    source of the module defining it and the numbers written into the expression
+    (control points, the curves' up vector); ``None`` when that source cannot be read
+    (a class typed into an interactive session: its code is then keyed by expression)."""
+    cls = type(shape)
+    digest = module_digest(cls.__module__)
+    if not digest:
+        return None
+    data = {
+        k: (v.tolist() if isinstance(v, np.ndarray) else v)
+        for k, v in sorted(vars(shape).items())
+        if not k.startswith("_") and k != "values"
+    }
+    return f"{cls.__module__}.{cls.__qualname__}{shape.parameter_names}{data!r}{digest}"
+
+
+def _source(kind: str, *parts: Any) -> str | None:
+    """Definition text of a joint built here (see :class:`TransformJoint`'s ``source``)."""
+    if any(p is None for p in parts):
+        return None
+    modules = (__name__, "contactlab.geometry.surfaces", "contactlab.geometry.primitives")
+    return "|".join([kind, *map(str, parts), *(module_digest(m) for m in modules)])
 
 
 def surface_surface_joint(
@@ -58,41 +89,61 @@ def surface_surface_joint(
     two surfaces' first tangents (added to ``psi`` with ``spin=True``).
     """
     A, B = surface_from(parent), surface_from(child)
-    u1, v1, u2, v2, psi = _symbols("u1 v1 u2 v2 psi")
-    tw = sp.Symbol("twist", real=True)
-    FA, pa = A.frame(u1, v1, "a_")
-    FB, pb = B.frame(u2, v2, "b_")
-    turn = rot_z(psi + tw if spin else tw) * rot_x(sp.pi)
-    coords = [u1, v1, u2, v2] + ([psi] if spin else [])
-    return TransformJoint([FA, turn, inverse(FB)], coords, {**pa, **pb, tw: float(twist)})
+
+    def Q(c: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
+        tw = sp.Symbol("twist", real=True)
+        turn = rot_z(c[4] + tw if spin else tw) * rot_x(sp.pi)
+        return [A.frame(c[0], c[1], "a_")[0], turn, inverse(B.frame(c[2], c[3], "b_")[0])]
+
+    coords = ["u1", "v1", "u2", "v2"] + (["psi"] if spin else [])
+    values = {**_values(A, "a_"), **_values(B, "b_"), "twist": float(twist)}
+    source = _source("surface_surface", spin, _shape_source(A), _shape_source(B))
+    return TransformJoint(Q, coords, values, source=source)
 
 
 def surface_point_joint(surface: Any, spin: bool = True, height: float = 0.0) -> TransformJoint:
     """A frame sliding on ``surface`` in its tangent plane, ``height`` [m] above it."""
     A = surface_from(surface)
-    u, v, psi, h = _symbols("u v psi h")
-    F, values = A.frame(u, v, "a_")
-    Q = [F, rot_z(psi) * trans(0, 0, h) if spin else trans(0, 0, h)]
-    return TransformJoint(Q, [u, v] + ([psi] if spin else []), {**values, h: float(height)})
+
+    def Q(c: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
+        h = sp.Symbol("h", real=True)
+        return [
+            A.frame(c[0], c[1], "a_")[0],
+            rot_z(c[2]) * trans(0, 0, h) if spin else trans(0, 0, h),
+        ]
+
+    coords = ["u", "v"] + (["psi"] if spin else [])
+    values = {**_values(A, "a_"), "h": float(height)}
+    return TransformJoint(
+        Q, coords, values, source=_source("surface_point", spin, _shape_source(A))
+    )
 
 
 def curve_point_joint(curve: Any, spin: bool = True) -> TransformJoint:
     """A frame sliding along ``curve``, x on the tangent; q = (s[, psi])."""
     C = curve_from(curve)
-    s, psi = _symbols("s psi")
-    F, values = C.frame(s, "c_")
-    Q = [F, rot_x(psi)] if spin else F
-    return TransformJoint(Q, [s] + ([psi] if spin else []), values)
+
+    def Q(c: tuple[sp.Symbol, ...]) -> Any:
+        F = C.frame(c[0], "c_")[0]
+        return [F, rot_x(c[1])] if spin else F
+
+    coords = ["s"] + (["psi"] if spin else [])
+    source = _source("curve_point", spin, _shape_source(C))
+    return TransformJoint(Q, coords, _values(C, "c_"), source=source)
 
 
 def curve_curve_joint(parent: Any, child: Any, spin: bool = True) -> TransformJoint:
     """Two curves touching with a common tangent; q = (s1, s2[, psi])."""
     A, B = curve_from(parent), curve_from(child)
-    s1, s2, psi = _symbols("s1 s2 psi")
-    FA, pa = A.frame(s1, "a_")
-    FB, pb = B.frame(s2, "b_")
-    turn = (rot_x(psi) if spin else sp.eye(4)) * rot_z(sp.pi)
-    return TransformJoint([FA, turn, inverse(FB)], [s1, s2] + ([psi] if spin else []), {**pa, **pb})
+
+    def Q(c: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
+        turn = (rot_x(c[2]) if spin else sp.eye(4)) * rot_z(sp.pi)
+        return [A.frame(c[0], "a_")[0], turn, inverse(B.frame(c[1], "b_")[0])]
+
+    coords = ["s1", "s2"] + (["psi"] if spin else [])
+    values = {**_values(A, "a_"), **_values(B, "b_")}
+    source = _source("curve_curve", spin, _shape_source(A), _shape_source(B))
+    return TransformJoint(Q, coords, values, source=source)
 
 
 def _need(p: Mapping[str, Any], keys: tuple[str, ...], kind: str) -> None:

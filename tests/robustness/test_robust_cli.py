@@ -237,8 +237,11 @@ def test_sweep_grid_keeps_a_known_but_missing_solver_as_unavailable(workdir, mon
     assert {r.solver for r in grid.runs} == {"kkt"} and len(grid.runs) == 2  # both formulations
     assert "osqp" not in SR.available_backends()
     assert {(r["solver"], r["reason"]) for r in grid.skipped} == {
-        ("osqp", "solver 'osqp' is unavailable: no osqp here; available solvers: "
-         + ", ".join(SR.available_backends()))
+        (
+            "osqp",
+            "solver 'osqp' is unavailable: no osqp here; available solvers: "
+            + ", ".join(SR.available_backends()),
+        )
     }
 
 

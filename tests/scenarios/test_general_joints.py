@@ -15,6 +15,7 @@ from contactlab.reduced import (
     forward_kinematics,
     simulate_adaptive,
 )
+from contactlab.reduced.integrators import Trajectory
 from scenarios import SCENARIOS
 
 # turn of half a revolution about the first tangent: the child's frame at the contact
@@ -90,6 +91,17 @@ def test_torus_chain_contacts_stay_on_both_surfaces_and_tangent() -> None:
         assert dist < 1e-10 and normal < 1e-10
 
 
+def test_windmill_contacts_stay_on_both_surfaces_and_tangent(windmill: Tree) -> None:
+    """Over the 2 s windmill run every contact of the five surface pairs (sphere-sphere,
+    sphere-ellipsoid, sphere-torus, torus-torus, torus-ellipsoid) lies on both surfaces
+    with opposite normals, to 1e-10."""
+    traj = _two_seconds("windmill", windmill)
+    assert np.abs(traj.q[-1] - traj.q[0]).max() > 0.05  # the contacts really roll and slide
+    for qk in traj.q[:: max(1, len(traj.q) // 20)]:
+        dist, normal = _contact_errors(windmill, qk)
+        assert dist < 1e-10 and normal < 1e-10
+
+
 @pytest.mark.parametrize("which", ["chain10", "windmill"])
 def test_recursive_and_dense_forward_dynamics_agree(
     which: str, request: pytest.FixtureRequest
@@ -107,14 +119,24 @@ def test_recursive_and_dense_forward_dynamics_agree(
         assert np.abs(rec - dense).max() <= 1e-9 * max(1.0, np.abs(dense).max())
 
 
+_TRAJECTORIES: dict[str, Trajectory] = {}
+
+
+def _two_seconds(which: str, tree: Tree) -> Trajectory:
+    """2 s of the scene by DOP853 at rtol 1e-10 (computed once per module)."""
+    if which not in _TRAJECTORIES:
+        q, qdot = tree.initial_coordinates()
+        _TRAJECTORIES[which] = simulate_adaptive(tree, q, qdot, 2.0, rtol=1e-10, atol=1e-12)
+    return _TRAJECTORIES[which]
+
+
 @pytest.mark.parametrize("which", ["chain10", "windmill"])
 def test_energy_is_conserved_by_the_adaptive_integrator(
     which: str, request: pytest.FixtureRequest
 ) -> None:
     """Conservative scenes, DOP853 at rtol 1e-10: total energy within 1e-6 relative over 2 s."""
     tree = request.getfixturevalue(which)
-    q, qdot = tree.initial_coordinates()
-    traj = simulate_adaptive(tree, q, qdot, 2.0, rtol=1e-10, atol=1e-12)
+    traj = _two_seconds(which, tree)
 
     def total(qk: np.ndarray, qdk: np.ndarray) -> float:
         e = energies(forward_kinematics(tree, qk, qdk))
@@ -143,3 +165,48 @@ def test_prepared_model_runs_generated_joints_compiled(chain10: Tree) -> None:
     ref = forward_dynamics_recursive(chain10, q, qdot)
     got = model.forward_dynamics(q, qdot)
     assert np.abs(got - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+
+
+_CACHED_BUILD = """
+import json, sys
+import numpy as np
+from contactlab.reduced import Tree
+from contactlab.reduced.model import Model
+from contactlab.reduced.integrators import Trajectory
+from scenarios import SCENARIOS
+
+chain = Tree.from_scene(SCENARIOS["torus-chain"].build(n=3))  # its hook is given as text
+tree = Tree.from_scene(SCENARIOS["windmill"].build())
+model = Model(tree)
+q, qdot = tree.initial_coordinates()
+qdd = model.forward_dynamics(q + 0.1, qdot)
+print(json.dumps({
+    "sympy": sorted(m for m in sys.modules if m == "sympy" or m.startswith("sympy.")),
+    "generated_now": sum(
+        bool(getattr(j, "generated_now", False)) for j in tree.joints + chain.joints
+    ),
+    "qdd": qdd.tolist(),
+}))
+"""
+
+
+def test_cached_windmill_is_built_without_sympy(windmill: Tree, chain10: Tree) -> None:
+    """Once the windmill's and the torus chain's joints are generated (the fixtures), a
+    fresh process builds the scenes, their trees and a prepared model from the disk cache
+    without importing sympy, and gets the same forward dynamics as this process (same
+    compiled code: 1e-12)."""
+    import json
+    import subprocess
+    import sys
+
+    from contactlab.reduced.model import Model
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CACHED_BUILD], capture_output=True, text=True, check=True
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["sympy"] == []
+    assert out["generated_now"] == 0
+    q, qdot = windmill.initial_coordinates()
+    ref = Model(windmill).forward_dynamics(q + 0.1, qdot)
+    np.testing.assert_allclose(out["qdd"], ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))

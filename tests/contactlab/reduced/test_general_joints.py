@@ -213,6 +213,37 @@ def test_generated_joints_give_the_same_trajectories() -> None:
     np.testing.assert_allclose(ends[1], ends[0], atol=1e-9)
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["free", "spherical", "prismatic", "fixed", "planar", "translational"],
+        ["free_translation_first", "spline_curve", "spline_surface"],
+    ],
+)
+def test_every_other_kind_gives_the_same_trajectories(names: list[str]) -> None:
+    """The remaining built-in kinds, chained, for 0.2 s (DOP853): the generated chain
+    follows the hand-written one to 1e-9.  The generated spline joints write out the
+    first segment (patch) only, so their coordinates are checked to stay in [0, 1)."""
+    rng = np.random.default_rng(6)
+    q0 = [
+        _sample(n, pair(n)[0], rng) * 0.5 + (0.4 if n.startswith("spline") else 0.0) for n in names
+    ]
+    ends, trajs = [], []
+    for which in (0, 1):
+        tree = Tree.from_scene(_chain([(n, pair(n)[which]) for n in names], q0))
+        q, qdot = tree.initial_coordinates()
+        traj = simulate_adaptive(tree, q, qdot, 0.2, rtol=1e-11, atol=1e-12)
+        ends.append(np.concatenate([traj.q[-1], traj.qdot[-1]]))
+        trajs.append((tree, traj))
+    tree, traj = trajs[0]
+    assert np.abs(traj.q[-1] - traj.q[0]).max() > 1e-2  # the chain moves
+    for n in names:
+        if n.startswith("spline"):
+            s = traj.q[:, tree.dofs(f"j{names.index(n)}")]
+            assert s.min() >= 0.0 and s.max() < 1.0
+    np.testing.assert_allclose(ends[1], ends[0], atol=1e-9)
+
+
 @pytest.mark.skipif(
     shutil.which("cc") is None and shutil.which("gcc") is None,
     reason="no C compiler: generated joints use the numba backend only",
@@ -296,6 +327,37 @@ def test_transform_kind_from_strings_builds_the_same_joint() -> None:
     np.testing.assert_allclose(Sd, 0.0, atol=TOL)
 
 
+def test_factors_given_as_text_with_the_primitives() -> None:
+    """``Q`` as a list of texts using :mod:`contactlab.geometry.primitives` is the product of
+    the parsed factors: the same S and Sdot as the symbolic universal joint (1e-12)."""
+    a, b = sp.symbols("a b", real=True)
+    text = TransformJoint(["rot_x(a)", "rot_y(b) * trans(0, 0, L)"], ["a", "b"], {"L": 0.2})
+    symbolic = TransformJoint([rot_x(a), rot_y(b) * trans(0, 0, 0.2)], [a, b])
+    assert text.source is not None and symbolic.source is None
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x, xdot = rng.uniform(-2, 2, 2), rng.standard_normal(2)
+        for got, ref in zip(text.evaluate(x, xdot), symbolic.evaluate(x, xdot)):
+            np.testing.assert_allclose(got, ref, rtol=0, atol=TOL)
+
+
+def test_readme_screw_joint() -> None:
+    """The README's screw, Q = R_z(t) T(0, 0, p t) as text: S = (0, 0, 1, 0, 0, p), Sdot = 0,
+    and the nut advances p t along the axis."""
+    joint = make_joint(
+        "transform",
+        params={
+            "Q": "rot_z(t) * trans(0, 0, p * t)",
+            "coordinates": ["t"],
+            "parameters": {"p": 0.01},
+        },
+    )
+    Q, S, Sd = joint.evaluate(np.array([2.5]), np.array([1.7]))
+    np.testing.assert_allclose(S[:, 0], [0, 0, 1, 0, 0, 0.01], atol=TOL)
+    np.testing.assert_allclose(Sd, 0.0, atol=TOL)
+    np.testing.assert_allclose(Q[:3, 3], [0, 0, 0.025], atol=TOL)
+
+
 def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
     """Contact in reduced coordinates (rows N J): the 2-link chain of ``jf-external`` pressing
     and sliding on the floor, its revolute joints replaced by ones generated from
@@ -326,3 +388,103 @@ def test_generated_joints_in_contact_move_as_the_hand_written_ones() -> None:
         finals.append(run.trajectory["position"])
     assert np.abs(finals[0][-1] - finals[0][0]).max() > 1e-3  # it moves
     np.testing.assert_allclose(finals[1], finals[0], atol=1e-8)
+
+
+# -- constant screws: the prepared model's revolute and prismatic nodes -----------
+def _screw_cases() -> list[tuple[str, TransformJoint, list[int]]]:
+    """Generated joints and the node kinds a prepared model gives them (1 revolute,
+    2 prismatic, 0 fixed, 4 evaluated from the generated code)."""
+    from contactlab.reduced import _fast
+
+    R, P, F, O = _fast.REVOLUTE, _fast.PRISMATIC, _fast.FIXED, _fast.OTHER
+    q = _q(2)
+    L = sp.Symbol("L", real=True)
+    cases = [(name, pair(name)[1]) for name in ("fixed", "revolute", "prismatic", "planar")]
+    cases += [(name, pair(name)[1]) for name in ("translational", "cylindrical", "universal")]
+    cases += [
+        # a turn about a line off the origin, written as one matrix and as three factors
+        (
+            "offset",
+            TransformJoint(
+                trans(L, 0.2, 0) * rot(AXIS, q[0]) * trans(-L, -0.2, 0) * rot_x(0.4),
+                [q[0]],
+                {L: 0.3},
+            ),
+        ),
+        (
+            "offset_factors",
+            TransformJoint([trans(L, 0.2, 0), rot(AXIS, q[0]), trans(0, 0, L)], [q[0]], {L: 0.3}),
+        ),
+        ("hook", TransformJoint([rot_x(q[0]), rot_y(q[1])], q)),
+        ("turn_slide", TransformJoint([rot_z(q[0]), trans(q[1], 0, 0)], q)),
+        ("helical", TransformJoint(rot_z(q[0]) * trans(0, 0, L * q[0]), [q[0]], {L: 0.1})),
+        ("double_rate", TransformJoint(rot_z(2 * q[0]), [q[0]])),
+        ("slide_turn_reversed", TransformJoint([trans(q[1], 0, 0), rot_z(q[0])], q)),
+    ]
+    kinds = {
+        "fixed": [F],
+        "revolute": [R],
+        "prismatic": [P],
+        "planar": [P, P],
+        "translational": [P, P, P],
+        "cylindrical": [R, P],  # rot(a, q0) trans(a q1): commuting constant columns
+        "universal": [O],  # rot_x(q0) rot_y(q1) in one matrix: its S depends on q1
+        "offset": [R],
+        "offset_factors": [R],
+        "hook": [R, R],
+        "turn_slide": [R, P],
+        "helical": [O],  # a screw with a pitch
+        "double_rate": [O],  # |omega| = 2
+        "slide_turn_reversed": [O],  # coordinates out of factor order
+    }
+    return [(name, joint, kinds[name]) for name, joint in cases]
+
+
+def test_constant_screw_joints_run_as_revolute_and_prismatic_nodes() -> None:
+    """A generated joint whose factors have constant Jacobians becomes revolute and
+    prismatic nodes of the prepared model, whatever expression it was written with;
+    a chain of all cases then gives the tree path's forward dynamics (the generated
+    S, Sdot) and the dense mass matrix to rounding (1e-10 relative)."""
+    from contactlab.reduced import forward_dynamics_recursive, forward_kinematics, mass_matrix
+    from contactlab.reduced.model import Model, _elements
+
+    cases = _screw_cases()
+    for name, joint, kinds in cases:
+        assert [e.kind for e in _elements(joint)] == kinds, name
+    rng = np.random.default_rng(11)
+    q0 = [rng.uniform(-1, 1, joint.ndof) for _, joint, _ in cases]
+    tree = Tree.from_scene(_chain([(name, joint) for name, joint, _ in cases], q0))
+    model = Model(tree)
+    assert model.has_other_joints  # the helical and the other non-screw cases
+    for _ in range(3):
+        q = rng.uniform(-1.5, 1.5, tree.nq)
+        qdot = rng.standard_normal(tree.nq)
+        ref = forward_dynamics_recursive(tree, q, qdot)
+        got = model.forward_dynamics(q, qdot)
+        assert np.abs(got - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
+        M = mass_matrix(forward_kinematics(tree, q))
+        assert np.abs(model.mass_matrix(q) - M).max() <= 1e-10 * np.abs(M).max()
+
+
+def test_generated_revolute_chain_is_the_hand_written_model() -> None:
+    """A chain of six revolute joints about alternating y and z axes, hand-written and
+    generated from R_y(q), R_z(q): the prepared models hold the same node arrays
+    (exactly), so their forward dynamics are the same numbers."""
+    from contactlab.reduced.model import Model
+
+    (q,) = _q(1)
+    axes = [(0.0, 1.0, 0.0), (0.0, 0.0, 1.0)] * 3
+    hand = [(f"h{i}", make_joint("revolute", a)) for i, a in enumerate(axes)]
+    generated = [
+        (f"g{i}", TransformJoint(rot_y(q) if a[1] else rot_z(q), [q])) for i, a in enumerate(axes)
+    ]
+    rng = np.random.default_rng(2)
+    q0 = [rng.uniform(-1, 1, 1) for _ in axes]
+    models = [Model(Tree.from_scene(_chain(kinds, q0))) for kinds in (hand, generated)]
+    assert not models[1].has_other_joints and models[1].screw_only
+    np.testing.assert_array_equal(models[1].topo, models[0].topo)
+    np.testing.assert_array_equal(models[1].geom, models[0].geom)
+    x, xdot = rng.uniform(-2, 2, len(axes)), rng.standard_normal(len(axes))
+    np.testing.assert_array_equal(
+        models[1].forward_dynamics(x, xdot), models[0].forward_dynamics(x, xdot)
+    )

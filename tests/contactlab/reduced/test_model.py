@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
 
+from contactlab.errors import ConfigurationError
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced.kinematics import forward_kinematics
-from contactlab.reduced.model import Model
+from contactlab.reduced.model import COMPILED_AHEAD, Model
 from contactlab.reduced.recursive import forward_dynamics_recursive
 from contactlab.reduced.tree import Tree
 
@@ -30,10 +32,25 @@ def springy_tree(seed: int, kinds: list[str]) -> Tree:
     return Tree.from_scene(scene.with_(joints=joints))
 
 
-@pytest.fixture(params=[0, 1])
+# The kernels compiled at install (C) and the numba kernels must establish the same facts.
+KERNELS = [
+    pytest.param(
+        "c",
+        marks=pytest.mark.skipif(
+            not COMPILED_AHEAD, reason="contactlab.reduced._cfast not built (no C compiler)"
+        ),
+    ),
+    "numba",
+]
+EVERY_KIND = sorted(JOINTS) + ["revolute", "prismatic", "revolute", "revolute"]
+
+
+@pytest.fixture(params=[(0, "c"), (1, "c"), (0, "numba")], ids=["0-c", "1-c", "0-numba"])
 def model(request: pytest.FixtureRequest) -> Model:
-    kinds = sorted(JOINTS) + ["revolute", "prismatic", "revolute", "revolute"]
-    return Model(springy_tree(request.param, kinds))
+    seed, kernels = request.param
+    if kernels == "c" and not COMPILED_AHEAD:
+        pytest.skip("contactlab.reduced._cfast not built (no C compiler)")
+    return Model(springy_tree(seed, EVERY_KIND), kernels=kernels)
 
 
 def test_compiled_joints_need_no_python_per_call() -> None:
@@ -110,3 +127,81 @@ def test_bad_input_names_the_argument() -> None:
     model = Model(springy_tree(0, ["revolute", "revolute"]))
     with pytest.raises(Exception, match="qdot must have shape"):
         model.forward_dynamics(np.zeros(2), [0.0, 0.0, 0.0])
+
+
+@pytest.mark.skipif(
+    not COMPILED_AHEAD, reason="contactlab.reduced._cfast not built (no C compiler)"
+)
+@pytest.mark.parametrize("kinds", [EVERY_KIND, ANALYTIC + ANALYTIC], ids=["with-other", "compiled"])
+def test_compiled_ahead_and_numba_kernels_agree(kinds: list[str]) -> None:
+    """The C and numba kernels run the same recursions: equal to 1e-14 relative on every call."""
+    tree = springy_tree(3, kinds)
+    c, nb = Model(tree, kernels="c"), Model(tree, kernels="numba")
+    assert (c.kernels, nb.kernels) == ("c", "numba")
+    rng = np.random.default_rng(7)
+    q, qd, qdd = c.random_state(rng)
+    tau = rng.standard_normal(c.nq)
+    wrenches = rng.standard_normal((tree.scene.n_bodies, 6))
+    calls = [
+        lambda m: m.forward_dynamics(q, qd, tau),
+        lambda m: m.forward_dynamics(q, qd, tau, wrenches),
+        lambda m: m.inverse_dynamics(q, qd, qdd),
+        lambda m: m.inverse_dynamics(q, qd, qdd, wrenches),
+        lambda m: m.bias_forces(q, qd),
+        lambda m: m.mass_matrix(q),
+        lambda m: m.inverse_mass_times(q, tau),
+    ]
+    for call in calls:
+        a, b = call(c), call(nb)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_out_receives_the_result(kernels: str) -> None:
+    """``out=`` is written and returned; lists are converted; a wrong ``out`` is named."""
+    model = Model(springy_tree(0, ["revolute", "spherical", "prismatic"]), kernels=kernels)
+    rng = np.random.default_rng(8)
+    q, qd, qdd = model.random_state(rng)
+    out, M = np.empty(model.nq), np.empty((model.nq, model.nq))
+    assert model.forward_dynamics(q, qd, qdd, out=out) is out
+    np.testing.assert_array_equal(out, model.forward_dynamics(list(q), list(qd), list(qdd)))
+    assert model.inverse_dynamics(q, qd, qdd, out=out) is out
+    np.testing.assert_array_equal(out, model.inverse_dynamics(q, qd, qdd))
+    assert model.mass_matrix(q, out=M) is M
+    np.testing.assert_array_equal(M, model.mass_matrix(q))
+    with pytest.raises(ConfigurationError, match="out must be a writeable C-contiguous float64"):
+        model.mass_matrix(q, out=np.empty((model.nq, model.nq)).T[:, :-1])
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_a_pickled_model_computes_the_same(kernels: str) -> None:
+    """A model sent to another process (pickle) rebuilds its kernels and gives equal results."""
+    model = Model(springy_tree(1, ["revolute", "spherical", "prismatic"]), kernels=kernels)
+    copy = pickle.loads(pickle.dumps(model))
+    q, qd, qdd = model.random_state(np.random.default_rng(9))
+    assert copy.kernels == model.kernels
+    np.testing.assert_array_equal(
+        copy.forward_dynamics(q, qd, qdd), model.forward_dynamics(q, qd, qdd)
+    )
+    np.testing.assert_array_equal(copy.mass_matrix(q), model.mass_matrix(q))
+
+
+def test_unknown_kernels_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="kernels must be 'auto', 'c' or 'numba'"):
+        Model(springy_tree(0, ["revolute"]), kernels="fortran")
+
+
+@pytest.mark.skipif(
+    not COMPILED_AHEAD, reason="contactlab.reduced._cfast not built (no C compiler)"
+)
+def test_an_extension_built_from_another_source_is_detected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The extension records the SHA-256 of the C file it was built from; a different file
+    beside it (edited after ``pip install -e .``) is reported stale."""
+    from contactlab.reduced import _cfast
+    from contactlab.reduced import model as model_module
+
+    assert not model_module._stale_extension()
+    monkeypatch.setattr(_cfast, "SOURCE_SHA256", "0" * 64)
+    assert model_module._stale_extension()
