@@ -244,9 +244,7 @@ def windmill(hub_radius: float = 0.06, spin: float = 1.0, droop_deg: float = 15.
             q0 = [u1, droop * (1 if k % 2 else -1), np.pi, droop]
             specs.append(_contact(f"j{k}_{j}", parent, name, surface, child_surface, q0))
             parent, surface, u1 = name, child_surface, 0.0
-    return Scene(
-        "windmill", tuple(bodies), tuple(specs), collision=False, dt=2e-3, duration=2.0
-    )
+    return Scene("windmill", tuple(bodies), tuple(specs), collision=False, dt=2e-3, duration=2.0)
 
 
 # -- torus chain on a Bézier curve ----------------------------------------------------------

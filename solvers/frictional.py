@@ -168,7 +168,9 @@ class FrictionalContact:
             raise ProblemError("row_lo", "each scalar row's bound must be 0 or -inf")
         self.q = _as_vector("q", q_arr, n, finite=True)
         if W is None and factor is None:
-            raise ProblemError("W", "is required unless factor=(C, d) with W = C diag(d) C' is given")
+            raise ProblemError(
+                "W", "is required unless factor=(C, d) with W = C diag(d) C' is given"
+            )
         self._W: sp.csr_matrix | None = None
         self._diag: Vec | None = None
         if W is not None:
@@ -244,13 +246,14 @@ class FrictionalContact:
         return np.asarray(self._W @ r + self.q)
 
     def diagonal(self) -> Vec:
-        """The diagonal of ``W`` (``sum_k C_ik^2 d_k`` through the factor when ``W`` is not formed)."""
+        """The diagonal of ``W``, through the factor (``sum_k C_ik^2 d_k``) if W is not formed."""
         if self._W is None:
             if self._diag is None:
                 rows = np.repeat(np.arange(self.n), np.diff(self._fptr))
                 sq = self._fval * self._fval * self._fd[self._fidx]
-                self._diag = np.bincount(rows, weights=sq, minlength=self.n)
-                self._diag.flags.writeable = False
+                diag = np.bincount(rows, weights=sq, minlength=self.n).astype(np.float64)
+                diag.flags.writeable = False
+                self._diag = diag
             return self._diag
         return np.asarray(self._W.diagonal())
 

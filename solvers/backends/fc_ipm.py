@@ -37,6 +37,7 @@ natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -614,7 +615,7 @@ class Normal:
         self.values = self.K.data  # the matrix's own array, filled in place
         self.size = size
         self.dense = size <= 64
-        self.solver = None
+        self.solver: Any = None
 
     def factor(self, theta: Vec) -> None:
         fill_normal(
@@ -643,7 +644,7 @@ class Normal:
             from scipy.linalg import lu_solve
 
             return np.asarray(lu_solve(self.lu, rhs))
-        return np.asarray(self.solver.solve(rhs))  # type: ignore[union-attr]
+        return np.asarray(self.solver.solve(rhs))
 
 
 class VelocityForm:
@@ -653,6 +654,8 @@ class VelocityForm:
         import scipy.sparse as sp
 
         self.problem = problem
+        #: the last interior point (v, s, z, y), the start of the next Coulomb round
+        self.last: tuple[Vec, Vec, Vec, Vec] | None = None
         self.sel: tuple[IVec, Vec, IVec] | None = None
         if problem.cone == "soc":
             # Ĉ and the bilateral rows are rows of C (scaled): selected, no sparse products

@@ -96,7 +96,7 @@ class FrictionBackend(Backend):
     """Base of the compiled frictional-contact backends."""
 
     kind = "iterative"
-    required_modules = ("numba",)
+    required_modules: ClassVar[tuple[str, ...]] = ("numba",)
     accepts_fc: ClassVar[bool] = True
     #: Whether the Coulomb law (not only the CCP) is solved natively.
     solves_coulomb: ClassVar[bool] = True
@@ -331,7 +331,8 @@ class IPMBackend(FrictionBackend):
                     return float(out), u
 
                 inner_tol = max(0.5 * opts.tol, self.inner_factor * res)
-                start = None if rounds == 1 or not self.warm_rounds else (*form.last, self.push)
+                warm = rounds > 1 and self.warm_rounds and form.last is not None
+                start = (*form.last, self.push) if warm and form.last is not None else None
                 r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start)
                 total += it
                 res, _ = residual(r)
