@@ -128,6 +128,18 @@ def _frictional_backends() -> None:
                     solvers.solve(problem, name)
                 except (solvers.IncompatibleProblem, solvers.SolverNotFound):
                     continue  # a backend that does not take this law and cone
+    # a problem given by its factor W = C diag(d) C' only, as the maximal route hands
+    # it to the velocity-form backends (the velocity goes through the factor)
+    import scipy.sparse as sp
+
+    C = sp.csr_matrix(np.vstack([np.eye(4), 0.3 * np.ones((2, 4))]))
+    factored = FrictionalContact(None, q, [0.5, 0.5], "ccp", "soc", factor=(C, np.ones(4)))
+    factored.velocity(np.zeros(6))
+    for name in ("nsgs", "ipm"):
+        try:
+            solvers.solve(factored, name)
+        except solvers.SolverNotFound:
+            continue
 
 
 def kernels() -> dict[str, list[str]]:

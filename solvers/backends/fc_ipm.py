@@ -109,24 +109,19 @@ def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -
     return cptr, cols, jptr, jval
 
 
-@njit(cache=True)
 def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
-    """Keys ``col * size + row`` (``row <= col``) of the upper normal matrix, diagonal first."""
-    nb = cptr.shape[0] - 1
-    count = nv
-    for b in range(nb):
-        m = cptr[b + 1] - cptr[b]
-        count += m * (m + 1) // 2
-    keys = np.empty(count, dtype=np.int64)
-    for j in range(nv):
-        keys[j] = j * size + j
-    pos = nv
-    for b in range(nb):
-        for q in range(cptr[b], cptr[b + 1]):
-            for p in range(cptr[b], q + 1):
-                keys[pos] = cols[q] * size + cols[p]
-                pos += 1
-    return keys
+    """Keys ``col * size + row`` (``row <= col``) of the upper normal matrix, diagonal first.
+
+    The reference order of :func:`normal_pattern`'s slots: the diagonal, then per block
+    its column pairs ``(q, p)``, ``p <= q``, in position order.  Not used on the solve
+    path (the pattern is built by marking), so it is plain numpy.
+    """
+    parts = [np.arange(nv, dtype=np.int64) * (size + 1)]
+    for b in range(cptr.shape[0] - 1):
+        c = np.asarray(cols[cptr[b] : cptr[b + 1]], dtype=np.int64)
+        q, p = np.tril_indices(c.shape[0])
+        parts.append(c[q] * size + c[p])
+    return np.concatenate(parts)
 
 
 @njit(cache=True)
