@@ -322,17 +322,15 @@ def siconos_times(files: list[Path]) -> list[dict[str, Any]] | None:
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> list[Path]:
-    """Coulomb step problems of the landed pile as FCLIB files (stepped by nsgs)."""
+def posed_problems(sim: Simulator, state: State, steps: int) -> list[tuple[Any, Any]]:
+    """``(problem, warm start)`` of every solve the model posed over ``steps`` steps."""
     from contactlab.models.base import SolvingModel
-    from solvers import fclib
 
-    sim = Simulator(scene, "maximal", "coulomb", "nsgs", dt=h, model_options=TOL)
-    posed: list[Any] = []
+    posed: list[tuple[Any, Any]] = []
     original = SolvingModel.run
 
     def recording(self: SolvingModel, problem: Any, warm: Any = None) -> Any:
-        posed.append(problem)
+        posed.append((problem, warm))
         return original(self, problem, warm)
 
     SolvingModel.run = recording  # type: ignore[method-assign]
@@ -341,8 +339,16 @@ def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> l
             state, _ = sim.step(state, i)
     finally:
         SolvingModel.run = original  # type: ignore[method-assign]
+    return posed
+
+
+def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> list[Path]:
+    """Coulomb step problems of the landed pile as FCLIB files (stepped by nsgs)."""
+    from solvers import fclib
+
+    sim = Simulator(scene, "maximal", "coulomb", "nsgs", dt=h, model_options=TOL)
     files = []
-    for k, problem in enumerate(posed):
+    for k, (problem, _) in enumerate(posed_problems(sim, state, steps)):
         path = out / f"pile-{scene.extras.get('n', len(scene.bodies))}-step{k}.hdf5"
         fclib.write(path, problem, title="box pile", description="contactlab coulomb step")
         files.append(path)

@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_friction import landed
-from contactlab.models.base import SolvingModel
+from benchmarks.bench_friction import landed, posed_problems
 from contactlab.simulator import Simulator
 from solvers import solve
 from solvers.frictional import fc_residuals
@@ -35,20 +34,7 @@ def step_problem(n: int, model: str, options: dict[str, Any], steps: int) -> tup
     """The local problem of the ``steps``-th step of the landed pile and its warm start."""
     scene, state = landed(n, 2.0, 5e-3, Path("results/scratch/friction-piles"))
     sim = Simulator(scene, "maximal", model, "ipm", dt=5e-3, model_options=options)
-    posed: list[tuple[Any, Any]] = []
-    original = SolvingModel.run
-
-    def recording(self: SolvingModel, problem: Any, warm: Any = None) -> Any:
-        posed.append((problem, warm))
-        return original(self, problem, warm)
-
-    SolvingModel.run = recording  # type: ignore[method-assign]
-    try:
-        for i in range(steps):
-            state, _ = sim.step(state, i)
-    finally:
-        SolvingModel.run = original  # type: ignore[method-assign]
-    return posed[-1]
+    return posed_problems(sim, state, steps)[-1]
 
 
 def main(argv: list[str] | None = None) -> None:
