@@ -102,14 +102,14 @@ returned in ``StepSolution.cache`` under :data:`HISTORY`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import bounded_friction_qp
 from contactlab.models.box_rows import ImpulseMemory, carried_over, world_friction
@@ -130,13 +130,16 @@ from contactlab.models.common import (
 from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
-from solvers import QP
+from solvers import QP, SolverError
 
 _CACHE = "staggered-projections:friction"
 #: Key of the per-step outer history in ``StepSolution.cache``.
 HISTORY = "staggered-projections:history"
 #: Key of the per-step ``(velocity change, natural map)`` per check, relative like HISTORY.
 PRODUCED = "staggered-projections:produced"
+#: Key of the per-step record of the coupled start (:class:`CoupledStart`).
+COUPLED = "staggered-projections:coupled"
+ACCEPT = ("optimal",)
 
 
 @register_model("staggered-projections")
@@ -155,6 +158,12 @@ class StaggeredProjections(SolvingModel):
     accelerate : Anderson acceleration of the outer iteration (default ``True``);
         ``False`` is the plain alternation of Alg. 7.
     depth : number of previous iterates the Anderson step combines, default 5.
+    coupled : backend of the coupled start (module docstring, "Coupled start"):
+        ``"ipm"`` (default) or another backend fitting the Coulomb frictional-contact
+        problem of the cone (``nsgs``, ``admm``, ...); ``None`` starts the alternation
+        from the previous step's impulses only (Alg. 7).
+    coupled_tol : tolerance of the coupled solve (its natural map relative to
+        ``||q||``), default 1e-8.
     """
 
     forms = ("qp",)
@@ -166,7 +175,36 @@ class StaggeredProjections(SolvingModel):
         "max_outer": 100,
         "accelerate": True,
         "depth": 5,
+        "coupled": "ipm",
+        "coupled_tol": 1e-8,
+        "coupled_max_iter": 10000,
     }
+
+    def __init__(self, solver: str, **options: Any) -> None:
+        super().__init__(solver, **options)
+        name = self.options["coupled"]
+        #: the Coulomb model of the fixed-point law solving the coupled start, or ``None``
+        self.coupled: SolvingModel | None = None
+        if name is not None:
+            from contactlab.models.coulomb import Coulomb
+
+            cone = self.options["cone"]
+            try:
+                self.coupled = Coulomb(
+                    name,
+                    cone=cone,
+                    directions=self.options["directions"],
+                    solver_tol=float(self.options["coupled_tol"]),
+                    max_iter=self.options["coupled_max_iter"],
+                )
+            except (IncompatibleError, UnknownNameError) as err:
+                fitting = Coulomb.compatible_solvers(cone=cone)
+                raise ConfigurationError(
+                    f"option coupled={name!r}: the coupled start solves the Coulomb "
+                    f"frictional-contact problem with cone {cone!r}, which {name!r} cannot "
+                    f"take; backends that fit: {', '.join(fitting) or 'none installed'}, "
+                    "or coupled=None for the alternation alone"
+                ) from err
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -181,6 +219,14 @@ class StaggeredProjections(SolvingModel):
         depth = options["depth"]
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ConfigurationError(f"option depth must be a positive integer, got {depth!r}")
+        coupled = options["coupled"]
+        if coupled is not None and not isinstance(coupled, str):
+            raise ConfigurationError(
+                f"option coupled must be a backend name (e.g. 'ipm') or None, got {coupled!r}"
+            )
+        tol = options["coupled_tol"]
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+            raise ConfigurationError(f"option coupled_tol must be a number in (0, 1), got {tol!r}")
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
@@ -197,7 +243,13 @@ class StaggeredProjections(SolvingModel):
         contact_qp = ContactQP(self, problem, self.options["form"], minv)
         friction_qp = FrictionQP(problem, minv, k, cone, self.options["form"])
         T = d.T
-        y, previous = warm_start(cache.get(_CACHE), contact_qp.rows, problem, minv)
+        start = CoupledStart.solve(self.coupled, problem, cache, contact_qp.rows)
+        fx: Any = None
+        if start.used:
+            y, previous = start.y, start.previous
+            fx = friction_qp.start(start.previous[1], contact_qp.rows, y, d.mu)
+        else:
+            y, previous = warm_start(cache.get(_CACHE), contact_qp.rows, problem, minv)
         accel = Anderson(int(self.options["depth"])) if self.options["accelerate"] else None
         # the Anderson least squares measure the friction change by the velocity change it
         # causes, ||M^-1/2 T' dy|| with the diagonal of M^-1 (exact for maximal coordinates),
@@ -208,7 +260,6 @@ class StaggeredProjections(SolvingModel):
         prev_C: Array | None = None
         prev_total: Array | None = None
         residual: float | None = None
-        fx: Any = None
         contact: ContactSolve | None = None
         history: list[float] = []
         produced: list[list[float]] = []
@@ -255,10 +306,75 @@ class StaggeredProjections(SolvingModel):
                 y = accel.step(y, g, weight * np.asarray(T.T @ (g - y)))
         assert contact is not None
         sol = make_solution(self, problem, contact.v, contact.rows, contact.lam, y, status, outer)
+        if start.results:
+            # the coupled solve is part of the step's work (time, iterations), not of its
+            # status: the status is the alternation's own stopping test's
+            sol = replace(
+                sol,
+                results=[*start.results, *sol.results],
+                iterations=sol.iterations + sum(r.iterations for r in start.results),
+                solve_time=sol.solve_time + sum(r.setup_time + r.solve_time for r in start.results),
+            )
         cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem)
         sol.cache[HISTORY] = np.asarray(history)
         sol.cache[PRODUCED] = np.asarray(produced).reshape(-1, 2)
+        if self.coupled is not None:
+            sol.cache[COUPLED] = start.record()
         return sol
+
+
+@dataclass
+class CoupledStart:
+    """The coupled solve that starts a step's alternation (module docstring, "Coupled start").
+
+    ``used``: whether the alternation started from it; ``status`` the coupled
+    solve's status (or the solver layer's error message when it raised, or
+    ``"no contacts"``); ``natural_map`` its natural-map residual (relative to
+    ``||q||``); ``y`` its friction in the ``T`` basis and ``previous`` its
+    ``(v, lambda_C)`` on the contact QP's rows (used only when ``used``);
+    ``results`` its inner solver results.
+    """
+
+    used: bool
+    status: str
+    natural_map: float
+    y: Array
+    previous: tuple[Array, Array]
+    results: list[Any]
+
+    @classmethod
+    def solve(
+        cls, model: SolvingModel | None, problem: StepProblem, cache: dict[str, Any], rows: Rows
+    ) -> CoupledStart:
+        """Solve the step's fixed-point law by ``model`` (``None``: no coupled start)."""
+        empty = (np.zeros(problem.n), np.zeros(rows.m))
+        if model is None or problem.n_contacts == 0:
+            status = "off" if model is None else "no contacts"
+            return cls(False, status, np.nan, np.zeros(2 * problem.n_contacts), empty, [])
+        try:
+            s = model.solve(problem, cache)
+        except SolverError as err:
+            return cls(False, f"error: {err}", np.nan, np.zeros(2 * problem.n_contacts), empty, [])
+        natural = max(
+            (float(r.residuals.get("natural_map", np.nan)) for r in s.results), default=np.nan
+        )
+        lam = np.zeros(rows.m)
+        for name, part in (("G", s.lambda_G), ("N", s.lambda_N), ("L", s.lambda_L)):
+            if name in rows.slices:
+                lam[rows.slices[name]] = part
+        finite = bool(np.all(np.isfinite(lam)) and np.all(np.isfinite(s.lambda_T)))
+        used = s.status in ACCEPT and finite and np.all(np.isfinite(s.v))
+        return cls(used, s.status, natural, np.asarray(s.lambda_T), (s.v, lam), s.results)
+
+    def record(self) -> dict[str, Any]:
+        """What the step keeps of it (``StepSolution.cache[COUPLED]``): used, status,
+        natural map, iterations."""
+        return {
+            "used": self.used,
+            "status": self.status,
+            "natural_map": self.natural_map,
+            "iterations": int(sum(r.iterations for r in self.results)),
+        }
 
 
 class FrictionQP:
@@ -317,6 +433,25 @@ class FrictionQP:
                 format="csc",
             )
             self.low = np.concatenate([np.zeros(nf), np.full(nc, -np.inf)])
+
+    def start(self, lam: Array, contact_rows: Rows, y: Array, mu: Array) -> Any:
+        """The inner start of the first friction QP at a coupled solution (dual form only).
+
+        ``lam`` the contact impulses on ``contact_rows``, ``y`` the friction
+        (``T`` basis): ``(lambda_G, lambda_F)`` with the pyramid's ``beta`` the
+        decomposition of ``y`` on its two neighbouring directions
+        (:func:`tangent_to_pyramid`), and for the disc the auxiliary radii
+        ``mu lambda_N``.  ``None`` in the primal form (the QP in velocities starts cold).
+        """
+        if self.primal:
+            return None
+        lam_G = contact_rows.part(lam, "G") if "G" in contact_rows.slices else np.zeros(0)
+        friction = tangent_to_pyramid(y, self.k) if self.cone == "pyramid" else y
+        x = np.concatenate([lam_G, friction])
+        if self.cone == "soc":
+            lam_N = contact_rows.part(lam, "N")
+            x = np.concatenate([x, mu * np.maximum(lam_N, 0.0)])
+        return x
 
     def solve(
         self, model: SolvingModel, f_C: Array, radius: Array, warm: Any = None
@@ -420,6 +555,28 @@ def warm_start(
         return y, None
     v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(step_data(problem).T.T @ y))
     return y, (v, lam)
+
+
+def tangent_to_pyramid(y: Array, k: int) -> Array:
+    """Pyramid impulses ``(nc k,)`` ``>= 0`` whose sum of directions is ``y`` (``T`` basis).
+
+    Each contact's tangent impulse is split on the two directions of the
+    sector it lies in (angles ``a_j = 2 pi j / k``): with ``phi`` its angle past
+    ``a_j`` and ``alpha = 2 pi / k``, ``beta_j = |y| sin(alpha - phi) / sin(alpha)`` and
+    ``beta_{j+1} = |y| sin(phi) / sin(alpha)``; their sum is at most ``r`` when ``y``
+    lies in the pyramid of radius ``r``.  The inverse of :func:`pyramid_to_tangent`.
+    """
+    Y = np.asarray(y, dtype=float).reshape(-1, 2)
+    alpha = 2.0 * np.pi / k
+    theta = np.mod(np.arctan2(Y[:, 1], Y[:, 0]), 2.0 * np.pi)
+    j = np.minimum(np.floor(theta / alpha).astype(np.int64), k - 1)
+    phi = theta - j * alpha
+    size = np.hypot(Y[:, 0], Y[:, 1])
+    beta = np.zeros((Y.shape[0], k))
+    rows = np.arange(Y.shape[0])
+    beta[rows, j] = size * np.sin(alpha - phi) / np.sin(alpha)
+    beta[rows, (j + 1) % k] += size * np.sin(phi) / np.sin(alpha)
+    return np.maximum(beta, 0.0).reshape(-1)
 
 
 def velocity_weight(minv: MassInverse, n: int) -> Array:
