@@ -57,9 +57,9 @@ taken, so the returned friction is always a friction QP's output.  Measured:
 0.6 s after the drop, 25-33 on the 30-box pile
 (tests/contactlab/models/test_staggered_convergence.py).
 
-Known limit: on landed piles of tens of boxes the alternation does not reach
-a solution, and neither a different stopping test nor Anderson acceleration
-makes it.  Every check also records (``StepSolution.cache[PRODUCED]``) what
+Known limit of the alternation alone: on landed piles of tens of boxes it does
+not reach a solution, and neither a different stopping test nor Anderson
+acceleration makes it (the coupled start below does).  Every check also records (``StepSolution.cache[PRODUCED]``) what
 the step produces, relative to the same scale as the stopping test: the
 velocity change ``||v_k - v_{k-1}||_M`` and the natural map of the friction at
 ``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
@@ -85,10 +85,47 @@ and pyramid by Clarabel; piles landed 2 s, warm-started steps, cap 100-200):
   sets change.  The worst contacts are sticking ones slipping at 1e-4 m/s
   and contacts whose friction unloads their own normal impulse.
 
-So the 100-outer-iteration cap on those piles is the method's, not its
+So the 100-outer-iteration cap on those piles is the alternation's, not its
 stopping test's.  On the sliding 3-cube stack and the 10-box pile at 0.6 s
 (below) the velocity test and the natural map fall below ``tol`` at the same
 iteration as the impulse test.
+
+Coupled start (option ``coupled``, default ``"ipm"``).  The fixed point the
+alternation seeks is the normal complementarity with the friction maximally
+dissipative in its set of radius ``mu lambda_N``: the Coulomb law of the
+frictional-contact problem with the model's cone (De Saxcé's law for
+``"soc"``, Stewart--Trinkle's for ``"pyramid"``, the box-friction law for
+``"box"``).  Each step first solves that law coupled, as the ``coulomb``
+model does (:mod:`contactlab.models.fc_route`, backend ``coupled`` at
+``coupled_tol``, at most ``coupled_max_iter`` iterations), and starts the
+alternation there: ``y`` its friction, the contact QP from its ``(v,
+lambda_C)``, the first friction QP from ``(lambda_G, y)`` (the pyramid's
+``beta`` by :func:`tangent_to_pyramid`; in ``form="primal"`` the friction QP
+starts cold).  The alternation then runs unchanged and confirms the point:
+the stopping test is evaluated after the second contact QP as always, the
+returned friction is the last friction QP's output and the status is the
+alternation's (the coupled solve's own result is in ``StepSolution.results``
+for its time, not in the status).  A coupled solve that does not meet its
+tolerance, raises a solver-layer error or returns non-finite impulses is not
+used: the step runs the alternation from the previous step's impulses, as
+with ``coupled=None``, and ``StepSolution.cache[COUPLED]`` says so (``used``,
+the coupled solve's ``status``, ``natural_map``, ``iterations``).
+
+Measured (the benchmark's pair: box cone, PGS at 1e-7, 100-box pile landed
+2 s, 5 untimed then 5 timed steps; ``results/benchmarks/friction_sp.csv``):
+every step stops on its test at the second outer iteration, natural map at
+the returned iterate below 1e-7 of the impulse scale, where the alternation
+alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
+1,500-3,700 interior-point iterations for the box law at 1e-8 (its Coulomb
+fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000``.  The
+start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
+iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
+with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural map 5e-7 (a factor
+of 2 inside the tolerance), from 1e-8 at 2 with 1e-8 to 3e-8, hence
+``coupled_tol=1e-8``.  On the 10-box pile and the sliding stack the coupled
+start's velocities are within 1.5e-6 m/s of the alternation alone run to its
+test and within 2e-7 m/s of Stewart--Trinkle by Lemke, 7e-7 m/s of Coulomb
+by ``nsgs`` (tests/contactlab/models/test_staggered_coupled.py).
 
 Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
 of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
