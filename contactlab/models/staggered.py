@@ -59,9 +59,10 @@ taken, so the returned friction is always a friction QP's output.  Measured:
 
 Known limit of the alternation alone: on landed piles of tens of boxes it does
 not reach a solution, and neither a different stopping test nor Anderson
-acceleration makes it (the coupled start below does).  Every check also records (``StepSolution.cache[PRODUCED]``) what
-the step produces, relative to the same scale as the stopping test: the
-velocity change ``||v_k - v_{k-1}||_M`` and the natural map of the friction at
+acceleration makes it (the coupled start below does).  Every check also
+records (``StepSolution.cache[PRODUCED]``) what the step produces, relative
+to the same scale as the stopping test: the velocity change
+``||v_k - v_{k-1}||_M`` and the natural map of the friction at
 ``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
 under friction inside its set, or friction outside the set of the current
 ``mu lambda_N``), which is zero exactly at a solution of the coupled problem.
@@ -282,6 +283,7 @@ class StaggeredProjections(SolvingModel):
         T = d.T
         start = CoupledStart.solve(self.coupled, problem, cache, contact_qp.rows)
         fx: Any = None
+        previous: tuple[Array, Array] | None
         if start.used:
             y, previous = start.y, start.previous
             fx = friction_qp.start(start.previous[1], contact_qp.rows, y, d.mu)
@@ -400,7 +402,7 @@ class CoupledStart:
             if name in rows.slices:
                 lam[rows.slices[name]] = part
         finite = bool(np.all(np.isfinite(lam)) and np.all(np.isfinite(s.lambda_T)))
-        used = s.status in ACCEPT and finite and np.all(np.isfinite(s.v))
+        used = s.status in ACCEPT and finite and bool(np.all(np.isfinite(s.v)))
         return cls(used, s.status, natural, np.asarray(s.lambda_T), (s.v, lam), s.results)
 
     def record(self) -> dict[str, Any]:
