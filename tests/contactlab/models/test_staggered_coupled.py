@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from model_problems import random_contact_problem
 
 from contactlab.collision import collide
 from contactlab.errors import ConfigurationError
@@ -114,6 +115,20 @@ def test_sliding_stack_soc_agrees_with_coulomb() -> None:
     assert ref.status == "optimal" and s.outer_iterations == 2
     assert np.max(np.abs(s.lambda_T)) > 1e-3  # friction carries load, the top cube slides
     assert np.max(np.abs(s.v - ref.v)) < TOL_V
+
+
+@pytest.mark.parametrize("seed", [30, 31, 32])
+@pytest.mark.parametrize("form", ["dual", "primal"])
+def test_joints_and_limits_match_stewart_trinkle(seed: int, form: str) -> None:
+    """Random problems with joints and a limit (``test_model_staggered.py``'s): the coupled
+    start carries ``lambda_G`` and ``lambda_L``; both forms stop at 2 on Lemke's velocities
+    within 1e-6 of their scale (the stopping test's relative tolerance; measured 3e-9)."""
+    p = random_contact_problem(seed, bodies=3, contacts=5, joints=2, limits=1, mu=0.4)
+    st = make_model("stewart-trinkle", "lemke").solve(p, {})
+    s = make_model("staggered-projections", "osqp", solver_tol=1e-10, form=form).solve(p, {})
+    converged_on_its_test(s)
+    assert st.status == "optimal" and s.outer_iterations == 2 and s.cache[COUPLED]["used"]
+    assert np.max(np.abs(s.v - st.v)) < 1e-6 * np.max(np.abs(st.v))
 
 
 def test_failed_coupled_solve_falls_back_to_the_alternation(pile: list[StepProblem]) -> None:
