@@ -202,6 +202,10 @@ class StaggeredProjections(SolvingModel):
         from the previous step's impulses only (Alg. 7).
     coupled_tol : tolerance of the coupled solve (its natural map relative to
         ``||q||``), default 1e-8.
+    coupled_max_iter : iteration cap of the coupled solve, default 10000.
+    proximal : weight of the proximal term of the contact QPs after a coupled start
+        (module docstring, "Confirming a coupled start"), relative to the mean diagonal of
+        the Delassus matrix, default 1e-3; 0 turns it off.  Dual form only.
     """
 
     forms = ("qp",)
@@ -216,6 +220,7 @@ class StaggeredProjections(SolvingModel):
         "coupled": "ipm",
         "coupled_tol": 1e-8,
         "coupled_max_iter": 10000,
+        "proximal": 1e-3,
     }
 
     def __init__(self, solver: str, **options: Any) -> None:
@@ -265,6 +270,9 @@ class StaggeredProjections(SolvingModel):
         tol = options["coupled_tol"]
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
             raise ConfigurationError(f"option coupled_tol must be a number in (0, 1), got {tol!r}")
+        prox = options["proximal"]
+        if isinstance(prox, bool) or not isinstance(prox, (int, float)) or not prox >= 0:
+            raise ConfigurationError(f"option proximal must be a number >= 0, got {prox!r}")
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
@@ -303,11 +311,23 @@ class StaggeredProjections(SolvingModel):
         history: list[float] = []
         produced: list[list[float]] = []
         w_t = tangent_weight(T, minv)
+        # after a coupled start the contact QPs are proximal (module docstring)
+        eps = 0.0
+        if start.used and self.options["form"] == "dual" and contact_qp.rows.m > 0:
+            eps = float(self.options["proximal"]) * float(np.mean(contact_qp.P.diagonal()))
         status, outer = "max_iterations", 0
         while outer < cap:
             outer += 1
             impulse_F = np.asarray(T.T @ y)
-            contact = contact_qp.solve(problem.f + impulse_F, previous)
+            if eps > 0.0 and previous is not None:
+                contact = proximal_contact(self, contact_qp, problem.f + impulse_F, previous, eps)
+            else:
+                contact = contact_qp.solve(problem.f + impulse_F, previous)
+            # with the proximal term the impulse change is measured in the norm of its
+            # Hessian, W + eps I: the velocity change and sqrt(eps) times the impulse change
+            drift = 0.0
+            if eps > 0.0 and previous is not None:
+                drift = float(np.sqrt(eps) * np.linalg.norm(contact.lam - previous[1]))
             previous = (contact.v, contact.lam)
             impulse_C = np.asarray(contact.rows.C.T @ contact.lam)
             if problem.n_contacts == 0 or not np.all(np.isfinite(contact.lam)):
@@ -317,7 +337,7 @@ class StaggeredProjections(SolvingModel):
             total = impulse_C + impulse_F
             scale = max(minv.norm(total), momentum)
             if prev_C is not None and prev_total is not None and residual is not None:
-                change = max(minv.norm(impulse_C - prev_C), residual)
+                change = max(float(np.hypot(minv.norm(impulse_C - prev_C), drift)), residual)
                 history.append(
                     change / scale if scale > 0.0 else (0.0 if change == 0.0 else np.inf)
                 )
@@ -594,6 +614,25 @@ def warm_start(
         return y, None
     v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(step_data(problem).T.T @ y))
     return y, (v, lam)
+
+
+def proximal_contact(
+    model: SolvingModel, contact_qp: ContactQP, f: Array, previous: tuple[Array, Array], eps: float
+) -> ContactSolve:
+    """The dual contact QP for momentum ``f`` plus ``eps/2 ||lambda - lambda_prev||^2``.
+
+    Its minimiser is unique, and is ``lambda_prev`` itself when ``lambda_prev``
+    minimises the contact QP; started there.
+    """
+    qp = contact_qp.qp(f)
+    lam0 = previous[1]
+    P = qp.P + eps * sp.identity(qp.n, format="csc")
+    q = qp.q - eps * lam0
+    prox = QP(P, q, qp.A, qp.l, qp.u) if qp.m > 0 else QP(P, q)
+    res = model.run(prox, lam0)
+    assert contact_qp.minv is not None
+    v = contact_qp.minv.vec(f + np.asarray(contact_qp.rows.C.T @ res.x))
+    return ContactSolve(v, np.asarray(res.x), contact_qp.rows, res)
 
 
 def tangent_to_pyramid(y: Array, k: int) -> Array:

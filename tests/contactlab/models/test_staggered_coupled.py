@@ -36,8 +36,15 @@ from model_problems import random_contact_problem
 from contactlab.collision import collide
 from contactlab.errors import ConfigurationError
 from contactlab.models import make_model
-from contactlab.models.common import pyramid_to_tangent
-from contactlab.models.staggered import COUPLED, HISTORY, PRODUCED, tangent_to_pyramid
+from contactlab.models.common import MassInverse, pyramid_to_tangent, step_data
+from contactlab.models.frictionless import ContactQP
+from contactlab.models.staggered import (
+    COUPLED,
+    HISTORY,
+    PRODUCED,
+    proximal_contact,
+    tangent_to_pyramid,
+)
 from contactlab.problem import StepProblem
 from contactlab.simulator import Simulator
 
@@ -129,6 +136,37 @@ def test_joints_and_limits_match_stewart_trinkle(seed: int, form: str) -> None:
     converged_on_its_test(s)
     assert st.status == "optimal" and s.outer_iterations == 2 and s.cache[COUPLED]["used"]
     assert np.max(np.abs(s.v - st.v)) < 1e-6 * np.max(np.abs(st.v))
+
+
+def test_proximal_contact_qp_keeps_the_normal_impulses_of_the_coupled_point(
+    pile: list[StepProblem],
+) -> None:
+    """The contact QP's normal impulses are not unique on a face resting on four corners.
+
+    At the coupled point (friction frozen at its ``lambda_T``), Clarabel, which takes
+    no start, returns the same velocities (to 1e-8 m/s; measured 5e-10) with the
+    normal impulses redistributed by over 1e-3 N s (measured 9e-3 to 1.4e-2, against
+    0.2-0.4 N s), which moves the friction's set; with the proximal term the
+    minimiser is unique and is the coupled point's: within Clarabel's declared
+    accuracy 1e-5 (measured 2e-6 to 3e-6 N s), velocities within ``TOL_V``.
+    """
+    for problem in pile:
+        c = make_model("coulomb", "ipm", cone="box", solver_tol=1e-9).solve(problem, {})
+        assert c.status == "optimal"
+        model = make_model("staggered-projections", "qpsolvers:clarabel", cone="box")
+        minv = MassInverse(problem.M)
+        contact_qp = ContactQP(model, problem, "dual", minv)
+        rows = contact_qp.rows
+        lam = np.zeros(rows.m)
+        lam[rows.slices["N"]] = c.lambda_N
+        f = problem.f + step_data(problem).T.T @ c.lambda_T
+        plain = contact_qp.solve(f, (c.v, lam))
+        eps = 1e-3 * float(np.mean(contact_qp.P.diagonal()))
+        prox = proximal_contact(model, contact_qp, f, (c.v, lam), eps)
+        assert np.max(np.abs(plain.v - c.v)) < 1e-8
+        assert np.max(np.abs(plain.lam - lam)) > 1e-3
+        assert np.max(np.abs(prox.lam - lam)) < 1e-5
+        assert np.max(np.abs(prox.v - c.v)) < TOL_V
 
 
 def test_failed_coupled_solve_falls_back_to_the_alternation(pile: list[StepProblem]) -> None:
