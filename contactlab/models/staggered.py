@@ -102,7 +102,8 @@ model does (:mod:`contactlab.models.fc_route`, backend ``coupled`` at
 alternation there: ``y`` its friction, the contact QP from its ``(v,
 lambda_C)``, the first friction QP from ``(lambda_G, y)`` (the pyramid's
 ``beta`` by :func:`tangent_to_pyramid`; in ``form="primal"`` the friction QP
-starts cold).  The alternation then runs unchanged and confirms the point:
+starts cold).  The alternation then runs as before (with the proximal
+contact QP below) and confirms the point:
 the stopping test is evaluated after the second contact QP as always, the
 returned friction is the last friction QP's output and the status is the
 alternation's (the coupled solve's own result is in ``StepSolution.results``
@@ -111,6 +112,34 @@ tolerance, raises a solver-layer error or returns non-finite impulses is not
 used: the step runs the alternation from the previous step's impulses, as
 with ``coupled=None``, and ``StepSolution.cache[COUPLED]`` says so (``used``,
 the coupled solve's ``status``, ``natural_map``, ``iterations``).
+
+Confirming a coupled start (option ``proximal``).  On redundant contacts (a
+face resting on four corners) the contact QP fixes the velocities but not the
+distribution of the normal impulses, and the friction's set of radius
+``mu lambda_N`` depends on that distribution.  An inner solver that returns its
+start when the start is optimal (``pgs``: 0 sweeps) keeps the coupled point's;
+one that does not (Clarabel takes no start; OSQP only the primal one) returns
+another distribution of the same velocities, and the coupled friction no
+longer lies in its set (on a 10-box pile step Clarabel moves the normal
+impulses by 1e-2 N s of 0.4, velocities within 5e-10 m/s; on the 100-box pile
+the natural map jumps to 0.1 and the alternation runs to its cap).  After a
+coupled start the dual contact QPs therefore carry a proximal term
+``eps/2 ||lambda - lambda_prev||^2`` (``lambda_prev`` the previous outer
+iteration's, ``eps = proximal * mean(diag(W))``, ``W = C M^-1 C^T``): its
+minimiser is unique, and is ``lambda_prev`` when ``lambda_prev`` minimises the
+contact QP, so a fixed point of the alternation with it is one without it.  The
+stopping test then measures the contact impulse change in the norm of that
+QP's Hessian ``W + eps I``, ``sqrt(||C^T dlambda||_M^-1^2 + eps ||dlambda||^2)``,
+so the normal impulses must have stopped moving too (at the stop the contact
+QP's own optimality residual, ``eps |dlambda|``, is below ``sqrt(eps) tol``
+times the scale).  ``proximal=1e-3``: on four stored steps of the 100-box pile
+OSQP (box cone) then stops at 2 outer iterations on every step and Clarabel
+(pyramid) at 2-7, where without it both run to the cap of 100; but the
+natural map at the stop is 2e-7 to 1.2e-6 (OSQP) and 1.2e-6 to 3.8e-6
+(Clarabel), at or above ``tol``: their inner accuracy, which the recorded
+natural map shows beside the stopping test (``PRODUCED``).  With ``pgs`` the proximal term changes
+nothing (the start is still met in 0 sweeps).  The primal form's contact QP
+(in velocities) has no proximal term.
 
 Measured (the benchmark's pair: box cone, PGS at 1e-7, 100-box pile landed
 2 s, 5 untimed then 5 timed steps; ``results/benchmarks/friction_sp.csv``):
@@ -121,8 +150,8 @@ alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
 fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000``.  The
 start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
 iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
-with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural map 5e-7 (a factor
-of 2 inside the tolerance), from 1e-8 at 2 with 1e-8 to 3e-8, hence
+with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural
+map 5e-7 (a factor of 2 inside the tolerance), from 1e-8 at 2 with 1e-8 to 3e-8, hence
 ``coupled_tol=1e-8``.  On the 10-box pile and the sliding stack the coupled
 start's velocities are within 1.5e-6 m/s of the alternation alone run to its
 test and within 2e-7 m/s of Stewart--Trinkle by Lemke, 7e-7 m/s of Coulomb
