@@ -147,7 +147,9 @@ every step stops on its test at the second outer iteration, natural map at
 the returned iterate below 1e-7 of the impulse scale, where the alternation
 alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
 1,500-3,700 interior-point iterations for the box law at 1e-8 (its Coulomb
-fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000``.  The
+fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000``
+(``coupled="nsgs"`` stops at its 10,000-sweep cap on every step, natural map
+2e-5 to 8e-5, and the steps fall back to the alternation alone).  The
 start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
 iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
 with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural
