@@ -14,7 +14,7 @@ test comes after the second contact QP), and the step is the alternation's:
   tolerance the alternation's own stopping test leaves: ``TOL_V`` = 1e-5 m/s as
   in ``test_staggered_convergence.py`` (OSQP's declared accuracy; the test's
   relative 1e-6 of the impulse scale is below 1e-6 m/s for these 1 kg
-  boxes).  Measured: 2e-8 to 1e-6 m/s;
+  boxes).  Measured: 1e-7 to 5.4e-6 m/s;
 - the friction natural map it records at the returned iterate is within the
   tolerance of the stopping test, the stop is on the test (the history's last
   change ``<= tol``), not on the cap;
@@ -92,7 +92,7 @@ def test_pyramid_pile_step_confirmed_in_two_outer_iterations(pile: list[StepProb
         converged_on_its_test(a)
         converged_on_its_test(c)
         assert c.cache[COUPLED]["used"] and c.cache[COUPLED]["status"] == "optimal"
-        assert c.outer_iterations == 2 < 10 <= a.outer_iterations  # measured: 12-16 alone
+        assert c.outer_iterations == 2 < 10 <= a.outer_iterations  # measured: 13-14 alone
         assert np.max(np.abs(c.v - a.v)) < TOL_V
         assert np.max(np.abs(c.v - st.v)) < TOL_V
 
