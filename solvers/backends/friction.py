@@ -241,6 +241,10 @@ class IPMBackend(FrictionBackend):
     push = 1.0
     #: Each round's CCP is solved to this fraction of the current Coulomb residual.
     inner_factor = 0.3
+    #: The Coulomb law's fixed point: Anderson-accelerated ("anderson") or plain ("none"),
+    #: and Anderson's memory (pairs of the last rounds).
+    acceleration = "anderson"
+    memory = 5
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -260,7 +264,16 @@ class IPMBackend(FrictionBackend):
         from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
         from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map, support_shift
 
-        _no_settings(self.name, dict(opts.settings), ())
+        settings = dict(opts.settings)
+        accel = str(settings.pop("acceleration", self.acceleration))
+        memory = int(settings.pop("memory", self.memory))
+        _no_settings(self.name, settings, ("acceleration", "memory"))
+        if accel not in ("anderson", "none"):
+            raise ProblemError(
+                "acceleration", f"ipm's fixed point takes 'anderson' or 'none', got {accel!r}"
+            )
+        if memory < 1:
+            raise ProblemError("memory", f"Anderson's memory must be >= 1, got {memory}")
         law, kind = _codes(problem)
         cap = (100 if law == 0 else 500) if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
@@ -299,45 +312,9 @@ class IPMBackend(FrictionBackend):
             r, total, res, reason = ipm_ccp(form, problem.q, opts.tol, cap, residual)
             rounds = 1
         else:
-            # De Saxcé's fixed point: a sequence of CCPs with the shift h(u_t) frozen in q,
-            # each solved to a tenth of the current Coulomb residual (not below tol / 2)
-            qs = problem.q.copy()
-            res, _ = residual(np.zeros(problem.n))
-            total, rounds, reason = 0, 0, "cap"
-            r = np.zeros(problem.n)
-            normal_rows = np.arange(0, 3 * problem.nc, 3)
-            theta, prev = 1.0, np.inf
-            while total < cap:
-                rounds += 1
-                # the shift h(u_t) of the last solution, relaxed by theta (halved while the
-                # Coulomb residual stalls: the plain iteration can settle in a 2-cycle, on a
-                # 100-box step at 2.0e-5 / 2.2e-5 after 30 rounds)
-                old = qs[normal_rows].copy()
-                support_shift(kind, problem.mu, problem.dirs, problem.nc, problem.q, u, qs)
-                if rounds > 1:
-                    if res > prev:
-                        theta = max(0.5 * theta, 0.125)
-                    elif res < 0.7 * prev:
-                        theta = min(2.0 * theta, 1.0)
-                    qs[normal_rows] = old + theta * (qs[normal_rows] - old)
-                prev = res
-
-                def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
-                    velocity(r_in, qs)
-                    out = natural_map(
-                        0, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r_in, u,
-                        qnorm,
-                    )  # fmt: skip
-                    return float(out), u
-
-                inner_tol = max(0.5 * opts.tol, self.inner_factor * res)
-                warm = rounds > 1 and self.warm_rounds and form.last is not None
-                start = (*form.last, self.push) if warm and form.last is not None else None
-                r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start)
-                total += it
-                res, _ = residual(r)
-                if res <= opts.tol or not np.isfinite(res):
-                    break
+            r, total, res, reason, rounds = self._rounds(
+                form, problem, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory
+            )
         sweeps = 0
         if res > opts.tol and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
@@ -362,6 +339,99 @@ class IPMBackend(FrictionBackend):
             reason = "iteration cap"
         status = _status(res, opts.tol, capped)
         return RawSolution(r, None, status, msg, total + int(sweeps), t1 - t0, t2 - t1)
+
+    def _rounds(  # type: ignore[no-untyped-def]
+        self, form, problem, tol, cap, residual, velocity, u, qnorm, kind, accel, memory
+    ) -> tuple[np.ndarray, int, float, str, int]:
+        """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
+
+        Round ``k`` solves the CCP with ``q_n + x_k`` (:func:`ipm_ccp`, warm from the
+        previous round's interior point) and evaluates ``g_k = h(u_t)``, ``f_k = g_k - x_k``.
+        ``accel="anderson"``: ``x_{k+1}`` by Anderson's type-II mixing of the last
+        ``memory`` pairs, safeguarded by the Coulomb natural map (class docstring);
+        ``accel="none"``: the relaxed plain step ``x_k + θ f_k``.
+        """
+        from solvers.backends.fc_ipm import ipm_ccp
+        from solvers.backends.fc_kernels import natural_map, support_shift
+
+        nc = problem.nc
+        nrm = np.arange(0, 3 * nc, 3)
+        q_n = problem.q[nrm].copy()
+        qs = problem.q.copy()
+        scratch = problem.q.copy()
+
+        def shift_of_u() -> np.ndarray:
+            support_shift(kind, problem.mu, problem.dirs, nc, problem.q, u, scratch)
+            return np.asarray(scratch[nrm] - q_n)
+
+        def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
+            velocity(r_in, qs)
+            out = natural_map(
+                0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm
+            )
+            return float(out), u
+
+        r = np.zeros(problem.n)
+        res, _ = residual(r)
+        x = shift_of_u()  # h(q_t): the shift of the velocities at r = 0
+        dxs: list[np.ndarray] = []
+        dfs: list[np.ndarray] = []
+        x_old = f_old = None
+        theta, prev = 1.0, np.inf
+        total, rounds, reason = 0, 0, "cap"
+        self.trace: list[tuple[int, float, float]] = []
+        while total < cap:
+            rounds += 1
+            qs[nrm] = q_n + x
+            inner_tol = max(0.5 * tol, self.inner_factor * res)
+            start = None
+            if rounds > 1 and self.warm_rounds and form.last is not None:
+                start = (*form.last, self.push)
+            r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start)
+            total += it
+            res, _ = residual(r)
+            if res <= tol or not np.isfinite(res):
+                break
+            g = shift_of_u()
+            f = g - x
+            self.trace.append((it, float(res), float(np.linalg.norm(f))))
+            if accel == "none":
+                # relaxed plain step, θ halved while the Coulomb residual rises (the plain
+                # iteration can settle in a 2-cycle)
+                if rounds > 1:
+                    if res > prev:
+                        theta = max(0.5 * theta, 0.125)
+                    elif res < 0.7 * prev:
+                        theta = min(2.0 * theta, 1.0)
+                prev = res
+                x = x + theta * f
+                continue
+            if res > prev:
+                # the mixed step made the Coulomb residual worse: forget the history and
+                # take a damped plain step
+                dxs.clear()
+                dfs.clear()
+                theta = max(0.5 * theta, 0.125)
+                x_old = f_old = None
+            elif res < 0.7 * prev:
+                theta = min(2.0 * theta, 1.0)
+            prev = res
+            if x_old is not None and f_old is not None:
+                dxs.append(x - x_old)
+                dfs.append(f - f_old)
+                if len(dxs) > memory:
+                    dxs.pop(0)
+                    dfs.pop(0)
+            x_old, f_old = x, f
+            if dfs:
+                dF = np.column_stack(dfs)
+                dX = np.column_stack(dxs)
+                gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
+                x = x + theta * f - (dX + theta * dF) @ gamma
+            else:
+                x = x + theta * f
+            np.maximum(x, 0.0, out=x)  # h >= 0
+        return r, total, float(res), reason, rounds
 
 
 FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend, IPMBackend]
