@@ -218,6 +218,58 @@ class ADMMBackend(FrictionBackend):
         )
 
 
+class _Anderson:
+    """Anderson's type-II mixing of fixed-point pairs ``(x_k, f_k = g(x_k) - x_k)``.
+
+    ``x+ = x + θ f - (ΔX + θ ΔF) γ``, ``γ = argmin ||f - ΔF γ||`` over the last
+    ``memory`` differences; the history is dropped and ``θ`` halved (down to 1/8)
+    whenever the Coulomb natural map rose since the last call, ``θ`` doubled back
+    (up to 1) when it fell below 0.7 of it.
+    """
+
+    def __init__(self, memory: int) -> None:
+        self.memory = memory
+        self.dxs: list[np.ndarray] = []
+        self.dfs: list[np.ndarray] = []
+        self.last: tuple[np.ndarray, np.ndarray] | None = None
+        self.theta = 1.0
+        self.prev = np.inf
+
+    def relax(self, res: float) -> float:
+        """Update and return ``θ`` from the natural map ``res`` of the newest round."""
+        if res > self.prev:
+            self.theta = max(0.5 * self.theta, 0.125)
+            self.dxs.clear()
+            self.dfs.clear()
+            self.last = None
+        elif res < 0.7 * self.prev:
+            self.theta = min(2.0 * self.theta, 1.0)
+        self.prev = res
+        return self.theta
+
+    def record(self, x: np.ndarray, f: np.ndarray, res: float) -> None:
+        """Add the pair of the newest round to the history."""
+        self.relax(res)
+        if self.last is not None:
+            self.dxs.append(x - self.last[0])
+            self.dfs.append(f - self.last[1])
+            if len(self.dxs) > self.memory:
+                self.dxs.pop(0)
+                self.dfs.pop(0)
+        self.last = (x, f)
+
+    def step(self, x: np.ndarray, f: np.ndarray, res: float) -> np.ndarray:
+        """The mixed next shift (kept >= 0: ``h`` is a support function)."""
+        self.record(x, f, res)
+        theta = self.theta
+        if not self.dfs:
+            return np.maximum(x + theta * f, 0.0)
+        dF = np.column_stack(self.dfs)
+        dX = np.column_stack(self.dxs)
+        gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
+        return np.maximum(x + theta * f - (dX + theta * dF) @ gamma, 0.0)
+
+
 class IPMBackend(FrictionBackend):
     """Primal-dual interior point on the velocity form (:mod:`solvers.backends.fc_ipm`)."""
 
@@ -239,12 +291,15 @@ class IPMBackend(FrictionBackend):
     #: into the interior it is pushed (times the change of the slack the new shift makes).
     warm_rounds = True
     push = 1.0
-    #: Each round's CCP is solved to this fraction of the current Coulomb residual.
-    inner_factor = 0.3
+    #: Each round's CCP is solved to this fraction of the current Coulomb residual, per
+    #: method of the fixed point (Newton's linearisation needs the tighter rounds).
+    inner_factor: ClassVar[dict[str, float]] = {"newton": 0.1, "anderson": 0.3, "none": 0.3}
     #: The Coulomb law's fixed point: Anderson-accelerated ("anderson") or plain ("none"),
     #: and Anderson's memory (pairs of the last rounds).
-    acceleration = "anderson"
+    acceleration = "newton"
     memory = 5
+    krylov_tol = 0.1
+    trust = 10.0
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -262,15 +317,16 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse as sp
 
         from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
-        from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map, support_shift
+        from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
         accel = str(settings.pop("acceleration", self.acceleration))
         memory = int(settings.pop("memory", self.memory))
         _no_settings(self.name, settings, ("acceleration", "memory"))
-        if accel not in ("anderson", "none"):
+        if accel not in ("anderson", "newton", "none"):
             raise ProblemError(
-                "acceleration", f"ipm's fixed point takes 'anderson' or 'none', got {accel!r}"
+                "acceleration",
+                f"ipm's fixed point takes 'newton', 'anderson' or 'none', got {accel!r}",
             )
         if memory < 1:
             raise ProblemError("memory", f"Anderson's memory must be >= 1, got {memory}")
@@ -313,7 +369,7 @@ class IPMBackend(FrictionBackend):
             rounds = 1
         else:
             r, total, res, reason, rounds = self._rounds(
-                form, problem, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory
+                form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory
             )
         sweeps = 0
         if res > opts.tol and np.all(np.isfinite(r)):
@@ -341,7 +397,7 @@ class IPMBackend(FrictionBackend):
         return RawSolution(r, None, status, msg, total + int(sweeps), t1 - t0, t2 - t1)
 
     def _rounds(  # type: ignore[no-untyped-def]
-        self, form, problem, tol, cap, residual, velocity, u, qnorm, kind, accel, memory
+        self, form, problem, C, tol, cap, residual, velocity, u, qnorm, kind, accel, memory
     ) -> tuple[np.ndarray, int, float, str, int]:
         """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
 
@@ -351,6 +407,8 @@ class IPMBackend(FrictionBackend):
         ``memory`` pairs, safeguarded by the Coulomb natural map (class docstring);
         ``accel="none"``: the relaxed plain step ``x_k + θ f_k``.
         """
+        import scipy.sparse.linalg as spla
+
         from solvers.backends.fc_ipm import ipm_ccp
         from solvers.backends.fc_kernels import natural_map, support_shift
 
@@ -366,24 +424,20 @@ class IPMBackend(FrictionBackend):
 
         def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
             velocity(r_in, qs)
-            out = natural_map(
-                0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm
-            )
+            out = natural_map(0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm)
             return float(out), u
 
         r = np.zeros(problem.n)
         res, _ = residual(r)
         x = shift_of_u()  # h(q_t): the shift of the velocities at r = 0
-        dxs: list[np.ndarray] = []
-        dfs: list[np.ndarray] = []
-        x_old = f_old = None
-        theta, prev = 1.0, np.inf
+        mixer = _Anderson(memory)
         total, rounds, reason = 0, 0, "cap"
-        self.trace: list[tuple[int, float, float]] = []
+        best: tuple | None = None  # (res, x, f, interior point, Newton step, r)
+        fails = 0
         while total < cap:
             rounds += 1
             qs[nrm] = q_n + x
-            inner_tol = max(0.5 * tol, self.inner_factor * res)
+            inner_tol = max(0.5 * tol, self.inner_factor[accel] * res)
             start = None
             if rounds > 1 and self.warm_rounds and form.last is not None:
                 start = (*form.last, self.push)
@@ -392,46 +446,93 @@ class IPMBackend(FrictionBackend):
             res, _ = residual(r)
             if res <= tol or not np.isfinite(res):
                 break
-            g = shift_of_u()
-            f = g - x
-            self.trace.append((it, float(res), float(np.linalg.norm(f))))
-            if accel == "none":
-                # relaxed plain step, θ halved while the Coulomb residual rises (the plain
-                # iteration can settle in a 2-cycle)
-                if rounds > 1:
-                    if res > prev:
-                        theta = max(0.5 * theta, 0.125)
-                    elif res < 0.7 * prev:
-                        theta = min(2.0 * theta, 1.0)
-                prev = res
-                x = x + theta * f
+            f = shift_of_u() - x
+            if accel == "newton" and (best is None or res <= best[0]):
+                # a new best round: linearise here, Newton's step within a trust region
+                jvp = self._linearise(form, problem, C, kind, u)
+                op = spla.LinearOperator((nc, nc), matvec=jvp, dtype=np.float64)
+                step = np.asarray(spla.gmres(op, f, rtol=self.krylov_tol, restart=30, maxiter=1)[0])
+                bound = self.trust * float(np.abs(f).max())
+                big = float(np.abs(step).max())
+                if big > bound:
+                    step *= bound / big
+                best = (res, x, f, form.last, step, r)
+                fails = 0
+                mixer.record(x, f, res)
+                x = np.maximum(x + step, 0.0)
                 continue
-            if res > prev:
-                # the mixed step made the Coulomb residual worse: forget the history and
-                # take a damped plain step
-                dxs.clear()
-                dfs.clear()
-                theta = max(0.5 * theta, 0.125)
-                x_old = f_old = None
-            elif res < 0.7 * prev:
-                theta = min(2.0 * theta, 1.0)
-            prev = res
-            if x_old is not None and f_old is not None:
-                dxs.append(x - x_old)
-                dfs.append(f - f_old)
-                if len(dxs) > memory:
-                    dxs.pop(0)
-                    dfs.pop(0)
-            x_old, f_old = x, f
-            if dfs:
-                dF = np.column_stack(dfs)
-                dX = np.column_stack(dxs)
-                gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
-                x = x + theta * f - (dX + theta * dF) @ gamma
-            else:
-                x = x + theta * f
-            np.maximum(x, 0.0, out=x)  # h >= 0
+            if accel == "newton" and fails == 0 and best is not None:
+                # Newton's step raised the natural map: half of it from the best round
+                fails = 1
+                mixer.record(x, f, res)
+                res_b, x_b, _, last_b, step_b, _ = best
+                form.last, res = last_b, res_b
+                x = np.maximum(x_b + 0.5 * step_b, 0.0)
+                continue
+            if accel == "none":
+                x = np.maximum(x + mixer.relax(res) * f, 0.0)
+                continue
+            if accel == "newton" and fails == 1 and best is not None:
+                # the half step too: Anderson's steps from the best round until a round
+                # beats it (Newton's linearisation is poor where h(u_t(x)) - x is flat)
+                fails = 2
+                mixer.record(x, f, res)
+                res, x, f, form.last = best[0], best[1], best[2], best[3]
+            # Anderson (and Newton's fallback)
+            x = mixer.step(x, f, res)
+        if best is not None and res > best[0] and np.isfinite(best[0]):
+            r, res = best[5], best[0]
         return r, total, float(res), reason, rounds
+
+    def _linearise(self, form, problem, C, kind, u):  # type: ignore[no-untyped-def]
+        """``w -> (I - J) w``, ``J = dh(u_t(x))/dx`` linearised at the last interior point.
+
+        The sensitivity of the CCP's velocities to its free velocity is the Newton system of
+        :func:`~solvers.backends.fc_ipm.ipm_ccp` at its last iterate ``(v, s, z)`` with only
+        ``ŵ`` moved (``s ∘ z`` kept): ``K dv = Ĉ'Θ(-dŵ)`` with ``dŵ = T'(w e_n)``,
+        ``K = D^-1 + Ĉ'ΘĈ`` factored once here (one factorisation per Newton step), one
+        pair of triangular solves per product; ``du = C dv``.  At a small barrier a
+        sticking contact's ``Θ`` is large (``du_t`` about 0) and a separated one's small,
+        so this is the derivative of the active set's equality-constrained solution.
+        """
+        from solvers.backends.fc_ipm import apply_theta, csr_mul, csr_tmul, nt_scaling
+
+        nc = problem.nc
+        nrm = np.arange(0, 3 * nc, 3)
+        _, s, z, _ = form.last
+        bptr = form.bptr
+        m, nb = s.size, bptr.size - 1
+        wbar, eta, lam, theta = np.zeros(m), np.ones(nb), np.empty(m), np.zeros(9 * nb)
+        nt_scaling(bptr, s, z, wbar, eta, lam, theta)
+        form.normal.factor(theta)
+        Ch = form.Ch
+        nv = Ch.shape[1]
+        cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
+        fp, fi, fd = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
+        mu = problem.mu
+        ut1, ut2 = u[nrm + 1], u[nrm + 2]
+        # gradient of h: mu u_t / |u_t| (exact cone), mu sign(u_t) per component (box);
+        # zero where h has its kink (no slip)
+        if kind == 0:
+            norm = np.hypot(ut1, ut2)
+            safe = np.where(norm > 0.0, norm, 1.0)
+            g1, g2 = mu * ut1 / safe, mu * ut2 / safe
+        else:
+            g1, g2 = mu * np.sign(ut1), mu * np.sign(ut2)
+        dq = np.zeros(problem.n)
+        trp, du = np.empty(m), np.empty(problem.n)
+        rhs = np.zeros(form.normal.size)
+
+        def jvp(w: np.ndarray) -> np.ndarray:
+            dq[nrm] = w
+            dwh, _ = form.lift(dq)
+            apply_theta(bptr, theta, -dwh, trp)
+            csr_tmul(cp, ci, cd, trp, rhs[:nv])
+            dv = form.normal.solve(rhs)[:nv]
+            csr_mul(fp, fi, fd, dv, du)
+            return np.asarray(w - (g1 * du[nrm + 1] + g2 * du[nrm + 2]))
+
+        return jvp
 
 
 FRICTION_BACKENDS: list[type[Backend]] = [NSGSBackend, APGDBackend, ADMMBackend, IPMBackend]
