@@ -291,15 +291,29 @@ class IPMBackend(FrictionBackend):
     #: into the interior it is pushed (times the change of the slack the new shift makes).
     warm_rounds = True
     push = 1.0
+    #: The Coulomb law's fixed point on De Saxcé's shift (setting ``acceleration``):
+    #: ``"newton"``, ``"anderson"`` or ``"none"`` (the relaxed plain iteration); the
+    #: default per cone (Newton on the exact cone; Anderson on polyhedral cones, whose
+    #: ``h`` has a kink per direction that Newton's linearisation does not see).
+    acceleration: ClassVar[dict[str, str]] = {
+        "soc": "newton",
+        "pyramid": "anderson",
+        "box": "anderson",
+    }
     #: Each round's CCP is solved to this fraction of the current Coulomb residual, per
-    #: method of the fixed point (Newton's linearisation needs the tighter rounds).
+    #: method (Newton's linearisation needs the tighter rounds), not below
+    #: ``inner_floor * tol``.
     inner_factor: ClassVar[dict[str, float]] = {"newton": 0.1, "anderson": 0.3, "none": 0.3}
-    #: The Coulomb law's fixed point: Anderson-accelerated ("anderson") or plain ("none"),
-    #: and Anderson's memory (pairs of the last rounds).
-    acceleration = "newton"
-    memory = 5
+    inner_floor = 0.5
+    #: Newton: GMRES's relative tolerance on ``(I - J) δ = f``; the step at most ``trust``
+    #: times ``max |f|``; after a step that raised the natural map, ``halvings`` halved
+    #: steps from the best round, then ``fallback`` for the rest of the solve.
     krylov_tol = 0.1
     trust = 10.0
+    halvings = 1
+    fallback = "anderson"
+    #: Anderson's memory (pairs of the last rounds; setting ``memory``).
+    memory = 5
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -320,7 +334,7 @@ class IPMBackend(FrictionBackend):
         from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
-        accel = str(settings.pop("acceleration", self.acceleration))
+        accel = str(settings.pop("acceleration", self.acceleration[problem.cone]))
         memory = int(settings.pop("memory", self.memory))
         _no_settings(self.name, settings, ("acceleration", "memory"))
         if accel not in ("anderson", "newton", "none"):
@@ -434,10 +448,11 @@ class IPMBackend(FrictionBackend):
         total, rounds, reason = 0, 0, "cap"
         best: tuple | None = None  # (res, x, f, interior point, Newton step, r)
         fails = 0
+        mode = accel
         while total < cap:
             rounds += 1
             qs[nrm] = q_n + x
-            inner_tol = max(0.5 * tol, self.inner_factor[accel] * res)
+            inner_tol = max(self.inner_floor * tol, self.inner_factor[mode] * res)
             start = None
             if rounds > 1 and self.warm_rounds and form.last is not None:
                 start = (*form.last, self.push)
@@ -447,7 +462,7 @@ class IPMBackend(FrictionBackend):
             if res <= tol or not np.isfinite(res):
                 break
             f = shift_of_u() - x
-            if accel == "newton" and (best is None or res <= best[0]):
+            if mode == "newton" and (best is None or res <= best[0]):
                 # a new best round: linearise here, Newton's step within a trust region
                 jvp = self._linearise(form, problem, C, kind, u)
                 op = spla.LinearOperator((nc, nc), matvec=jvp, dtype=np.float64)
@@ -458,28 +473,24 @@ class IPMBackend(FrictionBackend):
                     step *= bound / big
                 best = (res, x, f, form.last, step, r)
                 fails = 0
-                mixer.record(x, f, res)
                 x = np.maximum(x + step, 0.0)
                 continue
-            if accel == "newton" and fails == 0 and best is not None:
-                # Newton's step raised the natural map: half of it from the best round
-                fails = 1
-                mixer.record(x, f, res)
-                res_b, x_b, _, last_b, step_b, _ = best
-                form.last, res = last_b, res_b
-                x = np.maximum(x_b + 0.5 * step_b, 0.0)
-                continue
-            if accel == "none":
+            if mode == "newton" and best is not None:
+                fails += 1
+                if fails <= self.halvings:
+                    # Newton's step raised the natural map: a shorter one from the best round
+                    res_b, x_b, _, last_b, step_b, _ = best
+                    form.last, res = last_b, res_b
+                    x = np.maximum(x_b + 0.5**fails * step_b, 0.0)
+                    continue
+                # the linearisation does not describe this step's switches: the safeguarded
+                # fixed point from here on
+                mode = self.fallback
+                best = None
+            if mode == "none":
                 x = np.maximum(x + mixer.relax(res) * f, 0.0)
-                continue
-            if accel == "newton" and fails == 1 and best is not None:
-                # the half step too: Anderson's steps from the best round until a round
-                # beats it (Newton's linearisation is poor where h(u_t(x)) - x is flat)
-                fails = 2
-                mixer.record(x, f, res)
-                res, x, f, form.last = best[0], best[1], best[2], best[3]
-            # Anderson (and Newton's fallback)
-            x = mixer.step(x, f, res)
+            else:
+                x = mixer.step(x, f, res)
         if best is not None and res > best[0] and np.isfinite(best[0]):
             r, res = best[5], best[0]
         return r, total, float(res), reason, rounds
