@@ -34,10 +34,14 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   first-order methods take thousands.  Needs ``FrictionalContact.factor`` (the models
   pass it in maximal coordinates) or a ``W`` of at most 600 rows; bilateral rows in a
   quasi-definite border of the normal matrix; no warm start from impulses.  The Coulomb
-  law through De Saxcé's fixed point of CCPs (each round solved to 0.3 of the current
-  Coulomb residual, starting from the previous round's iterate pushed into the interior:
-  on a 200-box step 28 rounds, 447 iterations from fresh starts, 150-170 this way; the
-  shift update relaxed while the residual rises).  ``max_iter`` counts
+  law through De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``
+  (one CCP per round with ``q_n + x`` frozen, started from the previous round's
+  interior point), by Newton's steps on the exact cone: ``(I - J) δ = h(u_t) - x`` by
+  GMRES, ``J`` from the interior point's own normal matrix (:meth:`IPMBackend._linearise`);
+  on polyhedral cones (box friction) by Anderson's mixing (:class:`_Anderson`).  On ten
+  stored 200-box ``coulomb`` steps: median 7 rounds, 61 iterations (the relaxed plain
+  iteration: 46 rounds, 249).  Setting ``acceleration`` (``"newton"``, ``"anderson"``,
+  ``"none"``) and ``memory`` (Anderson's).  ``max_iter`` counts
   interior-point iterations (default 100, 500 for the Coulomb law); a run stalled
   short of ``tol`` near the cones' boundary is finished by at most 200 ``nsgs`` sweeps.
 
@@ -271,7 +275,35 @@ class _Anderson:
 
 
 class IPMBackend(FrictionBackend):
-    """Primal-dual interior point on the velocity form (:mod:`solvers.backends.fc_ipm`)."""
+    """Primal-dual interior point on the velocity form (:mod:`solvers.backends.fc_ipm`).
+
+    The CCP is one :func:`~solvers.backends.fc_ipm.ipm_ccp`.  The Coulomb law (De Saxcé:
+    ``K ∋ r ⟂ u + h(u_t) e_n ∈ K*``, ``h`` the support function of the cone's section,
+    ``mu ||u_t||`` or ``mu (|u_1| + |u_2|)`` for the box) is the fixed point
+    ``x = g(x) := h(u_t(x))`` of the shift ``x`` (one entry per contact), ``u(x)`` the
+    velocities of the CCP with free velocity ``q + x e_n``.  Each round solves that CCP
+    from the previous round's interior point (pushed inward by the slack's change) to
+    ``inner_factor`` of the current Coulomb natural map and evaluates ``f = g(x) - x``;
+    the next shift (kept ``>= 0``) by the method ``acceleration``:
+
+    - ``"newton"`` (default on the exact cone): ``(I - J) δ = f`` by GMRES (relative
+      tolerance 0.1), ``J = ∇h(u_t) du_t/dx`` applied matrix-free through the interior
+      point's own Newton system (:meth:`_linearise`: one LDL' of ``M + Ĉ'ΘĈ`` at the
+      round's last iterate, one pair of triangular solves per product; about 6 per step
+      on 200-box steps), ``δ`` cut to ``trust`` times ``max |f|``.  Safeguard on the
+      Coulomb natural map: a step that raises it above the best round's is replaced by
+      its half from the best round (its interior point restored); if that fails too,
+      Anderson's mixing for the rest of the solve.  On ten stored 200-box ``coulomb``
+      steps (1,020 contacts): median 7 rounds, 61 iterations, none capped; the plain
+      iteration 46 rounds, 249 iterations.
+    - ``"anderson"`` (default on polyhedral cones): type-II Anderson mixing of the last
+      ``memory`` rounds (:class:`_Anderson`), history dropped and the step relaxed while
+      the natural map rises.  ``h`` of the box and the pyramid has a kink per direction
+      that the linearisation does not see: on a 12-box landing step (30 contacts) Newton's
+      steps stall at 5e-6 where Anderson's converge in 13 rounds.
+    - ``"none"``: the relaxed plain iteration ``x + θ f`` (``θ`` halved while the natural
+      map rises), the method before the two above.
+    """
 
     name = "ipm"
     kind = "interior_point"
@@ -416,10 +448,9 @@ class IPMBackend(FrictionBackend):
         """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
 
         Round ``k`` solves the CCP with ``q_n + x_k`` (:func:`ipm_ccp`, warm from the
-        previous round's interior point) and evaluates ``g_k = h(u_t)``, ``f_k = g_k - x_k``.
-        ``accel="anderson"``: ``x_{k+1}`` by Anderson's type-II mixing of the last
-        ``memory`` pairs, safeguarded by the Coulomb natural map (class docstring);
-        ``accel="none"``: the relaxed plain step ``x_k + θ f_k``.
+        previous round's interior point) and evaluates ``f_k = h(u_t) - x_k``; the next
+        shift by ``accel`` (class docstring).  Returns ``(r, iterations, natural map,
+        reason, rounds)``, the best round's ``r`` if the last one is worse.
         """
         import scipy.sparse.linalg as spla
 
