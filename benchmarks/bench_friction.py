@@ -44,7 +44,10 @@ targets of the reading (end of the Markdown) are evaluated from the table by
 Run: ``python -m benchmarks.bench_friction`` (writes
 ``results/benchmarks/friction.{csv,md}``; ``--sizes``, ``--pairs``,
 ``--steps``, ``--warmup``, ``--settle``, ``--stacked`` change the set-up;
-``--quick`` runs n = 10 and 100 with 1 + 3 steps; ``--merge`` joins earlier
+``--quick`` runs n = 10 and 100 with 1 + 3 steps; the pairs of ``ON_REQUEST``
+(``coulomb / ipm (plain fixed point)``, ``box-friction / ipm (plain fixed point)``:
+``ipm``'s Coulomb fixed point by the relaxed plain iteration, ``acceleration="none"``)
+run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
 """
@@ -124,6 +127,26 @@ PAIRS: list[tuple[str, str, str, dict[str, Any], int]] = [
 
 #: pairs that run on the stacked sizes whatever their largest landed size
 STACKED_PAIRS = ("anitescu-hart soc / nsgs", "anitescu-hart soc / admm")
+
+#: pairs that run only when named in ``--pairs``: ``ipm``'s Coulomb fixed point by the
+#: relaxed plain iteration (its method before Newton's and Anderson's steps), for a
+#: before/after comparison in the same run
+ON_REQUEST: list[tuple[str, str, str, dict[str, Any], int]] = [
+    (
+        "coulomb / ipm (plain fixed point)",
+        "coulomb",
+        "ipm",
+        {**TOL, "solver_settings": {"acceleration": "none"}},
+        200,
+    ),
+    (
+        "box-friction / ipm (plain fixed point)",
+        "box-friction",
+        "ipm",
+        {**TOL, "solver_settings": {"acceleration": "none"}},
+        200,
+    ),
+]
 
 
 def stacked(n: int) -> tuple[Any, State]:
@@ -491,7 +514,9 @@ def targets(df: pd.DataFrame) -> list[str]:
         bf = [
             (p, _row(df, n, p))
             for p in df["pair"].unique()
-            if str(p).startswith("box-friction") and p != BASE_LOOSE
+            if str(p).startswith("box-friction")
+            and p != BASE_LOOSE
+            and p not in {q[0] for q in ON_REQUEST}
         ]
         parts = [
             f"{p.split(' / ')[1].split()[0]} {r['warmup_not_optimal'] + r['not_optimal']:.0f}"
@@ -609,7 +634,8 @@ def main(argv: list[str] | None = None) -> None:
     for n in args.sizes:
         at_rest = n in args.stacked
         scene, state = stacked(n) if at_rest else landed(n, args.settle, args.h, args.piles)
-        for label, model, solver, options, largest in PAIRS:
+        requested = [p for p in ON_REQUEST if args.pairs and p[0] in args.pairs]
+        for label, model, solver, options, largest in PAIRS + requested:
             runs = n <= largest or (at_rest and label in STACKED_PAIRS)
             if not runs or (args.pairs and label not in args.pairs):
                 continue

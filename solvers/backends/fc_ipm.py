@@ -32,6 +32,14 @@ The iteration count does not grow with the conditioning of ``W`` (redundant
 contacts make ``W`` singular; ``K`` stays definite).  Stopping test: the
 natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
 ``r`` and ``u = W r + q`` (the same test as the other backends).
+
+The same Newton system at the last iterate (:attr:`VelocityForm.last`), with only the
+free velocity moved by ``dq`` and the products ``s ∘ z`` held, is the derivative of
+the central path: ``K dv = Ĉ'Θ(-T'dq)``, ``du = C dv`` (at a small barrier, the
+active set's: a sticking contact's ``Θ`` is large, a separated one's small).  The
+Coulomb law's Newton steps on De Saxcé's shift use it
+(:meth:`solvers.backends.friction.IPMBackend._linearise`: the scaling recomputed at
+``last``, one factorisation of :class:`Normal`, its solves), nothing else here.
 """
 
 from __future__ import annotations
