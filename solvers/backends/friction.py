@@ -346,6 +346,9 @@ class IPMBackend(FrictionBackend):
     fallback = "anderson"
     #: Anderson's memory (pairs of the last rounds; setting ``memory``).
     memory = 5
+    #: Box law: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`) that may
+    #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
+    newton_iterations = 300
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -368,7 +371,10 @@ class IPMBackend(FrictionBackend):
         settings = dict(opts.settings)
         accel = str(settings.pop("acceleration", self.acceleration[problem.cone]))
         memory = int(settings.pop("memory", self.memory))
-        _no_settings(self.name, settings, ("acceleration", "memory"))
+        newton_cap = int(settings.pop("newton", self.newton_iterations))
+        _no_settings(self.name, settings, ("acceleration", "memory", "newton"))
+        if newton_cap < 0:
+            raise ProblemError("newton", f"the Newton finish's cap must be >= 0, got {newton_cap}")
         if accel not in ("anderson", "newton", "none"):
             raise ProblemError(
                 "acceleration",
@@ -429,18 +435,41 @@ class IPMBackend(FrictionBackend):
             sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
+        newton_its = 0
+        if res > opts.tol and law == 1 and kind == 1 and problem.cone == "box" and newton_cap:
+            # the fixed point and the sweeps stopped short (a contact sliding in a corner of the box makes
+            # its Jacobian about 1): semismooth Newton on the box law's min-function
+            from solvers.backends.fc_newton import BoxNewton
+
+            def into(r_in: np.ndarray, out: np.ndarray) -> None:
+                velocity(np.ascontiguousarray(r_in), problem.q)
+                out[:] = u
+
+            def natural(r_in: np.ndarray, u_in: np.ndarray) -> float:
+                return float(
+                    natural_map(
+                        law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc,
+                        np.ascontiguousarray(r_in), u_in, qnorm,
+                    )
+                )  # fmt: skip
+
+            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64), into, natural)
+            r, newton_its, res, _ = finisher.solve(r, opts.tol, newton_cap)
+            reason = "converged" if res <= opts.tol else reason
         t2 = time.perf_counter()
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
+            + (f", {newton_its} semismooth Newton iterations" if newton_its else "")
             + (f" and {sweeps} nsgs sweeps" if sweeps else "")
             + (f" in {rounds} fixed-point rounds" if law == 1 else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
-        capped = reason == "cap" or total >= cap
+        capped = reason == "cap" or total >= cap or newton_its >= newton_cap > 0
         if capped and res > opts.tol:
             reason = "iteration cap"
         status = _status(res, opts.tol, capped)
-        return RawSolution(r, None, status, msg, total + int(sweeps), t1 - t0, t2 - t1)
+        iterations = total + newton_its + int(sweeps)
+        return RawSolution(r, None, status, msg, iterations, t1 - t0, t2 - t1)
 
     def _rounds(  # type: ignore[no-untyped-def]
         self, form, problem, C, tol, cap, residual, velocity, u, qnorm, kind, accel, memory
