@@ -242,10 +242,10 @@ class BoxNewton:
     shortest = 1.0 / 1024.0
     #: ``ε`` bounds (relative to ``diag(W)``) and its growth when no step decreases.
     eps_start = 1e-4
-    eps_down = 0.5
+    eps_down = 0.1
     eps_min = 1e-10
     eps_cap = 1e2
-    nonmonotone = 5
+    nonmonotone = 10
     trace = False
     function = "min"
 

@@ -349,6 +349,8 @@ class IPMBackend(FrictionBackend):
     #: Box law: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`) that may
     #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
     newton_iterations = 300
+    #: Sweeps between two Newton runs when no step length decreases Newton's merit.
+    restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -439,6 +441,7 @@ class IPMBackend(FrictionBackend):
         if res > opts.tol and law == 1 and kind == 1 and problem.cone == "box" and newton_cap:
             # the fixed point and the sweeps stopped short (a contact sliding in a corner of the box makes
             # its Jacobian about 1): semismooth Newton on the box law's min-function
+            from solvers.backends.fc_kernels import nsgs
             from solvers.backends.fc_newton import BoxNewton
 
             def into(r_in: np.ndarray, out: np.ndarray) -> None:
@@ -454,7 +457,21 @@ class IPMBackend(FrictionBackend):
                 )  # fmt: skip
 
             finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64), into, natural)
-            r, newton_its, res, _ = finisher.solve(r, opts.tol, newton_cap)
+            ptr, idx, val = _csr(problem)
+            args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
+            while newton_its < newton_cap:
+                r, its, res, why = finisher.solve(r, opts.tol, newton_cap - newton_its)
+                newton_its += its
+                if res <= opts.tol or why != "no descent":
+                    break
+                # no step length decreases the merit (a local minimum of 0.5 ||Φ||² on a
+                # piece without a solution): a few sweeps move the iterate off it
+                r = r.copy()
+                more, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.restart_sweeps, False)
+                sweeps += int(more)
+                res = float(res)
+                if res <= opts.tol:
+                    break
             reason = "converged" if res <= opts.tol else reason
         t2 = time.perf_counter()
         msg = (
