@@ -54,12 +54,12 @@ iteration.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from solvers.backends.fc_kernels import factor_velocity, natural_map
+from solvers.frictional import FrictionalContact
 from solvers.jit import njit
 
 Vec = NDArray[np.float64]
@@ -129,74 +129,11 @@ def box_pieces(
 
 
 @njit(cache=True)
-def _fb(a: float, b: float) -> tuple[float, float, float]:
-    """``a + b - sqrt(a² + b²)`` (zero iff ``a, b >= 0``, ``ab = 0``) and its two partials."""
-    s = math.sqrt(a * a + b * b)
-    if s == 0.0:
-        return 0.0, 1.0 - 0.7071067811865476, 1.0 - 0.7071067811865476
-    return a + b - s, 1.0 - a / s, 1.0 - b / s
-
-
-@njit(cache=True)
-def box_pieces_fb(
-    nc: int,
-    mu: Vec,
-    row_lo: Vec,
-    rho: Vec,
-    r: Vec,
-    u: Vec,
-    phi: Vec,
-    beta: Vec,
-    adiag: Vec,
-    aoff: Vec,
-) -> float:
-    """Fischer--Burmeister's ``Φ(r)`` and its Jacobian ``A + B W`` (as :func:`box_pieces`).
-
-    ``Φ_n = φ(r_n, ρ u_n)``; per axis the two-sided form ``φ(r_t + b, -φ(b - r_t, -ρ u_t))``
-    with ``b = mu max(r_n, 0)``; ``φ(a, c) = a + c - sqrt(a² + c²)``.
-    """
-    acc = 0.0
-    for i in range(nc):
-        j = 3 * i
-        rn = r[j]
-        f, da, db = _fb(rn, rho[j] * u[j])
-        phi[j] = f
-        adiag[j] = da
-        beta[j] = db * rho[j]
-        acc += f * f
-        m = mu[i] if rn > 0.0 else 0.0
-        b = m * rn
-        for k in range(2):
-            t = j + 1 + k
-            g, da1, db1 = _fb(b - r[t], -rho[t] * u[t])
-            f, da2, db2 = _fb(r[t] + b, -g)
-            phi[t] = f
-            adiag[t] = da2 + db2 * da1
-            aoff[2 * i + k] = m * (da2 - db2 * da1)
-            beta[t] = db2 * db1 * rho[t]
-            acc += f * f
-    for q in range(row_lo.shape[0]):
-        j = 3 * nc + q
-        if row_lo[q] == -np.inf:
-            phi[j] = rho[j] * u[j]
-            beta[j] = rho[j]
-            adiag[j] = 0.0
-        else:
-            f, da, db = _fb(r[j], rho[j] * u[j])
-            phi[j] = f
-            adiag[j] = da
-            beta[j] = db * rho[j]
-        acc += phi[j] * phi[j]
-    return 0.5 * acc
-
-
-@njit(cache=True)
 def fill_values(
     nv: int,
     nc: int,
     n: int,
     dinv: Vec,
-    ct_val: Vec,
     c_rows: IVec,
     c_val: Vec,
     beta: Vec,
@@ -217,7 +154,7 @@ def fill_values(
         e += 1
     nnz = c_val.shape[0]
     for k in range(nnz):
-        out[slots[e]] = -ct_val[k]
+        out[slots[e]] = -c_val[k]
         e += 1
     for k in range(nnz):
         out[slots[e]] = beta[c_rows[k]] * c_val[k]
@@ -231,86 +168,111 @@ def fill_values(
 
 
 class BoxNewton:
-    """Semismooth Newton on the box law for one problem with its factor ``W = C diag(d) C'``.
+    """Semismooth Newton on the box law of ``problem`` through its factor ``W = C diag(d) C'``.
 
-    ``velocity(r, out)`` writes ``W r + q``; ``natural(r, u)`` returns the project's natural
-    map.  :meth:`solve` runs from a start ``r0``.
+    :meth:`solve` runs from a start ``r0`` (module docstring); the pattern of the augmented
+    matrix and its CSC slots are built here once.
     """
 
     #: Armijo's constant and the shortest step tried before ``ε`` grows.
     armijo = 1e-4
-    shortest = 1.0 / 1024.0
-    #: ``ε`` bounds (relative to ``diag(W)``) and its growth when no step decreases.
-    eps_start = 1e-4
+    shortest = 2.0**-20
+    #: ``ε`` (relative to ``diag(W)``): start, factor after a full step, floor, ceiling
+    #: (``ε`` grows tenfold after a shortened step or when no step length decreases).
+    eps_start = 1e-8
     eps_down = 0.1
     eps_min = 1e-10
     eps_cap = 1e2
-    nonmonotone = 10
-    trace = False
-    function = "min"
+    #: The line search compares with the largest merit of the last ``nonmonotone`` iterates.
+    nonmonotone = 30
 
-    def __init__(self, problem, C: sp.csr_matrix, d: Vec, velocity, natural) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> None:
+        if problem.law != "coulomb" or problem.cone != "box":
+            raise ValueError("BoxNewton solves the box law (law='coulomb', cone='box') only")
         self.problem = problem
-        self.pieces = box_pieces_fb if self.function == "fb" else box_pieces
-        self.velocity = velocity
-        self.natural = natural
-        n, nv = C.shape
-        self.n, self.nv, self.nc = n, nv, problem.nc
         C = sp.csr_matrix(C)
         C.sort_indices()
-        coo = C.tocoo()
+        n, nv = C.shape
+        nc = problem.nc
+        self.n, self.nv, self.nc = n, nv, nc
         self.C = C
+        self.fptr = C.indptr.astype(np.int64)
+        self.fidx = C.indices.astype(np.int64)
+        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
+        self.d = np.ascontiguousarray(d, dtype=np.float64)
+        self.tmp = np.empty(nv)
+        self.qnorm = float(np.linalg.norm(problem.q))
+        coo = C.tocoo()
         self.c_rows = coo.row.astype(np.int64)
         self.c_val = np.ascontiguousarray(coo.data, dtype=np.float64)
-        self.dinv = 1.0 / np.asarray(d, dtype=np.float64)
+        self.dinv = 1.0 / self.d
         diag = np.asarray(problem.diagonal(), dtype=np.float64)
         self.wdiag = np.where(diag > 0.0, diag, 1.0)
         self.rho = 1.0 / self.wdiag
-        nc = self.nc
-        tang = np.concatenate([3 * np.arange(nc) + 1, 3 * np.arange(nc) + 2])
-        tang = np.sort(tang)
-        normal_of = 3 * (tang // 3)
+        # tangent rows in order 3 i + 1 + k: the (2 i + k)-th, as aoff is stored
+        tang = np.sort(np.concatenate([3 * np.arange(nc) + 1, 3 * np.arange(nc) + 2]))
         rows = np.concatenate(
             [np.arange(nv), coo.col, nv + coo.row, nv + np.arange(n), nv + tang]
         ).astype(np.int64)
         cols = np.concatenate(
-            [np.arange(nv), nv + coo.row, coo.col, nv + np.arange(n), nv + normal_of]
+            [np.arange(nv), nv + coo.row, coo.col, nv + np.arange(n), nv + 3 * (tang // 3)]
         ).astype(np.int64)
-        ones = np.arange(1, rows.size + 1, dtype=np.float64)
-        K = sp.coo_matrix((ones, (rows, cols)), shape=(nv + n, nv + n)).tocsc()
+        # each COO entry tagged by its index + 1: where it lands in CSC order gives its slot
+        tags = np.arange(1, rows.size + 1, dtype=np.float64)
+        K = sp.coo_matrix((tags, (rows, cols)), shape=(nv + n, nv + n)).tocsc()
         K.sort_indices()
-        order = np.rint(K.data).astype(np.int64) - 1
         slots = np.empty(rows.size, dtype=np.int64)
-        slots[order] = np.arange(rows.size)
+        slots[np.rint(K.data).astype(np.int64) - 1] = np.arange(rows.size)
         self.slots = slots
         self.K_indptr, self.K_indices = K.indptr.copy(), K.indices.copy()
         self.values = np.zeros(rows.size)
-        # aoff is stored per contact (2 i + k), the COO sliding entries are in row order
-        # of ``tang``: row 3 i + 1 + k is the (2 i + k)-th, the same order
-        self.ct_val = self.c_val  # -C' carries C's entries in the same COO order
 
-    def solve(
-        self, r0: Vec, tol: float, max_iter: int
-    ) -> tuple[Vec, int, float, str]:
-        """Newton's iteration from ``r0``: ``(r, iterations, natural map, reason)``."""
+    def velocity(self, r: Vec, out: Vec) -> None:
+        """``out = W r + q`` through the factor."""
+        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
+
+    def natural(self, r: Vec, u: Vec) -> float:
+        """The project's natural map of the box law at ``(r, u)`` (relative to ``||q||``)."""
+        p = self.problem
+        return float(natural_map(1, 1, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm))
+
+    def pieces(self, r: Vec, u: Vec, phi: Vec, beta: Vec, adiag: Vec, aoff: Vec) -> float:
+        """:func:`box_pieces` of this problem; returns ``0.5 ||Φ||²``."""
+        p = self.problem
+        return float(box_pieces(p.nc, p.mu, p.row_lo, self.rho, r, u, phi, beta, adiag, aoff))
+
+    def matrix(self, beta: Vec, adiag: Vec, aoff: Vec, eps: float) -> sp.csc_matrix:
+        """The augmented matrix of the piece ``(beta, adiag, aoff)`` with the term ``ε``."""
+        fill_values(
+            self.nv, self.nc, self.n, self.dinv, self.c_rows, self.c_val, beta, adiag, aoff,
+            eps * beta * self.wdiag, self.slots, self.values,
+        )  # fmt: skip
+        size = self.nv + self.n
+        return sp.csc_matrix((self.values, self.K_indices, self.K_indptr), shape=(size, size))
+
+    def solve(self, r0: Vec, tol: float, max_iter: int) -> tuple[Vec, int, float, str]:
+        """Newton's iteration from ``r0``: ``(r, iterations, natural map, reason)``.
+
+        ``reason`` is ``"converged"`` (natural map ``<= tol``), ``"cap"`` (``max_iter``
+        iterations) or ``"no descent"`` (no step length decreased the merit, even with
+        ``ε`` at its ceiling); ``r`` is the iterate with the smallest natural map.
+        """
         import scipy.sparse.linalg as spla
 
-        problem = self.problem
         n, nv, nc = self.n, self.nv, self.nc
         r = np.array(r0, dtype=np.float64)
         u = np.empty(n)
         self.velocity(r, u)
-        phi, beta, adiag = np.empty(n), np.empty(n), np.empty(n)
-        aoff = np.empty(2 * nc)
+        phi, beta, adiag, aoff = np.empty(n), np.empty(n), np.empty(n), np.empty(2 * nc)
         phi_t, beta_t, adiag_t, aoff_t = np.empty(n), np.empty(n), np.empty(n), np.empty(2 * nc)
         res = self.natural(r, u)
         best_r, best = r.copy(), res
         it, reason = 0, "cap"
-        theta = self.pieces(nc, problem.mu, problem.row_lo, self.rho, r, u, phi, beta, adiag, aoff)
-        rhs = np.zeros(nv + n)
-        du = np.empty(n)
-        eps = self.eps_start
+        theta = self.pieces(r, u, phi, beta, adiag, aoff)
         history = [theta]
+        rhs = np.zeros(nv + n)
+        eps = self.eps_start
+        r_t, t = r, 1.0
         while it < max_iter:
             if res <= tol:
                 reason = "converged"
@@ -318,34 +280,23 @@ class BoxNewton:
             it += 1
             accepted = False
             while not accepted and eps <= self.eps_cap:
-                fill_values(
-                    nv, nc, n, self.dinv, self.ct_val, self.c_rows, self.c_val, beta, adiag,
-                    aoff, eps * beta * self.wdiag, self.slots, self.values,
-                )  # fmt: skip
-                K = sp.csc_matrix(
-                    (self.values, self.K_indices, self.K_indptr), shape=(nv + n, nv + n)
-                )
                 try:
-                    lu = spla.splu(K, permc_spec="COLAMD")
-                except RuntimeError:  # exactly singular: more regularisation
+                    lu = spla.splu(self.matrix(beta, adiag, aoff, eps), permc_spec="COLAMD")
+                except RuntimeError:  # exactly singular: a larger proximal term
                     eps *= 10.0
                     continue
                 rhs[nv:] = -phi
                 sol = lu.solve(rhs)
-                dv, dr = sol[:nv], sol[nv:]
                 if not np.all(np.isfinite(sol)):
                     eps *= 10.0
                     continue
-                du[:] = self.C @ dv
-                t = 1.0
+                dr = sol[nv:]
+                du = self.C @ sol[:nv]
                 ref = max(history[-self.nonmonotone :])
+                t = 1.0
                 while t >= self.shortest:
                     r_t = r + t * dr
-                    u_t = u + t * du
-                    th = self.pieces(
-                        nc, problem.mu, problem.row_lo, self.rho, r_t, u_t, phi_t, beta_t,
-                        adiag_t, aoff_t,
-                    )  # fmt: skip
+                    th = self.pieces(r_t, u + t * du, phi_t, beta_t, adiag_t, aoff_t)
                     if th <= ref - 2.0 * self.armijo * t * theta:
                         accepted = True
                         break
@@ -355,16 +306,16 @@ class BoxNewton:
             if not accepted:
                 reason = "no descent"
                 break
-            eps = max(eps * self.eps_down, self.eps_min) if t == 1.0 else min(eps * 10.0, self.eps_cap)
-            r = r_t
-            self.velocity(r, u)  # u + t du up to rounding: the exact one for the test
-            theta = self.pieces(
-                nc, problem.mu, problem.row_lo, self.rho, r, u, phi, beta, adiag, aoff
+            eps = (
+                max(eps * self.eps_down, self.eps_min)
+                if t == 1.0
+                else min(10.0 * eps, self.eps_cap)
             )
+            r = r_t
+            self.velocity(r, u)  # exact, not u + t du, for the next piece and the test
+            theta = self.pieces(r, u, phi, beta, adiag, aoff)
             history.append(theta)
             res = self.natural(r, u)
-            if self.trace:
-                print(it, f"theta {theta:.3e} t {t:.4g} eps {eps:.1e} res {res:.3e}")
             if res < best:
                 best_r, best = r.copy(), res
         if best < res:

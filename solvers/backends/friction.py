@@ -349,6 +349,9 @@ class IPMBackend(FrictionBackend):
     #: Box law: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`) that may
     #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
     newton_iterations = 300
+    #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
+    #: not halved over this many rounds.
+    stall_rounds = 20
     #: Sweeps between two Newton runs when no step length decreases Newton's merit.
     restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
@@ -422,9 +425,12 @@ class IPMBackend(FrictionBackend):
             r, total, res, reason = ipm_ccp(form, problem.q, opts.tol, cap, residual)
             rounds = 1
         else:
+            # with a Newton finish ahead, the box law's fixed point stops once it stalls
+            stall = self.stall_rounds if problem.cone == "box" and newton_cap else 0
             r, total, res, reason, rounds = self._rounds(
-                form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory
-            )
+                form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
+                stall,
+            )  # fmt: skip
         sweeps = 0
         if res > opts.tol and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
@@ -438,25 +444,14 @@ class IPMBackend(FrictionBackend):
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
         newton_its = 0
-        if res > opts.tol and law == 1 and kind == 1 and problem.cone == "box" and newton_cap:
-            # the fixed point and the sweeps stopped short (a contact sliding in a corner of the box makes
-            # its Jacobian about 1): semismooth Newton on the box law's min-function
+        if res > opts.tol and law == 1 and problem.cone == "box" and newton_cap:
+            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
+            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
+            # law's min-function, from the sweeps' impulses
             from solvers.backends.fc_kernels import nsgs
             from solvers.backends.fc_newton import BoxNewton
 
-            def into(r_in: np.ndarray, out: np.ndarray) -> None:
-                velocity(np.ascontiguousarray(r_in), problem.q)
-                out[:] = u
-
-            def natural(r_in: np.ndarray, u_in: np.ndarray) -> float:
-                return float(
-                    natural_map(
-                        law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc,
-                        np.ascontiguousarray(r_in), u_in, qnorm,
-                    )
-                )  # fmt: skip
-
-            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64), into, natural)
+            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64))
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
             while newton_its < newton_cap:
@@ -481,7 +476,7 @@ class IPMBackend(FrictionBackend):
             + (f" in {rounds} fixed-point rounds" if law == 1 else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
-        capped = reason == "cap" or total >= cap or newton_its >= newton_cap > 0
+        capped = reason in ("cap", "stalled") or total >= cap or newton_its >= newton_cap > 0
         if capped and res > opts.tol:
             reason = "iteration cap"
         status = _status(res, opts.tol, capped)
@@ -489,14 +484,29 @@ class IPMBackend(FrictionBackend):
         return RawSolution(r, None, status, msg, iterations, t1 - t0, t2 - t1)
 
     def _rounds(  # type: ignore[no-untyped-def]
-        self, form, problem, C, tol, cap, residual, velocity, u, qnorm, kind, accel, memory
+        self,
+        form,
+        problem,
+        C,
+        tol,
+        cap,
+        residual,
+        velocity,
+        u,
+        qnorm,
+        kind,
+        accel,
+        memory,
+        stall=0,
     ) -> tuple[np.ndarray, int, float, str, int]:
         """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
 
         Round ``k`` solves the CCP with ``q_n + x_k`` (:func:`ipm_ccp`, warm from the
         previous round's interior point) and evaluates ``f_k = h(u_t) - x_k``; the next
         shift by ``accel`` (class docstring).  Returns ``(r, iterations, natural map,
-        reason, rounds)``, the best round's ``r`` if the last one is worse.
+        reason, rounds)``, the best round's ``r`` if the last one is worse.  With ``stall > 0``
+        it stops (reason ``"stalled"``) once the smallest natural map has not halved over the
+        last ``stall`` rounds.
         """
         import scipy.sparse.linalg as spla
 
@@ -526,6 +536,7 @@ class IPMBackend(FrictionBackend):
         best: tuple | None = None  # (res, x, f, interior point, Newton step, r)
         fails = 0
         mode = accel
+        lowest: list[float] = []  # the smallest natural map after each round
         while total < cap:
             rounds += 1
             qs[nrm] = q_n + x
@@ -537,6 +548,13 @@ class IPMBackend(FrictionBackend):
             total += it
             res, _ = residual(r)
             if res <= tol or not np.isfinite(res):
+                break
+            if not lowest or res < lowest[-1]:
+                kept = (r, res)
+            lowest.append(min(res, lowest[-1]) if lowest else res)
+            if stall and len(lowest) > stall and lowest[-1] > 0.5 * lowest[-1 - stall]:
+                reason = "stalled"
+                r, res = kept  # the best round's impulses for the finish
                 break
             f = shift_of_u() - x
             if mode == "newton" and (best is None or res <= best[0]):
