@@ -443,7 +443,7 @@ class IPMBackend(FrictionBackend):
             sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
-        newton_its = 0
+        newton_its, rerun = 0, False
         if res > opts.tol and law == 1 and problem.cone == "box" and newton_cap:
             # the fixed point and the sweeps stopped short (a contact sliding in a corner of
             # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
@@ -468,12 +468,26 @@ class IPMBackend(FrictionBackend):
                 if res <= opts.tol:
                     break
             reason = "converged" if res <= opts.tol else reason
+            if res > opts.tol and reason == "stalled" and total < cap:
+                # Newton did not finish either: the fixed point without the stall test, the rest
+                # of the budget (from the start; slow on such steps, but it contracts)
+                kept_r, kept_res = r, res
+                rerun = True
+                r, more, res, reason, more_rounds = self._rounds(
+                    form, problem, C, opts.tol, cap - total, residual, velocity, u, qnorm,
+                    kind, accel, memory,
+                )  # fmt: skip
+                total += more
+                rounds += more_rounds
+                if res > kept_res:
+                    r, res = kept_r, kept_res
         t2 = time.perf_counter()
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
             + (f", {newton_its} semismooth Newton iterations" if newton_its else "")
             + (f" and {sweeps} nsgs sweeps" if sweeps else "")
             + (f" in {rounds} fixed-point rounds" if law == 1 else "")
+            + (" (the fixed point rerun after Newton's finish)" if rerun else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
         capped = reason in ("cap", "stalled") or total >= cap or newton_its >= newton_cap > 0
