@@ -44,6 +44,9 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   ``"none"``) and ``memory`` (Anderson's).  ``max_iter`` counts
   interior-point iterations (default 100, 500 for the Coulomb law); a run stalled
   short of ``tol`` near the cones' boundary is finished by at most 200 ``nsgs`` sweeps.
+  The box law (``cone="box"``): the fixed point stops once it stalls, and semismooth
+  Newton on the law's min-function finishes (:mod:`solvers.backends.fc_newton`; setting
+  ``newton``, its iteration cap, default 300, 0 for none).
 
 All of them need the diagonal of ``W`` positive on contact normal rows; a
 contact whose 3x3 block is singular is still handled by the local solvers'
@@ -303,6 +306,16 @@ class IPMBackend(FrictionBackend):
       steps stall at 5e-6 where Anderson's converge in 15 rounds.
     - ``"none"``: the relaxed plain iteration ``x + θ f`` (``θ`` halved while the natural
       map rises), the method before the two above.
+
+    Box law: Newton's finish.  Some steps of the box piles' transients stall every one of
+    these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point stops once its
+    smallest natural map has not halved over ``stall_rounds`` rounds, the ``nsgs`` sweeps
+    run, and semismooth Newton on the box law's min-function
+    (:class:`~solvers.backends.fc_newton.BoxNewton`, at most ``newton`` iterations,
+    ``restart_sweeps`` sweeps whenever no step decreases its merit) finishes from the
+    sweeps' impulses.  If it misses the tolerance, the fixed point runs again without the
+    stall test on the rest of the budget (from the start; the message says so).  The
+    iterations reported are the interior point's plus Newton's plus the sweeps.
     """
 
     name = "ipm"
