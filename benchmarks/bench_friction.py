@@ -62,6 +62,7 @@ import pandas as pd
 
 from benchmarks.bench_contact import landed_pile
 from contactlab.collision import collide
+from contactlab.contact import identity
 from contactlab.metrics import USABLE_STATUSES
 from contactlab.models.staggered import PRODUCED
 from contactlab.scene import State
@@ -154,8 +155,13 @@ def measure(
         contacts = collide(scene, E)
         t1 = time.thread_time()
         problem = sim.formulation.assemble(state, h, contacts)
+        # the contacts' stable ids, as Simulator.step assigns them (the warm starts are
+        # carried per persistent contact by these ids)
+        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+        problem.contact_ids, problem.contact_origin = track.ids, track.origin
         t2 = time.thread_time()
         cache = dict(state.cache)
+        cache[identity.CACHE_KEY] = track
         solution = sim.model.solve(problem, cache)
         t3 = time.thread_time()
         wall = time.perf_counter() - w0
