@@ -610,16 +610,14 @@ def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.
     return V[:, keep] * np.sqrt(lam[keep]), np.ones(int(keep.sum()))
 
 
-#: The last sparse normal matrix's pattern and solver, keyed by its contact graph: a pile at
-#: rest poses the same graph step after step, whose ordering and symbolic analysis (about
-#: 40 ms of 60 for the first factorisation at 1000 boxes) are then done once.
+#: The last sparse normal matrix's pattern and its LDL' solver: a pile at rest poses the
+#: same pattern (the same bodies in contact) step after step, whose ordering and symbolic
+#: analysis (about 20 of the 30 ms of a first factorisation at 1000 boxes) are then done once.
 _SYMBOLIC: dict[str, Any] = {}
 
 
-def _same_key(a: tuple, b: tuple) -> bool:  # type: ignore[type-arg]
-    return a[0] == b[0] and all(
-        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a[1:], b[1:], strict=True)
-    )
+def _same_pattern(a: tuple[IVec, IVec], b: tuple[IVec, IVec]) -> bool:
+    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 class Normal:
@@ -644,16 +642,14 @@ class Normal:
         Gb.sort_indices()
         delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
         gbp, gbi = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64)
-        key = (nv, self.cptr, cols, gbp, gbi)
+        colptr, row, self.slot, self.extra_slot = normal_pattern(self.cptr, cols, nv, gbp, gbi)
+        # the pattern of the previous problem (the same bodies in contact, whatever the
+        # contacts' order): its solver's ordering and symbolic analysis are reused
         last = _SYMBOLIC.get("last")
-        if last is not None and _same_key(last[0], key):
-            # the contact graph of the previous problem: its pattern and its solver's
-            # ordering and symbolic analysis are reused (only the values are new)
-            _, (colptr, row, self.slot, self.extra_slot), solver = last
-        else:
-            colptr, row, self.slot, self.extra_slot = normal_pattern(self.cptr, cols, nv, gbp, gbi)
-            solver = None
-        self.key = key
+        solver = None
+        if last is not None and _same_pattern(last[0], (colptr, row)):
+            colptr, row, solver = last[0][0], last[0][1], last[1]
+        self.key = (colptr, row)
         self.extra_vals = np.concatenate([Gb.data, np.full(mb, -delta)])
         self.values = np.zeros(row.size)
         self.K = sp.csc_matrix((self.values, row, colptr), shape=(size, size))
@@ -661,7 +657,6 @@ class Normal:
         self.size = size
         self.dense = size <= 64
         self.solver: Any = solver
-        self._pattern = (colptr, row, self.slot, self.extra_slot)
 
     def factor(self, theta: Vec) -> None:
         fill_normal(
@@ -682,7 +677,7 @@ class Normal:
 
         if self.solver is None:
             self.solver = qdldl.Solver(self.K, upper=True)
-            _SYMBOLIC["last"] = (self.key, self._pattern, self.solver)
+            _SYMBOLIC["last"] = (self.key, self.solver)
         else:
             self.solver.update(self.K, upper=True)
 

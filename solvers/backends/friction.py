@@ -230,7 +230,7 @@ class IPMBackend(FrictionBackend):
     supports_warm_start = True
     #: A warm start's impulses become an interior point pushed this fraction of the free
     #: velocity's scale inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`).
-    warm_push = 1e-3
+    warm_push = 3.0
     # an interior iterate spreads its error over every contact: at the natural map 1e-6 the
     # body velocities of a three-cube step differ from the reference by 2.8e-5 m/s, at 1e-8
     # they agree to 1e-5 like the other backends' at 1e-6

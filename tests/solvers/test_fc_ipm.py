@@ -186,3 +186,115 @@ def test_exact_cone_lift_selects_rows_like_the_sparse_products() -> None:
     wh, wb = VelocityForm(fc, C, d).lift(q)
     np.testing.assert_array_equal(wh, wh0)
     np.testing.assert_array_equal(wb, E @ q)
+
+
+@pytest.fixture(scope="module")
+def resting_pile_steps() -> dict[str, list]:
+    """Per cone, ``(problem, warm start)`` of three steps of a 30-box pile stacked at rest.
+
+    ``anitescu-hart`` by ``ipm`` (288 contacts, four on every face); the warm start is
+    what the model passes: the previous step's impulses per persistent contact.
+    """
+    from contactlab.models.base import SolvingModel
+
+    scene = get_scenario("box-pile").build(n=30, layout="stacked")
+    out: dict[str, list] = {}
+    original = SolvingModel.run
+    for cone, options in (("soc", {"cone": "soc"}), ("pyramid", {"directions": 4})):
+        posed: list = []
+
+        def recording(self: SolvingModel, problem, warm=None, posed=posed):  # type: ignore[no-untyped-def]
+            posed.append((problem, warm))
+            return original(self, problem, warm)
+
+        sim = Simulator(scene, "maximal", "anitescu-hart", "ipm", dt=0.005,
+                        model_options={**options, "solver_tol": 1e-6})  # fmt: skip
+        state = sim.initial_state()
+        SolvingModel.run = recording  # type: ignore[method-assign]
+        try:
+            for i in range(3):
+                state, _ = sim.step(state, i)
+        finally:
+            SolvingModel.run = original  # type: ignore[method-assign]
+        out[cone] = posed
+    return out
+
+
+def test_ipm_warm_start_on_a_pile_at_rest(resting_pile_steps: dict) -> None:
+    """Re-solved from the previous step's impulses, a step of the pile at rest takes a
+    handful of interior-point iterations: exact cone at 1e-6 none (the impulses already
+    meet it; cold: 6, measured), at 1e-7 2 (cold 6); pyramid at 1e-6 2 (cold 6).
+
+    The velocities of the CCP are unique (redundant contacts leave the impulses free):
+    warm and cold solutions, each within natural map 1e-7 of ``||q||`` = 0.39 m/s, agree
+    to 4e-8 m/s (measured 1.6e-9).
+    """
+    for cone, tol in (("soc", 1e-6), ("soc", 1e-7), ("pyramid", 1e-6)):
+        problem, warm = resting_pile_steps[cone][-1]
+        assert warm is not None and problem.nc == 288
+        hot = solve(problem, "ipm", tol=tol, warm_start=warm)
+        cold = solve(problem, "ipm", tol=tol)
+        assert hot.status == "optimal" and cold.status == "optimal", hot.message
+        assert hot.iterations <= 3 < 5 <= cold.iterations, (cone, tol, hot.message)
+        if tol == 1e-7:
+            np.testing.assert_allclose(hot.w, cold.w, atol=4e-8)
+
+
+def test_ipm_interior_point_of_impulses_is_feasible(resting_pile_steps: dict) -> None:
+    """:meth:`VelocityForm.impulse_point` with no push: ``v = D C'r``, ``s = Ĉv + ŵ`` (primal
+    feasible; a block outside its cone moved onto it along ``e``), and the multipliers
+    reproduce the impulses,
+    ``T z + E'y = r``, and the dual equation ``D^-1 v = Ĉ'z + Gb'y`` (exact cone:
+    ``z = diag(1, mu, mu)^-1 r``; pyramid: the least-norm generator multipliers, all
+    positive for impulses well inside the cone).  Rounding only: 1e-12 relative."""
+    import scipy.sparse as sp
+
+    from solvers.backends.fc_ipm import VelocityForm
+
+    for cone in ("soc", "pyramid"):
+        problem, _ = resting_pile_steps[cone][-1]
+        C, d = problem.factor
+        C = sp.csr_matrix(C)
+        form = VelocityForm(problem, C, d)
+        r = np.zeros(problem.n)
+        rng = np.random.default_rng(4)
+        r[0 : 3 * problem.nc : 3] = rng.uniform(0.5, 1.0, problem.nc)
+        for k in (1, 2):  # tangential within a tenth of the friction bound
+            r[k : 3 * problem.nc : 3] = 0.1 * problem.mu * r[0::3] * rng.uniform(-1, 1, problem.nc)
+        v, s, z, y = form.impulse_point(r, problem.q, 0.0)
+        scale = np.abs(r).max()
+        back = form.Tt @ z + (form.Et @ y if y.size else 0.0)
+        assert np.abs(back - r).max() <= 1e-12 * scale, cone
+        np.testing.assert_allclose(v, d * (C.T @ r), rtol=0, atol=1e-12 * np.abs(v).max())
+        # s: Ĉv + ŵ, each block moved along e onto its cone's boundary if outside it
+        wh, _ = form.lift(problem.q)
+        x = form.Ch @ v + wh
+        start, size = form.bptr[:-1], np.diff(form.bptr)
+        tail = np.zeros(start.size)
+        for k in (1, 2):
+            on = size > k
+            tail[on] += x[start[on] + k] ** 2
+        expected = x.copy()
+        expected[start] += np.maximum(0.0, np.sqrt(tail) - x[start])
+        assert np.abs(s - expected).max() <= 1e-12 * np.abs(x).max(), cone
+        dual = v / d - form.Ch.T @ z - (form.Gb.T @ y if y.size else 0.0)
+        assert np.abs(dual).max() <= 1e-12 * np.abs(v / d).max(), cone
+
+
+def test_ipm_reuses_the_symbolic_analysis_of_an_unchanged_contact_graph(
+    resting_pile_steps: dict,
+) -> None:
+    """Two steps of the resting pile have one contact graph: the second solve reuses the
+    first's pattern and LDL' ordering, and its solution equals a solve from scratch
+    (the same arithmetic: exactly)."""
+    from solvers.backends import fc_ipm
+
+    (p1, _), (p2, _) = resting_pile_steps["soc"][1:3]
+    fc_ipm._SYMBOLIC.clear()
+    fresh = solve(p2, "ipm", tol=1e-7)
+    solve(p1, "ipm", tol=1e-7)
+    solver = fc_ipm._SYMBOLIC["last"][1]
+    reused = solve(p2, "ipm", tol=1e-7)
+    assert fc_ipm._SYMBOLIC["last"][1] is solver  # the same graph: no new analysis
+    assert reused.iterations == fresh.iterations
+    np.testing.assert_array_equal(reused.x, fresh.x)
