@@ -138,6 +138,8 @@ def _frictional_backends() -> None:
     for name in ("nsgs", "ipm"):
         try:
             solvers.solve(factored, name)
+            # a warm start away from the solution (ipm: its interior point of impulses)
+            solvers.solve(factored, name, warm_start=np.zeros(6))
         except solvers.SolverNotFound:
             continue
 
