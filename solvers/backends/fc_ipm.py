@@ -764,7 +764,7 @@ class VelocityForm:
             rc = r[: 3 * nc].reshape(nc, 3).copy()
             mu = problem.mu[:, None]
             rc[:, 1:] = np.divide(rc[:, 1:], mu, out=np.zeros((nc, 2)), where=mu != 0.0)
-            beta = rc @ np.linalg.pinv(G).T
+            beta = np.einsum("ca,ja->cj", rc, np.linalg.pinv(G))
             z = np.concatenate([beta.ravel(), r[uni]])
         scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
         wdiag = max(self.wdiag, 1e-300)

@@ -48,6 +48,7 @@ closed forms only if its normal entry is positive.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, ClassVar
 
@@ -274,7 +275,8 @@ class IPMBackend(FrictionBackend):
             Cd, d = eig_factor(problem.W.toarray())
             C = sp.csr_matrix(Cd)
         form = VelocityForm(problem, C, d)
-        qnorm = float(np.linalg.norm(problem.q))
+        # no BLAS call on a long vector: on a loaded machine its thread start-up cost ms
+        qnorm = math.sqrt(float(np.einsum("i,i->", problem.q, problem.q)))
         u = np.empty(problem.n)
         if problem.factor is not None:
             # u = W r + q through the factor (W itself is never formed on this path)
