@@ -7,7 +7,10 @@ the sizes in ``--stacked`` (default n = 1000), built at rest at exact contact
 (``box-pile`` with ``layout="stacked"``: four staggered square layers, every
 cube on four below; landing 1000 dropped cubes took over an hour).  From the
 start state each pair takes ``warmup`` untimed steps (its own warm start) and
-``steps`` timed steps; reported per pair (medians over the timed steps unless
+``steps`` timed steps, each as :meth:`Simulator.step` takes it (the contacts get
+their stable ids, by which the warm starts carry over per persistent contact;
+until 28 November 2026 the benchmark skipped that, and the warm starts were
+matched by collision index); reported per pair (medians over the timed steps unless
 said): the step and its parts (collision, assembly, model solve) in thread CPU
 time [ms], the share of the step spent inside the compiled solver kernel (the
 backend's own solve time), the iterations, the number of timed steps that did

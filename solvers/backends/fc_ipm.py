@@ -32,6 +32,27 @@ The iteration count does not grow with the conditioning of ``W`` (redundant
 contacts make ``W`` singular; ``K`` stays definite).  Stopping test: the
 natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
 ``r`` and ``u = W r + q`` (the same test as the other backends).
+
+Warm start (:meth:`VelocityForm.impulse_point`): impulses ``r`` (the previous
+step's, carried per persistent contact by the models) give the point
+``v = D C' r``, ``s = Ĉ v + ŵ`` (primal feasible), ``z`` with ``T z = r`` (exact
+cone ``z = S^{-1} r``; polyhedral cone the least-norm generator multipliers)
+and ``y`` the bilateral rows' impulses (dual feasible: ``D^{-1} v = Ĉ'z + Gb'y``),
+each block of ``s`` and ``z`` then pushed inside its cone by ``push`` times the
+free velocity's scale (``z`` over the mean diagonal of ``W``).  The backend
+returns impulses that already meet the tolerance as they are (no iteration)
+and otherwise starts from their point pushed by 3 times their natural map.  On
+the 1000-box pile stacked at rest (12,112 contacts) a step then takes 0-2
+iterations instead of 6; on landed 100- and 200-box piles, which still move,
+11-18 instead of 18-23.  Centering the start (``s ∘ z = μ e`` per block) or
+mixing it with the cold start was tried and took more iterations.
+
+The pattern of ``K`` depends only on which bodies touch (not on the contacts'
+order); the last pattern and its ``qdldl`` solver (AMD ordering and symbolic
+analysis) are kept (``_SYMBOLIC``, one entry) and refactored for the next
+problem with the same pattern: a pile at rest pays the analysis once.  No
+scalar product on long vectors goes through BLAS (its thread start-up cost
+milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.
 """
 
 from __future__ import annotations
@@ -781,7 +802,14 @@ class VelocityForm:
 
 
 def ipm_ccp(
-    form: VelocityForm, q: Vec, tol: float, max_iter: int, residual, start=None, point=None
+    form: VelocityForm,
+    q: Vec,
+    tol: float,
+    max_iter: int,
+    residual,
+    start=None,
+    point=None,
+    far: float | None = None,
 ) -> tuple[Vec, int, float, str]:  # type: ignore[no-untyped-def]
     """Mehrotra predictor-corrector on the CCP (module docstring).
 
@@ -789,7 +817,11 @@ def ipm_ccp(
     by and the velocity ``u = W r + q``; returns ``(r, iterations, residual,
     reason)``.  ``start``: a neighbouring problem's iterate and how far to push
     it inside; ``point``: an interior point ``(v, s, z, y)`` started from as it is
-    (:meth:`VelocityForm.impulse_point`).
+    (:meth:`VelocityForm.impulse_point`).  ``far``: while the last residual checked
+    exceeds ``far * tol``, only every other iterate is checked (on pile steps the
+    residual falls by at most a factor 7 per iteration: with ``far = 30`` the iteration
+    counts of 100- and 200-box steps are unchanged and a 200-box step takes 8 % less
+    time; a run that stops for another reason returns its best checked iterate).
     """
     problem = form.problem
     Ch, bptr, Tt, normal = form.Ch, form.bptr, form.Tt, form.normal
@@ -832,6 +864,7 @@ def ipm_ccp(
     r = np.zeros(problem.n)
     res, reason = np.inf, "cap"
     best, best_r = np.inf, r.copy()
+    checked = False
     it = 0
     sigma = 0.0
     while True:
@@ -839,15 +872,19 @@ def ipm_ccp(
         if mb:
             csr_mul(ep, ei, ed, y, rb_part)
             r += rb_part
-        res, u = residual(r)
-        if res < best:
-            best, best_r = res, r.copy()
-        if res <= tol:
-            reason = "converged"
-            break
-        if not math.isfinite(res):
-            reason = "not finite"
-            break
+        if far is not None and checked and res > far * tol and it < max_iter:
+            checked = False  # the last check was far from tol: this iterate is not checked
+        else:
+            checked = True
+            res, u = residual(r)
+            if res < best:
+                best, best_r = res, r.copy()
+            if res <= tol:
+                reason = "converged"
+                break
+            if not math.isfinite(res):
+                reason = "not finite"
+                break
         if it >= max_iter:
             break
         it += 1

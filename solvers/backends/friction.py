@@ -33,7 +33,11 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   iteration (``qdldl``), 17--23 iterations on 10- to 200-box pile steps where the
   first-order methods take thousands.  Needs ``FrictionalContact.factor`` (the models
   pass it in maximal coordinates) or a ``W`` of at most 600 rows; bilateral rows in a
-  quasi-definite border of the normal matrix; no warm start from impulses.  The Coulomb
+  quasi-definite border of the normal matrix.  Warm start (the CCP; the Coulomb fixed
+  point starts from zero impulses): impulses that meet the tolerance are returned as they
+  are, others become an interior point pushed 3x their natural map inside the cones
+  (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2 iterations per step on
+  the 1000-box pile at rest, cold 6).  The Coulomb
   law through De Saxcé's fixed point of CCPs (each round solved to 0.3 of the current
   Coulomb residual, starting from the previous round's iterate pushed into the interior:
   on a 200-box step 28 rounds, 447 iterations from fresh starts, 150-170 this way; the
@@ -232,6 +236,9 @@ class IPMBackend(FrictionBackend):
     #: A warm start's impulses become an interior point pushed this fraction of the free
     #: velocity's scale inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`).
     warm_push = 3.0
+    #: The CCP's natural map is checked every other iteration while above this multiple of
+    #: the tolerance (``ipm_ccp(far=...)``).
+    check_far = 30.0
     # an interior iterate spreads its error over every contact: at the natural map 1e-6 the
     # body velocities of a three-cube step differ from the reference by 2.8e-5 m/s, at 1e-8
     # they agree to 1e-5 like the other backends' at 1e-6
@@ -313,7 +320,7 @@ class IPMBackend(FrictionBackend):
                     point = form.impulse_point(r, problem.q, push)
             if opts.x0 is None or point is not None:
                 r, total, res, reason = ipm_ccp(
-                    form, problem.q, opts.tol, cap, residual, point=point
+                    form, problem.q, opts.tol, cap, residual, point=point, far=self.check_far
                 )
         else:
             # De Saxcé's fixed point: a sequence of CCPs with the shift h(u_t) frozen in q,
