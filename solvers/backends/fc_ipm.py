@@ -415,9 +415,13 @@ def fill_normal(
     pos = nv
     ng = gptr.shape[0] - 1
     size = 0
+    tri = 0
     for g in range(ng):
-        size = max(size, (gptr[g + 1] - gptr[g]) * (cptr[g + 1] - cptr[g]))
+        m = cptr[g + 1] - cptr[g]
+        size = max(size, (gptr[g + 1] - gptr[g]) * m)
+        tri = max(tri, m * (m + 1) // 2)
     tj = np.empty(size)  # Θ_g J_g, row-major d x m
+    buf = np.empty(tri)  # the group's upper triangle J_g'Θ_g J_g, column pairs (q, p <= q)
     for g in range(ng):
         d = gptr[g + 1] - gptr[g]
         m = cptr[g + 1] - cptr[g]
@@ -425,24 +429,31 @@ def fill_normal(
         if gsoc[g]:
             b9 = 9 * rowblk[gptr[g]]
             for a in range(3):
+                t0, t1, t2 = theta[b9 + 3 * a], theta[b9 + 3 * a + 1], theta[b9 + 3 * a + 2]
                 for q in range(m):
                     tj[a * m + q] = (
-                        theta[b9 + 3 * a] * jval[base + q]
-                        + theta[b9 + 3 * a + 1] * jval[base + m + q]
-                        + theta[b9 + 3 * a + 2] * jval[base + 2 * m + q]
+                        t0 * jval[base + q] + t1 * jval[base + m + q] + t2 * jval[base + 2 * m + q]
                     )
         else:
             for a in range(d):
                 ta = theta[9 * rowblk[gptr[g] + a]]
                 for q in range(m):
                     tj[a * m + q] = ta * jval[base + a * m + q]
-        for q in range(m):
-            for p in range(q + 1):
-                acc = 0.0
-                for a in range(d):
-                    acc += jval[base + a * m + p] * tj[a * m + q]
-                out[slot[pos]] += acc
-                pos += 1
+        nn = m * (m + 1) // 2
+        for i in range(nn):
+            buf[i] = 0.0
+        # row by row, the innermost loop runs along contiguous columns (vectorised)
+        for a in range(d):
+            ja = base + a * m
+            k = 0
+            for q in range(m):
+                t = tj[a * m + q]
+                for p in range(q + 1):
+                    buf[k + p] += jval[ja + p] * t
+                k += q + 1
+        for i in range(nn):
+            out[slot[pos + i]] += buf[i]
+        pos += nn
 
 
 @njit(cache=True)
