@@ -722,14 +722,34 @@ class Normal:
 
 
 class VelocityForm:
-    """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``."""
+    """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``.
+
+    Built at the first use of any of its arrays (:meth:`_build`): a warm start that
+    already meets the tolerance needs none of them.
+    """
+
+    _LAZY = frozenset(
+        {"Ch", "Gb", "Tt", "Et", "bptr", "groups", "sel", "T", "E", "cfac", "d", "wdiag"}
+    )
 
     def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
-        import scipy.sparse as sp
-
         self.problem = problem
         #: the last interior point (v, s, z, y), the start of the next Coulomb round
         self.last: tuple[Vec, Vec, Vec, Vec] | None = None
+        self._C, self._dinv = C, dinv
+        self._normal: Normal | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for attributes not set yet: the arrays of _build
+        if name in VelocityForm._LAZY and "_dinv" in self.__dict__ and "Ch" not in self.__dict__:
+            self._build()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _build(self) -> None:
+        import scipy.sparse as sp
+
+        problem, C, dinv = self.problem, self._C, self._dinv
         self.sel: tuple[IVec, Vec, IVec] | None = None
         if problem.cone == "soc":
             # Ĉ and the bilateral rows are rows of C (scaled): selected, no sparse products
@@ -745,8 +765,6 @@ class VelocityForm:
             self.E = E  # selects the bilateral rows
             self.Gb = (E @ C).tocsr()
             self.Et = E.T.tocsr()
-        self._dinv = dinv
-        self._normal: Normal | None = None
         C = sp.csr_matrix(C)
         self.cfac = (C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data)
         self.d = np.ascontiguousarray(dinv, dtype=np.float64)
