@@ -233,8 +233,9 @@ class IPMBackend(FrictionBackend):
         "primal-dual interior point, velocity form, sparse LDL' (CCP; Coulomb by a fixed point)"
     )
     supports_warm_start = True
-    #: A warm start's impulses become an interior point pushed this fraction of the free
-    #: velocity's scale inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`).
+    #: A warm start's impulses that miss the tolerance become an interior point pushed
+    #: inside the cones by this multiple of their natural map (times the free velocity's
+    #: scale; :meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`).
     warm_push = 3.0
     #: The CCP's natural map is checked every other iteration while above this multiple of
     #: the tolerance (``ipm_ccp(far=...)``).
