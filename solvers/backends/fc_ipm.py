@@ -58,11 +58,12 @@ milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from solvers.backends.block_cholesky import BlockCholesky
 from solvers.jit import njit
 
 Vec = NDArray[np.float64]
@@ -653,7 +654,15 @@ def _same_pattern(a: tuple[IVec, IVec], b: tuple[IVec, IVec]) -> bool:
 
 
 class Normal:
-    """The normal matrix ``K = D^{-1} + Ĉ'ΘĈ``: pattern once, values per iteration, LDL'."""
+    """The normal matrix ``K = D^{-1} + Ĉ'ΘĈ``: pattern once, values per iteration, LDL'.
+
+    Factored by :class:`~solvers.backends.block_cholesky.BlockCholesky` (6x6 blocks:
+    the bodies of maximal coordinates) when there is no bilateral border and the
+    unknowns come six by six, else by ``qdldl``; dense LU up to 64 unknowns.
+    """
+
+    #: Whether the block Cholesky may be used (``False``: always ``qdldl``).
+    blocked: ClassVar[bool] = True
 
     def __init__(self, Ch, dinv: Vec, bptr: IVec, groups, Gb) -> None:  # type: ignore[no-untyped-def]
         import scipy.sparse as sp
@@ -675,11 +684,17 @@ class Normal:
         delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
         gbp, gbi = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64)
         colptr, row, self.slot, self.extra_slot = normal_pattern(self.cptr, cols, nv, gbp, gbi)
+        # no border, six unknowns per body: the block Cholesky, else qdldl's scalar LDL'
+        self.by_blocks = Normal.blocked and mb == 0 and nv % 6 == 0
         # the pattern of the previous problem (the same bodies in contact, whatever the
         # contacts' order): its solver's ordering and symbolic analysis are reused
         last = _SYMBOLIC.get("last")
         solver = None
-        if last is not None and _same_pattern(last[0], (colptr, row)):
+        if (
+            last is not None
+            and _same_pattern(last[0], (colptr, row))
+            and isinstance(last[1], BlockCholesky) == self.by_blocks
+        ):
             colptr, row, solver = last[0][0], last[0][1], last[1]
         self.key = (colptr, row)
         self.extra_vals = np.concatenate([Gb.data, np.full(mb, -delta)])
@@ -704,6 +719,12 @@ class Normal:
             if not np.all(np.isfinite(A)):
                 raise ValueError("normal matrix not finite")
             self.lu = lu_factor(A)
+            return
+        if self.by_blocks:
+            if self.solver is None:
+                self.solver = BlockCholesky(self.K.indptr, self.K.indices, 6)
+                _SYMBOLIC["last"] = (self.key, self.solver)
+            self.solver.factor(self.values)
             return
         import qdldl
 
