@@ -26,8 +26,11 @@ normal matrix
 (``nv x nv``: six unknowns per body, not three per contact; SPD) and two
 solves.  The pattern of ``K`` is computed once per problem (the union of the
 column sets of each cone's rows); its values are filled per iteration by a
-compiled scatter (:func:`fill_normal`) and factored by ``qdldl`` (an LDL'
-with the AMD ordering computed once), ``numpy`` Cholesky for the dense path.
+compiled scatter (:func:`fill_normal`) and factored by the 6x6-block
+Cholesky of :mod:`solvers.backends.block_cholesky` (the bodies' blocks; about
+2.3x faster than ``qdldl``'s scalar LDL' on the 1000-box pile's ``K``, same
+fill), or by ``qdldl`` when bilateral rows border ``K`` or the unknowns do not
+come six by six, with the ordering computed once; a dense LU up to 64 unknowns.
 The iteration count does not grow with the conditioning of ``W`` (redundant
 contacts make ``W`` singular; ``K`` stays definite).  Stopping test: the
 natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
@@ -48,8 +51,8 @@ iterations instead of 6; on landed 100- and 200-box piles, which still move,
 mixing it with the cold start was tried and took more iterations.
 
 The pattern of ``K`` depends only on which bodies touch (not on the contacts'
-order); the last pattern and its ``qdldl`` solver (AMD ordering and symbolic
-analysis) are kept (``_SYMBOLIC``, one entry) and refactored for the next
+order); the last pattern and its factorisation's ordering and symbolic
+analysis are kept (``_SYMBOLIC``, one entry) and refactored for the next
 problem with the same pattern: a pile at rest pays the analysis once.  No
 scalar product on long vectors goes through BLAS (its thread start-up cost
 milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.

@@ -29,8 +29,8 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   ``max_iter`` default 5000.
 
 - ``ipm``: primal-dual interior point on the velocity form (Mehrotra, Nesterov--Todd
-  scaling; :mod:`solvers.backends.fc_ipm`), one sparse LDL' of ``M + Ĉ'ΘĈ`` per
-  iteration (``qdldl``), 17--23 iterations on 10- to 200-box pile steps where the
+  scaling; :mod:`solvers.backends.fc_ipm`), one sparse Cholesky of ``M + Ĉ'ΘĈ`` per
+  iteration (by 6x6 blocks, or ``qdldl``'s LDL' with bilateral rows), 17--23 iterations on 10- to 200-box pile steps where the
   first-order methods take thousands.  Needs ``FrictionalContact.factor`` (the models
   pass it in maximal coordinates) or a ``W`` of at most 600 rows; bilateral rows in a
   quasi-definite border of the normal matrix.  Warm start (the CCP; the Coulomb fixed
