@@ -22,7 +22,13 @@ after the last step the deepest penetration [mm] and the fastest body speed
 Pairs: ``anitescu-hart`` (exact cone and 4-direction pyramid), ``coulomb``
 (exact cone) and ``box-friction`` with every new backend that fits
 (``nsgs``, ``apgd``, ``admm``), beside today's best routes
-(``box-friction`` by ``pgs`` at 1e-6, ``anitescu-hart`` by ``osqp``).
+(``box-friction`` by ``pgs`` at 1e-6, ``anitescu-hart`` by ``osqp``), and
+``staggered-projections`` with the box cone by ``pgs`` at 1e-7, with its
+default coupled start by ``ipm`` and as the alternation alone
+(``coupled=None``); for it the CSV also records the largest natural map of
+the friction at the returned iterate (``max_outer_natural_map``, relative to
+the impulse scale of its stopping test) and the timed steps whose coupled
+start failed (``coupled_fallbacks``).
 Iterative backends are asked for the natural-map tolerance 1e-6.
 
 Peers, on the same landed poses: MuJoCo (``pip install contactlab[peers]``;
@@ -41,7 +47,10 @@ targets of the reading (end of the Markdown) are evaluated from the table by
 Run: ``python -m benchmarks.bench_friction`` (writes
 ``results/benchmarks/friction.{csv,md}``; ``--sizes``, ``--pairs``,
 ``--steps``, ``--warmup``, ``--settle``, ``--stacked`` change the set-up;
-``--quick`` runs n = 10 and 100 with 1 + 3 steps; ``--merge`` joins earlier
+``--quick`` runs n = 10 and 100 with 1 + 3 steps; the pairs of ``ON_REQUEST``
+(``coulomb / ipm (plain fixed point)``, ``box-friction / ipm (plain fixed point)``:
+``ipm``'s Coulomb fixed point by the relaxed plain iteration, ``acceleration="none"``)
+run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
 """
@@ -67,7 +76,7 @@ from benchmarks.bench_contact import landed_pile
 from contactlab.collision import collide
 from contactlab.contact import identity
 from contactlab.metrics import USABLE_STATUSES
-from contactlab.models.staggered import PRODUCED
+from contactlab.models.staggered import COUPLED, PRODUCED
 from contactlab.scene import State
 from contactlab.simulator import Simulator
 
@@ -99,6 +108,13 @@ PAIRS: list[tuple[str, str, str, dict[str, Any], int]] = [
         {"cone": "box", "solver_tol": 1e-7},
         100,
     ),
+    (
+        "staggered-projections box / pgs (alternation only)",
+        "staggered-projections",
+        "pgs",
+        {"cone": "box", "solver_tol": 1e-7, "coupled": None},
+        100,
+    ),
     ("anitescu-hart soc / nsgs", "anitescu-hart", "nsgs", {"cone": "soc", **TOL}, 10),
     ("anitescu-hart soc / apgd", "anitescu-hart", "apgd", {"cone": "soc", **TOL}, 1000),
     ("anitescu-hart soc / admm", "anitescu-hart", "admm", {"cone": "soc", **TOL}, 10),
@@ -115,6 +131,26 @@ PAIRS: list[tuple[str, str, str, dict[str, Any], int]] = [
 
 #: pairs that run on the stacked sizes whatever their largest landed size
 STACKED_PAIRS = ("anitescu-hart soc / nsgs", "anitescu-hart soc / admm")
+
+#: pairs that run only when named in ``--pairs``: ``ipm``'s Coulomb fixed point by the
+#: relaxed plain iteration (its method before Newton's and Anderson's steps), for a
+#: before/after comparison in the same run
+ON_REQUEST: list[tuple[str, str, str, dict[str, Any], int]] = [
+    (
+        "coulomb / ipm (plain fixed point)",
+        "coulomb",
+        "ipm",
+        {**TOL, "solver_settings": {"acceleration": "none"}},
+        200,
+    ),
+    (
+        "box-friction / ipm (plain fixed point)",
+        "box-friction",
+        "ipm",
+        {**TOL, "solver_settings": {"acceleration": "none"}},
+        200,
+    ),
+]
 
 
 def stacked(n: int) -> tuple[Any, State]:
@@ -185,6 +221,9 @@ def measure(
         # Staggered Projections: the friction natural map of the returned iterate
         produced = solution.cache.get(PRODUCED)
         outer_natural = float(produced[-1, 1]) if produced is not None and produced.size else np.nan
+        # ... and whether its coupled start was used or the step fell back to the alternation
+        record = solution.cache.get(COUPLED)
+        fallback = float(not record["used"]) if isinstance(record, dict) else np.nan
         rows.append(
             {
                 "collision": t1 - t0,
@@ -197,6 +236,7 @@ def measure(
                 "not_optimal": float(solution.status != "optimal"),
                 "natural_map": float(natural),
                 "outer_natural_map": outer_natural,
+                "coupled_fallback": fallback,
                 "contacts": float(problem.n_contacts),
             }
         )
@@ -220,6 +260,7 @@ def measure(
         "load_after": os.getloadavg()[0],
         "max_natural_map": float(df["natural_map"].max()),
         "max_outer_natural_map": float(df["outer_natural_map"].max()),
+        "coupled_fallbacks": float(df["coupled_fallback"].sum(min_count=1)),
         "contacts": float(df["contacts"].median()),
         "penetration_mm": 1e3 * float(np.max(-final.distance, initial=0.0)),
         "max_speed_mm_s": 1e3 * speed,
@@ -458,14 +499,19 @@ def targets(df: pd.DataFrame) -> list[str]:
             "- **staggered-projections at 100 boxes, <= 20 outer iterations**: not measured."
         )
     for p, r in sp_rows:
-        ok = r["outer_max"] <= 20 and r["not_optimal"] == 0
         left = r.get("max_outer_natural_map", np.nan)
+        # converged: the stopping test met on every step and the friction's natural map at
+        # the returned iterate within the same tolerance (contactlab.models.staggered)
+        ok = r["outer_max"] <= 20 and r["not_optimal"] == 0 and bool(left <= 1e-6)
         left_note = (
             f", friction natural map of the returned iterate up to {left:.1e} of the impulse "
             "scale (tolerance 1e-6)"
             if np.isfinite(left)
             else ""
         )
+        falls = r.get("coupled_fallbacks", np.nan)
+        if np.isfinite(falls):
+            left_note += f", {falls:.0f} timed steps fell back from the coupled start"
         out.append(
             f"- **staggered-projections at 100 boxes, <= 20 outer iterations, all converged**: "
             f"{_verdict(ok)} ({p}: up to {r['outer_max']:.0f} outer iterations, "
@@ -477,7 +523,9 @@ def targets(df: pd.DataFrame) -> list[str]:
         bf = [
             (p, _row(df, n, p))
             for p in df["pair"].unique()
-            if str(p).startswith("box-friction") and p != BASE_LOOSE
+            if str(p).startswith("box-friction")
+            and p != BASE_LOOSE
+            and p not in {q[0] for q in ON_REQUEST}
         ]
         parts = [
             f"{p.split(' / ')[1].split()[0]} {r['warmup_not_optimal'] + r['not_optimal']:.0f}"
@@ -595,7 +643,8 @@ def main(argv: list[str] | None = None) -> None:
     for n in args.sizes:
         at_rest = n in args.stacked
         scene, state = stacked(n) if at_rest else landed(n, args.settle, args.h, args.piles)
-        for label, model, solver, options, largest in PAIRS:
+        requested = [p for p in ON_REQUEST if args.pairs and p[0] in args.pairs]
+        for label, model, solver, options, largest in PAIRS + requested:
             runs = n <= largest or (at_rest and label in STACKED_PAIRS)
             if not runs or (args.pairs and label not in args.pairs):
                 continue

@@ -57,11 +57,12 @@ taken, so the returned friction is always a friction QP's output.  Measured:
 0.6 s after the drop, 25-33 on the 30-box pile
 (tests/contactlab/models/test_staggered_convergence.py).
 
-Known limit: on landed piles of tens of boxes the alternation does not reach
-a solution, and neither a different stopping test nor Anderson acceleration
-makes it.  Every check also records (``StepSolution.cache[PRODUCED]``) what
-the step produces, relative to the same scale as the stopping test: the
-velocity change ``||v_k - v_{k-1}||_M`` and the natural map of the friction at
+Known limit of the alternation alone: on landed piles of tens of boxes it does
+not reach a solution, and neither a different stopping test nor Anderson
+acceleration makes it (the coupled start below does).  Every check also
+records (``StepSolution.cache[PRODUCED]``) what the step produces, relative
+to the same scale as the stopping test: the velocity change
+``||v_k - v_{k-1}||_M`` and the natural map of the friction at
 ``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
 under friction inside its set, or friction outside the set of the current
 ``mu lambda_N``), which is zero exactly at a solution of the coupled problem.
@@ -85,10 +86,78 @@ and pyramid by Clarabel; piles landed 2 s, warm-started steps, cap 100-200):
   sets change.  The worst contacts are sticking ones slipping at 1e-4 m/s
   and contacts whose friction unloads their own normal impulse.
 
-So the 100-outer-iteration cap on those piles is the method's, not its
+So the 100-outer-iteration cap on those piles is the alternation's, not its
 stopping test's.  On the sliding 3-cube stack and the 10-box pile at 0.6 s
 (below) the velocity test and the natural map fall below ``tol`` at the same
 iteration as the impulse test.
+
+Coupled start (option ``coupled``, default ``"ipm"``).  The fixed point the
+alternation seeks is the normal complementarity with the friction maximally
+dissipative in its set of radius ``mu lambda_N``: the Coulomb law of the
+frictional-contact problem with the model's cone (De Saxcé's law for
+``"soc"``, Stewart--Trinkle's for ``"pyramid"``, the box-friction law for
+``"box"``).  Each step first solves that law coupled, as the ``coulomb``
+model does (:mod:`contactlab.models.fc_route`, backend ``coupled`` at
+``coupled_tol``, at most ``coupled_max_iter`` iterations), and starts the
+alternation there: ``y`` its friction, the contact QP from its ``(v,
+lambda_C)``, the first friction QP from ``(lambda_G, y)`` (the pyramid's
+``beta`` by :func:`tangent_to_pyramid`; in ``form="primal"`` the friction QP
+starts cold).  The alternation then runs as before (with the proximal
+contact QP below) and confirms the point:
+the stopping test is evaluated after the second contact QP as always, the
+returned friction is the last friction QP's output and the status is the
+alternation's (the coupled solve's own result is in ``StepSolution.results``
+for its time, not in the status).  A coupled solve that does not meet its
+tolerance, raises a solver-layer error or returns non-finite impulses is not
+used: the step runs the alternation from the previous step's impulses, as
+with ``coupled=None``, and ``StepSolution.cache[COUPLED]`` says so (``used``,
+the coupled solve's ``status``, ``natural_map``, ``iterations``).
+
+Confirming a coupled start (option ``proximal``).  On redundant contacts (a
+face resting on four corners) the contact QP fixes the velocities but not the
+distribution of the normal impulses, and the friction's set of radius
+``mu lambda_N`` depends on that distribution.  An inner solver that returns its
+start when the start is optimal (``pgs``: 0 sweeps) keeps the coupled point's;
+one that does not (Clarabel takes no start; OSQP only the primal one) returns
+another distribution of the same velocities, and the coupled friction no
+longer lies in its set (on a 10-box pile step Clarabel moves the normal
+impulses by 1e-2 N s of 0.4, velocities within 5e-10 m/s; on the 100-box pile
+the natural map jumps to 0.1 and the alternation runs to its cap).  After a
+coupled start the dual contact QPs therefore carry a proximal term
+``eps/2 ||lambda - lambda_prev||^2`` (``lambda_prev`` the previous outer
+iteration's, ``eps = proximal * mean(diag(W))``, ``W = C M^-1 C^T``): its
+minimiser is unique, and is ``lambda_prev`` when ``lambda_prev`` minimises the
+contact QP, so a fixed point of the alternation with it is one without it.  The
+stopping test then measures the contact impulse change in the norm of that
+QP's Hessian ``W + eps I``, ``sqrt(||C^T dlambda||_M^-1^2 + eps ||dlambda||^2)``,
+so the normal impulses must have stopped moving too (at the stop the contact
+QP's own optimality residual, ``eps |dlambda|``, is below ``sqrt(eps) tol``
+times the scale).  ``proximal=1e-3``: on four stored steps of the 100-box pile
+OSQP (box cone) then stops at 2 outer iterations on every step and Clarabel
+(pyramid) at 2-7, where without it both run to the cap of 100; but the
+natural map at the stop is 2e-7 to 1.2e-6 (OSQP) and 1.2e-6 to 3.8e-6
+(Clarabel), at or above ``tol``: their inner accuracy, which the recorded
+natural map shows beside the stopping test (``PRODUCED``).  With ``pgs`` the proximal term changes
+nothing (the start is still met in 0 sweeps).  The primal form's contact QP
+(in velocities) has no proximal term.
+
+Measured (the benchmark's pair: box cone, PGS at 1e-7, 100-box pile landed
+2 s, 5 untimed then 5 timed steps; ``results/benchmarks/friction_sp.csv``):
+every step stops on its test at the second outer iteration, natural map at
+the returned iterate below 1e-7 of the impulse scale, where the alternation
+alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
+1,500-3,700 interior-point iterations for the box law at 1e-8 (its Coulomb
+fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000``
+(``coupled="nsgs"`` stops at its 10,000-sweep cap on every step, natural map
+2e-5 to 8e-5, and the steps fall back to the alternation alone).  The
+start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
+iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
+with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural
+map 5e-7 (a factor of 2 inside the tolerance), from 1e-8 at 2 with 1e-8 to 3e-8, hence
+``coupled_tol=1e-8``.  On the 10-box pile and the sliding stack the coupled
+start's velocities are within 1.5e-6 m/s of the alternation alone run to its
+test and within 2e-7 m/s of Stewart--Trinkle by Lemke, 7e-7 m/s of Coulomb
+by ``nsgs`` (tests/contactlab/models/test_staggered_coupled.py).
 
 Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
 of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
@@ -102,14 +171,14 @@ returned in ``StepSolution.cache`` under :data:`HISTORY`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction import pyramid_rows
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import bounded_friction_qp
 from contactlab.models.box_rows import ImpulseMemory, carried_over, world_friction
@@ -130,13 +199,16 @@ from contactlab.models.common import (
 from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
-from solvers import QP
+from solvers import QP, SolverError
 
 _CACHE = "staggered-projections:friction"
 #: Key of the per-step outer history in ``StepSolution.cache``.
 HISTORY = "staggered-projections:history"
 #: Key of the per-step ``(velocity change, natural map)`` per check, relative like HISTORY.
 PRODUCED = "staggered-projections:produced"
+#: Key of the per-step record of the coupled start (:class:`CoupledStart`).
+COUPLED = "staggered-projections:coupled"
+ACCEPT = ("optimal",)
 
 
 @register_model("staggered-projections")
@@ -155,6 +227,16 @@ class StaggeredProjections(SolvingModel):
     accelerate : Anderson acceleration of the outer iteration (default ``True``);
         ``False`` is the plain alternation of Alg. 7.
     depth : number of previous iterates the Anderson step combines, default 5.
+    coupled : backend of the coupled start (module docstring, "Coupled start"):
+        ``"ipm"`` (default) or another backend fitting the Coulomb frictional-contact
+        problem of the cone (``nsgs``, ``admm``, ...); ``None`` starts the alternation
+        from the previous step's impulses only (Alg. 7).
+    coupled_tol : tolerance of the coupled solve (its natural map relative to
+        ``||q||``), default 1e-8.
+    coupled_max_iter : iteration cap of the coupled solve, default 10000.
+    proximal : weight of the proximal term of the contact QPs after a coupled start
+        (module docstring, "Confirming a coupled start"), relative to the mean diagonal of
+        the Delassus matrix, default 1e-3; 0 turns it off.  Dual form only.
     """
 
     forms = ("qp",)
@@ -166,7 +248,37 @@ class StaggeredProjections(SolvingModel):
         "max_outer": 100,
         "accelerate": True,
         "depth": 5,
+        "coupled": "ipm",
+        "coupled_tol": 1e-8,
+        "coupled_max_iter": 10000,
+        "proximal": 1e-3,
     }
+
+    def __init__(self, solver: str, **options: Any) -> None:
+        super().__init__(solver, **options)
+        name = self.options["coupled"]
+        #: the Coulomb model of the fixed-point law solving the coupled start, or ``None``
+        self.coupled: SolvingModel | None = None
+        if name is not None:
+            from contactlab.models.coulomb import Coulomb
+
+            cone = self.options["cone"]
+            try:
+                self.coupled = Coulomb(
+                    name,
+                    cone=cone,
+                    directions=self.options["directions"],
+                    solver_tol=float(self.options["coupled_tol"]),
+                    max_iter=self.options["coupled_max_iter"],
+                )
+            except (IncompatibleError, UnknownNameError) as err:
+                fitting = Coulomb.compatible_solvers(cone=cone)
+                raise ConfigurationError(
+                    f"option coupled={name!r}: the coupled start solves the Coulomb "
+                    f"frictional-contact problem with cone {cone!r}, which {name!r} cannot "
+                    f"take; backends that fit: {', '.join(fitting) or 'none installed'}, "
+                    "or coupled=None for the alternation alone"
+                ) from err
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -181,6 +293,17 @@ class StaggeredProjections(SolvingModel):
         depth = options["depth"]
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ConfigurationError(f"option depth must be a positive integer, got {depth!r}")
+        coupled = options["coupled"]
+        if coupled is not None and not isinstance(coupled, str):
+            raise ConfigurationError(
+                f"option coupled must be a backend name (e.g. 'ipm') or None, got {coupled!r}"
+            )
+        tol = options["coupled_tol"]
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+            raise ConfigurationError(f"option coupled_tol must be a number in (0, 1), got {tol!r}")
+        prox = options["proximal"]
+        if isinstance(prox, bool) or not isinstance(prox, (int, float)) or not prox >= 0:
+            raise ConfigurationError(f"option proximal must be a number >= 0, got {prox!r}")
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
@@ -197,7 +320,14 @@ class StaggeredProjections(SolvingModel):
         contact_qp = ContactQP(self, problem, self.options["form"], minv)
         friction_qp = FrictionQP(problem, minv, k, cone, self.options["form"])
         T = d.T
-        y, previous = warm_start(cache.get(_CACHE), contact_qp.rows, problem, minv)
+        start = CoupledStart.solve(self.coupled, problem, cache, contact_qp.rows)
+        fx: Any = None
+        previous: tuple[Array, Array] | None
+        if start.used:
+            y, previous = start.y, start.previous
+            fx = friction_qp.start(start.previous[1], contact_qp.rows, y, d.mu)
+        else:
+            y, previous = warm_start(cache.get(_CACHE), contact_qp.rows, problem, minv)
         accel = Anderson(int(self.options["depth"])) if self.options["accelerate"] else None
         # the Anderson least squares measure the friction change by the velocity change it
         # causes, ||M^-1/2 T' dy|| with the diagonal of M^-1 (exact for maximal coordinates),
@@ -208,16 +338,27 @@ class StaggeredProjections(SolvingModel):
         prev_C: Array | None = None
         prev_total: Array | None = None
         residual: float | None = None
-        fx: Any = None
         contact: ContactSolve | None = None
         history: list[float] = []
         produced: list[list[float]] = []
         w_t = tangent_weight(T, minv)
+        # after a coupled start the contact QPs are proximal (module docstring)
+        eps = 0.0
+        if start.used and self.options["form"] == "dual" and contact_qp.rows.m > 0:
+            eps = float(self.options["proximal"]) * float(np.mean(contact_qp.P.diagonal()))
         status, outer = "max_iterations", 0
         while outer < cap:
             outer += 1
             impulse_F = np.asarray(T.T @ y)
-            contact = contact_qp.solve(problem.f + impulse_F, previous)
+            if eps > 0.0 and previous is not None:
+                contact = proximal_contact(self, contact_qp, problem.f + impulse_F, previous, eps)
+            else:
+                contact = contact_qp.solve(problem.f + impulse_F, previous)
+            # with the proximal term the impulse change is measured in the norm of its
+            # Hessian, W + eps I: the velocity change and sqrt(eps) times the impulse change
+            drift = 0.0
+            if eps > 0.0 and previous is not None:
+                drift = float(np.sqrt(eps) * np.linalg.norm(contact.lam - previous[1]))
             previous = (contact.v, contact.lam)
             impulse_C = np.asarray(contact.rows.C.T @ contact.lam)
             if problem.n_contacts == 0 or not np.all(np.isfinite(contact.lam)):
@@ -227,7 +368,7 @@ class StaggeredProjections(SolvingModel):
             total = impulse_C + impulse_F
             scale = max(minv.norm(total), momentum)
             if prev_C is not None and prev_total is not None and residual is not None:
-                change = max(minv.norm(impulse_C - prev_C), residual)
+                change = max(float(np.hypot(minv.norm(impulse_C - prev_C), drift)), residual)
                 history.append(
                     change / scale if scale > 0.0 else (0.0 if change == 0.0 else np.inf)
                 )
@@ -255,10 +396,75 @@ class StaggeredProjections(SolvingModel):
                 y = accel.step(y, g, weight * np.asarray(T.T @ (g - y)))
         assert contact is not None
         sol = make_solution(self, problem, contact.v, contact.rows, contact.lam, y, status, outer)
+        if start.results:
+            # the coupled solve is part of the step's work (time, iterations), not of its
+            # status: the status is the alternation's own stopping test's
+            sol = replace(
+                sol,
+                results=[*start.results, *sol.results],
+                iterations=sol.iterations + sum(r.iterations for r in start.results),
+                solve_time=sol.solve_time + sum(r.setup_time + r.solve_time for r in start.results),
+            )
         cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem)
         sol.cache[HISTORY] = np.asarray(history)
         sol.cache[PRODUCED] = np.asarray(produced).reshape(-1, 2)
+        if self.coupled is not None:
+            sol.cache[COUPLED] = start.record()
         return sol
+
+
+@dataclass
+class CoupledStart:
+    """The coupled solve that starts a step's alternation (module docstring, "Coupled start").
+
+    ``used``: whether the alternation started from it; ``status`` the coupled
+    solve's status (or the solver layer's error message when it raised, or
+    ``"no contacts"``); ``natural_map`` its natural-map residual (relative to
+    ``||q||``); ``y`` its friction in the ``T`` basis and ``previous`` its
+    ``(v, lambda_C)`` on the contact QP's rows (used only when ``used``);
+    ``results`` its inner solver results.
+    """
+
+    used: bool
+    status: str
+    natural_map: float
+    y: Array
+    previous: tuple[Array, Array]
+    results: list[Any]
+
+    @classmethod
+    def solve(
+        cls, model: SolvingModel | None, problem: StepProblem, cache: dict[str, Any], rows: Rows
+    ) -> CoupledStart:
+        """Solve the step's fixed-point law by ``model`` (``None``: no coupled start)."""
+        empty = (np.zeros(problem.n), np.zeros(rows.m))
+        if model is None or problem.n_contacts == 0:
+            status = "off" if model is None else "no contacts"
+            return cls(False, status, np.nan, np.zeros(2 * problem.n_contacts), empty, [])
+        try:
+            s = model.solve(problem, cache)
+        except SolverError as err:
+            return cls(False, f"error: {err}", np.nan, np.zeros(2 * problem.n_contacts), empty, [])
+        natural = max(
+            (float(r.residuals.get("natural_map", np.nan)) for r in s.results), default=np.nan
+        )
+        lam = np.zeros(rows.m)
+        for name, part in (("G", s.lambda_G), ("N", s.lambda_N), ("L", s.lambda_L)):
+            if name in rows.slices:
+                lam[rows.slices[name]] = part
+        finite = bool(np.all(np.isfinite(lam)) and np.all(np.isfinite(s.lambda_T)))
+        used = s.status in ACCEPT and finite and bool(np.all(np.isfinite(s.v)))
+        return cls(used, s.status, natural, np.asarray(s.lambda_T), (s.v, lam), s.results)
+
+    def record(self) -> dict[str, Any]:
+        """What the step keeps of it (``StepSolution.cache[COUPLED]``): used, status,
+        natural map, iterations."""
+        return {
+            "used": self.used,
+            "status": self.status,
+            "natural_map": self.natural_map,
+            "iterations": int(sum(r.iterations for r in self.results)),
+        }
 
 
 class FrictionQP:
@@ -317,6 +523,25 @@ class FrictionQP:
                 format="csc",
             )
             self.low = np.concatenate([np.zeros(nf), np.full(nc, -np.inf)])
+
+    def start(self, lam: Array, contact_rows: Rows, y: Array, mu: Array) -> Any:
+        """The inner start of the first friction QP at a coupled solution (dual form only).
+
+        ``lam`` the contact impulses on ``contact_rows``, ``y`` the friction
+        (``T`` basis): ``(lambda_G, lambda_F)`` with the pyramid's ``beta`` the
+        decomposition of ``y`` on its two neighbouring directions
+        (:func:`tangent_to_pyramid`), and for the disc the auxiliary radii
+        ``mu lambda_N``.  ``None`` in the primal form (the QP in velocities starts cold).
+        """
+        if self.primal:
+            return None
+        lam_G = contact_rows.part(lam, "G") if "G" in contact_rows.slices else np.zeros(0)
+        friction = tangent_to_pyramid(y, self.k) if self.cone == "pyramid" else y
+        x = np.concatenate([lam_G, friction])
+        if self.cone == "soc":
+            lam_N = contact_rows.part(lam, "N")
+            x = np.concatenate([x, mu * np.maximum(lam_N, 0.0)])
+        return x
 
     def solve(
         self, model: SolvingModel, f_C: Array, radius: Array, warm: Any = None
@@ -420,6 +645,47 @@ def warm_start(
         return y, None
     v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(step_data(problem).T.T @ y))
     return y, (v, lam)
+
+
+def proximal_contact(
+    model: SolvingModel, contact_qp: ContactQP, f: Array, previous: tuple[Array, Array], eps: float
+) -> ContactSolve:
+    """The dual contact QP for momentum ``f`` plus ``eps/2 ||lambda - lambda_prev||^2``.
+
+    Its minimiser is unique, and is ``lambda_prev`` itself when ``lambda_prev``
+    minimises the contact QP; started there.
+    """
+    qp = contact_qp.qp(f)
+    lam0 = previous[1]
+    P = qp.P + eps * sp.identity(qp.n, format="csc")
+    q = qp.q - eps * lam0
+    prox = QP(P, q, qp.A, qp.l, qp.u) if qp.m > 0 else QP(P, q)
+    res = model.run(prox, lam0)
+    assert contact_qp.minv is not None
+    v = contact_qp.minv.vec(f + np.asarray(contact_qp.rows.C.T @ res.x))
+    return ContactSolve(v, np.asarray(res.x), contact_qp.rows, res)
+
+
+def tangent_to_pyramid(y: Array, k: int) -> Array:
+    """Pyramid impulses ``(nc k,)`` ``>= 0`` whose sum of directions is ``y`` (``T`` basis).
+
+    Each contact's tangent impulse is split on the two directions of the
+    sector it lies in (angles ``a_j = 2 pi j / k``): with ``phi`` its angle past
+    ``a_j`` and ``alpha = 2 pi / k``, ``beta_j = |y| sin(alpha - phi) / sin(alpha)`` and
+    ``beta_{j+1} = |y| sin(phi) / sin(alpha)``; their sum is at most ``r`` when ``y``
+    lies in the pyramid of radius ``r``.  The inverse of :func:`pyramid_to_tangent`.
+    """
+    Y = np.asarray(y, dtype=float).reshape(-1, 2)
+    alpha = 2.0 * np.pi / k
+    theta = np.mod(np.arctan2(Y[:, 1], Y[:, 0]), 2.0 * np.pi)
+    j = np.minimum(np.floor(theta / alpha).astype(np.int64), k - 1)
+    phi = theta - j * alpha
+    size = np.hypot(Y[:, 0], Y[:, 1])
+    beta = np.zeros((Y.shape[0], k))
+    rows = np.arange(Y.shape[0])
+    beta[rows, j] = size * np.sin(alpha - phi) / np.sin(alpha)
+    beta[rows, (j + 1) % k] += size * np.sin(phi) / np.sin(alpha)
+    return np.maximum(beta, 0.0).reshape(-1)
 
 
 def velocity_weight(minv: MassInverse, n: int) -> Array:

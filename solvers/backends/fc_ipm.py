@@ -56,6 +56,14 @@ analysis are kept (``_SYMBOLIC``, one entry) and refactored for the next
 problem with the same pattern: a pile at rest pays the analysis once.  No
 scalar product on long vectors goes through BLAS (its thread start-up cost
 milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.
+
+The same Newton system at the last iterate (:attr:`VelocityForm.last`), with only the
+free velocity moved by ``dq`` and the products ``s ∘ z`` held, is the derivative of
+the central path: ``K dv = Ĉ'Θ(-T'dq)``, ``du = C dv`` (at a small barrier, the
+active set's: a sticking contact's ``Θ`` is large, a separated one's small).  The
+Coulomb law's Newton steps on De Saxcé's shift use it
+(:meth:`solvers.backends.friction.IPMBackend._linearise`: the scaling recomputed at
+``last``, one factorisation of :class:`Normal`, its solves), nothing else here.
 """
 
 from __future__ import annotations

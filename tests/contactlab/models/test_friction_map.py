@@ -89,7 +89,7 @@ def test_no_friction_leaves_the_slip() -> None:
 def test_staggered_stop_is_a_solution_of_the_coupled_problem() -> None:
     """Where Anderson-accelerated Staggered Projections stops on its test, velocities and the
     friction's natural map are within the tolerance too (measured: 2e-9 and 2e-9)."""
-    s = make_model("staggered-projections", "osqp").solve(sliding_stack_step(), {})
+    s = make_model("staggered-projections", "osqp", coupled=None).solve(sliding_stack_step(), {})
     produced = s.cache[PRODUCED]
     assert s.status == "optimal" and produced.shape == (s.cache[HISTORY].size, 2)
     assert np.all(produced[-1] <= 1e-6)

@@ -57,7 +57,7 @@ def dissipation_gap(s: StepSolution, p: StepProblem, k: int | None) -> float:
 def test_staggered_projections_converge_to_the_stewart_trinkle_solution(seed: int) -> None:
     p = problem(seed)
     st = make_model("stewart-trinkle", "lemke").solve(p, {})
-    sp_ = make_model("staggered-projections", "osqp", solver_tol=1e-10).solve(p, {})
+    sp_ = make_model("staggered-projections", "osqp", coupled=None, solver_tol=1e-10).solve(p, {})
     assert st.status == "optimal" and sp_.status == "optimal"
     assert 1 < sp_.outer_iterations < 100
     scale = np.max(np.abs(st.v))
@@ -72,9 +72,9 @@ def test_staggered_projections_converge_to_the_stewart_trinkle_solution(seed: in
 @pytest.mark.parametrize("seed", SEEDS[:2])
 def test_exact_cone_friction_is_maximally_dissipative(seed: int) -> None:
     p = problem(seed)
-    s = make_model("staggered-projections", "cvxpy:clarabel", cone="soc", solver_tol=1e-8).solve(
-        p, {}
-    )
+    s = make_model(
+        "staggered-projections", "cvxpy:clarabel", coupled=None, cone="soc", solver_tol=1e-8
+    ).solve(p, {})
     assert s.status == "optimal"
     lt = s.lambda_T.reshape(-1, 2)
     assert np.all(np.linalg.norm(lt, axis=1) <= p.mu * s.lambda_N + 1e-6)
@@ -83,7 +83,7 @@ def test_exact_cone_friction_is_maximally_dissipative(seed: int) -> None:
 
 def test_warm_start_from_the_previous_friction() -> None:
     p = problem(SEEDS[0])
-    model = make_model("staggered-projections", "osqp", solver_tol=1e-10)
+    model = make_model("staggered-projections", "osqp", coupled=None, solver_tol=1e-10)
     cache: dict = {}
     cold = model.solve(p, cache)
     warm = model.solve(p, cache)
@@ -92,7 +92,9 @@ def test_warm_start_from_the_previous_friction() -> None:
 
 
 def test_iteration_cap_is_reported() -> None:
-    s = make_model("staggered-projections", "osqp", max_outer=2).solve(problem(SEEDS[0]), {})
+    s = make_model("staggered-projections", "osqp", coupled=None, max_outer=2).solve(
+        problem(SEEDS[0]), {}
+    )
     assert s.status == "max_iterations" and s.outer_iterations == 2
 
 
@@ -108,7 +110,9 @@ def test_staggered_box_and_disc_cones_match_the_box_friction_lcp(seed: int) -> N
     """A fixed point with the box (disc) friction QP satisfies the box (disc) friction LCP."""
     p = problem(seed)
     for cone, lcp_cone, solver in (("box", "box", "pgs"), ("soc", "disc", "cvxpy:clarabel")):
-        sp_ = make_model("staggered-projections", solver, cone=cone, solver_tol=1e-8).solve(p, {})
+        sp_ = make_model(
+            "staggered-projections", solver, coupled=None, cone=cone, solver_tol=1e-8
+        ).solve(p, {})
         lcp = make_model("box-friction", "pgs", cone=lcp_cone).solve(p, {})
         assert sp_.status == "optimal" and lcp.status == "optimal"
         assert np.max(np.abs(sp_.v - lcp.v)) < 1e-4 * np.max(np.abs(lcp.v))
@@ -120,7 +124,7 @@ def test_staggered_projections_agree_across_backends() -> None:
     fitting = set(model_class("staggered-projections").compatible_solvers())
     picks = ["osqp", "qpsolvers:clarabel", "qpsolvers:proxqp", "qpsolvers:daqp", "cvxpy:piqp"]
     for name in [n for n in picks if n in fitting]:
-        s = make_model("staggered-projections", name).solve(p, {})
+        s = make_model("staggered-projections", name, coupled=None).solve(p, {})
         tol = 200 * solvers.get_backend(name).tolerance + 1e-5
         assert s.status == "optimal", (name, s.status)
         assert np.max(np.abs(s.v - ref.v)) < tol, (name, np.max(np.abs(s.v - ref.v)))

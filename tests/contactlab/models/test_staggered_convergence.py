@@ -65,9 +65,11 @@ def reference(problem: StepProblem) -> np.ndarray:
 def test_acceleration_stops_the_sliding_stack_in_a_handful_of_outer_iterations() -> None:
     p = sliding_stack_step()
     v_ref = reference(p)
-    plain = make_model("staggered-projections", "osqp", accelerate=False, max_outer=300)
+    plain = make_model(
+        "staggered-projections", "osqp", coupled=None, accelerate=False, max_outer=300
+    )
     s_plain = plain.solve(p, {})
-    s = make_model("staggered-projections", "osqp").solve(p, {})
+    s = make_model("staggered-projections", "osqp", coupled=None).solve(p, {})
     assert s_plain.status == "optimal" and s_plain.outer_iterations > 80
     assert s.status == "optimal" and s.outer_iterations <= 12
     assert np.max(np.abs(s.v - v_ref)) < TOL_V
@@ -79,7 +81,7 @@ def test_acceleration_stops_the_sliding_stack_in_a_handful_of_outer_iterations()
 
 @pytest.mark.parametrize("solver", ["qpsolvers:clarabel", "qpsolvers:proxqp"])
 def test_acceleration_holds_for_other_qp_backends(solver: str) -> None:
-    model = make_model("staggered-projections", solver)
+    model = make_model("staggered-projections", solver, coupled=None)
     p = sliding_stack_step()
     s = model.solve(p, {})
     assert s.status == "optimal" and s.outer_iterations <= 12
@@ -108,7 +110,14 @@ def test_pile_steps_stop_on_the_criterion_and_match_stewart_trinkle() -> None:
     scene, state = landed_pile(10, 0.6, h)
     # Clarabel (interior point) solves every inner QP to its tolerance; OSQP takes as many
     # outer iterations but stops some friction QPs of the pile at its iteration cap
-    sim = Simulator(scene, "maximal", "staggered-projections", "qpsolvers:clarabel", dt=h)
+    sim = Simulator(
+        scene,
+        "maximal",
+        "staggered-projections",
+        "qpsolvers:clarabel",
+        dt=h,
+        model_options={"coupled": None},
+    )
     for _ in range(3):
         E, _ = sim.formulation.maximal(state)
         problem = sim.formulation.assemble(state, h, collide(scene, E))
@@ -127,7 +136,9 @@ def test_warm_start_follows_contacts_listed_in_another_order() -> None:
     """Re-solving a pile step from its own result takes 2 outer iterations in any contact order."""
     h = 0.005
     scene, state = landed_pile(6, 0.6, h)
-    sim = Simulator(scene, "maximal", "staggered-projections", "osqp", dt=h)
+    sim = Simulator(
+        scene, "maximal", "staggered-projections", "osqp", dt=h, model_options={"coupled": None}
+    )
     E, _ = sim.formulation.maximal(state)
     contacts = collide(scene, E)
     problem = sim.formulation.assemble(state, h, contacts)
@@ -155,7 +166,7 @@ def test_contacts_without_impulse_stop_at_once(gap: float) -> None:
     """
     p = box_on_plane(v0=(0.5, 0.0))
     p = replace(p, c=np.full(4, -gap / p.h))  # gap-aware rows: approach up to gap / h
-    s = make_model("staggered-projections", "osqp").solve(p, {})
+    s = make_model("staggered-projections", "osqp", coupled=None).solve(p, {})
     assert s.status == "optimal" and s.outer_iterations == 2
     assert np.max(np.abs(s.lambda_N)) < 1e-9
     # free fall and free slide: v = M^-1 f
