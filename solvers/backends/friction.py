@@ -322,6 +322,10 @@ class IPMBackend(FrictionBackend):
     #: inside the cones by this multiple of their natural map (times the free velocity's
     #: scale; :meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`).
     warm_push = 3.0
+    #: A warm start whose natural map exceeds this is not used (the cold start is better
+    #: centred: on a random 5-contact problem, impulses with natural map 0.3 and 1.8 took
+    #: 18 and 21 iterations against 16 cold; on pile steps up to 3e-2 they save a quarter).
+    warm_limit = 0.1
     #: The CCP's natural map is checked every other iteration while above this multiple of
     #: the tolerance (``ipm_ccp(far=...)``).
     check_far = 30.0
@@ -426,16 +430,16 @@ class IPMBackend(FrictionBackend):
         t1 = time.perf_counter()
         if law == 0:
             rounds = 1
-            point = None
+            point, iterate = None, True
             if opts.x0 is not None:
                 r = _start(problem, opts)
                 res, _ = residual(r)
                 if res <= opts.tol:
-                    total, reason = 0, "converged at the warm start"
-                else:
+                    total, reason, iterate = 0, "converged at the warm start", False
+                elif res <= self.warm_limit:
                     push = min(max(self.warm_push * res, 1e-12), 1e-2)
                     point = form.impulse_point(r, problem.q, push)
-            if opts.x0 is None or point is not None:
+            if iterate:
                 r, total, res, reason = ipm_ccp(
                     form, problem.q, opts.tol, cap, residual, point=point, far=self.check_far
                 )
