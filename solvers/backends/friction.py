@@ -36,9 +36,9 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   of at most 600 rows; bilateral rows in a
   quasi-definite border of the normal matrix.  Warm start (the CCP; the Coulomb fixed
   point starts from zero impulses): impulses that meet the tolerance are returned as they
-  are, others become an interior point pushed 3x their natural map inside the cones
-  (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2 iterations per step on
-  the 1000-box pile at rest, cold 6).  The Coulomb
+  are, others (natural map up to 0.1) become an interior point pushed 3x their natural
+  map inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2
+  iterations per step on the 1000-box pile at rest, cold 6).  The Coulomb
   law through De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``
   (one CCP per round with ``q_n + x`` frozen, started from the previous round's
   interior point), by Newton's steps on the exact cone: ``(I - J) δ = h(u_t) - x`` by
