@@ -135,9 +135,18 @@ def _frictional_backends() -> None:
     C = sp.csr_matrix(np.vstack([np.eye(4), 0.3 * np.ones((2, 4))]))
     factored = FrictionalContact(None, q, [0.5, 0.5], "ccp", "soc", factor=(C, np.ones(4)))
     factored.velocity(np.zeros(6))
+    # the 6x6-block Cholesky of ipm's normal matrix (used from 65 unknowns on)
+    from solvers.backends.block_cholesky import BlockCholesky
+
+    A = sp.triu(sp.csc_matrix(np.kron([[2.0, 0.5], [0.5, 2.0]], np.eye(6)))).tocsc()
+    chol = BlockCholesky(A.indptr, A.indices, 6)
+    chol.factor(A.data)
+    chol.solve(np.ones(12))
     for name in ("nsgs", "ipm"):
         try:
             solvers.solve(factored, name)
+            # a warm start away from the solution (ipm: its interior point of impulses)
+            solvers.solve(factored, name, warm_start=np.zeros(6))
         except solvers.SolverNotFound:
             continue
 
