@@ -34,11 +34,13 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   on 10- to 200-box pile steps where the first-order methods take thousands.  Needs
   ``FrictionalContact.factor`` (the models pass it in maximal coordinates) or a ``W``
   of at most 600 rows; bilateral rows in a
-  quasi-definite border of the normal matrix.  Warm start (the CCP; the Coulomb fixed
-  point starts from zero impulses): impulses that meet the tolerance are returned as they
-  are, others (natural map up to 0.1) become an interior point pushed 3x their natural
-  map inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2
-  iterations per step on the 1000-box pile at rest, cold 6).  The Coulomb
+  quasi-definite border of the normal matrix.  Warm start: impulses that meet the
+  tolerance are returned as they are (both laws), others (natural map up to 0.1) become
+  an interior point pushed 3x their natural map inside the cones
+  (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2 iterations per CCP
+  step on the 1000-box pile at rest, cold 6); on the exact cone the Coulomb fixed point
+  starts from them too (first shift from their velocities, see :class:`IPMBackend`;
+  landed 200-box ``coulomb`` steps 33 iterations median, cold 55).  The Coulomb
   law through De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``
   (one CCP per round with ``q_n + x`` frozen, started from the previous round's
   interior point), by Newton's steps on the exact cone: ``(I - J) δ = h(u_t) - x`` by
@@ -301,7 +303,8 @@ class IPMBackend(FrictionBackend):
       its half from the best round (its interior point restored); if that fails too,
       Anderson's mixing for the rest of the solve.  On ten stored 200-box ``coulomb``
       steps (1,020 contacts): median 7 rounds, 61 iterations, none capped; the plain
-      iteration 46 rounds, 249 iterations.
+      iteration 46 rounds, 249 iterations (rounds then solved to 0.1 and pushed 1x; with
+      today's 0.2 and 0.1x, ten successive landed steps take 52 cold, 35 warm-started).
     - ``"anderson"`` (default on polyhedral cones): type-II Anderson mixing of the last
       ``memory`` rounds (:class:`_Anderson`), history dropped and the step relaxed while
       the natural map rises.  ``h`` of the box and the pyramid has a kink per direction
@@ -309,6 +312,25 @@ class IPMBackend(FrictionBackend):
       steps stall at 5e-6 where Anderson's converge in 15 rounds.
     - ``"none"``: the relaxed plain iteration ``x + θ f`` (``θ`` halved while the natural
       map rises), the method before the two above.
+
+    Warm start of the fixed point (impulses ``r_w``, the previous step's per persistent
+    contact): their Coulomb natural map is evaluated first (``W r_w + q`` through the
+    factor, nothing factored); if it meets the tolerance they are returned (0 rounds, 0
+    iterations).  Otherwise, on the exact cone (``warm_cones``) and up to ``warm_limit``,
+    the first shift is De Saxcé's of their velocities, ``x_1 = mu ||u_t(r_w)||`` (so the
+    first CCP's natural map at ``r_w`` is the Coulomb one), and the first CCP starts from
+    their interior point (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`)
+    pushed ``warm_push_fixed_point`` (1) times that natural map inside the cones, solved
+    to ``warm_inner`` (0.1) of it; the rounds then go on as above.  The cold start is
+    ``r = 0`` and ``x_1 = h(q_t)``.  On ten successive steps of the landed 200-box
+    pile (warm natural map 8e-5 to 5e-3): median 35 iterations in 3-6 rounds against 52
+    in 7-12 cold; on the 30-box pile stacked at rest, none at 1e-6 (cold 41-45) and 2
+    rounds, 40 iterations at 1e-8 (cold 9 rounds, 79-85).  Off on polyhedral cones
+    (Anderson's mixing there): the warm-started box law's trajectory of the 12-box
+    landing transient (``test_fc_ipm``) reaches a step on which Anderson's mixing stalls
+    at 4.5e-6 until the cap.  The Coulomb law's solution need not be unique (redundant
+    contacts): on a 12-box landing step warm and cold runs return two solutions, both at
+    natural map <= 4e-9, whose velocities differ by 4.2e-3 m/s.
     """
 
     name = "ipm"
@@ -338,8 +360,9 @@ class IPMBackend(FrictionBackend):
     uses_fc_factor = True
     #: Whether a fixed-point round starts from the previous round's iterate, and how far
     #: into the interior it is pushed (times the change of the slack the new shift makes),
-    #: per method: Newton's rounds 0.1 (on eleven successive 200-box ``coulomb`` steps,
-    #: warm-started median 35 iterations against 44 at 1.0, cold 52 against 57).
+    #: per method: Newton's rounds 0.1 (on ten successive 200-box ``coulomb`` steps,
+    #: warm-started median 35 iterations against 44 at 1.0, cold 52 against 57; 0.05 and
+    #: 0.3 took 39 warm).
     warm_rounds = True
     push: ClassVar[dict[str, float]] = {"newton": 0.1, "anderson": 1.0, "none": 1.0}
     #: The Coulomb law's fixed point on De Saxcé's shift (setting ``acceleration``):
@@ -352,8 +375,9 @@ class IPMBackend(FrictionBackend):
         "box": "anderson",
     }
     #: Each round's CCP is solved to this fraction of the current Coulomb residual, per
-    #: method (Newton's linearisation needs the tighter rounds), not below
-    #: ``inner_floor * tol``.
+    #: method (Newton's linearisation needs the tighter rounds; 0.2 rather than 0.1: on
+    #: seven 200-box steps 35 iterations warm-started against 41, cold 63 against 66;
+    #: 0.3 and 0.05 took more), not below ``inner_floor * tol``.
     inner_factor: ClassVar[dict[str, float]] = {"newton": 0.2, "anderson": 0.3, "none": 0.3}
     inner_floor = 0.5
     #: The Coulomb law's warm start (impulses within ``warm_limit``), per cone: the first
