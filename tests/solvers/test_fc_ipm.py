@@ -582,3 +582,25 @@ def test_coulomb_warm_start_on_a_settling_pile_step(landing_pile: tuple) -> None
         res = solve(second, "ipm", tol=1e-8, warm_start=x0)
         assert res.status == "optimal", res.message
         assert fc_residuals(second, res.x)["natural_map"] <= 1e-8
+
+
+def test_natural_map_exact_cone_is_the_local_residual_sum() -> None:
+    """The exact cone's scalar path of ``natural_map`` is ``local_residual``'s arithmetic:
+    on random contacts (some with ``mu = 0``, impulses inside, on and outside the cone,
+    velocities of either sign) both laws give the same number bit for bit."""
+    from solvers.backends.fc_kernels import natural_map
+    from solvers.backends.fc_local import local_residual
+
+    rng = np.random.default_rng(7)
+    nc = 400
+    mu = rng.uniform(0.0, 1.0, nc)
+    mu[::10] = 0.0
+    r, u = rng.normal(size=3 * nc), rng.normal(size=3 * nc)
+    r[0::3] = np.abs(r[0::3])
+    r[3:30:3] = 0.0
+    dirs, lo = np.zeros((0, 2)), np.zeros(0)
+    for law in (0, 1):
+        acc = 0.0
+        for i in range(nc):
+            acc += local_residual(law, 0, mu[i], dirs, r[3 * i : 3 * i + 3], u[3 * i : 3 * i + 3])
+        assert natural_map(law, 0, mu, dirs, lo, nc, r, u, 1.0) == np.sqrt(acc)
