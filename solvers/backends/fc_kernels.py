@@ -56,15 +56,43 @@ def diagonal_blocks(indptr: IVec, indices: IVec, data: Vec, nc: int, n: int) -> 
 def natural_map(
     law: int, kind: int, mu: Vec, dirs: Vec, row_lo: Vec, nc: int, r: Vec, u: Vec, qnorm: float
 ) -> float:
-    """Natural-map residual ``||r - P(r - û)||_2 / ||q||_2`` (``/ 1`` if ``||q|| <= eps``)."""
+    """Natural-map residual ``||r - P(r - û)||_2 / ||q||_2`` (``/ 1`` if ``||q|| <= eps``).
+
+    The exact cone's terms are :func:`~solvers.backends.fc_local.local_residual`'s
+    arithmetic written on scalars (the same numbers, bit for bit; the per-contact calls
+    allocated two small arrays each: 0.1 ms per evaluation at 1,000 contacts, 10-15 %
+    of an ``ipm`` Coulomb step on the 200-box pile).
+    """
     acc = 0.0
-    rr = np.empty(3)
-    uu = np.empty(3)
-    for i in range(nc):
-        for a in range(3):
-            rr[a] = r[3 * i + a]
-            uu[a] = u[3 * i + a]
-        acc += local_residual(law, kind, mu[i], dirs, rr, uu)
+    if kind == 0:
+        for i in range(nc):
+            r0, r1, r2 = r[3 * i], r[3 * i + 1], r[3 * i + 2]
+            u0, u1, u2 = u[3 * i], u[3 * i + 1], u[3 * i + 2]
+            m = mu[i]
+            shift = m * math.sqrt(u1 * u1 + u2 * u2) if law == 1 else 0.0
+            x0 = r0 - (u0 + shift)
+            x1 = r1 - u1
+            x2 = r2 - u2
+            # projection onto the cone (fc_local.project, kind 0)
+            nt = math.sqrt(x1 * x1 + x2 * x2)
+            if nt <= m * x0:
+                p0, p1, p2 = x0, x1, x2
+            elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
+                p0 = p1 = p2 = 0.0
+            elif m == 0.0:
+                p0, p1, p2 = x0, 0.0, 0.0
+            else:
+                sc = (x0 + m * nt) / (1.0 + m * m)
+                p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
+            acc += (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+    else:
+        rr = np.empty(3)
+        uu = np.empty(3)
+        for i in range(nc):
+            for a in range(3):
+                rr[a] = r[3 * i + a]
+                uu[a] = u[3 * i + a]
+            acc += local_residual(law, kind, mu[i], dirs, rr, uu)
     for k in range(row_lo.shape[0]):
         i = 3 * nc + k
         p = r[i] - u[i]

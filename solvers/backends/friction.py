@@ -34,11 +34,13 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   on 10- to 200-box pile steps where the first-order methods take thousands.  Needs
   ``FrictionalContact.factor`` (the models pass it in maximal coordinates) or a ``W``
   of at most 600 rows; bilateral rows in a
-  quasi-definite border of the normal matrix.  Warm start (the CCP; the Coulomb fixed
-  point starts from zero impulses): impulses that meet the tolerance are returned as they
-  are, others (natural map up to 0.1) become an interior point pushed 3x their natural
-  map inside the cones (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2
-  iterations per step on the 1000-box pile at rest, cold 6).  The Coulomb
+  quasi-definite border of the normal matrix.  Warm start: impulses that meet the
+  tolerance are returned as they are (both laws), others (natural map up to 0.1) become
+  an interior point pushed 3x their natural map inside the cones
+  (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`; 0-2 iterations per CCP
+  step on the 1000-box pile at rest, cold 6); on the exact cone the Coulomb fixed point
+  starts from them too (first shift from their velocities, see :class:`IPMBackend`;
+  landed 200-box ``coulomb`` steps 33 iterations median, cold 55).  The Coulomb
   law through De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``
   (one CCP per round with ``q_n + x`` frozen, started from the previous round's
   interior point), by Newton's steps on the exact cone: ``(I - J) δ = h(u_t) - x`` by
@@ -304,7 +306,8 @@ class IPMBackend(FrictionBackend):
       its half from the best round (its interior point restored); if that fails too,
       Anderson's mixing for the rest of the solve.  On ten stored 200-box ``coulomb``
       steps (1,020 contacts): median 7 rounds, 61 iterations, none capped; the plain
-      iteration 46 rounds, 249 iterations.
+      iteration 46 rounds, 249 iterations (rounds then solved to 0.1 and pushed 1x; with
+      today's 0.2 and 0.1x, ten successive landed steps take 52 cold, 35 warm-started).
     - ``"anderson"`` (default on polyhedral cones): type-II Anderson mixing of the last
       ``memory`` rounds (:class:`_Anderson`), history dropped and the step relaxed while
       the natural map rises.  ``h`` of the box and the pyramid has a kink per direction
@@ -312,6 +315,25 @@ class IPMBackend(FrictionBackend):
       steps stall at 5e-6 where Anderson's converge in 15 rounds.
     - ``"none"``: the relaxed plain iteration ``x + θ f`` (``θ`` halved while the natural
       map rises), the method before the two above.
+
+    Warm start of the fixed point (impulses ``r_w``, the previous step's per persistent
+    contact): their Coulomb natural map is evaluated first (``W r_w + q`` through the
+    factor, nothing factored); if it meets the tolerance they are returned (0 rounds, 0
+    iterations).  Otherwise, on the exact cone (``warm_cones``) and up to ``warm_limit``,
+    the first shift is De Saxcé's of their velocities, ``x_1 = mu ||u_t(r_w)||`` (so the
+    first CCP's natural map at ``r_w`` is the Coulomb one), and the first CCP starts from
+    their interior point (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`)
+    pushed ``warm_push_fixed_point`` (1) times that natural map inside the cones, solved
+    to ``warm_inner`` (0.1) of it; the rounds then go on as above.  The cold start is
+    ``r = 0`` and ``x_1 = h(q_t)``.  On ten successive steps of the landed 200-box
+    pile (warm natural map 8e-5 to 5e-3): median 35 iterations in 3-6 rounds against 52
+    in 7-12 cold; on the 30-box pile stacked at rest, none at 1e-6 (cold 41-45) and 2
+    rounds, 40 iterations at 1e-8 (cold 9 rounds, 79-85).  Off on polyhedral cones
+    (Anderson's mixing there): the warm-started box law's trajectory of the 12-box
+    landing transient (``test_fc_ipm``) reaches a step on which Anderson's mixing stalls
+    at 4.5e-6 until the cap.  The Coulomb law's solution need not be unique (redundant
+    contacts): on a 12-box landing step warm and cold runs return two solutions, both at
+    natural map <= 4e-9, whose velocities differ by 4.2e-3 m/s.
 
     Box law: Newton's finish.  Some steps of the box piles' transients stall every one of
     these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point stops once its
@@ -350,9 +372,12 @@ class IPMBackend(FrictionBackend):
     #: (``FrictionalContact.factor``).
     uses_fc_factor = True
     #: Whether a fixed-point round starts from the previous round's iterate, and how far
-    #: into the interior it is pushed (times the change of the slack the new shift makes).
+    #: into the interior it is pushed (times the change of the slack the new shift makes),
+    #: per method: Newton's rounds 0.1 (on ten successive 200-box ``coulomb`` steps,
+    #: warm-started median 35 iterations against 44 at 1.0, cold 52 against 57; 0.05 and
+    #: 0.3 took 39 warm).
     warm_rounds = True
-    push = 1.0
+    push: ClassVar[dict[str, float]] = {"newton": 0.1, "anderson": 1.0, "none": 1.0}
     #: The Coulomb law's fixed point on De Saxcé's shift (setting ``acceleration``):
     #: ``"newton"``, ``"anderson"`` or ``"none"`` (the relaxed plain iteration); the
     #: default per cone (Newton on the exact cone; Anderson on polyhedral cones, whose
@@ -363,10 +388,21 @@ class IPMBackend(FrictionBackend):
         "box": "anderson",
     }
     #: Each round's CCP is solved to this fraction of the current Coulomb residual, per
-    #: method (Newton's linearisation needs the tighter rounds), not below
-    #: ``inner_floor * tol``.
-    inner_factor: ClassVar[dict[str, float]] = {"newton": 0.1, "anderson": 0.3, "none": 0.3}
+    #: method (Newton's linearisation needs the tighter rounds; 0.2 rather than 0.1: on
+    #: seven 200-box steps 35 iterations warm-started against 41, cold 63 against 66;
+    #: 0.3 and 0.05 took more), not below ``inner_floor * tol``.
+    inner_factor: ClassVar[dict[str, float]] = {"newton": 0.2, "anderson": 0.3, "none": 0.3}
     inner_floor = 0.5
+    #: The Coulomb law's warm start (impulses within ``warm_limit``), per cone: the first
+    #: shift ``h(u_t(r_warm))``, the first round's CCP from ``r_warm``'s interior point
+    #: pushed ``warm_push_fixed_point`` times its natural map inside the cones and solved
+    #: to ``warm_inner`` of it.  Off on polyhedral cones: on the 12-box landing transient
+    #: of ``test_fc_ipm`` the warm-started box law reaches a step on which Anderson's
+    #: mixing stalls at 4.5e-6 (capped); a warm start meeting the tolerance is returned
+    #: on every cone.
+    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": False, "box": False}
+    warm_push_fixed_point = 1.0
+    warm_inner = 0.1
     #: Newton: GMRES's relative tolerance on ``(I - J) δ = f``; the step at most ``trust``
     #: times ``max |f|``; after a step that raised the natural map, ``halvings`` halved
     #: steps from the best round, then ``fallback`` for the rest of the solve.
@@ -468,11 +504,12 @@ class IPMBackend(FrictionBackend):
                     form, problem.q, opts.tol, cap, residual, point=point, far=self.check_far
                 )
         else:
+            warm = None if opts.x0 is None else _start(problem, opts)
             # with a Newton finish ahead, the box law's fixed point stops once it stalls
             stall = self.stall_rounds if problem.cone == "box" and newton_cap else 0
             r, total, res, reason, rounds = self._rounds(
                 form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
-                stall,
+                warm, stall,
             )  # fmt: skip
         sweeps = 0
         if res > opts.tol and np.all(np.isfinite(r)):
@@ -541,21 +578,9 @@ class IPMBackend(FrictionBackend):
         return RawSolution(r, None, status, msg, iterations, t1 - t0, t2 - t1)
 
     def _rounds(  # type: ignore[no-untyped-def]
-        self,
-        form,
-        problem,
-        C,
-        tol,
-        cap,
-        residual,
-        velocity,
-        u,
-        qnorm,
-        kind,
-        accel,
-        memory,
-        stall=0,
-    ) -> tuple[np.ndarray, int, float, str, int]:
+        self, form, problem, C, tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
+        warm=None, stall=0,
+    ) -> tuple[np.ndarray, int, float, str, int]:  # fmt: skip
         """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
 
         Round ``k`` solves the CCP with ``q_n + x_k`` (:func:`ipm_ccp`, warm from the
@@ -585,9 +610,25 @@ class IPMBackend(FrictionBackend):
             out = natural_map(0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm)
             return float(out), u
 
-        r = np.zeros(problem.n)
-        res, _ = residual(r)
-        x = shift_of_u()  # h(q_t): the shift of the velocities at r = 0
+        point = None
+        if warm is not None:
+            # the previous step's impulses: their Coulomb natural map (no factorisation yet)
+            res, _ = residual(warm)
+            if res <= tol:
+                return warm, 0, float(res), "converged at the warm start", 0
+        if warm is not None and res <= self.warm_limit and self.warm_cones.get(problem.cone, False):
+            # De Saxcé's shift of the warm impulses' velocities, h(u_t(r_warm)); with it the
+            # first round's CCP has the same natural map as the Coulomb law at r_warm, and
+            # starts from r_warm's interior point pushed by the CCP warm start's rule
+            r = warm
+            x = shift_of_u()
+            qs[nrm] = q_n + x
+            push = min(max(self.warm_push_fixed_point * res, 1e-12), 1e-2)
+            point = form.impulse_point(r, qs, push)
+        else:
+            r = np.zeros(problem.n)
+            res, _ = residual(r)
+            x = shift_of_u()  # h(q_t): the shift of the velocities at r = 0
         mixer = _Anderson(memory)
         total, rounds, reason = 0, 0, "cap"
         best: tuple | None = None  # (res, x, f, interior point, Newton step, r)
@@ -597,11 +638,13 @@ class IPMBackend(FrictionBackend):
         while total < cap:
             rounds += 1
             qs[nrm] = q_n + x
-            inner_tol = max(self.inner_floor * tol, self.inner_factor[mode] * res)
+            factor = self.inner_factor[mode] if rounds > 1 or point is None else self.warm_inner
+            inner_tol = max(self.inner_floor * tol, factor * res)
             start = None
             if rounds > 1 and self.warm_rounds and form.last is not None:
-                start = (*form.last, self.push)
-            r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start)
+                start = (*form.last, self.push[mode])
+            r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start, point)
+            point = None
             total += it
             res, _ = residual(r)
             if res <= tol or not np.isfinite(res):
