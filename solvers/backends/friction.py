@@ -400,7 +400,7 @@ class IPMBackend(FrictionBackend):
     #: of ``test_fc_ipm`` the warm-started box law reaches a step on which Anderson's
     #: mixing stalls at 4.5e-6 (capped); a warm start meeting the tolerance is returned
     #: on every cone.
-    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": False, "box": False}
+    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": False, "box": True}
     warm_push_fixed_point = 1.0
     warm_inner = 0.1
     #: Newton: GMRES's relative tolerance on ``(I - J) δ = f``; the step at most ``trust``
@@ -417,11 +417,14 @@ class IPMBackend(FrictionBackend):
     newton_iterations = 300
     #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
     #: not halved over this many rounds.
-    stall_rounds = 20
+    stall_rounds = 10
     #: Sweeps between two Newton runs when no step length decreases Newton's merit.
     restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
+    #: Box law with a Newton finish: sweeps before Newton starts (0: Newton from the fixed
+    #: point's best round).
+    finish_sweeps = 0
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
     dense_limit = 600
 
@@ -512,7 +515,9 @@ class IPMBackend(FrictionBackend):
                 warm, stall,
             )  # fmt: skip
         sweeps = 0
-        if res > opts.tol and np.all(np.isfinite(r)):
+        finish = law == 1 and problem.cone == "box" and newton_cap > 0
+        polish = self.finish_sweeps if finish else self.polish_sweeps
+        if res > opts.tol and polish and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
             # 1e-7): finish from the interior point's impulses with Gauss--Seidel sweeps
             from solvers.backends.fc_kernels import nsgs
@@ -520,11 +525,11 @@ class IPMBackend(FrictionBackend):
             r = r.copy()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
-            sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
+            sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, polish, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
         newton_its, rerun = 0, False
-        if res > opts.tol and law == 1 and problem.cone == "box" and newton_cap:
+        if res > opts.tol and finish:
             # the fixed point and the sweeps stopped short (a contact sliding in a corner of
             # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
             # law's min-function, from the sweeps' impulses
