@@ -425,6 +425,10 @@ class IPMBackend(FrictionBackend):
     #: Box law with a Newton finish: sweeps before Newton starts (0: Newton from the fixed
     #: point's best round).
     finish_sweeps = 0
+    #: Box law with a Newton finish: warm impulses whose natural map is at most
+    #: ``newton_first`` go to Newton first, for at most ``newton_first_cap`` iterations.
+    newton_first = 1e-4
+    newton_first_cap = 20
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
     dense_limit = 600
 
@@ -491,6 +495,19 @@ class IPMBackend(FrictionBackend):
             return float(res), u
 
         t1 = time.perf_counter()
+        # the box law with Newton's finish (class docstring)
+        finish = law == 1 and problem.cone == "box" and newton_cap > 0
+        newton_first, from_warm, total, rounds = 0, False, 0, 0
+        built: list[Any] = []
+
+        def box_newton() -> Any:
+            """The box law's :class:`~solvers.backends.fc_newton.BoxNewton`, built once."""
+            from solvers.backends.fc_newton import BoxNewton
+
+            if not built:
+                built.append(BoxNewton(problem, C, np.asarray(d, dtype=np.float64)))
+            return built[0]
+
         if law == 0:
             rounds = 1
             point, iterate = None, True
@@ -508,14 +525,28 @@ class IPMBackend(FrictionBackend):
                 )
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
-            # with a Newton finish ahead, the box law's fixed point stops once it stalls
-            stall = self.stall_rounds if problem.cone == "box" and newton_cap else 0
-            r, total, res, reason, rounds = self._rounds(
-                form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
-                warm, stall,
-            )  # fmt: skip
+            if finish and warm is not None:
+                res_w, _ = residual(warm)
+                if opts.tol < res_w <= self.newton_first:
+                    # warm impulses near the solution: Newton straight from them (a few
+                    # iterations on a pile at rest); if it misses, its best iterate (or the
+                    # warm impulses) starts the fixed point
+                    finisher = box_newton()
+                    r_n, newton_first, res_n, _ = finisher.solve(
+                        warm, opts.tol, min(self.newton_first_cap, newton_cap)
+                    )
+                    if res_n <= opts.tol:
+                        r, res, reason, from_warm = r_n, res_n, "converged", True
+                    elif res_n < res_w:
+                        warm = r_n
+            if not from_warm:
+                # with a Newton finish ahead, the box law's fixed point stops once it stalls
+                stall = self.stall_rounds if finish else 0
+                r, total, res, reason, rounds = self._rounds(
+                    form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel,
+                    memory, warm, stall,
+                )  # fmt: skip
         sweeps = 0
-        finish = law == 1 and problem.cone == "box" and newton_cap > 0
         polish = self.finish_sweeps if finish else self.polish_sweeps
         if res > opts.tol and polish and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
@@ -528,15 +559,14 @@ class IPMBackend(FrictionBackend):
             sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, polish, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
-        newton_its, rerun = 0, False
+        newton_its, rerun = newton_first, False
         if res > opts.tol and finish:
             # the fixed point and the sweeps stopped short (a contact sliding in a corner of
             # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
             # law's min-function, from the sweeps' impulses
             from solvers.backends.fc_kernels import nsgs
-            from solvers.backends.fc_newton import BoxNewton
 
-            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64))
+            finisher = box_newton()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
             while newton_its < newton_cap:
@@ -570,8 +600,9 @@ class IPMBackend(FrictionBackend):
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
             + (f", {newton_its} semismooth Newton iterations" if newton_its else "")
+            + (" from the warm start" if from_warm else "")
             + (f" and {sweeps} nsgs sweeps" if sweeps else "")
-            + (f" in {rounds} fixed-point rounds" if law == 1 else "")
+            + (f" in {rounds} fixed-point rounds" if law == 1 and not from_warm else "")
             + (" (the fixed point rerun after Newton's finish)" if rerun else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
