@@ -400,7 +400,7 @@ class IPMBackend(FrictionBackend):
     #: of ``test_fc_ipm`` the warm-started box law reaches a step on which Anderson's
     #: mixing stalls at 4.5e-6 (capped); a warm start meeting the tolerance is returned
     #: on every cone.
-    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": False, "box": True}
+    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": True, "box": True}
     warm_push_fixed_point = 1.0
     warm_inner = 0.1
     #: Newton: GMRES's relative tolerance on ``(I - J) δ = f``; the step at most ``trust``
