@@ -347,12 +347,13 @@ class IPMBackend(FrictionBackend):
     round's impulses (``finish_sweeps``, 0, ``nsgs`` sweeps before it).  If it misses the
     tolerance, the fixed point runs again without the stall test on the rest of the budget
     (from the start; the message says so).  Warm impulses whose natural map is at most
-    ``newton_first`` (1e-4) go to Newton first, for at most ``newton_first_cap`` (20)
-    iterations; if it misses, the fixed point starts from the better of its iterate and
-    the warm impulses.  On the landed piles at rest, Newton from the warm impulses takes
-    5-7 iterations (100 boxes, 20 ms; the warm-started fixed point 3-10 rounds, 15-50 ms)
-    and 5 (200 boxes, 38 ms; fixed point 4 rounds, 40-48 ms).  The iterations reported
-    are the interior point's plus Newton's plus the sweeps.
+    ``newton_first`` (1e-4) go to Newton first, its proximal term from
+    ``newton_first_eps`` (0.1), for at most ``newton_first_cap`` (20) iterations; if it
+    misses, the fixed point starts from the better of its iterate and the warm impulses.
+    On recorded steps of the landed piles at rest, Newton from the warm impulses takes 1-2
+    iterations (100 boxes, 3-6 ms; the warm-started fixed point 3-10 rounds, 15-50 ms)
+    and 2-9 (200 boxes, 12-47 ms; fixed point 4 rounds, 40-48 ms).  The iterations
+    reported are the interior point's plus Newton's plus the sweeps.
     """
 
     name = "ipm"
