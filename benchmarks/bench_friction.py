@@ -60,11 +60,9 @@ and pair, so that a part can be re-run alone).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pickle
 import platform
-import subprocess
 import tempfile
 import time
 from dataclasses import replace
@@ -336,56 +334,28 @@ def mujoco_step(scene: Any, state: State, h: float, steps: int) -> dict[str, flo
     return {"step_ms": 1e3 * float(np.median(times[2:])), "contacts": float(np.median(ncon[2:]))}
 
 
-SICONOS_SCRIPT = """
-import json, sys, time
-import numpy as np
-import siconos.numerics as sn
-out = []
-for path in sys.argv[1:]:
-    d = np.load(path)
-    nc = d["mu"].size
-    problem = sn.FrictionContactProblem(3, nc, d["W"], d["q"], d["mu"])
-    r, u = np.zeros(3 * nc), np.zeros(3 * nc)
-    options = sn.SolverOptions(sn.SICONOS_FRICTION_3D_NSGS)
-    options.iparam[sn.SICONOS_IPARAM_MAX_ITER] = 10000
-    options.dparam[sn.SICONOS_DPARAM_TOL] = 1e-6
-    t0 = time.process_time()
-    info = sn.fc3d_driver(problem, r, u, options)
-    out.append({"file": path, "info": int(info), "time_s": time.process_time() - t0,
-                "iterations": int(options.iparam[sn.SICONOS_IPARAM_ITER_DONE]),
-                "error": float(options.dparam[sn.SICONOS_DPARAM_RESIDU]), "contacts": nc})
-print(json.dumps(out))
-"""
-
-
 def siconos_times(files: list[Path]) -> list[dict[str, Any]] | None:
     """Siconos's fc3d NSGS on FCLIB files, through the system Python, or ``None``.
 
     Debian's ``python3-siconos`` is built without FCLIB's I/O, so the files are
-    read here (:func:`solvers.fclib.read`) and handed over as arrays.
+    read here (:func:`solvers.fclib.read`) and handed over as arrays
+    (:func:`solvers.peers.siconos.fc3d`).
     """
     from solvers import fclib
+    from solvers.peers import siconos
 
-    probe = subprocess.run(
-        ["/usr/bin/python3", "-c", "import siconos.numerics"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
+    if siconos.unavailable() is not None:
         return None
-    arrays = []
+    problems = []
     for path in files:
-        problem = fclib.read(path).problem
-        npz = path.with_suffix(".npz")
-        np.savez(npz, W=problem.W.toarray(), q=problem.q, mu=problem.mu)  # type: ignore[union-attr]
-        arrays.append(npz)
-    done = subprocess.run(
-        ["/usr/bin/python3", "-c", SICONOS_SCRIPT, *map(str, arrays)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        return [{"error_text": done.stderr.strip().splitlines()[-1:]}]
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+        p = fclib.read(path).problem
+        problems.append((p.W, p.q, p.mu))  # type: ignore[union-attr]
+    try:
+        out = siconos.fc3d(problems, tol=1e-6, max_iter=10000)
+    except RuntimeError as exc:
+        return [{"error_text": str(exc)}]
+    keys = ("info", "time_s", "iterations", "error", "contacts")
+    return [{"file": str(f), **{k: s[k] for k in keys}} for f, s in zip(files, out, strict=True)]
 
 
 def posed_problems(sim: Simulator, state: State, steps: int) -> list[tuple[Any, Any]]:

@@ -1,0 +1,1 @@
+"""Other projects' friction solvers, run beside ours for comparison and as oracles."""
