@@ -30,9 +30,12 @@ pyramid) or ``"box"`` (``|r_tk| <= mu r_n``, box friction).  Two laws:
 
 Residuals (:func:`fc_residuals`):
 
-- ``natural_map`` -- Siconos's and FCLIB's ``fc3d`` error
+- ``natural_map`` -- the natural map of Siconos's ``fc3d`` error,
   ``||r - P_K(r - û)||_2 / ||q||_2`` (``û = u`` for the CCP; divided by 1 when
   ``||q||_2`` is below machine epsilon), summed over contacts and scalar rows.
+  The numerator is Siconos's; Siconos 4.4's ``fc3d_compute_error`` divides it by
+  ``max(||q||_2, ||r||_2, ||u||_2)``, so this number is never the smaller
+  (``tests/solvers/test_siconos_oracle.py``).
   It adds impulses and velocities (``ρ = 1``), so for contact problems in SI
   units it is in [N s] per [m/s] of ``||q||``, i.e. dimensionless relative to
   the free velocity; this is the number every backend's ``tol`` refers to;
