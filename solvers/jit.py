@@ -52,6 +52,8 @@ KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.collision.convex": 30.0,
     "contactlab.collision.cylinders": 25.0,
     "contactlab.jointfriction.local": 2.0,
+    "contactlab.maximal.assembly": None,
+    "contactlab.contact.rows": None,
     "contactlab.models.delassus": 3.0,
     "contactlab.reduced._kernels": 17.0,
     "contactlab.reduced._fast": 15.0,
