@@ -863,6 +863,111 @@ class VelocityForm:
         return np.asarray(self.T @ q), np.asarray(self.E @ q)
 
 
+@njit(cache=True)
+def newton_residuals(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, cp, ci, cd, gp, gi, gd, dinv_inv, v, s, z, y, wh, wb
+):
+    """The residuals of :func:`ipm_ccp`'s Newton system at ``(v, s, z, y)``, in one call.
+
+    Returns ``r_d = D⁻¹ v - Ĉ' z - G_b' y``, ``r_b = G_b v + w_b``,
+    ``r_p = s - Ĉ v - ŵ``, the duality gap ``s' z`` and the cone margins of
+    ``s`` and ``z`` (:func:`cone_margin`).
+    """
+    m, nv, mb = s.shape[0], v.shape[0], y.shape[0]
+    chv = np.empty(m)
+    csr_mul(cp, ci, cd, v, chv)
+    ctz = np.empty(nv)
+    csr_tmul(cp, ci, cd, z, ctz)
+    rd = np.empty(nv)
+    for i in range(nv):
+        rd[i] = dinv_inv[i] * v[i] - ctz[i]
+    gv = np.zeros(mb)
+    if mb:
+        gty = np.empty(nv)
+        csr_tmul(gp, gi, gd, y, gty)
+        for i in range(nv):
+            rd[i] -= gty[i]
+        csr_mul(gp, gi, gd, v, gv)
+    rb = np.empty(mb)
+    for i in range(mb):
+        rb[i] = gv[i] + wb[i]
+    rp = np.empty(m)
+    for i in range(m):
+        rp[i] = s[i] - chv[i] - wh[i]
+    return rd, rb, rp, dot(s, z), cone_margin(bptr, s), cone_margin(bptr, z)
+
+
+@njit(cache=True)
+def direction_rhs(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, lam, wbar, eta, theta, rp, cp, ci, cd, rd, rb, corrector, ds_a, dz_a, sigma_mu
+):
+    """Right-hand side of the reduced Newton system of :func:`ipm_ccp`, in one call.
+
+    The predictor (``corrector`` false) targets ``λ ∘ λ`` and the corrector adds
+    Mehrotra's second-order term ``(W⁻¹ Δs_a) ∘ (W Δz_a)`` and the centring
+    ``σ μ e``; returns the right-hand side ``(Ĉ' g - r_d, -r_b)`` and the two parts
+    ``W⁻¹ t`` and ``Θ r_p`` of ``g`` (the back substitution reuses them).
+    """
+    m = lam.shape[0]
+    nv = rd.shape[0]
+    tmp = np.empty(m)
+    t = np.empty(m)
+    rc = np.empty(m)
+    jordan(bptr, lam, lam, tmp)
+    if not corrector:
+        for i in range(m):
+            rc[i] = -tmp[i]
+    else:
+        second = np.empty(m)
+        scale_inv(bptr, wbar, eta, ds_a, t)  # W^-1 Δs_a
+        scale(bptr, wbar, eta, dz_a, second)  # W Δz_a
+        jordan(bptr, t, second, rc)
+        for i in range(m):
+            rc[i] = -tmp[i] - rc[i]
+        add_identity(bptr, rc, sigma_mu)
+    jordan_div(bptr, lam, rc, t)
+    wt = np.empty(m)
+    scale_inv(bptr, wbar, eta, t, wt)  # W^-1 t
+    trp = np.empty(m)
+    apply_theta(bptr, theta, rp, trp)
+    g = np.empty(m)
+    for i in range(m):
+        g[i] = wt[i] + trp[i]
+    rhs = np.empty(nv + rb.shape[0])
+    top = np.empty(nv)
+    csr_tmul(cp, ci, cd, g, top)
+    for i in range(nv):
+        rhs[i] = top[i] - rd[i]
+    for i in range(rb.shape[0]):
+        rhs[nv + i] = -rb[i]
+    return rhs, wt, trp
+
+
+@njit(cache=True)
+def direction_back(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
+):
+    """The step of :func:`ipm_ccp` from the reduced system's solution, in one call.
+
+    Returns ``(Δv, Δy, Δs, Δz, α_s, α_z)``: ``Δs = Ĉ Δv - r_p``,
+    ``Δz = W⁻¹ t + Θ (r_p - Ĉ Δv)`` and the largest steps keeping ``s`` and ``z``
+    in their cones.
+    """
+    m = wt.shape[0]
+    dv = sol[:nv].copy()
+    dy = -sol[nv:]
+    cdv = np.empty(m)
+    csr_mul(cp, ci, cd, dv, cdv)
+    tcd = np.empty(m)
+    apply_theta(bptr, theta, cdv, tcd)
+    dz = np.empty(m)
+    ds = np.empty(m)
+    for i in range(m):
+        dz[i] = wt[i] + trp[i] - tcd[i]
+        ds[i] = cdv[i] - rp[i]
+    return dv, dy, ds, dz, max_step(bptr, s, ds), max_step(bptr, z, dz)
+
+
 def ipm_ccp(
     form: VelocityForm,
     q: Vec,
@@ -894,7 +999,7 @@ def ipm_ccp(
     gp, gi, gd = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64), Gb.data
     ep, ei, ed = Et.indptr.astype(np.int64), Et.indices.astype(np.int64), Et.data
     mb = Gb.shape[0]
-    Gty, Gv, rb_part = np.zeros(nv), np.zeros(mb), np.zeros(problem.n)
+    rb_part = np.zeros(problem.n)
     cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
     tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
     scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
@@ -921,8 +1026,7 @@ def ipm_ccp(
         add_identity(bptr, z, tau / max(wdiag, 1e-300))
     wbar, eta = np.zeros(m), np.ones(nb)
     lam, theta = np.empty(m), np.zeros(9 * nb)
-    Chv, Ctz = np.empty(m), np.empty(nv)
-    t, tmp, dz, ds = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    dz, ds = np.empty(m), np.empty(m)
     r = np.zeros(problem.n)
     res, reason = np.inf, "cap"
     best, best_r = np.inf, r.copy()
@@ -950,18 +1054,12 @@ def ipm_ccp(
         if it >= max_iter:
             break
         it += 1
-        csr_mul(cp, ci, cd, v, Chv)
-        csr_tmul(cp, ci, cd, z, Ctz)
-        rd = normal.dinv_inv * v - Ctz  # D^-1 v - Ĉ'z - Gb'y
-        if mb:
-            csr_tmul(gp, gi, gd, y, Gty)
-            rd -= Gty
-            csr_mul(gp, gi, gd, v, Gv)
-        rb = Gv + wb
-        rp = s - Chv - wh
-        gap = dot(s, z)
+        # D^-1 v - Ĉ'z - Gb'y, Gb v + wb, s - Ĉ v - ŵ, s'z and the cone margins
+        rd, rb, rp, gap, margin_s, margin_z = newton_residuals(
+            bptr, cp, ci, cd, gp, gi, gd, normal.dinv_inv, v, s, z, y, wh, wb
+        )
         mu_c = gap / max(nb, 1)
-        if cone_margin(bptr, s) <= 0.0 or cone_margin(bptr, z) <= 0.0:
+        if margin_s <= 0.0 or margin_z <= 0.0:
             reason = "stalled on the cone boundary"
             break
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
@@ -972,36 +1070,15 @@ def ipm_ccp(
             break
         steps = []
         for corrector in (False, True):
-            if not corrector:
-                jordan(bptr, lam, lam, tmp)
-                rc = -tmp
-            else:
-                scale_inv(bptr, wbar, eta, ds, t)  # W^-1 Δs_a
-                scale(bptr, wbar, eta, dz, tmp)  # W Δz_a
-                jordan(bptr, t, tmp, ds)
-                jordan(bptr, lam, lam, tmp)
-                rc = -tmp - ds
-                add_identity(bptr, rc, sigma * mu_c)
-            jordan_div(bptr, lam, rc, t)
-            wt = np.empty(m)
-            scale_inv(bptr, wbar, eta, t, wt)  # W^-1 t
-            trp = np.empty(m)
-            apply_theta(bptr, theta, rp, trp)
-            g = wt + trp
-            rhs = np.empty(nv + mb)
-            csr_tmul(cp, ci, cd, g, rhs[:nv])
-            rhs[:nv] -= rd
-            rhs[nv:] = -rb
+            # predictor, then corrector: right-hand side, solve, step (two compiled calls)
+            rhs, wt, trp = direction_rhs(
+                bptr, lam, wbar, eta, theta, rp, cp, ci, cd, rd, rb, corrector, ds, dz,
+                sigma * mu_c,
+            )  # fmt: skip
             sol = normal.solve(rhs)
-            dv, dy = sol[:nv], -sol[nv:]
-            cdv = np.empty(m)
-            csr_mul(cp, ci, cd, dv, cdv)
-            tcd = np.empty(m)
-            apply_theta(bptr, theta, cdv, tcd)
-            dz = wt + trp - tcd
-            ds = cdv - rp
-            a_s = max_step(bptr, s, ds)
-            a_z = max_step(bptr, z, dz)
+            dv, dy, ds, dz, a_s, a_z = direction_back(
+                bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
+            )
             alpha = min(1.0, a_s, a_z)
             if not corrector:
                 gap_aff = gap_after(s, ds, z, dz, alpha)
