@@ -49,6 +49,7 @@ from typing import Any
 #: 2026 machine; ``None`` where not measured), for the first-use message.
 KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.collision.boxes": 25.0,
+    "contactlab.collision.broadphase": None,
     "contactlab.collision.convex": 30.0,
     "contactlab.collision.cylinders": 25.0,
     "contactlab.jointfriction.local": 2.0,
