@@ -54,6 +54,7 @@ KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.collision.cylinders": 25.0,
     "contactlab.jointfriction.local": 2.0,
     "contactlab.maximal.assembly": None,
+    "contactlab.contact.identity": None,
     "contactlab.contact.rows": None,
     "contactlab.models.delassus": 3.0,
     "contactlab.reduced._kernels": 17.0,
