@@ -606,15 +606,46 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
 
 
 def _rows_of(C, sel: IVec, scale: Vec):  # type: ignore[no-untyped-def]
-    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, vectorised)."""
+    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, compiled)."""
     import scipy.sparse as sp
 
-    lens = np.diff(C.indptr)[sel]
-    ptr = np.zeros(sel.size + 1, dtype=np.int64)
-    np.cumsum(lens, out=ptr[1:])
-    src = np.repeat(C.indptr[sel].astype(np.int64) - ptr[:-1], lens) + np.arange(ptr[-1])
-    data = C.data[src] * np.repeat(scale, lens)
-    return sp.csr_matrix((data, C.indices[src].astype(np.int64), ptr), shape=(sel.size, C.shape[1]))
+    data, indices, ptr = select_rows(
+        C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, sel, scale
+    )
+    return sp.csr_matrix((data, indices, ptr), shape=(sel.size, C.shape[1]))
+
+
+@njit(cache=True)
+def select_rows(indptr, indices, data, sel, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the rows ``sel`` of a CSR matrix, row ``k`` times ``scale[k]``."""
+    ptr = np.zeros(sel.shape[0] + 1, dtype=np.int64)
+    for k in range(sel.shape[0]):
+        ptr[k + 1] = ptr[k] + indptr[sel[k] + 1] - indptr[sel[k]]
+    out = np.empty(ptr[-1])
+    cols = np.empty(ptr[-1], dtype=np.int64)
+    for k in range(sel.shape[0]):
+        src = indptr[sel[k]]
+        for q in range(ptr[k + 1] - ptr[k]):
+            out[ptr[k] + q] = data[src + q] * scale[k]
+            cols[ptr[k] + q] = indices[src + q]
+    return out, cols, ptr
+
+
+@njit(cache=True)
+def selection_transpose(sel, vals, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the (n x len(sel)) matrix whose row ``sel[k]`` holds ``vals[k]`` at
+    column ``k`` (each row selected at most once)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(sel.shape[0]):
+        ptr[sel[k] + 1] = 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    out = np.empty(sel.shape[0])
+    cols = np.empty(sel.shape[0], dtype=np.int64)
+    for k in range(sel.shape[0]):
+        out[ptr[sel[k]]] = vals[k]
+        cols[ptr[sel[k]]] = k
+    return out, cols, ptr
 
 
 def _select_soc(problem, C):  # type: ignore[no-untyped-def]
@@ -633,11 +664,8 @@ def _select_soc(problem, C):  # type: ignore[no-untyped-def]
 
     def transpose_of_selection(sel: IVec, vals: Vec):  # type: ignore[no-untyped-def]
         # (n x len(sel)): row sel[k] holds vals[k] at column k (each row at most once)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        ptr[sel + 1] = 1
-        np.cumsum(ptr, out=ptr)
-        order = np.argsort(sel, kind="stable")
-        return sp.csr_matrix((vals[order], order.astype(np.int64), ptr), shape=(n, sel.size))
+        data, cols, ptr = selection_transpose(sel, np.ascontiguousarray(vals, dtype=float), n)
+        return sp.csr_matrix((data, cols, ptr), shape=(n, sel.size))
 
     Tt = transpose_of_selection(rows, scale)
     Et = transpose_of_selection(bil.astype(np.int64), np.ones(bil.size))
