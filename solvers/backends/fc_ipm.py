@@ -750,7 +750,8 @@ class Normal:
             self.nv, self.dinv_inv, self.gptr, self.gsoc, self.rowblk, self.cptr, self.jptr,
             self.jval, theta, self.slot, self.values,
         )  # fmt: skip
-        np.add.at(self.values, self.extra_slot, self.extra_vals)
+        if self.extra_slot.size:
+            np.add.at(self.values, self.extra_slot, self.extra_vals)
         if self.dense:
             from scipy.linalg import lu_factor
 
@@ -977,9 +978,9 @@ def direction_back(  # type: ignore[no-untyped-def]  # pragma: no cover
 ):
     """The step of :func:`ipm_ccp` from the reduced system's solution, in one call.
 
-    Returns ``(Δv, Δy, Δs, Δz, α_s, α_z)``: ``Δs = Ĉ Δv - r_p``,
-    ``Δz = W⁻¹ t + Θ (r_p - Ĉ Δv)`` and the largest steps keeping ``s`` and ``z``
-    in their cones.
+    Returns ``(Δv, Δy, Δs, Δz, α_s, α_z, finite)``: ``Δs = Ĉ Δv - r_p``,
+    ``Δz = W⁻¹ t + Θ (r_p - Ĉ Δv)``, the largest steps keeping ``s`` and ``z``
+    in their cones and whether ``Δv`` and ``Δz`` are finite.
     """
     m = wt.shape[0]
     dv = sol[:nv].copy()
@@ -993,7 +994,27 @@ def direction_back(  # type: ignore[no-untyped-def]  # pragma: no cover
     for i in range(m):
         dz[i] = wt[i] + trp[i] - tcd[i]
         ds[i] = cdv[i] - rp[i]
-    return dv, dy, ds, dz, max_step(bptr, s, ds), max_step(bptr, z, dz)
+    finite = True
+    for i in range(dv.shape[0]):
+        if not math.isfinite(dv[i]):
+            finite = False
+    for i in range(m):
+        if not math.isfinite(dz[i]):
+            finite = False
+    return dv, dy, ds, dz, max_step(bptr, s, ds), max_step(bptr, z, dz), finite
+
+
+@njit(cache=True)
+def take_step(v, s, z, y, alpha, dv, ds, dz, dy):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``(v, s, z, y) += alpha (Δv, Δs, Δz, Δy)`` in place."""
+    for i in range(v.shape[0]):
+        v[i] += alpha * dv[i]
+    for i in range(s.shape[0]):
+        s[i] += alpha * ds[i]
+    for i in range(z.shape[0]):
+        z[i] += alpha * dz[i]
+    for i in range(y.shape[0]):
+        y[i] += alpha * dy[i]
 
 
 def ipm_ccp(
@@ -1104,22 +1125,19 @@ def ipm_ccp(
                 sigma * mu_c,
             )  # fmt: skip
             sol = normal.solve(rhs)
-            dv, dy, ds, dz, a_s, a_z = direction_back(
+            dv, dy, ds, dz, a_s, a_z, finite = direction_back(
                 bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
             )
             alpha = min(1.0, a_s, a_z)
             if not corrector:
                 gap_aff = gap_after(s, ds, z, dz, alpha)
                 sigma = min(max(gap_aff / max(gap, 1e-300), 0.0), 1.0) ** 3
-            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z))))
-        dv, ds, dz, dy, alpha = steps[-1]
-        if not (np.all(np.isfinite(dv)) and np.all(np.isfinite(dz)) and alpha > 0.0):
+            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z)), finite))
+        dv, ds, dz, dy, alpha, finite = steps[-1]
+        if not (finite and alpha > 0.0):
             reason = "no finite step"
             break
-        v += alpha * dv
-        s += alpha * ds
-        z += alpha * dz
-        y += alpha * dy
+        take_step(v, s, z, y, alpha, dv, ds, dz, dy)
     if best <= res or not math.isfinite(res):
         r, res = best_r, best
     if res <= tol:
