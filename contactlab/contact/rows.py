@@ -102,13 +102,27 @@ def tangent_basis(normal: Array) -> tuple[Array, Array]:
     level ground the friction pyramid's directions are the world x and y axes
     (and on a plane tilted about y, ``t1`` points along the slope).
     """
-    n = np.asarray(normal, dtype=float)
-    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
-    s = np.where(nz >= 0.0, 1.0, -1.0)
-    a = -1.0 / (s + nz)
-    b = nx * ny * a
-    t1 = np.stack([1.0 + s * nx * nx * a, s * b, -s * nx], axis=1)
-    t2 = np.stack([b, s + ny * ny * a, -ny], axis=1)
+    n = np.ascontiguousarray(normal, dtype=float).reshape(-1, 3)
+    return _tangent_basis(n)  # type: ignore[no-any-return]
+
+
+@njit(cache=True)
+def _tangent_basis(n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`tangent_basis`, normal by normal."""
+    m = n.shape[0]
+    t1 = np.empty((m, 3))
+    t2 = np.empty((m, 3))
+    for i in range(m):
+        nx, ny, nz = n[i, 0], n[i, 1], n[i, 2]
+        s = 1.0 if nz >= 0.0 else -1.0
+        a = -1.0 / (s + nz)
+        b = nx * ny * a
+        t1[i, 0] = 1.0 + s * nx * nx * a
+        t1[i, 1] = s * b
+        t1[i, 2] = -s * nx
+        t2[i, 0] = b
+        t2[i, 1] = s + ny * ny * a
+        t2[i, 2] = -ny
     return t1, t2
 
 
