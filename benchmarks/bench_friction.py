@@ -58,7 +58,9 @@ Run: ``python -m benchmarks.bench_friction`` (writes
 ``--steps``, ``--warmup``, ``--settle``, ``--stacked`` change the set-up;
 ``--quick`` runs n = 10 and 100 with 1 + 3 steps; the pairs of ``ON_REQUEST``
 (``coulomb / ipm (plain fixed point)``, ``box-friction / ipm (plain fixed point)``:
-``ipm``'s Coulomb fixed point by the relaxed plain iteration, ``acceleration="none"``)
+``ipm``'s Coulomb fixed point by the relaxed plain iteration, ``acceleration="none"``;
+``box-friction / ipm (no Newton finish)`` and ``staggered-projections box / pgs (no Newton
+finish)``: ``ipm`` on the box law without its semismooth Newton finish, ``newton=0``)
 run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
@@ -146,6 +148,20 @@ STACKED_PAIRS = ("anitescu-hart soc / nsgs", "anitescu-hart soc / admm")
 #: relaxed plain iteration (its method before Newton's and Anderson's steps), for a
 #: before/after comparison in the same run
 ON_REQUEST: list[tuple[str, str, str, dict[str, Any], int]] = [
+    (
+        "box-friction / ipm (no Newton finish)",
+        "box-friction",
+        "ipm",
+        {**TOL, "solver_settings": {"newton": 0}},
+        200,
+    ),
+    (
+        "staggered-projections box / pgs (no Newton finish)",
+        "staggered-projections",
+        "pgs",
+        {"cone": "box", "solver_tol": 1e-7, "coupled_settings": {"newton": 0}},
+        100,
+    ),
     (
         "coulomb / ipm (plain fixed point)",
         "coulomb",

@@ -142,11 +142,18 @@ def _frictional_backends() -> None:
     chol = BlockCholesky(A.indptr, A.indices, 6)
     chol.factor(A.data)
     chol.solve(np.ones(12))
+    # ipm's semismooth Newton finish of the box law (run only where its fixed point stalls)
+    from solvers.backends.fc_newton import BoxNewton
+
+    box = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "box", factor=(C, np.ones(4)))
+    BoxNewton(box, C, np.ones(4)).solve(np.zeros(6), 1e-10, 5)
     for name in ("nsgs", "ipm"):
         try:
-            solvers.solve(factored, name)
-            # a warm start away from the solution (ipm: its interior point of impulses)
+            cold = solvers.solve(factored, name)
+            # a warm start away from the solution (ipm: its interior point of impulses, used
+            # only while the start's natural map is below ``warm_limit``)
             solvers.solve(factored, name, warm_start=np.zeros(6))
+            solvers.solve(factored, name, warm_start=1.01 * cold.x)
         except solvers.SolverNotFound:
             continue
 

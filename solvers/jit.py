@@ -65,6 +65,7 @@ KERNEL_MODULES: dict[str, float | None] = {
     "solvers.backends.fc_kernels": 8.0,
     "solvers.backends.fc_local": 4.0,
     "solvers.backends.fc_ipm": 2.0,
+    "solvers.backends.fc_newton": 2.0,
     "solvers.backends.block_cholesky": None,
 }
 

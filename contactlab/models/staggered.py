@@ -234,6 +234,8 @@ class StaggeredProjections(SolvingModel):
     coupled_tol : tolerance of the coupled solve (its natural map relative to
         ``||q||``), default 1e-8.
     coupled_max_iter : iteration cap of the coupled solve, default 10000.
+    coupled_settings : backend settings of the coupled solve (e.g. ``{"newton": 0}``:
+        ``ipm`` without its semismooth Newton finish of the box law), default none.
     proximal : weight of the proximal term of the contact QPs after a coupled start
         (module docstring, "Confirming a coupled start"), relative to the mean diagonal of
         the Delassus matrix, default 1e-3; 0 turns it off.  Dual form only.
@@ -251,6 +253,7 @@ class StaggeredProjections(SolvingModel):
         "coupled": "ipm",
         "coupled_tol": 1e-8,
         "coupled_max_iter": 10000,
+        "coupled_settings": None,
         "proximal": 1e-3,
     }
 
@@ -270,6 +273,7 @@ class StaggeredProjections(SolvingModel):
                     directions=self.options["directions"],
                     solver_tol=float(self.options["coupled_tol"]),
                     max_iter=self.options["coupled_max_iter"],
+                    solver_settings=self.options["coupled_settings"],
                 )
             except (IncompatibleError, UnknownNameError) as err:
                 fitting = Coulomb.compatible_solvers(cone=cone)

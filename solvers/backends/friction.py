@@ -51,6 +51,9 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   ``"none"``) and ``memory`` (Anderson's).  ``max_iter`` counts
   interior-point iterations (default 100, 500 for the Coulomb law); a run stalled
   short of ``tol`` near the cones' boundary is finished by at most 200 ``nsgs`` sweeps.
+  The box law (``cone="box"``): the fixed point stops once it stalls, and semismooth
+  Newton on the law's min-function finishes (:mod:`solvers.backends.fc_newton`; setting
+  ``newton``, its iteration cap, default 300, 0 for none).
 
 All of them need the diagonal of ``W`` positive on contact normal rows; a
 contact whose 3x3 block is singular is still handled by the local solvers'
@@ -331,6 +334,16 @@ class IPMBackend(FrictionBackend):
     at 4.5e-6 until the cap.  The Coulomb law's solution need not be unique (redundant
     contacts): on a 12-box landing step warm and cold runs return two solutions, both at
     natural map <= 4e-9, whose velocities differ by 4.2e-3 m/s.
+
+    Box law: Newton's finish.  Some steps of the box piles' transients stall every one of
+    these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point stops once its
+    smallest natural map has not halved over ``stall_rounds`` rounds, the ``nsgs`` sweeps
+    run, and semismooth Newton on the box law's min-function
+    (:class:`~solvers.backends.fc_newton.BoxNewton`, at most ``newton`` iterations,
+    ``restart_sweeps`` sweeps whenever no step decreases its merit) finishes from the
+    sweeps' impulses.  If it misses the tolerance, the fixed point runs again without the
+    stall test on the rest of the budget (from the start; the message says so).  The
+    iterations reported are the interior point's plus Newton's plus the sweeps.
     """
 
     name = "ipm"
@@ -399,6 +412,14 @@ class IPMBackend(FrictionBackend):
     fallback = "anderson"
     #: Anderson's memory (pairs of the last rounds; setting ``memory``).
     memory = 5
+    #: Box law: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`) that may
+    #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
+    newton_iterations = 300
+    #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
+    #: not halved over this many rounds.
+    stall_rounds = 20
+    #: Sweeps between two Newton runs when no step length decreases Newton's merit.
+    restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
@@ -421,7 +442,10 @@ class IPMBackend(FrictionBackend):
         settings = dict(opts.settings)
         accel = str(settings.pop("acceleration", self.acceleration[problem.cone]))
         memory = int(settings.pop("memory", self.memory))
-        _no_settings(self.name, settings, ("acceleration", "memory"))
+        newton_cap = int(settings.pop("newton", self.newton_iterations))
+        _no_settings(self.name, settings, ("acceleration", "memory", "newton"))
+        if newton_cap < 0:
+            raise ProblemError("newton", f"the Newton finish's cap must be >= 0, got {newton_cap}")
         if accel not in ("anderson", "newton", "none"):
             raise ProblemError(
                 "acceleration",
@@ -481,9 +505,11 @@ class IPMBackend(FrictionBackend):
                 )
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
+            # with a Newton finish ahead, the box law's fixed point stops once it stalls
+            stall = self.stall_rounds if problem.cone == "box" and newton_cap else 0
             r, total, res, reason, rounds = self._rounds(
                 form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
-                warm,
+                warm, stall,
             )  # fmt: skip
         sweeps = 0
         if res > opts.tol and np.all(np.isfinite(r)):
@@ -497,29 +523,72 @@ class IPMBackend(FrictionBackend):
             sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
+        newton_its, rerun = 0, False
+        if res > opts.tol and law == 1 and problem.cone == "box" and newton_cap:
+            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
+            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
+            # law's min-function, from the sweeps' impulses
+            from solvers.backends.fc_kernels import nsgs
+            from solvers.backends.fc_newton import BoxNewton
+
+            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64))
+            ptr, idx, val = _csr(problem)
+            args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
+            while newton_its < newton_cap:
+                r, its, res, why = finisher.solve(r, opts.tol, newton_cap - newton_its)
+                newton_its += its
+                if res <= opts.tol or why != "no descent":
+                    break
+                # no step length decreases the merit (a local minimum of 0.5 ||Φ||² on a
+                # piece without a solution): a few sweeps move the iterate off it
+                r = r.copy()
+                more, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.restart_sweeps, False)
+                sweeps += int(more)
+                res = float(res)
+                if res <= opts.tol:
+                    break
+            reason = "converged" if res <= opts.tol else reason
+            if res > opts.tol and reason == "stalled" and total < cap:
+                # Newton did not finish either: the fixed point without the stall test, the rest
+                # of the budget (from the start; slow on such steps, but it contracts)
+                kept_r, kept_res = r, res
+                rerun = True
+                r, more, res, reason, more_rounds = self._rounds(
+                    form, problem, C, opts.tol, cap - total, residual, velocity, u, qnorm,
+                    kind, accel, memory,
+                )  # fmt: skip
+                total += more
+                rounds += more_rounds
+                if res > kept_res:
+                    r, res = kept_r, kept_res
         t2 = time.perf_counter()
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
+            + (f", {newton_its} semismooth Newton iterations" if newton_its else "")
             + (f" and {sweeps} nsgs sweeps" if sweeps else "")
             + (f" in {rounds} fixed-point rounds" if law == 1 else "")
+            + (" (the fixed point rerun after Newton's finish)" if rerun else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
-        capped = reason == "cap" or total >= cap
+        capped = reason in ("cap", "stalled") or total >= cap or newton_its >= newton_cap > 0
         if capped and res > opts.tol:
             reason = "iteration cap"
         status = _status(res, opts.tol, capped)
-        return RawSolution(r, None, status, msg, total + int(sweeps), t1 - t0, t2 - t1)
+        iterations = total + newton_its + int(sweeps)
+        return RawSolution(r, None, status, msg, iterations, t1 - t0, t2 - t1)
 
     def _rounds(  # type: ignore[no-untyped-def]
         self, form, problem, C, tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
-        warm=None,
+        warm=None, stall=0,
     ) -> tuple[np.ndarray, int, float, str, int]:  # fmt: skip
         """De Saxcé's fixed point ``x = h(u_t(x))`` on the per-contact shift ``x``.
 
         Round ``k`` solves the CCP with ``q_n + x_k`` (:func:`ipm_ccp`, warm from the
         previous round's interior point) and evaluates ``f_k = h(u_t) - x_k``; the next
         shift by ``accel`` (class docstring).  Returns ``(r, iterations, natural map,
-        reason, rounds)``, the best round's ``r`` if the last one is worse.
+        reason, rounds)``, the best round's ``r`` if the last one is worse.  With ``stall > 0``
+        it stops (reason ``"stalled"``) once the smallest natural map has not halved over the
+        last ``stall`` rounds.
         """
         import scipy.sparse.linalg as spla
 
@@ -565,6 +634,7 @@ class IPMBackend(FrictionBackend):
         best: tuple | None = None  # (res, x, f, interior point, Newton step, r)
         fails = 0
         mode = accel
+        lowest: list[float] = []  # the smallest natural map after each round
         while total < cap:
             rounds += 1
             qs[nrm] = q_n + x
@@ -578,6 +648,13 @@ class IPMBackend(FrictionBackend):
             total += it
             res, _ = residual(r)
             if res <= tol or not np.isfinite(res):
+                break
+            if not lowest or res < lowest[-1]:
+                kept = (r, res)
+            lowest.append(min(res, lowest[-1]) if lowest else res)
+            if stall and len(lowest) > stall and lowest[-1] > 0.5 * lowest[-1 - stall]:
+                reason = "stalled"
+                r, res = kept  # the best round's impulses for the finish
                 break
             f = shift_of_u() - x
             if mode == "newton" and (best is None or res <= best[0]):

@@ -1,0 +1,180 @@
+"""Semismooth Newton on the box law (:mod:`solvers.backends.fc_newton`), ``ipm``'s finish.
+
+Facts: the piece ``A + B W`` of the min-function is its derivative away from kinks
+(central differences); the augmented sparse system in ``(δv, δr)`` solves the dense
+Newton system without forming ``W``; on small random box-law problems (singular ``W``)
+Newton's iteration from zero ends in a handful of steps at Lemke's solution of the
+equivalent LCP (an independent pivoting method); on a stored 100-box pile step on which
+``ipm``'s fixed point and its Gauss--Seidel sweeps stop short of 1e-6, the Newton finish
+reaches it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from test_frictional import random_problem
+
+from solvers import LCP, ProblemError, solve
+from solvers.frictional import FrictionalContact, fc_residuals
+
+pytest.importorskip("numba")
+
+DATA = Path(__file__).parent / "data"
+
+
+def factored(seed: int) -> tuple[FrictionalContact, sp.csr_matrix, np.ndarray]:
+    """A random box-law problem of ``test_frictional`` with a factor ``W = C diag(d) C'``."""
+    from solvers.backends.fc_ipm import eig_factor
+
+    fc = random_problem("coulomb", "box", seed)
+    Cd, d = eig_factor(fc.W.toarray())
+    return fc, sp.csr_matrix(Cd), d
+
+
+def piece(newton, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:  # type: ignore[no-untyped-def]
+    """``Φ(r)``, the dense ``J = A + B W`` and the piece's selection arrays."""
+    n, nc = newton.n, newton.nc
+    u = np.empty(n)
+    newton.velocity(r, u)
+    phi, beta, adiag, aoff = np.empty(n), np.empty(n), np.empty(n), np.empty(2 * nc)
+    newton.pieces(r, u, phi, beta, adiag, aoff)
+    J = np.diag(adiag) + beta[:, None] * newton.problem.W.toarray()
+    rows = np.sort(np.concatenate([3 * np.arange(nc) + 1, 3 * np.arange(nc) + 2]))
+    J[rows, 3 * (rows // 3)] += aoff
+    return phi, J, (beta, adiag, aoff)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_min_function_jacobian_matches_finite_differences(seed: int) -> None:
+    """At a random point with pressed, free, sticking and sliding rows, central differences
+    with step 1e-7 along a random direction (the same piece at both ends, checked) equal
+    ``J δ`` to 1e-7 of its largest entry: ``Φ`` is affine on a piece, so only rounding
+    (about 1e-9 here) separates them."""
+    from solvers.backends.fc_newton import BoxNewton
+
+    fc, C, d = factored(seed)
+    newton = BoxNewton(fc, C, d)
+    rng = np.random.default_rng(seed)
+    r = np.zeros(fc.n)
+    r[::3] = rng.uniform(0.0, 0.5, fc.nc) * np.where(rng.random(fc.nc) < 0.8, 1.0, -1.0)
+    for k in (1, 2):  # tangent impulses inside and outside their bounds
+        r[k::3] = fc.mu * np.abs(r[::3]) * rng.uniform(-1.5, 1.5, fc.nc)
+    phi, J, sel = piece(newton, r)
+    beta, adiag, _ = sel
+    # every kind of row occurs: active velocity rows and impulse rows, sliding entries
+    assert np.any(beta[::3] > 0) and np.any(adiag[::3] > 0)
+    assert np.any(beta[1::3] > 0) and np.any(sel[2] != 0)
+    direction = rng.normal(size=fc.n)
+    h = 1e-7
+    plus, _, sel_p = piece(newton, r + h * direction)
+    minus, _, sel_m = piece(newton, r - h * direction)
+    for a, b, c in zip(sel, sel_p, sel_m, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(a, c), "a kink within the step"
+    jd = J @ direction
+    np.testing.assert_allclose((plus - minus) / (2 * h), jd, atol=1e-7 * np.abs(jd).max())
+
+
+def test_augmented_system_solves_the_newton_system() -> None:
+    """``[diag(d)^-1, -C'; B C, A + ε B diag W]`` in ``(δv, δr)`` gives the ``δr`` of
+    ``(J + ε B diag W) δr = -Φ`` formed densely (to 1e-10 relative), and ``C δv = W δr``."""
+    import scipy.sparse.linalg as spla
+
+    from solvers.backends.fc_newton import BoxNewton
+
+    fc, C, d = factored(4)
+    newton = BoxNewton(fc, C, d)
+    r = np.random.default_rng(4).normal(scale=0.3, size=fc.n)
+    r[::3] = np.abs(r[::3])
+    phi, J, (beta, adiag, aoff) = piece(newton, r)
+    eps = 1e-3
+    K = newton.matrix(beta, adiag, aoff, eps)
+    sol = spla.splu(K).solve(np.concatenate([np.zeros(newton.nv), -phi]))
+    dense = np.linalg.solve(J + np.diag(eps * beta * fc.W.diagonal()), -phi)
+    np.testing.assert_allclose(sol[newton.nv :], dense, atol=1e-10 * np.abs(dense).max())
+    np.testing.assert_allclose(C @ sol[: newton.nv], fc.W @ dense, atol=1e-10)
+
+
+def box_law_lcp(fc: FrictionalContact) -> tuple[np.ndarray, np.ndarray]:
+    """The box law as a standard LCP in ``(r_n, β+, β-, λ)``, ``r_t = β+ - β-``.
+
+    ``0 <= r_n ⟂ u_n >= 0``, ``0 <= β± ⟂ λ ± u_t >= 0``, ``0 <= λ ⟂ mu r_n - β+ - β- >= 0``
+    per axis (Stewart and Trinkle's friction LCP with the two directions of each axis).
+    """
+    nc, W, q = fc.nc, fc.W.toarray(), fc.q
+    nrm = 3 * np.arange(nc)
+    tan = np.sort(np.concatenate([nrm + 1, nrm + 2]))
+    m = 2 * nc
+    I, Z = np.eye(m), np.zeros
+    Mu = np.zeros((m, nc))
+    Mu[np.arange(m), np.arange(m) // 2] = fc.mu[np.arange(m) // 2]
+    Wnn, Wnt = W[np.ix_(nrm, nrm)], W[np.ix_(nrm, tan)]
+    Wtn, Wtt = W[np.ix_(tan, nrm)], W[np.ix_(tan, tan)]
+    M = np.block(
+        [
+            [Wnn, Wnt, -Wnt, Z((nc, m))],
+            [Wtn, Wtt, -Wtt, I],
+            [-Wtn, -Wtt, Wtt, I],
+            [Mu, -I, -I, Z((m, m))],
+        ]
+    )
+    return M, np.concatenate([q[nrm], q[tan], -q[tan], np.zeros(m)])
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5, 6])
+def test_newton_agrees_with_lemke_on_random_box_law_problems(seed: int) -> None:
+    """From ``r = 0`` to natural map 1e-10 in at most 10 steps (measured 5-8: the
+    min-function is piecewise affine, Newton's iteration ends once its piece is found),
+    velocities within 1e-8 m/s of Lemke's on the LCP (natural map of Lemke's impulses
+    below 1e-12).  ``W`` is singular on these problems (rank 33-35 of 36)."""
+    from solvers.backends.fc_newton import BoxNewton
+
+    fc, C, d = factored(seed)
+    assert np.linalg.matrix_rank(fc.W.toarray()) < fc.n
+    M, q = box_law_lcp(fc)
+    lem = solve(LCP(M, q), "lemke")
+    assert lem.status == "optimal", lem.message
+    nc, m = fc.nc, 2 * fc.nc
+    r_ref = np.zeros(fc.n)
+    r_ref[0::3] = lem.x[:nc]
+    rt = lem.x[nc : nc + m] - lem.x[nc + m : nc + 2 * m]
+    r_ref[1::3], r_ref[2::3] = rt[0::2], rt[1::2]
+    assert fc_residuals(fc, r_ref)["natural_map"] <= 1e-12
+    r, its, res, reason = BoxNewton(fc, C, d).solve(np.zeros(fc.n), 1e-10, 50)
+    assert reason == "converged" and res <= 1e-10 and its <= 10, (its, res, reason)
+    assert fc_residuals(fc, r)["natural_map"] <= 1e-10
+    np.testing.assert_allclose(fc.velocity(r), fc.velocity(r_ref), atol=1e-8)
+
+
+def stored_capped_step() -> FrictionalContact:
+    """A 100-box box-law step (493 contacts) of the landed pile's transient."""
+    data = np.load(DATA / "pile100_box_capped.npz")
+    shape = tuple(int(k) for k in data["C_shape"])
+    C = sp.csr_matrix((data["C_data"], data["C_indices"], data["C_indptr"]), shape=shape)
+    return FrictionalContact(
+        None, data["q"], data["mu"], "coulomb", "box", row_lo=data["row_lo"], factor=(C, data["d"])
+    )
+
+
+def test_newton_finish_converges_where_the_fixed_point_caps() -> None:
+    """``ipm`` without the finish (``newton=0``): the fixed point stops at its 500-iteration
+    cap and 200 sweeps leave the natural map at 8.2e-6 (measured); with it, Newton's
+    iterations (52 measured, at most the default cap 300) reach 1e-6, judged by the layer's
+    own natural map of the returned impulses."""
+    fc = stored_capped_step()
+    before = solve(fc, "ipm", tol=1e-6, newton=0)
+    assert before.status == "max_iterations", before.message
+    assert fc_residuals(fc, before.x)["natural_map"] > 1e-6
+    after = solve(fc, "ipm", tol=1e-6)
+    assert after.status == "optimal", after.message
+    assert "semismooth Newton" in after.message
+    assert fc_residuals(fc, after.x)["natural_map"] <= 1e-6
+
+
+def test_newton_setting_is_checked() -> None:
+    fc = random_problem("coulomb", "box", seed=3)
+    with pytest.raises(ProblemError, match="newton"):
+        solve(fc, "ipm", newton=-1)
