@@ -266,8 +266,12 @@ class BoxNewton:
         size = self.nv + self.n
         return sp.csc_matrix((self.values, self.K_indices, self.K_indptr), shape=(size, size))
 
-    def solve(self, r0: Vec, tol: float, max_iter: int) -> tuple[Vec, int, float, str]:
+    def solve(
+        self, r0: Vec, tol: float, max_iter: int, eps: float | None = None
+    ) -> tuple[Vec, int, float, str]:
         """Newton's iteration from ``r0``: ``(r, iterations, natural map, reason)``.
+
+        ``eps``: the first proximal term (default ``eps_start``).
 
         ``reason`` is ``"converged"`` (natural map ``<= tol``), ``"cap"`` (``max_iter``
         iterations) or ``"no descent"`` (no step length decreased the merit, even with
@@ -287,7 +291,7 @@ class BoxNewton:
         theta = self.pieces(r, u, phi, beta, adiag, aoff)
         history = [theta]
         rhs = np.zeros(nv + n)
-        eps = self.eps_start
+        eps = self.eps_start if eps is None else float(eps)
         r_t, t = r, 1.0
         while it < max_iter:
             if res <= tol:

@@ -319,8 +319,8 @@ class IPMBackend(FrictionBackend):
     Warm start of the fixed point (impulses ``r_w``, the previous step's per persistent
     contact): their Coulomb natural map is evaluated first (``W r_w + q`` through the
     factor, nothing factored); if it meets the tolerance they are returned (0 rounds, 0
-    iterations).  Otherwise, on the exact cone (``warm_cones``) and up to ``warm_limit``,
-    the first shift is De Saxcé's of their velocities, ``x_1 = mu ||u_t(r_w)||`` (so the
+    iterations).  Otherwise, on every cone (``warm_cones``) and up to ``warm_limit``,
+    the first shift is De Saxcé's of their velocities, ``x_1 = h(u_t(r_w))`` (so the
     first CCP's natural map at ``r_w`` is the Coulomb one), and the first CCP starts from
     their interior point (:meth:`~solvers.backends.fc_ipm.VelocityForm.impulse_point`)
     pushed ``warm_push_fixed_point`` (1) times that natural map inside the cones, solved
@@ -328,22 +328,32 @@ class IPMBackend(FrictionBackend):
     ``r = 0`` and ``x_1 = h(q_t)``.  On ten successive steps of the landed 200-box
     pile (warm natural map 8e-5 to 5e-3): median 35 iterations in 3-6 rounds against 52
     in 7-12 cold; on the 30-box pile stacked at rest, none at 1e-6 (cold 41-45) and 2
-    rounds, 40 iterations at 1e-8 (cold 9 rounds, 79-85).  Off on polyhedral cones
-    (Anderson's mixing there): the warm-started box law's trajectory of the 12-box
-    landing transient (``test_fc_ipm``) reaches a step on which Anderson's mixing stalls
-    at 4.5e-6 until the cap.  The Coulomb law's solution need not be unique (redundant
+    rounds, 40 iterations at 1e-8 (cold 9 rounds, 79-85).  On the pyramid
+    (``stewart-trinkle``), same pile: 1 round, 8 iterations at 1e-6 against 10 rounds, 32
+    cold; twenty steps of the landed 100- and 200-box piles capped 0 and 1 (the first,
+    cold, step) against 1 and 3 cold.  On the box law, until its Newton finish existed,
+    the warm-started trajectory of the 12-box landing transient (``test_fc_ipm``) reached
+    a step on which Anderson's mixing stalled at 4.5e-6 until the cap; with the finish
+    none caps.  The Coulomb law's solution need not be unique (redundant
     contacts): on a 12-box landing step warm and cold runs return two solutions, both at
     natural map <= 4e-9, whose velocities differ by 4.2e-3 m/s.
 
     Box law: Newton's finish.  Some steps of the box piles' transients stall every one of
     these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point stops once its
-    smallest natural map has not halved over ``stall_rounds`` rounds, the ``nsgs`` sweeps
-    run, and semismooth Newton on the box law's min-function
+    smallest natural map has not halved over ``stall_rounds`` (10) rounds, and semismooth
+    Newton on the box law's min-function
     (:class:`~solvers.backends.fc_newton.BoxNewton`, at most ``newton`` iterations,
-    ``restart_sweeps`` sweeps whenever no step decreases its merit) finishes from the
-    sweeps' impulses.  If it misses the tolerance, the fixed point runs again without the
-    stall test on the rest of the budget (from the start; the message says so).  The
-    iterations reported are the interior point's plus Newton's plus the sweeps.
+    ``restart_sweeps`` sweeps whenever no step decreases its merit) finishes from the best
+    round's impulses (``finish_sweeps``, 0, ``nsgs`` sweeps before it).  If it misses the
+    tolerance, the fixed point runs again without the stall test on the rest of the budget
+    (from the start; the message says so).  Warm impulses whose natural map is at most
+    ``newton_first`` (1e-4) go to Newton first, its proximal term from
+    ``newton_first_eps`` (0.1), for at most ``newton_first_cap`` (20) iterations; if it
+    misses, the fixed point starts from the better of its iterate and the warm impulses.
+    On recorded steps of the landed piles at rest, Newton from the warm impulses takes 1-2
+    iterations (100 boxes, 3-6 ms; the warm-started fixed point 3-10 rounds, 15-50 ms)
+    and 2-9 (200 boxes, 12-47 ms; fixed point 4 rounds, 40-48 ms).  The iterations
+    reported are the interior point's plus Newton's plus the sweeps.
     """
 
     name = "ipm"
@@ -396,11 +406,9 @@ class IPMBackend(FrictionBackend):
     #: The Coulomb law's warm start (impulses within ``warm_limit``), per cone: the first
     #: shift ``h(u_t(r_warm))``, the first round's CCP from ``r_warm``'s interior point
     #: pushed ``warm_push_fixed_point`` times its natural map inside the cones and solved
-    #: to ``warm_inner`` of it.  Off on polyhedral cones: on the 12-box landing transient
-    #: of ``test_fc_ipm`` the warm-started box law reaches a step on which Anderson's
-    #: mixing stalls at 4.5e-6 (capped); a warm start meeting the tolerance is returned
-    #: on every cone.
-    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": False, "box": False}
+    #: to ``warm_inner`` of it (on every cone; a warm start meeting the tolerance is
+    #: returned whatever this says).
+    warm_cones: ClassVar[dict[str, bool]] = {"soc": True, "pyramid": True, "box": True}
     warm_push_fixed_point = 1.0
     warm_inner = 0.1
     #: Newton: GMRES's relative tolerance on ``(I - J) δ = f``; the step at most ``trust``
@@ -416,12 +424,27 @@ class IPMBackend(FrictionBackend):
     #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
     newton_iterations = 300
     #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
-    #: not halved over this many rounds.
-    stall_rounds = 20
+    #: not halved over this many rounds (20 before the warm start; warm-started, on ten
+    #: recorded 100-box steps, 10 took 6 % less time than 20, 5 no less than 10).
+    stall_rounds = 10
     #: Sweeps between two Newton runs when no step length decreases Newton's merit.
     restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
+    #: Box law with a Newton finish: sweeps before Newton starts (0: Newton from the fixed
+    #: point's best round; on ten recorded 100-box steps the 200 of ``polish_sweeps`` took
+    #: 77 ms where they ran and met the tolerance on 2 of 8).
+    finish_sweeps = 0
+    #: Box law with a Newton finish: warm impulses whose natural map is at most
+    #: ``newton_first`` go to Newton first, for at most ``newton_first_cap`` iterations.
+    newton_first = 1e-4
+    newton_first_cap = 20
+    #: ... with its proximal term starting at this (relative to ``diag W``; ``BoxNewton``'s
+    #: default 1e-8 gives, at redundant corner contacts, steps whose merit is 1e12 times
+    #: the start's, and the line search fails through ``ε`` = 1e-8 ... 1e-3, one
+    #: factorisation each: on seven 200-box steps at rest 7 factorisations and 37 ms,
+    #: at 0.1 2-4 and 12-23 ms; 0.03, 0.3 and 1 no better).
+    newton_first_eps = 0.1
     #: Largest ``W`` factored by its eigendecomposition when the problem carries no factor.
     dense_limit = 600
 
@@ -488,6 +511,19 @@ class IPMBackend(FrictionBackend):
             return float(res), u
 
         t1 = time.perf_counter()
+        # the box law with Newton's finish (class docstring)
+        finish = law == 1 and problem.cone == "box" and newton_cap > 0
+        newton_first, from_warm, total, rounds = 0, False, 0, 0
+        built: list[Any] = []
+
+        def box_newton() -> Any:
+            """The box law's :class:`~solvers.backends.fc_newton.BoxNewton`, built once."""
+            from solvers.backends.fc_newton import BoxNewton
+
+            if not built:
+                built.append(BoxNewton(problem, C, np.asarray(d, dtype=np.float64)))
+            return built[0]
+
         if law == 0:
             rounds = 1
             point, iterate = None, True
@@ -505,14 +541,31 @@ class IPMBackend(FrictionBackend):
                 )
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
-            # with a Newton finish ahead, the box law's fixed point stops once it stalls
-            stall = self.stall_rounds if problem.cone == "box" and newton_cap else 0
-            r, total, res, reason, rounds = self._rounds(
-                form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel, memory,
-                warm, stall,
-            )  # fmt: skip
+            if finish and warm is not None:
+                res_w, _ = residual(warm)
+                if opts.tol < res_w <= self.newton_first:
+                    # warm impulses near the solution: Newton straight from them (a few
+                    # iterations on a pile at rest); if it misses, its best iterate (or the
+                    # warm impulses) starts the fixed point
+                    finisher = box_newton()
+                    r_n, newton_first, res_n, _ = finisher.solve(
+                        warm, opts.tol, min(self.newton_first_cap, newton_cap),
+                        self.newton_first_eps,
+                    )  # fmt: skip
+                    if res_n <= opts.tol:
+                        r, res, reason, from_warm = r_n, res_n, "converged", True
+                    elif res_n < res_w:
+                        warm = r_n
+            if not from_warm:
+                # with a Newton finish ahead, the box law's fixed point stops once it stalls
+                stall = self.stall_rounds if finish else 0
+                r, total, res, reason, rounds = self._rounds(
+                    form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel,
+                    memory, warm, stall,
+                )  # fmt: skip
         sweeps = 0
-        if res > opts.tol and np.all(np.isfinite(r)):
+        polish = self.finish_sweeps if finish else self.polish_sweeps
+        if res > opts.tol and polish and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
             # 1e-7): finish from the interior point's impulses with Gauss--Seidel sweeps
             from solvers.backends.fc_kernels import nsgs
@@ -520,18 +573,17 @@ class IPMBackend(FrictionBackend):
             r = r.copy()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
-            sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.polish_sweeps, False)
+            sweeps, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, polish, False)
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
-        newton_its, rerun = 0, False
-        if res > opts.tol and law == 1 and problem.cone == "box" and newton_cap:
+        newton_its, rerun = newton_first, False
+        if res > opts.tol and finish:
             # the fixed point and the sweeps stopped short (a contact sliding in a corner of
             # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
             # law's min-function, from the sweeps' impulses
             from solvers.backends.fc_kernels import nsgs
-            from solvers.backends.fc_newton import BoxNewton
 
-            finisher = BoxNewton(problem, C, np.asarray(d, dtype=np.float64))
+            finisher = box_newton()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
             while newton_its < newton_cap:
@@ -565,8 +617,9 @@ class IPMBackend(FrictionBackend):
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
             + (f", {newton_its} semismooth Newton iterations" if newton_its else "")
+            + (" from the warm start" if from_warm else "")
             + (f" and {sweeps} nsgs sweeps" if sweeps else "")
-            + (f" in {rounds} fixed-point rounds" if law == 1 else "")
+            + (f" in {rounds} fixed-point rounds" if law == 1 and not from_warm else "")
             + (" (the fixed point rerun after Newton's finish)" if rerun else "")
             + f" (tol {opts.tol:g}; {reason})"
         )
