@@ -13,7 +13,16 @@ until 28 November 2026 the benchmark skipped that, and the warm starts were
 matched by collision index); reported per pair (medians over the timed steps unless
 said): the step and its parts (collision, assembly, model solve) in thread CPU
 time [ms], the share of the step spent inside the compiled solver kernel (the
-backend's own solve time), the iterations, the number of timed steps that did
+backend's own solve time, ``kernel_share``: wall time, and it counts the
+backend's Python between its kernels as inside and the compiled collision and
+assembly as outside), the share of the step's thread CPU time spent inside
+compiled code (``compiled_share``, with ``compiled_calls`` the calls per step:
+every call from Python of a numba kernel made by :func:`solvers.jit.njit` --
+the box narrow phase, the Delassus and assembly kernels, the backends' kernels
+-- or of the C extension, timed by :func:`solvers.jit.kernel_accounting`,
+entered around each step; a kernel called by a kernel is counted once, in its
+caller; the proxy's own cost, about a microsecond per call, falls partly
+inside and partly outside), the iterations, the number of timed steps that did
 not reach the tolerance, the largest natural-map residual (Siconos/FCLIB's
 ``fc3d`` error relative to ``||q||``, see :mod:`solvers.frictional`), and
 after the last step the deepest penetration [mm] and the fastest body speed
@@ -79,6 +88,7 @@ from contactlab.metrics import USABLE_STATUSES
 from contactlab.models.staggered import COUPLED, PRODUCED
 from contactlab.scene import State
 from contactlab.simulator import Simulator
+from solvers.jit import kernel_accounting
 
 SIZES = (10, 100, 200, 1000)
 #: sizes built at rest (``layout="stacked"``) instead of dropped and landed
@@ -202,22 +212,25 @@ def measure(
     warm_capped = 0
     load = os.getloadavg()[0]
     for i in range(warmup + steps):
-        w0 = time.perf_counter()
-        t0 = time.thread_time()
-        E, _ = sim.formulation.maximal(state)
-        contacts = collide(scene, E)
-        t1 = time.thread_time()
-        problem = sim.formulation.assemble(state, h, contacts)
-        # the contacts' stable ids, as Simulator.step assigns them (the warm starts are
-        # carried per persistent contact by these ids)
-        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
-        problem.contact_ids, problem.contact_origin = track.ids, track.origin
-        t2 = time.thread_time()
-        cache = dict(state.cache)
-        cache[identity.CACHE_KEY] = track
-        solution = sim.model.solve(problem, cache)
-        t3 = time.thread_time()
-        wall = time.perf_counter() - w0
+        # every compiled call of the step timed (entered per step: a module first
+        # imported during a step is covered from the next step on)
+        with kernel_accounting() as account:
+            w0 = time.perf_counter()
+            t0 = time.thread_time()
+            E, _ = sim.formulation.maximal(state)
+            contacts = collide(scene, E)
+            t1 = time.thread_time()
+            problem = sim.formulation.assemble(state, h, contacts)
+            # the contacts' stable ids, as Simulator.step assigns them (the warm starts are
+            # carried per persistent contact by these ids)
+            track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+            problem.contact_ids, problem.contact_origin = track.ids, track.origin
+            t2 = time.thread_time()
+            cache = dict(state.cache)
+            cache[identity.CACHE_KEY] = track
+            solution = sim.model.solve(problem, cache)
+            t3 = time.thread_time()
+            wall = time.perf_counter() - w0
         if solution.status not in USABLE_STATUSES or not np.all(np.isfinite(solution.v)):
             return {"failed": 1.0, "failed_step": float(i)}
         new = sim.formulation.advance(state, solution, h)
@@ -245,6 +258,8 @@ def measure(
                 "solve": t3 - t2,
                 "step": t3 - t0,
                 "kernel": kernel,
+                "compiled": account.seconds / (t3 - t0),
+                "compiled_calls": float(account.calls),
                 "iterations": float(solution.iterations),
                 "outer": float(solution.outer_iterations),
                 "not_optimal": float(solution.status != "optimal"),
@@ -266,6 +281,8 @@ def measure(
         "assembly_ms": 1e3 * float(df["assembly"].median()),
         "solve_ms": 1e3 * float(df["solve"].median()),
         "kernel_share": float(df["kernel"].median()),
+        "compiled_share": float(df["compiled"].median()),
+        "compiled_calls": float(df["compiled_calls"].median()),
         "iterations": float(df["iterations"].median()),
         "outer_max": float(df["outer"].max()),
         "not_optimal": float(df["not_optimal"].sum()),
@@ -414,8 +431,30 @@ SOC_PAIRS = (
 )
 
 
+#: the frictional-contact backends the issue asks for (and ``ipm`` on the same problems)
+NEW_BACKENDS = ("nsgs", "apgd", "admm", "ipm")
+
+
+def _new_backend(pair: str) -> bool:
+    """Whether a pair is solved by one of :data:`NEW_BACKENDS`."""
+    parts = pair.split(" / ")
+    return len(parts) == 2 and parts[1].split()[0] in NEW_BACKENDS
+
+
 def targets(df: pd.DataFrame) -> list[str]:
-    """The issue's targets evaluated on this run's table (one Markdown line each)."""
+    """The issue's targets evaluated on this run's table (one Markdown line each).
+
+    The target "time outside compiled kernels <= 30 % of the step" is evaluated on
+    ``compiled_share`` (thread CPU time inside every compiled call of the step:
+    collision, assembly and Delassus kernels, the backend's kernels; see
+    :func:`solvers.jit.kernel_accounting`) for the pairs of the new backends
+    (:data:`NEW_BACKENDS`: ``nsgs``, ``apgd``, ``admm``, ``ipm``), which the
+    target is about.  Today's routes (``pgs``, ``osqp``, Staggered Projections'
+    alternation) are reported beside but excluded: they are the baselines the new
+    backends are compared to (box friction by ``pgs`` is the LCP route with its
+    own Python set-up per step; ``osqp`` is a foreign library), not the
+    compiled contact step the target asks for.
+    """
     out = []
     for label, pairs, factor in (
         ("anitescu-hart soc", ["anitescu-hart soc / ipm", "anitescu-hart soc / apgd",
@@ -528,14 +567,19 @@ def targets(df: pd.DataFrame) -> list[str]:
                 f"untimed and timed steps after landing)**: {met}; "
                 f"steps not converged per backend: {', '.join(parts)}."
             )
-    r200 = [(p, _row(df, 200, p)) for p in df["pair"].unique()]
-    r200 = [(p, r) for p, r in r200 if r is not None and "today" not in str(p)]
+    # the time outside compiled code, on the accounting of every compiled call
+    # (compiled_share), for the pairs of the new backends only (NEW_BACKENDS)
+    r200 = [(p, _row(df, 200, p)) for p in df["pair"].unique() if _new_backend(str(p))]
+    r200 = [
+        (p, r) for p, r in r200 if r is not None and np.isfinite(r.get("compiled_share", np.nan))
+    ]
     if r200:
-        outside = ", ".join(f"{p} {1 - r['kernel_share']:.0%}" for p, r in r200)
-        ok = all(1 - r["kernel_share"] <= 0.3 for _, r in r200)
+        outside = ", ".join(f"{p} {1 - r['compiled_share']:.0%}" for p, r in r200)
+        ok = all(1 - r["compiled_share"] <= 0.3 for _, r in r200)
         out.append(
-            f"- **200 boxes, time outside compiled kernels <= 30 % of the step**: {_verdict(ok)} "
-            f"({outside})."
+            f"- **200 boxes, time outside compiled kernels <= 30 % of the step (pairs of "
+            f"{', '.join(NEW_BACKENDS)}; thread CPU time outside every compiled call)**: "
+            f"{_verdict(ok)} ({outside})."
         )
     return out
 
@@ -548,29 +592,32 @@ def write_markdown(df: pd.DataFrame, peers: pd.DataFrame, path: Path, args: Any)
         f"with other jobs, Python {platform.python_version()}; thread CPU time, h = {args.h:g} s, "
         f"piles landed for {args.settle:g} s; {args.warmup} untimed then {args.steps} timed steps "
         "per pair (medians). `kernel` = share of the step (wall time) inside the backend's "
-        "compiled solve; `natural map` = largest Siconos/FCLIB natural-map residual (relative "
+        "compiled solve; `compiled` = share of the step's thread CPU time inside every "
+        "compiled call (collision, assembly, backend kernels; `solvers.jit.kernel_accounting`); "
+        "`natural map` = largest Siconos/FCLIB natural-map residual (relative "
         "to ||q||) of the timed steps; `capped` = timed steps not converged (untimed in "
         "brackets); `outer` = most outer iterations of a step; `load` = 1-minute load average "
         "before the pair; penetration and body speed after the last step. `n stacked` = the "
         "pile built at rest at exact contact (`box-pile` layout `stacked`), not landed. "
         "Written by `python -m benchmarks.bench_friction`.",
         "",
-        "| n | pair | contacts | step [ms] | collision | assembly | solve | kernel | "
+        "| n | pair | contacts | step [ms] | collision | assembly | solve | kernel | compiled | "
         "iterations | outer | capped | natural map | penetration [mm] | speed [mm/s] | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         n_label = f"{r['n']} stacked" if r.get("pile") == "stacked" else f"{r['n']}"
         if r["failed"]:
             lines.append(
                 f"| {n_label} | {r['pair']} | | failed at step {int(r['failed_step'])} "
-                "| | | | | | | | | | | |"
+                "| | | | | | | | | | | | |"
             )
             continue
         lines.append(
             f"| {n_label} | {r['pair']} | {r['contacts']:.0f} | {r['step_ms']:.1f} | "
             f"{r['collision_ms']:.1f} | {r['assembly_ms']:.1f} | {r['solve_ms']:.1f} | "
-            f"{r['kernel_share']:.0%} | {r['iterations']:.0f} | {r['outer_max']:.0f} | "
+            f"{r['kernel_share']:.0%} | {r.get('compiled_share', np.nan):.0%} | "
+            f"{r['iterations']:.0f} | {r['outer_max']:.0f} | "
             f"{r['not_optimal']:.0f} ({r['warmup_not_optimal']:.0f}) | "
             f"{r['max_natural_map']:.1e} | {r['penetration_mm']:.2f} | "
             f"{r['max_speed_mm_s']:.2f} | {r['load_before']:.1f} |"

@@ -97,6 +97,11 @@ class JointFrictionMaps:
     method: str
 
 
+def _as(x: Any, kind: Any) -> Any:
+    """``x`` as a scipy matrix of class ``kind`` (``x`` itself when it is one already)."""
+    return x if type(x) is kind else kind(x)
+
+
 def _empty_rows(n: int) -> sp.csr_matrix:
     return sp.csr_matrix((0, n))
 
@@ -160,7 +165,7 @@ class StepProblem:
 
     def __post_init__(self) -> None:
         n = self.M.shape[0]
-        self.M = sp.csc_matrix(self.M)
+        self.M = _as(self.M, sp.csc_matrix)
         self.f = np.asarray(self.f, dtype=float)
         self.v = np.asarray(self.v, dtype=float)
         if self.G is None:
@@ -180,7 +185,7 @@ class StepProblem:
                     f"pass {rhs} with one entry per row of {rows}"
                 )
         self.G, self.N, self.T, self.L = (
-            sp.csr_matrix(x) for x in (self.G, self.N, self.T, self.L)
+            _as(x, sp.csr_matrix) for x in (self.G, self.N, self.T, self.L)
         )
         self.g, self.c, self.l = (np.asarray(x, dtype=float) for x in (self.g, self.c, self.l))
         self.mu = np.asarray(self.mu, dtype=float)

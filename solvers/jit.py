@@ -8,7 +8,25 @@ Every kernel module imports ``njit`` from here instead of from numba, so that
   never in the source tree, and is compiled once per machine;
 * the first compilation in a process prints one line on stderr saying that
   kernels are being compiled and roughly how long it takes, instead of a
-  silent wait (``contactlab warmup`` compiles every kernel ahead).
+  silent wait (``contactlab warmup`` compiles every kernel ahead);
+* a benchmark can measure the time spent inside compiled code
+  (:func:`kernel_accounting`, opt-in; see there).
+
+Kernel accounting.  :func:`njit` returns numba's own dispatcher, unchanged, and
+only notes it in a registry.  Inside ``with kernel_accounting() as account:``
+every module-level reference to a registered dispatcher, and to the functions
+of the project's C extension (:data:`C_EXTENSIONS`), in every loaded module is
+replaced by a timing proxy, and put back on exit; outside the block nothing is
+wrapped and a call costs what numba's dispatcher costs.  The proxy adds the
+calling thread's CPU time (``time.thread_time_ns``) of the call, dispatch
+included, to ``account`` and counts the call.  A kernel called by another
+kernel is bound at compile time and never passes through the proxy (numba
+types the proxy as the original dispatcher: ``_numba_type_``), and a proxied
+call made while another proxied call is running (a C function calling back
+into Python) is not counted again, so nested time is counted once.  Not seen:
+references held in containers, closures or instances (none on the contact
+step's path) and ``qdldl``'s factorization (used by ``ipm`` only when
+bilateral rows border its system; no box pile has them).
 
 The environment variable must be set before numba is first imported; a
 program that imported numba itself earlier keeps numba's own setting.
@@ -18,7 +36,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from time import thread_time_ns
 from typing import Any
 
 #: The modules holding compiled kernels (a test checks that every module
@@ -27,9 +49,13 @@ from typing import Any
 #: 2026 machine; ``None`` where not measured), for the first-use message.
 KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.collision.boxes": 25.0,
+    "contactlab.collision.broadphase": None,
     "contactlab.collision.convex": 30.0,
     "contactlab.collision.cylinders": 25.0,
     "contactlab.jointfriction.local": 2.0,
+    "contactlab.maximal.assembly": None,
+    "contactlab.contact.identity": None,
+    "contactlab.contact.rows": None,
     "contactlab.models.delassus": 3.0,
     "contactlab.reduced._kernels": 17.0,
     "contactlab.reduced._fast": 15.0,
@@ -92,7 +118,130 @@ def silence_first_use() -> None:
     _announced.update(KERNEL_MODULES)
 
 
+#: Every dispatcher :func:`njit` made, by ``id`` (for :func:`kernel_accounting`).
+_DISPATCHERS: dict[int, Any] = {}
+
+#: Compiled extension modules whose functions :func:`kernel_accounting` also times.
+C_EXTENSIONS = ("contactlab.reduced._cfast",)
+
+
+def _register(dispatcher: Any) -> Any:
+    _DISPATCHERS[id(dispatcher)] = dispatcher
+    return dispatcher
+
+
 def njit(*args: Any, **kwargs: Any) -> Any:
-    """numba's ``njit`` with the on-disk cache switched on (``cache=True``)."""
+    """numba's ``njit`` with the on-disk cache switched on (``cache=True``).
+
+    Returns numba's dispatcher itself (noted for :func:`kernel_accounting`).
+    """
     kwargs.setdefault("cache", True)
-    return _numba_njit(*args, **kwargs)
+    made = _numba_njit(*args, **kwargs)
+    if args and callable(args[0]):  # @njit / njit(f, ...): the dispatcher
+        return _register(made)
+
+    def decorate(func: Any) -> Any:  # @njit(...): numba's decorator, then note the result
+        return _register(made(func))
+
+    return decorate
+
+
+@dataclass
+class KernelAccount:
+    """Calls and thread CPU time [ns] spent inside compiled code (:func:`kernel_accounting`)."""
+
+    calls: int = 0
+    ns: int = 0
+    #: per kernel (``module.name``): [calls, ns]
+    per_kernel: dict[str, list[int]] = field(default_factory=dict)
+    _depth: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return 1e-9 * self.ns
+
+    def reset(self) -> None:
+        self.calls, self.ns = 0, 0
+        self.per_kernel.clear()
+
+
+class _Timed:
+    """A compiled callable that adds its calls' thread CPU time to an account."""
+
+    __slots__ = ("__wrapped__", "_account", "_name")
+
+    def __init__(self, kernel: Any, account: KernelAccount, name: str) -> None:
+        self.__wrapped__ = kernel
+        self._account = account
+        self._name = name
+
+    @property
+    def _numba_type_(self) -> Any:  # numba compiles a caller against the kernel itself
+        return self.__wrapped__._numba_type_
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__wrapped__, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        account = self._account
+        if account._depth:
+            return self.__wrapped__(*args, **kwargs)
+        account._depth = 1
+        t0 = thread_time_ns()
+        try:
+            return self.__wrapped__(*args, **kwargs)
+        finally:
+            dt = thread_time_ns() - t0
+            account._depth = 0
+            account.calls += 1
+            account.ns += dt
+            entry = account.per_kernel.setdefault(self._name, [0, 0])
+            entry[0] += 1
+            entry[1] += dt
+
+
+def _compiled_callables() -> dict[int, tuple[Any, str]]:
+    """``id -> (callable, name)`` of every registered dispatcher and C extension function."""
+    out: dict[int, tuple[Any, str]] = {}
+    for d in list(_DISPATCHERS.values()):
+        func = getattr(d, "py_func", d)
+        out[id(d)] = (d, f"{getattr(func, '__module__', '?')}.{getattr(func, '__name__', '?')}")
+    for name in C_EXTENSIONS:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr, value in vars(module).items():
+            if callable(value) and type(value).__name__ == "builtin_function_or_method":
+                out[id(value)] = (value, f"{name}.{attr}")
+    return out
+
+
+@contextmanager
+def kernel_accounting() -> Iterator[KernelAccount]:
+    """Time every call of compiled code from Python while the block runs (module docstring).
+
+    Yields the :class:`KernelAccount` the calls are added to; on exit every module
+    reference is the original object again.  Not reentrant.
+    """
+    account = KernelAccount()
+    compiled = _compiled_callables()
+    proxies: dict[int, _Timed] = {}
+    patched: list[tuple[dict[str, Any], str, Any]] = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            found = compiled.get(id(value))
+            if found is None or found[0] is not value:
+                continue
+            proxy = proxies.get(id(value))
+            if proxy is None:
+                proxy = proxies[id(value)] = _Timed(value, account, found[1])
+            patched.append((namespace, attr, value))
+            namespace[attr] = proxy
+    try:
+        yield account
+    finally:
+        for namespace, attr, value in patched:
+            namespace[attr] = value

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from solvers.jit import njit
+
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
@@ -94,6 +96,14 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
     large = ext > LARGE_FACTOR * max(float(np.median(ext)), 1e-12)
     small = np.flatnonzero(~large)
     parts_i, parts_j = [], []
+    if small.size > 1 and not large.any():
+        # every box small: one compiled pass (same grid, same pairs)
+        cell = max(float(ext[small].max()), 1e-12)
+        return _grid_kernel(
+            np.ascontiguousarray(lo, dtype=np.float64),
+            np.ascontiguousarray(hi, dtype=np.float64),
+            cell,
+        )
     if small.size > 1:
         cell = max(float(ext[small].max()), 1e-12)
         c0 = np.floor(lo[small] / cell).astype(np.int64)
@@ -126,6 +136,77 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
     i, j = _unique_pairs(np.concatenate(parts_i), np.concatenate(parts_j), n)
     keep = (i != j) & _overlap(lo, hi, i, j)
     return i[keep], j[keep]
+
+
+@njit(cache=True)
+def _grid_kernel(lo, hi, cell):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`grid_pairs` when every box fits a cell of size ``cell``: sorted pairs."""
+    n = lo.shape[0]
+    c0 = np.empty((n, 3), dtype=np.int64)
+    c1 = np.empty((n, 3), dtype=np.int64)
+    for k in range(n):
+        for d in range(3):
+            c0[k, d] = np.int64(np.floor(lo[k, d] / cell))
+            c1[k, d] = np.int64(np.floor(hi[k, d] / cell))
+    base = np.empty(3, dtype=np.int64)
+    dims = np.empty(3, dtype=np.int64)
+    for d in range(3):
+        base[d] = c0[:, d].min()
+        dims[d] = c1[:, d].max() - base[d] + 2
+    # every cell a box covers (at most 2 x 2 x 2), hashed
+    key = np.empty(8 * n, dtype=np.int64)
+    owner = np.empty(8 * n, dtype=np.int64)
+    e = 0
+    for k in range(n):
+        for a in range(2):
+            x = c0[k, 0] - base[0] + a
+            if x > c1[k, 0] - base[0]:
+                continue
+            for b in range(2):
+                y = c0[k, 1] - base[1] + b
+                if y > c1[k, 1] - base[1]:
+                    continue
+                for c in range(2):
+                    z = c0[k, 2] - base[2] + c
+                    if z > c1[k, 2] - base[2]:
+                        continue
+                    key[e] = (x * dims[1] + y) * dims[2] + z
+                    owner[e] = k
+                    e += 1
+    order = np.argsort(key[:e], kind="mergesort")
+    key, owner = key[order], owner[order]
+    # boxes sharing a cell: the overlapping ones, as keys i n + j (i < j)
+    total = 0
+    start = 0
+    while start < e:
+        end = start + 1
+        while end < e and key[end] == key[start]:
+            end += 1
+        total += (end - start) * (end - start - 1) // 2
+        start = end
+    found = np.empty(total, dtype=np.int64)
+    f = 0
+    start = 0
+    while start < e:
+        end = start + 1
+        while end < e and key[end] == key[start]:
+            end += 1
+        for p in range(start, end):
+            for q in range(p + 1, end):
+                i, j = min(owner[p], owner[q]), max(owner[p], owner[q])
+                if i == j:
+                    continue
+                hit = True
+                for d in range(3):
+                    if lo[i, d] > hi[j, d] or lo[j, d] > hi[i, d]:
+                        hit = False
+                        break
+                if hit:
+                    found[f] = i * n + j
+                    f += 1
+        start = end
+    pairs = np.unique(found[:f])
+    return pairs // n, pairs % n
 
 
 def brute_force_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -81,26 +82,41 @@ def match_contacts(
     """For each new contact, the old contact it persists from (or ``-1``) and the squared distance.
 
     The old contact of the same bodies and shapes whose point is nearest,
-    within :data:`MATCH_RADIUS`.  Vectorized over contacts; the only loop runs
-    over the largest number of old contacts one pair had (a box-box manifold
-    has at most eight).
+    within :data:`MATCH_RADIUS`.  Compiled (:func:`_nearest_old`) after the pairs are
+    grouped by one integer key each.
     """
     n_old = old_pair.shape[0]
     ids = pair_ids(np.vstack([old_pair, pair]))
-    old_id, new_id = ids[:n_old], ids[n_old:]
-    order = np.argsort(old_id, kind="stable")
+    return _nearest_old(
+        np.ascontiguousarray(ids[:n_old], dtype=np.int64),
+        np.ascontiguousarray(ids[n_old:], dtype=np.int64),
+        np.ascontiguousarray(old_point, dtype=np.float64),
+        np.ascontiguousarray(point, dtype=np.float64),
+        float(MATCH_RADIUS**2),
+    )
+
+
+@njit(cache=True)
+def _nearest_old(old_id, new_id, old_point, point, radius2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`match_contacts` on the pairs' ids: the nearest old contact of the same pair
+    (the later one in old order on a tie), within ``sqrt(radius2)``."""
+    order = np.argsort(old_id, kind="mergesort")
     sorted_id = old_id[order]
     first = np.searchsorted(sorted_id, new_id, side="left")
-    count = np.searchsorted(sorted_id, new_id, side="right") - first
-    best = np.full(new_id.size, -1, dtype=np.int64)
-    best_d = np.full(new_id.size, MATCH_RADIUS**2)
-    for k in range(int(count.max(initial=0))):
-        has = np.flatnonzero(count > k)
-        cand = order[first[has] + k]
-        d2 = np.sum((old_point[cand] - point[has]) ** 2, axis=1)
-        better = d2 <= best_d[has]
-        best[has[better]] = cand[better]
-        best_d[has[better]] = d2[better]
+    last = np.searchsorted(sorted_id, new_id, side="right")
+    n = new_id.shape[0]
+    best = np.full(n, -1, dtype=np.int64)
+    best_d = np.full(n, radius2)
+    for i in range(n):
+        for k in range(first[i], last[i]):
+            c = order[k]
+            dx = old_point[c, 0] - point[i, 0]
+            dy = old_point[c, 1] - point[i, 1]
+            dz = old_point[c, 2] - point[i, 2]
+            d2 = dx * dx + dy * dy + dz * dz
+            if d2 <= best_d[i]:
+                best[i] = c
+                best_d[i] = d2
     return best, best_d
 
 

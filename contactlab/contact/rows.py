@@ -85,6 +85,7 @@ from contactlab.collision.contacts import ContactSet
 from contactlab.collision.table import WORLD_MATERIAL
 from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import ContactParams, Scene
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 
@@ -101,13 +102,27 @@ def tangent_basis(normal: Array) -> tuple[Array, Array]:
     level ground the friction pyramid's directions are the world x and y axes
     (and on a plane tilted about y, ``t1`` points along the slope).
     """
-    n = np.asarray(normal, dtype=float)
-    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
-    s = np.where(nz >= 0.0, 1.0, -1.0)
-    a = -1.0 / (s + nz)
-    b = nx * ny * a
-    t1 = np.stack([1.0 + s * nx * nx * a, s * b, -s * nx], axis=1)
-    t2 = np.stack([b, s + ny * ny * a, -ny], axis=1)
+    n = np.ascontiguousarray(normal, dtype=float).reshape(-1, 3)
+    return _tangent_basis(n)  # type: ignore[no-any-return]
+
+
+@njit(cache=True)
+def _tangent_basis(n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`tangent_basis`, normal by normal."""
+    m = n.shape[0]
+    t1 = np.empty((m, 3))
+    t2 = np.empty((m, 3))
+    for i in range(m):
+        nx, ny, nz = n[i, 0], n[i, 1], n[i, 2]
+        s = 1.0 if nz >= 0.0 else -1.0
+        a = -1.0 / (s + nz)
+        b = nx * ny * a
+        t1[i, 0] = 1.0 + s * nx * nx * a
+        t1[i, 1] = s * b
+        t1[i, 2] = -s * nx
+        t2[i, 0] = b
+        t2[i, 1] = s + ny * ny * a
+        t2[i, 2] = -ny
     return t1, t2
 
 
@@ -215,30 +230,72 @@ def contact_restitution(scene: Scene, contacts: ContactSet) -> Array | None:
     return table[mat_a, mat_b]
 
 
-def _blocks(body: NDArray[np.int64], E: Array, point: Array, dirs: Array) -> Array:
-    """(nc, 3, 6) blocks ``[x x m, m]`` of the directions ``dirs`` (nc, 3, 3) on ``body``.
+@njit(cache=True, fastmath={"contract"})
+def _direction_in_body(dirs, E, i, d, body, m):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``m = R' dirs[i, d]`` of ``body``, multiply-adds fused as the BLAS product of
+    the numpy construction fused them (bit for bit the rows it built on x86-64)."""
+    for j in range(3):
+        acc = 0.0
+        for k in range(3):
+            acc += dirs[i, d, k] * E[body, k, j]
+        m[j] = acc
 
-    Rows of the world (``body = -1``) are computed with body 0 and masked by the caller.
+
+@njit(cache=True)
+def _rows_csr(a, b, E, point, dirs):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the normal rows N (nc, 6 nb) and tangent rows T (2 nc, 6 nb).
+
+    Row ``i`` of N (direction ``dirs[i, 0]``) and rows ``2i, 2i+1`` of T
+    (``dirs[i, 1]``, ``dirs[i, 2]``) hold ``[x x m, m]`` on body ``a[i]``'s six
+    columns and its negative on body ``b[i]``'s (none when ``b[i] = -1``, the
+    world), with ``x`` the contact point and ``m`` the direction in the body's
+    frame, the lower body's columns first (sorted column indices).
     """
-    Eb = E[np.maximum(body, 0)]
-    R, p = Eb[:, :3, :3], Eb[:, :3, 3]
-    x = (np.swapaxes(R, 1, 2) @ (point - p)[:, :, None])[:, None, :, 0]  # body coordinates
-    m = dirs @ R  # m[n, d] = R_n^T dirs[n, d]
-    out = np.empty(dirs.shape[:2] + (6,))
-    out[..., 0] = x[..., 1] * m[..., 2] - x[..., 2] * m[..., 1]
-    out[..., 1] = x[..., 2] * m[..., 0] - x[..., 0] * m[..., 2]
-    out[..., 2] = x[..., 0] * m[..., 1] - x[..., 1] * m[..., 0]
-    out[..., 3:] = m
-    return out
-
-
-def _csr(
-    values: Array, cols: NDArray[np.int64], keep: NDArray[np.bool_], n_cols: int
-) -> sp.csr_matrix:
-    """CSR matrix whose row ``r`` holds ``values[r, keep[r]]`` at columns ``cols[r, keep[r]]``."""
-    indptr = np.zeros(values.shape[0] + 1, dtype=np.int64)
-    np.cumsum(keep.sum(axis=1), out=indptr[1:])
-    return sp.csr_matrix((values[keep], cols[keep], indptr), shape=(values.shape[0], n_cols))
+    nc = a.shape[0]
+    indptr_n = np.zeros(nc + 1, dtype=np.int64)
+    for i in range(nc):
+        indptr_n[i + 1] = indptr_n[i] + (12 if b[i] >= 0 else 6)
+    nnz = indptr_n[nc]
+    data = np.empty((3, nnz))
+    cols = np.empty(nnz, dtype=np.int64)
+    x = np.empty(3)
+    m = np.empty(3)
+    for i in range(nc):
+        pos = indptr_n[i]
+        swap = b[i] >= 0 and b[i] < a[i]
+        for side in range(2):
+            body = a[i] if side == 0 else b[i]
+            if body < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            start = pos + (6 if (side == 0) == swap else 0)
+            for j in range(3):
+                x[j] = 0.0
+                for k in range(3):
+                    x[j] += E[body, k, j] * (point[i, k] - E[body, k, 3])
+            for j in range(6):
+                cols[start + j] = 6 * body + j
+            for d in range(3):
+                _direction_in_body(dirs, E, i, d, body, m)
+                data[d, start + 0] = sign * (x[1] * m[2] - x[2] * m[1])
+                data[d, start + 1] = sign * (x[2] * m[0] - x[0] * m[2])
+                data[d, start + 2] = sign * (x[0] * m[1] - x[1] * m[0])
+                for j in range(3):
+                    data[d, start + 3 + j] = sign * m[j]
+    indptr_t = np.zeros(2 * nc + 1, dtype=np.int64)
+    data_t = np.empty(2 * nnz)
+    cols_t = np.empty(2 * nnz, dtype=np.int64)
+    for i in range(nc):
+        lo, hi = indptr_n[i], indptr_n[i + 1]
+        width = hi - lo
+        for d in range(2):
+            r = 2 * i + d
+            start = indptr_t[r]
+            for q in range(width):
+                data_t[start + q] = data[1 + d, lo + q]
+                cols_t[start + q] = cols[lo + q]
+            indptr_t[r + 1] = start + width
+    return data[0].copy(), cols, indptr_n, data_t, cols_t, indptr_t
 
 
 def contact_rows(
@@ -292,30 +349,15 @@ def contact_rows(
     n = contacts.normal
     t1, t2 = tangent_basis(n)
     dirs = np.stack([n, t1, t2], axis=1)  # (nc, 3, 3)
-    a, b = contacts.body_a, contacts.body_b
-    # 12 slots per row: body a's 6 columns then body b's, lower body index first
-    # so that column indices are sorted within each row.
-    values = np.concatenate(
-        [_blocks(a, E, contacts.point, dirs), -_blocks(b, E, contacts.point, dirs)], axis=2
+    a = np.ascontiguousarray(contacts.body_a, dtype=np.int64)
+    b = np.ascontiguousarray(contacts.body_b, dtype=np.int64)
+    # one compiled pass: body a's 6 columns and body b's, the lower body index first
+    # so that column indices are sorted within each row
+    data_n, cols_n, ptr_n, data_t, cols_t, ptr_t = _rows_csr(
+        a, b, E, np.ascontiguousarray(contacts.point, dtype=float), dirs
     )
-    six = np.arange(6)
-    cols = np.concatenate([6 * a[:, None] + six, 6 * b[:, None] + six], axis=1)
-    keep = np.concatenate(
-        [np.ones((nc, 6), dtype=bool), np.broadcast_to((b >= 0)[:, None], (nc, 6))], axis=1
-    )
-    swap = (b >= 0) & (b < a)
-    if np.any(swap):
-        order = np.r_[6:12, 0:6]
-        values[swap] = values[swap][:, :, order]
-        cols[swap] = cols[swap][:, order]
-        keep[swap] = keep[swap][:, order]
-    N = _csr(values[:, 0], cols, keep, n_cols)
-    T = _csr(
-        values[:, 1:].reshape(2 * nc, 12),
-        np.repeat(cols, 2, axis=0),
-        np.repeat(keep, 2, axis=0),
-        n_cols,
-    )
+    N = sp.csr_matrix((data_n, cols_n, ptr_n), shape=(nc, n_cols))
+    T = sp.csr_matrix((data_t, cols_t, ptr_t), shape=(2 * nc, n_cols))
     u = None
     if phi is not None and (params.restitution > 0.0 or restitution is not None):
         phi = np.asarray(phi, dtype=float)

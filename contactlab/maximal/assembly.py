@@ -56,6 +56,7 @@ from numpy.typing import NDArray
 from contactlab import se3
 from contactlab.maximal.constraints import StackedRows
 from contactlab.scene import Scene
+from solvers.jit import njit
 
 Array = NDArray[np.float64]
 
@@ -149,15 +150,59 @@ def midpoint_rate(mdiag: Array, phi: Array, h: float) -> Array:
     ``I (u - omega) = -h/2 u x I u``: half a step of implicit Euler on Euler's
     equations, solved by Newton's method (a 3 x 3 system per body).
     """
-    inertia = mdiag[:, :3]
-    w = phi[:, :3]
+    inertia = np.ascontiguousarray(mdiag[:, :3], dtype=float)
+    w = np.ascontiguousarray(phi[:, :3], dtype=float)
+    return _midpoint_rate(inertia, w, float(h), MIDPOINT_ITERATIONS)
+
+
+@njit(cache=True)
+def _midpoint_rate(inertia, w, h, iterations):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`midpoint_rate`'s Newton iterations, body by body (3 x 3 solves by Cramer's rule)."""
+    nb = w.shape[0]
     u = w.copy()
-    for _ in range(MIDPOINT_ITERATIONS):
-        iu = inertia * u
-        residual = 2.0 * inertia * (u - w) + h * np.cross(u, iu)
-        jac = h * (se3.bracket3(u) * inertia[:, None, :] - se3.bracket3(iu))
-        jac[:, [0, 1, 2], [0, 1, 2]] += 2.0 * inertia
-        u = u - np.linalg.solve(jac, residual[:, :, None])[:, :, 0]
+    jac = np.empty((3, 3))
+    res = np.empty(3)
+    for n in range(nb):
+        for _ in range(iterations):
+            i0, i1, i2 = inertia[n, 0], inertia[n, 1], inertia[n, 2]
+            u0, u1, u2 = u[n, 0], u[n, 1], u[n, 2]
+            v0, v1, v2 = i0 * u0, i1 * u1, i2 * u2  # I u
+            res[0] = 2.0 * i0 * (u0 - w[n, 0]) + h * (u1 * v2 - u2 * v1)
+            res[1] = 2.0 * i1 * (u1 - w[n, 1]) + h * (u2 * v0 - u0 * v2)
+            res[2] = 2.0 * i2 * (u2 - w[n, 2]) + h * (u0 * v1 - u1 * v0)
+            # d/du (u x I u) = [u] I - [I u]
+            jac[0, 0] = 2.0 * i0
+            jac[0, 1] = h * (-u2 * i1 + v2)
+            jac[0, 2] = h * (u1 * i2 - v1)
+            jac[1, 0] = h * (u2 * i0 - v2)
+            jac[1, 1] = 2.0 * i1
+            jac[1, 2] = h * (-u0 * i2 + v0)
+            jac[2, 0] = h * (-u1 * i0 + v1)
+            jac[2, 1] = h * (u0 * i1 - v0)
+            jac[2, 2] = 2.0 * i2
+            # Cramer's rule (the Jacobian is 2 I + O(h): well conditioned)
+            c00 = jac[1, 1] * jac[2, 2] - jac[1, 2] * jac[2, 1]
+            c01 = jac[1, 2] * jac[2, 0] - jac[1, 0] * jac[2, 2]
+            c02 = jac[1, 0] * jac[2, 1] - jac[1, 1] * jac[2, 0]
+            det = jac[0, 0] * c00 + jac[0, 1] * c01 + jac[0, 2] * c02
+            s0 = (
+                res[0] * c00
+                + jac[0, 1] * (res[2] * jac[1, 2] - res[1] * jac[2, 2])
+                + jac[0, 2] * (res[1] * jac[2, 1] - res[2] * jac[1, 1])
+            ) / det
+            s1 = (
+                jac[0, 0] * (res[1] * jac[2, 2] - res[2] * jac[1, 2])
+                + res[0] * c01
+                + jac[0, 2] * (res[2] * jac[1, 0] - res[1] * jac[2, 0])
+            ) / det
+            s2 = (
+                jac[0, 0] * (res[2] * jac[1, 1] - res[1] * jac[2, 1])
+                + jac[0, 1] * (res[1] * jac[2, 0] - res[2] * jac[1, 0])
+                + res[0] * c02
+            ) / det
+            u[n, 0] = u0 - s0
+            u[n, 1] = u1 - s1
+            u[n, 2] = u2 - s2
     return u
 
 

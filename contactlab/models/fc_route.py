@@ -158,7 +158,15 @@ def _assemble_for(
     if dinv is None:
         W, q, dinv, minv = _assemble(problem, rows, order)
         return W, q, dinv, minv, None
-    C = rows.C[order]
+    from solvers.backends.fc_ipm import select_rows
+
+    # rows.C[order] by one compiled pass (scipy's fancy row indexing is Python-heavy)
+    Ca = rows.C
+    c_val, c_idx, c_ptr = select_rows(
+        Ca.indptr.astype(np.int64), Ca.indices.astype(np.int64), Ca.data,
+        np.ascontiguousarray(order, dtype=np.int64), np.ones(order.size),
+    )  # fmt: skip
+    C = sp.csr_matrix((c_val, c_idx, c_ptr), shape=(order.size, Ca.shape[1]))
     q = np.asarray(C @ (dinv * problem.f)) - rows.b[order]
     return None, q, dinv, None, (C, dinv)
 

@@ -606,15 +606,46 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
 
 
 def _rows_of(C, sel: IVec, scale: Vec):  # type: ignore[no-untyped-def]
-    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, vectorised)."""
+    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, compiled)."""
     import scipy.sparse as sp
 
-    lens = np.diff(C.indptr)[sel]
-    ptr = np.zeros(sel.size + 1, dtype=np.int64)
-    np.cumsum(lens, out=ptr[1:])
-    src = np.repeat(C.indptr[sel].astype(np.int64) - ptr[:-1], lens) + np.arange(ptr[-1])
-    data = C.data[src] * np.repeat(scale, lens)
-    return sp.csr_matrix((data, C.indices[src].astype(np.int64), ptr), shape=(sel.size, C.shape[1]))
+    data, indices, ptr = select_rows(
+        C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, sel, scale
+    )
+    return sp.csr_matrix((data, indices, ptr), shape=(sel.size, C.shape[1]))
+
+
+@njit(cache=True)
+def select_rows(indptr, indices, data, sel, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the rows ``sel`` of a CSR matrix, row ``k`` times ``scale[k]``."""
+    ptr = np.zeros(sel.shape[0] + 1, dtype=np.int64)
+    for k in range(sel.shape[0]):
+        ptr[k + 1] = ptr[k] + indptr[sel[k] + 1] - indptr[sel[k]]
+    out = np.empty(ptr[-1])
+    cols = np.empty(ptr[-1], dtype=np.int64)
+    for k in range(sel.shape[0]):
+        src = indptr[sel[k]]
+        for q in range(ptr[k + 1] - ptr[k]):
+            out[ptr[k] + q] = data[src + q] * scale[k]
+            cols[ptr[k] + q] = indices[src + q]
+    return out, cols, ptr
+
+
+@njit(cache=True)
+def selection_transpose(sel, vals, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the (n x len(sel)) matrix whose row ``sel[k]`` holds ``vals[k]`` at
+    column ``k`` (each row selected at most once)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(sel.shape[0]):
+        ptr[sel[k] + 1] = 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    out = np.empty(sel.shape[0])
+    cols = np.empty(sel.shape[0], dtype=np.int64)
+    for k in range(sel.shape[0]):
+        out[ptr[sel[k]]] = vals[k]
+        cols[ptr[sel[k]]] = k
+    return out, cols, ptr
 
 
 def _select_soc(problem, C):  # type: ignore[no-untyped-def]
@@ -633,11 +664,8 @@ def _select_soc(problem, C):  # type: ignore[no-untyped-def]
 
     def transpose_of_selection(sel: IVec, vals: Vec):  # type: ignore[no-untyped-def]
         # (n x len(sel)): row sel[k] holds vals[k] at column k (each row at most once)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        ptr[sel + 1] = 1
-        np.cumsum(ptr, out=ptr)
-        order = np.argsort(sel, kind="stable")
-        return sp.csr_matrix((vals[order], order.astype(np.int64), ptr), shape=(n, sel.size))
+        data, cols, ptr = selection_transpose(sel, np.ascontiguousarray(vals, dtype=float), n)
+        return sp.csr_matrix((data, cols, ptr), shape=(n, sel.size))
 
     Tt = transpose_of_selection(rows, scale)
     Et = transpose_of_selection(bil.astype(np.int64), np.ones(bil.size))
@@ -722,7 +750,8 @@ class Normal:
             self.nv, self.dinv_inv, self.gptr, self.gsoc, self.rowblk, self.cptr, self.jptr,
             self.jval, theta, self.slot, self.values,
         )  # fmt: skip
-        np.add.at(self.values, self.extra_slot, self.extra_vals)
+        if self.extra_slot.size:
+            np.add.at(self.values, self.extra_slot, self.extra_vals)
         if self.dense:
             from scipy.linalg import lu_factor
 
@@ -863,6 +892,131 @@ class VelocityForm:
         return np.asarray(self.T @ q), np.asarray(self.E @ q)
 
 
+@njit(cache=True)
+def newton_residuals(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, cp, ci, cd, gp, gi, gd, dinv_inv, v, s, z, y, wh, wb
+):
+    """The residuals of :func:`ipm_ccp`'s Newton system at ``(v, s, z, y)``, in one call.
+
+    Returns ``r_d = D⁻¹ v - Ĉ' z - G_b' y``, ``r_b = G_b v + w_b``,
+    ``r_p = s - Ĉ v - ŵ``, the duality gap ``s' z`` and the cone margins of
+    ``s`` and ``z`` (:func:`cone_margin`).
+    """
+    m, nv, mb = s.shape[0], v.shape[0], y.shape[0]
+    chv = np.empty(m)
+    csr_mul(cp, ci, cd, v, chv)
+    ctz = np.empty(nv)
+    csr_tmul(cp, ci, cd, z, ctz)
+    rd = np.empty(nv)
+    for i in range(nv):
+        rd[i] = dinv_inv[i] * v[i] - ctz[i]
+    gv = np.zeros(mb)
+    if mb:
+        gty = np.empty(nv)
+        csr_tmul(gp, gi, gd, y, gty)
+        for i in range(nv):
+            rd[i] -= gty[i]
+        csr_mul(gp, gi, gd, v, gv)
+    rb = np.empty(mb)
+    for i in range(mb):
+        rb[i] = gv[i] + wb[i]
+    rp = np.empty(m)
+    for i in range(m):
+        rp[i] = s[i] - chv[i] - wh[i]
+    return rd, rb, rp, dot(s, z), cone_margin(bptr, s), cone_margin(bptr, z)
+
+
+@njit(cache=True)
+def direction_rhs(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, lam, wbar, eta, theta, rp, cp, ci, cd, rd, rb, corrector, ds_a, dz_a, sigma_mu
+):
+    """Right-hand side of the reduced Newton system of :func:`ipm_ccp`, in one call.
+
+    The predictor (``corrector`` false) targets ``λ ∘ λ`` and the corrector adds
+    Mehrotra's second-order term ``(W⁻¹ Δs_a) ∘ (W Δz_a)`` and the centring
+    ``σ μ e``; returns the right-hand side ``(Ĉ' g - r_d, -r_b)`` and the two parts
+    ``W⁻¹ t`` and ``Θ r_p`` of ``g`` (the back substitution reuses them).
+    """
+    m = lam.shape[0]
+    nv = rd.shape[0]
+    tmp = np.empty(m)
+    t = np.empty(m)
+    rc = np.empty(m)
+    jordan(bptr, lam, lam, tmp)
+    if not corrector:
+        for i in range(m):
+            rc[i] = -tmp[i]
+    else:
+        second = np.empty(m)
+        scale_inv(bptr, wbar, eta, ds_a, t)  # W^-1 Δs_a
+        scale(bptr, wbar, eta, dz_a, second)  # W Δz_a
+        jordan(bptr, t, second, rc)
+        for i in range(m):
+            rc[i] = -tmp[i] - rc[i]
+        add_identity(bptr, rc, sigma_mu)
+    jordan_div(bptr, lam, rc, t)
+    wt = np.empty(m)
+    scale_inv(bptr, wbar, eta, t, wt)  # W^-1 t
+    trp = np.empty(m)
+    apply_theta(bptr, theta, rp, trp)
+    g = np.empty(m)
+    for i in range(m):
+        g[i] = wt[i] + trp[i]
+    rhs = np.empty(nv + rb.shape[0])
+    top = np.empty(nv)
+    csr_tmul(cp, ci, cd, g, top)
+    for i in range(nv):
+        rhs[i] = top[i] - rd[i]
+    for i in range(rb.shape[0]):
+        rhs[nv + i] = -rb[i]
+    return rhs, wt, trp
+
+
+@njit(cache=True)
+def direction_back(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
+):
+    """The step of :func:`ipm_ccp` from the reduced system's solution, in one call.
+
+    Returns ``(Δv, Δy, Δs, Δz, α_s, α_z, finite)``: ``Δs = Ĉ Δv - r_p``,
+    ``Δz = W⁻¹ t + Θ (r_p - Ĉ Δv)``, the largest steps keeping ``s`` and ``z``
+    in their cones and whether ``Δv`` and ``Δz`` are finite.
+    """
+    m = wt.shape[0]
+    dv = sol[:nv].copy()
+    dy = -sol[nv:]
+    cdv = np.empty(m)
+    csr_mul(cp, ci, cd, dv, cdv)
+    tcd = np.empty(m)
+    apply_theta(bptr, theta, cdv, tcd)
+    dz = np.empty(m)
+    ds = np.empty(m)
+    for i in range(m):
+        dz[i] = wt[i] + trp[i] - tcd[i]
+        ds[i] = cdv[i] - rp[i]
+    finite = True
+    for i in range(dv.shape[0]):
+        if not math.isfinite(dv[i]):
+            finite = False
+    for i in range(m):
+        if not math.isfinite(dz[i]):
+            finite = False
+    return dv, dy, ds, dz, max_step(bptr, s, ds), max_step(bptr, z, dz), finite
+
+
+@njit(cache=True)
+def take_step(v, s, z, y, alpha, dv, ds, dz, dy):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``(v, s, z, y) += alpha (Δv, Δs, Δz, Δy)`` in place."""
+    for i in range(v.shape[0]):
+        v[i] += alpha * dv[i]
+    for i in range(s.shape[0]):
+        s[i] += alpha * ds[i]
+    for i in range(z.shape[0]):
+        z[i] += alpha * dz[i]
+    for i in range(y.shape[0]):
+        y[i] += alpha * dy[i]
+
+
 def ipm_ccp(
     form: VelocityForm,
     q: Vec,
@@ -894,7 +1048,7 @@ def ipm_ccp(
     gp, gi, gd = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64), Gb.data
     ep, ei, ed = Et.indptr.astype(np.int64), Et.indices.astype(np.int64), Et.data
     mb = Gb.shape[0]
-    Gty, Gv, rb_part = np.zeros(nv), np.zeros(mb), np.zeros(problem.n)
+    rb_part = np.zeros(problem.n)
     cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
     tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
     scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
@@ -921,8 +1075,7 @@ def ipm_ccp(
         add_identity(bptr, z, tau / max(wdiag, 1e-300))
     wbar, eta = np.zeros(m), np.ones(nb)
     lam, theta = np.empty(m), np.zeros(9 * nb)
-    Chv, Ctz = np.empty(m), np.empty(nv)
-    t, tmp, dz, ds = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    dz, ds = np.empty(m), np.empty(m)
     r = np.zeros(problem.n)
     res, reason = np.inf, "cap"
     best, best_r = np.inf, r.copy()
@@ -950,18 +1103,12 @@ def ipm_ccp(
         if it >= max_iter:
             break
         it += 1
-        csr_mul(cp, ci, cd, v, Chv)
-        csr_tmul(cp, ci, cd, z, Ctz)
-        rd = normal.dinv_inv * v - Ctz  # D^-1 v - Ĉ'z - Gb'y
-        if mb:
-            csr_tmul(gp, gi, gd, y, Gty)
-            rd -= Gty
-            csr_mul(gp, gi, gd, v, Gv)
-        rb = Gv + wb
-        rp = s - Chv - wh
-        gap = dot(s, z)
+        # D^-1 v - Ĉ'z - Gb'y, Gb v + wb, s - Ĉ v - ŵ, s'z and the cone margins
+        rd, rb, rp, gap, margin_s, margin_z = newton_residuals(
+            bptr, cp, ci, cd, gp, gi, gd, normal.dinv_inv, v, s, z, y, wh, wb
+        )
         mu_c = gap / max(nb, 1)
-        if cone_margin(bptr, s) <= 0.0 or cone_margin(bptr, z) <= 0.0:
+        if margin_s <= 0.0 or margin_z <= 0.0:
             reason = "stalled on the cone boundary"
             break
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
@@ -972,49 +1119,25 @@ def ipm_ccp(
             break
         steps = []
         for corrector in (False, True):
-            if not corrector:
-                jordan(bptr, lam, lam, tmp)
-                rc = -tmp
-            else:
-                scale_inv(bptr, wbar, eta, ds, t)  # W^-1 Δs_a
-                scale(bptr, wbar, eta, dz, tmp)  # W Δz_a
-                jordan(bptr, t, tmp, ds)
-                jordan(bptr, lam, lam, tmp)
-                rc = -tmp - ds
-                add_identity(bptr, rc, sigma * mu_c)
-            jordan_div(bptr, lam, rc, t)
-            wt = np.empty(m)
-            scale_inv(bptr, wbar, eta, t, wt)  # W^-1 t
-            trp = np.empty(m)
-            apply_theta(bptr, theta, rp, trp)
-            g = wt + trp
-            rhs = np.empty(nv + mb)
-            csr_tmul(cp, ci, cd, g, rhs[:nv])
-            rhs[:nv] -= rd
-            rhs[nv:] = -rb
+            # predictor, then corrector: right-hand side, solve, step (two compiled calls)
+            rhs, wt, trp = direction_rhs(
+                bptr, lam, wbar, eta, theta, rp, cp, ci, cd, rd, rb, corrector, ds, dz,
+                sigma * mu_c,
+            )  # fmt: skip
             sol = normal.solve(rhs)
-            dv, dy = sol[:nv], -sol[nv:]
-            cdv = np.empty(m)
-            csr_mul(cp, ci, cd, dv, cdv)
-            tcd = np.empty(m)
-            apply_theta(bptr, theta, cdv, tcd)
-            dz = wt + trp - tcd
-            ds = cdv - rp
-            a_s = max_step(bptr, s, ds)
-            a_z = max_step(bptr, z, dz)
+            dv, dy, ds, dz, a_s, a_z, finite = direction_back(
+                bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
+            )
             alpha = min(1.0, a_s, a_z)
             if not corrector:
                 gap_aff = gap_after(s, ds, z, dz, alpha)
                 sigma = min(max(gap_aff / max(gap, 1e-300), 0.0), 1.0) ** 3
-            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z))))
-        dv, ds, dz, dy, alpha = steps[-1]
-        if not (np.all(np.isfinite(dv)) and np.all(np.isfinite(dz)) and alpha > 0.0):
+            steps.append((dv, ds, dz, dy, min(1.0, 0.99 * min(a_s, a_z)), finite))
+        dv, ds, dz, dy, alpha, finite = steps[-1]
+        if not (finite and alpha > 0.0):
             reason = "no finite step"
             break
-        v += alpha * dv
-        s += alpha * ds
-        z += alpha * dz
-        y += alpha * dy
+        take_step(v, s, z, y, alpha, dv, ds, dz, dy)
     if best <= res or not math.isfinite(res):
         r, res = best_r, best
     if res <= tol:

@@ -535,3 +535,33 @@ def factor_velocity(
         for k in range(indptr[i], indptr[i + 1]):
             acc += data[k] * tmp[indices[k]]
         out[i] = acc
+
+
+@njit(cache=True)
+def soc_measures(r, u, mu, nc, slip):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Signorini, exact-cone and dissipation violations of :func:`solvers.frictional.fc_residuals`
+    (the exact cone), contact by contact: ``max(|min(r_n, u_n)|, max(-r_n, -u_n, 0))``,
+    ``max(||r_t|| - mu r_n, 0)`` and, where ``||u_t|| > slip`` and ``r_n > 0``,
+    ``||r_t + mu r_n u_t / ||u_t||||``; NaN propagates as in numpy."""
+    sig, cone, dis = -np.inf, -np.inf, -np.inf
+    sliding = False
+    for i in range(nc):
+        rn, un = r[3 * i], u[3 * i]
+        a = abs(min(rn, un)) if not (math.isnan(rn) or math.isnan(un)) else np.nan
+        b = max(max(-rn, -un), 0.0) if not (math.isnan(rn) or math.isnan(un)) else np.nan
+        x = max(a, b) if not (math.isnan(a) or math.isnan(b)) else np.nan
+        sig = x if math.isnan(x) or math.isnan(sig) else max(sig, x)
+        r1, r2 = r[3 * i + 1], r[3 * i + 2]
+        out = math.sqrt(r1 * r1 + r2 * r2) - mu[i] * rn
+        out = out if math.isnan(out) else max(out, 0.0)
+        cone = out if math.isnan(out) or math.isnan(cone) else max(cone, out)
+        u1, u2 = u[3 * i + 1], u[3 * i + 2]
+        speed = math.sqrt(u1 * u1 + u2 * u2)
+        if speed > slip and rn > 0:
+            sliding = True
+            m = -(mu[i] * rn)
+            d1 = r1 - m * u1 / speed
+            d2 = r2 - m * u2 / speed
+            gap = math.sqrt(d1 * d1 + d2 * d2)
+            dis = gap if math.isnan(gap) or math.isnan(dis) else max(dis, gap)
+    return sig, cone, dis if sliding else 0.0
