@@ -19,7 +19,7 @@ assembly as outside), the share of the step's thread CPU time spent inside
 compiled code (``compiled_share``, with ``compiled_calls`` the calls per step:
 every call from Python of a numba kernel made by :func:`solvers.jit.njit` --
 the box narrow phase, the Delassus and assembly kernels, the backends' kernels
--- or of the C extension, timed by :func:`solvers.jit.kernel_accounting`,
+-- or of the C extension or SuperLU's factorisation, timed by :func:`solvers.jit.kernel_accounting`,
 entered around each step; a kernel called by a kernel is counted once, in its
 caller; the proxy's own cost, about a microsecond per call, falls partly
 inside and partly outside), the iterations, the number of timed steps that did

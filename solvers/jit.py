@@ -121,8 +121,11 @@ def silence_first_use() -> None:
 #: Every dispatcher :func:`njit` made, by ``id`` (for :func:`kernel_accounting`).
 _DISPATCHERS: dict[int, Any] = {}
 
-#: Compiled extension modules whose functions :func:`kernel_accounting` also times.
-C_EXTENSIONS = ("contactlab.reduced._cfast",)
+#: Compiled extension modules whose functions :func:`kernel_accounting` also times: the
+#: project's C extension, and SuperLU's factorisation (``gstrf``, behind
+#: ``scipy.sparse.linalg.splu``; the box law's Newton finish factors once per iteration).
+#: A ``SuperLU`` object's ``solve`` is a method, not a module function, and is not timed.
+C_EXTENSIONS = ("contactlab.reduced._cfast", "scipy.sparse.linalg._dsolve._superlu")
 
 
 def _register(dispatcher: Any) -> Any:
