@@ -831,10 +831,13 @@ class VelocityForm:
         self.cfac = (C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data)
         self.d = np.ascontiguousarray(dinv, dtype=np.float64)
         # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
-        if problem.factor is not None and problem.n:
+        # (no rows: a step without contacts, whose solution is r = 0; any positive scale)
+        if not problem.n:
+            self.wdiag = 1.0
+        elif problem.factor is not None:
             self.wdiag = float(np.mean(problem.diagonal()))
         else:
-            self.wdiag = float(np.mean(np.asarray(problem.W.diagonal())[: max(problem.n, 1)]))
+            self.wdiag = float(np.mean(np.asarray(problem.W.diagonal())))
 
     @property
     def normal(self) -> Normal:

@@ -125,6 +125,24 @@ def test_ipm_bilateral_and_unilateral_scalar_rows() -> None:
         assert np.max(np.abs(res.w[3 * nc :][[0, 2]])) <= 1e-8  # bilateral rows: u = 0
 
 
+def test_ipm_on_a_step_without_contacts_returns_no_impulse() -> None:
+    """A step before anything touches poses a problem with no rows (the first steps of a
+    dropped pile): both laws return the empty impulse as solved, with the factor or without
+    it, and without a numerical warning (a mean of the empty diagonal once warned)."""
+    import warnings
+
+    C, d = sp.csr_matrix((0, 12)), np.ones(12)
+    for law in ("ccp", "coulomb"):
+        for p in (
+            FrictionalContact(np.zeros((0, 0)), np.zeros(0), np.zeros(0), law, "soc"),
+            FrictionalContact(None, np.zeros(0), np.zeros(0), law, "soc", factor=(C, d)),
+        ):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                res = solve(p, "ipm")
+            assert res.status == "optimal" and res.x.shape == (0,), res.message
+
+
 def test_ipm_refuses_a_large_w_without_its_factor() -> None:
     """One clear error naming the way out."""
     big = FrictionalContact(np.eye(603), np.ones(603), np.full(201, 0.5), "ccp", "soc")
