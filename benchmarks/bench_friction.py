@@ -537,8 +537,15 @@ def targets(df: pd.DataFrame) -> list[str]:
         falls = r.get("coupled_fallbacks", np.nan)
         if np.isfinite(falls):
             left_note += f", {falls:.0f} timed steps fell back from the coupled start"
+        # the alternation without its coupled start runs beside as the comparison
+        head = (
+            "staggered-projections at 100 boxes, the alternation alone (coupled=None, "
+            "for comparison), <= 20 outer iterations, all converged"
+            if "alternation only" in str(p)
+            else "staggered-projections at 100 boxes, <= 20 outer iterations, all converged"
+        )
         out.append(
-            f"- **staggered-projections at 100 boxes, <= 20 outer iterations, all converged**: "
+            f"- **{head}**: "
             f"{_verdict(ok)} ({p}: up to {r['outer_max']:.0f} outer iterations, "
             f"{r['not_optimal']:.0f} timed steps not converged, {r['step_ms']:.0f} ms per step"
             f"{left_note})."
