@@ -512,16 +512,18 @@ class IPMBackend(FrictionBackend):
 
         t1 = time.perf_counter()
         # the box law with Newton's finish (class docstring)
-        finish = law == 1 and problem.cone == "box" and newton_cap > 0
+        finish = law == 1 and problem.cone in ("box", "pyramid") and newton_cap > 0
         newton_first, from_warm, total, rounds = 0, False, 0, 0
         built: list[Any] = []
 
         def box_newton() -> Any:
-            """The box law's :class:`~solvers.backends.fc_newton.BoxNewton`, built once."""
-            from solvers.backends.fc_newton import BoxNewton
+            """The law's semismooth Newton (:class:`~solvers.backends.fc_newton.BoxNewton` or
+            :class:`~solvers.backends.fc_newton.PyramidNewton`), built once."""
+            from solvers.backends.fc_newton import BoxNewton, PyramidNewton
 
             if not built:
-                built.append(BoxNewton(problem, C, np.asarray(d, dtype=np.float64)))
+                kind_newton = BoxNewton if problem.cone == "box" else PyramidNewton
+                built.append(kind_newton(problem, C, np.asarray(d, dtype=np.float64)))
             return built[0]
 
         if law == 0:
