@@ -1,4 +1,7 @@
-"""Semismooth Newton on the box law's complementarity function (the ``ipm`` backend's finish).
+"""Semismooth Newton on the box and pyramid laws' complementarity functions (``ipm``'s finish).
+
+The pyramid law is :class:`PyramidNewton`'s (Stewart and Trinkle's LCP, the same iteration
+as below); this docstring describes the box law's :class:`BoxNewton`.
 
 The box law (``law="coulomb"``, ``cone="box"``: De Saxcé's NCP on the box cone) is,
 contact by contact, the mixed complementarity problem
