@@ -115,7 +115,7 @@ def test_pyramid_augmented_system_solves_the_newton_system() -> None:
 
 @pytest.mark.parametrize("seed", [0, 3, 5, 6])
 def test_pyramid_newton_agrees_with_lemke(seed: int) -> None:
-    """From ``r = 0`` to natural map 1e-10 within 100 iterations (measured 11, 11, 65, 11 on
+    """From ``r = 0`` to natural map 1e-10 within 100 iterations (measured 11, 12, 65, 12 on
     these seeds; 5-16 on seeds 7-11); velocities within 1e-8 m/s of Lemke's on the
     Stewart--Trinkle LCP (natural map of Lemke's impulses below 1e-12)."""
     from solvers.backends.fc_newton import PyramidNewton
