@@ -147,6 +147,11 @@ def _frictional_backends() -> None:
 
     box = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "box", factor=(C, np.ones(4)))
     BoxNewton(box, C, np.ones(4)).solve(np.zeros(6), 1e-10, 5)
+    # and of the pyramid law (Stewart and Trinkle's variables from impulses and back)
+    from solvers.backends.fc_newton import PyramidNewton
+
+    pyr = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "pyramid", factor=(C, np.ones(4)))
+    PyramidNewton(pyr, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
     for name in ("nsgs", "ipm"):
         try:
             cold = solvers.solve(factored, name)
