@@ -64,6 +64,23 @@ finish)``: ``ipm`` on the box law without its semismooth Newton finish, ``newton
 run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
+
+Long transient: ``--transient SECONDS`` steps each pair of ``TRANSIENT_PAIRS``
+(``anitescu-hart`` soc and pyramid, ``coulomb`` and ``box-friction`` by ``ipm``,
+``box-friction`` by ``pgs`` at 1e-6 and 1e-4, ``staggered-projections`` box by
+``pgs``; each up to its largest size in ``PAIRS``) for SECONDS from the drop
+(the pile's initial poses, not landed; ``--from-landed`` starts from the landed
+pile instead), sizes 100 and 200 unless ``--sizes`` says otherwise, every step
+as :meth:`Simulator.step` takes it and counted.  Per pair
+(:func:`transient_summary`): the steps whose status is not ``optimal`` and the
+first of them, the steps whose natural map exceeds the pair's tolerance, the
+largest natural map, the median and largest iterations, the median, 90 %, 99 %
+quantiles and largest step time (thread CPU time: collision, assembly, model
+solve).  Writes ``friction_transient.{csv,md}``, each pair's per-step table
+``friction_transient_steps-<n>-<pair>.csv``, and for the first step not
+converged its posed problems (every inner solve's ``(problem, warm start)``, as
+:func:`posed_problems` records them) with the state it started from, pickled in
+``friction_transient_problems/<n>-<pair>.pkl`` to reproduce it.
 """
 
 from __future__ import annotations
