@@ -80,7 +80,9 @@ solve).  Writes ``friction_transient.{csv,md}``, each pair's per-step table
 ``friction_transient_steps-<n>-<pair>.csv``, and for the first step not
 converged its posed problems (every inner solve's ``(problem, warm start)``, as
 :func:`posed_problems` records them) with the state it started from, pickled in
-``friction_transient_problems/<n>-<pair>.pkl`` to reproduce it.
+``friction_transient_problems/<n>-<pair>.pkl`` to reproduce it:
+``--replay PKL...`` solves those problems again (:func:`replay`) and prints their
+status, iterations and natural map beside the saved ones.
 """
 
 from __future__ import annotations
@@ -563,6 +565,41 @@ def run_transient(
     return {**summary, "saved_problem": saved}, table  # type: ignore[dict-item]
 
 
+def replay(path: Path) -> list[dict[str, Any]]:
+    """Solve again the posed problems of a step saved by :func:`run_transient`.
+
+    Each inner problem by the pair's backend, at its tolerance and settings, from the
+    saved warm start: its status, iterations and natural map beside the saved ones.
+    """
+    import solvers
+
+    with Path(path).open("rb") as fh:
+        saved = pickle.load(fh)
+    options = saved["options"]
+    out = []
+    for problem, warm in saved["posed"]:
+        res = solvers.solve(
+            problem,
+            saved["solver"],
+            tol=options.get("solver_tol", 1e-6),
+            max_iter=options.get("max_iter"),
+            warm_start=warm,
+            **(options.get("solver_settings") or {}),
+        )
+        out.append(
+            {
+                "file": str(path),
+                "step": saved["step"],
+                "saved_status": saved["status"],
+                "saved_natural_map": saved["natural_map"],
+                "status": str(res.status),
+                "iterations": int(res.iterations),
+                "natural_map": float(res.residuals.get("natural_map", np.nan)),
+            }
+        )
+    return out
+
+
 def _row(df: pd.DataFrame, n: int, pair: str) -> dict[str, Any] | None:
     hit = df[(df["n"] == n) & (df["pair"] == pair)]
     if hit.empty or bool(hit.iloc[0]["failed"]):
@@ -825,7 +862,16 @@ def main(argv: list[str] | None = None) -> None:
         "--from-landed", action="store_true",
         help="with --transient: start from the landed pile instead of the drop",
     )  # fmt: skip
+    parser.add_argument(
+        "--replay", type=Path, nargs="+", default=None, metavar="PKL",
+        help="solve again the steps saved by --transient and print their status",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.replay:
+        for path in args.replay:
+            for r in replay(path):
+                print(r, flush=True)
+        return
     if args.transient is not None:
         sizes = [100, 200] if args.sizes == list(SIZES) else args.sizes
         main_transient(sizes, args)
