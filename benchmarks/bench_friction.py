@@ -989,7 +989,9 @@ def write_transient_markdown(df: pd.DataFrame, path: Path, args: Any) -> None:
         "time per step (collision, assembly, model solve). `not optimal` = steps whose status "
         "is not `optimal` (first such step in brackets); `> tol` = steps whose natural map "
         "(Siconos/FCLIB, relative to ||q||) exceeds the pair's tolerance; `load` = 1-minute "
-        f"load average before / after. Machine: {os.cpu_count()} cores shared with other jobs. "
+        "load average before / after; the largest step time can include a kernel's first-use "
+        "compilation (numba, cached afterwards), the 99 % quantile does not. "
+        f"Machine: {os.cpu_count()} cores shared with other jobs. "
         "Written by `python -m benchmarks.bench_friction --transient SECONDS`.",
         "",
         "| n | pair | steps | not optimal | > tol | natural map max | iterations median / max "
