@@ -492,8 +492,14 @@ def run_transient(
     posed: list[tuple[Any, Any]] = []
     original = SolvingModel.run
 
+    # per inner solve: the backend, tolerance, cap and settings it was posed with (a model
+    # may pose its inner solves to more than one backend: Staggered Projections' coupled start)
+    calls: list[tuple[str, float, Any, dict[str, Any]]] = []
+
     def recording(self: SolvingModel, problem: Any, warm: Any = None) -> Any:
         posed.append((problem, warm))
+        settings = dict(self.options["solver_settings"] or {})
+        calls.append((self.solver, self.tol, self.options["max_iter"], settings))
         return original(self, problem, warm)
 
     saved = ""
@@ -503,6 +509,7 @@ def run_transient(
     try:
         for i in range(int(round(seconds / h))):
             posed.clear()
+            calls.clear()
             t0 = time.thread_time()
             E, _ = sim.formulation.maximal(state)
             contacts = collide(scene, E)
@@ -539,7 +546,8 @@ def run_transient(
                     pickle.dump(
                         {"step": i, "status": str(solution.status), "natural_map": natural,
                          "model": model, "solver": solver, "options": options, "h": h,
-                         "posed": list(posed), "state": replace(state, cache=dict(state.cache))},
+                         "posed": list(posed), "calls": list(calls),
+                         "state": replace(state, cache=dict(state.cache))},
                         fh,
                     )  # fmt: skip
                 saved = str(save)
@@ -576,22 +584,24 @@ def replay(path: Path) -> list[dict[str, Any]]:
     with Path(path).open("rb") as fh:
         saved = pickle.load(fh)
     options = saved["options"]
+    pair = (
+        saved["solver"],
+        options.get("solver_tol", 1e-6),
+        options.get("max_iter"),
+        options.get("solver_settings") or {},
+    )
+    # the backend each inner solve was posed to (older files: the pair's backend for all)
+    calls = saved.get("calls") or [pair] * len(saved["posed"])
     out = []
-    for problem, warm in saved["posed"]:
-        res = solvers.solve(
-            problem,
-            saved["solver"],
-            tol=options.get("solver_tol", 1e-6),
-            max_iter=options.get("max_iter"),
-            warm_start=warm,
-            **(options.get("solver_settings") or {}),
-        )
+    for (problem, warm), (solver, tol, cap, settings) in zip(saved["posed"], calls, strict=True):
+        res = solvers.solve(problem, solver, tol=tol, max_iter=cap, warm_start=warm, **settings)
         out.append(
             {
                 "file": str(path),
                 "step": saved["step"],
                 "saved_status": saved["status"],
                 "saved_natural_map": saved["natural_map"],
+                "solver": solver,
                 "status": str(res.status),
                 "iterations": int(res.iterations),
                 "natural_map": float(res.residuals.get("natural_map", np.nan)),
