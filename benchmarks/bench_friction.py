@@ -991,11 +991,12 @@ def main_transient(sizes: list[int], args: Any) -> None:
 
 def write_transient_markdown(df: pd.DataFrame, path: Path, args: Any) -> None:
     """The table of ``--transient`` (one row per size and pair)."""
-    start = "the landed pile" if args.from_landed else "the drop (initial poses, not landed)"
     lines = [
         "# Friction pairs over a long pile transient",
         "",
-        f"{args.transient:g} s from {start}, h = {args.h:g} s, every step counted; thread CPU "
+        f"{args.transient:g} s from `start` (`drop`: the pile's initial poses, not landed; "
+        f"`landed`: the pile landed for {args.settle:g} s), h = {args.h:g} s, every step "
+        "counted; thread CPU "
         "time per step (collision, assembly, model solve). `not optimal` = steps whose status "
         "is not `optimal` (first such step in brackets); `> tol` = steps whose natural map "
         "(Siconos/FCLIB, relative to ||q||) exceeds the pair's tolerance; `load` = 1-minute "
@@ -1004,17 +1005,19 @@ def write_transient_markdown(df: pd.DataFrame, path: Path, args: Any) -> None:
         f"Machine: {os.cpu_count()} cores shared with other jobs. "
         "Written by `python -m benchmarks.bench_friction --transient SECONDS`.",
         "",
-        "| n | pair | steps | not optimal | > tol | natural map max | iterations median / max "
-        "| outer max | step ms median / p90 / p99 / max | contacts max | penetration [mm] "
+        "| n | start | pair | steps | not optimal | > tol | natural map max "
+        "| iterations median / max | outer max | step ms median / p90 / p99 / max "
+        "| contacts max | penetration [mm] "
         "| load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         first = f" ({r['first_not_optimal']:.0f})" if np.isfinite(r["first_not_optimal"]) else ""
         failed = f", failed at step {r['failed_step']:.0f}" if np.isfinite(r["failed_step"]) else ""
         lines.append(
-            f"| {r['n']} | {r['pair']} | {r['steps']:.0f}{failed} | {r['not_optimal']:.0f}{first} "
-            f"| {r['above_tol']:.0f} | {r['max_natural_map']:.1e} | "
+            f"| {r['n']} | {r['start']} | {r['pair']} | {r['steps']:.0f}{failed} "
+            f"| {r['not_optimal']:.0f}{first} | {r['above_tol']:.0f} "
+            f"| {r['max_natural_map']:.1e} | "
             f"{r['iterations_median']:.0f} / {r['iterations_max']:.0f} | {r['outer_max']:.0f} | "
             f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f} / {r['step_ms_p99']:.1f} / "
             f"{r['step_ms_max']:.1f} | {r['contacts_max']:.0f} | {r['penetration_mm']:.2f} | "
