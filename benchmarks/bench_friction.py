@@ -60,7 +60,9 @@ Run: ``python -m benchmarks.bench_friction`` (writes
 (``coulomb / ipm (plain fixed point)``, ``box-friction / ipm (plain fixed point)``:
 ``ipm``'s Coulomb fixed point by the relaxed plain iteration, ``acceleration="none"``;
 ``box-friction / ipm (no Newton finish)`` and ``staggered-projections box / pgs (no Newton
-finish)``: ``ipm`` on the box law without its semismooth Newton finish, ``newton=0``)
+finish)``: ``ipm`` on the box law without its semismooth Newton finish, ``newton=0``;
+``stewart-trinkle / ipm`` and ``stewart-trinkle / ipm (no Newton finish)``: the pyramid law
+by ``ipm`` with and without its Newton finish)
 run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
@@ -178,6 +180,14 @@ ON_REQUEST: list[tuple[str, str, str, dict[str, Any], int]] = [
         "pgs",
         {"cone": "box", "solver_tol": 1e-7, "coupled_settings": {"newton": 0}},
         100,
+    ),
+    ("stewart-trinkle / ipm", "stewart-trinkle", "ipm", TOL, 200),
+    (
+        "stewart-trinkle / ipm (no Newton finish)",
+        "stewart-trinkle",
+        "ipm",
+        {**TOL, "solver_settings": {"newton": 0}},
+        200,
     ),
     (
         "coulomb / ipm (plain fixed point)",

@@ -1,4 +1,7 @@
-"""Semismooth Newton on the box law's complementarity function (the ``ipm`` backend's finish).
+"""Semismooth Newton on the box and pyramid laws' complementarity functions (``ipm``'s finish).
+
+The pyramid law is :class:`PyramidNewton`'s (Stewart and Trinkle's LCP, the same iteration
+as below); this docstring describes the box law's :class:`BoxNewton`.
 
 The box law (``law="coulomb"``, ``cone="box"``: De Saxcé's NCP on the box cone) is,
 contact by contact, the mixed complementarity problem
@@ -69,6 +72,8 @@ a flat merit along the way; the fixed point and Gauss--Seidel sweeps crawl there
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -183,7 +188,125 @@ def fill_values(
         e += 1
 
 
-class BoxNewton:
+class _MinNewton:
+    """The iteration shared by :class:`BoxNewton` and :class:`PyramidNewton` (module
+    docstring): subclasses give the unknowns ``x`` of their min-function (``_start``,
+    ``_impulse``), its pieces (``_pieces``, the first array of the state being ``Φ``) and
+    the augmented matrix of a piece (``_matrix``); ``self.C`` is the factor's ``C``."""
+
+    armijo = 1e-4
+    shortest = 2.0**-20
+    eps_start = 1e-8
+    eps_down = 0.1
+    eps_min = 1e-10
+    eps_cap = 1e2
+    nonmonotone = 30
+    n: int
+    nv: int
+    C: sp.csr_matrix
+
+    def velocity(self, r: Vec, out: Vec) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def natural(self, r: Vec, u: Vec) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _start(self, r: Vec, u: Vec) -> Vec:
+        return r.copy()
+
+    def _impulse(self, x: Vec) -> Vec:
+        return x
+
+    def _state(self) -> tuple[Vec, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _pieces(self, x: Vec, u: Vec, state: tuple[Vec, ...]) -> float:  # pragma: no cover
+        raise NotImplementedError
+
+    def _matrix(self, state: tuple[Vec, ...], eps: float) -> sp.csc_matrix:  # pragma: no cover
+        raise NotImplementedError
+
+    def solve(
+        self, r0: Vec, tol: float, max_iter: int, eps: float | None = None
+    ) -> tuple[Vec, int, float, str]:
+        """Newton's iteration from ``r0``: ``(r, iterations, natural map, reason)``.
+
+        ``eps``: the first proximal term (default ``eps_start``).
+
+        ``reason`` is ``"converged"`` (natural map ``<= tol``), ``"cap"`` (``max_iter``
+        iterations) or ``"no descent"`` (no step length decreased the merit, even with
+        ``ε`` at its ceiling); ``r`` is the iterate with the smallest natural map.
+        """
+        import scipy.sparse.linalg as spla
+
+        nv = self.nv
+        r = np.array(r0, dtype=np.float64)
+        u = np.empty(self.n)
+        self.velocity(r, u)
+        x = self._start(r, u)  # the unknowns of the min-function
+        state, trial = self._state(), self._state()
+        res = self.natural(r, u)
+        best_r, best = r.copy(), res
+        it, reason = 0, "cap"
+        theta = self._pieces(x, u, state)
+        history = [theta]
+        rhs = np.zeros(nv + x.size)
+        eps = self.eps_start if eps is None else float(eps)
+        x_t, t = x, 1.0
+        while it < max_iter:
+            if res <= tol:
+                reason = "converged"
+                break
+            it += 1
+            accepted = False
+            while not accepted and eps <= self.eps_cap:
+                try:
+                    lu = spla.splu(self._matrix(state, eps), permc_spec="COLAMD")
+                except RuntimeError:  # exactly singular: a larger proximal term
+                    eps *= 10.0
+                    continue
+                rhs[nv:] = -state[0]
+                sol = lu.solve(rhs)
+                if not np.all(np.isfinite(sol)):
+                    eps *= 10.0
+                    continue
+                dx = sol[nv:]
+                du = self.C @ sol[:nv]
+                ref = max(history[-self.nonmonotone :])
+                t = 1.0
+                while t >= self.shortest:
+                    x_t = x + t * dx
+                    th = self._pieces(x_t, u + t * du, trial)
+                    if th <= ref - 2.0 * self.armijo * t * theta:
+                        accepted = True
+                        break
+                    t *= 0.5
+                if not accepted:
+                    eps *= 10.0
+            if not accepted:
+                reason = "no descent"
+                break
+            eps = (
+                max(eps * self.eps_down, self.eps_min)
+                if t == 1.0
+                else min(10.0 * eps, self.eps_cap)
+            )
+            x = x_t
+            r = self._impulse(x)
+            self.velocity(r, u)  # exact, not u + t du, for the next piece and the test
+            theta = self._pieces(x, u, state)
+            history.append(theta)
+            res = self.natural(r, u)
+            if res < best:
+                best_r, best = r.copy(), res
+        if best < res:
+            r, res = best_r, best
+        if res <= tol:
+            reason = "converged"
+        return r, it, float(res), reason
+
+
+class BoxNewton(_MinNewton):
     """Semismooth Newton on the box law of ``problem`` through its factor ``W = C diag(d) C'``.
 
     :meth:`solve` runs from a start ``r0`` (module docstring); the pattern of the augmented
@@ -266,80 +389,303 @@ class BoxNewton:
         size = self.nv + self.n
         return sp.csc_matrix((self.values, self.K_indices, self.K_indptr), shape=(size, size))
 
-    def solve(
-        self, r0: Vec, tol: float, max_iter: int, eps: float | None = None
-    ) -> tuple[Vec, int, float, str]:
-        """Newton's iteration from ``r0``: ``(r, iterations, natural map, reason)``.
+    def _state(self) -> tuple[Vec, ...]:
+        return np.empty(self.n), np.empty(self.n), np.empty(self.n), np.empty(2 * self.nc)
 
-        ``eps``: the first proximal term (default ``eps_start``).
+    def _pieces(self, x: Vec, u: Vec, state: tuple[Vec, ...]) -> float:
+        return self.pieces(x, u, *state)
 
-        ``reason`` is ``"converged"`` (natural map ``<= tol``), ``"cap"`` (``max_iter``
-        iterations) or ``"no descent"`` (no step length decreased the merit, even with
-        ``ε`` at its ceiling); ``r`` is the iterate with the smallest natural map.
-        """
-        import scipy.sparse.linalg as spla
+    def _matrix(self, state: tuple[Vec, ...], eps: float) -> sp.csc_matrix:
+        return self.matrix(state[1], state[2], state[3], eps)
 
-        n, nv, nc = self.n, self.nv, self.nc
-        r = np.array(r0, dtype=np.float64)
-        u = np.empty(n)
-        self.velocity(r, u)
-        phi, beta, adiag, aoff = np.empty(n), np.empty(n), np.empty(n), np.empty(2 * nc)
-        phi_t, beta_t, adiag_t, aoff_t = np.empty(n), np.empty(n), np.empty(n), np.empty(2 * nc)
-        res = self.natural(r, u)
-        best_r, best = r.copy(), res
-        it, reason = 0, "cap"
-        theta = self.pieces(r, u, phi, beta, adiag, aoff)
-        history = [theta]
-        rhs = np.zeros(nv + n)
-        eps = self.eps_start if eps is None else float(eps)
-        r_t, t = r, 1.0
-        while it < max_iter:
-            if res <= tol:
-                reason = "converged"
-                break
-            it += 1
-            accepted = False
-            while not accepted and eps <= self.eps_cap:
-                try:
-                    lu = spla.splu(self.matrix(beta, adiag, aoff, eps), permc_spec="COLAMD")
-                except RuntimeError:  # exactly singular: a larger proximal term
-                    eps *= 10.0
-                    continue
-                rhs[nv:] = -phi
-                sol = lu.solve(rhs)
-                if not np.all(np.isfinite(sol)):
-                    eps *= 10.0
-                    continue
-                dr = sol[nv:]
-                du = self.C @ sol[:nv]
-                ref = max(history[-self.nonmonotone :])
-                t = 1.0
-                while t >= self.shortest:
-                    r_t = r + t * dr
-                    th = self.pieces(r_t, u + t * du, phi_t, beta_t, adiag_t, aoff_t)
-                    if th <= ref - 2.0 * self.armijo * t * theta:
-                        accepted = True
-                        break
-                    t *= 0.5
-                if not accepted:
-                    eps *= 10.0
-            if not accepted:
-                reason = "no descent"
-                break
-            eps = (
-                max(eps * self.eps_down, self.eps_min)
-                if t == 1.0
-                else min(10.0 * eps, self.eps_cap)
+
+@njit(cache=True)
+def pyramid_impulse(nc: int, k: int, dirs: Vec, x: Vec, r: Vec) -> None:
+    """``r = P x``: ``r_n``, ``r_t = Σ_j β_j d_j`` per contact, the scalar rows copied."""
+    m = k + 2
+    for i in range(nc):
+        a = m * i
+        r[3 * i] = x[a]
+        t1 = 0.0
+        t2 = 0.0
+        for j in range(k):
+            t1 += x[a + 1 + j] * dirs[j, 0]
+            t2 += x[a + 1 + j] * dirs[j, 1]
+        r[3 * i + 1] = t1
+        r[3 * i + 2] = t2
+    for b in range(r.shape[0] - 3 * nc):
+        r[3 * nc + b] = x[m * nc + b]
+
+
+@njit(cache=True)
+def pyramid_start(nc: int, k: int, dirs: Vec, r: Vec, u: Vec, x: Vec) -> None:
+    """Unknowns ``(r_n, β, λ)`` of impulses ``r``: ``r_t`` on the two directions that
+    bracket it, ``λ = max(0, max_j -d_j . u_t)`` (the sliding speed along the pyramid)."""
+    m = k + 2
+    sector = 2.0 * math.pi / k
+    for i in range(nc):
+        a = m * i
+        x[a] = r[3 * i]
+        for j in range(k):
+            x[a + 1 + j] = 0.0
+        t1, t2 = r[3 * i + 1], r[3 * i + 2]
+        if t1 != 0.0 or t2 != 0.0:
+            ang = math.atan2(t2, t1)
+            if ang < 0.0:
+                ang += 2.0 * math.pi
+            j0 = int(ang // sector) % k
+            j1 = (j0 + 1) % k
+            # t = p d_j0 + s d_j1 (Cramer's rule)
+            det = dirs[j0, 0] * dirs[j1, 1] - dirs[j0, 1] * dirs[j1, 0]
+            p = (t1 * dirs[j1, 1] - t2 * dirs[j1, 0]) / det
+            s = (dirs[j0, 0] * t2 - dirs[j0, 1] * t1) / det
+            x[a + 1 + j0] = max(p, 0.0)
+            x[a + 1 + j1] = max(s, 0.0)
+        lam = 0.0
+        for j in range(k):
+            lam = max(lam, -(dirs[j, 0] * u[3 * i + 1] + dirs[j, 1] * u[3 * i + 2]))
+        x[a + k + 1] = lam
+    for b in range(r.shape[0] - 3 * nc):
+        x[m * nc + b] = r[3 * nc + b]
+
+
+@njit(cache=True)
+def pyramid_pieces(
+    nc: int,
+    k: int,
+    dirs: Vec,
+    mu: Vec,
+    row_lo: Vec,
+    rho: Vec,
+    x: Vec,
+    u: Vec,
+    phi: Vec,
+    beta: Vec,
+    adiag: Vec,
+) -> float:
+    """``Φ(x)`` of the Stewart--Trinkle LCP and its piece ``A + B (W_x + E)`` (class
+    :class:`PyramidNewton`); returns ``0.5 ||Φ||²``.  ``beta``: ``B``'s diagonal, ``adiag``:
+    ``A``'s."""
+    m = k + 2
+    acc = 0.0
+    for i in range(nc):
+        a = m * i
+        lam = x[a + k + 1]
+        rem = mu[i] * x[a]
+        for j in range(k + 2):
+            row = a + j
+            if j == 0:
+                w = u[3 * i]
+            elif j <= k:
+                w = lam + dirs[j - 1, 0] * u[3 * i + 1] + dirs[j - 1, 1] * u[3 * i + 2]
+                rem -= x[row]
+            else:
+                w = rem
+            if x[row] - rho[row] * w > 0.0:
+                phi[row] = rho[row] * w
+                beta[row] = rho[row]
+                adiag[row] = 0.0
+            else:
+                phi[row] = x[row]
+                beta[row] = 0.0
+                adiag[row] = 1.0
+            acc += phi[row] * phi[row]
+    for b in range(row_lo.shape[0]):
+        row = m * nc + b
+        w = u[3 * nc + b]
+        if row_lo[b] == -np.inf or x[row] - rho[row] * w > 0.0:
+            phi[row] = rho[row] * w
+            beta[row] = rho[row]
+            adiag[row] = 0.0
+        else:
+            phi[row] = x[row]
+            beta[row] = 0.0
+            adiag[row] = 1.0
+        acc += phi[row] * phi[row]
+    return 0.5 * acc
+
+
+@njit(cache=True)
+def fill_lcp_values(
+    dinv: Vec,
+    c_rows: IVec,
+    c_val: Vec,
+    e_rows: IVec,
+    e_val: Vec,
+    beta: Vec,
+    adiag: Vec,
+    reg: Vec,
+    slots: IVec,
+    out: Vec,
+) -> None:
+    """Values of :class:`PyramidNewton`'s augmented matrix in CSC order; COO order:
+    ``diag(d)^-1``, ``-C_x'``, ``B C_x``, ``A``'s diagonal plus ``reg``, ``B E``."""
+    e = 0
+    for k in range(dinv.shape[0]):
+        out[slots[e]] = dinv[k]
+        e += 1
+    for k in range(c_val.shape[0]):
+        out[slots[e]] = -c_val[k]
+        e += 1
+    for k in range(c_val.shape[0]):
+        out[slots[e]] = beta[c_rows[k]] * c_val[k]
+        e += 1
+    for j in range(adiag.shape[0]):
+        out[slots[e]] = adiag[j] + reg[j]
+        e += 1
+    for k in range(e_val.shape[0]):
+        out[slots[e]] = beta[e_rows[k]] * e_val[k]
+        e += 1
+
+
+class PyramidNewton(_MinNewton):
+    """Semismooth Newton on the pyramid law (``law="coulomb"``, ``cone="pyramid"``) in its
+    Stewart--Trinkle complementarity form, through the factor ``W = C diag(d) C'``.
+
+    Per contact the unknowns are ``x = (r_n, β_1 .. β_k, λ)`` with ``r_t = Σ_j β_j d_j``
+    (``d_j`` the pyramid's unit directions), and the law is the LCP
+
+    - ``0 <= r_n ⟂ u_n >= 0``;
+    - ``0 <= β_j ⟂ λ + d_j . u_t >= 0`` (friction only along directions opposing the slip);
+    - ``0 <= λ ⟂ mu r_n - Σ_j β_j >= 0`` (sliding at the pyramid's boundary, ``λ = h(u_t) /
+      mu``),
+
+    scalar rows as in :class:`BoxNewton`.  With ``r = P x`` its velocity is
+    ``w = P' W P x + P' q + E x`` (``E``: ``λ`` in the ``β`` rows, ``mu r_n - Σ β`` in the
+    ``λ`` row).  Every row is a min-function ``Φ_j = x_j - max(0, x_j - ρ_j w_j)``
+    (``ρ``: ``1 / W_nn`` for ``r_n``, ``1 / (d_j' diag(W_t) d_j)`` for ``β_j``, the mean of
+    ``W_t``'s diagonal for ``λ``), piecewise affine with piece ``A + B (P' W P + E)``; the
+    augmented system is :class:`BoxNewton`'s with ``C_x = P' C`` and ``B E`` in the lower
+    right block, the proximal term ``ε`` on the active rows.  The iteration (line search,
+    ``ε``, stopping on the natural map of ``r = P x``) is :class:`BoxNewton`'s.  A start
+    ``r`` puts ``r_t`` on the two directions bracketing it and ``λ = max(0, max_j -d_j .
+    u_t)``.
+    """
+
+    armijo = BoxNewton.armijo
+    shortest = BoxNewton.shortest
+    eps_start = BoxNewton.eps_start
+    eps_down = BoxNewton.eps_down
+    eps_min = BoxNewton.eps_min
+    eps_cap = BoxNewton.eps_cap
+    nonmonotone = BoxNewton.nonmonotone
+
+    def __init__(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> None:
+        if problem.law != "coulomb" or problem.cone != "pyramid":
+            raise ValueError(
+                "PyramidNewton solves the pyramid law (law='coulomb', cone='pyramid') only"
             )
-            r = r_t
-            self.velocity(r, u)  # exact, not u + t du, for the next piece and the test
-            theta = self.pieces(r, u, phi, beta, adiag, aoff)
-            history.append(theta)
-            res = self.natural(r, u)
-            if res < best:
-                best_r, best = r.copy(), res
-        if best < res:
-            r, res = best_r, best
-        if res <= tol:
-            reason = "converged"
-        return r, it, float(res), reason
+        self.problem = problem
+        C = sp.csr_matrix(C)
+        C.sort_indices()
+        n, nv = C.shape
+        nc, k = problem.nc, problem.dirs.shape[0]
+        m = k + 2
+        nb = n - 3 * nc
+        N = m * nc + nb
+        self.n, self.nv, self.nc, self.k, self.N = n, nv, nc, k, N
+        self.C = C
+        self.dirs = np.ascontiguousarray(problem.dirs, dtype=np.float64)
+        self.fptr = C.indptr.astype(np.int64)
+        self.fidx = C.indices.astype(np.int64)
+        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
+        self.d = np.ascontiguousarray(d, dtype=np.float64)
+        self.tmp = np.empty(nv)
+        self.qnorm = float(np.linalg.norm(problem.q))
+        # P (n x N): r = P x
+        ci = np.arange(nc)
+        prow = [3 * ci, np.repeat(3 * ci + 1, k), np.repeat(3 * ci + 2, k), 3 * nc + np.arange(nb)]
+        bcol = (m * ci[:, None] + 1 + np.arange(k)[None, :]).ravel()
+        pcol = [m * ci, bcol, bcol, m * nc + np.arange(nb)]
+        pval = [
+            np.ones(nc),
+            np.tile(self.dirs[:, 0], nc),
+            np.tile(self.dirs[:, 1], nc),
+            np.ones(nb),
+        ]
+        P = sp.csr_matrix(
+            (np.concatenate(pval), (np.concatenate(prow), np.concatenate(pcol))), shape=(n, N)
+        )
+        Cx = sp.coo_matrix(P.T @ C)
+        Cx.eliminate_zeros()
+        self.c_rows = Cx.row.astype(np.int64)
+        self.c_val = np.ascontiguousarray(Cx.data, dtype=np.float64)
+        # E: λ in the β rows (1), μ r_n and -β in the λ row
+        lam = m * ci + k + 1
+        e_rows = np.concatenate([bcol, lam, np.repeat(lam, k)]).astype(np.int64)
+        e_cols = np.concatenate([np.repeat(lam, k), m * ci, bcol]).astype(np.int64)
+        e_val = np.concatenate([np.ones(nc * k), problem.mu, -np.ones(nc * k)])
+        self.e_rows, self.e_val = e_rows, np.ascontiguousarray(e_val, dtype=np.float64)
+        self.dinv = 1.0 / self.d
+        diag = np.asarray(problem.diagonal(), dtype=np.float64)
+        wdiag = np.where(diag > 0.0, diag, 1.0)
+        rho = np.empty(N)
+        rho[m * ci] = 1.0 / wdiag[3 * ci]
+        wt1, wt2 = wdiag[3 * ci + 1], wdiag[3 * ci + 2]
+        bw = wt1[:, None] * self.dirs[None, :, 0] ** 2 + wt2[:, None] * self.dirs[None, :, 1] ** 2
+        rho[bcol] = 1.0 / bw.ravel()
+        rho[lam] = 0.5 * (wt1 + wt2)
+        rho[m * nc :] = 1.0 / wdiag[3 * nc :]
+        self.rho = rho
+        rows = np.concatenate(
+            [np.arange(nv), Cx.col, nv + Cx.row, nv + np.arange(N), nv + e_rows]
+        ).astype(np.int64)
+        cols = np.concatenate(
+            [np.arange(nv), nv + Cx.row, Cx.col, nv + np.arange(N), nv + e_cols]
+        ).astype(np.int64)
+        tags = np.arange(1, rows.size + 1, dtype=np.float64)
+        K = sp.coo_matrix((tags, (rows, cols)), shape=(nv + N, nv + N)).tocsc()
+        K.sort_indices()
+        slots = np.empty(rows.size, dtype=np.int64)
+        slots[np.rint(K.data).astype(np.int64) - 1] = np.arange(rows.size)
+        self.slots = slots
+        self.K_indptr, self.K_indices = K.indptr.copy(), K.indices.copy()
+        self.values = np.zeros(rows.size)
+        self.P = P
+
+    def velocity(self, r: Vec, out: Vec) -> None:
+        """``out = W r + q`` through the factor."""
+        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
+
+    def natural(self, r: Vec, u: Vec) -> float:
+        """The project's natural map of the pyramid law at ``(r, u)`` (relative to ``||q||``)."""
+        p = self.problem
+        return float(natural_map(1, 1, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm))
+
+    def _start(self, r: Vec, u: Vec) -> Vec:
+        x = np.empty(self.N)
+        pyramid_start(self.nc, self.k, self.dirs, r, u, x)
+        return x
+
+    def _impulse(self, x: Vec) -> Vec:
+        r = np.empty(self.n)
+        pyramid_impulse(self.nc, self.k, self.dirs, x, r)
+        return r
+
+    def _state(self) -> tuple[Vec, ...]:
+        return np.empty(self.N), np.empty(self.N), np.empty(self.N)
+
+    def _pieces(self, x: Vec, u: Vec, state: tuple[Vec, ...]) -> float:
+        return self.pieces(x, u, *state)
+
+    def pieces(self, x: Vec, u: Vec, phi: Vec, beta: Vec, adiag: Vec) -> float:
+        """:func:`pyramid_pieces` of this problem at ``x`` (``u = W P x + q``)."""
+        p = self.problem
+        return float(
+            pyramid_pieces(
+                self.nc, self.k, self.dirs, p.mu, p.row_lo, self.rho, x, u, phi, beta, adiag
+            )
+        )
+
+    def _matrix(self, state: tuple[Vec, ...], eps: float) -> sp.csc_matrix:
+        return self.matrix(state[1], state[2], eps)
+
+    def matrix(self, beta: Vec, adiag: Vec, eps: float) -> sp.csc_matrix:
+        """The augmented matrix of the piece ``(beta, adiag)`` with the term ``ε``."""
+        reg = np.where(beta > 0.0, eps, 0.0)
+        fill_lcp_values(
+            self.dinv, self.c_rows, self.c_val, self.e_rows, self.e_val, beta, adiag, reg,
+            self.slots, self.values,
+        )  # fmt: skip
+        size = self.nv + self.N
+        return sp.csc_matrix((self.values, self.K_indices, self.K_indptr), shape=(size, size))

@@ -51,9 +51,10 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
   ``"none"``) and ``memory`` (Anderson's).  ``max_iter`` counts
   interior-point iterations (default 100, 500 for the Coulomb law); a run stalled
   short of ``tol`` near the cones' boundary is finished by at most 200 ``nsgs`` sweeps.
-  The box law (``cone="box"``): the fixed point stops once it stalls, and semismooth
-  Newton on the law's min-function finishes (:mod:`solvers.backends.fc_newton`; setting
-  ``newton``, its iteration cap, default 300, 0 for none).
+  The box and pyramid laws (``cone="box"``, ``"pyramid"``): the fixed point stops once it
+  stalls, and semismooth Newton on the law's min-function finishes
+  (:mod:`solvers.backends.fc_newton`; setting ``newton``, its iteration cap, default 300,
+  0 for none).
 
 All of them need the diagonal of ``W`` positive on contact normal rows; a
 contact whose 3x3 block is singular is still handled by the local solvers'
@@ -338,11 +339,14 @@ class IPMBackend(FrictionBackend):
     contacts): on a 12-box landing step warm and cold runs return two solutions, both at
     natural map <= 4e-9, whose velocities differ by 4.2e-3 m/s.
 
-    Box law: Newton's finish.  Some steps of the box piles' transients stall every one of
-    these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point stops once its
-    smallest natural map has not halved over ``stall_rounds`` (10) rounds, and semismooth
-    Newton on the box law's min-function
-    (:class:`~solvers.backends.fc_newton.BoxNewton`, at most ``newton`` iterations,
+    Box and pyramid laws: Newton's finish.  Some steps of the box piles' transients stall
+    every one of these methods (and ``nsgs``) between 1e-6 and 1e-5; there the fixed point
+    stops once its smallest natural map has not halved over ``stall_rounds`` (10; pyramid
+    ``stall_rounds_pyramid``, 20) rounds,
+    and semismooth Newton on the law's min-function
+    (:class:`~solvers.backends.fc_newton.BoxNewton`; on the pyramid
+    :class:`~solvers.backends.fc_newton.PyramidNewton`, on Stewart and Trinkle's LCP; at
+    most ``newton`` iterations,
     ``restart_sweeps`` sweeps whenever no step decreases its merit) finishes from the best
     round's impulses (``finish_sweeps``, 0, ``nsgs`` sweeps before it).  If it misses the
     tolerance, the fixed point runs again without the stall test on the rest of the budget
@@ -420,13 +424,18 @@ class IPMBackend(FrictionBackend):
     fallback = "anderson"
     #: Anderson's memory (pairs of the last rounds; setting ``memory``).
     memory = 5
-    #: Box law: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`) that may
-    #: finish a fixed point stopped short of the tolerance (setting ``newton``; 0: none).
+    #: Box and pyramid laws: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`)
+    #: that may finish a fixed point stopped short of the tolerance (setting ``newton``; 0:
+    #: none).  The settings below marked "box law" apply to the pyramid law too.
     newton_iterations = 300
     #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
     #: not halved over this many rounds (20 before the warm start; warm-started, on ten
     #: recorded 100-box steps, 10 took 6 % less time than 20, 5 no less than 10).
     stall_rounds = 10
+    #: ... on the pyramid law (its Newton iterations cost more: 6 unknowns per contact, 12 ms
+    #: per factorisation at 200 boxes; on eight recorded 200-box ``stewart-trinkle`` steps
+    #: where 10 handed over to Newton, 20 took 2.4 s in all against 3.2 s, 40 no better).
+    stall_rounds_pyramid = 20
     #: Sweeps between two Newton runs when no step length decreases Newton's merit.
     restart_sweeps = 50
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
@@ -512,16 +521,18 @@ class IPMBackend(FrictionBackend):
 
         t1 = time.perf_counter()
         # the box law with Newton's finish (class docstring)
-        finish = law == 1 and problem.cone == "box" and newton_cap > 0
+        finish = law == 1 and problem.cone in ("box", "pyramid") and newton_cap > 0
         newton_first, from_warm, total, rounds = 0, False, 0, 0
         built: list[Any] = []
 
         def box_newton() -> Any:
-            """The box law's :class:`~solvers.backends.fc_newton.BoxNewton`, built once."""
-            from solvers.backends.fc_newton import BoxNewton
+            """The law's semismooth Newton (:class:`~solvers.backends.fc_newton.BoxNewton` or
+            :class:`~solvers.backends.fc_newton.PyramidNewton`), built once."""
+            from solvers.backends.fc_newton import BoxNewton, PyramidNewton
 
             if not built:
-                built.append(BoxNewton(problem, C, np.asarray(d, dtype=np.float64)))
+                kind_newton = BoxNewton if problem.cone == "box" else PyramidNewton
+                built.append(kind_newton(problem, C, np.asarray(d, dtype=np.float64)))
             return built[0]
 
         if law == 0:
@@ -558,7 +569,10 @@ class IPMBackend(FrictionBackend):
                         warm = r_n
             if not from_warm:
                 # with a Newton finish ahead, the box law's fixed point stops once it stalls
-                stall = self.stall_rounds if finish else 0
+                stall = 0
+                if finish:
+                    pyr = problem.cone == "pyramid"
+                    stall = self.stall_rounds_pyramid if pyr else self.stall_rounds
                 r, total, res, reason, rounds = self._rounds(
                     form, problem, C, opts.tol, cap, residual, velocity, u, qnorm, kind, accel,
                     memory, warm, stall,
