@@ -66,6 +66,25 @@ by ``ipm`` with and without its Newton finish)
 run only when named in ``--pairs``; ``--merge`` joins earlier
 runs' tables, a later folder's row replacing an earlier one of the same size
 and pair, so that a part can be re-run alone).
+
+Long transient: ``--transient SECONDS`` steps each pair of ``TRANSIENT_PAIRS``
+(``anitescu-hart`` soc and pyramid, ``coulomb`` and ``box-friction`` by ``ipm``,
+``box-friction`` by ``pgs`` at 1e-6 and 1e-4, ``staggered-projections`` box by
+``pgs``; each up to its largest size in ``PAIRS``) for SECONDS from the drop
+(the pile's initial poses, not landed; ``--from-landed`` starts from the landed
+pile instead), sizes 100 and 200 unless ``--sizes`` says otherwise, every step
+as :meth:`Simulator.step` takes it and counted.  Per pair
+(:func:`transient_summary`): the steps whose status is not ``optimal`` and the
+first of them, the steps whose natural map exceeds the pair's tolerance, the
+largest natural map, the median and largest iterations, the median, 90 %, 99 %
+quantiles and largest step time (thread CPU time: collision, assembly, model
+solve).  Writes ``friction_transient.{csv,md}``, each pair's per-step table
+``friction_transient_steps-<n>-<pair>.csv``, and for the first step not
+converged its posed problems (every inner solve's ``(problem, warm start)``, as
+:func:`posed_problems` records them) with the state it started from, pickled in
+``friction_transient_problems/<n>-<pair>.pkl`` to reproduce it:
+``--replay PKL...`` solves those problems again (:func:`replay`) and prints their
+status, iterations and natural map beside the saved ones.
 """
 
 from __future__ import annotations
@@ -418,6 +437,189 @@ def export_steps(scene: Any, state: State, h: float, out: Path, steps: int) -> l
     return files
 
 
+#: pairs of the long transient (``--transient``), by label of :data:`PAIRS` (each up to its
+#: largest size there)
+TRANSIENT_PAIRS = (
+    "anitescu-hart soc / ipm",
+    "anitescu-hart pyramid / ipm",
+    "coulomb / ipm",
+    "box-friction / ipm",
+    BASE,
+    BASE_LOOSE,
+    "staggered-projections box / pgs (today)",
+)
+
+
+def transient_summary(steps: pd.DataFrame, tol: float) -> dict[str, float]:
+    """Per-pair summary of a transient's per-step table (one row per step taken).
+
+    ``steps`` has the columns ``status``, ``natural_map``, ``iterations``, ``outer``,
+    ``step_ms`` and ``contacts``.  Counted: the steps whose status is not ``optimal``
+    (capped or otherwise not converged), the steps whose natural map exceeds ``tol``
+    (NaN, not measured, is not counted) and the largest natural map; the median and
+    largest iterations; the step time's median, 90 %, 99 % quantiles and largest.
+    """
+    nat = steps["natural_map"].to_numpy(dtype=float)
+    ms = steps["step_ms"].to_numpy(dtype=float)
+    it = steps["iterations"].to_numpy(dtype=float)
+    bad = steps["status"] != "optimal"
+    return {
+        "steps": float(len(steps)),
+        "not_optimal": float(bad.sum()),
+        "first_not_optimal": float(steps.index[bad][0]) if bad.any() else np.nan,
+        "above_tol": float(np.sum(nat > tol)),
+        "max_natural_map": float(np.nanmax(nat)) if np.isfinite(nat).any() else np.nan,
+        "iterations_median": float(np.median(it)),
+        "iterations_max": float(np.max(it)),
+        "outer_max": float(steps["outer"].max()),
+        "step_ms_median": float(np.median(ms)),
+        "step_ms_p90": float(np.quantile(ms, 0.9)),
+        "step_ms_p99": float(np.quantile(ms, 0.99)),
+        "step_ms_max": float(np.max(ms)),
+        "contacts_max": float(steps["contacts"].max()),
+    }
+
+
+def run_transient(
+    scene: Any, start: State, model: str, solver: str, options: dict[str, Any], seconds: float,
+    h: float, save: Path | None = None,
+) -> tuple[dict[str, float], pd.DataFrame]:  # fmt: skip
+    """Step a pair for ``seconds`` from ``start``; its summary and per-step table.
+
+    Each step as :meth:`Simulator.step` takes it (stable contact ids, warm starts per
+    persistent contact), timed in thread CPU time.  The first step that is not
+    ``optimal`` or whose natural map exceeds the pair's tolerance has its posed
+    problems (every inner solve's ``(problem, warm start)``, as :func:`posed_problems`
+    records them) and the state it started from pickled to ``save``.  A step the
+    simulator could not use ends the transient (``failed_step`` in the summary).
+    """
+    from contactlab.models.base import SolvingModel
+
+    tol = float(options.get("solver_tol", 1e-6))
+    sim = Simulator(scene, "maximal", model, solver, dt=h, model_options=options)
+    state = start
+    rows: list[dict[str, Any]] = []
+    posed: list[tuple[Any, Any]] = []
+    original = SolvingModel.run
+
+    # per inner solve: the backend, tolerance, cap and settings it was posed with (a model
+    # may pose its inner solves to more than one backend: Staggered Projections' coupled start)
+    calls: list[tuple[str, float, Any, dict[str, Any]]] = []
+
+    def recording(self: SolvingModel, problem: Any, warm: Any = None) -> Any:
+        posed.append((problem, warm))
+        settings = dict(self.options["solver_settings"] or {})
+        calls.append((self.solver, self.tol, self.options["max_iter"], settings))
+        return original(self, problem, warm)
+
+    saved = ""
+    failed_step = np.nan
+    load = os.getloadavg()[0]
+    SolvingModel.run = recording  # type: ignore[method-assign]
+    try:
+        for i in range(int(round(seconds / h))):
+            posed.clear()
+            calls.clear()
+            t0 = time.thread_time()
+            E, _ = sim.formulation.maximal(state)
+            contacts = collide(scene, E)
+            problem = sim.formulation.assemble(state, h, contacts)
+            track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
+            problem.contact_ids, problem.contact_origin = track.ids, track.origin
+            cache = dict(state.cache)
+            cache[identity.CACHE_KEY] = track
+            solution = sim.model.solve(problem, cache)
+            t1 = time.thread_time()
+            usable = solution.status in USABLE_STATUSES and np.all(np.isfinite(solution.v))
+            natural = max(
+                (r.residuals.get("natural_map", np.nan) for r in solution.results),
+                default=np.nan,
+            )
+            if not np.isfinite(natural) and model == "box-friction" and usable:
+                natural = fclib_natural_map(problem, solution)
+            rows.append(
+                {
+                    "step": i,
+                    "t": float(state.t),
+                    "status": str(solution.status),
+                    "natural_map": float(natural),
+                    "iterations": float(solution.iterations),
+                    "outer": float(solution.outer_iterations),
+                    "step_ms": 1e3 * (t1 - t0),
+                    "contacts": float(problem.n_contacts),
+                }
+            )
+            bad = solution.status != "optimal" or bool(natural > tol) or not usable
+            if bad and save is not None and not saved:
+                save.parent.mkdir(parents=True, exist_ok=True)
+                with save.open("wb") as fh:
+                    pickle.dump(
+                        {"step": i, "status": str(solution.status), "natural_map": natural,
+                         "model": model, "solver": solver, "options": options, "h": h,
+                         "posed": list(posed), "calls": list(calls),
+                         "state": replace(state, cache=dict(state.cache))},
+                        fh,
+                    )  # fmt: skip
+                saved = str(save)
+            if not usable:
+                failed_step = float(i)
+                break
+            new = sim.formulation.advance(state, solution, h)
+            state = replace(new, cache={**new.cache, **cache, **solution.cache})
+    finally:
+        SolvingModel.run = original  # type: ignore[method-assign]
+    table = pd.DataFrame(rows)
+    E, _ = sim.formulation.maximal(state)
+    final = collide(scene, E)
+    summary = {
+        **transient_summary(table, tol),
+        "tol": tol,
+        "failed_step": failed_step,
+        "load_before": load,
+        "load_after": os.getloadavg()[0],
+        "penetration_mm": 1e3 * float(np.max(-final.distance, initial=0.0)),
+        "max_speed_mm_s": 1e3 * float(np.max(np.linalg.norm(state.phi[:, 3:], axis=1))),
+    }
+    return {**summary, "saved_problem": saved}, table  # type: ignore[dict-item]
+
+
+def replay(path: Path) -> list[dict[str, Any]]:
+    """Solve again the posed problems of a step saved by :func:`run_transient`.
+
+    Each inner problem by the pair's backend, at its tolerance and settings, from the
+    saved warm start: its status, iterations and natural map beside the saved ones.
+    """
+    import solvers
+
+    with Path(path).open("rb") as fh:
+        saved = pickle.load(fh)
+    options = saved["options"]
+    pair = (
+        saved["solver"],
+        options.get("solver_tol", 1e-6),
+        options.get("max_iter"),
+        options.get("solver_settings") or {},
+    )
+    # the backend each inner solve was posed to (older files: the pair's backend for all)
+    calls = saved.get("calls") or [pair] * len(saved["posed"])
+    out = []
+    for (problem, warm), (solver, tol, cap, settings) in zip(saved["posed"], calls, strict=True):
+        res = solvers.solve(problem, solver, tol=tol, max_iter=cap, warm_start=warm, **settings)
+        out.append(
+            {
+                "file": str(path),
+                "step": saved["step"],
+                "saved_status": saved["status"],
+                "saved_natural_map": saved["natural_map"],
+                "solver": solver,
+                "status": str(res.status),
+                "iterations": int(res.iterations),
+                "natural_map": float(res.residuals.get("natural_map", np.nan)),
+            }
+        )
+    return out
+
+
 def _row(df: pd.DataFrame, n: int, pair: str) -> dict[str, Any] | None:
     hit = df[(df["n"] == n) & (df["pair"] == pair)]
     if hit.empty or bool(hit.iloc[0]["failed"]):
@@ -671,7 +873,29 @@ def main(argv: list[str] | None = None) -> None:
         "--merge", type=Path, nargs="*", default=None,
         help="folders of earlier runs whose friction.csv / friction_peers.csv to join",
     )  # fmt: skip
+    parser.add_argument(
+        "--transient", type=float, default=None, metavar="SECONDS",
+        help="step the pairs of TRANSIENT_PAIRS for SECONDS from the drop (default sizes "
+        "100 and 200); writes friction_transient.{csv,md}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--from-landed", action="store_true",
+        help="with --transient: start from the landed pile instead of the drop",
+    )  # fmt: skip
+    parser.add_argument(
+        "--replay", type=Path, nargs="+", default=None, metavar="PKL",
+        help="solve again the steps saved by --transient and print their status",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.replay:
+        for path in args.replay:
+            for r in replay(path):
+                print(r, flush=True)
+        return
+    if args.transient is not None:
+        sizes = [100, 200] if args.sizes == list(SIZES) else args.sizes
+        main_transient(sizes, args)
+        return
     if args.quick:
         args.sizes, args.steps, args.warmup = [10, 100], 3, 1
     args.out.mkdir(parents=True, exist_ok=True)
@@ -740,6 +964,76 @@ def main(argv: list[str] | None = None) -> None:
     if not peers.empty:
         peers.to_csv(args.out / "friction_peers.csv", index=False)
     write_markdown(df, peers, args.out / "friction.md", args)
+
+
+def main_transient(sizes: list[int], args: Any) -> None:
+    """``--transient``: every pair of :data:`TRANSIENT_PAIRS` up to its largest size."""
+    from contactlab.scenario import get_scenario
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    by_label = {p[0]: p for p in PAIRS}
+    pairs = [by_label[q] for q in TRANSIENT_PAIRS if not args.pairs or q in args.pairs]
+    rows = []
+    for n in sizes:
+        if args.from_landed:
+            scene, state = landed(n, args.settle, args.h, args.piles)
+        else:
+            scene = get_scenario("box-pile").build(n=n)
+            state = Simulator(scene, "maximal", "frictionless", "pgs").initial_state()
+        for label, model, solver, options, largest in pairs:
+            if n > largest:
+                continue
+            slug = label.replace(" / ", "-").replace(" ", "-").replace("(", "").replace(")", "")
+            save = args.out / "friction_transient_problems" / f"{n}-{slug}.pkl"
+            summary, table = run_transient(
+                scene, state, model, solver, options, args.transient, args.h, save
+            )
+            table.to_csv(args.out / f"friction_transient_steps-{n}-{slug}.csv", index=False)
+            start = "landed" if args.from_landed else "drop"
+            rows.append({"n": n, "pair": label, "start": start, "seconds": args.transient,
+                         **summary})  # fmt: skip
+            print(n, label, summary, flush=True)
+            pd.DataFrame(rows).to_csv(args.out / "friction_transient.csv", index=False)
+    df = pd.DataFrame(rows)
+    df.to_csv(args.out / "friction_transient.csv", index=False)
+    write_transient_markdown(df, args.out / "friction_transient.md", args)
+
+
+def write_transient_markdown(df: pd.DataFrame, path: Path, args: Any) -> None:
+    """The table of ``--transient`` (one row per size and pair)."""
+    lines = [
+        "# Friction pairs over a long pile transient",
+        "",
+        f"{args.transient:g} s from `start` (`drop`: the pile's initial poses, not landed; "
+        f"`landed`: the pile landed for {args.settle:g} s), h = {args.h:g} s, every step "
+        "counted; thread CPU "
+        "time per step (collision, assembly, model solve). `not optimal` = steps whose status "
+        "is not `optimal` (first such step in brackets); `> tol` = steps whose natural map "
+        "(Siconos/FCLIB, relative to ||q||) exceeds the pair's tolerance; `load` = 1-minute "
+        "load average before / after; the largest step time can include a kernel's first-use "
+        "compilation (numba, cached afterwards), the 99 % quantile does not. "
+        f"Machine: {os.cpu_count()} cores shared with other jobs. "
+        "Written by `python -m benchmarks.bench_friction --transient SECONDS`.",
+        "",
+        "| n | start | pair | steps | not optimal | > tol | natural map max "
+        "| iterations median / max | outer max | step ms median / p90 / p99 / max "
+        "| contacts max | penetration [mm] "
+        "| load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in df.iterrows():
+        first = f" ({r['first_not_optimal']:.0f})" if np.isfinite(r["first_not_optimal"]) else ""
+        failed = f", failed at step {r['failed_step']:.0f}" if np.isfinite(r["failed_step"]) else ""
+        lines.append(
+            f"| {r['n']} | {r['start']} | {r['pair']} | {r['steps']:.0f}{failed} "
+            f"| {r['not_optimal']:.0f}{first} | {r['above_tol']:.0f} "
+            f"| {r['max_natural_map']:.1e} | "
+            f"{r['iterations_median']:.0f} / {r['iterations_max']:.0f} | {r['outer_max']:.0f} | "
+            f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f} / {r['step_ms_p99']:.1f} / "
+            f"{r['step_ms_max']:.1f} | {r['contacts_max']:.0f} | {r['penetration_mm']:.2f} | "
+            f"{r['load_before']:.1f} / {r['load_after']:.1f} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
 
 
 def fclib_solve_ms(path: Path) -> float:
