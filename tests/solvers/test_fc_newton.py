@@ -165,7 +165,7 @@ def test_newton_finish_converges_where_the_fixed_point_caps() -> None:
     iterations (52 measured, at most the default cap 300) reach 1e-6, judged by the layer's
     own natural map of the returned impulses."""
     fc = stored_capped_step()
-    before = solve(fc, "ipm", tol=1e-6, newton=0)
+    before = solve(fc, "ipm", tol=1e-6, newton=0, max_iter=500)  # no plain fallback
     assert before.status == "max_iterations", before.message
     assert fc_residuals(fc, before.x)["natural_map"] > 1e-6
     after = solve(fc, "ipm", tol=1e-6)
