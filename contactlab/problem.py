@@ -103,7 +103,9 @@ def _as(x: Any, kind: Any) -> Any:
 
 
 def _empty_rows(n: int) -> sp.csr_matrix:
-    return sp.csr_matrix((0, n))
+    from contactlab.csr import empty_csr
+
+    return empty_csr(n)
 
 
 @dataclass

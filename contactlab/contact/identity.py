@@ -128,25 +128,93 @@ def identify(contacts: ContactSet | None, previous: ContactTrack | None) -> Cont
         return ContactTrack(none, none, np.zeros((0, 4), np.int64), np.zeros((0, 3)), start)
     pair = contact_pairs(contacts)
     point = np.array(contacts.point, dtype=float)
-    nc = len(contacts)
-    src = np.full(nc, -1, dtype=np.int64)
-    origin = np.full(nc, -1, dtype=np.int64)
-    if previous is not None and previous.ids.size:
-        src, d2 = match_contacts(previous.pair, previous.point, pair, point)
-        hit = np.flatnonzero(src >= 0)
-        origin[hit] = previous.ids[src[hit]]
-        # unique ids: of the new contacts persisting from one old contact, the nearest keeps it
-        order = hit[np.lexsort((hit, d2[hit], src[hit]))]
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = src[order][1:] != src[order][:-1]
-        src[order[~first]] = -1
-    ids = np.empty(nc, dtype=np.int64)
-    kept = src >= 0
-    if previous is not None:
-        ids[kept] = previous.ids[src[kept]]
-    fresh = np.flatnonzero(~kept)
-    ids[fresh] = start + np.arange(fresh.size)
-    return ContactTrack(ids, origin, pair, point, start + int(fresh.size))
+    if previous is None or previous.ids.size == 0:
+        nc = point.shape[0]
+        return ContactTrack(
+            start + np.arange(nc, dtype=np.int64), np.full(nc, -1, np.int64), pair, point,
+            start + nc,
+        )  # fmt: skip
+    old_pair = np.ascontiguousarray(previous.pair, dtype=np.int64)
+    old_point = np.ascontiguousarray(previous.point, dtype=np.float64)
+    old_ids = np.ascontiguousarray(previous.ids, dtype=np.int64)
+    found = _identify(old_pair, old_point, old_ids, pair, point, start, float(MATCH_RADIUS**2))
+    if found is None:  # pair keys too wide for one int64: group the rows by np.unique
+        return _identify_rows(pair, point, previous, start)
+    ids, origin, next_id = found
+    return ContactTrack(ids, origin, pair, point, int(next_id))
+
+
+def _identify_rows(
+    pair: IntArray, point: Array, previous: ContactTrack, start: int
+) -> ContactTrack:
+    """:func:`identify` with the pairs grouped as rows (keys too wide for :func:`_identify`)."""
+    src, d2 = match_contacts(previous.pair, previous.point, pair, point)
+    ids, origin, next_id = _assign_ids(src, d2, previous.ids, start)
+    return ContactTrack(ids, origin, pair, point, int(next_id))
+
+
+@njit(cache=True)
+def _assign_ids(src, d2, old_ids, start):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Ids and origins from the matches ``src`` (old contact or ``-1``) at squared distances
+    ``d2``: of the new contacts persisting from one old contact, the nearest keeps its id
+    (the first in order on a tie), the others get new ids as the new contacts do, in order."""
+    n = src.shape[0]
+    owner = np.full(old_ids.shape[0], -1, np.int64)
+    origin = np.full(n, -1, np.int64)
+    for i in range(n):
+        c = src[i]
+        if c >= 0:
+            origin[i] = old_ids[c]
+            if owner[c] < 0 or d2[i] < d2[owner[c]]:
+                owner[c] = i
+    ids = np.empty(n, np.int64)
+    fresh = 0
+    for i in range(n):
+        c = src[i]
+        if c >= 0 and owner[c] == i:
+            ids[i] = old_ids[c]
+        else:
+            ids[i] = start + fresh
+            fresh += 1
+    return ids, origin, start + fresh
+
+
+@njit(cache=True)
+def _identify(old_pair, old_point, old_ids, pair, point, start, radius2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`identify` against a previous track, in one pass: the pairs packed into one
+    int64 key each (mixed radix as :func:`pair_ids`; ``None`` when the ranges are too wide),
+    the nearest old contact of the same key (:func:`_nearest_old`), then
+    :func:`_assign_ids`."""
+    n_old, n = old_pair.shape[0], pair.shape[0]
+    base = np.ones(4, np.int64)
+    for r in range(n_old):
+        for k in range(4):
+            if old_pair[r, k] + 2 > base[k]:
+                base[k] = old_pair[r, k] + 2
+    for r in range(n):
+        for k in range(4):
+            if pair[r, k] + 2 > base[k]:
+                base[k] = pair[r, k] + 2
+    if float(base[0]) * float(base[1]) * float(base[2]) * float(base[3]) >= 2.0**62:
+        return None
+    old_key = np.empty(n_old, np.int64)
+    for r in range(n_old):
+        old_key[r] = (
+            (((old_pair[r, 0] + 1) * base[1] + old_pair[r, 1] + 1) * base[2] + old_pair[r, 2] + 1)
+            * base[3]
+            + old_pair[r, 3]
+            + 1
+        )
+    key = np.empty(n, np.int64)
+    for r in range(n):
+        key[r] = (
+            (((pair[r, 0] + 1) * base[1] + pair[r, 1] + 1) * base[2] + pair[r, 2] + 1) * base[3]
+            + pair[r, 3]
+            + 1
+        )
+    src, d2 = _nearest_old(old_key, key, old_point, point, radius2)
+    ids, origin, next_id = _assign_ids(src, d2, old_ids, start)
+    return ids, origin, next_id
 
 
 def warm_index(old_ids: IntArray, ids: IntArray) -> IntArray:

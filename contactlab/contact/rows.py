@@ -83,6 +83,7 @@ from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.table import WORLD_MATERIAL
+from contactlab.csr import csr, empty_csr
 from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import ContactParams, Scene
 from solvers.jit import njit
@@ -242,16 +243,33 @@ def _direction_in_body(dirs, E, i, d, body, m):  # type: ignore[no-untyped-def] 
 
 
 @njit(cache=True)
-def _rows_csr(a, b, E, point, dirs):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _within(body, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Every index of ``body`` in ``[-1, nb - 1]``."""
+    for i in range(body.shape[0]):
+        if body[i] >= nb or body[i] < -1:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _rows_csr(a, b, E, point, normal):  # type: ignore[no-untyped-def]  # pragma: no cover
     """CSR arrays of the normal rows N (nc, 6 nb) and tangent rows T (2 nc, 6 nb).
 
-    Row ``i`` of N (direction ``dirs[i, 0]``) and rows ``2i, 2i+1`` of T
-    (``dirs[i, 1]``, ``dirs[i, 2]``) hold ``[x x m, m]`` on body ``a[i]``'s six
-    columns and its negative on body ``b[i]``'s (none when ``b[i] = -1``, the
-    world), with ``x`` the contact point and ``m`` the direction in the body's
-    frame, the lower body's columns first (sorted column indices).
+    Row ``i`` of N (direction ``normal[i]``) and rows ``2i, 2i+1`` of T (the
+    tangents ``t1, t2`` of :func:`tangent_basis`) hold ``[x x m, m]`` on body
+    ``a[i]``'s six columns and its negative on body ``b[i]``'s (none when
+    ``b[i] = -1``, the world), with ``x`` the contact point and ``m`` the
+    direction in the body's frame, the lower body's columns first (sorted column
+    indices).
     """
     nc = a.shape[0]
+    t1, t2 = _tangent_basis(normal)
+    dirs = np.empty((nc, 3, 3))
+    for i in range(nc):
+        for k in range(3):
+            dirs[i, 0, k] = normal[i, k]
+            dirs[i, 1, k] = t1[i, k]
+            dirs[i, 2, k] = t2[i, k]
     indptr_n = np.zeros(nc + 1, dtype=np.int64)
     for i in range(nc):
         indptr_n[i + 1] = indptr_n[i] + (12 if b[i] >= 0 else 6)
@@ -339,25 +357,25 @@ def contact_rows(
     nc = len(contacts)
     n_cols = 6 * nb
     if nc == 0:
-        empty = sp.csr_matrix((0, n_cols))
-        return empty, np.zeros(0), sp.csr_matrix((0, n_cols)), np.zeros(0)
-    for name, body in (("body_a", contacts.body_a), ("body_b", contacts.body_b)):
-        if body.max(initial=-1) >= nb or body.min(initial=0) < -1:
+        return empty_csr(n_cols), np.zeros(0), empty_csr(n_cols), np.zeros(0)
+    a = np.ascontiguousarray(contacts.body_a, dtype=np.int64)
+    b = np.ascontiguousarray(contacts.body_b, dtype=np.int64)
+    for name, body in (("body_a", a), ("body_b", b)):
+        if not _within(body, nb):
             raise ConfigurationError(
                 f"contact_rows: contacts.{name} holds indices outside [-1, {nb - 1}]"
             )
-    n = contacts.normal
-    t1, t2 = tangent_basis(n)
-    dirs = np.stack([n, t1, t2], axis=1)  # (nc, 3, 3)
-    a = np.ascontiguousarray(contacts.body_a, dtype=np.int64)
-    b = np.ascontiguousarray(contacts.body_b, dtype=np.int64)
-    # one compiled pass: body a's 6 columns and body b's, the lower body index first
-    # so that column indices are sorted within each row
+    # one compiled pass: the tangent basis, then body a's 6 columns and body b's, the
+    # lower body index first so that column indices are sorted within each row
     data_n, cols_n, ptr_n, data_t, cols_t, ptr_t = _rows_csr(
-        a, b, E, np.ascontiguousarray(contacts.point, dtype=float), dirs
+        a,
+        b,
+        E,
+        np.ascontiguousarray(contacts.point, dtype=float),
+        np.ascontiguousarray(contacts.normal, dtype=float),
     )
-    N = sp.csr_matrix((data_n, cols_n, ptr_n), shape=(nc, n_cols))
-    T = sp.csr_matrix((data_t, cols_t, ptr_t), shape=(2 * nc, n_cols))
+    N = csr(data_n, cols_n, ptr_n, (nc, n_cols))
+    T = csr(data_t, cols_t, ptr_t, (2 * nc, n_cols))
     u = None
     if phi is not None and (params.restitution > 0.0 or restitution is not None):
         phi = np.asarray(phi, dtype=float)

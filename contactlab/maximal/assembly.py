@@ -54,6 +54,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.csr import csc
+from contactlab.se3 import _SMALL_ANGLE
 from contactlab.maximal.constraints import StackedRows
 from contactlab.scene import Scene
 from solvers.jit import njit
@@ -206,6 +208,65 @@ def _midpoint_rate(inertia, w, h, iterations):  # type: ignore[no-untyped-def]  
     return u
 
 
+@njit(cache=True, fastmath={"contract"})
+def _skew_square(w0, w1, w2, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``[w] [w]`` into ``out`` (3, 3), each entry's three products summed by fused
+    multiply-adds in order, as the BLAS product of :func:`contactlab.se3.exp_so3` does
+    (bit for bit its ``W @ W`` on x86-64)."""
+    W = np.empty((3, 3))
+    W[0, 0], W[0, 1], W[0, 2] = 0.0, -w2, w1
+    W[1, 0], W[1, 1], W[1, 2] = w2, 0.0, -w0
+    W[2, 0], W[2, 1], W[2, 2] = -w1, w0, 0.0
+    for i in range(3):
+        for j in range(3):
+            acc = 0.0
+            for k in range(3):
+                acc += W[i, k] * W[k, j]
+            out[i, j] = acc
+    return W
+
+
+@njit(cache=True)
+def _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``(midpoint_momentum + h gravity_wrench).reshape(-1)``, body by body.
+
+    The operations of the numpy construction in the same order, so the result is the
+    same to the bit: Rodrigues' formula of :func:`contactlab.se3.exp_so3` (its series
+    below ``_SMALL_ANGLE``), ``R (m nu)`` summed as numpy's ``einsum`` sums three
+    products (first and third, then the second), the body-frame gravity ``R' g`` in
+    order, and ``0`` added to the angular rows as the zero angular gravity is.
+    """
+    nb = phi.shape[0]
+    inertia = np.ascontiguousarray(mdiag[:, :3])
+    u = _midpoint_rate(inertia, np.ascontiguousarray(phi[:, :3]), h, iterations)
+    f = np.empty(6 * nb)
+    WW = np.empty((3, 3))
+    zero = h * 0.0
+    for n in range(nb):
+        for j in range(3):
+            f[6 * n + j] = mdiag[n, j] * (2.0 * u[n, j] - phi[n, j]) + zero
+        w0, w1, w2 = -h * u[n, 0], -h * u[n, 1], -h * u[n, 2]
+        theta = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        t2 = theta * theta
+        if theta < _SMALL_ANGLE:
+            a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+            b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        else:
+            a = np.sin(theta) / theta
+            s = np.sin(0.5 * theta) / theta
+            b = 2.0 * (s * s)
+        W = _skew_square(w0, w1, w2, WW)
+        p0, p1, p2 = mdiag[n, 3] * phi[n, 3], mdiag[n, 4] * phi[n, 4], mdiag[n, 5] * phi[n, 5]
+        for i in range(3):
+            r0 = ((1.0 if i == 0 else 0.0) + a * W[i, 0]) + b * WW[i, 0]
+            r1 = ((1.0 if i == 1 else 0.0) + a * W[i, 1]) + b * WW[i, 1]
+            r2 = ((1.0 if i == 2 else 0.0) + a * W[i, 2]) + b * WW[i, 2]
+            linear = (r0 * p0 + r2 * p2) + r1 * p1
+            g = E[n, 0, i] * gravity[0] + E[n, 1, i] * gravity[1] + E[n, 2, i] * gravity[2]
+            f[6 * n + 3 + i] = linear + h * (mdiag[n, 3] * g)
+    return f
+
+
 def free_momentum(
     scene: Scene,
     mdiag: Array,
@@ -222,14 +283,22 @@ def free_momentum(
     (eq. 1.28 as printed) or "rotated" (:func:`rotated_momentum`).
     """
     n = mdiag.size
-    M = sp.csc_matrix((mdiag.reshape(-1), np.arange(n), np.arange(n + 1)), shape=(n, n))
-    if coriolis_form == "explicit":
-        p = mdiag * phi + h * coriolis(mdiag, phi)
-    elif coriolis_form == "midpoint":
-        p = midpoint_momentum(mdiag, phi, h)
+    M = csc(mdiag.reshape(-1), np.arange(n), np.arange(n + 1), (n, n))
+    if coriolis_form == "midpoint":
+        f = _midpoint_free_momentum(
+            np.ascontiguousarray(mdiag, dtype=float),
+            np.ascontiguousarray(phi, dtype=float),
+            np.ascontiguousarray(E, dtype=float),
+            np.ascontiguousarray(scene.gravity, dtype=float),
+            float(h),
+            MIDPOINT_ITERATIONS,
+        )
     else:
-        p = rotated_momentum(mdiag, phi, h)
-    f = (p + h * gravity_wrench(mdiag, scene.gravity, E)).reshape(-1)
+        if coriolis_form == "explicit":
+            p = mdiag * phi + h * coriolis(mdiag, phi)
+        else:
+            p = rotated_momentum(mdiag, phi, h)
+        f = (p + h * gravity_wrench(mdiag, scene.gravity, E)).reshape(-1)
     if not scene.forces:
         return M, f
     if not implicit:

@@ -60,6 +60,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab import se3
+from contactlab.csr import csr, empty_csr
 from contactlab.errors import ConfigurationError, UnknownNameError
 from contactlab.scene import JointSpec, Scene
 from solvers.plugins import Registry
@@ -386,11 +387,7 @@ def stack_rows(
         indices.append((6 * r.bodies[keep][:, None] + np.arange(6)).ravel())
         data.append(r.blocks[keep].ravel())
     if not constraints:
-        return StackedRows(
-            sp.csr_matrix((0, 6 * nb)), np.zeros(0), np.zeros(0) if with_bias else None
-        )
+        return StackedRows(empty_csr(6 * nb), np.zeros(0), np.zeros(0) if with_bias else None)
     indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
-    G = sp.csr_matrix(
-        (np.concatenate(data), np.concatenate(indices), indptr), shape=(indptr.size - 1, 6 * nb)
-    )
+    G = csr(np.concatenate(data), np.concatenate(indices), indptr, (indptr.size - 1, 6 * nb))
     return StackedRows(G, np.concatenate(gs), np.concatenate(biases) if with_bias else None)

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from contactlab import se3
 from contactlab.attachments import AttachmentMap
 from contactlab.collision.contacts import ContactSet
+from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
@@ -246,7 +247,7 @@ class MaximalFormulation(Formulation):
             rows.g = rows.g.copy()
             timed_rhs(self.constraints, E, state.t, h, b.gamma, rhs, rows.g)
         extra: dict[str, Any] = {}
-        N = sp.csr_matrix((0, M.shape[0]))
+        N = empty_csr(M.shape[0])
         if contacts is not None and len(contacts) > 0:
             from contactlab.contact.rows import contact_restitution, contact_rows
 

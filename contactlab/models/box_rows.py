@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
+from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.models.common import (
     Array,
     Rows,
@@ -70,8 +71,7 @@ class ImpulseMemory:
 def world_friction(lam_T: Array, normal: Array) -> Array:
     """Friction impulses ``(2 nc,)`` in the tangent bases of ``normal`` as world vectors (nc, 3)."""
     t1, t2 = tangent_basis(normal)
-    zt = lam_T.reshape(-1, 2)
-    return zt[:, :1] * t1 + zt[:, 1:] * t2
+    return friction_vectors(np.ascontiguousarray(lam_T, dtype=np.float64), t1, t2)  # type: ignore[no-any-return]
 
 
 def carried_over(
@@ -88,15 +88,19 @@ def carried_over(
     contacts start at zero.
     """
     assert problem.contacts is not None
-    nc = problem.n_contacts
-    src = continued_from(old_ids, problem)
-    hit = np.flatnonzero(src >= 0)
-    zn = np.zeros(nc)
-    zn[hit] = normal_impulse[src[hit]]
+    assert problem.contact_ids is not None and problem.contact_origin is not None
     t1, t2 = tangent_basis(problem.contacts.normal)
-    f = np.zeros((nc, 3))
-    f[hit] = friction[src[hit]]
-    return zn, np.column_stack([np.sum(f * t1, axis=1), np.sum(f * t2, axis=1)]).ravel()
+    old_ids = np.ascontiguousarray(old_ids, dtype=np.int64)
+    return carried_impulses(  # type: ignore[no-any-return]
+        old_ids,
+        np.argsort(old_ids, kind="stable"),
+        np.ascontiguousarray(normal_impulse, dtype=np.float64),
+        np.ascontiguousarray(friction, dtype=np.float64),
+        problem.contact_ids,
+        problem.contact_origin,
+        t1,
+        t2,
+    )
 
 
 def continued_from(old_ids: NDArray[np.int64], problem: StepProblem) -> NDArray[np.int64]:

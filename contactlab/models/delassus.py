@@ -155,3 +155,166 @@ def velocities(
     for c in range(v.shape[0]):
         v[c] *= dinv[c]
     return v
+
+
+@njit(cache=True)
+def diagonal_inverse(indptr, indices, data):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``(True, 1 / diag(M))`` when the compressed matrix ``M`` (n columns or rows) is
+    diagonal with a positive diagonal (its stored entries are the non-zero diagonal),
+    else ``(False, _)``; the diagonal summed over duplicate entries as scipy's."""
+    n = indptr.shape[0] - 1
+    diag = np.zeros(n)
+    for j in range(n):
+        for k in range(indptr[j], indptr[j + 1]):
+            if indices[k] == j:
+                diag[j] += data[k]
+    nonzero = 0
+    positive = True
+    for j in range(n):
+        if diag[j] != 0.0:
+            nonzero += 1
+        if not diag[j] > 0.0:
+            positive = False
+    ok = positive and nonzero == indptr[n]
+    out = np.empty(n)
+    if ok:
+        for j in range(n):
+            out[j] = 1.0 / diag[j]
+    return ok, out
+
+
+@njit(cache=True)
+def _copy_rows(bp, bi, bv, low, ptr, idx, val, lo, row, pos):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Append the CSR rows ``(bp, bi, bv)`` at row ``row`` and entry ``pos`` of the stack."""
+    rows = bp.shape[0] - 1
+    for k in range(bp[rows]):
+        idx[pos + k] = bi[k]
+        val[pos + k] = bv[k]
+    for r in range(rows):
+        ptr[row + r + 1] = pos + bp[r + 1]
+        lo[row + r] = low
+    return row + rows, pos + bp[rows]
+
+
+@njit(cache=True)
+def stack_rows_csr(  # type: ignore[no-untyped-def]  # pragma: no cover
+    g_ptr, g_idx, g_val, n_ptr, n_idx, n_val, t_ptr, t_idx, t_val, l_ptr, l_idx, l_val, g, c, l
+):
+    """CSR arrays (int64 indices) of ``C = [G; N; T; L]``, its right-hand side
+    ``b = [g; c; 0; l]`` and impulse lower bounds ``[-inf; 0; -inf; 0]``."""
+    mg, nc, mt, ml = g_ptr.shape[0] - 1, n_ptr.shape[0] - 1, t_ptr.shape[0] - 1, l_ptr.shape[0] - 1
+    m = mg + nc + mt + ml
+    nnz = g_ptr[mg] + n_ptr[nc] + t_ptr[mt] + l_ptr[ml]
+    ptr = np.empty(m + 1, np.int64)
+    idx = np.empty(nnz, np.int64)
+    val = np.empty(nnz)
+    lo = np.empty(m)
+    ptr[0] = 0
+    row, pos = _copy_rows(g_ptr, g_idx, g_val, -np.inf, ptr, idx, val, lo, 0, 0)
+    row, pos = _copy_rows(n_ptr, n_idx, n_val, 0.0, ptr, idx, val, lo, row, pos)
+    row, pos = _copy_rows(t_ptr, t_idx, t_val, -np.inf, ptr, idx, val, lo, row, pos)
+    _copy_rows(l_ptr, l_idx, l_val, 0.0, ptr, idx, val, lo, row, pos)
+    b = np.zeros(m)
+    for r in range(mg):
+        b[r] = g[r]
+    for r in range(nc):
+        b[mg + r] = c[r]
+    for r in range(ml):
+        b[mg + nc + mt + r] = l[r]
+    return ptr, idx, val, b, lo
+
+
+@njit(cache=True)
+def local_order(mg, nc, ml, up):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The local order of the rows of ``[G; N; T; L]`` (``mg, nc, 2 nc, ml`` rows): per
+    contact ``up[k]`` its normal and two tangent rows, then ``G``, then ``L``."""
+    m = mg + 3 * nc + ml
+    order = np.empty(m, np.int64)
+    for k in range(nc):
+        i = up[k]
+        order[3 * k] = mg + i
+        order[3 * k + 1] = mg + nc + 2 * i
+        order[3 * k + 2] = mg + nc + 2 * i + 1
+    for r in range(mg):
+        order[3 * nc + r] = r
+    for r in range(ml):
+        order[3 * nc + mg + r] = mg + 3 * nc + r
+    return order
+
+
+@njit(cache=True)
+def ordered_rows(indptr, indices, data, order, dinv, f, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of ``C_o = C[order]`` and ``q = C_o (D f) - b_o`` (``D = diag(dinv)``),
+    each entry of ``q`` summed over its row in column order from zero."""
+    m = order.shape[0]
+    ptr = np.empty(m + 1, np.int64)
+    ptr[0] = 0
+    for i in range(m):
+        ptr[i + 1] = ptr[i] + indptr[order[i] + 1] - indptr[order[i]]
+    val = np.empty(ptr[m])
+    idx = np.empty(ptr[m], np.int64)
+    x = dinv * f
+    q = np.empty(m)
+    for i in range(m):
+        src = indptr[order[i]]
+        acc = 0.0
+        for k in range(ptr[i + 1] - ptr[i]):
+            a = data[src + k]
+            j = indices[src + k]
+            val[ptr[i] + k] = a
+            idx[ptr[i] + k] = j
+            acc += a * x[j]
+        q[i] = acc - b[order[i]]
+    return val, idx, ptr, q
+
+
+@njit(cache=True)
+def _positions(old_ids, order, ids):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For each of ``ids``, its position in ``old_ids`` (the first in the stable sort
+    ``order`` of ``old_ids``), or ``-1``."""
+    n_old = old_ids.shape[0]
+    out = np.full(ids.shape[0], -1, np.int64)
+    if n_old == 0:
+        return out
+    sorted_ids = old_ids[order]
+    pos = np.searchsorted(sorted_ids, ids)
+    for i in range(ids.shape[0]):
+        p = min(pos[i], n_old - 1)
+        if sorted_ids[p] == ids[i]:
+            out[i] = order[p]
+    return out
+
+
+@njit(cache=True)
+def carried_impulses(old_ids, order, normal_impulse, friction, ids, origin, t1, t2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Normal ``(nc,)`` and tangent ``(2 nc,)`` impulses carried over from the recorded
+    contacts ``old_ids`` (``order`` their stable sort;
+    :func:`contactlab.models.box_rows.carried_over`): each contact from the one of its
+    own id, else of its origin; friction (world vectors) projected on the tangents
+    ``t1, t2`` (nc, 3)."""
+    nc = ids.shape[0]
+    src = _positions(old_ids, order, ids)
+    back = _positions(old_ids, order, origin)
+    zn = np.zeros(nc)
+    zt = np.zeros(2 * nc)
+    for i in range(nc):
+        s = src[i] if src[i] >= 0 else back[i]
+        f0, f1, f2 = 0.0, 0.0, 0.0  # a new contact: zero friction (projected as such)
+        if s >= 0:
+            zn[i] = normal_impulse[s]
+            f0, f1, f2 = friction[s, 0], friction[s, 1], friction[s, 2]
+        zt[2 * i] = f0 * t1[i, 0] + f1 * t1[i, 1] + f2 * t1[i, 2]
+        zt[2 * i + 1] = f0 * t2[i, 0] + f1 * t2[i, 1] + f2 * t2[i, 2]
+    return zn, zt
+
+
+@njit(cache=True)
+def friction_vectors(lam_t, t1, t2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Friction impulses ``(2 nc,)`` in the bases ``t1, t2`` (nc, 3) as world vectors (nc, 3)."""
+    nc = t1.shape[0]
+    out = np.empty((nc, 3))
+    for i in range(nc):
+        a, b = lam_t[2 * i], lam_t[2 * i + 1]
+        for k in range(3):
+            out[i, k] = a * t1[i, k] + b * t2[i, k]
+    return out

@@ -36,7 +36,6 @@ from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_rows import (
     ImpulseMemory,
     continued_from,
-    height_order,
     warm_impulses,
 )
 from contactlab.models.common import (
@@ -46,24 +45,25 @@ from contactlab.models.common import (
     check_friction_data,
     step_data,
 )
-from contactlab.models.delassus import local_problem_arrays, stack_csr, velocities
+from contactlab.csr import csr
+from contactlab.models.delassus import (
+    diagonal_inverse,
+    local_order,
+    local_problem_arrays,
+    ordered_rows,
+    stack_csr,
+    stack_rows_csr,
+    velocities,
+)
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 
 
-def _local_order(rows: Any, contacts: Any) -> NDArray[np.int64]:
-    """Rows of ``[G; N; T; L]`` in the local problem's order: contacts (n, t1, t2), G, L."""
-    by_height = height_order(rows, contacts, "height" if contacts is not None else "rows")
-    g_s, l_s = rows.slices["G"], rows.slices["L"]
-    n_s = rows.slices["N"]
-    contact_rows = by_height[(by_height >= n_s.start) & (by_height < l_s.start)]
+def _upward(contacts: Any, nc: int) -> NDArray[np.int64]:
+    """The contacts from the lowest point up (stable), or in order without their points."""
     if contacts is None or len(contacts) == 0:
-        nc = n_s.stop - n_s.start
-        t = np.arange(n_s.stop, n_s.stop + 2 * nc).reshape(-1, 2)
-        contact_rows = np.column_stack([np.arange(n_s.start, n_s.stop), t]).ravel()
-    return np.concatenate(
-        [contact_rows, np.arange(g_s.start, g_s.stop), np.arange(l_s.start, l_s.stop)]
-    ).astype(np.int64)
+        return np.arange(nc, dtype=np.int64)
+    return np.argsort(np.asarray(contacts.point)[:, 2], kind="stable")
 
 
 class LocalStep:
@@ -91,8 +91,9 @@ class LocalStep:
         """``v = M^{-1}(f + C^T z)`` from the impulses on the local rows."""
         if self.dinv is not None:
             C = self.rows.C
-            ptr, idx = C.indptr.astype(np.int64), C.indices.astype(np.int64)
-            return velocities(ptr, idx, C.data, self.order, self.dinv, f, z_local)
+            ptr = np.asarray(C.indptr, dtype=np.int64)
+            idx = np.asarray(C.indices, dtype=np.int64)
+            return velocities(ptr, idx, C.data, self.order, self.dinv, f, z_local)  # type: ignore[no-any-return]
         assert self.minv is not None
         z = np.empty(self.rows.m)
         z[self.order] = z_local
@@ -101,39 +102,48 @@ class LocalStep:
 
 def _diagonal_inverse(M: sp.spmatrix) -> NDArray[np.float64] | None:
     """``1 / diag(M)`` when ``M`` is diagonal with a positive diagonal, else ``None``."""
+    if M.format in ("csr", "csc"):
+        ok, dinv = diagonal_inverse(M.indptr, M.indices, M.data)
+        return dinv if ok else None
     diag = M.diagonal()
     if M.nnz == np.count_nonzero(diag) and np.all(diag > 0):
-        return 1.0 / diag
+        return 1.0 / diag  # type: ignore[no-any-return]
     return None
 
 
 def _rows(problem: StepProblem, d: StepData) -> Rows:
-    """The rows of :func:`box_rows` with their CSR arrays concatenated (no sparse stacking)."""
-    ptr, idx, dat = stack_csr(d.G, d.N, d.T, d.L)
+    """The rows of :func:`box_rows` stacked from their CSR arrays (one compiled pass).
+
+    ``rows.C`` keeps the int64 index arrays of the pass (no copy for the kernels)."""
+    G, N, T, L = d.G, d.N, d.T, d.L
+    ptr, idx, dat, b, lo = stack_rows_csr(
+        G.indptr, G.indices, G.data, N.indptr, N.indices, N.data,
+        T.indptr, T.indices, T.data, L.indptr, L.indices, L.data, d.g, d.c, d.l,
+    )  # fmt: skip
     m = ptr.shape[0] - 1
-    C = sp.csr_matrix((dat, idx, ptr), shape=(m, problem.n))
-    mg, nc, ml = d.G.shape[0], d.N.shape[0], d.L.shape[0]
-    b = np.concatenate([d.g, d.c, np.zeros(2 * nc), d.l])
-    lo = np.concatenate(
-        [np.full(mg, -np.inf), np.zeros(nc), np.full(2 * nc, -np.inf), np.zeros(ml)]
-    )
-    ends = np.cumsum([0, mg, nc, 2 * nc, ml])
-    slices = {name: slice(int(ends[k]), int(ends[k + 1])) for k, name in enumerate("GNTL")}
-    return Rows(C, b, lo, np.full(m, np.inf), slices)
+    mg, nc, ml = G.shape[0], N.shape[0], L.shape[0]
+    slices = {
+        "G": slice(0, mg),
+        "N": slice(mg, mg + nc),
+        "T": slice(mg + nc, mg + 3 * nc),
+        "L": slice(mg + 3 * nc, mg + 3 * nc + ml),
+    }
+    return Rows(csr(dat, idx, ptr, (m, problem.n), wide=True), b, lo, np.full(m, np.inf), slices)
 
 
 def _assemble(
-    problem: StepProblem, rows: Rows, order: NDArray[np.int64]
+    problem: StepProblem,
+    rows: Rows,
+    order: NDArray[np.int64],
+    dinv: NDArray[np.float64] | None,
 ) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64] | None, MassInverse | None]:
     """``W``, ``q`` of the rows ``rows.C[order]``; ``1/diag(M)`` or the factorised ``M^{-1}``."""
-    dinv = _diagonal_inverse(problem.M)
     if dinv is not None:
         C = rows.C
         w_ptr, w_idx, w_val, q = local_problem_arrays(
-            C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, order, dinv,
-            problem.f, rows.b,
-        )  # fmt: skip
-        return sp.csr_matrix((w_val, w_idx, w_ptr), shape=(order.size, order.size)), q, dinv, None
+            C.indptr, C.indices, C.data, order, dinv, problem.f, rows.b
+        )
+        return csr(w_val, w_idx, w_ptr, (order.size, order.size)), q, dinv, None
     minv = MassInverse(problem.M)
     C = rows.C[order]
     W = minv.delassus(C)
@@ -154,21 +164,16 @@ def _assemble_for(
     A velocity-form backend never needs ``W`` itself: ``FrictionalContact``
     forms it from the factor only if something else asks for it.
     """
-    dinv = _diagonal_inverse(problem.M) if factor else None
-    if dinv is None:
-        W, q, dinv, minv = _assemble(problem, rows, order)
+    dinv = _diagonal_inverse(problem.M)
+    if not factor or dinv is None:
+        W, q, dinv, minv = _assemble(problem, rows, order, dinv)
         return W, q, dinv, minv, None
-    from solvers.backends.fc_ipm import select_rows
-
-    # rows.C[order] by one compiled pass (scipy's fancy row indexing is Python-heavy)
+    # rows.C[order] and q = C_o M^-1 f - b_o by one compiled pass
     Ca = rows.C
-    c_val, c_idx, c_ptr = select_rows(
-        Ca.indptr.astype(np.int64), Ca.indices.astype(np.int64), Ca.data,
-        np.ascontiguousarray(order, dtype=np.int64), np.ones(order.size),
-    )  # fmt: skip
-    C = sp.csr_matrix((c_val, c_idx, c_ptr), shape=(order.size, Ca.shape[1]))
-    q = np.asarray(C @ (dinv * problem.f)) - rows.b[order]
-    return None, q, dinv, None, (C, dinv)
+    c_val, c_idx, c_ptr, q = ordered_rows(
+        Ca.indptr, Ca.indices, Ca.data, order, dinv, problem.f, rows.b
+    )
+    return None, q, dinv, None, (csr(c_val, c_idx, c_ptr, (order.size, Ca.shape[1])), dinv)
 
 
 def local_step(
@@ -182,13 +187,13 @@ def local_step(
     check_friction_data(problem)
     d = step_data(problem)
     rows = _rows(problem, d)
-    order = _local_order(rows, problem.contacts)
-    W, q, dinv, minv, pair = _assemble_for(problem, rows, order, factor)
     nc = problem.n_contacts
-    contact_ids = order[0 : 3 * nc : 3] - rows.slices["N"].start
+    up = _upward(problem.contacts, nc)
     mg, ml = d.G.shape[0], d.L.shape[0]
-    row_lo = np.concatenate([np.full(mg, -np.inf), np.zeros(ml)])
-    fc = FrictionalContact(W, q, d.mu[contact_ids], law, cone, directions, row_lo, pair)
+    order = local_order(mg, nc, ml, up)
+    W, q, dinv, minv, pair = _assemble_for(problem, rows, order, factor)
+    row_lo = np.concatenate([rows.lo[:mg], rows.lo[mg + 3 * nc :]])
+    fc = FrictionalContact(W, q, d.mu[up], law, cone, directions, row_lo, pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
 
@@ -205,7 +210,7 @@ def frictionless_step(problem: StepProblem, factor: bool = False) -> LocalStep:
     ptr, idx, dat = stack_csr(d.G, d.N, d.L)
     m = ptr.shape[0] - 1
     mg, nc, ml = d.G.shape[0], d.N.shape[0], d.L.shape[0]
-    C = sp.csr_matrix((dat, idx, ptr), shape=(m, problem.n))
+    C = csr(dat, idx, ptr, (m, problem.n), wide=True)
     lo = np.concatenate([np.full(mg, -np.inf), np.zeros(nc + ml)])
     slices = {"G": slice(0, mg), "N": slice(mg, mg + nc), "L": slice(mg + nc, m)}
     rows = Rows(C, np.concatenate([d.g, d.c, d.l]), lo, np.full(m, np.inf), slices)
