@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse._base import MAXPRINT
 from numpy.typing import NDArray
+from scipy.sparse._base import MAXPRINT
 
 #: scipy's limit for int32 index arrays.
 _INT32_MAX = np.iinfo(np.int32).max

@@ -55,9 +55,9 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.csr import csc
-from contactlab.se3 import _SMALL_ANGLE
 from contactlab.maximal.constraints import StackedRows
 from contactlab.scene import Scene
+from contactlab.se3 import _SMALL_ANGLE
 from solvers.jit import njit
 
 Array = NDArray[np.float64]

@@ -15,13 +15,13 @@ from numpy.typing import NDArray
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact.identity import warm_index
 from contactlab.contact.rows import tangent_basis
-from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.models.common import (
     Array,
     Rows,
     stack_rows,
     step_data,
 )
+from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.problem import StepProblem
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.csr import csr
 from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_rows import (
     ImpulseMemory,
@@ -45,7 +46,6 @@ from contactlab.models.common import (
     check_friction_data,
     step_data,
 )
-from contactlab.csr import csr
 from contactlab.models.delassus import (
     diagonal_inverse,
     local_order,
