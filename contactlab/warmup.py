@@ -117,6 +117,9 @@ def _frictional_backends() -> None:
 
     scene = get_scenario("box-stack").build()
     Simulator(scene, "maximal", "anitescu-hart", "apgd", model_options={"cone": "soc"}).run(steps=2)
+    # the velocity-form route (rows ordered with q by one pass, the problem given by its
+    # factor), with the warm start carried over per contact on the second step
+    Simulator(scene, "maximal", "coulomb", "ipm").run(steps=2)
 
     W = np.eye(6) + 0.1 * np.ones((6, 6))
     q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])

@@ -92,3 +92,38 @@ def test_pair_ids_group_like_rows() -> None:
     wide[0, 0] = 2**40  # ranges too wide to pack: grouped as rows
     expected = np.unique(wide, axis=0, return_inverse=True)[1].reshape(-1)
     np.testing.assert_array_equal(pair_ids(wide), expected)
+
+
+def test_identify_in_one_pass_equals_grouping_by_rows() -> None:
+    """:func:`identify` (pairs packed into one key each, matched and given unique ids in one
+    compiled pass) gives exactly the ids and origins of the path that groups the pairs as
+    rows (``np.unique(axis=0)``, taken when the keys are too wide to pack): contacts
+    that persist, split (two new contacts near one old one: the nearer keeps the id, the
+    first on a tie) and are new, points on a 1 mm grid so that ties occur."""
+    from contactlab.contact.identity import ContactTrack, _identify_rows, identify
+
+    rng = np.random.default_rng(11)
+
+    class Contacts:
+        def __init__(self, n: int) -> None:
+            self.body_a, self.body_b = rng.integers(0, 3, n), rng.integers(-1, 2, n)
+            self.shape_a, self.shape_b = rng.integers(0, 2, n), np.full(n, -1)
+            self.point = np.round(rng.random((n, 3)) * 0.015, 3)
+
+        def __len__(self) -> int:
+            return int(self.body_a.size)
+
+    kept = split = 0
+    for _ in range(300):
+        old = identify(Contacts(int(rng.integers(1, 40))), None)
+        old = ContactTrack(old.ids + 5, old.origin, old.pair, old.point, old.next_id + 5)
+        new = Contacts(int(rng.integers(1, 40)))
+        track = identify(new, old)
+        pair = np.column_stack([new.body_a, new.body_b, new.shape_a, new.shape_b])
+        rows = _identify_rows(pair.astype(np.int64), new.point, old, old.next_id)
+        np.testing.assert_array_equal(track.ids, rows.ids)
+        np.testing.assert_array_equal(track.origin, rows.origin)
+        assert track.next_id == rows.next_id
+        kept += int(np.sum(track.ids < old.next_id))
+        split += int(np.sum((track.origin >= 0) & (track.ids >= old.next_id)))
+    assert kept > 100 and split > 10  # both cases are exercised

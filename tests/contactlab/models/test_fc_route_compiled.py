@@ -47,6 +47,15 @@ def _check(problem: StepProblem) -> None:
     v_ref = (problem.f + C.T @ z) / problem.M.diagonal()
     v = step.velocities(problem.f, z)
     assert np.max(np.abs(v - v_ref)) <= 1e-12 * np.abs(v_ref).max()
+    # the velocity form: the rows in the local order by one compiled pass are the rows of
+    # the stacked matrix picked by scipy (the same numbers, exactly), q as above
+    factored = local_step(problem, "ccp", "soc", factor=True)
+    C_o, dinv = factored.fc.factor
+    assert np.array_equal(factored.order, step.order)
+    assert (C_o != C).nnz == 0 and np.array_equal(C_o.indptr, C.indptr)
+    assert np.array_equal(dinv, 1.0 / problem.M.diagonal())
+    assert np.max(np.abs(factored.fc.q - q_ref)) <= 1e-12 * max(np.abs(q_ref).max(), 1.0)
+    assert np.array_equal(factored.velocities(problem.f, z), v)
 
 
 def test_pile_step_local_problem_matches_sparse_products() -> None:
