@@ -311,7 +311,6 @@ def make_solution(
     """Assemble the :class:`StepSolution` from the recorded inner results."""
     status = model.take_status(extra_status)
     results = model.take_results()
-    s = summary(results)
     return StepSolution(
         v=v,
         lambda_G=rows.part(lam, "G"),
@@ -319,9 +318,9 @@ def make_solution(
         lambda_T=lambda_T,
         lambda_L=rows.part(lam, "L"),
         status=status,
-        iterations=int(s["iterations"]),
+        iterations=int(sum(r.iterations for r in results)),
         outer_iterations=outer,
-        solve_time=s["solve_time"],
-        residual=s["residual"],
+        solve_time=float(sum(r.setup_time + r.solve_time for r in results)),
+        residual=float(max((r.max_residual for r in results), default=0.0)),
         results=results,
     )

@@ -21,7 +21,7 @@ from contactlab.models.common import (
     stack_rows,
     step_data,
 )
-from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.models.delassus import carried_impulses, friction_vectors, local_warm_start
 from contactlab.problem import StepProblem
 
 
@@ -55,16 +55,26 @@ class ImpulseMemory:
     friction: Array | None
 
     @classmethod
-    def record(cls, z: Array, rows: Rows, problem: StepProblem) -> ImpulseMemory:
+    def record(
+        cls,
+        z: Array,
+        rows: Rows,
+        problem: StepProblem,
+        tangents: tuple[Array, Array] | None = None,
+    ) -> ImpulseMemory:
+        """The impulses ``z`` on ``rows``; ``tangents`` the contacts' ``(t1, t2)`` when
+        already at hand (else from their normals)."""
         contacts = problem.contacts
         if contacts is None or len(contacts) == 0 or "N" not in rows.slices:
             return cls(z, dict(rows.slices), None, None, None)
+        t1, t2 = tangent_basis(contacts.normal) if tangents is None else tangents
+        lam_t = np.ascontiguousarray(rows.part(z, "T"), dtype=np.float64)
         return cls(
             z,
             dict(rows.slices),
             np.array(problem.contact_ids),
             rows.part(z, "N").copy(),
-            world_friction(rows.part(z, "T"), contacts.normal),
+            friction_vectors(lam_t, t1, t2),
         )
 
 
@@ -96,8 +106,8 @@ def carried_over(
         np.argsort(old_ids, kind="stable"),
         np.ascontiguousarray(normal_impulse, dtype=np.float64),
         np.ascontiguousarray(friction, dtype=np.float64),
-        problem.contact_ids,
-        problem.contact_origin,
+        np.ascontiguousarray(problem.contact_ids, dtype=np.int64),
+        np.ascontiguousarray(problem.contact_origin, dtype=np.int64),
         t1,
         t2,
     )
@@ -142,6 +152,52 @@ def warm_impulses(old: Any, rows: Rows, problem: StepProblem) -> Array | None:
             old.ids, old.normal_impulse, old.friction, problem
         )
     return z
+
+
+def warm_local(
+    old: Any,
+    rows: Rows,
+    problem: StepProblem,
+    order: NDArray[np.int64],
+    tangents: tuple[Array, Array],
+) -> Array | None:
+    """:func:`warm_impulses` in the local ``order`` of the rows (``warm_impulses(...)[order]``)
+    by one compiled pass; ``tangents`` the contacts' ``(t1, t2)``."""
+    if not isinstance(old, ImpulseMemory):
+        return None
+    s = rows.slices
+    mg, ml = s["G"].stop - s["G"].start, s["L"].stop - s["L"].start
+    old_g, old_l = old.slices.get("G"), old.slices.get("L")
+    same_g = old_g is not None and old_g.stop - old_g.start == mg
+    same_l = old_l is not None and old_l.stop - old_l.start == ml
+    contacts = problem.contacts
+    assert problem.contact_ids is not None and problem.contact_origin is not None
+    carry = contacts is not None and len(contacts) > 0 and old.ids is not None
+    if carry:
+        assert old.normal_impulse is not None and old.friction is not None
+        old_ids = np.ascontiguousarray(old.ids, dtype=np.int64)
+        normal, friction = old.normal_impulse, old.friction
+    else:
+        old_ids, normal, friction = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
+    return local_warm_start(  # type: ignore[no-any-return]
+        np.ascontiguousarray(old.z, dtype=np.float64),
+        0 if old_g is None else old_g.start,
+        0 if old_l is None else old_l.start,
+        same_g,
+        same_l,
+        carry,
+        old_ids,
+        np.argsort(old_ids, kind="stable"),
+        np.ascontiguousarray(normal, dtype=np.float64),
+        np.ascontiguousarray(friction, dtype=np.float64),
+        np.ascontiguousarray(problem.contact_ids, dtype=np.int64),
+        np.ascontiguousarray(problem.contact_origin, dtype=np.int64),
+        tangents[0],
+        tangents[1],
+        mg,
+        ml,
+        order,
+    )
 
 
 def height_order(rows: Rows, contacts: ContactSet | None, how: str) -> NDArray[np.int64]:

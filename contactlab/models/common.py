@@ -165,17 +165,20 @@ def pyramid_to_tangent(beta: Array, k: int) -> Array:
 
 def check_friction_data(problem: StepProblem, k: int | None = None) -> None:
     """Raise :class:`ConfigurationError` if ``T``, ``mu`` or ``k`` do not fit the contacts."""
+    from contactlab.models.delassus import nonnegative_finite
+
     nc = problem.n_contacts
-    d = step_data(problem)
-    if d.T.shape[0] != 2 * nc:
+    t_rows = 0 if problem.T is None else problem.T.shape[0]
+    if t_rows != 2 * nc:
         raise ConfigurationError(
-            f"StepProblem.T has {d.T.shape[0]} rows, expected 2 per contact "
+            f"StepProblem.T has {t_rows} rows, expected 2 per contact "
             f"(2 * {nc}); assemble two orthonormal tangent rows per contact"
         )
-    if d.mu.shape != (nc,) or np.any(d.mu < 0) or not np.all(np.isfinite(d.mu)):
+    mu = np.zeros(0) if problem.mu is None else np.ascontiguousarray(problem.mu, dtype=float)
+    if mu.shape != (nc,) or not nonnegative_finite(mu):
         raise ConfigurationError(
             f"StepProblem.mu must be {nc} finite non-negative friction coefficients, "
-            f"got shape {d.mu.shape}"
+            f"got shape {mu.shape}"
         )
     if k is not None and (k < 4 or k % 2):
         raise ConfigurationError(

@@ -318,3 +318,46 @@ def friction_vectors(lam_t, t1, t2):  # type: ignore[no-untyped-def]  # pragma: 
         for k in range(3):
             out[i, k] = a * t1[i, k] + b * t2[i, k]
     return out
+
+
+@njit(cache=True)
+def local_warm_start(  # type: ignore[no-untyped-def]  # pragma: no cover
+    old_z, old_g, old_l, same_g, same_l, carry, old_ids, order_ids, normal_impulse,
+    friction, ids, origin, t1, t2, mg, ml, order,
+):  # fmt: skip
+    """The warm start of :func:`contactlab.models.box_rows.warm_impulses` on the rows
+    ``[G; N; T; L]`` (``mg``, ``nc``, ``2 nc``, ``ml`` rows), in the local ``order``.
+
+    ``old_z`` the recorded impulses with ``old_g``, ``old_l`` the starts of its ``G``
+    and ``L`` blocks, copied when ``same_g``/``same_l`` (unchanged row counts); the
+    contacts' impulses by :func:`carried_impulses` from the recorded ``old_ids``
+    (``order_ids`` their stable sort) when ``carry``, else zero.
+    """
+    nc = ids.shape[0]
+    m = mg + 3 * nc + ml
+    z = np.zeros(m)
+    if same_g:
+        for r in range(mg):
+            z[r] = old_z[old_g + r]
+    if same_l:
+        for r in range(ml):
+            z[mg + 3 * nc + r] = old_z[old_l + r]
+    if carry:
+        zn, zt = carried_impulses(old_ids, order_ids, normal_impulse, friction, ids, origin, t1, t2)
+        for i in range(nc):
+            z[mg + i] = zn[i]
+        for i in range(2 * nc):
+            z[mg + nc + i] = zt[i]
+    out = np.empty(order.shape[0])
+    for k in range(order.shape[0]):
+        out[k] = z[order[k]]
+    return out
+
+
+@njit(cache=True)
+def nonnegative_finite(x):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Every entry of ``x`` finite and ``>= 0``."""
+    for i in range(x.shape[0]):
+        if not (x[i] >= 0.0 and x[i] < np.inf):
+            return False
+    return True

@@ -19,7 +19,7 @@ from the CSR arrays of the rows in compiled code
 (reduced coordinates) take the sparse products of :class:`MassInverse`.
 
 Warm start per persistent contact: the previous step's impulses carry over
-through :func:`~contactlab.models.box_friction.warm_impulses`, keyed by the
+through :func:`~contactlab.models.box_rows.warm_impulses`, keyed by the
 stable contact identities of the step problem (``StepProblem.contact_ids``;
 friction as a world vector re-projected on the new tangents).
 """
@@ -32,12 +32,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.contact.rows import tangent_basis
 from contactlab.csr import csr
 from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_rows import (
     ImpulseMemory,
     continued_from,
-    warm_impulses,
+    warm_local,
 )
 from contactlab.models.common import (
     MassInverse,
@@ -244,11 +245,16 @@ def solve_as_fc(
     step = local_step(problem, law, cone, directions, factor)
     rows, order = step.rows, step.order
     key = f"fc:{law}:{cone}"
-    prev = warm_impulses(cache.get(key), rows, problem)
-    res = model.run(step.fc, None if prev is None else prev[order])
+    contacts = problem.contacts
+    tangents = (
+        tangent_basis(contacts.normal)
+        if contacts is not None and len(contacts)
+        else (np.zeros((0, 3)), np.zeros((0, 3)))
+    )
+    res = model.run(step.fc, warm_local(cache.get(key), rows, problem, order, tangents))
     z = np.empty(rows.m)
     z[order] = res.x
-    cache[key] = ImpulseMemory.record(z, rows, problem)
+    cache[key] = ImpulseMemory.record(z, rows, problem, tangents)
     v = step.velocities(problem.f, res.x)
     return make_solution(model, problem, v, rows, z, rows.part(z, "T"))
 
