@@ -25,6 +25,12 @@ from scipy.sparse._base import MAXPRINT
 _INT32_MAX = np.iinfo(np.int32).max
 
 
+def index_dtype(largest: int) -> type[np.signedinteger]:  # type: ignore[type-arg]
+    """The index dtype scipy picks for a matrix whose shape and entry count are at most
+    ``largest``: int32 when it fits, else int64 (for kernels that write indices)."""
+    return np.int64 if largest > _INT32_MAX else np.int32
+
+
 def _index(a: NDArray[np.integer], wide: bool) -> NDArray[np.integer]:
     """``a`` as int64 when ``wide``, else as int32 (no copy when it already is)."""
     return a.astype(np.int64 if wide else np.int32, copy=False)

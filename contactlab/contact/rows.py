@@ -83,7 +83,7 @@ from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.table import WORLD_MATERIAL
-from contactlab.csr import csr, empty_csr
+from contactlab.csr import csr, empty_csr, index_dtype
 from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import ContactParams, Scene
 from solvers.jit import njit
@@ -252,7 +252,7 @@ def _within(body, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(cache=True)
-def _rows_csr(a, b, E, point, normal):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _rows_csr(a, b, E, point, normal, index):  # type: ignore[no-untyped-def]  # pragma: no cover
     """CSR arrays of the normal rows N (nc, 6 nb) and tangent rows T (2 nc, 6 nb).
 
     Row ``i`` of N (direction ``normal[i]``) and rows ``2i, 2i+1`` of T (the
@@ -260,7 +260,7 @@ def _rows_csr(a, b, E, point, normal):  # type: ignore[no-untyped-def]  # pragma
     ``a[i]``'s six columns and its negative on body ``b[i]``'s (none when
     ``b[i] = -1``, the world), with ``x`` the contact point and ``m`` the
     direction in the body's frame, the lower body's columns first (sorted column
-    indices).
+    indices).  Index arrays of dtype ``index`` (np.int32 or np.int64).
     """
     nc = a.shape[0]
     t1, t2 = _tangent_basis(normal)
@@ -270,12 +270,12 @@ def _rows_csr(a, b, E, point, normal):  # type: ignore[no-untyped-def]  # pragma
             dirs[i, 0, k] = normal[i, k]
             dirs[i, 1, k] = t1[i, k]
             dirs[i, 2, k] = t2[i, k]
-    indptr_n = np.zeros(nc + 1, dtype=np.int64)
+    indptr_n = np.zeros(nc + 1, dtype=index)
     for i in range(nc):
         indptr_n[i + 1] = indptr_n[i] + (12 if b[i] >= 0 else 6)
     nnz = indptr_n[nc]
     data = np.empty((3, nnz))
-    cols = np.empty(nnz, dtype=np.int64)
+    cols = np.empty(nnz, dtype=index)
     x = np.empty(3)
     m = np.empty(3)
     for i in range(nc):
@@ -300,9 +300,9 @@ def _rows_csr(a, b, E, point, normal):  # type: ignore[no-untyped-def]  # pragma
                 data[d, start + 2] = sign * (x[0] * m[1] - x[1] * m[0])
                 for j in range(3):
                     data[d, start + 3 + j] = sign * m[j]
-    indptr_t = np.zeros(2 * nc + 1, dtype=np.int64)
+    indptr_t = np.zeros(2 * nc + 1, dtype=index)
     data_t = np.empty(2 * nnz)
-    cols_t = np.empty(2 * nnz, dtype=np.int64)
+    cols_t = np.empty(2 * nnz, dtype=index)
     for i in range(nc):
         lo, hi = indptr_n[i], indptr_n[i + 1]
         width = hi - lo
@@ -373,6 +373,7 @@ def contact_rows(
         E,
         np.ascontiguousarray(contacts.point, dtype=float),
         np.ascontiguousarray(contacts.normal, dtype=float),
+        index_dtype(max(n_cols, 24 * nc)),
     )
     N = csr(data_n, cols_n, ptr_n, (nc, n_cols))
     T = csr(data_t, cols_t, ptr_t, (2 * nc, n_cols))

@@ -243,16 +243,17 @@ def local_order(mg, nc, ml, up):  # type: ignore[no-untyped-def]  # pragma: no c
 
 
 @njit(cache=True)
-def ordered_rows(indptr, indices, data, order, dinv, f, b):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """CSR arrays of ``C_o = C[order]`` and ``q = C_o (D f) - b_o`` (``D = diag(dinv)``),
-    each entry of ``q`` summed over its row in column order from zero."""
+def ordered_rows(indptr, indices, data, order, dinv, f, b, index):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of ``C_o = C[order]`` (index arrays of dtype ``index``) and
+    ``q = C_o (D f) - b_o`` (``D = diag(dinv)``), each entry of ``q`` summed over its row
+    in column order from zero."""
     m = order.shape[0]
-    ptr = np.empty(m + 1, np.int64)
+    ptr = np.empty(m + 1, index)
     ptr[0] = 0
     for i in range(m):
         ptr[i + 1] = ptr[i] + indptr[order[i] + 1] - indptr[order[i]]
     val = np.empty(ptr[m])
-    idx = np.empty(ptr[m], np.int64)
+    idx = np.empty(ptr[m], index)
     x = dinv * f
     q = np.empty(m)
     for i in range(m):

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.contact.rows import tangent_basis
-from contactlab.csr import csr
+from contactlab.csr import csr, index_dtype
 from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_rows import (
     ImpulseMemory,
@@ -172,8 +172,9 @@ def _assemble_for(
     # rows.C[order] and q = C_o M^-1 f - b_o by one compiled pass
     Ca = rows.C
     c_val, c_idx, c_ptr, q = ordered_rows(
-        Ca.indptr, Ca.indices, Ca.data, order, dinv, problem.f, rows.b
-    )
+        Ca.indptr, Ca.indices, Ca.data, order, dinv, problem.f, rows.b,
+        index_dtype(max(order.size, Ca.shape[1], Ca.nnz)),
+    )  # fmt: skip
     return None, q, dinv, None, (csr(c_val, c_idx, c_ptr, (order.size, Ca.shape[1])), dinv)
 
 
