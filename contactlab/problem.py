@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -103,8 +104,6 @@ def _as(x: Any, kind: Any) -> Any:
 
 
 def _empty_rows(n: int) -> sp.csr_matrix:
-    from contactlab.csr import empty_csr
-
     return empty_csr(n)
 
 

@@ -49,14 +49,10 @@ class StepData(NamedTuple):
 
 
 def step_data(problem: StepProblem) -> StepData:
-    """Rows and right-hand sides of ``problem`` (absent ones are empty, never ``None``)."""
+    """Rows and right-hand sides of ``problem`` (absent ones are empty, never ``None``:
+    :class:`StepProblem` fills them in)."""
     p = problem
-    return StepData(
-        *(
-            cast(sp.csr_matrix, x) if sp.issparse(x) else cast(Array, x)
-            for x in (p.G, p.g, p.N, p.c, p.T, p.mu, p.L, p.l)
-        )
-    )
+    return StepData(p.G, p.g, p.N, p.c, p.T, p.mu, p.L, p.l)  # type: ignore[arg-type]
 
 
 class MassInverse:

@@ -225,9 +225,11 @@ def stack_rows_csr(  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(cache=True)
-def local_order(mg, nc, ml, up):  # type: ignore[no-untyped-def]  # pragma: no cover
+def local_order(mg, nc, ml, up, mu):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The local order of the rows of ``[G; N; T; L]`` (``mg, nc, 2 nc, ml`` rows): per
-    contact ``up[k]`` its normal and two tangent rows, then ``G``, then ``L``."""
+    contact ``up[k]`` its normal and two tangent rows, then ``G``, then ``L``; with the
+    friction coefficients ``mu[up]`` and the scalar rows' bounds (``-inf`` for ``G``,
+    ``0`` for ``L``) in that order."""
     m = mg + 3 * nc + ml
     order = np.empty(m, np.int64)
     for k in range(nc):
@@ -239,7 +241,12 @@ def local_order(mg, nc, ml, up):  # type: ignore[no-untyped-def]  # pragma: no c
         order[3 * nc + r] = r
     for r in range(ml):
         order[3 * nc + mg + r] = mg + 3 * nc + r
-    return order
+    mu_local = np.empty(nc)
+    for k in range(nc):
+        mu_local[k] = mu[up[k]]
+    row_lo = np.zeros(mg + ml)
+    row_lo[:mg] = -np.inf
+    return order, mu_local, row_lo
 
 
 @njit(cache=True)

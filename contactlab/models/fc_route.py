@@ -192,10 +192,10 @@ def local_step(
     nc = problem.n_contacts
     up = _upward(problem.contacts, nc)
     mg, ml = d.G.shape[0], d.L.shape[0]
-    order = local_order(mg, nc, ml, up)
+    mu = np.ascontiguousarray(d.mu, dtype=np.float64)
+    order, mu_local, row_lo = local_order(mg, nc, ml, up, mu)
     W, q, dinv, minv, pair = _assemble_for(problem, rows, order, factor)
-    row_lo = np.concatenate([rows.lo[:mg], rows.lo[mg + 3 * nc :]])
-    fc = FrictionalContact(W, q, d.mu[up], law, cone, directions, row_lo, pair)
+    fc = FrictionalContact(W, q, mu_local, law, cone, directions, row_lo, pair)
     return LocalStep(fc, rows, order, dinv, minv)
 
 
