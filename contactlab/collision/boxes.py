@@ -405,3 +405,173 @@ def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
     mask = np.arange(MAX_BOX_CONTACTS)[None, :] < counts[:, None]
     pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
     return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+
+
+# ----------------------------------------------------------------------------
+# scenes of boxes and planes: the whole detection in three compiled passes
+# ----------------------------------------------------------------------------
+# The sums below are ordered (x0 + x2) + x1, the order numpy's einsum sums three
+# products in, so these kernels give the same bits as the array path they replace
+# (table.ShapeTable.aabbs, primitives.box_plane and points_plane).
+@njit(cache=True)
+def _box_frames(
+    E: np.ndarray,
+    body: np.ndarray,
+    pose: np.ndarray,
+    slot: np.ndarray,
+    posed: np.ndarray,
+    size: np.ndarray,
+    margin: float,
+) -> tuple:
+    """World axes (rows of ``X``), centres ``P`` and margin-grown boxes of every box.
+
+    Shape ``k`` is placed at ``pose[k]`` when static (``body[k] < 0``), at
+    ``E[body[k]]`` when its pose is the identity (``slot[k] < 0``), else at
+    ``posed[slot[k]]`` (``E[body] @ pose``, formed by the caller).  Also
+    returns whether every entry of ``E`` is finite.
+    """
+    finite = True
+    for b in range(E.shape[0]):
+        for r in range(4):
+            for c in range(4):
+                if not np.isfinite(E[b, r, c]):
+                    finite = False
+    ns = body.shape[0]
+    X = np.empty((ns, 3, 3))
+    P = np.empty((ns, 3))
+    lo = np.empty((ns, 3))
+    hi = np.empty((ns, 3))
+    grow = 0.5 * margin
+    for k in range(ns):
+        if body[k] < 0:
+            W = pose[k]
+        elif slot[k] < 0:
+            W = E[body[k]]
+        else:
+            W = posed[slot[k]]
+        for i in range(3):
+            P[k, i] = W[i, 3]
+            for j in range(3):
+                X[k, j, i] = W[i, j]
+        for i in range(3):
+            ext = (abs(W[i, 0]) * size[k, 0] + abs(W[i, 2]) * size[k, 2]) + abs(
+                W[i, 1]
+            ) * size[k, 1]
+            ext += grow
+            lo[k, i] = W[i, 3] - ext
+            hi[k, i] = W[i, 3] + ext
+    return finite, X, P, lo, hi
+
+
+@njit(cache=True)
+def _box_scene_contacts(
+    X: np.ndarray,
+    P: np.ndarray,
+    size: np.ndarray,
+    pi: np.ndarray,
+    pj: np.ndarray,
+    body: np.ndarray,
+    local: np.ndarray,
+    material: np.ndarray,
+    mu_table: np.ndarray,
+    plane_normal: np.ndarray,
+    plane_offset: np.ndarray,
+    plane_local: np.ndarray,
+    plane_material: np.ndarray,
+    margin: float,
+) -> tuple:
+    """The contact set of a scene whose shapes are all boxes, plus planes.
+
+    In the order of the array path: every dynamic box's corners against each
+    plane (plane by plane, boxes in table order, corners in the order of
+    ``primitives.box_plane``), then the box pairs ``(pi, pj)`` (``pi < pj``,
+    from the broad phase) of two different bodies, not both static, each with
+    its manifold of :func:`_box_box_pair`.  Returns ``point, normal, distance,
+    body_a, body_b, shape_a, shape_b, mu``.
+    """
+    ns = body.shape[0]
+    npl = plane_normal.shape[0]
+    ndyn = 0
+    for k in range(ns):
+        if body[k] >= 0:
+            ndyn += 1
+    npairs = pi.shape[0]
+    cap = 8 * ndyn * npl + MAX_BOX_CONTACTS * npairs
+    points = np.empty((cap, 3))
+    normals = np.empty((cap, 3))
+    dists = np.empty(cap)
+    sa = np.empty(cap, dtype=np.int64)
+    sb = np.empty(cap, dtype=np.int64)
+    nc = 0
+    # box corners against planes (the plane is B: sb holds -1 - plane)
+    for p in range(npl):
+        n0, n1, n2 = plane_normal[p, 0], plane_normal[p, 1], plane_normal[p, 2]
+        off = plane_offset[p]
+        for k in range(ns):
+            if body[k] < 0:
+                continue
+            Xk = X[k]
+            for c in range(8):
+                l0 = (1.0 if c & 4 else -1.0) * size[k, 0]
+                l1 = (1.0 if c & 2 else -1.0) * size[k, 1]
+                l2 = (1.0 if c & 1 else -1.0) * size[k, 2]
+                x0 = ((Xk[0, 0] * l0 + Xk[2, 0] * l2) + Xk[1, 0] * l1) + P[k, 0]
+                x1 = ((Xk[0, 1] * l0 + Xk[2, 1] * l2) + Xk[1, 1] * l1) + P[k, 1]
+                x2 = ((Xk[0, 2] * l0 + Xk[2, 2] * l2) + Xk[1, 2] * l1) + P[k, 2]
+                height = ((x0 * n0 + x2 * n2) + x1 * n1) - off
+                dist = height - 0.0
+                if dist < margin:
+                    half = 0.5 * dist
+                    points[nc, 0] = (x0 - 0.0 * n0) - half * n0
+                    points[nc, 1] = (x1 - 0.0 * n1) - half * n1
+                    points[nc, 2] = (x2 - 0.0 * n2) - half * n2
+                    normals[nc, 0] = n0
+                    normals[nc, 1] = n1
+                    normals[nc, 2] = n2
+                    dists[nc] = dist
+                    sa[nc] = k
+                    sb[nc] = -1 - p
+                    nc += 1
+    # box pairs
+    poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    for q in range(npairs):
+        a, b = pi[q], pj[q]
+        if body[a] == body[b] or (body[a] < 0 and body[b] < 0):
+            continue
+        got = _box_box_pair(
+            X[a],
+            P[a],
+            size[a],
+            X[b],
+            P[b],
+            size[b],
+            margin,
+            points[nc:],
+            normals[nc:],
+            dists[nc:],
+            poly,
+            buf,
+        )
+        for r in range(nc, nc + got):
+            sa[r] = a
+            sb[r] = b
+        nc += got
+    body_a = np.empty(nc, dtype=np.int64)
+    body_b = np.empty(nc, dtype=np.int64)
+    shape_a = np.empty(nc, dtype=np.int64)
+    shape_b = np.empty(nc, dtype=np.int64)
+    mu = np.empty(nc)
+    for r in range(nc):
+        a, b = sa[r], sb[r]
+        body_a[r] = body[a]
+        shape_a[r] = local[a]
+        if b < 0:
+            body_b[r] = -1
+            shape_b[r] = plane_local[-1 - b]
+            mu[r] = mu_table[material[a], plane_material[-1 - b]]
+        else:
+            body_b[r] = body[b]
+            shape_b[r] = local[b]
+            mu[r] = mu_table[material[a], material[b]]
+    return points[:nc].copy(), normals[:nc].copy(), dists[:nc].copy(), body_a, body_b, shape_a, shape_b, mu

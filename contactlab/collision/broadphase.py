@@ -92,18 +92,16 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
     if n < 2:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
+    lo = np.ascontiguousarray(lo, dtype=np.float64)
+    hi = np.ascontiguousarray(hi, dtype=np.float64)
+    # every box small: one compiled pass (same grid, same pairs)
+    done, i, j = _grid_small(lo, hi, LARGE_FACTOR)
+    if done:
+        return i, j
     ext = (hi - lo).max(axis=1)
     large = ext > LARGE_FACTOR * max(float(np.median(ext)), 1e-12)
     small = np.flatnonzero(~large)
     parts_i, parts_j = [], []
-    if small.size > 1 and not large.any():
-        # every box small: one compiled pass (same grid, same pairs)
-        cell = max(float(ext[small].max()), 1e-12)
-        return _grid_kernel(
-            np.ascontiguousarray(lo, dtype=np.float64),
-            np.ascontiguousarray(hi, dtype=np.float64),
-            cell,
-        )
     if small.size > 1:
         cell = max(float(ext[small].max()), 1e-12)
         c0 = np.floor(lo[small] / cell).astype(np.int64)
@@ -136,6 +134,32 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
     i, j = _unique_pairs(np.concatenate(parts_i), np.concatenate(parts_j), n)
     keep = (i != j) & _overlap(lo, hi, i, j)
     return i[keep], j[keep]
+
+
+@njit(cache=True)
+def _grid_small(lo, hi, factor):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`grid_pairs` when no box is large: ``(True, i, j)``, else ``(False, -, -)``.
+
+    The same test as the general path: a box is large when its extent exceeds
+    ``factor`` times the median extent (at least 1e-12); the cell is the
+    largest extent.
+    """
+    n = lo.shape[0]
+    ext = np.empty(n)
+    for k in range(n):
+        e = hi[k, 0] - lo[k, 0]
+        for d in range(1, 3):
+            e = max(e, hi[k, d] - lo[k, d])
+        ext[k] = e
+    limit = factor * max(np.median(ext), 1e-12)
+    cell = 0.0
+    for k in range(n):
+        if ext[k] > limit:
+            empty = np.zeros(0, dtype=np.int64)
+            return False, empty, empty.copy()
+        cell = max(cell, ext[k])
+    i, j = _grid_kernel(lo, hi, max(cell, 1e-12))
+    return True, i, j
 
 
 @njit(cache=True)
