@@ -454,9 +454,9 @@ def _box_frames(
             for j in range(3):
                 X[k, j, i] = W[i, j]
         for i in range(3):
-            ext = (abs(W[i, 0]) * size[k, 0] + abs(W[i, 2]) * size[k, 2]) + abs(
-                W[i, 1]
-            ) * size[k, 1]
+            ext = (abs(W[i, 0]) * size[k, 0] + abs(W[i, 2]) * size[k, 2]) + abs(W[i, 1]) * size[
+                k, 1
+            ]
             ext += grow
             lo[k, i] = W[i, 3] - ext
             hi[k, i] = W[i, 3] + ext
@@ -574,4 +574,13 @@ def _box_scene_contacts(
             body_b[r] = body[b]
             shape_b[r] = local[b]
             mu[r] = mu_table[material[a], material[b]]
-    return points[:nc].copy(), normals[:nc].copy(), dists[:nc].copy(), body_a, body_b, shape_a, shape_b, mu
+    return (
+        points[:nc].copy(),
+        normals[:nc].copy(),
+        dists[:nc].copy(),
+        body_a,
+        body_b,
+        shape_a,
+        shape_b,
+        mu,
+    )
