@@ -17,6 +17,12 @@ mappings, :mod:`~contactlab.collision.convex`, with a clipped contact
 manifold).  A candidate pair without a narrow phase in :data:`PAIR_FUNCTIONS`
 is an error naming it.
 
+A scene whose shapes are all boxes (besides planes) takes a compiled path
+(:meth:`Collider._boxes`): three kernels place the boxes and grow their
+bounding boxes, find the grid pairs, and write the corner–plane and box–box
+contacts straight into the contact arrays, with the same sums in the same
+order as the array path, so the contacts are the same to the last bit.
+
 Friction: each contact gets ``scene.contact.friction(material_a, material_b)``
 (an explicit ``mu_pairs`` entry for the two materials, in either order, else
 ``mu``).  A body's material is ``Body.material``; static geometry uses its
