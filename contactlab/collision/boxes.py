@@ -155,20 +155,27 @@ def _sgn(x: float) -> float:
 
 
 @njit(cache=True)
-def _clip(poly: np.ndarray, count: int, normal: np.ndarray, limit: float, out: np.ndarray) -> int:
-    """Keep the part of polygon ``poly[:count]`` with ``normal . x <= limit``."""
+def _clip(
+    poly: np.ndarray, count: int, normal: np.ndarray, sign: float, limit: float, out: np.ndarray
+) -> int:
+    """Keep the part of polygon ``poly[:count]`` with ``(sign normal) . x <= limit``."""
+    n0, n1, n2 = sign * normal[0], sign * normal[1], sign * normal[2]
     n_out = 0
     for k in range(count):
         p = poly[k]
         q = poly[(k + 1) % count]
-        dp = normal[0] * p[0] + normal[1] * p[1] + normal[2] * p[2] - limit
-        dq = normal[0] * q[0] + normal[1] * q[1] + normal[2] * q[2] - limit
+        dp = n0 * p[0] + n1 * p[1] + n2 * p[2] - limit
+        dq = n0 * q[0] + n1 * q[1] + n2 * q[2] - limit
         if dp <= 0.0:
-            out[n_out] = p
+            out[n_out, 0] = p[0]
+            out[n_out, 1] = p[1]
+            out[n_out, 2] = p[2]
             n_out += 1
         if (dp < 0.0 < dq) or (dq < 0.0 < dp):
             t = dp / (dp - dq)
-            out[n_out] = p + t * (q - p)
+            out[n_out, 0] = p[0] + t * (q[0] - p[0])
+            out[n_out, 1] = p[1] + t * (q[1] - p[1])
+            out[n_out, 2] = p[2] + t * (q[2] - p[2])
             n_out += 1
     return n_out
 
@@ -183,7 +190,7 @@ def _face_contacts(
     Ri: np.ndarray,
     pi: np.ndarray,
     hi: np.ndarray,
-    normal_ba: np.ndarray,
+    ba_sign: float,
     margin: float,
     points: np.ndarray,
     normals: np.ndarray,
@@ -193,7 +200,10 @@ def _face_contacts(
 ) -> int:
     """Clip the incident box's face against the reference face (outward ``nr``).
 
-    ``poly`` and ``buf`` are (MAX_BOX_CONTACTS + 4, 3) work arrays.
+    The contact normal (B toward A) is ``ba_sign * nr``.  ``poly`` and ``buf`` are
+    (MAX_BOX_CONTACTS + 4, 3) work arrays.  Written component by component (no
+    temporary arrays), each component computed as the vector expression in the
+    comments would.
     """
     # incident face: most anti-parallel to nr
     best, li = -1.0, 0
@@ -202,30 +212,48 @@ def _face_contacts(
         if v > best:
             best, li = v, l
     s = -_sgn(Ri[li, 0] * nr[0] + Ri[li, 1] * nr[1] + Ri[li, 2] * nr[2])
-    fc = pi + s * hi[li] * Ri[li]
+    # fc = pi + s * hi[li] * Ri[li]
+    shl = s * hi[li]
+    fc0 = pi[0] + shl * Ri[li, 0]
+    fc1 = pi[1] + shl * Ri[li, 1]
+    fc2 = pi[2] + shl * Ri[li, 2]
     u, v = (li + 1) % 3, (li + 2) % 3
     su = (1.0, -1.0, -1.0, 1.0)
     sv = (1.0, 1.0, -1.0, -1.0)
     for k in range(4):
-        poly[k] = fc + su[k] * hi[u] * Ri[u] + sv[k] * hi[v] * Ri[v]
+        # poly[k] = fc + su[k] * hi[u] * Ri[u] + sv[k] * hi[v] * Ri[v]
+        a = su[k] * hi[u]
+        b = sv[k] * hi[v]
+        poly[k, 0] = (fc0 + a * Ri[u, 0]) + b * Ri[v, 0]
+        poly[k, 1] = (fc1 + a * Ri[u, 1]) + b * Ri[v, 1]
+        poly[k, 2] = (fc2 + a * Ri[u, 2]) + b * Ri[v, 2]
     count = 4
-    cref = pr + hr[axis] * nr
+    # cref = pr + hr[axis] * nr
+    c0 = pr[0] + hr[axis] * nr[0]
+    c1 = pr[1] + hr[axis] * nr[1]
+    c2 = pr[2] + hr[axis] * nr[2]
     for side in ((axis + 1) % 3, (axis + 2) % 3):
         a = Rr[side]
-        lim = a[0] * cref[0] + a[1] * cref[1] + a[2] * cref[2]
-        count = _clip(poly, count, a, lim + hr[side], buf)
+        lim = a[0] * c0 + a[1] * c1 + a[2] * c2
+        count = _clip(poly, count, a, 1.0, lim + hr[side], buf)
         poly[:count] = buf[:count]
-        count = _clip(poly, count, -a, -lim + hr[side], buf)
+        count = _clip(poly, count, a, -1.0, -lim + hr[side], buf)
         poly[:count] = buf[:count]
         if count == 0:
             return 0
     n_c = 0
     for k in range(count):
         p = poly[k]
-        depth = nr[0] * (p[0] - cref[0]) + nr[1] * (p[1] - cref[1]) + nr[2] * (p[2] - cref[2])
+        depth = nr[0] * (p[0] - c0) + nr[1] * (p[1] - c1) + nr[2] * (p[2] - c2)
         if depth < margin and n_c < MAX_BOX_CONTACTS:
-            points[n_c] = p - 0.5 * depth * nr
-            normals[n_c] = normal_ba
+            # points[n_c] = p - 0.5 * depth * nr
+            half = 0.5 * depth
+            points[n_c, 0] = p[0] - half * nr[0]
+            points[n_c, 1] = p[1] - half * nr[1]
+            points[n_c, 2] = p[2] - half * nr[2]
+            normals[n_c, 0] = ba_sign * nr[0]
+            normals[n_c, 1] = ba_sign * nr[1]
+            normals[n_c, 2] = ba_sign * nr[2]
             dists[n_c] = depth
             n_c += 1
     return n_c
@@ -268,18 +296,23 @@ def _box_box_pair(
     dists: np.ndarray,
     poly: np.ndarray,
     buf: np.ndarray,
+    work: np.ndarray,
 ) -> int:
-    """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows."""
-    d = pb - pa
-    C = np.empty((3, 3))  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
-    t = np.empty(3)
-    u = np.empty(3)
+    """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows.
+
+    ``work`` is a (9, 3) work array (no array is allocated on the face path).
+    """
+    d0, d1, d2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    C = work[0:3]  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
+    absC = work[3:6]
+    t = work[6]
+    u = work[7]
     for i in range(3):
-        t[i] = Ra[i, 0] * d[0] + Ra[i, 1] * d[1] + Ra[i, 2] * d[2]
-        u[i] = Rb[i, 0] * d[0] + Rb[i, 1] * d[1] + Rb[i, 2] * d[2]
+        t[i] = Ra[i, 0] * d0 + Ra[i, 1] * d1 + Ra[i, 2] * d2
+        u[i] = Rb[i, 0] * d0 + Rb[i, 1] * d1 + Rb[i, 2] * d2
         for j in range(3):
             C[i, j] = Ra[i, 0] * Rb[j, 0] + Ra[i, 1] * Rb[j, 1] + Ra[i, 2] * Rb[j, 2]
-    absC = np.abs(C) + 1e-12
+            absC[i, j] = abs(C[i, j]) + 1e-12
     best_face, face_kind, face_idx = -np.inf, 0, 0
     for i in range(3):
         sep = abs(t[i]) - (ha[i] + hb[0] * absC[i, 0] + hb[1] * absC[i, 1] + hb[2] * absC[i, 2])
@@ -339,16 +372,19 @@ def _box_box_pair(
         normals[0] = n
         dists[0] = dist
         return 1
+    nr = work[8]
     if face_kind == 0:
-        axis_w = Ra[face_idx]
-        nr = _sgn(t[face_idx]) * axis_w  # A's outward face normal toward B
+        sg = _sgn(t[face_idx])  # A's outward face normal toward B
+        for c in range(3):
+            nr[c] = sg * Ra[face_idx, c]
         return _face_contacts(
-            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -nr, margin, points, normals, dists, poly, buf
+            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -1.0, margin, points, normals, dists, poly, buf
         )
-    axis_w = Rb[face_idx]
-    nr = -_sgn(u[face_idx]) * axis_w  # B's outward face normal toward A
+    sg = -_sgn(u[face_idx])  # B's outward face normal toward A
+    for c in range(3):
+        nr[c] = sg * Rb[face_idx, c]
     return _face_contacts(
-        Rb, pb, hb, face_idx, nr, Ra, pa, ha, nr, margin, points, normals, dists, poly, buf
+        Rb, pb, hb, face_idx, nr, Ra, pa, ha, 1.0, margin, points, normals, dists, poly, buf
     )
 
 
@@ -370,6 +406,7 @@ def _box_box_kernel(
     counts = np.zeros(m, dtype=np.int64)
     poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
     buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    work = np.empty((9, 3))
     for k in range(m):
         counts[k] = _box_box_pair(
             Xa[k],
@@ -384,6 +421,7 @@ def _box_box_kernel(
             dists[k],
             poly,
             buf,
+            work,
         )
     return points, normals, dists, counts
 
@@ -535,6 +573,7 @@ def _box_scene_contacts(
     # box pairs
     poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
     buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    work = np.empty((9, 3))
     for q in range(npairs):
         a, b = pi[q], pj[q]
         if body[a] == body[b] or (body[a] < 0 and body[b] < 0):
@@ -552,6 +591,7 @@ def _box_scene_contacts(
             dists[nc:],
             poly,
             buf,
+            work,
         )
         for r in range(nc, nc + got):
             sa[r] = a
