@@ -155,7 +155,13 @@ def _sgn(x: float) -> float:
 
 
 @njit(cache=True)
-def _clip(
+def _clip(poly: np.ndarray, count: int, normal: np.ndarray, limit: float, out: np.ndarray) -> int:
+    """Keep the part of polygon ``poly[:count]`` with ``normal . x <= limit``."""
+    return _clip_signed(poly, count, normal, 1.0, limit, out)
+
+
+@njit(cache=True)
+def _clip_signed(
     poly: np.ndarray, count: int, normal: np.ndarray, sign: float, limit: float, out: np.ndarray
 ) -> int:
     """Keep the part of polygon ``poly[:count]`` with ``(sign normal) . x <= limit``."""
@@ -235,9 +241,9 @@ def _face_contacts(
     for side in ((axis + 1) % 3, (axis + 2) % 3):
         a = Rr[side]
         lim = a[0] * c0 + a[1] * c1 + a[2] * c2
-        count = _clip(poly, count, a, 1.0, lim + hr[side], buf)
+        count = _clip_signed(poly, count, a, 1.0, lim + hr[side], buf)
         poly[:count] = buf[:count]
-        count = _clip(poly, count, a, -1.0, -lim + hr[side], buf)
+        count = _clip_signed(poly, count, a, -1.0, -lim + hr[side], buf)
         poly[:count] = buf[:count]
         if count == 0:
             return 0
