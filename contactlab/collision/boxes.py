@@ -1,4 +1,5 @@
-"""Narrow phase for boxes: sphere–box (batched numpy) and box–box (numba).
+"""Narrow phase for boxes: sphere–box (batched numpy) and box–box (numba); the whole
+collision of a scene of boxes and planes in compiled passes (the end of the module).
 
 Box–box follows the separating-axis test (SAT): the 15 candidate axes are the
 three face normals of each box and the nine cross products of their edges.
