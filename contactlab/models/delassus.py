@@ -20,7 +20,12 @@ increasing order, the same operations for ``W_ij`` and ``W_ji``, so ``W`` is
 exactly symmetric.  :func:`velocities` recovers ``v = D (f + C^T z)``.
 
 No ``scipy.sparse`` matrix is formed: the rows of ``[G; N; T; L]`` are stacked
-by concatenating their CSR arrays (:func:`stack_csr`).
+from their CSR arrays by one pass (:func:`stack_rows_csr`, with their right-hand sides
+and bounds; :func:`stack_csr` for the frictionless rows).  The velocity-form route
+takes the rows in the local order with ``q`` from :func:`ordered_rows`, the local order
+with the friction coefficients from :func:`local_order`, the warm start from
+:func:`local_warm_start`; each does numpy's or scipy's operations in their order, so
+the local problem is the same to the bit as the array construction it replaces.
 """
 
 from __future__ import annotations
