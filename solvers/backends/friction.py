@@ -480,7 +480,7 @@ class IPMBackend(FrictionBackend):
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         import scipy.sparse as sp
 
-        from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
+        from solvers.backends.fc_ipm import FactorResidual, VelocityForm, eig_factor, ipm_ccp
         from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
@@ -502,7 +502,8 @@ class IPMBackend(FrictionBackend):
         t0 = time.perf_counter()
         if problem.factor is not None:
             C, d = problem.factor
-            C = sp.csr_matrix(C)
+            if not (sp.issparse(C) and C.format == "csr"):
+                C = sp.csr_matrix(C)
         else:
             Cd, d = eig_factor(problem.W.toarray())
             C = sp.csr_matrix(Cd)
@@ -510,6 +511,7 @@ class IPMBackend(FrictionBackend):
         # no BLAS call on a long vector: on a loaded machine its thread start-up cost ms
         qnorm = math.sqrt(float(np.einsum("i,i->", problem.q, problem.q)))
         u = np.empty(problem.n)
+        ccp_residual = None
         if problem.factor is not None:
             # u = W r + q through the factor (W itself is never formed on this path)
             fptr, fidx, fval = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
@@ -518,6 +520,10 @@ class IPMBackend(FrictionBackend):
             def velocity(r: np.ndarray, q: np.ndarray) -> None:
                 factor_velocity(fptr, fidx, fval, fd, r, q, ftmp, u)
 
+            if law == 0:
+                # the same residual as compiled data: ipm_ccp runs it inside its loop
+                ccp_residual = FactorResidual((fptr, fidx, fval, fd), problem.q, kind, problem,
+                                              qnorm, u)  # fmt: skip
         else:
             ptr, idx, val = _csr(problem)
 
@@ -560,8 +566,9 @@ class IPMBackend(FrictionBackend):
                     point = form.impulse_point(r, problem.q, push)
             if iterate:
                 r, total, res, reason = ipm_ccp(
-                    form, problem.q, opts.tol, cap, residual, point=point, far=self.check_far
-                )
+                    form, problem.q, opts.tol, cap, ccp_residual or residual, point=point,
+                    far=self.check_far,
+                )  # fmt: skip
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
             if finish and warm is not None:
