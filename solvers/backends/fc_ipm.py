@@ -751,8 +751,19 @@ def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.
 _SYMBOLIC: dict[str, Any] = {}
 
 
+@njit(cache=True)
+def same_ints(a: IVec, b: IVec) -> bool:
+    """Whether two integer arrays are equal (lengths and entries)."""
+    if a.shape[0] != b.shape[0]:
+        return False
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 def _same_pattern(a: tuple[IVec, IVec], b: tuple[IVec, IVec]) -> bool:
-    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    return all(same_ints(x, y) for x, y in zip(a, b, strict=True))
 
 
 @njit(cache=True)
@@ -763,6 +774,18 @@ def row_blocks(bptr: IVec, m: int) -> IVec:
         for i in range(bptr[b], bptr[b + 1]):
             out[i] = b
     return out
+
+
+@njit(cache=True)
+def normal_setup(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, gptr, ptr, idx, val, nv, gbp, gbi
+):
+    """:class:`Normal`'s structures in one call: :func:`row_blocks`, :func:`block_columns`
+    and :func:`normal_pattern`."""
+    rowblk = row_blocks(bptr, ptr.shape[0] - 1)
+    cptr, cols, jptr, jval = block_columns(gptr, ptr, idx, val, nv)
+    colptr, row, slot, extra = normal_pattern(cptr, cols, nv, gbp, gbi)
+    return rowblk, cptr, jptr, jval, colptr, row, slot, extra
 
 
 class Normal:
@@ -785,12 +808,11 @@ class Normal:
         size = nv + mb
         self.nv, self.bptr = nv, bptr
         self.gptr, self.gsoc = groups
-        self.rowblk = row_blocks(bptr, ptr.shape[0] - 1)
         self.dinv_inv = 1.0 / dinv
-        self.cptr, cols, self.jptr, self.jval = block_columns(self.gptr, ptr, idx, val, nv)
+        (self.rowblk, self.cptr, self.jptr, self.jval, colptr, row, self.slot,
+         self.extra_slot) = normal_setup(bptr, self.gptr, ptr, idx, val, nv, gbp, gbi)  # fmt: skip
         # bilateral rows: the quasi-definite border [[K, Gb'], [Gb, -delta I]] (constant)
         delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
-        colptr, row, self.slot, self.extra_slot = normal_pattern(self.cptr, cols, nv, gbp, gbi)
         # no border, six unknowns per body: the block Cholesky, else qdldl's scalar LDL'
         self.by_blocks = Normal.blocked and mb == 0 and nv % 6 == 0
         # the pattern of the previous problem (the same bodies in contact, whatever the
@@ -864,6 +886,38 @@ class Normal:
         return np.asarray(self.solver.solve(rhs))
 
 
+@njit(cache=True)
+def soc_impulse_point(  # type: ignore[no-untyped-def]  # pragma: no cover
+    fptr, fidx, fval, d, cp, ci, cd, rows, scale, bil, bptr, r, q, push, wdiag
+):
+    """:meth:`VelocityForm.impulse_point` of the exact cone, in one call (the same
+    arithmetic): ``v = D C' r``, ``s = Ĉ v + ŵ``, ``z = S^{-1} r``, pushed inside."""
+    m = rows.shape[0]
+    v = np.empty(d.shape[0])
+    csr_tmul(fptr, fidx, fval, r, v)
+    for j in range(v.shape[0]):
+        v[j] *= d[j]
+    wh = np.empty(m)
+    for k in range(m):
+        wh[k] = scale[k] * q[rows[k]]
+    s = np.empty(m)
+    csr_mul(cp, ci, cd, v, s)
+    for k in range(m):
+        s[k] += wh[k]
+    z = np.zeros(m)
+    for k in range(m):
+        if scale[k] != 0.0:
+            z[k] = r[rows[k]] / scale[k]
+    scale_s = max(abs_max(wh), 1e-12)
+    wd = max(wdiag, 1e-300)
+    push_interior(bptr, s, push * scale_s)
+    push_interior(bptr, z, push * scale_s / wd)
+    y = np.empty(bil.shape[0])
+    for k in range(bil.shape[0]):
+        y[k] = r[bil[k]]
+    return v, s, z, y
+
+
 class VelocityForm:
     """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``.
 
@@ -905,7 +959,11 @@ class VelocityForm:
             if not C.has_sorted_indices:
                 C = C.copy()
                 C.sort_indices()
-            self.cfac = _arrays_of(C)
+                self.cfac = _arrays_of(C)
+            elif problem.factor is not None and C is problem.factor[0]:
+                self.cfac = problem.factor_arrays[:3]  # the same arrays, int64 already
+            else:
+                self.cfac = _arrays_of(C)
             self.ch, self.gb, self.tt, self.et, self.bptr, gsoc, *sel = select_soc(
                 *self.cfac, problem.mu, problem.row_lo, problem.nc
             )
@@ -974,6 +1032,12 @@ class VelocityForm:
         """
         problem = self.problem
         ptr, idx, val = self.cfac
+        if self.sel is not None:
+            rows, scale, bil = self.sel
+            return soc_impulse_point(  # type: ignore[no-any-return]
+                ptr, idx, val, self.d, *self.ch, rows, scale, bil, self.bptr,
+                np.ascontiguousarray(r, dtype=np.float64), q, push, self.wdiag,
+            )  # fmt: skip
         v = np.empty(self.d.shape[0])
         csr_tmul(ptr, idx, val, r, v)
         v *= self.d
@@ -983,20 +1047,16 @@ class VelocityForm:
         csr_mul(cp, ci, cd, v, s)
         s += wh
         nc = problem.nc
-        if self.sel is not None:
-            rows, scale, bil = self.sel
-            z = np.divide(r[rows], scale, out=np.zeros(rows.shape[0]), where=scale != 0.0)
-        else:
-            uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
-            bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
-            # r_c = diag(1, mu, mu) G β with G = [1; d_j]: β = G⁺ (r_n, r_t / mu)
-            dirs = problem.dirs
-            G = np.vstack([np.ones(dirs.shape[0]), dirs.T])
-            rc = r[: 3 * nc].reshape(nc, 3).copy()
-            mu = problem.mu[:, None]
-            rc[:, 1:] = np.divide(rc[:, 1:], mu, out=np.zeros((nc, 2)), where=mu != 0.0)
-            beta = np.einsum("ca,ja->cj", rc, np.linalg.pinv(G))
-            z = np.concatenate([beta.ravel(), r[uni]])
+        uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
+        bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
+        # r_c = diag(1, mu, mu) G β with G = [1; d_j]: β = G⁺ (r_n, r_t / mu)
+        dirs = problem.dirs
+        G = np.vstack([np.ones(dirs.shape[0]), dirs.T])
+        rc = r[: 3 * nc].reshape(nc, 3).copy()
+        mu = problem.mu[:, None]
+        rc[:, 1:] = np.divide(rc[:, 1:], mu, out=np.zeros((nc, 2)), where=mu != 0.0)
+        beta = np.einsum("ca,ja->cj", rc, np.linalg.pinv(G))
+        z = np.concatenate([beta.ravel(), r[uni]])
         scale_s = max(abs_max(wh), 1e-12)
         wdiag = max(self.wdiag, 1e-300)
         push_interior(self.bptr, s, push * scale_s)
@@ -1151,7 +1211,7 @@ _REASONS = (
 def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     bptr, cp, ci, cd, tp, ti, td, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, slot,
     values, first, second, lptr, lrows, rptr, rcols, rslot, L, perm, fptr, fidx, fval, fd,
-    q, kind, mu, dirs, row_lo, nc, qnorm, v, s, z, wh, tol, max_iter, far,
+    q, kind, mu, dirs, row_lo, nc, qnorm, u, ftmp, v, s, z, wh, tol, max_iter, far,
 ):  # fmt: skip
     """:func:`ipm_ccp`'s loop in one call: no bilateral rows, ``K`` by 6x6 blocks.
 
@@ -1159,7 +1219,8 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     numbers (residuals, scaling, :func:`fill_normal`, the block Cholesky's factor and
     solves, predictor and corrector); each checked iterate's natural map is the CCP's at
     ``r = T z`` with ``u = C diag(d) C' r + q`` (``fptr, fidx, fval, fd``).  ``far <= 0``:
-    every iterate is checked.  ``v, s, z`` are updated in place.  Returns
+    every iterate is checked.  ``v, s, z`` are updated in place, ``u`` holds the last
+    checked velocity (``ftmp``: scratch of one entry per column of ``C``).  Returns
     ``(r, iterations, natural map, reason code of _REASONS)``.
     """
     m, nv, n = s.shape[0], v.shape[0], q.shape[0]
@@ -1169,7 +1230,7 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     wbar, eta = np.zeros(m), np.ones(nb)
     lam, theta = np.empty(m), np.zeros(9 * nb)
     dz, ds = np.empty(m), np.empty(m)
-    r, u, ftmp = np.zeros(n), np.empty(n), np.empty(fd.shape[0])
+    r = np.zeros(n)
     sol = np.empty(nv)
     res, code = np.inf, 0
     best, best_r = np.inf, r.copy()
@@ -1182,8 +1243,9 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
             checked = False
         else:
             checked = True
-            factor_velocity(fptr, fidx, fval, fd, r, q, ftmp, u)
-            res = natural_map(0, kind, mu, dirs, row_lo, nc, r, u, qnorm)
+            res = factor_natural_map(
+                fptr, fidx, fval, fd, r, q, ftmp, u, kind, mu, dirs, row_lo, nc, qnorm
+            )
             if res < best:
                 best, best_r = res, r.copy()
             if res <= tol:
@@ -1233,6 +1295,15 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     return r, it, res, code
 
 
+@njit(cache=True)
+def factor_natural_map(  # type: ignore[no-untyped-def]  # pragma: no cover
+    fptr, fidx, fval, fd, r, q, tmp, out, kind, mu, dirs, row_lo, nc, qnorm
+):
+    """The CCP's natural map at ``r`` with ``out = u = C diag(d) C' r + q``, in one call."""
+    factor_velocity(fptr, fidx, fval, fd, r, q, tmp, out)
+    return natural_map(0, kind, mu, dirs, row_lo, nc, r, out, qnorm)
+
+
 class FactorResidual:
     """The CCP's natural map at ``r`` with ``u = C diag(d) C' r + q`` (``u`` in ``out``).
 
@@ -1251,9 +1322,10 @@ class FactorResidual:
         self.tmp = np.empty(self.fd.shape[0])
 
     def __call__(self, r: Vec) -> tuple[float, Vec]:
-        factor_velocity(self.fptr, self.fidx, self.fval, self.fd, r, self.q, self.tmp, self.out)
-        res = natural_map(0, self.kind, self.mu, self.dirs, self.row_lo, self.nc, r, self.out,
-                          self.qnorm)  # fmt: skip
+        res = factor_natural_map(
+            self.fptr, self.fidx, self.fval, self.fd, r, self.q, self.tmp, self.out, self.kind,
+            self.mu, self.dirs, self.row_lo, self.nc, self.qnorm,
+        )  # fmt: skip
         return float(res), self.out
 
 
@@ -1321,7 +1393,7 @@ def ipm_ccp(
             chol.first, chol.second, chol.lptr, chol.lrows, chol.rptr, chol.rcols, chol.rslot,
             chol.L, chol.perm, residual.fptr, residual.fidx, residual.fval, residual.fd,
             residual.q, residual.kind, residual.mu, residual.dirs, residual.row_lo,
-            residual.nc, residual.qnorm, v, s, z, wh, tol, max_iter,
+            residual.nc, residual.qnorm, residual.out, residual.tmp, v, s, z, wh, tol, max_iter,
             -1.0 if far is None else far,
         )  # fmt: skip
         res = float(res)

@@ -538,6 +538,18 @@ def factor_velocity(
 
 
 @njit(cache=True)
+def factor_diagonal(indptr: IVec, indices: IVec, data: Vec, d: Vec) -> Vec:
+    """The diagonal of ``C diag(d) C'``: ``sum_k C_ik^2 d_k`` per row, in the row's order."""
+    out = np.empty(indptr.shape[0] - 1)
+    for i in range(indptr.shape[0] - 1):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * data[k] * d[indices[k]]
+        out[i] = acc
+    return out
+
+
+@njit(cache=True)
 def soc_measures(r, u, mu, nc, slip):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Signorini, exact-cone and dissipation violations of :func:`solvers.frictional.fc_residuals`
     (the exact cone), contact by contact: ``max(|min(r_n, u_n)|, max(-r_n, -u_n, 0))``,
