@@ -1397,6 +1397,17 @@ def ipm_ccp(
         add_identity(bptr, z, tau / max(wdiag, 1e-300))
     if isinstance(residual, FactorResidual) and normal.by_blocks and not normal.dense:
         # the whole loop in one compiled call (no bilateral rows: mb = 0)
+        if normal.solver is None:
+            # a new pattern: the start's check first, as the loop makes it (a start that
+            # meets the tolerance needs no symbolic analysis)
+            r = np.zeros(problem.n)
+            csr_mul(tp, ti, td, z, r)
+            res, _ = residual(r)
+            if res <= tol or not math.isfinite(res):
+                form.last = (v, s, z, y)
+                if res <= tol:
+                    return r, 0, res, "converged"
+                return np.zeros(problem.n), 0, np.inf, "not finite"
         chol = normal.blocks()
         r, it, res, code = ccp_blocks(
             bptr, cp, ci, cd, tp, ti, td, normal.dinv_inv, normal.gptr, normal.gsoc,
