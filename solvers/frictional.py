@@ -393,11 +393,23 @@ def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
 
 def residuals_and_velocity(problem: FrictionalContact, r: Vec) -> tuple[dict[str, float], Vec]:
     """:func:`fc_residuals` and the velocity ``u = W r + q`` they were measured at."""
-    from solvers.backends.fc_kernels import natural_map, soc_measures
+    from solvers.backends.fc_kernels import factor_soc_residuals, natural_map, soc_measures
 
-    u = problem.velocity(r)
     nc = problem.nc
     law = 0 if problem.law == "ccp" else 1
+    if problem._W is None and problem.cone == "soc":
+        # through the factor, the exact cone: the same kernels in one call
+        u = np.empty(problem.n)
+        nat, sig, cone, dis = factor_soc_residuals(
+            problem._fptr, problem._fidx, problem._fval, problem._fd,
+            np.ascontiguousarray(r, dtype=np.float64), problem.q, np.empty(problem._fd.shape[0]),
+            u, law, problem.mu, problem.dirs, problem.row_lo, nc,
+            math.sqrt(float(np.einsum("i,i->", problem.q, problem.q))), SLIP_SPEED,
+        )  # fmt: skip
+        measures = {"natural_map": float(nat), "signorini": float(sig), "cone": float(cone),
+                    "dissipation": float(dis)}  # fmt: skip
+        return measures, u
+    u = problem.velocity(r)
     kind = 0 if problem.cone == "soc" else 1
     nat = float(
         natural_map(
