@@ -382,14 +382,20 @@ def jordan_div(bptr: IVec, lam: Vec, x: Vec, out: Vec) -> None:
 
 @njit(cache=True)
 def max_step(bptr: IVec, x: Vec, d: Vec) -> float:
-    """Largest ``α`` with ``x + α d`` in the cones (``x`` interior); ``inf`` if unbounded."""
+    """Largest ``α`` with ``x + α d`` in the cones (``x`` interior); ``inf`` if unbounded.
+
+    A Lorentz block needs ``(x_0 + α d_0)² ≥ ||x_1 + α d_1||²`` (the roots of that
+    quadratic) and ``x_0 + α d_0 ≥ 0``: the quadratic alone also admits the negative
+    cone, and a path through the apex (``x_1 = d_1 = 0``, ``d_0 < 0``) has a double root
+    that rounding can turn into a negative discriminant, so the half-space bounds it.
+    """
     best = np.inf
     nb = bptr.shape[0] - 1
     for b in range(nb):
         i = bptr[b]
+        if d[i] < 0.0:
+            best = min(best, -x[i] / d[i])
         if bptr[b + 1] - i == 1:
-            if d[i] < 0.0:
-                best = min(best, -x[i] / d[i])
             continue
         a = d[i] * d[i] - d[i + 1] * d[i + 1] - d[i + 2] * d[i + 2]
         bb = x[i] * d[i] - x[i + 1] * d[i + 1] - x[i + 2] * d[i + 2]

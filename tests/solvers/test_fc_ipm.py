@@ -677,3 +677,45 @@ def test_ipm_fused_loop_gives_the_python_loops_iterates(
         np.testing.assert_array_equal(a[0], b[0])
         for x, y in zip(forms[0].last, forms[1].last, strict=True):  # type: ignore[arg-type]
             np.testing.assert_array_equal(x, y)
+
+
+def test_max_step_is_the_largest_step_inside_the_cones() -> None:
+    """Against bisection on the cone margin (``x_0 - ||x_1||`` and the line's ``x``), to
+    1e-12 relative, on random interior points and directions, and on the apex path
+    ``x = (x_0, 0, 0)``, ``d = (d_0, 0, 0)``, ``d_0 < 0``, whose quadratic has a double root
+    (the box stack's first step stalled there: ``x + d`` went through the apex)."""
+    from solvers.backends.fc_ipm import cone_margin, max_step
+
+    rng = np.random.default_rng(5)
+    bptr = np.array([0, 3, 4], dtype=np.int64)
+    cases = [(np.array([0.03043834, 0.0, 0.0, 1.0]), np.array([-0.04072442, 0.0, 0.0, 0.1]))]
+    for _ in range(300):
+        x = rng.normal(size=4)
+        x[0] = np.linalg.norm(x[1:3]) + rng.uniform(1e-3, 1.0)
+        x[3] = rng.uniform(1e-3, 1.0)
+        cases.append((x, rng.normal(size=4)))
+    for x, d in cases:
+        alpha = max_step(bptr, x, d)
+        lo, hi = 0.0, 1e6
+        if cone_margin(bptr, x + hi * d) >= 0.0:
+            assert alpha == np.inf
+            continue
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if cone_margin(bptr, x + mid * d) >= 0.0 else (lo, mid)
+        assert abs(alpha - lo) <= 1e-12 * max(lo, 1e-12), (x, d, alpha, lo)
+    assert max_step(bptr, *cases[0]) == pytest.approx(0.03043834 / 0.04072442, rel=1e-15)
+
+
+def test_ipm_on_the_box_stacks_first_step() -> None:
+    """``box-stack`` at rest, Anitescu-Hart on the exact cone: the first step converges at
+    the default 1e-8 and gives Clarabel's velocities to 1e-6 m/s (it stalled on the
+    cone boundary after 3 iterations when the step length missed the apex)."""
+    scene = get_scenario("box-stack").build()
+    records = {}
+    for solver in ("ipm", "cvxpy:clarabel"):
+        sim = Simulator(scene, "maximal", "anitescu-hart", solver, model_options={"cone": "soc"})
+        _, records[solver] = sim.step(sim.initial_state(), 0)
+    ipm = records["ipm"].solution
+    assert ipm.status == "optimal", ipm.results[-1].message
+    np.testing.assert_allclose(ipm.v, records["cvxpy:clarabel"].solution.v, atol=1e-6)
