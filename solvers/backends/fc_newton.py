@@ -88,6 +88,24 @@ IVec = NDArray[np.int64]
 
 
 @njit(cache=True)
+def scalar_piece(
+    row: int, x: float, w: float, rho: float, free: bool, phi: Vec, beta: Vec, adiag: Vec
+) -> float:
+    """One scalar row of a min-function: ``Φ = x - max(0, x - ρ w)`` (``Φ = ρ w`` when
+    ``free``: a bilateral row), its piece (``B``'s diagonal ``beta``, ``A``'s ``adiag``);
+    returns ``Φ²``."""
+    if free or x - rho * w > 0.0:
+        phi[row] = rho * w
+        beta[row] = rho
+        adiag[row] = 0.0
+    else:
+        phi[row] = x
+        beta[row] = 0.0
+        adiag[row] = 1.0
+    return phi[row] * phi[row]
+
+
+@njit(cache=True)
 def box_pieces(
     nc: int,
     mu: Vec,
@@ -109,16 +127,7 @@ def box_pieces(
     for i in range(nc):
         j = 3 * i
         rn = r[j]
-        zn = rn - rho[j] * u[j]
-        if zn > 0.0:
-            phi[j] = rho[j] * u[j]
-            beta[j] = rho[j]
-            adiag[j] = 0.0
-        else:
-            phi[j] = rn
-            beta[j] = 0.0
-            adiag[j] = 1.0
-        acc += phi[j] * phi[j]
+        acc += scalar_piece(j, rn, u[j], rho[j], False, phi, beta, adiag)
         b = mu[i] * rn if rn > 0.0 else 0.0
         for k in range(2):
             t = j + 1 + k
@@ -137,15 +146,7 @@ def box_pieces(
             acc += phi[t] * phi[t]
     for m in range(row_lo.shape[0]):
         j = 3 * nc + m
-        if row_lo[m] == -np.inf or r[j] - rho[j] * u[j] > 0.0:
-            phi[j] = rho[j] * u[j]
-            beta[j] = rho[j]
-            adiag[j] = 0.0
-        else:
-            phi[j] = r[j]
-            beta[j] = 0.0
-            adiag[j] = 1.0
-        acc += phi[j] * phi[j]
+        acc += scalar_piece(j, r[j], u[j], rho[j], row_lo[m] == -np.inf, phi, beta, adiag)
     return 0.5 * acc
 
 
@@ -481,27 +482,11 @@ def pyramid_pieces(
                 rem -= x[row]
             else:
                 w = rem
-            if x[row] - rho[row] * w > 0.0:
-                phi[row] = rho[row] * w
-                beta[row] = rho[row]
-                adiag[row] = 0.0
-            else:
-                phi[row] = x[row]
-                beta[row] = 0.0
-                adiag[row] = 1.0
-            acc += phi[row] * phi[row]
+            acc += scalar_piece(row, x[row], w, rho[row], False, phi, beta, adiag)
     for b in range(row_lo.shape[0]):
         row = m * nc + b
         w = u[3 * nc + b]
-        if row_lo[b] == -np.inf or x[row] - rho[row] * w > 0.0:
-            phi[row] = rho[row] * w
-            beta[row] = rho[row]
-            adiag[row] = 0.0
-        else:
-            phi[row] = x[row]
-            beta[row] = 0.0
-            adiag[row] = 1.0
-        acc += phi[row] * phi[row]
+        acc += scalar_piece(row, x[row], w, rho[row], row_lo[b] == -np.inf, phi, beta, adiag)
     return 0.5 * acc
 
 
