@@ -152,6 +152,11 @@ def _frictional_backends() -> None:
 
     pyr = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "pyramid", factor=(C, np.ones(4)))
     PyramidNewton(pyr, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
+    # and of the Coulomb law on the exact cone (Alart--Curnier's function)
+    from solvers.backends.fc_newton import SocNewton
+
+    soc = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "soc", factor=(C, np.ones(4)))
+    SocNewton(soc, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
     for name in ("nsgs", "ipm"):
         try:
             cold = solvers.solve(factored, name)
