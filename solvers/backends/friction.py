@@ -625,28 +625,38 @@ class IPMBackend(FrictionBackend):
         newton_its, rerun = newton_first, False
         # the exact cone: Newton on Alart--Curnier's function when the rounds stop short
         soc_finish = law == 1 and problem.cone == "soc" and newton_cap > 0
-        if res > opts.tol and (finish or soc_finish) and np.all(np.isfinite(r)):
-            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
-            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the
-            # law's min-function, from the sweeps' impulses
+
+        def newton_finish(r: np.ndarray, res: float, budget: int) -> tuple[Any, float, int, int]:
+            """Newton from ``r`` for at most ``budget`` iterations, ``restart_sweeps`` sweeps
+            whenever no step decreases its merit: ``(r, res, iterations, sweeps)``."""
             from solvers.backends.fc_kernels import nsgs
 
             finisher = box_newton()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
-            while newton_its < newton_cap:
-                r, its, res, why = finisher.solve(r, opts.tol, newton_cap - newton_its)
-                newton_its += its
+            its_all, sweeps_all = 0, 0
+            while its_all < budget:
+                r, its, res, why = finisher.solve(r, opts.tol, budget - its_all)
+                its_all += its
                 if res <= opts.tol or why != "no descent":
                     break
                 # no step length decreases the merit (a local minimum of 0.5 ||Φ||² on a
                 # piece without a solution): a few sweeps move the iterate off it
                 r = r.copy()
                 more, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.restart_sweeps, False)
-                sweeps += int(more)
+                sweeps_all += int(more)
                 res = float(res)
                 if res <= opts.tol:
                     break
+            return r, res, its_all, sweeps_all
+
+        if res > opts.tol and (finish or soc_finish) and np.all(np.isfinite(r)):
+            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
+            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the
+            # law's min-function, from the sweeps' impulses
+            r, res, its, more = newton_finish(r, res, newton_cap - newton_its)
+            newton_its += its
+            sweeps += more
             reason = "converged" if res <= opts.tol else reason
             if res > opts.tol and reason == "stalled" and total < cap:
                 # Newton did not finish either: the fixed point without the stall test, the rest
@@ -679,6 +689,13 @@ class IPMBackend(FrictionBackend):
                     r, res, reason = kept_r, kept_res, kept_reason
                 if opts.max_iter is None:
                     cap = self.fallback_iterations
+            if fallback and res > opts.tol and (finish or soc_finish) and np.all(np.isfinite(r)):
+                # Newton once more, from the fallback's iterate (on its own ``newton`` cap)
+                r, res, its, more = newton_finish(r, res, newton_cap)
+                newton_its += its
+                sweeps += more
+                if res <= opts.tol:
+                    reason = "converged"
         t2 = time.perf_counter()
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"
