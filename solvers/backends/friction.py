@@ -361,13 +361,16 @@ class IPMBackend(FrictionBackend):
 
     Exact cone: Newton's finish.  When the Coulomb law's rounds and the ``polish_sweeps``
     sweeps on the exact cone stop short of the tolerance, semismooth Newton on
-    Alart--Curnier's function (:class:`~solvers.backends.fc_newton.SocNewton`, at most
-    ``newton`` iterations, ``restart_sweeps`` sweeps whenever no step decreases its merit)
-    finishes from their impulses, before the plain fallback below.  On the 16 saved steps of
-    the 100- and 200-box drop transients that the fixed point (with the plain fallback)
-    left at 1.1e-6 to 8.3e-6 after 3,000 iterations, it converges on 15 in 9-104 Newton
-    iterations after the 500 of the rounds (0.5-1.0 s per step instead of 1-2 s); on the
-    16th (100 boxes, step 108) its merit stops decreasing at 1.12e-6.
+    Alart--Curnier's function (:class:`~solvers.backends.fc_newton.SocNewton` with
+    ``soc_rho_scale``; at most ``newton`` iterations, ``restart_sweeps`` sweeps whenever no
+    step decreases its merit) finishes from their impulses, before the plain fallback
+    below.  On the 18 saved steps of the 100- and 200-box drop transients that the fixed
+    point left at 1.1e-6 to 8.3e-6 after 3,000 iterations (accelerated rounds, then the
+    plain fallback), it converges on all 18 in 7-49 Newton iterations after the rounds' 500
+    (0.5-1.0 s per step instead of 1-2 s).  There the plain iteration is no remedy: on the
+    100-box step 108 its natural map stays at 1.88e-6 to 1.97e-6 from round 30 to round
+    9,900 (one interior-point iteration per round), and Gauss--Seidel sweeps need 46,000
+    sweeps (18 s) to reach 7.6e-7.
 
     Plain fallback.  On a few steps of piles landing from a drop the accelerated fixed
     point (and, on the box, Newton's finish) stops short (4 of 800 saved steps'
@@ -377,6 +380,14 @@ class IPMBackend(FrictionBackend):
     iteration runs from the start on the rest of the budget: ``fallback_iterations``
     (3,000) when no ``max_iter`` is given, else ``max_iter`` (a run given 500 iterations
     spends at most 500); the better of the two results is kept and the message says so.
+    If it stops short too, Newton's finish (box, pyramid, exact cone) runs once more from its
+    iterate, on a second ``newton`` allotment: on the four saved box-law drop steps (100
+    and 200 boxes) whose fallback ended at 1.6e-6 to 3.1e-6, it converges on two (100 boxes
+    step 174: 11 iterations; 200 boxes step 196: 15).  If that stops short as well,
+    ``final_sweeps`` (5,000) Gauss--Seidel sweeps from the best iterate (200 boxes step 91:
+    the fallback's 1.6e-6 to 9.6e-7 in 2,819; on the 100-box steps 90 and 267 they end at
+    1.5e-6 and 1.4e-5: on step 90 sweeps reach the tolerance after about 30,000, on step
+    267 they wander between 8e-5 and 3e-4 over 28,000).
     """
 
     name = "ipm"
@@ -467,6 +478,9 @@ class IPMBackend(FrictionBackend):
     fallback_iterations = 3000
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
+    #: Sweeps from the best iterate when the plain fallback and Newton's second finish
+    #: stop short too (class docstring, "Plain fallback").
+    final_sweeps = 5000
     #: Box law with a Newton finish: sweeps before Newton starts (0: Newton from the fixed
     #: point's best round; on ten recorded 100-box steps the 200 of ``polish_sweeps`` took
     #: 77 ms where they ran and met the tolerance on 2 of 8).
@@ -694,6 +708,21 @@ class IPMBackend(FrictionBackend):
                 r, res, its, more = newton_finish(r, res, newton_cap)
                 newton_its += its
                 sweeps += more
+                if res <= opts.tol:
+                    reason = "converged"
+            if fallback and res > opts.tol and self.final_sweeps and np.all(np.isfinite(r)):
+                # still short: Gauss--Seidel sweeps from the best iterate (class docstring)
+                from solvers.backends.fc_kernels import nsgs
+
+                ptr, idx, val = _csr(problem)
+                args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs)
+                r_s = r.copy()
+                more, res_s = nsgs(
+                    *args, problem.row_lo, problem.nc, r_s, 1.0, opts.tol, self.final_sweeps, False
+                )
+                sweeps += int(more)
+                if float(res_s) < res:
+                    r, res = r_s, float(res_s)
                 if res <= opts.tol:
                     reason = "converged"
         t2 = time.perf_counter()
