@@ -715,11 +715,11 @@ class IPMBackend(FrictionBackend):
                 from solvers.backends.fc_kernels import nsgs
 
                 ptr, idx, val = _csr(problem)
-                args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs)
                 r_s = r.copy()
                 more, res_s = nsgs(
-                    *args, problem.row_lo, problem.nc, r_s, 1.0, opts.tol, self.final_sweeps, False
-                )
+                    ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs,
+                    problem.row_lo, problem.nc, r_s, 1.0, opts.tol, self.final_sweeps, False,
+                )  # fmt: skip
                 sweeps += int(more)
                 if float(res_s) < res:
                     r, res = r_s, float(res_s)
