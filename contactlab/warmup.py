@@ -3,14 +3,14 @@
 The kernels are compiled lazily, at their first call with given argument
 types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
 paths that call them with the argument types a simulation uses: a box stack
-(box--box and box--plane collision, projected Gauss--Seidel), a cylinder on a
-box (the convex and cylinder narrow phase), a reduced four-bar with joint
-friction (tree recursions, joint-friction kernels), a chain of general joints
-(generated joint kernels), the O(n) hybrid
-dynamics recursion and its derivatives on a prepared model, and the
-frictional-contact backends (NSGS, APGD, ADMM) on a two-contact problem and a box
-stack through the compiled local problem.  It then
-checks that every kernel of
+(the compiled collision of box-and-plane scenes, projected Gauss--Seidel), a
+cylinder on two boxes (the convex and cylinder narrow phase, box--box and
+box--plane in a scene of mixed shapes), a reduced four-bar with joint friction
+(tree recursions, joint-friction kernels), a chain of general joints (generated
+joint kernels), the O(n) hybrid dynamics recursion and its derivatives on a
+prepared model, and the frictional-contact backends (NSGS, APGD, ADMM) on a
+two-contact problem and a box stack through the compiled local problem.  It
+then checks that every kernel of
 :data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
 names those that have none.
 """
@@ -42,21 +42,28 @@ def _run_scenario(build: Callable[..., Any], name: str, steps: int) -> None:
 
 
 def _cylinder_on_box() -> Scene:
-    """A cylinder standing on a box on the ground (contacts at the first step)."""
+    """A cylinder standing on two stacked boxes on the ground (contacts at the first
+    step; a scene of mixed shapes, so its box pair takes the general narrow phase)."""
     from contactlab.bodies import body_from_shape
     from contactlab.shapes import Box, Cylinder, Plane
 
-    box, _ = body_from_shape("box", Box(half_extents=np.array([0.2, 0.2, 0.05])), density=1000.0)
+    half = np.array([0.2, 0.2, 0.05])
+    box, _ = body_from_shape("box", Box(half_extents=half), density=1000.0)
+    top, _ = body_from_shape("top", Box(half_extents=half), density=1000.0)
     cyl, _ = body_from_shape("cyl", Cylinder(radius=0.05, half_height=0.1), density=1000.0)
     tilt = se3.exp_so3(np.radians([5.0, 0.0, 0.0]))
     return Scene(
         "warmup-cylinder",
-        (box, cyl),
+        (box, top, cyl),
         static_shapes=(Plane(),),
         initial_E=np.stack(
-            [se3.make_transform(None, [0, 0, 0.05]), se3.make_transform(tilt, [0, 0, 0.2])]
+            [
+                se3.make_transform(None, [0, 0, 0.05]),
+                se3.make_transform(None, [0, 0, 0.15]),
+                se3.make_transform(tilt, [0, 0, 0.3]),
+            ]
         ),
-        initial_phi=np.zeros((2, 6)),
+        initial_phi=np.zeros((3, 6)),
         dt=0.005,
     )
 
@@ -214,7 +221,7 @@ def warmup(report: Callable[[str], None] = print) -> list[str]:
     steps: list[tuple[str, Callable[[], object]]] = [
         (name, partial(_run_scenario, build_simulator, name, n)) for name, n in SCENARIO_CASES
     ]
-    steps.append(("cylinder on a box", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
+    steps.append(("cylinder on two boxes", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
     steps.append(("hybrid dynamics recursion", _recursion))
     steps.append(("model recursions and derivatives", _model_recursions))
     steps.append(("frictional-contact backends", _frictional_backends))

@@ -1,4 +1,5 @@
-"""Narrow phase for boxes: sphere–box (batched numpy) and box–box (numba).
+"""Narrow phase for boxes: sphere–box (batched numpy) and box–box (numba); the whole
+collision of a scene of boxes and planes in compiled passes (the end of the module).
 
 Box–box follows the separating-axis test (SAT): the 15 candidate axes are the
 three face normals of each box and the nine cross products of their edges.
@@ -157,18 +158,31 @@ def _sgn(x: float) -> float:
 @njit(cache=True)
 def _clip(poly: np.ndarray, count: int, normal: np.ndarray, limit: float, out: np.ndarray) -> int:
     """Keep the part of polygon ``poly[:count]`` with ``normal . x <= limit``."""
+    return _clip_signed(poly, count, normal, 1.0, limit, out)
+
+
+@njit(cache=True)
+def _clip_signed(
+    poly: np.ndarray, count: int, normal: np.ndarray, sign: float, limit: float, out: np.ndarray
+) -> int:
+    """Keep the part of polygon ``poly[:count]`` with ``(sign normal) . x <= limit``."""
+    n0, n1, n2 = sign * normal[0], sign * normal[1], sign * normal[2]
     n_out = 0
     for k in range(count):
         p = poly[k]
         q = poly[(k + 1) % count]
-        dp = normal[0] * p[0] + normal[1] * p[1] + normal[2] * p[2] - limit
-        dq = normal[0] * q[0] + normal[1] * q[1] + normal[2] * q[2] - limit
+        dp = n0 * p[0] + n1 * p[1] + n2 * p[2] - limit
+        dq = n0 * q[0] + n1 * q[1] + n2 * q[2] - limit
         if dp <= 0.0:
-            out[n_out] = p
+            out[n_out, 0] = p[0]
+            out[n_out, 1] = p[1]
+            out[n_out, 2] = p[2]
             n_out += 1
         if (dp < 0.0 < dq) or (dq < 0.0 < dp):
             t = dp / (dp - dq)
-            out[n_out] = p + t * (q - p)
+            out[n_out, 0] = p[0] + t * (q[0] - p[0])
+            out[n_out, 1] = p[1] + t * (q[1] - p[1])
+            out[n_out, 2] = p[2] + t * (q[2] - p[2])
             n_out += 1
     return n_out
 
@@ -183,7 +197,7 @@ def _face_contacts(
     Ri: np.ndarray,
     pi: np.ndarray,
     hi: np.ndarray,
-    normal_ba: np.ndarray,
+    ba_sign: float,
     margin: float,
     points: np.ndarray,
     normals: np.ndarray,
@@ -193,7 +207,10 @@ def _face_contacts(
 ) -> int:
     """Clip the incident box's face against the reference face (outward ``nr``).
 
-    ``poly`` and ``buf`` are (MAX_BOX_CONTACTS + 4, 3) work arrays.
+    The contact normal (B toward A) is ``ba_sign * nr``.  ``poly`` and ``buf`` are
+    (MAX_BOX_CONTACTS + 4, 3) work arrays.  Written component by component (no
+    temporary arrays), each component computed as the vector expression in the
+    comments would.
     """
     # incident face: most anti-parallel to nr
     best, li = -1.0, 0
@@ -202,30 +219,48 @@ def _face_contacts(
         if v > best:
             best, li = v, l
     s = -_sgn(Ri[li, 0] * nr[0] + Ri[li, 1] * nr[1] + Ri[li, 2] * nr[2])
-    fc = pi + s * hi[li] * Ri[li]
+    # fc = pi + s * hi[li] * Ri[li]
+    shl = s * hi[li]
+    fc0 = pi[0] + shl * Ri[li, 0]
+    fc1 = pi[1] + shl * Ri[li, 1]
+    fc2 = pi[2] + shl * Ri[li, 2]
     u, v = (li + 1) % 3, (li + 2) % 3
     su = (1.0, -1.0, -1.0, 1.0)
     sv = (1.0, 1.0, -1.0, -1.0)
     for k in range(4):
-        poly[k] = fc + su[k] * hi[u] * Ri[u] + sv[k] * hi[v] * Ri[v]
+        # poly[k] = fc + su[k] * hi[u] * Ri[u] + sv[k] * hi[v] * Ri[v]
+        a = su[k] * hi[u]
+        b = sv[k] * hi[v]
+        poly[k, 0] = (fc0 + a * Ri[u, 0]) + b * Ri[v, 0]
+        poly[k, 1] = (fc1 + a * Ri[u, 1]) + b * Ri[v, 1]
+        poly[k, 2] = (fc2 + a * Ri[u, 2]) + b * Ri[v, 2]
     count = 4
-    cref = pr + hr[axis] * nr
+    # cref = pr + hr[axis] * nr
+    c0 = pr[0] + hr[axis] * nr[0]
+    c1 = pr[1] + hr[axis] * nr[1]
+    c2 = pr[2] + hr[axis] * nr[2]
     for side in ((axis + 1) % 3, (axis + 2) % 3):
         a = Rr[side]
-        lim = a[0] * cref[0] + a[1] * cref[1] + a[2] * cref[2]
-        count = _clip(poly, count, a, lim + hr[side], buf)
+        lim = a[0] * c0 + a[1] * c1 + a[2] * c2
+        count = _clip_signed(poly, count, a, 1.0, lim + hr[side], buf)
         poly[:count] = buf[:count]
-        count = _clip(poly, count, -a, -lim + hr[side], buf)
+        count = _clip_signed(poly, count, a, -1.0, -lim + hr[side], buf)
         poly[:count] = buf[:count]
         if count == 0:
             return 0
     n_c = 0
     for k in range(count):
         p = poly[k]
-        depth = nr[0] * (p[0] - cref[0]) + nr[1] * (p[1] - cref[1]) + nr[2] * (p[2] - cref[2])
+        depth = nr[0] * (p[0] - c0) + nr[1] * (p[1] - c1) + nr[2] * (p[2] - c2)
         if depth < margin and n_c < MAX_BOX_CONTACTS:
-            points[n_c] = p - 0.5 * depth * nr
-            normals[n_c] = normal_ba
+            # points[n_c] = p - 0.5 * depth * nr
+            half = 0.5 * depth
+            points[n_c, 0] = p[0] - half * nr[0]
+            points[n_c, 1] = p[1] - half * nr[1]
+            points[n_c, 2] = p[2] - half * nr[2]
+            normals[n_c, 0] = ba_sign * nr[0]
+            normals[n_c, 1] = ba_sign * nr[1]
+            normals[n_c, 2] = ba_sign * nr[2]
             dists[n_c] = depth
             n_c += 1
     return n_c
@@ -268,18 +303,23 @@ def _box_box_pair(
     dists: np.ndarray,
     poly: np.ndarray,
     buf: np.ndarray,
+    work: np.ndarray,
 ) -> int:
-    """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows."""
-    d = pb - pa
-    C = np.empty((3, 3))  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
-    t = np.empty(3)
-    u = np.empty(3)
+    """Contacts of one box pair; ``Ra, Rb`` hold the boxes' world axes as rows.
+
+    ``work`` is a (9, 3) work array (no array is allocated on the face path).
+    """
+    d0, d1, d2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    C = work[0:3]  # C[i, j] = a_i . b_j: B's axes in A's frame (columns)
+    absC = work[3:6]
+    t = work[6]
+    u = work[7]
     for i in range(3):
-        t[i] = Ra[i, 0] * d[0] + Ra[i, 1] * d[1] + Ra[i, 2] * d[2]
-        u[i] = Rb[i, 0] * d[0] + Rb[i, 1] * d[1] + Rb[i, 2] * d[2]
+        t[i] = Ra[i, 0] * d0 + Ra[i, 1] * d1 + Ra[i, 2] * d2
+        u[i] = Rb[i, 0] * d0 + Rb[i, 1] * d1 + Rb[i, 2] * d2
         for j in range(3):
             C[i, j] = Ra[i, 0] * Rb[j, 0] + Ra[i, 1] * Rb[j, 1] + Ra[i, 2] * Rb[j, 2]
-    absC = np.abs(C) + 1e-12
+            absC[i, j] = abs(C[i, j]) + 1e-12
     best_face, face_kind, face_idx = -np.inf, 0, 0
     for i in range(3):
         sep = abs(t[i]) - (ha[i] + hb[0] * absC[i, 0] + hb[1] * absC[i, 1] + hb[2] * absC[i, 2])
@@ -339,16 +379,19 @@ def _box_box_pair(
         normals[0] = n
         dists[0] = dist
         return 1
+    nr = work[8]
     if face_kind == 0:
-        axis_w = Ra[face_idx]
-        nr = _sgn(t[face_idx]) * axis_w  # A's outward face normal toward B
+        sg = _sgn(t[face_idx])  # A's outward face normal toward B
+        for c in range(3):
+            nr[c] = sg * Ra[face_idx, c]
         return _face_contacts(
-            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -nr, margin, points, normals, dists, poly, buf
+            Ra, pa, ha, face_idx, nr, Rb, pb, hb, -1.0, margin, points, normals, dists, poly, buf
         )
-    axis_w = Rb[face_idx]
-    nr = -_sgn(u[face_idx]) * axis_w  # B's outward face normal toward A
+    sg = -_sgn(u[face_idx])  # B's outward face normal toward A
+    for c in range(3):
+        nr[c] = sg * Rb[face_idx, c]
     return _face_contacts(
-        Rb, pb, hb, face_idx, nr, Ra, pa, ha, nr, margin, points, normals, dists, poly, buf
+        Rb, pb, hb, face_idx, nr, Ra, pa, ha, 1.0, margin, points, normals, dists, poly, buf
     )
 
 
@@ -370,6 +413,7 @@ def _box_box_kernel(
     counts = np.zeros(m, dtype=np.int64)
     poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
     buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    work = np.empty((9, 3))
     for k in range(m):
         counts[k] = _box_box_pair(
             Xa[k],
@@ -384,6 +428,7 @@ def _box_box_kernel(
             dists[k],
             poly,
             buf,
+            work,
         )
     return points, normals, dists, counts
 
@@ -405,3 +450,184 @@ def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
     mask = np.arange(MAX_BOX_CONTACTS)[None, :] < counts[:, None]
     pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
     return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+
+
+# ----------------------------------------------------------------------------
+# scenes of boxes and planes: the whole detection in three compiled passes
+# ----------------------------------------------------------------------------
+# The sums below are ordered (x0 + x2) + x1, the order numpy's einsum sums three
+# products in, so these kernels give the same bits as the array path they replace
+# (table.ShapeTable.aabbs, primitives.box_plane and points_plane).
+@njit(cache=True)
+def _box_frames(
+    E: np.ndarray,
+    body: np.ndarray,
+    pose: np.ndarray,
+    slot: np.ndarray,
+    posed: np.ndarray,
+    size: np.ndarray,
+    margin: float,
+) -> tuple:
+    """World axes (rows of ``X``), centres ``P`` and margin-grown boxes of every box.
+
+    Shape ``k`` is placed at ``pose[k]`` when static (``body[k] < 0``), at
+    ``E[body[k]]`` when its pose is the identity (``slot[k] < 0``), else at
+    ``posed[slot[k]]`` (``E[body] @ pose``, formed by the caller).  Also
+    returns whether every entry of ``E`` is finite.
+    """
+    finite = True
+    for b in range(E.shape[0]):
+        for r in range(4):
+            for c in range(4):
+                if not np.isfinite(E[b, r, c]):
+                    finite = False
+    ns = body.shape[0]
+    X = np.empty((ns, 3, 3))
+    P = np.empty((ns, 3))
+    lo = np.empty((ns, 3))
+    hi = np.empty((ns, 3))
+    grow = 0.5 * margin
+    for k in range(ns):
+        if body[k] < 0:
+            W = pose[k]
+        elif slot[k] < 0:
+            W = E[body[k]]
+        else:
+            W = posed[slot[k]]
+        for i in range(3):
+            P[k, i] = W[i, 3]
+            for j in range(3):
+                X[k, j, i] = W[i, j]
+        for i in range(3):
+            ext = (abs(W[i, 0]) * size[k, 0] + abs(W[i, 2]) * size[k, 2]) + abs(W[i, 1]) * size[
+                k, 1
+            ]
+            ext += grow
+            lo[k, i] = W[i, 3] - ext
+            hi[k, i] = W[i, 3] + ext
+    return finite, X, P, lo, hi
+
+
+@njit(cache=True)
+def _box_scene_contacts(
+    X: np.ndarray,
+    P: np.ndarray,
+    size: np.ndarray,
+    pi: np.ndarray,
+    pj: np.ndarray,
+    body: np.ndarray,
+    local: np.ndarray,
+    material: np.ndarray,
+    mu_table: np.ndarray,
+    plane_normal: np.ndarray,
+    plane_offset: np.ndarray,
+    plane_local: np.ndarray,
+    plane_material: np.ndarray,
+    margin: float,
+) -> tuple:
+    """The contact set of a scene whose shapes are all boxes, plus planes.
+
+    In the order of the array path: every dynamic box's corners against each
+    plane (plane by plane, boxes in table order, corners in the order of
+    ``primitives.box_plane``), then the box pairs ``(pi, pj)`` (``pi < pj``,
+    from the broad phase) of two different bodies, not both static, each with
+    its manifold of :func:`_box_box_pair`.  Returns ``point, normal, distance,
+    body_a, body_b, shape_a, shape_b, mu``.
+    """
+    ns = body.shape[0]
+    npl = plane_normal.shape[0]
+    ndyn = 0
+    for k in range(ns):
+        if body[k] >= 0:
+            ndyn += 1
+    npairs = pi.shape[0]
+    cap = 8 * ndyn * npl + MAX_BOX_CONTACTS * npairs
+    points = np.empty((cap, 3))
+    normals = np.empty((cap, 3))
+    dists = np.empty(cap)
+    sa = np.empty(cap, dtype=np.int64)
+    sb = np.empty(cap, dtype=np.int64)
+    nc = 0
+    # box corners against planes (the plane is B: sb holds -1 - plane)
+    for p in range(npl):
+        n0, n1, n2 = plane_normal[p, 0], plane_normal[p, 1], plane_normal[p, 2]
+        off = plane_offset[p]
+        for k in range(ns):
+            if body[k] < 0:
+                continue
+            Xk = X[k]
+            for c in range(8):
+                l0 = (1.0 if c & 4 else -1.0) * size[k, 0]
+                l1 = (1.0 if c & 2 else -1.0) * size[k, 1]
+                l2 = (1.0 if c & 1 else -1.0) * size[k, 2]
+                x0 = ((Xk[0, 0] * l0 + Xk[2, 0] * l2) + Xk[1, 0] * l1) + P[k, 0]
+                x1 = ((Xk[0, 1] * l0 + Xk[2, 1] * l2) + Xk[1, 1] * l1) + P[k, 1]
+                x2 = ((Xk[0, 2] * l0 + Xk[2, 2] * l2) + Xk[1, 2] * l1) + P[k, 2]
+                height = ((x0 * n0 + x2 * n2) + x1 * n1) - off
+                dist = height - 0.0
+                if dist < margin:
+                    half = 0.5 * dist
+                    points[nc, 0] = (x0 - 0.0 * n0) - half * n0
+                    points[nc, 1] = (x1 - 0.0 * n1) - half * n1
+                    points[nc, 2] = (x2 - 0.0 * n2) - half * n2
+                    normals[nc, 0] = n0
+                    normals[nc, 1] = n1
+                    normals[nc, 2] = n2
+                    dists[nc] = dist
+                    sa[nc] = k
+                    sb[nc] = -1 - p
+                    nc += 1
+    # box pairs
+    poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
+    work = np.empty((9, 3))
+    for q in range(npairs):
+        a, b = pi[q], pj[q]
+        if body[a] == body[b] or (body[a] < 0 and body[b] < 0):
+            continue
+        got = _box_box_pair(
+            X[a],
+            P[a],
+            size[a],
+            X[b],
+            P[b],
+            size[b],
+            margin,
+            points[nc:],
+            normals[nc:],
+            dists[nc:],
+            poly,
+            buf,
+            work,
+        )
+        for r in range(nc, nc + got):
+            sa[r] = a
+            sb[r] = b
+        nc += got
+    body_a = np.empty(nc, dtype=np.int64)
+    body_b = np.empty(nc, dtype=np.int64)
+    shape_a = np.empty(nc, dtype=np.int64)
+    shape_b = np.empty(nc, dtype=np.int64)
+    mu = np.empty(nc)
+    for r in range(nc):
+        a, b = sa[r], sb[r]
+        body_a[r] = body[a]
+        shape_a[r] = local[a]
+        if b < 0:
+            body_b[r] = -1
+            shape_b[r] = plane_local[-1 - b]
+            mu[r] = mu_table[material[a], plane_material[-1 - b]]
+        else:
+            body_b[r] = body[b]
+            shape_b[r] = local[b]
+            mu[r] = mu_table[material[a], material[b]]
+    return (
+        points[:nc].copy(),
+        normals[:nc].copy(),
+        dists[:nc].copy(),
+        body_a,
+        body_b,
+        shape_a,
+        shape_b,
+        mu,
+    )

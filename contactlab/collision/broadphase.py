@@ -92,18 +92,16 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
     if n < 2:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
+    lo = np.ascontiguousarray(lo, dtype=np.float64)
+    hi = np.ascontiguousarray(hi, dtype=np.float64)
+    # every box small: one compiled pass (same grid, same pairs)
+    done, i, j = _grid_small(lo, hi, LARGE_FACTOR)
+    if done:
+        return i, j
     ext = (hi - lo).max(axis=1)
     large = ext > LARGE_FACTOR * max(float(np.median(ext)), 1e-12)
     small = np.flatnonzero(~large)
     parts_i, parts_j = [], []
-    if small.size > 1 and not large.any():
-        # every box small: one compiled pass (same grid, same pairs)
-        cell = max(float(ext[small].max()), 1e-12)
-        return _grid_kernel(
-            np.ascontiguousarray(lo, dtype=np.float64),
-            np.ascontiguousarray(hi, dtype=np.float64),
-            cell,
-        )
     if small.size > 1:
         cell = max(float(ext[small].max()), 1e-12)
         c0 = np.floor(lo[small] / cell).astype(np.int64)
@@ -139,8 +137,41 @@ def grid_pairs(lo: Array, hi: Array) -> tuple[IntArray, IntArray]:
 
 
 @njit(cache=True)
+def _grid_small(lo, hi, factor):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`grid_pairs` when no box is large: ``(True, i, j)``, else ``(False, -, -)``.
+
+    The same test as the general path: a box is large when its extent exceeds
+    ``factor`` times the median extent (at least 1e-12); the cell is the
+    largest extent.
+    """
+    n = lo.shape[0]
+    ext = np.empty(n)
+    for k in range(n):
+        e = hi[k, 0] - lo[k, 0]
+        for d in range(1, 3):
+            e = max(e, hi[k, d] - lo[k, d])
+        ext[k] = e
+    limit = factor * max(np.median(ext), 1e-12)
+    cell = 0.0
+    for k in range(n):
+        if ext[k] > limit:
+            empty = np.zeros(0, dtype=np.int64)
+            return False, empty, empty.copy()
+        cell = max(cell, ext[k])
+    i, j = _grid_kernel(lo, hi, max(cell, 1e-12))
+    return True, i, j
+
+
+@njit(cache=True)
 def _grid_kernel(lo, hi, cell):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`grid_pairs` when every box fits a cell of size ``cell``: sorted pairs."""
+    """:func:`grid_pairs` when every box fits a cell of size ``cell``: sorted pairs.
+
+    Each box is hashed into the cells from its lower corner's cell, at most two
+    per axis.  A pair is reported once, in the first cell the two share (the
+    cell of the larger lower corner on each axis), so no pair needs removing
+    twice; the entries are grouped by cell with a counting sort when the grid
+    has few cells, else with a stable sort of the cell keys.
+    """
     n = lo.shape[0]
     c0 = np.empty((n, 3), dtype=np.int64)
     c1 = np.empty((n, 3), dtype=np.int64)
@@ -153,28 +184,51 @@ def _grid_kernel(lo, hi, cell):  # type: ignore[no-untyped-def]  # pragma: no co
     for d in range(3):
         base[d] = c0[:, d].min()
         dims[d] = c1[:, d].max() - base[d] + 2
+    for k in range(n):
+        for d in range(3):
+            c0[k, d] -= base[d]
+            c1[k, d] -= base[d]
     # every cell a box covers (at most 2 x 2 x 2), hashed
     key = np.empty(8 * n, dtype=np.int64)
     owner = np.empty(8 * n, dtype=np.int64)
     e = 0
     for k in range(n):
         for a in range(2):
-            x = c0[k, 0] - base[0] + a
-            if x > c1[k, 0] - base[0]:
+            x = c0[k, 0] + a
+            if x > c1[k, 0]:
                 continue
             for b in range(2):
-                y = c0[k, 1] - base[1] + b
-                if y > c1[k, 1] - base[1]:
+                y = c0[k, 1] + b
+                if y > c1[k, 1]:
                     continue
                 for c in range(2):
-                    z = c0[k, 2] - base[2] + c
-                    if z > c1[k, 2] - base[2]:
+                    z = c0[k, 2] + c
+                    if z > c1[k, 2]:
                         continue
                     key[e] = (x * dims[1] + y) * dims[2] + z
                     owner[e] = k
                     e += 1
-    order = np.argsort(key[:e], kind="mergesort")
-    key, owner = key[order], owner[order]
+    # group the entries by cell
+    cells = float(dims[0]) * float(dims[1]) * float(dims[2])
+    if cells <= 4.0 * e + 1024.0:
+        ncell = dims[0] * dims[1] * dims[2]
+        first = np.zeros(ncell + 1, dtype=np.int64)
+        for p in range(e):
+            first[key[p] + 1] += 1
+        for q in range(ncell):
+            first[q + 1] += first[q]
+        fill = first[:ncell].copy()
+        skey = np.empty(e, dtype=np.int64)
+        sowner = np.empty(e, dtype=np.int64)
+        for p in range(e):
+            slot = fill[key[p]]
+            fill[key[p]] += 1
+            skey[slot] = key[p]
+            sowner[slot] = owner[p]
+        key, owner = skey, sowner
+    else:
+        order = np.argsort(key[:e], kind="mergesort")
+        key, owner = key[order], owner[order]
     # boxes sharing a cell: the overlapping ones, as keys i n + j (i < j)
     total = 0
     start = 0
@@ -191,10 +245,17 @@ def _grid_kernel(lo, hi, cell):  # type: ignore[no-untyped-def]  # pragma: no co
         end = start + 1
         while end < e and key[end] == key[start]:
             end += 1
+        here = key[start]
         for p in range(start, end):
             for q in range(p + 1, end):
                 i, j = min(owner[p], owner[q]), max(owner[p], owner[q])
                 if i == j:
+                    continue
+                # the first shared cell: the larger lower-corner cell on each axis
+                first_shared = (max(c0[i, 0], c0[j, 0]) * dims[1] + max(c0[i, 1], c0[j, 1])) * dims[
+                    2
+                ] + max(c0[i, 2], c0[j, 2])
+                if first_shared != here:
                     continue
                 hit = True
                 for d in range(3):
@@ -205,7 +266,7 @@ def _grid_kernel(lo, hi, cell):  # type: ignore[no-untyped-def]  # pragma: no co
                     found[f] = i * n + j
                     f += 1
         start = end
-    pairs = np.unique(found[:f])
+    pairs = np.sort(found[:f])
     return pairs // n, pairs % n
 
 

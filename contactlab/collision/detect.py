@@ -17,6 +17,12 @@ mappings, :mod:`~contactlab.collision.convex`, with a clipped contact
 manifold).  A candidate pair without a narrow phase in :data:`PAIR_FUNCTIONS`
 is an error naming it.
 
+A scene whose shapes are all boxes (besides planes) takes a compiled path
+(:meth:`Collider._boxes`): three kernels place the boxes and grow their
+bounding boxes, find the grid pairs, and write the corner–plane and box–box
+contacts straight into the contact arrays, with the same sums in the same
+order as the array path, so the contacts are the same to the last bit.
+
 Friction: each contact gets ``scene.contact.friction(material_a, material_b)``
 (an explicit ``mu_pairs`` entry for the two materials, in either order, else
 ``mu``).  A body's material is ``Body.material``; static geometry uses its
@@ -65,6 +71,9 @@ PLANE_FUNCTIONS: dict[int, Callable[[Array, Array, Array, Array, float], Raw]] =
 }
 
 
+_NOT_FINITE = "collide: body transforms E hold non-finite numbers"
+
+
 def supported_pairs() -> list[str]:
     """Names of the supported shape pairs, e.g. ``"sphere-box"``."""
     names = [f"{KIND_NAMES[a]}-{KIND_NAMES[b]}" for a, b in PAIR_FUNCTIONS]
@@ -87,6 +96,16 @@ class Collider:
             raise ConfigurationError(
                 f"scene {scene.name!r}: contact margin must be >= 0 [m], got {self.margin}"
             )
+        tab = self.table
+        #: every shape a box (planes aside): the compiled path of :meth:`_boxes`
+        self.boxes_only = bool(tab.n_shapes > 0 and np.all(tab.kind == BOX))
+        # dynamic shapes posed off their body's origin: placed by E[body] @ pose
+        eye = np.all(tab.pose == np.eye(4), axis=(1, 2))
+        posed = np.flatnonzero((tab.body >= 0) & ~eye)
+        self._posed = posed
+        self._slot = np.full(tab.n_shapes, -1, dtype=np.int64)
+        self._slot[posed] = np.arange(posed.size)
+        self._no_posed = np.zeros((0, 4, 4))
 
     def candidate_pairs(self, W: Array) -> tuple[IntArray, IntArray]:
         """Shape pairs (i < j) whose margin-grown boxes overlap, excluding pairs on
@@ -106,8 +125,10 @@ class Collider:
                 f"collide: E must have shape ({nb}, 4, 4) for scene {self.scene.name!r}, "
                 f"got {E.shape}"
             )
+        if self.boxes_only:
+            return self._boxes(E)
         if not np.all(np.isfinite(E)):
-            raise StateError("collide: body transforms E hold non-finite numbers")
+            raise StateError(_NOT_FINITE)
         tab = self.table
         W = tab.world_poses(E)
         parts = [self._planes(W)]
@@ -139,6 +160,44 @@ class Collider:
             flipped = contacts.select(flip).swapped()
             contacts = ContactSet.concatenate([contacts.select(~flip), flipped])
         return contacts
+
+    def _boxes(self, E: Array) -> ContactSet:
+        """:meth:`__call__` for a scene of boxes and planes, in compiled passes.
+
+        The same contacts, in the same order and to the bit, as the array path:
+        box corners against the planes, then the box pairs of the grid broad
+        phase with their manifolds.
+        """
+        tab = self.table
+        E = np.ascontiguousarray(E)
+        posed = self._no_posed
+        if self._posed.size:
+            sel = self._posed
+            posed = np.ascontiguousarray(E[tab.body[sel]] @ tab.pose[sel])
+        finite, X, P, lo, hi = boxes._box_frames(
+            E, tab.body, tab.pose, self._slot, posed, tab.size, self.margin
+        )
+        if not finite:
+            raise StateError(_NOT_FINITE)
+        i, j = grid_pairs(lo, hi)
+        return ContactSet(
+            *boxes._box_scene_contacts(
+                X,
+                P,
+                tab.size,
+                i,
+                j,
+                tab.body,
+                tab.local,
+                tab.material,
+                tab.mu_table,
+                tab.plane_normal,
+                tab.plane_offset,
+                tab.plane_local,
+                tab.plane_material,
+                self.margin,
+            )
+        )
 
     def _assemble(
         self, sa: IntArray, sb: IntArray, point: Array, normal: Array, dist: Array

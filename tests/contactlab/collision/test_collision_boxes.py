@@ -21,6 +21,7 @@ from contactlab.collision import (
     grid_pairs,
     sweep_and_prune,
 )
+from contactlab.errors import StateError
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Plane, Sphere
 
@@ -224,3 +225,58 @@ def test_collider_pairs_on_a_random_pile_match_brute_force():
     # every contact found comes from a candidate pair or a plane
     c = collide(s, E)
     assert isinstance(c, ContactSet) and len(c) > 0
+
+
+@pytest.mark.parametrize("large_static", [False, True])
+def test_compiled_box_scene_path_equals_the_array_path_to_the_bit(large_static):
+    # A scene of boxes and planes takes the compiled path (Collider._boxes); the
+    # general array path (one narrow phase per pair kind, box corners against planes
+    # in numpy) must give the same contacts, in the same order, to the last bit:
+    # the same sums in the same order, no tolerance.  A body with two boxes posed
+    # off its origin (skipped pair of one body, placement E @ pose), static boxes
+    # (B of their contacts; one larger than the grid cell in the second case), two
+    # planes and two materials.
+    rng = np.random.default_rng(3)
+    n = 80
+    bodies = [
+        Body(
+            f"b{k}",
+            1.0,
+            [1.0, 1.0, 1.0],
+            shapes=(Box(half_extents=rng.uniform(0.05, 0.15, 3)),),
+            material="wood" if k % 2 else "steel",
+        )
+        for k in range(n)
+    ]
+    pair = (
+        Box(half_extents=[0.1, 0.05, 0.05], pose=T([0.08, 0, 0], [0, 0, 0.3])),
+        Box(half_extents=[0.1, 0.05, 0.05], pose=T([-0.08, 0, 0], [0, 0.2, 0])),
+    )
+    bodies.append(Body("pair", 1.0, [1.0, 1.0, 1.0], shapes=pair))
+    table = Box(half_extents=[2.0, 2.0, 0.1] if large_static else [0.15, 0.15, 0.1])
+    static = (
+        Plane(),
+        Plane(normal=[1.0, 0.0, 0.2], offset=-0.6),
+        Box(half_extents=table.half_extents, pose=T([0.2, 0.1, 0.05], [0.1, 0, 0])),
+    )
+    contact = ContactParams(margin=0.01, mu_pairs={("wood", "steel"): 0.3, ("world", "wood"): 0.8})
+    scene = Scene("boxes", tuple(bodies), static_shapes=static, contact=contact)
+    E = se3.make_transform(
+        se3.random_rotation(rng, n + 1), rng.uniform([-0.6, -0.6, 0.0], [0.6, 0.6, 0.8], (n + 1, 3))
+    )
+    fast, general = Collider(scene), Collider(scene)
+    general.boxes_only = False
+    assert fast.boxes_only
+    a, b = fast(E), general(E)
+    for name in ("point", "normal", "distance", "body_a", "body_b", "shape_a", "shape_b", "mu"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), name
+    # the case covers every kind of contact: planes, static box, box pairs, both bodies of
+    # the two-box body, and several friction coefficients
+    assert np.any(a.body_b == -1) and np.any((a.body_b == -1) & (a.shape_b == 2))
+    assert np.any(a.body_b >= 0) and np.any(a.body_a == n) | np.any(a.body_b == n)
+    assert len(set(a.mu.tolist())) >= 3
+    # non-finite transforms: the same error on both paths
+    E[4, 0, 3] = np.nan
+    with pytest.raises(StateError, match="non-finite"):
+        fast(E)
