@@ -693,12 +693,36 @@ class IPMBackend(FrictionBackend):
             if budget > 0:
                 fallback = True
                 kept_r, kept_res, kept_reason = r, res, reason
+                spent = total
+                stall = 0
+                if finish:
+                    pyr = problem.cone == "pyramid"
+                    stall = self.stall_rounds_pyramid if pyr else self.stall_rounds
                 r, more, res, reason, more_rounds = self._rounds(
                     form, problem, C, opts.tol, budget, residual, velocity, u, qnorm,
-                    kind, "none", memory,
+                    kind, "none", memory, None, stall,
                 )  # fmt: skip
                 total += more
                 rounds += more_rounds
+                if finish and reason == "stalled" and np.all(np.isfinite(r)):
+                    # box and pyramid laws: the plain iteration stalled too; Newton's finish
+                    # from its best round (a second ``newton`` allotment), then the plain
+                    # iteration without the stall test on the rest of the budget
+                    r, res, its, more = newton_finish(r, res, newton_cap)
+                    newton_its += its
+                    sweeps += more
+                    reason = "converged" if res <= opts.tol else reason
+                    rest = budget - (total - spent)
+                    if res > opts.tol and rest > 0:
+                        kept2_r, kept2_res = r, res
+                        r, more, res, reason, more_rounds = self._rounds(
+                            form, problem, C, opts.tol, rest, residual, velocity, u, qnorm,
+                            kind, "none", memory,
+                        )  # fmt: skip
+                        total += more
+                        rounds += more_rounds
+                        if res > kept2_res or not math.isfinite(res):
+                            r, res = kept2_r, kept2_res
                 if res > kept_res or not math.isfinite(res):
                     r, res, reason = kept_r, kept_res, kept_reason
                 if opts.max_iter is None:
