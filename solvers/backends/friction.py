@@ -380,14 +380,18 @@ class IPMBackend(FrictionBackend):
     iteration runs from the start on the rest of the budget: ``fallback_iterations``
     (3,000) when no ``max_iter`` is given, else ``max_iter`` (a run given 500 iterations
     spends at most 500); the better of the two results is kept and the message says so.
-    If it stops short too, Newton's finish (box, pyramid, exact cone) runs once more from its
-    iterate, on a second ``newton`` allotment: on the four saved box-law drop steps (100
-    and 200 boxes) whose fallback ended at 1.6e-6 to 3.1e-6, it converges on two (100 boxes
-    step 174: 11 iterations; 200 boxes step 196: 15).  If that stops short as well,
-    ``final_sweeps`` (5,000) Gauss--Seidel sweeps from the best iterate (200 boxes step 91:
-    the fallback's 1.6e-6 to 9.6e-7 in 2,819; on the 100-box steps 90 and 267 they end at
-    1.5e-6 and 1.4e-5: on step 90 sweeps reach the tolerance after about 30,000, on step
-    267 they wander between 8e-5 and 3e-4 over 28,000).
+    On the box and pyramid laws the fallback keeps the stall test: once it stalls, Newton's
+    finish runs from its best round (a second ``newton`` allotment), then the plain
+    iteration without the stall test on the rest of the budget.  If the fallback stops short
+    (any law), Newton's finish runs once more from its iterate (another allotment), then
+    ``final_sweeps`` (5,000) Gauss--Seidel sweeps from the best iterate.  On the six saved
+    box-law drop steps that ended capped (100 boxes steps 90, 174, 267; 200 boxes 91, 196,
+    203; natural map 1.6e-6 to 1.4e-5) five converge, in 937-1,512 iterations (1.3-3.5 s);
+    step 90 ends at 1.5e-6 (the plain iteration with the stall test and Newton from the
+    start, given 6,000 iterations, converges after 3,171 interior-point iterations).  Before
+    the stall test in the fallback, Newton once more and the sweeps converged on three of
+    them (174, 196; 91 by 2,819 sweeps) and on 267 sweeps wander between 8e-5 and 3e-4 over
+    28,000.
     """
 
     name = "ipm"
