@@ -164,6 +164,23 @@ def _frictional_backends() -> None:
 
     soc = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "soc", factor=(C, np.ones(4)))
     SocNewton(soc, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
+    # ipm's fused interior-point loop (the normal matrix by 6x6 blocks: over 64 unknowns),
+    # twice on one pattern (the second reuses the first's symbolic analysis), both cones
+    rows = []
+    for body in range(12):  # one contact under each of 12 bodies, lever arm (0.1, 0, -0.1)
+        for normal in ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)):
+            row = np.zeros(72)
+            row[6 * body : 6 * body + 3] = np.cross((0.1, 0.0, -0.1), normal)
+            row[6 * body + 3 : 6 * body + 6] = normal
+            rows.append(row)
+    C12 = sp.csr_matrix(np.array(rows))
+    q12 = np.tile([-1.0, 0.2, 0.1], 12)
+    for law, cone in (("ccp", "soc"), ("ccp", "pyramid"), ("coulomb", "soc")):
+        blocks = FrictionalContact(
+            None, q12, np.full(12, 0.5), law, cone, factor=(C12, np.ones(72))
+        )
+        first = solvers.solve(blocks, "ipm")
+        solvers.solve(blocks, "ipm", warm_start=1.01 * first.x)
     for name in ("nsgs", "ipm"):
         try:
             cold = solvers.solve(factored, name)

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem
 from solvers.fitting import ProblemKind, Route, fit, fitting_backends, register_kind
-from solvers.frictional import FrictionalContact, GlobalFrictionalContact, fc_residuals
+from solvers.frictional import FrictionalContact, GlobalFrictionalContact, residuals_and_velocity
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.result import RawSolution, SolverResult
 from solvers.verdict import verdict
@@ -168,10 +168,12 @@ def solve_frictional(
     raw.setup_time += t_conv
     r = raw.x
     finite = bool(np.all(np.isfinite(r)))
-    measures = fc_residuals(problem, r) if finite else {"natural_map": float("nan")}
+    w = None
+    measures: dict[str, float] = {"natural_map": float("nan")}
+    if finite:
+        measures, w = residuals_and_velocity(problem, r)  # w = W r + q, computed once
     residuals = {"natural_map": measures["natural_map"]}
     judged = verdict(raw.status, residuals, opts.tol, be.tolerance, problem.q)
-    w = problem.velocity(r) if finite else None
     status = judged.status
     if not finite and status in ("optimal", "optimal_inaccurate"):
         status = "numerical_error"

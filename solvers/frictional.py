@@ -200,11 +200,20 @@ class FrictionalContact:
         self.factor = factor
         if factor is not None:
             # compiled products with the factor: u = C (d * (C' r)) + q
-            C_csr = sp.csr_matrix(factor[0])
+            C_csr = factor[0]
+            if not (sp.issparse(C_csr) and C_csr.format == "csr"):
+                C_csr = sp.csr_matrix(C_csr)
             self._fptr = C_csr.indptr.astype(np.int64)
             self._fidx = C_csr.indices.astype(np.int64)
             self._fval = np.ascontiguousarray(C_csr.data, dtype=np.float64)
             self._fd = np.ascontiguousarray(factor[1], dtype=np.float64)
+
+    @property
+    def factor_arrays(self) -> tuple[NDArray[np.int64], NDArray[np.int64], Vec, Vec]:
+        """``(indptr, indices, data, d)`` of the factor's CSR ``C`` (int64 indices) and ``d``."""
+        if self.factor is None:
+            raise ProblemError("factor", "this problem carries no factor W = C diag(d) C'")
+        return self._fptr, self._fidx, self._fval, self._fd
 
     @property
     def W(self) -> sp.csr_matrix:
@@ -253,9 +262,10 @@ class FrictionalContact:
         """The diagonal of ``W``, through the factor (``sum_k C_ik^2 d_k``) if W is not formed."""
         if self._W is None:
             if self._diag is None:
-                rows = np.repeat(np.arange(self.n), np.diff(self._fptr))
-                sq = self._fval * self._fval * self._fd[self._fidx]
-                diag = np.bincount(rows, weights=sq, minlength=self.n).astype(np.float64)
+                from solvers.backends.fc_kernels import factor_diagonal
+
+                # compiled; the sums in the order of np.bincount over the rows' entries
+                diag = factor_diagonal(self._fptr, self._fidx, self._fval, self._fd)
                 diag.flags.writeable = False
                 self._diag = diag
             return self._diag
@@ -378,11 +388,28 @@ def _support(problem: FrictionalContact, ut: Vec) -> Vec:
 
 def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
     """Natural-map, Signorini, cone and dissipation residuals of ``r`` (module docstring)."""
-    from solvers.backends.fc_kernels import natural_map, soc_measures
+    return residuals_and_velocity(problem, r)[0]
 
-    u = problem.velocity(r)
+
+def residuals_and_velocity(problem: FrictionalContact, r: Vec) -> tuple[dict[str, float], Vec]:
+    """:func:`fc_residuals` and the velocity ``u = W r + q`` they were measured at."""
+    from solvers.backends.fc_kernels import factor_soc_residuals, natural_map, soc_measures
+
     nc = problem.nc
     law = 0 if problem.law == "ccp" else 1
+    if problem._W is None and problem.cone == "soc":
+        # through the factor, the exact cone: the same kernels in one call
+        u = np.empty(problem.n)
+        nat, sig, cone, dis = factor_soc_residuals(
+            problem._fptr, problem._fidx, problem._fval, problem._fd,
+            np.ascontiguousarray(r, dtype=np.float64), problem.q, np.empty(problem._fd.shape[0]),
+            u, law, problem.mu, problem.dirs, problem.row_lo, nc,
+            math.sqrt(float(np.einsum("i,i->", problem.q, problem.q))), SLIP_SPEED,
+        )  # fmt: skip
+        measures = {"natural_map": float(nat), "signorini": float(sig), "cone": float(cone),
+                    "dissipation": float(dis)}  # fmt: skip
+        return measures, u
+    u = problem.velocity(r)
     kind = 0 if problem.cone == "soc" else 1
     nat = float(
         natural_map(
@@ -399,13 +426,13 @@ def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
     )
     out = {"natural_map": nat, "signorini": 0.0, "cone": 0.0, "dissipation": 0.0}
     if nc == 0:
-        return out
+        return out, u
     if problem.cone == "soc":  # compiled, contact by contact (the same arithmetic)
         sig, cone, dis = soc_measures(
             np.ascontiguousarray(r, dtype=np.float64), u, problem.mu, nc, SLIP_SPEED
         )
         out["signorini"], out["cone"], out["dissipation"] = float(sig), float(cone), float(dis)
-        return out
+        return out, u
     R = r[: 3 * nc].reshape(nc, 3)
     U = u[: 3 * nc].reshape(nc, 3)
     rn, un = R[:, 0], U[:, 0]
@@ -433,4 +460,4 @@ def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
         # polyhedral cones: the dissipated power falls short of its maximum mu r_n h(u_t)
         power = -np.sum(rt * ut, axis=1) - rn * _support(problem, ut)
         out["dissipation"] = float(np.max(np.abs(power[sliding]) / speed[sliding]))
-    return out
+    return out, u

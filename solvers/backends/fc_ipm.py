@@ -58,6 +58,14 @@ problem with the same pattern: a pile at rest pays the analysis once.  No
 scalar product on long vectors goes through BLAS (its thread start-up cost
 milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.
 
+When ``K`` is factored by blocks (no bilateral rows) and the caller's residual is the
+natural map through ``W``'s factor (:class:`FactorResidual`), the whole loop is one
+compiled call (:func:`ccp_blocks`: the same kernels in the same order, so the same
+iterates bit for bit; about 13 Python round trips of 10 kernel calls each saved per
+200-box step).  The exact cone's ``Ĉ``, ``G_b``, ``T`` and ``E'`` are kept as CSR arrays
+(:func:`select_soc`); the scipy matrices (``VelocityForm.Ch`` ...) are made only when
+asked for.
+
 The same Newton system at the last iterate (:attr:`VelocityForm.last`), with only the
 free velocity moved by ``dq`` and the products ``s ∘ z`` held, is the derivative of
 the central path: ``K dv = Ĉ'Θ(-T'dq)``, ``du = C dv`` (at a small barrier, the
@@ -76,6 +84,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from solvers.backends.block_cholesky import BlockCholesky
+from solvers.backends.block_cholesky import factor as chol_factor
+from solvers.backends.block_cholesky import solve as chol_solve
+from solvers.backends.fc_kernels import factor_velocity, natural_map
 from solvers.jit import njit
 
 Vec = NDArray[np.float64]
@@ -548,6 +559,17 @@ def dot(x: Vec, y: Vec) -> float:
 
 
 @njit(cache=True)
+def abs_max(x: Vec) -> float:
+    """``max |x|`` (0 for an empty ``x``)."""
+    acc = 0.0
+    for i in range(x.shape[0]):
+        a = abs(x[i])
+        if a > acc or a != a:  # a NaN stays (as numpy's max)
+            acc = a
+    return acc
+
+
+@njit(cache=True)
 def gap_after(s: Vec, ds: Vec, z: Vec, dz: Vec, alpha: float) -> float:
     """``(s + alpha ds)' (z + alpha dz)``."""
     acc = 0.0
@@ -648,32 +670,80 @@ def selection_transpose(sel, vals, n):  # type: ignore[no-untyped-def]  # pragma
     return out, cols, ptr
 
 
-def _select_soc(problem, C):  # type: ignore[no-untyped-def]
-    """:func:`_lift` for the exact cone: ``T`` has one entry per row, so ``Ĉ = T' C`` selects
-    and scales rows of ``C`` (contacts' rows by ``(1, mu, mu)``, then the unilateral rows)."""
+@njit(cache=True)
+def select_soc(indptr, indices, data, mu, row_lo, nc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_lift` for the exact cone on the CSR arrays of ``C``, in one call.
+
+    ``T`` has one entry per row, so ``Ĉ = T' C`` selects and scales rows of ``C``
+    (contacts' rows by ``(1, mu, mu)``, then the unilateral rows); the bilateral rows
+    ``G_b`` are selected unscaled.  Returns the CSR arrays ``(ptr, indices, data)`` of
+    ``Ĉ``, ``G_b``, ``T`` (``n x m``) and ``E'`` (``n x mb``), the blocks ``bptr``
+    (``gsoc``: which are Lorentz blocks) and the selection ``(rows, scale, bil)``.
+    """
+    n = 3 * nc + row_lo.shape[0]
+    nu = 0
+    nbil = 0
+    for k in range(row_lo.shape[0]):
+        if row_lo[k] == 0.0:
+            nu += 1
+        elif np.isinf(row_lo[k]):
+            nbil += 1
+    m = 3 * nc + nu
+    rows = np.empty(m, dtype=np.int64)
+    scale = np.empty(m)
+    bil = np.empty(nbil, dtype=np.int64)
+    for i in range(nc):
+        rows[3 * i], rows[3 * i + 1], rows[3 * i + 2] = 3 * i, 3 * i + 1, 3 * i + 2
+        scale[3 * i], scale[3 * i + 1], scale[3 * i + 2] = 1.0, mu[i], mu[i]
+    a = 3 * nc
+    b = 0
+    for k in range(row_lo.shape[0]):
+        if row_lo[k] == 0.0:
+            rows[a] = 3 * nc + k
+            scale[a] = 1.0
+            a += 1
+        elif np.isinf(row_lo[k]):
+            bil[b] = 3 * nc + k
+            b += 1
+    cd, ci, cp = select_rows(indptr, indices, data, rows, scale)
+    ones = np.ones(nbil)
+    gd, gi, gp = select_rows(indptr, indices, data, bil, ones)
+    td, ti, tp = selection_transpose(rows, scale, n)
+    ed, ei, ep = selection_transpose(bil, ones, n)
+    bptr = np.empty(nc + nu + 1, dtype=np.int64)
+    for i in range(nc + 1):
+        bptr[i] = 3 * i
+    for k in range(nu):
+        bptr[nc + 1 + k] = 3 * nc + 1 + k
+    gsoc = np.zeros(nc + nu, dtype=np.bool_)
+    gsoc[:nc] = True
+    return (cp, ci, cd), (gp, gi, gd), (tp, ti, td), (ep, ei, ed), bptr, gsoc, rows, scale, bil
+
+
+def _csr_of(arrays, shape):  # type: ignore[no-untyped-def]
+    """The scipy CSR matrix of ``(ptr, indices, data)`` (the arrays shared)."""
     import scipy.sparse as sp
 
-    nc, n = problem.nc, problem.n
-    uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
-    bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
-    rows = np.concatenate([np.arange(3 * nc), uni]).astype(np.int64)
-    scale = np.concatenate([np.column_stack([np.ones(nc), problem.mu, problem.mu]).ravel(),
-                            np.ones(uni.size)])  # fmt: skip
-    Ch = _rows_of(C, rows, scale)
-    Gb = _rows_of(C, bil.astype(np.int64), np.ones(bil.size))
+    ptr, idx, val = arrays
+    return sp.csr_matrix((val, idx, ptr), shape=shape)
 
-    def transpose_of_selection(sel: IVec, vals: Vec):  # type: ignore[no-untyped-def]
-        # (n x len(sel)): row sel[k] holds vals[k] at column k (each row at most once)
-        data, cols, ptr = selection_transpose(sel, np.ascontiguousarray(vals, dtype=float), n)
-        return sp.csr_matrix((data, cols, ptr), shape=(n, sel.size))
 
-    Tt = transpose_of_selection(rows, scale)
-    Et = transpose_of_selection(bil.astype(np.int64), np.ones(bil.size))
-    bptr = np.concatenate([np.arange(0, 3 * nc + 1, 3), 3 * nc + 1 + np.arange(uni.size)])
-    gsoc = np.zeros(nc + uni.size, dtype=np.bool_)
-    gsoc[:nc] = True
-    bptr = bptr.astype(np.int64)
-    return Ch, Gb, Tt, Et, bptr, (bptr.copy(), gsoc), (rows, scale, bil.astype(np.int64))
+def _arrays_of(A):  # type: ignore[no-untyped-def]
+    """``(ptr, indices, data)`` of a CSR matrix, indices as int64."""
+    return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data
+
+
+def _select_soc(problem, C):  # type: ignore[no-untyped-def]
+    """:func:`_lift` for the exact cone as sparse matrices (:func:`select_soc`'s arrays)."""
+    n = problem.n
+    ch, gb, tt, et, bptr, gsoc, rows, scale, bil = select_soc(
+        *_arrays_of(C), problem.mu, problem.row_lo, problem.nc
+    )
+    m, nv = rows.size, C.shape[1]
+    return (
+        _csr_of(ch, (m, nv)), _csr_of(gb, (bil.size, nv)), _csr_of(tt, (n, m)),
+        _csr_of(et, (n, bil.size)), bptr, (bptr.copy(), gsoc), (rows, scale, bil),
+    )  # fmt: skip
 
 
 def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -689,8 +759,41 @@ def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.
 _SYMBOLIC: dict[str, Any] = {}
 
 
+@njit(cache=True)
+def same_ints(a: IVec, b: IVec) -> bool:
+    """Whether two integer arrays are equal (lengths and entries)."""
+    if a.shape[0] != b.shape[0]:
+        return False
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 def _same_pattern(a: tuple[IVec, IVec], b: tuple[IVec, IVec]) -> bool:
-    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    return all(same_ints(x, y) for x, y in zip(a, b, strict=True))
+
+
+@njit(cache=True)
+def row_blocks(bptr: IVec, m: int) -> IVec:
+    """The block of every row (``bptr[b] <= i < bptr[b+1]``)."""
+    out = np.empty(m, dtype=np.int64)
+    for b in range(bptr.shape[0] - 1):
+        for i in range(bptr[b], bptr[b + 1]):
+            out[i] = b
+    return out
+
+
+@njit(cache=True)
+def normal_setup(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, gptr, ptr, idx, val, nv, gbp, gbi
+):
+    """:class:`Normal`'s structures in one call: :func:`row_blocks`, :func:`block_columns`
+    and :func:`normal_pattern`."""
+    rowblk = row_blocks(bptr, ptr.shape[0] - 1)
+    cptr, cols, jptr, jval = block_columns(gptr, ptr, idx, val, nv)
+    colptr, row, slot, extra = normal_pattern(cptr, cols, nv, gbp, gbi)
+    return rowblk, cptr, jptr, jval, colptr, row, slot, extra
 
 
 class Normal:
@@ -698,32 +801,26 @@ class Normal:
 
     Factored by :class:`~solvers.backends.block_cholesky.BlockCholesky` (6x6 blocks:
     the bodies of maximal coordinates) when there is no bilateral border and the
-    unknowns come six by six, else by ``qdldl``; dense LU up to 64 unknowns.
+    unknowns come six by six, else by ``qdldl``; dense LU up to 64 unknowns.  ``ch`` and
+    ``gb``: the CSR arrays of ``Ĉ`` and of the bilateral rows (sorted indices), ``nv``
+    the unknowns.
     """
 
     #: Whether the block Cholesky may be used (``False``: always ``qdldl``).
     blocked: ClassVar[bool] = True
 
-    def __init__(self, Ch, dinv: Vec, bptr: IVec, groups, Gb) -> None:  # type: ignore[no-untyped-def]
-        import scipy.sparse as sp
-
-        nv = Ch.shape[1]
-        mb = Gb.shape[0]
+    def __init__(self, ch, nv: int, dinv: Vec, bptr: IVec, groups, gb) -> None:  # type: ignore[no-untyped-def]
+        ptr, idx, val = ch
+        gbp, gbi, gbd = gb
+        mb = gbp.shape[0] - 1
         size = nv + mb
         self.nv, self.bptr = nv, bptr
         self.gptr, self.gsoc = groups
-        self.rowblk = (np.searchsorted(bptr, np.arange(Ch.shape[0]), side="right") - 1).astype(
-            np.int64
-        )
         self.dinv_inv = 1.0 / dinv
-        ptr, idx = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64)
-        self.cptr, cols, self.jptr, self.jval = block_columns(self.gptr, ptr, idx, Ch.data, nv)
+        (self.rowblk, self.cptr, self.jptr, self.jval, colptr, row, self.slot,
+         self.extra_slot) = normal_setup(bptr, self.gptr, ptr, idx, val, nv, gbp, gbi)  # fmt: skip
         # bilateral rows: the quasi-definite border [[K, Gb'], [Gb, -delta I]] (constant)
-        Gb = Gb.tocsr()
-        Gb.sort_indices()
         delta = 1e-9 * float(np.mean(dinv)) if dinv.size else 1e-9
-        gbp, gbi = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64)
-        colptr, row, self.slot, self.extra_slot = normal_pattern(self.cptr, cols, nv, gbp, gbi)
         # no border, six unknowns per body: the block Cholesky, else qdldl's scalar LDL'
         self.by_blocks = Normal.blocked and mb == 0 and nv % 6 == 0
         # the pattern of the previous problem (the same bodies in contact, whatever the
@@ -737,13 +834,30 @@ class Normal:
         ):
             colptr, row, solver = last[0][0], last[0][1], last[1]
         self.key = (colptr, row)
-        self.extra_vals = np.concatenate([Gb.data, np.full(mb, -delta)])
+        self.extra_vals = np.concatenate([gbd, np.full(mb, -delta)])
         self.values = np.zeros(row.size)
-        self.K = sp.csc_matrix((self.values, row, colptr), shape=(size, size))
-        self.values = self.K.data  # the matrix's own array, filled in place
         self.size = size
         self.dense = size <= 64
         self.solver: Any = solver
+        self._K: Any = None
+
+    @property
+    def K(self):  # type: ignore[no-untyped-def]
+        """``K`` as a scipy CSC matrix (upper triangle) sharing :attr:`values`."""
+        if self._K is None:
+            import scipy.sparse as sp
+
+            colptr, row = self.key
+            self._K = sp.csc_matrix((self.values, row, colptr), shape=(self.size, self.size))
+            self.values = self._K.data  # the matrix's own array, filled in place
+        return self._K
+
+    def blocks(self) -> BlockCholesky:
+        """The block Cholesky of this pattern (its symbolic analysis at the first call)."""
+        if self.solver is None:
+            self.solver = BlockCholesky(self.key[0], self.key[1], 6)
+            _SYMBOLIC["last"] = (self.key, self.solver)
+        return self.solver  # type: ignore[no-any-return]
 
     def factor(self, theta: Vec) -> None:
         fill_normal(
@@ -762,10 +876,7 @@ class Normal:
             self.lu = lu_factor(A)
             return
         if self.by_blocks:
-            if self.solver is None:
-                self.solver = BlockCholesky(self.K.indptr, self.K.indices, 6)
-                _SYMBOLIC["last"] = (self.key, self.solver)
-            self.solver.factor(self.values)
+            self.blocks().factor(self.values)
             return
         import qdldl
 
@@ -783,15 +894,49 @@ class Normal:
         return np.asarray(self.solver.solve(rhs))
 
 
+@njit(cache=True)
+def soc_impulse_point(  # type: ignore[no-untyped-def]  # pragma: no cover
+    fptr, fidx, fval, d, cp, ci, cd, rows, scale, bil, bptr, r, q, push, wdiag
+):
+    """:meth:`VelocityForm.impulse_point` of the exact cone, in one call (the same
+    arithmetic): ``v = D C' r``, ``s = Ĉ v + ŵ``, ``z = S^{-1} r``, pushed inside."""
+    m = rows.shape[0]
+    v = np.empty(d.shape[0])
+    csr_tmul(fptr, fidx, fval, r, v)
+    for j in range(v.shape[0]):
+        v[j] *= d[j]
+    wh = np.empty(m)
+    for k in range(m):
+        wh[k] = scale[k] * q[rows[k]]
+    s = np.empty(m)
+    csr_mul(cp, ci, cd, v, s)
+    for k in range(m):
+        s[k] += wh[k]
+    z = np.zeros(m)
+    for k in range(m):
+        if scale[k] != 0.0:
+            z[k] = r[rows[k]] / scale[k]
+    scale_s = max(abs_max(wh), 1e-12)
+    wd = max(wdiag, 1e-300)
+    push_interior(bptr, s, push * scale_s)
+    push_interior(bptr, z, push * scale_s / wd)
+    y = np.empty(bil.shape[0])
+    for k in range(bil.shape[0]):
+        y[k] = r[bil[k]]
+    return v, s, z, y
+
+
 class VelocityForm:
     """What the iterations of one problem share whatever its free velocity: ``Ĉ``, ``T``, ``K``.
 
     Built at the first use of any of its arrays (:meth:`_build`): a warm start that
-    already meets the tolerance needs none of them.
+    already meets the tolerance needs none of them.  ``ch``, ``gb``, ``tt``, ``et``: the
+    CSR arrays ``(ptr, indices, data)`` of ``Ĉ``, ``G_b``, ``T`` and ``E'``; ``Ch``,
+    ``Gb``, ``Tt``, ``Et``: the same as scipy matrices, made on demand.
     """
 
     _LAZY = frozenset(
-        {"Ch", "Gb", "Tt", "Et", "bptr", "groups", "sel", "T", "E", "cfac", "d", "wdiag"}
+        {"ch", "gb", "tt", "et", "nv", "bptr", "groups", "sel", "T", "E", "cfac", "d", "wdiag"}
     )
 
     def __init__(self, problem, C, dinv: Vec) -> None:  # type: ignore[no-untyped-def]
@@ -800,10 +945,11 @@ class VelocityForm:
         self.last: tuple[Vec, Vec, Vec, Vec] | None = None
         self._C, self._dinv = C, dinv
         self._normal: Normal | None = None
+        self._sparse: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         # only called for attributes not set yet: the arrays of _build
-        if name in VelocityForm._LAZY and "_dinv" in self.__dict__ and "Ch" not in self.__dict__:
+        if name in VelocityForm._LAZY and "_dinv" in self.__dict__ and "ch" not in self.__dict__:
             self._build()
             return self.__dict__[name]
         raise AttributeError(name)
@@ -813,22 +959,33 @@ class VelocityForm:
 
         problem, C, dinv = self.problem, self._C, self._dinv
         self.sel: tuple[IVec, Vec, IVec] | None = None
+        if not (sp.issparse(C) and C.format == "csr"):
+            C = sp.csr_matrix(C)
+        self.nv = int(C.shape[1])
         if problem.cone == "soc":
             # Ĉ and the bilateral rows are rows of C (scaled): selected, no sparse products
-            C = sp.csr_matrix(C)
             if not C.has_sorted_indices:
                 C = C.copy()
                 C.sort_indices()
-            self.Ch, self.Gb, self.Tt, self.Et, self.bptr, self.groups, self.sel = _select_soc(
-                problem, C
+                self.cfac = _arrays_of(C)
+            elif problem.factor is not None and C is problem.factor[0]:
+                self.cfac = problem.factor_arrays[:3]  # the same arrays, int64 already
+            else:
+                self.cfac = _arrays_of(C)
+            self.ch, self.gb, self.tt, self.et, self.bptr, gsoc, *sel = select_soc(
+                *self.cfac, problem.mu, problem.row_lo, problem.nc
             )
+            self.groups = (self.bptr.copy(), gsoc)
+            self.sel = (sel[0], sel[1], sel[2])
         else:
-            self.Ch, _, self.bptr, self.Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
+            Ch, _, self.bptr, Tt, self.groups, self.T, E = _lift(problem, C, problem.q)
             self.E = E  # selects the bilateral rows
-            self.Gb = (E @ C).tocsr()
-            self.Et = E.T.tocsr()
-        C = sp.csr_matrix(C)
-        self.cfac = (C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data)
+            Gb = (E @ C).tocsr()
+            Gb.sort_indices()
+            self.ch, self.gb, self.tt = _arrays_of(Ch), _arrays_of(Gb), _arrays_of(Tt)
+            self.et = _arrays_of(E.T.tocsr())
+            self.cfac = _arrays_of(C)
+            self._sparse.update(Ch=Ch, Gb=Gb, Tt=Tt)
         self.d = np.ascontiguousarray(dinv, dtype=np.float64)
         # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
         # (no rows: a step without contacts, whose solution is r = 0; any positive scale)
@@ -839,11 +996,36 @@ class VelocityForm:
         else:
             self.wdiag = float(np.mean(np.asarray(problem.W.diagonal())))
 
+    def _matrix(self, name: str, arrays, shape):  # type: ignore[no-untyped-def]
+        if name not in self._sparse:
+            self._sparse[name] = _csr_of(arrays, shape)
+        return self._sparse[name]
+
+    @property
+    def Ch(self):  # type: ignore[no-untyped-def]
+        """``Ĉ`` (scipy CSR)."""
+        return self._matrix("Ch", self.ch, (self.ch[0].size - 1, self.nv))
+
+    @property
+    def Gb(self):  # type: ignore[no-untyped-def]
+        """The bilateral rows of ``C`` (scipy CSR)."""
+        return self._matrix("Gb", self.gb, (self.gb[0].size - 1, self.nv))
+
+    @property
+    def Tt(self):  # type: ignore[no-untyped-def]
+        """``T`` (``n x m``, scipy CSR): ``r = T z``."""
+        return self._matrix("Tt", self.tt, (self.problem.n, self.ch[0].size - 1))
+
+    @property
+    def Et(self):  # type: ignore[no-untyped-def]
+        """``E'`` (``n x mb``, scipy CSR): the bilateral rows' impulses ``r = E' y``."""
+        return self._matrix("Et", self.et, (self.problem.n, self.gb[0].size - 1))
+
     @property
     def normal(self) -> Normal:
         """The normal matrix (built at the first iteration: a warm start may need none)."""
         if self._normal is None:
-            self._normal = Normal(self.Ch, self._dinv, self.bptr, self.groups, self.Gb)
+            self._normal = Normal(self.ch, self.nv, self._dinv, self.bptr, self.groups, self.gb)
         return self._normal
 
     def impulse_point(self, r: Vec, q: Vec, push: float) -> tuple[Vec, Vec, Vec, Vec]:
@@ -858,30 +1040,32 @@ class VelocityForm:
         """
         problem = self.problem
         ptr, idx, val = self.cfac
+        if self.sel is not None:
+            rows, scale, bil = self.sel
+            return soc_impulse_point(  # type: ignore[no-any-return]
+                ptr, idx, val, self.d, *self.ch, rows, scale, bil, self.bptr,
+                np.ascontiguousarray(r, dtype=np.float64), q, push, self.wdiag,
+            )  # fmt: skip
         v = np.empty(self.d.shape[0])
         csr_tmul(ptr, idx, val, r, v)
         v *= self.d
         wh, _ = self.lift(q)
         s = np.empty(wh.shape[0])
-        Ch = self.Ch
-        csr_mul(Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data, v, s)
+        cp, ci, cd = self.ch
+        csr_mul(cp, ci, cd, v, s)
         s += wh
         nc = problem.nc
         uni = 3 * nc + np.flatnonzero(problem.row_lo == 0.0)
         bil = 3 * nc + np.flatnonzero(np.isinf(problem.row_lo))
-        if self.sel is not None:
-            rows, scale, _ = self.sel
-            z = np.divide(r[rows], scale, out=np.zeros(rows.shape[0]), where=scale != 0.0)
-        else:
-            # r_c = diag(1, mu, mu) G β with G = [1; d_j]: β = G⁺ (r_n, r_t / mu)
-            dirs = problem.dirs
-            G = np.vstack([np.ones(dirs.shape[0]), dirs.T])
-            rc = r[: 3 * nc].reshape(nc, 3).copy()
-            mu = problem.mu[:, None]
-            rc[:, 1:] = np.divide(rc[:, 1:], mu, out=np.zeros((nc, 2)), where=mu != 0.0)
-            beta = np.einsum("ca,ja->cj", rc, np.linalg.pinv(G))
-            z = np.concatenate([beta.ravel(), r[uni]])
-        scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
+        # r_c = diag(1, mu, mu) G β with G = [1; d_j]: β = G⁺ (r_n, r_t / mu)
+        dirs = problem.dirs
+        G = np.vstack([np.ones(dirs.shape[0]), dirs.T])
+        rc = r[: 3 * nc].reshape(nc, 3).copy()
+        mu = problem.mu[:, None]
+        rc[:, 1:] = np.divide(rc[:, 1:], mu, out=np.zeros((nc, 2)), where=mu != 0.0)
+        beta = np.einsum("ca,ja->cj", rc, np.linalg.pinv(G))
+        z = np.concatenate([beta.ravel(), r[uni]])
+        scale_s = max(abs_max(wh), 1e-12)
         wdiag = max(self.wdiag, 1e-300)
         push_interior(self.bptr, s, push * scale_s)
         push_interior(self.bptr, z, push * scale_s / wdiag)
@@ -1020,6 +1204,142 @@ def take_step(v, s, z, y, alpha, dv, ds, dz, dy):  # type: ignore[no-untyped-def
         y[i] += alpha * dy[i]
 
 
+#: Why a run of :func:`ccp_blocks` stopped (its codes, the reasons :func:`ipm_ccp` reports).
+_REASONS = (
+    "cap",
+    "converged",
+    "not finite",
+    "stalled on the cone boundary",
+    "factorisation failed",
+    "no finite step",
+)
+
+
+@njit(cache=True)
+def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
+    bptr, cp, ci, cd, tp, ti, td, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, slot,
+    values, first, second, lptr, lrows, rptr, rcols, rslot, L, perm, fptr, fidx, fval, fd,
+    q, kind, mu, dirs, row_lo, nc, qnorm, u, ftmp, v, s, z, wh, tol, max_iter, far,
+):  # fmt: skip
+    """:func:`ipm_ccp`'s loop in one call: no bilateral rows, ``K`` by 6x6 blocks.
+
+    Each iteration runs the kernels of the Python loop in the same order on the same
+    numbers (residuals, scaling, :func:`fill_normal`, the block Cholesky's factor and
+    solves, predictor and corrector); each checked iterate's natural map is the CCP's at
+    ``r = T z`` with ``u = C diag(d) C' r + q`` (``fptr, fidx, fval, fd``).  ``far <= 0``:
+    every iterate is checked.  ``v, s, z`` are updated in place, ``u`` holds the last
+    checked velocity (``ftmp``: scratch of one entry per column of ``C``).  Returns
+    ``(r, iterations, natural map, reason code of _REASONS)``.
+    """
+    m, nv, n = s.shape[0], v.shape[0], q.shape[0]
+    nb = bptr.shape[0] - 1
+    y, wb = np.zeros(0), np.zeros(0)
+    gp, gi, gd = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    wbar, eta = np.zeros(m), np.ones(nb)
+    lam, theta = np.empty(m), np.zeros(9 * nb)
+    dz, ds = np.empty(m), np.empty(m)
+    r = np.zeros(n)
+    sol = np.empty(nv)
+    res, code = np.inf, 0
+    best, best_r = np.inf, r.copy()
+    checked = False
+    it = 0
+    sigma = 0.0
+    while True:
+        csr_mul(tp, ti, td, z, r)
+        if far > 0.0 and checked and res > far * tol and it < max_iter:
+            checked = False
+        else:
+            checked = True
+            res = factor_natural_map(
+                fptr, fidx, fval, fd, r, q, ftmp, u, kind, mu, dirs, row_lo, nc, qnorm
+            )
+            if res < best:
+                best, best_r = res, r.copy()
+            if res <= tol:
+                code = 1
+                break
+            if not math.isfinite(res):
+                code = 2
+                break
+        if it >= max_iter:
+            break
+        it += 1
+        rd, rb, rp, gap, margin_s, margin_z = newton_residuals(
+            bptr, cp, ci, cd, gp, gi, gd, dinv_inv, v, s, z, y, wh, wb
+        )
+        mu_c = gap / max(nb, 1)
+        if margin_s <= 0.0 or margin_z <= 0.0:
+            code = 3
+            break
+        nt_scaling(bptr, s, z, wbar, eta, lam, theta)
+        fill_normal(nv, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, theta, slot, values)
+        if not chol_factor(values, first, second, lptr, lrows, rptr, rcols, rslot, L):
+            code = 4
+            break
+        alpha, finite = 0.0, True
+        dv, dy = np.empty(nv), np.empty(0)
+        for corrector in (False, True):
+            rhs, wt, trp = direction_rhs(
+                bptr, lam, wbar, eta, theta, rp, cp, ci, cd, rd, rb, corrector, ds, dz,
+                sigma * mu_c,
+            )  # fmt: skip
+            chol_solve(L, 6, perm, lptr, lrows, rhs, sol)
+            dv, dy, ds, dz, a_s, a_z, finite = direction_back(
+                bptr, theta, cp, ci, cd, sol, nv, wt, trp, rp, s, z
+            )
+            if not corrector:
+                alpha = min(1.0, a_s, a_z)
+                gap_aff = gap_after(s, ds, z, dz, alpha)
+                sigma = math.pow(min(max(gap_aff / max(gap, 1e-300), 0.0), 1.0), 3.0)
+            else:
+                alpha = min(1.0, 0.99 * min(a_s, a_z))
+        if not (finite and alpha > 0.0):
+            code = 5
+            break
+        take_step(v, s, z, y, alpha, dv, ds, dz, dy)
+    if best <= res or not math.isfinite(res):
+        r, res = best_r, best
+    return r, it, res, code
+
+
+@njit(cache=True)
+def factor_natural_map(  # type: ignore[no-untyped-def]  # pragma: no cover
+    fptr, fidx, fval, fd, r, q, tmp, out, kind, mu, dirs, row_lo, nc, qnorm
+):
+    """The CCP's natural map at ``r`` with ``out = u = C diag(d) C' r + q``, in one call."""
+    factor_velocity(fptr, fidx, fval, fd, r, q, tmp, out)
+    return natural_map(0, kind, mu, dirs, row_lo, nc, r, out, qnorm)
+
+
+class FactorResidual:
+    """The CCP's natural map at ``r`` with ``u = C diag(d) C' r + q`` (``u`` in ``out``).
+
+    Called as ``residual(r) -> (natural map, u)`` like any residual :func:`ipm_ccp` takes;
+    being compiled arithmetic on arrays, it also runs inside :func:`ccp_blocks`.
+    """
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self, factor, q: Vec, kind: int, problem, qnorm: float, out: Vec
+    ) -> None:
+        self.fptr, self.fidx, self.fval, self.fd = factor
+        self.q, self.kind, self.qnorm, self.out = q, kind, qnorm, out
+        self.mu, self.dirs, self.row_lo, self.nc = (
+            problem.mu,
+            problem.dirs,
+            problem.row_lo,
+            problem.nc,
+        )
+        self.tmp = np.empty(self.fd.shape[0])
+
+    def __call__(self, r: Vec) -> tuple[float, Vec]:
+        res = factor_natural_map(
+            self.fptr, self.fidx, self.fval, self.fd, r, self.q, self.tmp, self.out, self.kind,
+            self.mu, self.dirs, self.row_lo, self.nc, self.qnorm,
+        )  # fmt: skip
+        return float(res), self.out
+
+
 def ipm_ccp(
     form: VelocityForm,
     q: Vec,
@@ -1043,18 +1363,15 @@ def ipm_ccp(
     time; a run that stops for another reason returns its best checked iterate).
     """
     problem = form.problem
-    Ch, bptr, Tt, normal = form.Ch, form.bptr, form.Tt, form.normal
+    bptr, normal = form.bptr, form.normal
     wh, wb = form.lift(q)
-    m, nv = Ch.shape
     nb = bptr.shape[0] - 1
-    Gb, Et = form.Gb, form.Et
-    gp, gi, gd = Gb.indptr.astype(np.int64), Gb.indices.astype(np.int64), Gb.data
-    ep, ei, ed = Et.indptr.astype(np.int64), Et.indices.astype(np.int64), Et.data
-    mb = Gb.shape[0]
-    rb_part = np.zeros(problem.n)
-    cp, ci, cd = Ch.indptr.astype(np.int64), Ch.indices.astype(np.int64), Ch.data
-    tp, ti, td = Tt.indptr.astype(np.int64), Tt.indices.astype(np.int64), Tt.data
-    scale_s = max(float(np.abs(wh).max(initial=0.0)), 1e-12)
+    cp, ci, cd = form.ch
+    gp, gi, gd = form.gb
+    ep, ei, ed = form.et
+    tp, ti, td = form.tt
+    m, nv, mb = cp.shape[0] - 1, normal.nv, gp.shape[0] - 1
+    scale_s = max(abs_max(wh), 1e-12)
     # impulse scale: velocities over the mean diagonal of W
     wdiag = form.wdiag
     if point is not None:
@@ -1072,10 +1389,40 @@ def ipm_ccp(
         # new primal infeasibility (the free velocity changed by q - q_old)
         v, s, z, y, push = start
         v, s, z, y = v.copy(), s.copy(), z.copy(), y.copy()
-        s_new = Ch @ v + wh
-        tau = max(push * float(np.abs(s_new - s).max(initial=0.0)), 1e-12 * scale_s)
+        s_new = np.empty(m)
+        csr_mul(cp, ci, cd, v, s_new)
+        s_new += wh
+        tau = max(push * abs_max(s_new - s), 1e-12 * scale_s)
         add_identity(bptr, s, tau)
         add_identity(bptr, z, tau / max(wdiag, 1e-300))
+    if isinstance(residual, FactorResidual) and normal.by_blocks and not normal.dense:
+        # the whole loop in one compiled call (no bilateral rows: mb = 0)
+        if normal.solver is None:
+            # a new pattern: the start's check first, as the loop makes it (a start that
+            # meets the tolerance needs no symbolic analysis)
+            r = np.zeros(problem.n)
+            csr_mul(tp, ti, td, z, r)
+            res, _ = residual(r)
+            if res <= tol or not math.isfinite(res):
+                form.last = (v, s, z, y)
+                if res <= tol:
+                    return r, 0, res, "converged"
+                return np.zeros(problem.n), 0, np.inf, "not finite"
+        chol = normal.blocks()
+        r, it, res, code = ccp_blocks(
+            bptr, cp, ci, cd, tp, ti, td, normal.dinv_inv, normal.gptr, normal.gsoc,
+            normal.rowblk, normal.cptr, normal.jptr, normal.jval, normal.slot, normal.values,
+            chol.first, chol.second, chol.lptr, chol.lrows, chol.rptr, chol.rcols, chol.rslot,
+            chol.L, chol.perm, residual.fptr, residual.fidx, residual.fval, residual.fd,
+            residual.q, residual.kind, residual.mu, residual.dirs, residual.row_lo,
+            residual.nc, residual.qnorm, residual.out, residual.tmp, v, s, z, wh, tol, max_iter,
+            -1.0 if far is None else far,
+        )  # fmt: skip
+        res = float(res)
+        reason = "converged" if res <= tol else _REASONS[code]
+        form.last = (v, s, z, y)
+        return r, int(it), res, reason
+    rb_part = np.zeros(problem.n)
     wbar, eta = np.zeros(m), np.ones(nb)
     lam, theta = np.empty(m), np.zeros(9 * nb)
     dz, ds = np.empty(m), np.empty(m)

@@ -538,6 +538,18 @@ def factor_velocity(
 
 
 @njit(cache=True)
+def factor_diagonal(indptr: IVec, indices: IVec, data: Vec, d: Vec) -> Vec:
+    """The diagonal of ``C diag(d) C'``: ``sum_k C_ik^2 d_k`` per row, in the row's order."""
+    out = np.empty(indptr.shape[0] - 1)
+    for i in range(indptr.shape[0] - 1):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * data[k] * d[indices[k]]
+        out[i] = acc
+    return out
+
+
+@njit(cache=True)
 def soc_measures(r, u, mu, nc, slip):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Signorini, exact-cone and dissipation violations of :func:`solvers.frictional.fc_residuals`
     (the exact cone), contact by contact: ``max(|min(r_n, u_n)|, max(-r_n, -u_n, 0))``,
@@ -565,3 +577,18 @@ def soc_measures(r, u, mu, nc, slip):  # type: ignore[no-untyped-def]  # pragma:
             gap = math.sqrt(d1 * d1 + d2 * d2)
             dis = gap if math.isnan(gap) or math.isnan(dis) else max(dis, gap)
     return sig, cone, dis if sliding else 0.0
+
+
+@njit(cache=True)
+def factor_soc_residuals(  # type: ignore[no-untyped-def]  # pragma: no cover
+    fptr, fidx, fval, fd, r, q, tmp, u, law, mu, dirs, row_lo, nc, qnorm, slip
+):
+    """:func:`solvers.frictional.fc_residuals` of the exact cone through ``W``'s factor, in
+    one call: ``u = C diag(d) C' r + q`` (into ``u``), the natural map of ``law`` and
+    :func:`soc_measures` (zeros without contacts)."""
+    factor_velocity(fptr, fidx, fval, fd, r, q, tmp, u)
+    nat = natural_map(law, 0, mu, dirs, row_lo, nc, r, u, qnorm)
+    if nc == 0:
+        return nat, 0.0, 0.0, 0.0
+    sig, cone, dis = soc_measures(r, u, mu, nc, slip)
+    return nat, sig, cone, dis

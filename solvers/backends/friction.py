@@ -513,7 +513,7 @@ class IPMBackend(FrictionBackend):
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         import scipy.sparse as sp
 
-        from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
+        from solvers.backends.fc_ipm import FactorResidual, VelocityForm, eig_factor, ipm_ccp
         from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
@@ -535,7 +535,8 @@ class IPMBackend(FrictionBackend):
         t0 = time.perf_counter()
         if problem.factor is not None:
             C, d = problem.factor
-            C = sp.csr_matrix(C)
+            if not (sp.issparse(C) and C.format == "csr"):
+                C = sp.csr_matrix(C)
         else:
             Cd, d = eig_factor(problem.W.toarray())
             C = sp.csr_matrix(Cd)
@@ -543,14 +544,19 @@ class IPMBackend(FrictionBackend):
         # no BLAS call on a long vector: on a loaded machine its thread start-up cost ms
         qnorm = math.sqrt(float(np.einsum("i,i->", problem.q, problem.q)))
         u = np.empty(problem.n)
+        ccp_residual = None
         if problem.factor is not None:
             # u = W r + q through the factor (W itself is never formed on this path)
-            fptr, fidx, fval = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
-            fd, ftmp = np.ascontiguousarray(d, dtype=np.float64), np.empty(C.shape[1])
+            fptr, fidx, fval, fd = problem.factor_arrays
+            ftmp = np.empty(C.shape[1])
 
             def velocity(r: np.ndarray, q: np.ndarray) -> None:
                 factor_velocity(fptr, fidx, fval, fd, r, q, ftmp, u)
 
+            if law == 0:
+                # the same residual as compiled data: ipm_ccp runs it inside its loop
+                ccp_residual = FactorResidual((fptr, fidx, fval, fd), problem.q, kind, problem,
+                                              qnorm, u)  # fmt: skip
         else:
             ptr, idx, val = _csr(problem)
 
@@ -590,7 +596,7 @@ class IPMBackend(FrictionBackend):
             point, iterate = None, True
             if opts.x0 is not None:
                 r = _start(problem, opts)
-                res, _ = residual(r)
+                res, _ = (ccp_residual or residual)(r)
                 if res <= opts.tol:
                     total, reason, iterate = 0, "converged at the warm start", False
                 elif res <= self.warm_limit:
@@ -598,8 +604,9 @@ class IPMBackend(FrictionBackend):
                     point = form.impulse_point(r, problem.q, push)
             if iterate:
                 r, total, res, reason = ipm_ccp(
-                    form, problem.q, opts.tol, cap, residual, point=point, far=self.check_far
-                )
+                    form, problem.q, opts.tol, cap, ccp_residual or residual, point=point,
+                    far=self.check_far,
+                )  # fmt: skip
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
             if finish and warm is not None:
@@ -786,7 +793,7 @@ class IPMBackend(FrictionBackend):
         """
         import scipy.sparse.linalg as spla
 
-        from solvers.backends.fc_ipm import ipm_ccp
+        from solvers.backends.fc_ipm import FactorResidual, ipm_ccp
         from solvers.backends.fc_kernels import natural_map, support_shift
 
         nc = problem.nc
@@ -804,6 +811,10 @@ class IPMBackend(FrictionBackend):
             out = natural_map(0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm)
             return float(out), u
 
+        # through the factor: the same residual as compiled data (run inside ipm_ccp's loop)
+        inner_res: Any = inner
+        if problem.factor is not None:
+            inner_res = FactorResidual(problem.factor_arrays, qs, kind, problem, qnorm, u)
         point = None
         if warm is not None:
             # the previous step's impulses: their Coulomb natural map (no factorisation yet)
@@ -837,7 +848,7 @@ class IPMBackend(FrictionBackend):
             start = None
             if rounds > 1 and self.warm_rounds and form.last is not None:
                 start = (*form.last, self.push[mode])
-            r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner, start, point)
+            r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner_res, start, point)
             point = None
             total += it
             res, _ = residual(r)
