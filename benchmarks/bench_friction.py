@@ -84,7 +84,8 @@ converged its posed problems (every inner solve's ``(problem, warm start)``, as
 :func:`posed_problems` records them) with the state it started from, pickled in
 ``friction_transient_problems/<n>-<pair>.pkl`` to reproduce it:
 ``--replay PKL...`` solves those problems again (:func:`replay`) and prints their
-status, iterations and natural map beside the saved ones.
+status, iterations and natural map beside the saved ones.  ``--save-all`` pickles
+every such step, not only the first (``<n>-<pair>-step<i>.pkl``).
 """
 
 from __future__ import annotations
@@ -482,7 +483,7 @@ def transient_summary(steps: pd.DataFrame, tol: float) -> dict[str, float]:
 
 def run_transient(
     scene: Any, start: State, model: str, solver: str, options: dict[str, Any], seconds: float,
-    h: float, save: Path | None = None,
+    h: float, save: Path | None = None, save_all: bool = False,
 ) -> tuple[dict[str, float], pd.DataFrame]:  # fmt: skip
     """Step a pair for ``seconds`` from ``start``; its summary and per-step table.
 
@@ -490,7 +491,8 @@ def run_transient(
     persistent contact), timed in thread CPU time.  The first step that is not
     ``optimal`` or whose natural map exceeds the pair's tolerance has its posed
     problems (every inner solve's ``(problem, warm start)``, as :func:`posed_problems`
-    records them) and the state it started from pickled to ``save``.  A step the
+    records them) and the state it started from pickled to ``save`` (with ``save_all``,
+    every such step, to ``save`` with ``-step<i>`` before its suffix).  A step the
     simulator could not use ends the transient (``failed_step`` in the summary).
     """
     from contactlab.models.base import SolvingModel
@@ -550,9 +552,10 @@ def run_transient(
                 }
             )
             bad = solution.status != "optimal" or bool(natural > tol) or not usable
-            if bad and save is not None and not saved:
-                save.parent.mkdir(parents=True, exist_ok=True)
-                with save.open("wb") as fh:
+            if bad and save is not None and (save_all or not saved):
+                target = save.with_name(f"{save.stem}-step{i}{save.suffix}") if save_all else save
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as fh:
                     pickle.dump(
                         {"step": i, "status": str(solution.status), "natural_map": natural,
                          "model": model, "solver": solver, "options": options, "h": h,
@@ -560,7 +563,7 @@ def run_transient(
                          "state": replace(state, cache=dict(state.cache))},
                         fh,
                     )  # fmt: skip
-                saved = str(save)
+                saved = saved or str(target)
             if not usable:
                 failed_step = float(i)
                 break
@@ -883,6 +886,10 @@ def main(argv: list[str] | None = None) -> None:
         help="with --transient: start from the landed pile instead of the drop",
     )  # fmt: skip
     parser.add_argument(
+        "--save-all", action="store_true",
+        help="with --transient: pickle every step not converged, not only the first",
+    )  # fmt: skip
+    parser.add_argument(
         "--replay", type=Path, nargs="+", default=None, metavar="PKL",
         help="solve again the steps saved by --transient and print their status",
     )  # fmt: skip
@@ -986,8 +993,9 @@ def main_transient(sizes: list[int], args: Any) -> None:
             slug = label.replace(" / ", "-").replace(" ", "-").replace("(", "").replace(")", "")
             save = args.out / "friction_transient_problems" / f"{n}-{slug}.pkl"
             summary, table = run_transient(
-                scene, state, model, solver, options, args.transient, args.h, save
-            )
+                scene, state, model, solver, options, args.transient, args.h, save,
+                args.save_all,
+            )  # fmt: skip
             table.to_csv(args.out / f"friction_transient_steps-{n}-{slug}.csv", index=False)
             start = "landed" if args.from_landed else "drop"
             rows.append({"n": n, "pair": label, "start": start, "seconds": args.transient,

@@ -162,6 +162,11 @@ def _frictional_backends() -> None:
 
     pyr = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "pyramid", factor=(C, np.ones(4)))
     PyramidNewton(pyr, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
+    # and of the Coulomb law on the exact cone (Alart--Curnier's function)
+    from solvers.backends.fc_newton import SocNewton
+
+    soc = FrictionalContact(None, q, [0.5, 0.5], "coulomb", "soc", factor=(C, np.ones(4)))
+    SocNewton(soc, C, np.ones(4)).solve(np.array([1.0, 0.1, 0.0, 1.0, 0.0, 0.1]), 1e-10, 5)
     # ipm's fused interior-point loop (the normal matrix by 6x6 blocks: over 64 unknowns),
     # twice on one pattern (the second reuses the first's symbolic analysis), both cones
     rows = []

@@ -359,6 +359,19 @@ class IPMBackend(FrictionBackend):
     and 2-9 (200 boxes, 12-47 ms; fixed point 4 rounds, 40-48 ms).  The iterations
     reported are the interior point's plus Newton's plus the sweeps.
 
+    Exact cone: Newton's finish.  When the Coulomb law's rounds and the ``polish_sweeps``
+    sweeps on the exact cone stop short of the tolerance, semismooth Newton on
+    Alart--Curnier's function (:class:`~solvers.backends.fc_newton.SocNewton` with
+    ``soc_rho_scale``; at most ``newton`` iterations, ``restart_sweeps`` sweeps whenever no
+    step decreases its merit) finishes from their impulses, before the plain fallback
+    below.  On the 18 saved steps of the 100- and 200-box drop transients that the fixed
+    point left at 1.1e-6 to 8.3e-6 after 3,000 iterations (accelerated rounds, then the
+    plain fallback), it converges on all 18 in 7-49 Newton iterations after the rounds' 500
+    (0.5-1.0 s per step instead of 1-2 s).  There the plain iteration is no remedy: on the
+    100-box step 108 its natural map stays at 1.88e-6 to 1.97e-6 from round 30 to round
+    9,900 (one interior-point iteration per round), and Gauss--Seidel sweeps need 46,000
+    sweeps (18 s) to reach 7.6e-7.
+
     Plain fallback.  On a few steps of piles landing from a drop the accelerated fixed
     point (and, on the box, Newton's finish) stops short (4 of 800 saved steps'
     problems: natural map 2.6e-6 to 5.6e-5 at the cap) while the relaxed plain iteration
@@ -367,6 +380,18 @@ class IPMBackend(FrictionBackend):
     iteration runs from the start on the rest of the budget: ``fallback_iterations``
     (3,000) when no ``max_iter`` is given, else ``max_iter`` (a run given 500 iterations
     spends at most 500); the better of the two results is kept and the message says so.
+    On the box and pyramid laws the fallback keeps the stall test: once it stalls, Newton's
+    finish runs from its best round (a second ``newton`` allotment), then the plain
+    iteration without the stall test on the rest of the budget.  If the fallback stops short
+    (any law), Newton's finish runs once more from its iterate (another allotment), then
+    ``final_sweeps`` (5,000) Gauss--Seidel sweeps from the best iterate.  On the six saved
+    box-law drop steps that ended capped (100 boxes steps 90, 174, 267; 200 boxes 91, 196,
+    203; natural map 1.6e-6 to 1.4e-5) five converge, in 937-1,512 iterations (1.3-3.5 s);
+    step 90 ends at 1.5e-6 (the plain iteration with the stall test and Newton from the
+    start, given 6,000 iterations, converges after 3,171 interior-point iterations).  Before
+    the stall test in the fallback, Newton once more and the sweeps converged on three of
+    them (174, 196; 91 by 2,819 sweeps) and on 267 sweeps wander between 8e-5 and 3e-4 over
+    28,000.
     """
 
     name = "ipm"
@@ -433,10 +458,15 @@ class IPMBackend(FrictionBackend):
     fallback = "anderson"
     #: Anderson's memory (pairs of the last rounds; setting ``memory``).
     memory = 5
-    #: Box and pyramid laws: semismooth Newton iterations (:mod:`solvers.backends.fc_newton`)
-    #: that may finish a fixed point stopped short of the tolerance (setting ``newton``; 0:
-    #: none).  The settings below marked "box law" apply to the pyramid law too.
+    #: Coulomb law (box, pyramid, exact cone): semismooth Newton iterations
+    #: (:mod:`solvers.backends.fc_newton`) that may finish a fixed point stopped short of the
+    #: tolerance (setting ``newton``; 0: none).  The settings below marked "box law" apply
+    #: to the pyramid law too.
     newton_iterations = 300
+    #: Exact cone: the ``rho_scale`` of the finish's
+    #: :class:`~solvers.backends.fc_newton.SocNewton` (its docstring: 10 converges on 18 of
+    #: 18 saved drop-transient steps, 1 on 17).
+    soc_rho_scale = 10.0
     #: Box law with a Newton finish: the fixed point stops when its smallest natural map has
     #: not halved over this many rounds (20 before the warm start; warm-started, on ten
     #: recorded 100-box steps, 10 took 6 % less time than 20, 5 no less than 10).
@@ -452,6 +482,9 @@ class IPMBackend(FrictionBackend):
     fallback_iterations = 3000
     #: Gauss--Seidel sweeps that may finish a run stalled short of the tolerance.
     polish_sweeps = 200
+    #: Sweeps from the best iterate when the plain fallback and Newton's second finish
+    #: stop short too (class docstring, "Plain fallback").
+    final_sweeps = 5000
     #: Box law with a Newton finish: sweeps before Newton starts (0: Newton from the fixed
     #: point's best round; on ten recorded 100-box steps the 200 of ``polish_sweeps`` took
     #: 77 ms where they ran and met the tolerance on 2 of 8).
@@ -544,13 +577,18 @@ class IPMBackend(FrictionBackend):
         built: list[Any] = []
 
         def box_newton() -> Any:
-            """The law's semismooth Newton (:class:`~solvers.backends.fc_newton.BoxNewton` or
-            :class:`~solvers.backends.fc_newton.PyramidNewton`), built once."""
-            from solvers.backends.fc_newton import BoxNewton, PyramidNewton
+            """The law's semismooth Newton (:class:`~solvers.backends.fc_newton.BoxNewton`,
+            :class:`~solvers.backends.fc_newton.PyramidNewton` or
+            :class:`~solvers.backends.fc_newton.SocNewton`), built once."""
+            from solvers.backends.fc_newton import BoxNewton, PyramidNewton, SocNewton
 
             if not built:
-                kind_newton = BoxNewton if problem.cone == "box" else PyramidNewton
-                built.append(kind_newton(problem, C, np.asarray(d, dtype=np.float64)))
+                d64 = np.asarray(d, dtype=np.float64)
+                if problem.cone == "soc":
+                    built.append(SocNewton(problem, C, d64, self.soc_rho_scale))
+                else:
+                    kind_newton = BoxNewton if problem.cone == "box" else PyramidNewton
+                    built.append(kind_newton(problem, C, d64))
             return built[0]
 
         if law == 0:
@@ -610,28 +648,40 @@ class IPMBackend(FrictionBackend):
             res = float(res)
             reason = "converged" if res <= opts.tol else reason
         newton_its, rerun = newton_first, False
-        if res > opts.tol and finish:
-            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
-            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the box
-            # law's min-function, from the sweeps' impulses
+        # the exact cone: Newton on Alart--Curnier's function when the rounds stop short
+        soc_finish = law == 1 and problem.cone == "soc" and newton_cap > 0
+
+        def newton_finish(r: np.ndarray, res: float, budget: int) -> tuple[Any, float, int, int]:
+            """Newton from ``r`` for at most ``budget`` iterations, ``restart_sweeps`` sweeps
+            whenever no step decreases its merit: ``(r, res, iterations, sweeps)``."""
             from solvers.backends.fc_kernels import nsgs
 
             finisher = box_newton()
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
-            while newton_its < newton_cap:
-                r, its, res, why = finisher.solve(r, opts.tol, newton_cap - newton_its)
-                newton_its += its
+            its_all, sweeps_all = 0, 0
+            while its_all < budget:
+                r, its, res, why = finisher.solve(r, opts.tol, budget - its_all)
+                its_all += its
                 if res <= opts.tol or why != "no descent":
                     break
                 # no step length decreases the merit (a local minimum of 0.5 ||Φ||² on a
                 # piece without a solution): a few sweeps move the iterate off it
                 r = r.copy()
                 more, res = nsgs(*args, problem.nc, r, 1.0, opts.tol, self.restart_sweeps, False)
-                sweeps += int(more)
+                sweeps_all += int(more)
                 res = float(res)
                 if res <= opts.tol:
                     break
+            return r, res, its_all, sweeps_all
+
+        if res > opts.tol and (finish or soc_finish) and np.all(np.isfinite(r)):
+            # the fixed point and the sweeps stopped short (a contact sliding in a corner of
+            # the box makes the fixed point's Jacobian about 1): semismooth Newton on the
+            # law's min-function, from the sweeps' impulses
+            r, res, its, more = newton_finish(r, res, newton_cap - newton_its)
+            newton_its += its
+            sweeps += more
             reason = "converged" if res <= opts.tol else reason
             if res > opts.tol and reason == "stalled" and total < cap:
                 # Newton did not finish either: the fixed point without the stall test, the rest
@@ -654,16 +704,62 @@ class IPMBackend(FrictionBackend):
             if budget > 0:
                 fallback = True
                 kept_r, kept_res, kept_reason = r, res, reason
+                spent = total
+                stall = 0
+                if finish:
+                    pyr = problem.cone == "pyramid"
+                    stall = self.stall_rounds_pyramid if pyr else self.stall_rounds
                 r, more, res, reason, more_rounds = self._rounds(
                     form, problem, C, opts.tol, budget, residual, velocity, u, qnorm,
-                    kind, "none", memory,
+                    kind, "none", memory, None, stall,
                 )  # fmt: skip
                 total += more
                 rounds += more_rounds
+                if finish and reason == "stalled" and np.all(np.isfinite(r)):
+                    # box and pyramid laws: the plain iteration stalled too; Newton's finish
+                    # from its best round (a second ``newton`` allotment), then the plain
+                    # iteration without the stall test on the rest of the budget
+                    r, res, its, more = newton_finish(r, res, newton_cap)
+                    newton_its += its
+                    sweeps += more
+                    reason = "converged" if res <= opts.tol else reason
+                    rest = budget - (total - spent)
+                    if res > opts.tol and rest > 0:
+                        kept2_r, kept2_res = r, res
+                        r, more, res, reason, more_rounds = self._rounds(
+                            form, problem, C, opts.tol, rest, residual, velocity, u, qnorm,
+                            kind, "none", memory,
+                        )  # fmt: skip
+                        total += more
+                        rounds += more_rounds
+                        if res > kept2_res or not math.isfinite(res):
+                            r, res = kept2_r, kept2_res
                 if res > kept_res or not math.isfinite(res):
                     r, res, reason = kept_r, kept_res, kept_reason
                 if opts.max_iter is None:
                     cap = self.fallback_iterations
+            if fallback and res > opts.tol and (finish or soc_finish) and np.all(np.isfinite(r)):
+                # Newton once more, from the fallback's iterate (on its own ``newton`` cap)
+                r, res, its, more = newton_finish(r, res, newton_cap)
+                newton_its += its
+                sweeps += more
+                if res <= opts.tol:
+                    reason = "converged"
+            if fallback and res > opts.tol and self.final_sweeps and np.all(np.isfinite(r)):
+                # still short: Gauss--Seidel sweeps from the best iterate (class docstring)
+                from solvers.backends.fc_kernels import nsgs
+
+                ptr, idx, val = _csr(problem)
+                r_s = r.copy()
+                more, res_s = nsgs(
+                    ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs,
+                    problem.row_lo, problem.nc, r_s, 1.0, opts.tol, self.final_sweeps, False,
+                )  # fmt: skip
+                sweeps += int(more)
+                if float(res_s) < res:
+                    r, res = r_s, float(res_s)
+                if res <= opts.tol:
+                    reason = "converged"
         t2 = time.perf_counter()
         msg = (
             f"ipm: natural-map residual {res:.3e} after {total} iterations"

@@ -6,16 +6,18 @@ Newton system without forming ``W``; on small random box-law problems (singular 
 Newton's iteration from zero ends in a handful of steps at Lemke's solution of the
 equivalent LCP (an independent pivoting method); on a stored 100-box pile step on which
 ``ipm``'s fixed point and its Gauss--Seidel sweeps stop short of 1e-6, the Newton finish
-reaches it.
+reaches it; on a stored step of the 100-box pile landing from a drop, the plain fallback
+handing over to Newton converges where 500 iterations report the cap.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
+from fc_newton_setup import DATA, check_finish, check_piece_derivative, stored_step
+from fc_newton_setup import factored as factored_on
 from test_frictional import random_problem
 
 from solvers import LCP, ProblemError, solve
@@ -23,16 +25,8 @@ from solvers.frictional import FrictionalContact, fc_residuals
 
 pytest.importorskip("numba")
 
-DATA = Path(__file__).parent / "data"
-
-
-def factored(seed: int) -> tuple[FrictionalContact, sp.csr_matrix, np.ndarray]:
-    """A random box-law problem of ``test_frictional`` with a factor ``W = C diag(d) C'``."""
-    from solvers.backends.fc_ipm import eig_factor
-
-    fc = random_problem("coulomb", "box", seed)
-    Cd, d = eig_factor(fc.W.toarray())
-    return fc, sp.csr_matrix(Cd), d
+#: a random box-law problem with a factor ``W = C diag(d) C'``
+factored = partial(factored_on, "box")
 
 
 def piece(newton, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:  # type: ignore[no-untyped-def]
@@ -63,19 +57,12 @@ def test_min_function_jacobian_matches_finite_differences(seed: int) -> None:
     r[::3] = rng.uniform(0.0, 0.5, fc.nc) * np.where(rng.random(fc.nc) < 0.8, 1.0, -1.0)
     for k in (1, 2):  # tangent impulses inside and outside their bounds
         r[k::3] = fc.mu * np.abs(r[::3]) * rng.uniform(-1.5, 1.5, fc.nc)
-    phi, J, sel = piece(newton, r)
+    _, _, sel = piece(newton, r)
     beta, adiag, _ = sel
     # every kind of row occurs: active velocity rows and impulse rows, sliding entries
     assert np.any(beta[::3] > 0) and np.any(adiag[::3] > 0)
     assert np.any(beta[1::3] > 0) and np.any(sel[2] != 0)
-    direction = rng.normal(size=fc.n)
-    h = 1e-7
-    plus, _, sel_p = piece(newton, r + h * direction)
-    minus, _, sel_m = piece(newton, r - h * direction)
-    for a, b, c in zip(sel, sel_p, sel_m, strict=True):
-        assert np.array_equal(a, b) and np.array_equal(a, c), "a kink within the step"
-    jd = J @ direction
-    np.testing.assert_allclose((plus - minus) / (2 * h), jd, atol=1e-7 * np.abs(jd).max())
+    check_piece_derivative(partial(piece, newton), r, rng)
 
 
 def test_augmented_system_solves_the_newton_system() -> None:
@@ -151,12 +138,7 @@ def test_newton_agrees_with_lemke_on_random_box_law_problems(seed: int) -> None:
 
 def stored_capped_step() -> FrictionalContact:
     """A 100-box box-law step (493 contacts) of the landed pile's transient."""
-    data = np.load(DATA / "pile100_box_capped.npz")
-    shape = tuple(int(k) for k in data["C_shape"])
-    C = sp.csr_matrix((data["C_data"], data["C_indices"], data["C_indptr"]), shape=shape)
-    return FrictionalContact(
-        None, data["q"], data["mu"], "coulomb", "box", row_lo=data["row_lo"], factor=(C, data["d"])
-    )
+    return stored_step("pile100_box_capped", "box")
 
 
 def test_newton_finish_converges_where_the_fixed_point_caps() -> None:
@@ -164,17 +146,27 @@ def test_newton_finish_converges_where_the_fixed_point_caps() -> None:
     cap and 200 sweeps leave the natural map at 8.2e-6 (measured); with it, Newton's
     iterations (52 measured, at most the default cap 300) reach 1e-6, judged by the layer's
     own natural map of the returned impulses."""
-    fc = stored_capped_step()
-    before = solve(fc, "ipm", tol=1e-6, newton=0, max_iter=500)  # no plain fallback
-    assert before.status == "max_iterations", before.message
-    assert fc_residuals(fc, before.x)["natural_map"] > 1e-6
-    after = solve(fc, "ipm", tol=1e-6)
-    assert after.status == "optimal", after.message
-    assert "semismooth Newton" in after.message
-    assert fc_residuals(fc, after.x)["natural_map"] <= 1e-6
+    check_finish(stored_capped_step())
 
 
 def test_newton_setting_is_checked() -> None:
     fc = random_problem("coulomb", "box", seed=3)
     with pytest.raises(ProblemError, match="newton"):
         solve(fc, "ipm", newton=-1)
+
+
+def test_plain_fallback_hands_over_to_newton_on_a_drop_step() -> None:
+    """A box-law step of the 100-box pile landing from a drop (399 contacts, step 174 of the
+    benchmark's long transient, from its warm start): within 500 interior-point iterations
+    the accelerated fixed point and Newton's finish stop short and the run reports the cap;
+    on the default budget the plain fallback stalls, hands over to Newton and, after the
+    plain iteration on the rest, converges (1,479 iterations reported, 555 of them the
+    interior point's, measured), judged by the layer's own natural map."""
+    z = np.load(DATA / "drop100_box_capped.npz")
+    fc = stored_step("drop100_box_capped", "box")
+    short = solve(fc, "ipm", tol=1e-6, warm_start=z["warm"], max_iter=500)
+    assert short.status == "max_iterations", short.message
+    assert fc_residuals(fc, short.x)["natural_map"] > 1e-6
+    done = solve(fc, "ipm", tol=1e-6, warm_start=z["warm"])
+    assert done.status == "optimal" and "fallback" in done.message, done.message
+    assert fc_residuals(fc, done.x)["natural_map"] <= 1e-6

@@ -9,28 +9,20 @@ which ``ipm``'s fixed point and its sweeps stop short of 1e-6, the Newton finish
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from test_frictional import random_problem
+from fc_newton_setup import check_finish, check_piece_derivative, stored_step
+from fc_newton_setup import factored as factored_on
 
 from solvers import LCP, solve
 from solvers.frictional import FrictionalContact, fc_residuals
 
 pytest.importorskip("numba")
 
-DATA = Path(__file__).parent / "data"
-
-
-def factored(seed: int) -> tuple[FrictionalContact, sp.csr_matrix, np.ndarray]:
-    """A random pyramid-law problem (6 directions) with a factor ``W = C diag(d) C'``."""
-    from solvers.backends.fc_ipm import eig_factor
-
-    fc = random_problem("coulomb", "pyramid", seed)
-    Cd, d = eig_factor(fc.W.toarray())
-    return fc, sp.csr_matrix(Cd), d
+#: a random pyramid-law problem (6 directions) with a factor ``W = C diag(d) C'``
+factored = partial(factored_on, "pyramid")
 
 
 def dense_lcp(newton) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
@@ -80,19 +72,12 @@ def test_pyramid_min_function_jacobian_matches_finite_differences(seed: int) -> 
         :, None
     ].repeat(newton.k, 1).ravel() * share.ravel()
     x[newton.k + 1 : m * nc : m] = rng.uniform(-0.01, 0.01, nc)
-    phi, J, sel = piece(newton, x)
+    _, _, sel = piece(newton, x)
     beta, adiag = sel
     for j in (1, m - 1):  # β and λ rows: both kinds occur
         assert np.any(beta[j : m * newton.nc : m] > 0) and np.any(adiag[j : m * newton.nc : m] > 0)
     assert np.any(beta[0 : m * newton.nc : m] > 0)  # pressed normals
-    direction = rng.normal(size=newton.N)
-    h = 1e-7
-    plus, _, sel_p = piece(newton, x + h * direction)
-    minus, _, sel_m = piece(newton, x - h * direction)
-    for a, b, c in zip(sel, sel_p, sel_m, strict=True):
-        assert np.array_equal(a, b) and np.array_equal(a, c), "a kink within the step"
-    jd = J @ direction
-    np.testing.assert_allclose((plus - minus) / (2 * h), jd, atol=1e-7 * np.abs(jd).max())
+    check_piece_derivative(partial(piece, newton), x, rng)
 
 
 def test_pyramid_augmented_system_solves_the_newton_system() -> None:
@@ -136,13 +121,7 @@ def test_pyramid_newton_agrees_with_lemke(seed: int) -> None:
 def stored_capped_step() -> FrictionalContact:
     """The first (cold) ``stewart-trinkle`` step of the landed 200-box pile (1023 contacts,
     4-direction pyramid), on which ``ipm``'s fixed point stops at its cap."""
-    data = np.load(DATA / "pile200_pyramid_capped.npz")
-    shape = tuple(int(k) for k in data["C_shape"])
-    C = sp.csr_matrix((data["C_data"], data["C_indices"], data["C_indptr"]), shape=shape)
-    return FrictionalContact(
-        None, data["q"], data["mu"], "coulomb", "pyramid", int(data["directions"]),
-        row_lo=data["row_lo"], factor=(C, data["d"]),
-    )  # fmt: skip
+    return stored_step("pile200_pyramid_capped", "pyramid")
 
 
 def test_pyramid_newton_finish_converges_where_the_fixed_point_caps() -> None:
@@ -150,11 +129,4 @@ def test_pyramid_newton_finish_converges_where_the_fixed_point_caps() -> None:
     cap and 200 sweeps leave the natural map at 8.2e-6 (measured); with it, the fixed point
     stops once stalled and Newton's iterations (6 measured, at most the default cap 300)
     reach 1e-6, judged by the layer's own natural map of the returned impulses."""
-    fc = stored_capped_step()
-    before = solve(fc, "ipm", tol=1e-6, newton=0, max_iter=500)  # no plain fallback
-    assert before.status == "max_iterations", before.message
-    assert fc_residuals(fc, before.x)["natural_map"] > 1e-6
-    after = solve(fc, "ipm", tol=1e-6)
-    assert after.status == "optimal", after.message
-    assert "semismooth Newton" in after.message
-    assert fc_residuals(fc, after.x)["natural_map"] <= 1e-6
+    check_finish(stored_capped_step())
