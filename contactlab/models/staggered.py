@@ -233,7 +233,8 @@ class StaggeredProjections(SolvingModel):
         from the previous step's impulses only (Alg. 7).
     coupled_tol : tolerance of the coupled solve (its natural map relative to
         ``||q||``), default 1e-8.
-    coupled_max_iter : iteration cap of the coupled solve, default 10000.
+    coupled_max_iter : iteration cap of the coupled solve, default none: the backend's own
+        budgets (module docstring, "Measured").
     coupled_settings : backend settings of the coupled solve (e.g. ``{"newton": 0}``:
         ``ipm`` without its semismooth Newton finish of the box law), default none.
     proximal : weight of the proximal term of the contact QPs after a coupled start
@@ -252,7 +253,7 @@ class StaggeredProjections(SolvingModel):
         "depth": 5,
         "coupled": "ipm",
         "coupled_tol": 1e-8,
-        "coupled_max_iter": 10000,
+        "coupled_max_iter": None,
         "coupled_settings": None,
         "proximal": 1e-3,
     }

@@ -206,6 +206,15 @@ class _MinNewton:
     nv: int
     C: sp.csr_matrix
 
+    rho: Vec
+    rho_unit: Vec | None = None
+
+    def scale_rho(self, scale: float) -> None:
+        """``ρ`` = ``scale`` times the one set at construction (the pieces' split)."""
+        if self.rho_unit is None:
+            self.rho_unit = self.rho.copy()
+        self.rho = scale * self.rho_unit
+
     def velocity(self, r: Vec, out: Vec) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -477,6 +477,10 @@ class IPMBackend(FrictionBackend):
     stall_rounds_pyramid = 20
     #: Sweeps between two Newton runs when no step length decreases Newton's merit.
     restart_sweeps = 50
+    #: Box law: the multiples of ``BoxNewton``'s ``ρ = 1/diag W`` tried in turn, from the
+    #: best iterate, when no step length decreases Newton's merit (before the sweeps of
+    #: ``restart_sweeps``, after which the ladder starts again; class docstring).
+    rho_ladder: ClassVar[dict[str, tuple[float, ...]]] = {"box": (1.0, 10.0, 100.0, 1000.0)}
     #: Interior-point iterations in all (accelerated rounds, then the plain fallback) when
     #: no ``max_iter`` is given and the accelerated fixed point stops short.
     fallback_iterations = 3000
@@ -660,11 +664,21 @@ class IPMBackend(FrictionBackend):
             ptr, idx, val = _csr(problem)
             args = (ptr, idx, val, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
             its_all, sweeps_all = 0, 0
+            ladder = self.rho_ladder.get(problem.cone, (1.0,))
+            rung = 0
+            finisher.scale_rho(ladder[rung])
             while its_all < budget:
                 r, its, res, why = finisher.solve(r, opts.tol, budget - its_all)
                 its_all += its
                 if res <= opts.tol or why != "no descent":
                     break
+                if rung + 1 < len(ladder):
+                    # the pieces ``r - ρ u`` select at a larger ``ρ`` (class docstring)
+                    rung += 1
+                    finisher.scale_rho(ladder[rung])
+                    continue
+                rung = 0
+                finisher.scale_rho(ladder[rung])
                 # no step length decreases the merit (a local minimum of 0.5 ||Φ||² on a
                 # piece without a solution): a few sweeps move the iterate off it
                 r = r.copy()

@@ -170,3 +170,32 @@ def test_plain_fallback_hands_over_to_newton_on_a_drop_step() -> None:
     done = solve(fc, "ipm", tol=1e-6, warm_start=z["warm"])
     assert done.status == "optimal" and "fallback" in done.message, done.message
     assert fc_residuals(fc, done.x)["natural_map"] <= 1e-6
+
+
+def test_larger_rho_finds_the_piece_on_a_drop_step() -> None:
+    """A box-law step of the 100-box pile landing from a drop (337 contacts, step 90 of the
+    benchmark's long transient), stored with its warm start and the iterate at which the
+    plain fallback, Newton and the sweeps stopped before the ``ρ`` ladder (natural map
+    1.55e-6 after 10,250 iterations, tolerance 1e-6).  There, at ``ρ = 1/diag W`` and ten
+    times it, no step length decreases Newton's merit: the piece selected by ``r - ρ u``
+    keeps eight contacts on the wrong side of a kink (two corners pressed that the solution
+    releases), where the least-squares solution of the piece leaves most of ``||Φ||``.  At a
+    thousand times it Newton converges (natural map, by the layer's own measure, at most
+    1e-6); and ``ipm`` from the warm start, climbing that ladder, converges without the
+    plain fallback."""
+    from solvers.backends.fc_newton import BoxNewton
+
+    z = np.load(DATA / "drop100_box_step90.npz")
+    fc = stored_step("drop100_box_step90", "box")
+    C, d = fc.factor
+    stalled = z["stalled"]
+    assert fc_residuals(fc, stalled)["natural_map"] > 1.5e-6
+    newton = BoxNewton(fc, C, d)
+    for scale, expect in ((1.0, "no descent"), (10.0, "no descent"), (1000.0, "converged")):
+        newton.scale_rho(scale)
+        r, _, res, why = newton.solve(stalled, 1e-6, 300)
+        assert why == expect, (scale, why, res)
+    assert fc_residuals(fc, r)["natural_map"] <= 1e-6
+    done = solve(fc, "ipm", tol=1e-6, warm_start=z["warm"])
+    assert done.status == "optimal" and "fallback" not in done.message, done.message
+    assert fc_residuals(fc, done.x)["natural_map"] <= 1e-6
