@@ -148,12 +148,12 @@ the returned iterate below 1e-7 of the impulse scale, where the alternation
 alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
 1,500-3,700 interior-point iterations for the box law at 1e-8 (its Coulomb
 fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000`` formerly; but an
-explicit cap leaves ``ipm``'s plain fallback no budget (on the 100-box drop's step 89 the accelerated rounds
-rerun after Newton's finish spent all 10,000 iterations, ending at 4.1e-4, where the
-plain fallback converges to 9.9e-9 after 1,306 interior-point iterations in all), so
-the default is now none: ``ipm``'s own budgets (``coupled="nsgs"`` stops at its
-10,000-sweep cap on every step, natural map 2e-5 to 8e-5, and the steps fall back to
-the alternation alone).  The
+explicit cap leaves ``ipm``'s plain fallback no budget (on the 100-box drop's step 89
+the accelerated rounds rerun after Newton's finish spent all 10,000 iterations, ending
+at 4.1e-4, where the plain fallback converges to 9.9e-9 after 1,306 interior-point
+iterations in all), so the default is now none: ``ipm``'s own budgets
+(``coupled="nsgs"`` stops at its 10,000-sweep cap on every step, natural map 2e-5 to
+8e-5, and the steps fall back to the alternation alone).  The
 start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
 iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
 with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural
