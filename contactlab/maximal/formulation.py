@@ -489,9 +489,11 @@ class MaximalFormulation(Formulation):
             W = sp.block_diag(list(np.linalg.inv(L).transpose(0, 2, 1)), format="csr")
         S = sp.csc_matrix((G @ W) @ (G @ W).T)
         scale = max(float(abs(S).max()), 1e-300)
+        ratio = 0.0  # smallest / largest pivot (0: the factorisation failed)
         try:
             lu = spla.splu(S / scale)
             pivots = np.abs(lu.U.diagonal())
+            ratio = float(pivots.min() / max(pivots.max(), 1e-300))
             singular = bool(pivots.min() < _RANK_TOL * pivots.max())
         except RuntimeError:
             singular = True
@@ -499,6 +501,16 @@ class MaximalFormulation(Formulation):
             return
         dependent = self._dependent_rows(G @ W)
         names = list(dict.fromkeys(self.row_owners[dependent].tolist()))
+        if not names:
+            # no row is a combination of the others: the rows are independent but the
+            # system is too ill-conditioned to factor (e.g. very light bodies in a chain)
+            raise SingularSystemError(
+                f"the KKT system of scene {self.scene.name!r} is numerically singular: its "
+                f"joint rows are independent but ill-conditioned (smallest / largest pivot "
+                f"{ratio:.1e}, below {_RANK_TOL:g}; e.g. bodies of very different masses "
+                "chained by joints); run the scene with --formulation reduced, or make the "
+                "masses less disparate"
+            )
         raise SingularSystemError(
             f"the KKT system of scene {self.scene.name!r} is singular: the rows of "
             f"{', '.join(repr(n) for n in names)} repeat what other joints already constrain "

@@ -542,6 +542,9 @@ class IPMBackend(FrictionBackend):
         if memory < 1:
             raise ProblemError("memory", f"Anderson's memory must be >= 1, got {memory}")
         law, kind = _codes(problem)
+        if problem.nc == 0:
+            # bilateral rows only: no De Saxcé shift, the Coulomb law is the CCP
+            law = 0
         cap = (100 if law == 0 else 500) if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
         if problem.factor is not None:

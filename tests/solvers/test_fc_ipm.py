@@ -720,3 +720,20 @@ def test_ipm_on_the_box_stacks_first_step() -> None:
     ipm = records["ipm"].solution
     assert ipm.status == "optimal", ipm.results[-1].message
     np.testing.assert_allclose(ipm.v, records["cvxpy:clarabel"].solution.v, atol=1e-6)
+
+
+@pytest.mark.parametrize("scenario", ["pendulum", "chain"])
+def test_coulomb_by_ipm_with_joints_and_no_contact(scenario: str) -> None:
+    """Bilateral rows only (no contact, so no De Saxcé shift): ``coulomb`` by ``ipm`` steps
+    the joints as the frictionless KKT solve does, to 1e-6 m/s over 20 steps (its first
+    step raised on an empty shift vector)."""
+    scene = get_scenario(scenario).build()
+    states = {}
+    for model, solver in (("coulomb", "ipm"), ("frictionless", "kkt")):
+        sim = Simulator(scene, "maximal", model, solver)
+        state = sim.initial_state()
+        for i in range(20):
+            state, record = sim.step(state, i)
+            assert record.solution.status == "optimal", (model, i, record.solution.status)
+        states[model] = state
+    np.testing.assert_allclose(states["coulomb"].phi, states["frictionless"].phi, atol=1e-6)

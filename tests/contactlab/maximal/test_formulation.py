@@ -120,6 +120,22 @@ def test_redundant_joints_raise_singular_system_error_naming_them() -> None:
         make_formulation("maximal", Scene("redundant", (body,), joints)).initial_state()
 
 
+def test_ill_conditioned_independent_joints_are_not_called_redundant() -> None:
+    """A chain of bodies 1e-12 times lighter than their neighbour (1e-12 kg against 1 kg):
+    the rows are independent (pivoted QR finds none dependent) but the Schur complement's
+    pivots span more than 1e10, so the error says ill-conditioned, names the pivot ratio
+    and the fix, and names no joint as redundant."""
+    heavy = Body("heavy", 1.0, [1.0, 1.0, 1.0])
+    light = Body("light", 1e-12, [1e-12, 1e-12, 1e-12])
+    joints = (
+        JointSpec("top", "revolute", None, "heavy", axis=(0, 0, 1.0)),
+        JointSpec("link", "revolute", "heavy", "light", axis=(0, 0, 1.0)),
+    )
+    with pytest.raises(SingularSystemError, match=r"ill-conditioned.*--formulation reduced") as e:
+        make_formulation("maximal", Scene("disparate", (heavy, light), joints)).initial_state()
+    assert "redundant" not in str(e.value)
+
+
 def test_unknown_options_and_kinds_are_rejected() -> None:
     scene = chain(1)
     with pytest.raises(ConfigurationError, match="stabilization"):
