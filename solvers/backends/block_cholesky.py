@@ -157,7 +157,8 @@ def _symbolic(ptr: IVec, adj: IVec, perm: IVec) -> tuple:
 
 
 @njit(cache=True)
-def _find(a: IVec, lo: int, hi: int, x: int) -> int:
+def find_sorted(a: IVec, lo: int, hi: int, x: int) -> int:
+    """Position of ``x`` in the sorted ``a[lo:hi]`` (where it is, or would be inserted)."""
     while lo < hi:
         mid = (lo + hi) // 2
         if a[mid] < x:
@@ -192,10 +193,10 @@ def _entry_slots(colptr: IVec, rows: IVec, bs: int, iperm: IVec, lptr: IVec, lro
                 if ri != cj:
                     second[e] = jn * b2 + cj * bs + ri
             elif inew > jn:
-                p = _find(lrows, lptr[jn], lptr[jn + 1], inew)
+                p = find_sorted(lrows, lptr[jn], lptr[jn + 1], inew)
                 first[e] = off + p * b2 + ri * bs + cj
             else:
-                p = _find(lrows, lptr[inew], lptr[inew + 1], jn)
+                p = find_sorted(lrows, lptr[inew], lptr[inew + 1], jn)
                 first[e] = off + p * b2 + cj * bs + ri
     return first, second
 

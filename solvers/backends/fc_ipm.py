@@ -83,7 +83,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from solvers.backends.block_cholesky import BlockCholesky
+from solvers.backends.block_cholesky import BlockCholesky, find_sorted
 from solvers.backends.block_cholesky import factor as chol_factor
 from solvers.backends.block_cholesky import solve as chol_solve
 from solvers.backends.fc_kernels import factor_velocity, natural_map
@@ -170,18 +170,6 @@ def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
 
 
 @njit(cache=True)
-def _find(rows: IVec, lo: int, hi: int, r: int) -> int:
-    """Position of ``r`` in the sorted ``rows[lo:hi]`` (it is there)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rows[mid] < r:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
 def normal_pattern(cptr: IVec, cols: IVec, nv: int, gbp: IVec, gbi: IVec) -> tuple:
     """CSC pattern of the upper normal matrix and the slot of every key of :func:`pattern_keys`.
 
@@ -245,19 +233,19 @@ def normal_pattern(cptr: IVec, cols: IVec, nv: int, gbp: IVec, gbi: IVec) -> tup
         count += m * (m + 1) // 2
     slot = np.empty(count, dtype=np.int64)
     for j in range(nv):
-        slot[j] = _find(rows, colptr[j], colptr[j + 1], j)
+        slot[j] = find_sorted(rows, colptr[j], colptr[j + 1], j)
     q_pos = nv
     for b in range(nb):
         for q in range(cptr[b], cptr[b + 1]):
             cq = cols[q]
             for p in range(cptr[b], q + 1):
-                slot[q_pos] = _find(rows, colptr[cq], colptr[cq + 1], cols[p])
+                slot[q_pos] = find_sorted(rows, colptr[cq], colptr[cq + 1], cols[p])
                 q_pos += 1
     extra = np.empty(gbi.shape[0] + mb, dtype=np.int64)
     e = 0
     for i in range(mb):
         for k in range(gbp[i], gbp[i + 1]):
-            extra[e] = _find(rows, colptr[nv + i], colptr[nv + i + 1], gbi[k])
+            extra[e] = find_sorted(rows, colptr[nv + i], colptr[nv + i + 1], gbi[k])
             e += 1
     for i in range(mb):
         extra[e] = colptr[nv + i + 1] - 1

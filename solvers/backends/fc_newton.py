@@ -189,19 +189,37 @@ def fill_values(
         e += 1
 
 
-class _MinNewton:
-    """The iteration shared by :class:`BoxNewton` and :class:`PyramidNewton` (module
-    docstring): subclasses give the unknowns ``x`` of their min-function (``_start``,
-    ``_impulse``), its pieces (``_pieces``, the first array of the state being ``Φ``) and
-    the augmented matrix of a piece (``_matrix``); ``self.C`` is the factor's ``C``."""
+def csc_slots(rows: IVec, cols: IVec, size: int) -> tuple[IVec, IVec, IVec]:
+    """The CSC pattern of a ``size x size`` matrix with entries at ``(rows, cols)`` and, per
+    entry, its slot in the CSC data: ``(slots, indptr, indices)``.  Entries on one
+    position share its slot (their values add up)."""
+    keys = cols * size + rows  # column-major: sorted keys are the CSC order
+    uniq, slots = np.unique(keys, return_inverse=True)
+    indices = (uniq % size).astype(np.int32)
+    indptr = np.searchsorted(uniq // size, np.arange(size + 1)).astype(np.int32)
+    return slots.astype(np.int64), indptr, indices
 
+
+class _MinNewton:
+    """The iteration shared by :class:`BoxNewton`, :class:`PyramidNewton` and
+    :class:`SocNewton` (module docstring): subclasses give the unknowns ``x`` of their
+    min-function (``_start``, ``_impulse``), its pieces (``_pieces``, the first array of the
+    state being ``Φ``) and the augmented matrix of a piece (``_matrix``); ``self.C`` is the
+    factor's ``C``."""
+
+    #: Armijo's constant and the shortest step tried before ``ε`` grows.
     armijo = 1e-4
     shortest = 2.0**-20
+    #: ``ε`` (relative to ``diag(W)``): start, factor after a full step, floor, ceiling
+    #: (``ε`` grows tenfold after a shortened step or when no step length decreases).
     eps_start = 1e-8
     eps_down = 0.1
     eps_min = 1e-10
     eps_cap = 1e2
+    #: The line search compares with the largest merit of the last ``nonmonotone`` iterates.
     nonmonotone = 30
+    #: ``natural_map``'s cone code: 1 polyhedral (box, pyramid), 0 the exact cone.
+    _cone_code = 1
     n: int
     nv: int
     C: sp.csr_matrix
@@ -209,17 +227,49 @@ class _MinNewton:
     rho: Vec
     rho_unit: Vec | None = None
 
+    def _set_factor(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> sp.csr_matrix:
+        """The factor ``W = C diag(d) C'`` as the kernels take it; returns ``C`` (CSR,
+        sorted indices)."""
+        self.problem = problem
+        C = sp.csr_matrix(C)
+        C.sort_indices()
+        self.n, self.nv = C.shape
+        self.nc = problem.nc
+        self.C = C
+        self.fptr = C.indptr.astype(np.int64)
+        self.fidx = C.indices.astype(np.int64)
+        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
+        self.d = np.ascontiguousarray(d, dtype=np.float64)
+        self.tmp = np.empty(self.nv)
+        self.qnorm = float(np.linalg.norm(problem.q))
+        self.dinv = 1.0 / self.d
+        diag = np.asarray(problem.diagonal(), dtype=np.float64)
+        self.wdiag = np.where(diag > 0.0, diag, 1.0)
+        return C
+
+    def _set_pattern(self, rows: IVec, cols: IVec, size: int) -> None:
+        """The augmented matrix's CSC pattern and each entry's slot (:func:`csc_slots`)."""
+        self.slots, self.K_indptr, self.K_indices = csc_slots(rows, cols, size)
+        self.values = np.zeros(self.K_indices.size)
+
     def scale_rho(self, scale: float) -> None:
         """``ρ`` = ``scale`` times the one set at construction (the pieces' split)."""
         if self.rho_unit is None:
             self.rho_unit = self.rho.copy()
         self.rho = scale * self.rho_unit
 
-    def velocity(self, r: Vec, out: Vec) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def velocity(self, r: Vec, out: Vec) -> None:
+        """``out = W r + q`` through the factor."""
+        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
 
-    def natural(self, r: Vec, u: Vec) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def natural(self, r: Vec, u: Vec) -> float:
+        """The project's natural map of the law at ``(r, u)`` (relative to ``||q||``; the
+        cone's code ``_cone_code`` as :func:`~solvers.backends.fc_kernels.natural_map`
+        takes it)."""
+        p = self.problem
+        return float(
+            natural_map(1, self._cone_code, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm)
+        )
 
     def _start(self, r: Vec, u: Vec) -> Vec:
         return r.copy()
@@ -323,40 +373,14 @@ class BoxNewton(_MinNewton):
     matrix and its CSC slots are built here once.
     """
 
-    #: Armijo's constant and the shortest step tried before ``ε`` grows.
-    armijo = 1e-4
-    shortest = 2.0**-20
-    #: ``ε`` (relative to ``diag(W)``): start, factor after a full step, floor, ceiling
-    #: (``ε`` grows tenfold after a shortened step or when no step length decreases).
-    eps_start = 1e-8
-    eps_down = 0.1
-    eps_min = 1e-10
-    eps_cap = 1e2
-    #: The line search compares with the largest merit of the last ``nonmonotone`` iterates.
-    nonmonotone = 30
-
     def __init__(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> None:
         if problem.law != "coulomb" or problem.cone != "box":
             raise ValueError("BoxNewton solves the box law (law='coulomb', cone='box') only")
-        self.problem = problem
-        C = sp.csr_matrix(C)
-        C.sort_indices()
-        n, nv = C.shape
-        nc = problem.nc
-        self.n, self.nv, self.nc = n, nv, nc
-        self.C = C
-        self.fptr = C.indptr.astype(np.int64)
-        self.fidx = C.indices.astype(np.int64)
-        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
-        self.d = np.ascontiguousarray(d, dtype=np.float64)
-        self.tmp = np.empty(nv)
-        self.qnorm = float(np.linalg.norm(problem.q))
+        C = self._set_factor(problem, C, d)
+        n, nv, nc = self.n, self.nv, self.nc
         coo = C.tocoo()
         self.c_rows = coo.row.astype(np.int64)
         self.c_val = np.ascontiguousarray(coo.data, dtype=np.float64)
-        self.dinv = 1.0 / self.d
-        diag = np.asarray(problem.diagonal(), dtype=np.float64)
-        self.wdiag = np.where(diag > 0.0, diag, 1.0)
         self.rho = 1.0 / self.wdiag
         # tangent rows in order 3 i + 1 + k: the (2 i + k)-th, as aoff is stored
         tang = np.sort(np.concatenate([3 * np.arange(nc) + 1, 3 * np.arange(nc) + 2]))
@@ -366,24 +390,7 @@ class BoxNewton(_MinNewton):
         cols = np.concatenate(
             [np.arange(nv), nv + coo.row, coo.col, nv + np.arange(n), nv + 3 * (tang // 3)]
         ).astype(np.int64)
-        # each COO entry tagged by its index + 1: where it lands in CSC order gives its slot
-        tags = np.arange(1, rows.size + 1, dtype=np.float64)
-        K = sp.coo_matrix((tags, (rows, cols)), shape=(nv + n, nv + n)).tocsc()
-        K.sort_indices()
-        slots = np.empty(rows.size, dtype=np.int64)
-        slots[np.rint(K.data).astype(np.int64) - 1] = np.arange(rows.size)
-        self.slots = slots
-        self.K_indptr, self.K_indices = K.indptr.copy(), K.indices.copy()
-        self.values = np.zeros(rows.size)
-
-    def velocity(self, r: Vec, out: Vec) -> None:
-        """``out = W r + q`` through the factor."""
-        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
-
-    def natural(self, r: Vec, u: Vec) -> float:
-        """The project's natural map of the box law at ``(r, u)`` (relative to ``||q||``)."""
-        p = self.problem
-        return float(natural_map(1, 1, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm))
+        self._set_pattern(rows, cols, nv + n)
 
     def pieces(self, r: Vec, u: Vec, phi: Vec, beta: Vec, adiag: Vec, aoff: Vec) -> float:
         """:func:`box_pieces` of this problem; returns ``0.5 ||Φ||²``."""
@@ -556,36 +563,19 @@ class PyramidNewton(_MinNewton):
     u_t)``.
     """
 
-    armijo = BoxNewton.armijo
-    shortest = BoxNewton.shortest
-    eps_start = BoxNewton.eps_start
-    eps_down = BoxNewton.eps_down
-    eps_min = BoxNewton.eps_min
-    eps_cap = BoxNewton.eps_cap
-    nonmonotone = BoxNewton.nonmonotone
-
     def __init__(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> None:
         if problem.law != "coulomb" or problem.cone != "pyramid":
             raise ValueError(
                 "PyramidNewton solves the pyramid law (law='coulomb', cone='pyramid') only"
             )
-        self.problem = problem
-        C = sp.csr_matrix(C)
-        C.sort_indices()
-        n, nv = C.shape
-        nc, k = problem.nc, problem.dirs.shape[0]
+        C = self._set_factor(problem, C, d)
+        n, nv, nc = self.n, self.nv, self.nc
+        k = problem.dirs.shape[0]
         m = k + 2
         nb = n - 3 * nc
         N = m * nc + nb
-        self.n, self.nv, self.nc, self.k, self.N = n, nv, nc, k, N
-        self.C = C
+        self.k, self.N = k, N
         self.dirs = np.ascontiguousarray(problem.dirs, dtype=np.float64)
-        self.fptr = C.indptr.astype(np.int64)
-        self.fidx = C.indices.astype(np.int64)
-        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
-        self.d = np.ascontiguousarray(d, dtype=np.float64)
-        self.tmp = np.empty(nv)
-        self.qnorm = float(np.linalg.norm(problem.q))
         # P (n x N): r = P x
         ci = np.arange(nc)
         prow = [3 * ci, np.repeat(3 * ci + 1, k), np.repeat(3 * ci + 2, k), 3 * nc + np.arange(nb)]
@@ -610,9 +600,7 @@ class PyramidNewton(_MinNewton):
         e_cols = np.concatenate([np.repeat(lam, k), m * ci, bcol]).astype(np.int64)
         e_val = np.concatenate([np.ones(nc * k), problem.mu, -np.ones(nc * k)])
         self.e_rows, self.e_val = e_rows, np.ascontiguousarray(e_val, dtype=np.float64)
-        self.dinv = 1.0 / self.d
-        diag = np.asarray(problem.diagonal(), dtype=np.float64)
-        wdiag = np.where(diag > 0.0, diag, 1.0)
+        wdiag = self.wdiag
         rho = np.empty(N)
         rho[m * ci] = 1.0 / wdiag[3 * ci]
         wt1, wt2 = wdiag[3 * ci + 1], wdiag[3 * ci + 2]
@@ -627,24 +615,8 @@ class PyramidNewton(_MinNewton):
         cols = np.concatenate(
             [np.arange(nv), nv + Cx.row, Cx.col, nv + np.arange(N), nv + e_cols]
         ).astype(np.int64)
-        tags = np.arange(1, rows.size + 1, dtype=np.float64)
-        K = sp.coo_matrix((tags, (rows, cols)), shape=(nv + N, nv + N)).tocsc()
-        K.sort_indices()
-        slots = np.empty(rows.size, dtype=np.int64)
-        slots[np.rint(K.data).astype(np.int64) - 1] = np.arange(rows.size)
-        self.slots = slots
-        self.K_indptr, self.K_indices = K.indptr.copy(), K.indices.copy()
-        self.values = np.zeros(rows.size)
+        self._set_pattern(rows, cols, nv + N)
         self.P = P
-
-    def velocity(self, r: Vec, out: Vec) -> None:
-        """``out = W r + q`` through the factor."""
-        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
-
-    def natural(self, r: Vec, u: Vec) -> float:
-        """The project's natural map of the pyramid law at ``(r, u)`` (relative to ``||q||``)."""
-        p = self.problem
-        return float(natural_map(1, 1, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm))
 
     def _start(self, r: Vec, u: Vec) -> Vec:
         x = np.empty(self.N)
@@ -833,38 +805,18 @@ class SocNewton(_MinNewton):
     :class:`BoxNewton`'s.
     """
 
-    armijo = BoxNewton.armijo
-    shortest = BoxNewton.shortest
-    eps_start = BoxNewton.eps_start
-    eps_down = BoxNewton.eps_down
-    eps_min = BoxNewton.eps_min
-    eps_cap = BoxNewton.eps_cap
-    nonmonotone = BoxNewton.nonmonotone
+    _cone_code = 0
 
     def __init__(
         self, problem: FrictionalContact, C: sp.spmatrix, d: Vec, rho_scale: float = 1.0
     ) -> None:
         if problem.law != "coulomb" or problem.cone != "soc":
             raise ValueError("SocNewton solves the Coulomb law on the exact cone only")
-        self.problem = problem
-        C = sp.csr_matrix(C)
-        C.sort_indices()
-        n, nv = C.shape
-        nc = problem.nc
-        self.n, self.nv, self.nc = n, nv, nc
-        self.C = C
-        self.fptr = C.indptr.astype(np.int64)
-        self.fidx = C.indices.astype(np.int64)
-        self.fval = np.ascontiguousarray(C.data, dtype=np.float64)
-        self.d = np.ascontiguousarray(d, dtype=np.float64)
-        self.tmp = np.empty(nv)
-        self.qnorm = float(np.linalg.norm(problem.q))
+        C = self._set_factor(problem, C, d)
+        n, nv, nc = self.n, self.nv, self.nc
         coo = C.tocoo()
         self.c_rows = coo.row.astype(np.int64)
         self.c_val = np.ascontiguousarray(coo.data, dtype=np.float64)
-        self.dinv = 1.0 / self.d
-        diag = np.asarray(problem.diagonal(), dtype=np.float64)
-        self.wdiag = np.where(diag > 0.0, diag, 1.0)
         rho = rho_scale / self.wdiag
         ci = np.arange(nc)
         tangent = self.wdiag[3 * ci + 1] + self.wdiag[3 * ci + 2]
@@ -882,22 +834,7 @@ class SocNewton(_MinNewton):
             [np.arange(nv), nv + coo.row, coo.col, coo.col, nv + np.arange(n), nv + np.arange(n),
              nv + 3 * (tang // 3)]
         ).astype(np.int64)  # fmt: skip
-        size = nv + n
-        keys = cols * size + rows  # column-major: sorted keys are the CSC order
-        uniq, slots = np.unique(keys, return_inverse=True)
-        self.slots = slots.astype(np.int64)
-        self.K_indices = (uniq % size).astype(np.int32)
-        self.K_indptr = np.searchsorted(uniq // size, np.arange(size + 1)).astype(np.int32)
-        self.values = np.zeros(uniq.size)
-
-    def velocity(self, r: Vec, out: Vec) -> None:
-        """``out = W r + q`` through the factor."""
-        factor_velocity(self.fptr, self.fidx, self.fval, self.d, r, self.problem.q, self.tmp, out)
-
-    def natural(self, r: Vec, u: Vec) -> float:
-        """The project's natural map of the Coulomb law at ``(r, u)`` (relative to ``||q||``)."""
-        p = self.problem
-        return float(natural_map(1, 0, p.mu, p.dirs, p.row_lo, p.nc, r, u, self.qnorm))
+        self._set_pattern(rows, cols, nv + n)
 
     def pieces(self, r: Vec, u: Vec, *state: Vec) -> float:
         """:func:`soc_pieces` of this problem into ``state`` (``phi, bself, bcross, aself,
