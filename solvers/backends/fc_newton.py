@@ -189,7 +189,9 @@ def fill_values(
         e += 1
 
 
-def csc_slots(rows: IVec, cols: IVec, size: int) -> tuple[IVec, IVec, IVec]:
+def csc_slots(
+    rows: IVec, cols: IVec, size: int
+) -> tuple[IVec, NDArray[np.int32], NDArray[np.int32]]:
     """The CSC pattern of a ``size x size`` matrix with entries at ``(rows, cols)`` and, per
     entry, its slot in the CSC data: ``(slots, indptr, indices)``.  Entries on one
     position share its slot (their values add up)."""
