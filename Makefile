@@ -19,7 +19,7 @@ $(TEST_STAMP): pyproject.toml
 	touch $(STAMP) $(TEST_STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/contactlab warmup
+	$(VENV)/bin/contactlab warmup --only demo
 	$(VENV)/bin/contactlab demo
 	$(VENV)/bin/contactlab studies 1 4 --short --out results/demo/studies
 

@@ -283,16 +283,32 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _setup_warmup(p: argparse.ArgumentParser) -> None:
+    from contactlab.warmup import default_jobs
+
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument(
+        "--only",
+        choices=("all", "demo"),
+        default="all",
+        help="all: every kernel (default); demo: just what `make demo` runs",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=default_jobs(),
+        help=f"processes compiling at once (default: the cores, here {default_jobs()})",
+    )
 
 
 def _cmd_warmup(args: argparse.Namespace) -> int:
     from contactlab.warmup import warmup
     from solvers.jit import cache_dir
 
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs {args.jobs}: give 1 or more processes")
     report = (lambda line: None) if args.quiet else print
     report(f"compiling kernels into {cache_dir()} (once per machine)")
-    missing = warmup(report)
+    missing = warmup(report, only=args.only, jobs=args.jobs)
     if missing:
         print(
             f"contactlab: warning: {len(missing)} kernels were not compiled by the warm-up: "

@@ -1,4 +1,4 @@
-"""``contactlab warmup``: compile every numba kernel ahead, into the user cache.
+"""``contactlab warmup``: compile numba kernels ahead, into the user cache.
 
 The kernels are compiled lazily, at their first call with given argument
 types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
@@ -13,6 +13,13 @@ two-contact problem and a box stack through the compiled local problem.  It
 then checks that every kernel of
 :data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
 names those that have none.
+
+The steps are independent, so they run in separate processes, as many at a
+time as there are cores (``jobs``): numba compiles one function at a time in
+a process, and the cache is shared through the disk.  ``only="demo"`` warms
+just what ``make demo`` runs (:data:`DEMO_STEPS`: the demo scenarios and the
+box scenes of studies 1 and 4), so that a first run on a new machine does not
+wait for kernels it never calls; the rest compile at their first use.
 """
 
 from __future__ import annotations
@@ -21,7 +28,6 @@ import importlib
 import os
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -230,28 +236,117 @@ def uncompiled() -> list[str]:
     return missing
 
 
-def warmup(report: Callable[[str], None] = print) -> list[str]:
-    """Compile (or load from the cache) every kernel; return the ones left uncompiled."""
+def _scenario_steps() -> None:
     from contactlab.runspec import build_simulator
+
+    for name, n in SCENARIO_CASES:
+        _run_scenario(build_simulator, name, n)
+
+
+def _cylinder_steps() -> None:
     from contactlab.simulator import Simulator
+
+    Simulator(_cylinder_on_box()).run(steps=2)
+
+
+def _demo_runs() -> None:
+    """The scenarios of ``contactlab demo`` on their default routes."""
+    from contactlab.cli import DEMO_RUNS
+    from contactlab.runspec import build_simulator
+
+    for name, _ in DEMO_RUNS:
+        _run_scenario(build_simulator, name, 2)
+
+
+def _box_studies() -> None:
+    """The box scenes of studies 1 and 4 (short): the incline, a stack and a small pile,
+    with the models and solvers those studies pair."""
+    from contactlab.errors import ContactlabError
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import Simulator
+
+    incline = get_scenario("box-incline").build(mu=0.5, angle_deg=20.0)
+    stack = get_scenario("box-stack").build(n=3)
+    pile = get_scenario("box-pile").build(n=10)
+    for scene, steps in ((incline, 2), (stack, 2), (pile, 2)):
+        for model in ("anitescu-hart", "box-friction", "stewart-trinkle"):
+            for solver in ("osqp", "pgs", "lemke"):
+                try:
+                    simulator = Simulator(scene, "maximal", model, solver)
+                except ContactlabError:  # a pair that does not fit: nothing to warm
+                    continue
+                simulator.run(steps=steps)
+
+
+#: The warm-up steps, by label (module-level functions: they run in worker processes).
+STEPS: dict[str, Callable[[], None]] = {
+    "scenarios (box stack, joint-friction crank, torus chain)": _scenario_steps,
+    "cylinder on two boxes": _cylinder_steps,
+    "hybrid dynamics recursion": _recursion,
+    "model recursions and derivatives": _model_recursions,
+    "frictional-contact backends": _frictional_backends,
+}
+
+#: The steps that warm what ``make demo`` runs.
+DEMO_STEPS: dict[str, Callable[[], None]] = {
+    "box scenes of studies 1 and 4": _box_studies,
+    "demo scenarios": _demo_runs,
+}
+
+
+def _timed(label: str) -> tuple[str, float, float]:
+    """Run one step (in a worker process); its label, wall and CPU seconds."""
     from solvers.jit import silence_first_use
 
+    silence_first_use()  # the steps are reported with their times instead
+    action = {**STEPS, **DEMO_STEPS}[label]
+    began, cpu = time.perf_counter(), time.process_time()
+    action()
+    return label, time.perf_counter() - began, time.process_time() - cpu
+
+
+def default_jobs() -> int:
+    """Worker processes of the warm-up: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
+def warmup(report: Callable[[str], None] = print, only: str = "all", jobs: int = 1) -> list[str]:
+    """Compile (or load from the cache) the kernels; return the ones left uncompiled.
+
+    ``only``: ``"all"`` (every kernel) or ``"demo"`` (what ``make demo`` runs; nothing is
+    reported missing then).  ``jobs``: processes compiling at once (1: in this process).
+    """
+    from solvers.jit import silence_first_use
+
+    if only not in ("all", "demo"):
+        raise ValueError(f"warm-up {only!r} unknown; use 'all' or 'demo'")
     silence_first_use()  # the steps below are reported with their times instead
     start = time.perf_counter()
-    steps: list[tuple[str, Callable[[], object]]] = [
-        (name, partial(_run_scenario, build_simulator, name, n)) for name, n in SCENARIO_CASES
-    ]
-    steps.append(("cylinder on two boxes", lambda: Simulator(_cylinder_on_box()).run(steps=2)))
-    steps.append(("hybrid dynamics recursion", _recursion))
-    steps.append(("model recursions and derivatives", _model_recursions))
-    steps.append(("frictional-contact backends", _frictional_backends))
-    for label, action in steps:
-        began, cpu = time.perf_counter(), time.process_time()
-        action()
+    labels = list(DEMO_STEPS if only == "demo" else STEPS)
+    if jobs <= 1:
+        done = map(_timed, labels)
+        for label, wall, cpu in done:
+            report(f"  {label}: {wall:.1f} s ({cpu:.1f} s of CPU)")
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # spawned workers: a forked copy of a process that imported numba may deadlock
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(jobs, len(labels)), mp_context=context) as pool:
+            futures = [pool.submit(_timed, label) for label in labels]
+            for future in as_completed(futures):
+                label, wall, cpu = future.result()
+                report(f"  {label}: {wall:.1f} s ({cpu:.1f} s of CPU, in a worker)")
+    if only == "demo":
         report(
-            f"  {label}: {time.perf_counter() - began:.1f} s "
-            f"({time.process_time() - cpu:.1f} s of CPU)"
+            f"the demo's kernels compiled or loaded from the cache in "
+            f"{time.perf_counter() - start:.1f} s"
         )
+        return []
     missing = uncompiled()
     total = sum(len(v) for v in kernels().values())
     report(
