@@ -299,8 +299,14 @@ def load_scenarios() -> dict[str, Scenario]:
 
 
 def get_scenario(name: str) -> Scenario:
-    """The registered scenario ``name`` (clear error listing known names otherwise)."""
+    """The registered scenario ``name``, or the scenario of a model file or Python function
+    (``robot.urdf``, ``robot.xml``, ``scenes.py:make_scene``; :mod:`contactlab.modelfiles`);
+    a clear error listing known names otherwise."""
     found = load_scenarios()
-    if name not in found:
-        raise UnknownNameError("scenario", name, list(found))
-    return found[name]
+    if name in found:
+        return found[name]
+    from contactlab.modelfiles import file_scenario, looks_like_file
+
+    if looks_like_file(name):
+        return file_scenario(name)  # type: ignore[no-any-return]
+    raise UnknownNameError("scenario", name, list(found))
