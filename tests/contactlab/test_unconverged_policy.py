@@ -197,3 +197,18 @@ def test_compare_and_sweep_count_unconverged_runs(tmp_path, capsys, monkeypatch)
     assert list(rows["unconverged_steps"]) == [4] and list(rows["status"]) == ["inaccurate"]
     code, out, _ = _code(capsys, ["sweep", str(spec), "--workers", "1", "--quiet", "--strict"])
     assert code == 3 and "1 failed and 0 have unconverged steps" in out
+
+
+def test_strict_enters_the_specification_only_when_set():
+    """A spec without ``strict`` has the canonical form (and so the hash and results
+    folder) it had before the field existed; ``strict=True`` is a different run."""
+    from contactlab.errors import ConfigurationError
+    from contactlab.runspec import RunSpec
+
+    plain, strict = RunSpec("box-stack"), RunSpec("box-stack", strict=True)
+    assert "strict" not in plain.as_dict() and strict.as_dict()["strict"] is True
+    assert plain.digest() != strict.digest()
+    assert RunSpec.from_dict(strict.as_dict()) == strict
+    assert RunSpec.from_dict(plain.as_dict()) == plain
+    with pytest.raises(ConfigurationError, match="strict must be true or false"):
+        RunSpec.from_dict({**plain.as_dict(), "strict": "yes"})
