@@ -3,7 +3,10 @@
 Every mistake in the input (an unknown name, a wrongly typed parameter, a
 non-finite state, a singular system, a failed step) ends the command with
 one line on stderr naming the thing and the fix, exit code 2, and no results
-folder left behind.  Success exits with 0 and prints where the results are.
+folder left behind.  Success exits with 0 and prints where the results are;
+a run written with steps that missed their tolerance exits with 3
+(:data:`~contactlab.commands.EXIT_UNCONVERGED`), and with ``--strict`` the
+first such step is a failed step (exit code 2).
 
 More subcommands plug in through :mod:`contactlab.commands` (the built-in
 :mod:`contactlab.experiments.cli` registers ``compare``, ``sweep``, ``plot``,
@@ -26,8 +29,10 @@ import numpy as np
 
 from contactlab.commands import (
     COMMANDS,
+    EXIT_UNCONVERGED,
     add_assignment_options,
     add_formulation_options,
+    add_strict_option,
     formulation_options,
     parse_assignments,
     parse_option_value,
@@ -158,6 +163,7 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep stepping a run whose state is physically absurd (docs/reliability.md)",
     )
+    add_strict_option(p)
 
 
 def run_to_folder(
@@ -178,6 +184,7 @@ def run_to_folder(
     command: Sequence[str] | None = None,
     divergence_guard: bool = True,
     formulation_options: dict[str, Any] | None = None,
+    strict: bool = False,
 ) -> tuple[Path, Any]:
     """Validate everything, run, and write the results folder; return ``(folder, run)``.
 
@@ -197,6 +204,7 @@ def run_to_folder(
         model_options=model_options,
         divergence_guard=divergence_guard,
         formulation_options=formulation_options,
+        strict=strict,
     )
     n = sim.n_steps(steps, duration)
     target = out if out is not None else default_out(scenario, *sim.names)
@@ -224,9 +232,24 @@ def _report(folder: Path, run: Any, quiet: bool) -> None:
         f"energy change {drift_text}, max constraint error "
         f"{agg.get('max_constraint_error') or 0:.3g} m, wall time {run.wall_time_s:.2f} s"
     )
+    loose = run.unconverged()
+    if loose["steps"]:
+        statuses = ", ".join(f"{n} {name}" for name, n in loose["by_status"].items())
+        largest = loose["max_residual"]
+        print(
+            f"{run.scene.name}: {loose['steps']} of {run.n_steps} steps unconverged "
+            f"({statuses}; largest residual "
+            f"{'n/a' if largest is None else f'{largest:.3g}'}), kept with their best "
+            f"iterate; exit code {EXIT_UNCONVERGED} (--strict stops at the first)"
+        )
     if run.message:
         print(f"{run.scene.name}: {run.message}")
     print(f"results: {folder}")
+
+
+def exit_code(run: Any) -> int:
+    """0, or :data:`~contactlab.commands.EXIT_UNCONVERGED` when a step was left unconverged."""
+    return EXIT_UNCONVERGED if run.unconverged()["steps"] else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -254,9 +277,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         command=["contactlab", *args.argv],
         divergence_guard=not args.no_divergence_guard,
         formulation_options=formulation_options(args),
+        strict=args.strict,
     )
     _report(folder, run, args.quiet)
-    return 0
+    return exit_code(run)
 
 
 # -- demo and plot ----------------------------------------------------------------
@@ -268,6 +292,7 @@ def _setup_demo(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    worst = 0
     for scenario, duration in DEMO_RUNS:
         folder, run = run_to_folder(
             scenario,
@@ -278,8 +303,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             command=["contactlab", *args.argv],
         )
         _report(folder, run, args.quiet)
+        worst = max(worst, exit_code(run))
     print(f"demo results: {args.out}")
-    return 0
+    return worst
 
 
 def _setup_warmup(p: argparse.ArgumentParser) -> None:

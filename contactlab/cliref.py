@@ -18,6 +18,23 @@ Generated from the argument parsers by `python -m contactlab.cliref docs/command
 (`make docs` regenerates it); do not edit by hand.  `python -m contactlab ...` is the
 same program as `contactlab ...`.  Every mistake ends with one line on stderr naming
 the problem and the fix, and exit code 2.
+
+## Exit codes
+
+- **0**: done; every run reached its end and every step met its solver tolerance.
+- **1**: `sweep`: some runs did not finish (a crashed worker); run the same command again.
+- **2**: an error, one line on stderr: bad input, or for `run` a failed step, a diverged
+  state, or with `--strict` the first step that missed its tolerance; no folder is left.
+- **3**: results written, but not every step met its tolerance. `run`: steps were kept
+  unconverged (status `max_iterations`, `stalled`, `time_limit` or `optimal_inaccurate`,
+  each with its best iterate and residual; counted under `unconverged` in `summary.json`
+  and printed). `compare` and `sweep`: a run has such steps, or failed or diverged (the
+  table's `status`, `unconverged_steps` and `message` say which).
+- **130**: interrupted (Ctrl-C); what was finished is kept where the message says.
+
+`--strict` (on `run`, `compare`, `sweep`; `strict = true` in a sweep specification;
+`RunSpec(strict=True)`, `simulate(..., strict=True)` in Python) makes the first step
+that misses its tolerance stop its run (docs/reliability.md, "Unconverged steps").
 """
 
 

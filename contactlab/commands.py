@@ -21,6 +21,22 @@ from solvers.plugins import Registry
 Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
 
+#: Exit code of ``run``, ``compare`` and ``sweep`` when every result was written but not
+#: every step met its tolerance: ``run``, a step kept unconverged (status
+#: ``max_iterations``, ``stalled``, ...); ``compare`` and ``sweep``, a run with such steps,
+#: or one that failed or diverged (its folder says why).  docs/commands.md, "Exit codes".
+EXIT_UNCONVERGED = 3
+
+STRICT_HELP = (
+    "stop a run at the first step that misses its solver tolerance (by default such a step "
+    "keeps its best iterate, the run goes on and the summary counts it; docs/reliability.md)"
+)
+
+
+def add_strict_option(p: argparse.ArgumentParser) -> None:
+    """``--strict``: the first unconverged step stops the run."""
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
+
 
 @dataclass(frozen=True)
 class Command:

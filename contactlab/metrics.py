@@ -34,10 +34,25 @@ if TYPE_CHECKING:
 
 Array = NDArray[np.float64]
 
-#: Statuses whose velocities the simulator accepts (the run continues).
+#: Statuses whose velocities the simulator accepts (the run continues): the solver's
+#: best iterate, finite, solved to its tolerance (``optimal``) or not.
 USABLE_STATUSES: frozenset[str] = frozenset(
-    {"optimal", "optimal_inaccurate", "max_iterations", "time_limit"}
+    {"optimal", "optimal_inaccurate", "max_iterations", "stalled", "time_limit"}
 )
+#: Usable statuses of a step that did not meet its tolerance: an *unconverged* step, kept
+#: with its best iterate and residual, counted in the run summary (docs/reliability.md).
+UNCONVERGED_STATUSES: frozenset[str] = USABLE_STATUSES - {"optimal"}
+
+
+def unconverged_counts(statuses: Any) -> dict[str, int]:
+    """``{status: count}`` of the unconverged steps among ``statuses`` (sorted by name)."""
+    counts: dict[str, int] = {}
+    for s in statuses:
+        s = str(s)
+        if s in UNCONVERGED_STATUSES:
+            counts[s] = counts.get(s, 0) + 1
+    return dict(sorted(counts.items()))
+
 
 #: Slip speed above which a contact counts as sliding for the dissipation metric [m/s].
 SLIP_THRESHOLD = 1e-3
@@ -135,6 +150,17 @@ RUN_AGGREGATES: tuple[Metric, ...] = (
     Metric("total_solve_time_s", "s", "sum of solve_time_s"),
     Metric("total_iterations", "", "sum of iterations"),
     Metric("success_rate", "", "fraction of steps whose status is 'optimal'"),
+    Metric(
+        "unconverged_steps",
+        "",
+        "steps kept with a usable status short of the tolerance (max_iterations, stalled, "
+        "time_limit, optimal_inaccurate)",
+    ),
+    Metric(
+        "max_unconverged_residual",
+        "",
+        "largest solver_residual of an unconverged step (null without such steps)",
+    ),
     Metric("max_cone_violation", "N s", "largest cone_violation"),
     Metric("max_dissipation_violation", "N s", "largest dissipation_violation"),
     Metric("max_normal_complementarity", "N s m/s", "largest normal_complementarity"),
@@ -334,5 +360,11 @@ def aggregate(steps: pd.DataFrame, initial: Mapping[str, float]) -> dict[str, fl
     if iterations.size:
         out["total_iterations"] = float(np.nansum(iterations))
     if n and "status" in steps:
-        out["success_rate"] = float(np.mean(steps["status"].astype(str) == "optimal"))
+        statuses = steps["status"].astype(str)
+        out["success_rate"] = float(np.mean(statuses == "optimal"))
+        loose = statuses.isin(UNCONVERGED_STATUSES).to_numpy()
+        out["unconverged_steps"] = float(np.count_nonzero(loose))
+        residual = _column(steps, "solver_residual")
+        if loose.any() and residual.size == n:
+            out["max_unconverged_residual"] = _max(residual[loose])
     return out

@@ -148,6 +148,8 @@ def summarize(
         "n_bodies": run.scene.n_bodies,
         "status": run.status,
         "message": run.message,
+        "unconverged": run.unconverged(),
+        "strict": bool(getattr(run, "strict", False)),
         "wall_time_s": run.wall_time_s,
         "aggregates": run.aggregates(),
         "initial_metrics": dict(run.initial_metrics),

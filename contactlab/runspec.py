@@ -64,6 +64,9 @@ class RunSpec:
     formulation_options : options of the formulation (``integrator``, ...);
         left out of :meth:`as_dict` (and so of the hash) when empty, so that
         the specifications written before it existed keep their hashes.
+    strict : stop the run at the first step that misses its tolerance (see
+        :class:`~contactlab.simulator.Simulator`); left out of :meth:`as_dict`
+        when ``False``, like ``formulation_options``.
     """
 
     scenario: str
@@ -76,12 +79,15 @@ class RunSpec:
     seed: int = 0
     model_options: Mapping[str, Any] = field(default_factory=dict)
     formulation_options: Mapping[str, Any] = field(default_factory=dict)
+    strict: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """Canonical, JSON-ready dictionary (what the hash covers)."""
         d = _plain(asdict(self))
         if not d["formulation_options"]:
             del d["formulation_options"]
+        if not d["strict"]:
+            del d["strict"]
         d["version"] = SPEC_VERSION
         return d
 
@@ -112,6 +118,7 @@ class RunSpec:
             model_options=self.model_options,
             divergence_guard=divergence_guard,
             formulation_options=self.formulation_options,
+            strict=self.strict,
         )
 
     @classmethod
@@ -128,6 +135,7 @@ class RunSpec:
             "seed",
             "model_options",
             "formulation_options",
+            "strict",
         }
         extra = set(data) - known - {"version"}
         if extra:
@@ -136,6 +144,10 @@ class RunSpec:
             )
         values = {k: data[k] for k in known if k in data}
         values["params"] = scenario_values(values.get("params", {}))
+        if not isinstance(values.get("strict", False), bool):
+            raise ConfigurationError(
+                f"run specification: strict must be true or false, got {values['strict']!r}"
+            )
         return cls(**values)
 
 
@@ -219,11 +231,14 @@ def simulate(
     progress: bool | Callable[[int, int], None] | None = None,
     divergence_guard: bool = True,
     formulation_options: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> Run:
     """Build the registered scenario ``scenario`` with ``parameters`` and run it.
 
     A formulation, model or solver left ``None`` is chosen from what the scene
-    contains (see :func:`contactlab.scenario.default_setup`).
+    contains (see :func:`contactlab.scenario.default_setup`).  ``strict`` stops
+    the run at the first step that misses its tolerance (by default such a step
+    keeps its best iterate and is counted; docs/reliability.md).
 
     Raises
     ------
@@ -241,6 +256,7 @@ def simulate(
         model_options=model_options,
         divergence_guard=divergence_guard,
         formulation_options=formulation_options,
+        strict=strict,
     )
     return sim.run(steps=steps, duration=duration, progress=progress)
 
@@ -267,6 +283,7 @@ def build_simulator(
     model_options: Mapping[str, Any] | None = None,
     divergence_guard: bool = True,
     formulation_options: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> Simulator:
     """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
     from contactlab import scenario as scenario_registry
@@ -304,4 +321,5 @@ def build_simulator(
         divergence_guard=divergence_guard,
         formulations=spec.formulations,
         formulation_options=formulation_options,
+        strict=strict,
     )

@@ -42,6 +42,13 @@ JOINTS_ONLY = ("frictionless", "kkt")
 #: ... for a scene with contacts: box friction (an LCP with friction blocks)
 #: by projected Gauss-Seidel, which takes every contact scene in the library.
 CONTACTS = ("box-friction", "pgs")
+#: ... for a scene with contacts whose bodies are also joined to each other (a
+#: mechanism: a chain, a robot): the same box-friction law by OSQP (a fixed point on
+#: the friction bounds, each a QP).  Gauss--Seidel sweeps stall there short of their
+#: tolerance (on the planar chain ``chain-fall``: 179 of 200 steps in maximal
+#: coordinates, where the joint rows are swept with the contacts, 5 in reduced ones),
+#: OSQP solves every step of it in both formulations (docs/guide/solvers.md).
+MECHANISM_CONTACTS = ("box-friction", "osqp")
 #: ... for a scene with joint limits (unilateral rows) but no contact geometry.
 LIMITS = ("frictionless", "pgs")
 #: ... for a scene with joint friction, per formulation.
@@ -106,7 +113,8 @@ def default_setup(
     The formulation is ``formulation`` or the first of ``formulations`` (the
     scenario's own order).  Joint friction needs its own model (``bisp`` in
     reduced coordinates, ``joint-friction-sp`` in maximal ones); contact
-    geometry needs a friction model and an iterative backend; joint limits
+    geometry needs a friction model and an iterative backend (OSQP when bodies
+    are joined to each other, :data:`MECHANISM_CONTACTS`); joint limits
     alone need a backend for inequality rows; joints and equality
     constraints alone are one KKT solve.
     """
@@ -115,6 +123,12 @@ def default_setup(
         model, solver = JOINT_FRICTION[form]
         return Setup(form, model, solver, "the scene has joint friction")
     if can_collide(scene):
+        if any(j.parent is not None for j in scene.joints):
+            return Setup(
+                form,
+                *MECHANISM_CONTACTS,
+                "the scene has contact geometry and bodies joined to each other",
+            )
         return Setup(form, *CONTACTS, "the scene has contact geometry")
     if any(getattr(c, "unilateral", False) for c in scene.constraints):
         return Setup(form, *LIMITS, "the scene has joint limits (inequality rows)")

@@ -8,11 +8,19 @@ One step (DESIGN.md, "One step, as data flows")::
     state    = formulation.advance(state, solution, h)
 
 followed by a finiteness check and the per-step metrics of
-:mod:`contactlab.metrics`.  A step whose solver reports a failure is recorded
-with its status; the run continues while the velocities are usable (status in
-:data:`~contactlab.metrics.USABLE_STATUSES` and finite) and stops with
-:class:`~contactlab.errors.StepFailure` otherwise.  Nothing in the loop is
-random, so the same inputs give the same run bit for bit.
+:mod:`contactlab.metrics`.
+
+One policy for a step that misses its tolerance, whatever the backend: the
+step keeps the solver's best iterate, its status (``max_iterations``,
+``stalled``, ``time_limit``, ``optimal_inaccurate``: the *unconverged*
+statuses, :data:`~contactlab.metrics.UNCONVERGED_STATUSES`) and its residual,
+and the run goes on; the run ends ``"inaccurate"`` and its summary counts such
+steps.  With ``strict=True`` the first such step stops the run with
+:class:`~contactlab.errors.StepFailure`.  A genuine failure (a non-finite
+result, an infeasible problem, a backend that breaks down without an
+iterate) always stops the run, and a blow-up is stopped by the divergence
+guard.  Nothing in the loop is random, so the same inputs give the same run
+bit for bit.
 """
 
 from __future__ import annotations
@@ -87,9 +95,10 @@ class Run:
         ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) body-frame twists
         angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
     initial_metrics : the formulation's state metrics at t = 0.
-    status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps usable
-        but not optimal), ``"stopped"`` (a callback ended it), ``"diverged"``
-        (the divergence guard stopped it) or ``"failed"``.
+    status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps
+        unconverged: kept with their best iterate, see the module docstring),
+        ``"stopped"`` (a callback ended it), ``"diverged"`` (the divergence
+        guard stopped it) or ``"failed"``.
     """
 
     scene: Scene
@@ -109,6 +118,8 @@ class Run:
     defaults: dict[str, Any] = field(default_factory=dict)
     #: options of the formulation (integrator, ...); empty for its defaults
     formulation_options: dict[str, Any] = field(default_factory=dict)
+    #: whether the first unconverged step was to stop the run (``Simulator(strict=)``)
+    strict: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -123,6 +134,24 @@ class Run:
     def aggregates(self) -> dict[str, float | None]:
         """Run aggregates (see :func:`contactlab.metrics.aggregate`)."""
         return M.aggregate(self.steps, self.initial_metrics)
+
+    def unconverged(self) -> dict[str, Any]:
+        """The steps kept short of their tolerance: ``steps`` (count), ``by_status``,
+        ``first_step`` (index or ``None``) and ``max_residual`` (``None`` without any)."""
+        if not len(self.steps) or "status" not in self.steps:
+            return {"steps": 0, "by_status": {}, "first_step": None, "max_residual": None}
+        statuses = self.steps["status"].astype(str)
+        loose = statuses.isin(M.UNCONVERGED_STATUSES).to_numpy()
+        residual = None
+        if loose.any() and "solver_residual" in self.steps:
+            values = pd.to_numeric(self.steps["solver_residual"], errors="coerce").to_numpy()
+            residual = float(np.nanmax(values[loose])) if np.isfinite(values[loose]).any() else None
+        return {
+            "steps": int(np.count_nonzero(loose)),
+            "by_status": M.unconverged_counts(statuses),
+            "first_step": int(self.steps["step"].to_numpy()[loose][0]) if loose.any() else None,
+            "max_residual": residual,
+        }
 
 
 def _collision_function(scene: Scene) -> Collide | None:
@@ -223,6 +252,9 @@ class Simulator:
     formulation_options : keyword options of the formulation (maximal:
         ``integrator``, ``jacobian``, ``projection``, ``coriolis``, ...);
         ignored when ``formulation`` is an instance.
+    strict : stop the run with :class:`~contactlab.errors.StepFailure` at the
+        first step that misses its tolerance (an unconverged status); by
+        default such a step keeps its best iterate and the run goes on.
     """
 
     def __init__(
@@ -238,11 +270,13 @@ class Simulator:
         divergence_guard: bool = True,
         formulations: tuple[str, ...] = ("maximal",),
         formulation_options: Mapping[str, Any] | None = None,
+        strict: bool = False,
     ) -> None:
         from contactlab.scenario import complete_setup
 
         self.scene = scene
         self.divergence_guard = bool(divergence_guard)
+        self.strict = bool(strict)
         setup, defaulted = complete_setup(
             scene,
             formulations,
@@ -375,8 +409,34 @@ class Simulator:
         row["collision_time_s"] = collided - start
         row["assembly_time_s"] = assembled - collided
         row["step_time_s"] = time.perf_counter() - start
+        if self.strict and solution.status in M.UNCONVERGED_STATUSES:
+            raise self._strict_failure(index, state.t, row, solution)
         record = StepRecord(index, float(new_state.t), h, row, problem, solution, contacts)
         return new_state, record
+
+    def _strict_failure(
+        self, index: int, t: float, row: dict[str, Any], solution: StepSolution
+    ) -> StepFailure:
+        """The error of an unconverged step under ``strict``: which step, status, residual."""
+        form, model, solver = self.names
+        said = next(
+            (
+                " ".join(str(getattr(r, "message", "")).split())
+                for r in solution.results
+                if getattr(r, "status", "optimal") != "optimal"
+            ),
+            "",
+        )
+        detail = f" ({said})" if said else ""
+        return StepFailure(
+            f"step {index} (t = {t:.6g} s) was not solved to its tolerance: status "
+            f"{solution.status!r} at residual {row['solver_residual']:.3g} after "
+            f"{row['iterations']} iterations{detail} (formulation {form!r}, model {model!r}, "
+            f"solver {solver!r}); --strict stops at the first such step: without it the step "
+            "keeps its best iterate and the run goes on, or raise the iteration cap "
+            "(--model-option max_iter=N), loosen --model-option solver_tol, use a smaller "
+            "--dt or another --solver"
+        )
 
     def n_steps(self, steps: int | None = None, duration: float | None = None) -> int:
         """Number of steps for ``steps`` or ``duration`` [s] (the scene's duration by default).
@@ -482,6 +542,11 @@ class Simulator:
             )
         elif cause == "time_limit":
             hint = "raise the backend's time limit, use a smaller --dt, or try another --solver"
+        elif cause == "stalled":
+            hint = (
+                "the solver stopped short without progress: loosen --model-option "
+                "solver_tol, use a smaller --dt, or try another --solver"
+            )
         else:
             hint = "tighten --model-option solver_tol, use a smaller --dt, or try another --solver"
         return (
@@ -530,6 +595,7 @@ class Simulator:
             parameters=dict(self.scene.params),
             defaults=dict(self.defaults),
             formulation_options=dict(self.formulation_options),
+            strict=self.strict,
         )
 
 

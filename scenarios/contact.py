@@ -602,3 +602,80 @@ def chain_floor(n_links: int = 3, floor_cm: float = -15.0, mu: float = 0.5) -> S
         dt=5e-3,
         duration=1.5,
     )
+
+
+@scenario("chain-fall", formulations=("reduced", "maximal"))
+def chain_fall(
+    n_links: int = 5,
+    length: float = 0.2,
+    width: float = 0.04,
+    mass: float = 0.5,
+    height: float = 0.3,
+    angle_deg: float = 30.0,
+    mu: float = 0.5,
+    dt: float = 1e-2,
+    duration: float = 2.0,
+) -> Scene:
+    """A planar chain of box links on hinges about y, with a planar base, dropped on the ground.
+
+    n_links : number of links (one base link and n_links - 1 hinged ones).
+    length : link length along its x axis [m].
+    width : side of the links' square cross-section [m].
+    mass : mass of each link [kg].
+    height : initial height of the base link's centre above the ground [m].
+    angle_deg : initial hinge angles, alternating in sign (a zig-zag) [deg].
+    mu : friction coefficient link-ground.
+    dt : step size h [s].
+    duration : [s].
+
+    The base link moves in the x-z plane (a planar joint with normal y followed
+    by a hinge about y: x, z and the pitch), every other link hangs on a hinge
+    about y from the end of the previous one, so the chain stays in the x-z
+    plane.  In reduced coordinates nothing can move along y: the friction rows
+    along y have a zero diagonal in the contact problem (no mass answers them).
+    The chain falls, lands on several links and comes to rest lying flat on the
+    ground with every link's centre at ``width / 2``.
+    """
+    _positive(length=length, width=width, mass=mass, dt=dt, duration=duration)
+    if isinstance(n_links, bool) or not isinstance(n_links, int) or n_links < 1:
+        raise ConfigurationError(f"n_links must be a positive integer, got {n_links!r}")
+    if not (np.isfinite(height) and height > 0.5 * width):
+        raise ConfigurationError(
+            f"height must exceed half the link width ({0.5 * width} m), got {height}"
+        )
+    y = np.array([0.0, 1.0, 0.0])
+    half = 0.5 * np.array([length, width, width])
+    bodies = tuple(_box(f"link{i}", half, mass) for i in range(n_links))
+    base = JointSpec(
+        "base",
+        "composite",
+        None,
+        "link0",
+        frame_parent=se3.make_transform(None, [0.0, 0.0, height]),
+        params={"joints": [{"kind": "planar", "axis": y}, {"kind": "revolute", "axis": y}]},
+        q0=np.zeros(3),
+    )
+    a = np.deg2rad(angle_deg)
+    hinges = tuple(
+        JointSpec(
+            f"hinge{i}",
+            "revolute",
+            f"link{i - 1}",
+            f"link{i}",
+            frame_parent=se3.make_transform(None, [0.5 * length, 0.0, 0.0]),
+            frame_child=se3.make_transform(None, [-0.5 * length, 0.0, 0.0]),
+            axis=y,
+            q0=np.array([a if i % 2 else -a]),
+        )
+        for i in range(1, n_links)
+    )
+    return Scene(
+        "chain-fall",
+        bodies,
+        (base, *hinges),
+        static_shapes=(Plane(),),
+        contact=_contact(mu),
+        dt=dt,
+        duration=duration,
+        extras={"rest_height": 0.5 * width},
+    )

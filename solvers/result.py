@@ -12,6 +12,7 @@ STATUSES: tuple[str, ...] = (
     "optimal",  # converged to the requested tolerance
     "optimal_inaccurate",  # the backend claims a solution at reduced accuracy
     "max_iterations",  # stopped by the iteration cap before the tolerance was met
+    "stalled",  # stopped short of the tolerance before the cap (no progress, or a breakdown)
     "time_limit",  # stopped by the wall-time limit
     "infeasible",  # primal infeasible (certificate found)
     "unbounded",  # dual infeasible / objective unbounded below

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from contactlab.commands import (
+    EXIT_UNCONVERGED,
     add_assignment_options,
     add_formulation_options,
+    add_strict_option,
     formulation_options,
     parse_assignments,
     parse_option_value,
@@ -44,11 +47,26 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_strict_option(p)
+
+
+def outcome_counts(table: Any) -> tuple[int, int]:
+    """``(failed or diverged runs, finished runs with unconverged steps)`` of a run table."""
+    import pandas as pd
+
+    from contactlab.experiments.table import FAILED_STATUSES
+
+    if not len(table):
+        return 0, 0
+    failed = table["status"].isin(FAILED_STATUSES)
+    loose = pd.Series(False, index=table.index)
+    if "unconverged_steps" in table:
+        loose = pd.to_numeric(table["unconverged_steps"], errors="coerce").fillna(0) > 0
+    return int(failed.sum()), int((loose & ~failed).sum())
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from contactlab.experiments.compare import compare
-    from contactlab.experiments.table import FAILED_STATUSES
 
     options = {
         k: parse_option_value(v)
@@ -68,10 +86,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         force=args.force,
         fresh=args.fresh,
         formulation_options=formulation_options(args),
+        strict=args.strict,
     )
     ran = len(result.table)
-    failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0
-    print(f"{ran} combinations run ({failed} failed), {len(result.skipped)} do not fit")
+    failed, loose = outcome_counts(result.table)
+    print(
+        f"{ran} combinations run ({failed} failed, {loose} with unconverged steps), "
+        f"{len(result.skipped)} do not fit"
+    )
     if result.reused:
         print(f"  {result.reused} of them reused from the comparison replaced (--fresh recomputes)")
     if len(result.skipped):
@@ -80,7 +102,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
         print(f"  not run (reasons in comparison.md): {names}")
     print(f"results: {result.folder / 'comparison.md'}")
-    return 0
+    return EXIT_UNCONVERGED if failed or loose else 0
 
 
 FRESH_HELP = (
@@ -103,6 +125,7 @@ def _setup_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="output folder (overrides the spec)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--fresh", action="store_true", help=FRESH_HELP)
+    add_strict_option(p)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -115,10 +138,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         out=args.out,
         quiet=args.quiet,
         fresh=args.fresh,
+        strict=args.strict or None,
     )
+    failed, loose = outcome_counts(result.table)
     print(
         f"{result.executed} runs made, {result.reused} reused, "
-        f"{len(result.incomplete)} did not finish"
+        f"{len(result.incomplete)} did not finish; of the finished, {failed} failed and "
+        f"{loose} have unconverged steps"
     )
     print(f"results: {result.folder}")
     if result.incomplete:
@@ -130,7 +156,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return EXIT_UNCONVERGED if failed or loose else 0
 
 
 def _setup_plot(p: argparse.ArgumentParser) -> None:

@@ -48,6 +48,7 @@ KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
     "status",
     "step_success_rate",
+    "unconverged_steps",
     "solve_time_median_ms",
     "solve_time_p90_ms",
     "wall_time_s",
@@ -97,6 +98,7 @@ def compare(
     force: bool = False,
     fresh: bool = False,
     formulation_options: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
@@ -121,6 +123,9 @@ def compare(
         in ``formulations`` that does not take them is an error; one of the
         scenario's (the default list) is listed as not fitting, unless none
         takes them.
+    strict : a run stops (and is recorded as failed) at its first step that
+        misses its tolerance; by default such steps are kept and counted in the
+        ``unconverged_steps`` column.
 
     The folder appears whole or not at all: everything is written into a
     temporary sibling that is renamed into place after the last run (an
@@ -197,6 +202,7 @@ def compare(
             0,
             dict(model_options or {}),
             form_options,
+            strict,
         )
         try:
             check_fits(spec)

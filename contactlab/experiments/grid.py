@@ -12,6 +12,7 @@ Format (every list is a grid dimension; a scalar is a fixed value)::
     solvers = ["osqp", "pgs"]
     compare_by = ["model", "solver"]   # what the aggregates compare (default shown)
     shift = 10.0                 # shift of the geometric mean of time [ms]
+    strict = false               # true: a run stops at its first unconverged step
 
     [model_options]              # lists are grid dimensions here too
     directions = [4, 8]
@@ -71,6 +72,7 @@ SWEEP_KEYS = {
     "formulation_options",
     "name",
     "description",
+    "strict",
 }
 SPEC_COLUMNS = [
     "scenario",
@@ -224,6 +226,9 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         dts = [_positive_seconds(v, "dt", where) for v in _axis(cfg, "dt", None, where)]
         duration = _positive_seconds(cfg.get("duration"), "duration", where)
         seeds = [_seed(v, where) for v in _axis(cfg, "seeds", 0, where)]
+        strict = cfg.get("strict", False)
+        if not isinstance(strict, bool):
+            raise ConfigurationError(f"{where}: strict must be true or false, got {strict!r}")
         formulations = _names(cfg, "formulations", list(sc.formulations), where)
         models = _names(cfg, "models", None, where)
         solvers = _names(cfg, "solvers", None, where)
@@ -259,6 +264,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
                 int(seed),
                 options,
                 form_options,
+                strict,
             )
             digest = spec.digest()
             if digest in seen:

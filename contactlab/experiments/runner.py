@@ -132,6 +132,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
                 dt=spec.dt,
                 model_options=dict(spec.model_options),
                 formulation_options=dict(spec.formulation_options),
+                strict=spec.strict,
             )
             run = sim.run(steps=steps, duration=None if steps else spec.duration)
     except RUN_ERRORS as err:

@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -264,6 +264,7 @@ def sweep(
     quiet: bool = False,
     short: bool = False,
     fresh: bool = False,
+    strict: bool | None = None,
 ) -> SweepResult:
     """Run the sweep described by the TOML file ``spec_path`` (see :mod:`.grid`).
 
@@ -276,8 +277,13 @@ def sweep(
     quiet : no progress bar.
     short : apply the specification's ``[short]`` overrides (a quick version).
     fresh : re-run every run instead of reusing those on disk.
+    strict : ``True`` stops every run at its first step that misses its tolerance (the
+        run is recorded as failed), overriding the specification's ``strict`` key;
+        ``None`` keeps the specification's (default ``false``).
     """
     grid = load_grid(spec_path, out, short)
+    if strict is not None:
+        grid.runs = [replace(spec, strict=bool(strict)) for spec in grid.runs]
     return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet, fresh=fresh)
 
 

@@ -8,6 +8,8 @@ Columns
 -------
 status : the run's status (``"failed"`` or ``"diverged"`` when it did not complete).
 step_success_rate : fraction of steps whose solver status is ``"optimal"``.
+unconverged_steps : steps kept with their best iterate short of the tolerance
+    (``max_iterations``, ``stalled``, ``time_limit``, ``optimal_inaccurate``).
 solve_time_median_ms, solve_time_p90_ms : per-step solver time [ms].
 solve_time_ms : total solver time of the run [ms].
 wall_time_s : wall time of the whole run (build, steps, writing) [s].
@@ -32,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from contactlab.experiments.runner import SUCCESS_STATUSES
+from contactlab.metrics import UNCONVERGED_STATUSES
 from contactlab.results import RunData
 
 #: run statuses of runs that did not complete
@@ -40,6 +43,7 @@ FAILED_STATUSES = frozenset({"failed", "diverged"})
 METRIC_COLUMNS = (
     "status",
     "step_success_rate",
+    "unconverged_steps",
     "solve_time_median_ms",
     "solve_time_p90_ms",
     "solve_time_ms",
@@ -106,6 +110,7 @@ def run_metrics(run: RunData) -> dict[str, Any]:
         steps=int(len(steps)),
         success=False,
         step_success_rate=0.0,
+        unconverged_steps=0,
         message=str(summary.get("message") or ""),
     )
     row["wall_time_s"] = float((summary.get("experiment") or {}).get("wall_time_s", np.nan))
@@ -116,6 +121,8 @@ def run_metrics(run: RunData) -> dict[str, Any]:
             row[column] = float(value) * scale
     if steps.empty:
         return row
+    if "status" in steps:
+        row["unconverged_steps"] = int(steps["status"].astype(str).isin(UNCONVERGED_STATUSES).sum())
     iters = pd.to_numeric(steps["iterations"], errors="coerce")
     row["iterations_mean"] = float(iters.mean())
     row["iterations_max"] = float(iters.max())
@@ -132,6 +139,7 @@ def run_metrics(run: RunData) -> dict[str, Any]:
 #: how readable tables head each column: its meaning and unit
 HEADERS = {
     "step_success_rate": "optimal steps [fraction]",
+    "unconverged_steps": "unconverged steps",
     "solve_time_median_ms": "solve time median [ms]",
     "solve_time_p90_ms": "solve time p90 [ms]",
     "solve_time_ms": "solve time total [ms]",

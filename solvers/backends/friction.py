@@ -101,11 +101,13 @@ def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) ->
 
 
 def _status(res: float, tol: float, capped: bool) -> str:
+    """``optimal`` within ``tol``; short of it, ``max_iterations`` at the cap, else ``stalled``
+    (the best iterate, finite, is kept); ``numerical_error`` only for a non-finite residual."""
     if not np.isfinite(res):
         return "numerical_error"
     if res <= tol:
         return "optimal"
-    return "max_iterations" if capped else "numerical_error"
+    return "max_iterations" if capped else "stalled"
 
 
 class FrictionBackend(Backend):

@@ -41,8 +41,11 @@ multipliers (ArtiSynth notes, §0.3).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
@@ -87,13 +90,7 @@ class PGSBackend(Backend):
         t0 = time.perf_counter()
         M = lcp.M
         diag = M.diagonal()
-        bad = np.flatnonzero(diag <= 0.0)
-        if bad.size:
-            raise IncompatibleProblem(
-                f"pgs needs a positive diagonal of M; row {int(bad[0])} has "
-                f"M_ii = {diag[bad[0]]:g} "
-                f"({bad.size} such rows); use 'lemke' or a QP backend, or regularise M"
-            )
+        loose = decoupled_rows(M, diag)
         indptr = M.indptr.astype(np.int64)
         indices = M.indices.astype(np.int64)
         data = M.data
@@ -114,7 +111,12 @@ class PGSBackend(Backend):
         if np.any(pairs):
             a, b = unit_a[pairs], unit_b[pairs]
             off = np.abs(np.asarray(M[a, b]).reshape(-1))
-            step[pairs] = 1.0 / (np.maximum(diag[a], diag[b]) + off)
+            # a disc pair with both rows decoupled is not swept (its step is never used)
+            step[pairs] = 1.0 / np.maximum(np.maximum(diag[a], diag[b]) + off, 1e-300)
+        # the units that are swept: all but the decoupled ones, set in closed form
+        swept = ~(np.isin(unit_a, loose) & ((unit_b < 0) | np.isin(unit_b, loose)))
+        sweep_a, sweep_b, sweep_step = unit_a[swept], unit_b[swept], step[swept]
+        fixed = _Decoupled(lcp, loose, owner, mu_row, unit_a, unit_b, opts.tol)
         z = np.zeros(lcp.n) if opts.x0 is None else np.array(opts.x0, dtype=np.float64)
         if z.shape != (lcp.n,):
             raise ProblemError("warm_start", f"has shape {z.shape}, expected ({lcp.n},)")
@@ -123,9 +125,10 @@ class PGSBackend(Backend):
         t1 = time.perf_counter()
 
         sweeps = 0
+        unbounded = fixed.set(z)
         residual = natural_residual(*args, z)
         status = "optimal" if residual <= opts.tol else "max_iterations"
-        while residual > opts.tol:
+        while residual > opts.tol and unbounded < 0:
             if sweeps >= max_iter:
                 status = "max_iterations"
                 break
@@ -143,9 +146,9 @@ class PGSBackend(Backend):
                 lcp.hi,
                 owner,
                 mu_row,
-                unit_a,
-                unit_b,
-                step,
+                sweep_a,
+                sweep_b,
+                sweep_step,
                 z,
                 omega,
                 chunk,
@@ -155,12 +158,117 @@ class PGSBackend(Backend):
             # estimate (pessimistic: it sees the iterates before their updates) is within
             # 10 tol, and at the cap
             if estimate <= 10.0 * opts.tol or sweeps >= max_iter or not np.isfinite(estimate):
+                unbounded = fixed.set(z)
                 residual = natural_residual(*args, z)
             if not np.isfinite(residual):
                 status = "numerical_error"
                 break
         else:
-            status = "optimal"
+            status = "optimal" if unbounded < 0 else status
         t2 = time.perf_counter()
         msg = f"pgs: natural-map residual {residual:.3e} after {sweeps} sweeps (tol {opts.tol:g})"
+        if loose.size:
+            msg += f"; {loose.size} decoupled rows (M_ii = 0) set in closed form"
+        if unbounded >= 0:
+            status = "infeasible"
+            msg += (
+                f"; row {unbounded} is decoupled (M_ii = 0, no other row acts on it) but "
+                f"q_i = {lcp.q[unbounded]:.3g} asks for an unbounded impulse: the LCP has no "
+                "solution"
+            )
         return RawSolution(z, None, status, msg, sweeps, t1 - t0, t2 - t1)
+
+
+#: A row whose diagonal is at most this fraction of the largest diagonal entry (zero, or
+#: rounding of a zero: a Jacobian row of 1e-12 relative gives 1e-24) is *decoupled* when
+#: no other entry of its row or column exceeds :data:`DECOUPLED_OFF` of that scale.
+DECOUPLED_DIAG = 1e-24
+DECOUPLED_OFF = 1e-12
+
+
+def decoupled_rows(M: Any, diag: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The rows of ``M`` with a zero diagonal that no other row acts on, and none acts on.
+
+    Such a row ``i`` (a friction direction in which nothing can move, e.g. out of the
+    plane of a planar mechanism in reduced coordinates: its Jacobian row is zero) has
+    ``w_i = q_i`` whatever ``z``, and its ``z_i`` changes no other ``w_j``: it is solved
+    in closed form (:class:`_Decoupled`), not by a Gauss--Seidel division by ``M_ii``.
+
+    Raises
+    ------
+    IncompatibleProblem
+        For a negative diagonal entry, or a zero one whose row or column is not zero
+        (``M`` is then not positive semidefinite, and Gauss--Seidel does not apply).
+    """
+    scale = float(np.max(np.abs(diag), initial=0.0))
+    small = np.flatnonzero(diag <= DECOUPLED_DIAG * scale)
+    if small.size == 0:
+        return small.astype(np.int64)
+    negative = small[diag[small] < -DECOUPLED_DIAG * scale]
+    limit = DECOUPLED_OFF * scale
+    A = sp.csr_matrix(M)
+    rows = abs(A[small]).max(axis=1).toarray().reshape(-1)
+    cols = abs(A.T.tocsr()[small]).max(axis=1).toarray().reshape(-1)
+    coupled = small[(rows > limit) | (cols > limit)]
+    bad = np.concatenate([negative, coupled])
+    if bad.size:
+        i = int(bad[0])
+        raise IncompatibleProblem(
+            f"pgs needs a positive diagonal of M (or a zero row and column); row {i} has "
+            f"M_ii = {diag[i]:g} and is coupled to other rows ({bad.size} such rows); use "
+            "'lemke' or a QP backend, or regularise M"
+        )
+    return small.astype(np.int64)
+
+
+class _Decoupled:
+    """Closed-form values of the decoupled rows (:func:`decoupled_rows`) given the others.
+
+    With ``w_i = q_i`` the row's condition is ``z_i = Pi(z_i - q_i)`` on its bounds (for a
+    friction row ``±mu z_n`` with the current normal impulse; for a disc pair whose two
+    rows are decoupled the disc of radius ``mu z_n``): ``z_i`` at the lower bound when
+    ``q_i > 0``, at the upper one when ``q_i < 0``, and the projection of 0 when
+    ``|q_i| <= tol`` (its residual is then at most ``|q_i|``, and a free velocity that is
+    zero up to rounding gives no impulse).
+    """
+
+    def __init__(
+        self,
+        lcp: LCP,
+        loose: NDArray[np.int64],
+        owner: NDArray[np.int64],
+        mu_row: NDArray[np.float64],
+        unit_a: NDArray[np.int64],
+        unit_b: NDArray[np.int64],
+        tol: float,
+    ) -> None:
+        whole = np.isin(unit_a, loose) & ((unit_b < 0) | np.isin(unit_b, loose))
+        single = whole & (unit_b < 0)
+        self.rows = unit_a[single]
+        self.pair_a, self.pair_b = unit_a[whole & (unit_b >= 0)], unit_b[whole & (unit_b >= 0)]
+        self.q, self.lo, self.hi = lcp.q, lcp.lo, lcp.hi
+        self.owner, self.mu_row, self.tol = owner, mu_row, tol
+
+    def set(self, z: NDArray[np.float64]) -> int:
+        """Set the decoupled entries of ``z`` in place; the first row without a solution or -1."""
+        i = self.rows
+        if i.size:
+            own = self.owner[i]
+            friction = own >= 0
+            radius = self.mu_row[i] * np.maximum(z[np.where(friction, own, 0)], 0.0)
+            lo = np.where(friction, -radius, self.lo[i])
+            hi = np.where(friction, radius, self.hi[i])
+            q = self.q[i]
+            value = np.where(q > self.tol, lo, np.where(q < -self.tol, hi, np.clip(0.0, lo, hi)))
+            unbounded = np.flatnonzero(~np.isfinite(value))
+            if unbounded.size:
+                return int(i[unbounded[0]])
+            z[i] = value
+        a, b = self.pair_a, self.pair_b
+        if a.size:
+            radius = self.mu_row[a] * np.maximum(z[self.owner[a]], 0.0)
+            qa, qb = self.q[a], self.q[b]
+            norm = np.hypot(qa, qb)
+            push = np.where(norm > self.tol, radius / np.maximum(norm, 1e-300), 0.0)
+            z[a], z[b] = -push * qa, -push * qb
+        return -1

@@ -34,7 +34,10 @@ def test_compare_sweep_plot_render_commands(
         ]
     )
     text = capsys.readouterr().out
-    assert code == 0 and "1 combinations run (0 failed), 1 do not fit" in text
+    assert (
+        code == 0
+        and "1 combinations run (0 failed, 0 with unconverged steps), 1 do not fit" in text
+    )
     assert "exp-point/exp-qp/pgs" in text and f"results: {out / 'comparison.md'}" in text
     table = pd.read_csv(out / "comparison.csv")
     assert table["solver"].tolist() == ["kkt"] and table["success"].all()
