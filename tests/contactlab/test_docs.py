@@ -50,6 +50,8 @@ def test_every_command_line_example_runs(page, tmp_path, monkeypatch, capsys):
     # the examples of a page run in order in a fresh folder (later ones may read
     # what earlier ones wrote, e.g. render after run)
     monkeypatch.chdir(tmp_path)
+    # examples may name the model files the repository ships (scenarios/data/...)
+    (tmp_path / "scenarios").symlink_to(ROOT / "scenarios", target_is_directory=True)
     for example in examples(page):
         argv = shlex.split(example, comments=True)[1:]
         code = cli.main(argv)
