@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.runner import clean_temporaries, execute, stale_reason
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec
 
 TIME_COLUMNS = ("solve_time_median_ms", "solve_time_p90_ms", "solve_time_ms", "wall_time_s")
@@ -100,7 +100,7 @@ def _execute_all(
     todo: list[tuple[RunSpec, Path]],
     scheduler: str | None,
     workers: int | None,
-    progress: tqdm,
+    progress: Any,
 ) -> list[tuple[RunSpec, str]]:
     """Run ``todo``; return the runs that did not finish, with the reason."""
     failed: list[tuple[RunSpec, str]] = []
@@ -326,11 +326,11 @@ def _run_locked(
     reused = len(grid.runs) - len(todo)
     if not quiet:
         print(reuse_line(grid.name or grid.out.name, reused, reasons), file=sys.stderr)
-    with tqdm(
-        total=len(grid.runs),
-        initial=reused,
+    with progress_bar(
+        len(grid.runs),
         desc=f"sweep {grid.name or grid.out.name}",
         unit="run",
+        initial=reused,
         disable=quiet,
     ) as progress:
         try:
