@@ -185,7 +185,8 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
         "--root",
         type=Path,
         default=Path("results/studies"),
-        help="folder of the study specifications (results/studies)",
+        help="folder of the study specifications (default: the repository's results/studies, "
+        "from any working directory)",
     )
     p.add_argument(
         "--out",
