@@ -39,6 +39,7 @@ from contactlab.experiments.table import (
     FAILED_STATUSES,
     METRIC_COLUMNS,
     markdown_table,
+    rankable,
     run_metrics,
 )
 from contactlab.progress import progress_bar
@@ -48,6 +49,7 @@ KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
     "status",
     "step_success_rate",
+    "steps",
     "solve_time_median_ms",
     "solve_time_p90_ms",
     "wall_time_s",
@@ -326,6 +328,15 @@ def comparison_markdown(
         lines += ["", "## Runs that failed", ""]
         lines += [
             f"- {r.formulation}/{r.model}/{r.solver}: {r.message}" for r in failed.itertuples()
+        ]
+    unsolved = (
+        table[~table["status"].isin(FAILED_STATUSES) & ~rankable(table)] if len(table) else table
+    )
+    if len(unsolved):
+        lines += ["", "## Runs that completed with unsolved steps (not ranked)", ""]
+        lines += [
+            f"- {r.formulation}/{r.model}/{r.solver}: {r.message or r.status}"
+            for r in unsolved.itertuples()
         ]
     if len(skipped):
         lines += ["", "## Combinations that do not fit", ""]

@@ -249,7 +249,10 @@ def _aggregates_markdown(grid: Grid, table: pd.DataFrame, aggregates: pd.DataFra
         "Success: the run completed and every step's solver status was `optimal`. Time: the "
         f"run's total solver time [ms]; shifted geometric mean with shift {grid.shift:g} ms, "
         "failures charged ten times the slowest successful run, `shifted_gm_rel` relative to "
-        "the best (1 = best). Best per column in bold.",
+        "the best (1 = best). Best per column in bold, among the rows that succeeded on "
+        "every problem (a row with failures is never best). The performance profile "
+        "(`plots/performance_profile.png`) ranks backends within each model only, since two "
+        "models pose different problems on the same scene.",
         "",
         markdown_table(shown, cols),
     ]

@@ -135,6 +135,7 @@ def run_metrics(run: RunData) -> dict[str, Any]:
 
 #: how readable tables head each column: its meaning and unit
 HEADERS = {
+    "steps": "steps made",
     "step_success_rate": "optimal steps [fraction]",
     "solve_time_median_ms": "solve time median [ms]",
     "solve_time_p90_ms": "solve time p90 [ms]",

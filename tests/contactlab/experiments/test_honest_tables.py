@@ -231,3 +231,15 @@ def test_rendered_contacts_are_the_simulators(name: str) -> None:
     assert drawn == run.steps["n_contacts"].astype(int).tolist()
     if name == "chain-floor":
         assert max(drawn) > 0  # it reached the floor within the steps drawn
+
+
+def test_the_report_names_the_runs_left_unranked() -> None:
+    md = comparison_markdown("s", {}, _comparison_table(), EMPTY, 0.01, 1.0)
+    failed = md.split("## Runs that failed", 1)[1].split("##", 1)[0]
+    unsolved = md.split("## Runs that completed with unsolved steps (not ranked)", 1)[1]
+    assert "maximal/m/a: step 1 failed" in failed and "maximal/m/b" not in failed
+    assert "maximal/m/b: 10 of 100 steps" in unsolved and "maximal/m/c" not in unsolved
+    # the steps each run made are in the table: the failed run's 1 of 1 optimal step shows
+    rows = {r[2]: r for r in _rows(md)[2:]}
+    header = _rows(md)[0]
+    assert rows["a"][header.index("steps made")] == "1"
