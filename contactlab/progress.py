@@ -3,9 +3,11 @@
 On a terminal a live bar (tqdm) redraws itself in place.  Anywhere else (a
 log file, a pipe, a CI job) a redrawing bar would leave one carriage-return
 update per redraw in the log; there :func:`progress_bar` writes whole lines
-instead, at most one every :data:`LOG_INTERVAL_S` seconds, and a final line
-with the count and the elapsed time when the work is done.  Both stay silent
-for work that ends within :data:`DELAY_S` seconds.
+instead: one at the first update after :data:`DELAY_S` seconds, then at most
+one every :data:`LOG_INTERVAL_S` seconds, and a final line with the count and
+the elapsed time when the work ends.  Both stay silent for work that shows no
+progress within :data:`DELAY_S` seconds (a quick run, or one whose error is then
+the only line).
 """
 
 from __future__ import annotations
@@ -76,8 +78,9 @@ class LineProgress:
         if self.closed:
             return
         self.closed = True
-        if time.monotonic() - self.start >= self.delay or self.last is not None:
-            self._write(self._line() + " (done)")
+        if self.last is not None:  # only after a line was shown: a quick failure stays one line
+            finished = self.total is None or self.n >= self.total
+            self._write(self._line() + (" (done)" if finished else " (stopped)"))
 
     def __enter__(self) -> LineProgress:
         return self

@@ -94,9 +94,10 @@ def stale_reason(spec: RunSpec, folder: Path) -> str | None:
     return None
 
 
-def one_time_loads() -> tuple[int, int]:
+def one_time_loads() -> tuple[int, int, int]:
     """Counters that grow when the process loads something once: kernel signatures
-    compiled or loaded from the cache, and imported modules.
+    compiled or loaded from the cache, entries into numba's compiler (generated
+    kernels included), and imported modules.
 
     A run during which they grow paid a one-time cost (kernel loading happens at
     the first step that needs a kernel, which may be late in a run: the first
@@ -104,9 +105,9 @@ def one_time_loads() -> tuple[int, int]:
     """
     import sys
 
-    from solvers.jit import compiled_signatures
+    from solvers.jit import compiled_signatures, compiler_activity
 
-    return compiled_signatures(), len(sys.modules)
+    return compiled_signatures(), compiler_activity(), len(sys.modules)
 
 
 def _scene(spec: RunSpec) -> Any:

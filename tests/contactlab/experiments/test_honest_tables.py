@@ -155,11 +155,11 @@ def test_a_run_that_loaded_something_is_timed_again(
     # made again and the repeat kept, with the same steps (the simulation is deterministic)
     counter = {"n": 0, "calls": 0}
 
-    def loads() -> tuple[int, int]:
+    def loads() -> tuple[int, int, int]:
         counter["calls"] += 1
         if counter["calls"] == 2:  # after the first timed run
             counter["n"] += 1
-        return counter["n"], 0
+        return counter["n"], 0, 0
 
     monkeypatch.setattr(runner, "one_time_loads", loads)
     spec = RunSpec("exp-fall", {}, "exp-point", "exp-qp", "kkt", 0.01, 0.1)
@@ -180,20 +180,33 @@ def test_a_run_that_loaded_something_is_timed_again(
     assert again["timed_attempts"] == 1 and again["one_time_loading"] is False
 
 
-def test_compiled_signatures_count_first_calls_only() -> None:
-    from solvers.jit import compiled_signatures, njit
+def test_the_loading_counters_grow_at_first_calls_only() -> None:
+    from solvers.jit import compiled_signatures, compiler_activity, njit
 
     @njit(cache=False)
     def twice(x):  # type: ignore[no-untyped-def]
         return 2 * x
 
-    before = compiled_signatures()
+    before, entered = compiled_signatures(), compiler_activity()
     twice(1.0)
     assert compiled_signatures() == before + 1  # a new argument type: one signature
+    assert compiler_activity() > entered
+    entered = compiler_activity()
     twice(3.0)
-    assert compiled_signatures() == before + 1  # the same type again: nothing loaded
+    # the same type again: nothing compiled or loaded
+    assert compiled_signatures() == before + 1 and compiler_activity() == entered
     twice(np.int64(2))
-    assert compiled_signatures() == before + 2
+    assert compiled_signatures() == before + 2 and compiler_activity() > entered
+    # a kernel made with numba's own njit (as generated joint modules are) is seen too
+    import numba
+
+    @numba.njit(cache=False)
+    def thrice(x):  # type: ignore[no-untyped-def]
+        return 3 * x
+
+    entered = compiler_activity()
+    thrice(1.0)
+    assert compiler_activity() > entered
 
 
 def test_profiles_compare_only_runs_of_the_same_model() -> None:
