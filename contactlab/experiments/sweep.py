@@ -44,7 +44,12 @@ import pandas as pd
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import clean_temporaries, execute, stale_reason
+from contactlab.experiments.runner import (
+    WARMUP_STEPS,
+    clean_temporaries,
+    execute,
+    stale_reason,
+)
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
 from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec
@@ -247,7 +252,10 @@ def _aggregates_markdown(grid: Grid, table: pd.DataFrame, aggregates: pd.DataFra
         f"of ({', '.join(grid.problem_columns)}).",
         "",
         "Success: the run completed and every step's solver status was `optimal`. Time: the "
-        f"run's total solver time [ms]; shifted geometric mean with shift {grid.shift:g} ms, "
+        "run's total solver time [ms], without one-time loading (each run follows a discarded "
+        f"{WARMUP_STEPS}-step run, and a run that compiled or loaded a kernel or imported a "
+        "module is made again and the repeat timed); shifted geometric mean with shift "
+        f"{grid.shift:g} ms, "
         "failures charged ten times the slowest successful run, `shifted_gm_rel` relative to "
         "the best (1 = best). Best per column in bold, among the rows that succeeded on "
         "every problem (a row with failures is never best). The performance profile "
