@@ -48,7 +48,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from contactlab.experiments.compare import compare
-    from contactlab.experiments.table import FAILED_STATUSES
+    from contactlab.experiments.table import FAILED_STATUSES, rankable
 
     options = {
         k: parse_option_value(v)
@@ -71,7 +71,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     )
     ran = len(result.table)
     failed = int(result.table["status"].isin(FAILED_STATUSES).sum()) if ran else 0
+    unsolved = ran - failed - int(rankable(result.table).sum()) if ran else 0
     print(f"{ran} combinations run ({failed} failed), {len(result.skipped)} do not fit")
+    if unsolved:
+        print(f"  {unsolved} of them completed with unsolved steps (not ranked in comparison.md)")
     if result.reused:
         print(f"  {result.reused} of them reused from the comparison replaced (--fresh recomputes)")
     if len(result.skipped):
