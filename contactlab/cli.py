@@ -100,7 +100,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             doc = f"  {p['doc']}" if p["doc"] else ""
             print(f"      {p['name']} = {p['default']!r} ({p['type']}){doc}")
     for section, title in (
-        ("formulations", "Formulations"),
+        ("formulations", "Formulations (options: --formulation-option KEY=VALUE, --integrator)"),
         ("models", "Contact models"),
         ("constraints", "Constraint kinds (maximal)"),
         ("joints", "Joint kinds (reduced)"),
@@ -111,6 +111,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
             origin = row.get("origin", "contactlab")
             plugin = f" (from {origin})" if origin != "contactlab" else ""
             print(f"  {row['name']:<22}{forms} {row['description']}{plugin}")
+            for option in row.get("options", ()):
+                doc = f"  {option['doc']}" if option["doc"] else ""
+                print(f"      {option['name']} = {option['default']!r}{doc}")
     print("\nSolvers:")
     for row in cat["solvers"]:
         plugin = f" (from {row['origin']})" if row.get("origin", "solvers") != "solvers" else ""
@@ -220,8 +223,8 @@ def _report(folder: Path, run: Any, quiet: bool) -> None:
         print(folder)
         return
     agg = run.aggregates()
-    drift = agg.get("energy_drift")
-    drift_text = "n/a" if drift is None else f"{drift:.3g} J"
+    change = agg.get("energy_change")
+    drift_text = "n/a" if change is None else f"{change:+.3g} J"
     if run.defaults:
         print(
             f"{run.scene.name}: {run.formulation} / {run.model} / {run.solver} "
@@ -229,7 +232,7 @@ def _report(folder: Path, run: Any, quiet: bool) -> None:
         )
     print(
         f"{run.scene.name}: {run.n_steps} steps of {run.dt:g} s, status {run.status}, "
-        f"energy change {drift_text}, max constraint error "
+        f"energy change E(T) - E(0) {drift_text}, max constraint error "
         f"{agg.get('max_constraint_error') or 0:.3g} m, wall time {run.wall_time_s:.2f} s"
     )
     loose = run.unconverged()

@@ -135,7 +135,13 @@ STEP_METRICS: tuple[Metric, ...] = (
 RUN_AGGREGATES: tuple[Metric, ...] = (
     Metric("max_constraint_error", "m or rad", "largest constraint_error over the run"),
     Metric("max_penetration", "m", "largest penetration over the run"),
-    Metric("energy_drift", "J", "|E_end - E_0|, total energy at the end minus at t = 0"),
+    Metric(
+        "energy_change",
+        "J",
+        "E_end - E_0, total energy at the end minus at t = 0 (signed: negative when the "
+        "scene lost energy)",
+    ),
+    Metric("energy_drift", "J", "|E_end - E_0|, the size of energy_change"),
     Metric(
         "energy_drift_relative",
         "",
@@ -346,7 +352,9 @@ def aggregate(steps: pd.DataFrame, initial: Mapping[str, float]) -> dict[str, fl
     energy = _column(steps, "total_energy")
     e0 = initial.get("total_energy")
     if energy.size and e0 is not None and np.isfinite(e0):
-        drift = abs(float(energy[-1]) - e0)
+        change = float(energy[-1]) - e0
+        drift = abs(change)
+        out["energy_change"] = change
         out["energy_drift"] = drift
         out["max_energy_deviation"] = _max(np.abs(energy - e0))
         out["energy_drift_relative"] = _relative(drift, steps, initial)

@@ -61,7 +61,7 @@ def _default_setup(spec: Any) -> dict[str, str] | None:
 
 
 def formulations() -> list[dict[str, Any]]:
-    """Registered formulations."""
+    """Registered formulations with their options (``--formulation-option KEY=VALUE``)."""
     from contactlab.formulation import FORMULATIONS, formulation_names
 
     return [
@@ -69,9 +69,41 @@ def formulations() -> list[dict[str, Any]]:
             "name": name,
             "description": _first_line(FORMULATIONS.get(name)),
             "origin": _origin(FORMULATIONS, name),
+            "options": formulation_options(FORMULATIONS.get(name)),
         }
         for name in formulation_names()
     ]
+
+
+def formulation_options(cls: type) -> list[dict[str, Any]]:
+    """The keyword options of a formulation class: name, default and description.
+
+    Read from ``__init__`` (every parameter but the scene) and the class
+    docstring's ``name : description`` entries; a class whose ``__init__``
+    passes ``**options`` on to its base lists the base's options too.
+    """
+    from contactlab.docstrings import doc_of, parameter_docs
+
+    rows: list[dict[str, Any]] = []
+    seen = {"self", "scene"}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        docs = parameter_docs(doc_of(klass))
+        passes_on = False
+        for p in inspect.signature(init).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                passes_on = passes_on or p.kind is p.VAR_KEYWORD
+                continue
+            if p.name in seen:
+                continue
+            seen.add(p.name)
+            default = None if p.default is inspect.Parameter.empty else p.default
+            rows.append({"name": p.name, "default": default, "doc": docs.get(p.name, "")})
+        if not passes_on:
+            break
+    return rows
 
 
 def models() -> list[dict[str, Any]]:
@@ -136,8 +168,10 @@ def solvers() -> list[dict[str, Any]]:
 
 
 def _first_line(obj: Any) -> str:
-    doc = inspect.getdoc(obj) or ""
-    return doc.split("\n", 1)[0]
+    """The description of ``obj``: its docstring's first paragraph, whole, on one line."""
+    from contactlab.docstrings import doc_of, summary
+
+    return summary(doc_of(obj))
 
 
 SECTIONS: dict[str, Callable[[], list[dict[str, Any]]]] = {

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contactlab.docstrings import parameter_docs, summary
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
@@ -275,6 +276,7 @@ def scenario(
     def wrap(fn: Callable[..., Scene]) -> Scenario:
         sig = inspect.signature(fn)
         doc = inspect.getdoc(fn) or ""
+        described = parameter_docs(doc)
         params: dict[str, Parameter] = {}
         for p in sig.parameters.values():
             if p.default is inspect.Parameter.empty:
@@ -282,18 +284,10 @@ def scenario(
                     f"scenario {name!r}: parameter {p.name!r} needs a default value"
                 )
             ptype = type(p.default)
-            params[p.name] = Parameter(p.name, p.default, ptype, _param_doc(doc, p.name))
-        return Scenario(name, fn, params, doc.split("\n\n")[0].replace("\n", " "), formulations)
+            params[p.name] = Parameter(p.name, p.default, ptype, described.get(p.name, ""))
+        return Scenario(name, fn, params, summary(doc), formulations)
 
     return wrap
-
-
-def _param_doc(doc: str, name: str) -> str:
-    for line in doc.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(f"{name} :") or stripped.startswith(f"{name}:"):
-            return stripped.split(":", 1)[1].strip()
-    return ""
 
 
 #: Scenarios: entry points in the ``contactlab.scenarios`` group (the built-in

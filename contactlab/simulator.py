@@ -25,7 +25,6 @@ bit for bit.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -211,6 +210,20 @@ def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> An
     b = np.where(contacts.body_b < 0, nb, contacts.body_b)
     keep = ~np.isin(a * (nb + 1) + b, excluded)
     return contacts if keep.all() else contacts.select(keep)
+
+
+def scene_contacts(scene: Scene, E: Array) -> Any:
+    """The contacts a step of ``scene`` with body poses ``E`` (nb, 4, 4) works with.
+
+    The default collision (as :class:`Simulator` uses it) less the pairs that
+    never collide (:func:`excluded_pairs`, applied by :func:`drop_jointed`);
+    ``None`` for a scene without collision.  Drawings of a run use it, so they
+    show the contacts the simulator saw.
+    """
+    collide = _collision_function(scene)
+    if collide is None:
+        return None
+    return drop_jointed(collide(scene, E), scene, excluded_pairs(scene))
 
 
 def check_solver(name: str) -> None:
@@ -600,9 +613,9 @@ class Simulator:
 
 
 def _progress_bar(total: int) -> Any:
-    from tqdm import tqdm
+    from contactlab.progress import progress_bar
 
-    return tqdm(total=total, unit="step", delay=1.0, file=sys.stderr, dynamic_ncols=True)
+    return progress_bar(total, unit="step")
 
 
 class _Recorder:

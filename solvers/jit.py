@@ -133,6 +133,37 @@ def _register(dispatcher: Any) -> Any:
     return dispatcher
 
 
+class _CompilerActivity(_event.Listener):  # type: ignore[misc]
+    """Counts the times numba's compiler lock is taken: every kernel compiled or loaded
+    from the cache, by any dispatcher (generated kernels too), takes it."""
+
+    count = 0
+
+    def on_start(self, event: Any) -> None:
+        self.count += 1
+
+    def on_end(self, event: Any) -> None:
+        pass
+
+
+_activity = _CompilerActivity()
+_event.register("numba:compiler_lock", _activity)
+
+
+def compiler_activity() -> int:
+    """How often this process has entered numba's compiler (compiling or loading a kernel)."""
+    return _activity.count
+
+
+def compiled_signatures() -> int:
+    """How many compiled signatures the process holds (loaded from the cache or compiled).
+
+    The count grows exactly when a kernel is called with argument types it had not
+    been called with in this process: a one-time cost a timing should not include.
+    """
+    return sum(len(d.overloads) for d in list(_DISPATCHERS.values()))
+
+
 def njit(*args: Any, **kwargs: Any) -> Any:
     """numba's ``njit`` with the on-disk cache switched on (``cache=True``).
 

@@ -21,9 +21,12 @@ Right-hand side (gap-aware, with penetration feedback)
 ------------------------------------------------------
 For a contact at signed distance ``d``:
 
-* ``d > 0`` (inside the margin, not touching): ``c = -d / h``; the surfaces
-  may approach by at most the gap in one step, so a falling body lands
-  exactly on the surface instead of stopping short at the margin.
+* ``d > 0`` (inside the margin, not touching): ``c = -d / h``; the contact
+  point's velocity, linearized at the start of the step, may close at most
+  the gap in one step, so a falling body does not stop short at the margin.
+  It does not land exactly on the surface: rotation over the step and
+  joint-coupled links take points below it (``chain-floor``: 2.9 mm deep
+  with 3 links, 6.7 mm with 5, at h = 5 ms), which the feedback below removes.
 * ``d <= 0`` (touching or penetrating): ``c = min(beta (-d), max_correction)``,
   Baumgarte feedback (Sueda's notes, eq. 1.82, velocity-level form with
   ``gamma = beta``) that removes a fraction ``beta h`` of the penetration per

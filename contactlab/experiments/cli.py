@@ -94,6 +94,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         f"{ran} combinations run ({failed} failed, {loose} with unconverged steps), "
         f"{len(result.skipped)} do not fit"
     )
+    if failed or loose:
+        print("  failed runs and runs with unconverged steps are not ranked in comparison.md")
     if result.reused:
         print(f"  {result.reused} of them reused from the comparison replaced (--fresh recomputes)")
     if len(result.skipped):
@@ -211,7 +213,8 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
         "--root",
         type=Path,
         default=Path("results/studies"),
-        help="folder of the study specifications (results/studies)",
+        help="folder of the study specifications (default: the repository's results/studies, "
+        "from any working directory)",
     )
     p.add_argument(
         "--out",

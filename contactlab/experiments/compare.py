@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from contactlab.errors import (
     ConfigurationError,
@@ -34,14 +33,16 @@ from contactlab.errors import (
     UnknownNameError,
 )
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import execute, stale_reason
+from contactlab.experiments.runner import WARMUP_STEPS, execute, stale_reason
 from contactlab.experiments.table import (
     ENERGY_COLUMNS,
     FAILED_STATUSES,
     METRIC_COLUMNS,
     markdown_table,
+    rankable,
     run_metrics,
 )
+from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec, check_fits, check_names
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
@@ -49,6 +50,7 @@ MD_COLUMNS = KEY_COLUMNS + [
     "status",
     "step_success_rate",
     "unconverged_steps",
+    "steps",
     "solve_time_median_ms",
     "solve_time_p90_ms",
     "wall_time_s",
@@ -242,11 +244,12 @@ def compare(
     reused = sum(1 for *_, previous in plan if previous is not None)
     if not quiet:
         print(reuse_line(folder.name, reused, why, kind="compare"), file=sys.stderr)
-    with atomic_folder(folder, overwrite=replace) as tmp:
+    with (
+        atomic_folder(folder, overwrite=replace) as tmp,
+        progress_bar(len(plan), desc=f"compare {scenario}", unit="run", disable=quiet) as bar,
+    ):
         rows = []
-        for spec, name, previous in tqdm(
-            plan, desc=f"compare {scenario}", disable=quiet, unit="run"
-        ):
+        for spec, name, previous in plan:
             if previous is not None:
                 shutil.copytree(previous, tmp / "runs" / name)
                 run_folder = tmp / "runs" / name
@@ -256,6 +259,7 @@ def compare(
             row.update(run_metrics(load_run_folder(run_folder)))
             row["folder"] = f"runs/{name}"
             rows.append(row)
+            bar.update(1)
         table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
         table.to_csv(tmp / "comparison.csv", index=False)
         skipped_df.to_csv(tmp / "skipped.csv", index=False)
@@ -310,8 +314,12 @@ def comparison_markdown(
         f"Parameters: {settings}. Step size h = {dt:g} s ({source[0]}); simulated time "
         f"{duration:g} s ({source[1]})." + (f" Formulation options: {options}." if options else ""),
         "",
-        "Times are per step [ms] (median and 90th percentile) and per run (wall time [s]); "
-        f"best value per column in **bold**; {energy}.",
+        "Times are per step [ms] (median and 90th percentile) and per run (wall time [s] of "
+        "the timed steps); they exclude one-time loading: every run is preceded by a "
+        f"discarded run of {WARMUP_STEPS} steps, and a run during which kernels were compiled "
+        "or loaded, or modules imported, is run again and the repeat is timed. Best value per "
+        "column in **bold**, among the runs that completed with every step `optimal` (a "
+        f"failed or partly unsolved run is never best); {energy}.",
         "",
     ]
     if len(table):
@@ -326,6 +334,15 @@ def comparison_markdown(
         lines += ["", "## Runs that failed", ""]
         lines += [
             f"- {r.formulation}/{r.model}/{r.solver}: {r.message}" for r in failed.itertuples()
+        ]
+    unsolved = (
+        table[~table["status"].isin(FAILED_STATUSES) & ~rankable(table)] if len(table) else table
+    )
+    if len(unsolved):
+        lines += ["", "## Runs that completed with unsolved steps (not ranked)", ""]
+        lines += [
+            f"- {r.formulation}/{r.model}/{r.solver}: {r.message or r.status}"
+            for r in unsolved.itertuples()
         ]
     if len(skipped):
         lines += ["", "## Combinations that do not fit", ""]

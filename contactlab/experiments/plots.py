@@ -160,14 +160,36 @@ def plot_profile(
     problem_cols: list[str],
     path: Path,
     cost: str = "solve_time_ms",
+    what: str = "",
 ) -> Path:
-    """The performance profile of every compared solver, as one figure."""
+    """The performance profile of every compared solver, as one figure (``what`` is
+    added to the title, e.g. " of model coulomb")."""
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
     n = draw_profile(ax, table, solver_cols, problem_cols, cost)
-    ax.set_title(f"Performance profile ({n} problems every solver was run on)")
+    ax.set_title(f"Performance profile{what} ({n} problems every solver was run on)")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save_figure(fig, path)
     return path
+
+
+def profile_groups(
+    table: pd.DataFrame, solver_cols: list[str], problem_cols: list[str]
+) -> list[tuple[str, list[str], list[str], pd.DataFrame]]:
+    """The performance profiles a table allows: ``(title, solver_cols, problem_cols, rows)``.
+
+    A profile ranks solvers on the same problems.  Two contact models pose
+    different problems on the same scene (different friction laws, cones,
+    unknowns), so when the compared combinations include the ``model`` and
+    something else (the backend), there is one profile per model, over that
+    model's runs, comparing the rest; otherwise one profile of the whole table.
+    """
+    others = [c for c in solver_cols if c != "model"]
+    if "model" not in solver_cols or not others or "model" not in table:
+        return [("", list(solver_cols), list(problem_cols), table)]
+    return [
+        (str(model), others, list(problem_cols) + ["model"], table[table["model"] == model])
+        for model in sorted(table["model"].dropna().unique(), key=str)
+    ]
 
 
 def plot_profiles_by(
@@ -187,10 +209,11 @@ def plot_profiles_by(
         n = draw_profile(
             ax, table[table[by] == value], [c for c in solver_cols if c != by], problem_cols, cost
         )
-        ax.set_title(f"{value} ({n} problems)", fontsize=9)
+        ax.set_title(f"{by} {value} ({n} problems)", fontsize=9)
         ax.legend(fontsize=7, loc="lower right")
     for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
+    fig.suptitle("Performance profiles, one per model (each model poses its own problems)")
     save_figure(fig, path)
     return path
 
@@ -237,13 +260,18 @@ def plot_sweep(folder: Path) -> list[Path]:
     out = folder / "plots"
     out.mkdir(parents=True, exist_ok=True)
     table = res.table
-    written = [plot_profile(table, solver_cols, problem_cols, out / "performance_profile.png")]
-    if "model" in solver_cols and len(solver_cols) > 1 and table["model"].nunique() > 1:
-        written.append(
-            plot_profiles_by(
-                table, "model", solver_cols, problem_cols, out / "performance_profile_by_model.png"
-            )
-        )
+    profile = out / "performance_profile.png"
+    groups = profile_groups(table, solver_cols, problem_cols)
+    if len(groups) == 1:
+        title, cols, problems, rows = groups[0]
+        what = f" of model {title}" if title else ""
+        written = [plot_profile(rows, cols, problems, profile, what=what)]
+    else:
+        # models solve different problems: their backends are ranked per model only
+        written = [plot_profiles_by(table, "model", solver_cols, problem_cols, profile)]
+    stale = out / "performance_profile_by_model.png"  # the name of the per-model figure before
+    if stale.exists():
+        stale.unlink()
     if res.aggregates is not None and len(res.aggregates):
         written.append(plot_aggregates(res.aggregates, solver_cols, out / "aggregates.png"))
     return written

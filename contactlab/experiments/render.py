@@ -4,9 +4,11 @@ The shapes come from rebuilding the scene from ``summary.json`` (scenario and
 parameters); body poses from ``trajectory.npz``.  Bodies are drawn as
 wireframes (:mod:`contactlab.experiments.wireframe`) in an orthographic
 projection seen from azimuth/elevation angles, ground planes as grids.  With
-``contacts=True`` the contacts of every drawn frame are recomputed with
-:func:`contactlab.collision.collide` and drawn as points with their normals
-(the results folder does not store impulses, so forces are not drawn).
+``contacts=True`` the contacts of every drawn frame are recomputed as the
+simulator finds them (:func:`contactlab.simulator.scene_contacts`: the pairs
+a scene never lets collide, such as bodies joined directly, are left out) and
+drawn as points with their normals (the results folder does not store
+impulses, so forces are not drawn).
 """
 
 from __future__ import annotations

@@ -30,6 +30,36 @@ from contactlab.experiments.sweep import run_grid
 
 ROOT = Path("results") / "studies"
 SCRATCH = Path("results") / "scratch" / "studies"
+#: the repository holding this package (the reference studies are its ``results/studies``)
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def resolve_root(root: Path | str = ROOT) -> Path:
+    """The folder of the study specifications that ``root`` names.
+
+    The default, ``results/studies``, means the repository's reference studies,
+    wherever the command runs from; any other folder is taken as given.
+
+    Raises
+    ------
+    ConfigurationError
+        When the folder does not exist (one line naming it and the fix).
+    """
+    given = Path(root)
+    found = REPOSITORY / ROOT if given == ROOT else given
+    if not found.is_dir():
+        where = (
+            f"the repository's {ROOT.as_posix()} ({found}), which an installed package "
+            "does not include"
+            if given == ROOT
+            else repr(str(given))
+        )
+        raise ConfigurationError(
+            f"no study specifications in {where}; run from a clone of the repository "
+            "or pass --root FOLDER holding <n>-<name>/spec.toml"
+        )
+    return found
+
 
 #: an analysis reads the sweep table and folder and writes plots into ``out/plots``;
 #: it returns the measurements table and the markdown of its findings
@@ -142,15 +172,23 @@ def run_study(
 
     Parameters
     ----------
-    root : folder holding ``<n>-<slug>/spec.toml``.
+    root : folder holding ``<n>-<slug>/spec.toml``; the default means the
+        repository's reference studies from any working directory (:func:`resolve_root`).
     out : report folder; default the study's folder under ``root``.
     scratch : where the sweep's runs are kept (``<scratch>/<n>-<slug>[-short]``).
     short : the ``[short]`` version of the specification.
     workers, scheduler, fresh : as for :func:`contactlab.experiments.sweep.sweep`.
     """
     study = get_study(number)
-    spec = Path(root) / study.folder / "spec.toml"
-    report = Path(out) if out is not None else Path(root) / study.folder
+    folder = resolve_root(root)
+    spec = folder / study.folder / "spec.toml"
+    if not spec.is_file():
+        raise ConfigurationError(
+            f"study {number} has no specification {str(spec)!r}; pass --root FOLDER holding "
+            f"{study.folder}/spec.toml"
+        )
+    shown = (Path(root) / study.folder / "spec.toml").as_posix()  # as the command names it
+    report = Path(out) if out is not None else folder / study.folder
     sweep_dir = Path(scratch) / (study.folder + ("-short" if short else ""))
     start = time.perf_counter()
     grid = load_grid(spec, sweep_dir, short=short)
@@ -173,7 +211,7 @@ def run_study(
     )
     (report / "README.md").write_text(
         f"# Study {number}: {study.title}\n\n"
-        f"Regenerate: `{command}` (specification: `{spec.as_posix()}`"
+        f"Regenerate: `{command}` (specification: `{shown}`"
         f"{', short version' if short else ''}). "
         f"{len(result.table)} runs, {len(grid.skipped)} combinations that do not fit "
         f"(`skipped.csv`); this invocation took {time.perf_counter() - start:.0f} s on a "

@@ -40,13 +40,18 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import clean_temporaries, execute, stale_reason
+from contactlab.experiments.runner import (
+    WARMUP_STEPS,
+    clean_temporaries,
+    execute,
+    stale_reason,
+)
 from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
+from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec
 
 TIME_COLUMNS = ("solve_time_median_ms", "solve_time_p90_ms", "solve_time_ms", "wall_time_s")
@@ -100,7 +105,7 @@ def _execute_all(
     todo: list[tuple[RunSpec, Path]],
     scheduler: str | None,
     workers: int | None,
-    progress: tqdm,
+    progress: Any,
 ) -> list[tuple[RunSpec, str]]:
     """Run ``todo``; return the runs that did not finish, with the reason."""
     failed: list[tuple[RunSpec, str]] = []
@@ -247,9 +252,15 @@ def _aggregates_markdown(grid: Grid, table: pd.DataFrame, aggregates: pd.DataFra
         f"of ({', '.join(grid.problem_columns)}).",
         "",
         "Success: the run completed and every step's solver status was `optimal`. Time: the "
-        f"run's total solver time [ms]; shifted geometric mean with shift {grid.shift:g} ms, "
+        "run's total solver time [ms], without one-time loading (each run follows a discarded "
+        f"{WARMUP_STEPS}-step run, and a run that compiled or loaded a kernel or imported a "
+        "module is made again and the repeat timed); shifted geometric mean with shift "
+        f"{grid.shift:g} ms, "
         "failures charged ten times the slowest successful run, `shifted_gm_rel` relative to "
-        "the best (1 = best). Best per column in bold.",
+        "the best (1 = best). Best per column in bold, among the rows that succeeded on "
+        "every problem (a row with failures is never best). The performance profile "
+        "(`plots/performance_profile.png`) ranks backends within each model only, since two "
+        "models pose different problems on the same scene.",
         "",
         markdown_table(shown, cols),
     ]
@@ -332,11 +343,11 @@ def _run_locked(
     reused = len(grid.runs) - len(todo)
     if not quiet:
         print(reuse_line(grid.name or grid.out.name, reused, reasons), file=sys.stderr)
-    with tqdm(
-        total=len(grid.runs),
-        initial=reused,
+    with progress_bar(
+        len(grid.runs),
         desc=f"sweep {grid.name or grid.out.name}",
         unit="run",
+        initial=reused,
         disable=quiet,
     ) as progress:
         try:

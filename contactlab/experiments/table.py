@@ -12,11 +12,14 @@ unconverged_steps : steps kept with their best iterate short of the tolerance
     (``max_iterations``, ``stalled``, ``time_limit``, ``optimal_inaccurate``).
 solve_time_median_ms, solve_time_p90_ms : per-step solver time [ms].
 solve_time_ms : total solver time of the run [ms].
-wall_time_s : wall time of the whole run (build, steps, writing) [s].
+wall_time_s : wall time of the timed run [s] (its steps and metrics; the build, the
+    warm-up and any repeat for one-time loading left out, see
+    :func:`contactlab.experiments.runner.execute`).
 iterations_mean, iterations_max : solver iterations per step.
 max_penetration : deepest penetration over the run [m].
 max_drift : largest position-level bilateral drift [m or rad].
-energy_drift : energy change, total energy at the end minus at t = 0 [J] (signed);
+energy_drift : energy change, total energy at the end minus at t = 0 [J] (signed, as
+    ``energy_change`` in summary.json);
     a numerical error only where the scene conserves energy (ranked only there).
 max_energy_deviation : largest ``|E(t) - E(0)|`` [J].
 max_complementarity, max_cone_violation, max_dissipation_violation : the
@@ -129,6 +132,7 @@ def run_metrics(run: RunData) -> dict[str, Any]:
     e0 = (summary.get("initial_metrics") or {}).get("total_energy")
     energy = pd.to_numeric(steps["total_energy"], errors="coerce").to_numpy(float)
     if e0 is not None and energy.size:
+        # signed, E(T) - E(0), as summary.json's energy_change and `contactlab run` print it
         row["energy_drift"] = float(energy[-1] - e0)
     completed = status not in FAILED_STATUSES
     all_ok = bool(steps["status"].astype(str).isin(SUCCESS_STATUSES).all())
@@ -138,6 +142,7 @@ def run_metrics(run: RunData) -> dict[str, Any]:
 
 #: how readable tables head each column: its meaning and unit
 HEADERS = {
+    "steps": "steps made",
     "step_success_rate": "optimal steps [fraction]",
     "unconverged_steps": "unconverged steps",
     "solve_time_median_ms": "solve time median [ms]",
@@ -162,13 +167,43 @@ HEADERS = {
 ENERGY_COLUMNS = ("energy_drift", "max_energy_deviation")
 
 
+def rankable(table: pd.DataFrame) -> np.ndarray:
+    """Which rows may hold a best value: the runs that completed with every step solved.
+
+    A failed, diverged or partly unsolved run is never "best": its few solved
+    steps would otherwise win the time, penetration and violation columns.
+    Read from ``success`` when the table has it, else from ``status`` (not in
+    :data:`FAILED_STATUSES`) and ``step_success_rate`` (1 when present); a
+    table of solvers (aggregates) ranks the rows whose ``success_rate`` is 1.
+    """
+    n = len(table)
+    ok = np.ones(n, dtype=bool)
+    if "success" in table:
+        ok &= table["success"].map(_truthy).to_numpy(bool)
+    if "status" in table:
+        ok &= ~table["status"].astype(str).isin(FAILED_STATUSES).to_numpy(bool)
+    for rate in ("step_success_rate", "success_rate"):
+        if rate in table:
+            ok &= pd.to_numeric(table[rate], errors="coerce").to_numpy(float) >= 1.0
+    return ok
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) if value is not None and value == value else False
+
+
 def best_marks(table: pd.DataFrame, unranked: tuple[str, ...] = ()) -> dict[str, set[int]]:
-    """Row positions holding the best value of each column of :data:`BEST` present."""
+    """Row positions holding the best value of each column of :data:`BEST` present,
+    among the :func:`rankable` rows only (no column has a best when none is)."""
     marks: dict[str, set[int]] = {}
+    eligible = rankable(table)
     for col, how in BEST.items():
         if col not in table or col in unranked:
             continue
         values = pd.to_numeric(table[col], errors="coerce").to_numpy(float)
+        values = np.where(eligible, values, np.nan)
         if how == "absmin":
             values = np.abs(values)
         if how == "min_positive":

@@ -138,10 +138,15 @@ def scene_wireframe(scene: Scene, positions: Array) -> SceneWireframe:
 
 
 def contact_points(scene: Scene, position: Array, rotation: Array) -> tuple[Array, Array]:
-    """Contact points and normals (nc, 3) of the bodies posed at ``position``, ``rotation``."""
-    from contactlab.collision import collide
+    """Contact points and normals (nc, 3) of the bodies posed at ``position``, ``rotation``:
+    the contacts a simulator step from these poses uses
+    (:func:`contactlab.simulator.scene_contacts`: no pair joined directly, no
+    attached pair, nothing for a scene whose collision is off)."""
+    from contactlab.simulator import scene_contacts
 
     E = np.zeros((len(position), 4, 4))
     E[:, :3, :3], E[:, :3, 3], E[:, 3, 3] = rotation, position, 1.0
-    found = collide(scene, E)
-    return np.asarray(found.point), np.asarray(found.normal)
+    found = scene_contacts(scene, E)
+    if found is None or len(found) == 0:
+        return np.zeros((0, 3)), np.zeros((0, 3))
+    return np.asarray(found.point).reshape(-1, 3), np.asarray(found.normal).reshape(-1, 3)

@@ -392,6 +392,8 @@ class TransformJoint(Joint):
 
 @register_joint("transform")
 def _transform(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """A joint given by its transform ``Q`` (a 4x4 sympy expression of ``coordinates``
+    and ``parameters``); kernels are generated from it."""
     if "Q" not in p or "coordinates" not in p:
         raise ConfigurationError(
             "transform joint needs params['Q'] (a 4x4 sympy expression) and "

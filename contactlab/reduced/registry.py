@@ -111,25 +111,77 @@ def _check_ndof(spec: JointSpec, joint: Joint) -> None:
             )
 
 
-register_joint("fixed")(lambda axis, p: FixedJoint())
-register_joint("revolute")(lambda axis, p: RevoluteJoint(axis))
-register_joint("continuous")(lambda axis, p: RevoluteJoint(axis))
-register_joint("prismatic")(lambda axis, p: PrismaticJoint(axis))
-register_joint("planar")(lambda axis, p: PlanarJoint(axis))
-register_joint("translational")(lambda axis, p: TranslationalJoint())
-register_joint("universal")(lambda axis, p: universal_joint(p.get("axes")))
-register_joint("spherical")(lambda axis, p: SphericalExpJoint(float(p.get("switch_angle", np.pi))))
-register_joint("spherical_euler")(lambda axis, p: spherical_euler_joint(p.get("sequence", "xzx")))
+# A builder's docstring is the kind's description in `contactlab list` (its first paragraph).
+
+
+@register_joint("fixed")
+def _fixed(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """No relative motion (0 coordinates): the child is welded to the parent."""
+    return FixedJoint()
+
+
+@register_joint("revolute")
+def _revolute(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Rotation about one axis (default z), 1 coordinate [rad]."""
+    return RevoluteJoint(axis)
+
+
+@register_joint("continuous")
+def _continuous(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """A revolute joint without limits (URDF's name), 1 coordinate [rad]."""
+    return RevoluteJoint(axis)
+
+
+@register_joint("prismatic")
+def _prismatic(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Translation along one axis (default x), 1 coordinate [m]."""
+    return PrismaticJoint(axis)
+
+
+@register_joint("planar")
+def _planar(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Motion in a plane (``axis`` its normal, default z): two translations and the
+    rotation about the normal, 3 coordinates."""
+    return PlanarJoint(axis)
+
+
+@register_joint("translational")
+def _translational(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Translation in 3-D without rotation, 3 coordinates [m]."""
+    return TranslationalJoint()
+
+
+@register_joint("universal")
+def _universal(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Two rotations about the ``axes`` (default x, then y), 2 coordinates [rad]."""
+    return universal_joint(p.get("axes"))
+
+
+@register_joint("spherical")
+def _spherical(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Free rotation (ball joint) in exponential coordinates, 3 coordinates [rad], with a
+    chart switch at ``switch_angle`` (default pi)."""
+    return SphericalExpJoint(float(p.get("switch_angle", np.pi)))
+
+
+@register_joint("spherical_euler")
+def _spherical_euler(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Free rotation in Euler angles of ``sequence`` (default "xzx"), 3 coordinates [rad]
+    (singular where the middle angle makes the outer axes align)."""
+    return spherical_euler_joint(p.get("sequence", "xzx"))
 
 
 @register_joint("cylindrical")
 def _cylindrical(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Rotation about and translation along one axis, 2 coordinates (rad, m)."""
     revolute = RevoluteJoint(axis)
     return CompositeJoint(revolute, PrismaticJoint(revolute.axis))
 
 
 @register_joint("spline_curve")
 def _spline_curve(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """The child follows a spline through the transforms ``frames`` (m, 4, 4), optionally
+    ``cyclic``; 1 coordinate (the curve parameter)."""
     if "frames" not in p:
         raise ConfigurationError("spline curve joint needs params['frames'], (m, 4, 4) transforms")
     return SplineCurveJoint(p["frames"], bool(p.get("cyclic", False)))
@@ -137,6 +189,8 @@ def _spline_curve(axis: Any, p: Mapping[str, Any]) -> Joint:
 
 @register_joint("free")
 def _free(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Six degrees of freedom: a spherical and a translational joint, rotation first
+    (default) or translation first (``order``), 6 coordinates."""
     order = p.get("order", "rotation_first")
     if order == "rotation_first":
         return CompositeJoint(SphericalExpJoint(), TranslationalJoint())
@@ -149,6 +203,7 @@ def _free(axis: Any, p: Mapping[str, Any]) -> Joint:
 
 @register_joint("composite")
 def _composite(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Two or more joints (``joints``) in series as one; its coordinates are theirs."""
     parts = p.get("joints")
     if parts is None or len(parts) < 2:
         raise ConfigurationError("composite joint needs params['joints'] with two or more joints")
@@ -170,6 +225,8 @@ def _composite(axis: Any, p: Mapping[str, Any]) -> Joint:
 
 @register_joint("spline_surface")
 def _spline_surface(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """The child follows a spline surface of transforms (``values`` or ``frames``);
+    2 coordinates (the surface parameters)."""
     if "values" in p:
         return SplineSurfaceJoint(p["values"])
     if "frames" in p:
@@ -179,6 +236,7 @@ def _spline_surface(axis: Any, p: Mapping[str, Any]) -> Joint:
 
 @register_joint("custom")
 def _custom(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Any :class:`Joint` instance given as ``joint`` (a joint written in Python)."""
     joint = p.get("joint")
     if not isinstance(joint, Joint):
         raise ConfigurationError("custom joint needs params['joint'], a Joint instance")

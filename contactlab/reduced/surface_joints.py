@@ -158,6 +158,9 @@ def _need(p: Mapping[str, Any], keys: tuple[str, ...], kind: str) -> None:
 
 @register_joint("surface_surface")
 def _surface_surface(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Two surfaces (``parent_surface``, ``child_surface``) touching at one point,
+    q = (u1, v1, u2, v2[, psi]): ``spin`` (default off) adds the turn psi about the
+    common normal, ``twist`` a fixed one [rad]."""
     _need(p, ("parent_surface", "child_surface"), "surface_surface")
     return surface_surface_joint(
         p["parent_surface"],
@@ -169,18 +172,24 @@ def _surface_surface(axis: Any, p: Mapping[str, Any]) -> Joint:
 
 @register_joint("surface_point")
 def _surface_point(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """A frame sliding on the parent's ``surface`` in its tangent plane, ``height`` [m]
+    above it, q = (u, v[, psi]): ``spin`` (default on) adds the turn psi about the normal."""
     _need(p, ("surface",), "surface_point")
     return surface_point_joint(p["surface"], bool(p.get("spin", True)), float(p.get("height", 0.0)))
 
 
 @register_joint("curve_point")
 def _curve_point(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """A frame sliding along the parent's ``curve``, x on the tangent, q = (s[, psi]):
+    ``spin`` (default on) adds the turn psi about the tangent."""
     _need(p, ("curve",), "curve_point")
     return curve_point_joint(p["curve"], bool(p.get("spin", True)))
 
 
 @register_joint("curve_curve")
 def _curve_curve(axis: Any, p: Mapping[str, Any]) -> Joint:
+    """Two curves (``parent_curve``, ``child_curve``) touching with a common tangent,
+    q = (s1, s2[, psi]): ``spin`` (default on) adds the turn psi about the tangent."""
     _need(p, ("parent_curve", "child_curve"), "curve_curve")
     return curve_curve_joint(p["parent_curve"], p["child_curve"], bool(p.get("spin", True)))
 
