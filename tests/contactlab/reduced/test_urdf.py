@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, ModelFileWarning
 from contactlab.reduced import (
     Tree,
     bias_forces,
@@ -202,10 +202,14 @@ def test_floating_base_limits_and_errors(tmp_path) -> None:  # type: ignore[no-u
         '<origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>',
         '<origin xyz="0 0 -0.2"/><axis xyz="1 0 0"/></joint>',
     )
-    with pytest.raises(ConfigurationError, match="no mass but moves"):
-        load_urdf(bad)
-    with pytest.raises(ConfigurationError, match="fixed_base=False"):
-        load_urdf(ARM, fixed_base=False)
+    # as in Pinocchio: a massless link that moves is a body without mass (warned), and a
+    # massless root on a floating base is a free body without mass
+    with pytest.warns(ModelFileWarning, match="singular.*'tool'"):
+        moving_tool = load_urdf(bad)
+    assert moving_tool.bodies[-1].name == "tool" and moving_tool.bodies[-1].mass == 0.0
+    floating = load_urdf(ARM, fixed_base=False)
+    assert floating.bodies[0].name == "world" and floating.bodies[0].mass == 0.0
+    assert Tree.from_scene(floating).nq == 9
 
 
 def test_mesh_shapes_and_planar_joints(tmp_path) -> None:  # type: ignore[no-untyped-def]
