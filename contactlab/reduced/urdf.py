@@ -202,7 +202,7 @@ def _unread(xml: ElementTree.Element) -> dict[str, list[str]]:
 
     for child in xml:
         tag = str(child.tag)
-        name = child.get("name", tag)
+        name = child.get("name") or child.get("reference") or tag
         if tag not in _READ["robot"]:
             add(f"<{tag}>", name)
             continue

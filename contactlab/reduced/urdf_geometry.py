@@ -193,3 +193,22 @@ def collision_shape(collision: Any, pose: Array, files: MeshFiles, link: str, mo
         f"URDF link {link!r}: a <collision> without box, sphere, cylinder or mesh geometry; "
         "give one, or use collision='none'"
     )
+
+
+def example_robot_data() -> Path:
+    """The ``robots`` folder of the ``example-robot-data`` package (pip, a test extra).
+
+    Its URDFs name meshes as ``package://example-robot-data/robots/...``,
+    which the loader finds in the folders above the file, with no
+    ``package_dirs``.
+    """
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError as err:
+        raise ConfigurationError(
+            "example-robot-data is not installed; pip install example-robot-data "
+            "(or contactlab[test])"
+        ) from err
+    return Path(str(dist.locate_file("cmeel.prefix/share/example-robot-data/robots")))
