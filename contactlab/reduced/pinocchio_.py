@@ -183,6 +183,10 @@ def dynamics_errors(
 ) -> dict[str, float]:
     """Relative differences of ``M``, ``h``, forward and inverse dynamics against Pinocchio.
 
+    ``FD_force`` compares the forward dynamics through ``M``:
+    ``max |M (qddot - qddot_p)| / max |M qddot_p|`` (a backward error, which
+    ``cond(M)`` does not magnify).
+
     ``model`` is a :class:`contactlab.reduced.model.Model` of ``peer.tree``;
     each value is ``max |ours - theirs| / max |theirs|`` at the state
     ``(q, qdot)`` with joint forces ``tau`` and accelerations ``qddot``
@@ -214,7 +218,11 @@ def dynamics_errors(
         "FD": model.forward_dynamics(q, qdot, tau),
         "ID": model.inverse_dynamics(q, qdot, qddot),
     }
-    return {k: _relative(ours[k], ref[k]) for k in ref}
+    out = {k: _relative(ours[k], ref[k]) for k in ref}
+    # forward dynamics compared as forces, M (ours - theirs) against M theirs: free of the
+    # cond(M) that magnifies rounding in the accelerations of ill-conditioned robots
+    out["FD_force"] = _relative(ref["M"] @ ours["FD"], ref["M"] @ ref["FD"])
+    return out
 
 
 def _relative(a: Array, b: Array) -> float:
