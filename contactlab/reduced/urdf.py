@@ -45,7 +45,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,71 @@ def _listed(names: Sequence[str], most: int = 6) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
+def _root(robot: Any, what: str) -> str:
+    children = {j.child for j in robot.joints}
+    roots = [lk.name for lk in robot.links if lk.name not in children]
+    if len(roots) != 1:
+        raise ConfigurationError(
+            f"{what}: a URDF has exactly one root link (the child of no joint), found "
+            f"{len(roots)}: {', '.join(map(repr, roots))}; join them with joints"
+        )
+    return roots[0]
+
+
+def _merge_fixed(
+    robot: Any, root: str
+) -> tuple[dict[str, tuple[str, Array]], dict[str, _Segment], list[Any]]:
+    """Links grouped into segments along fixed joints, depth first, siblings in file order.
+
+    Returns ``owner`` (link -> (segment, link frame in the segment's reference
+    link frame)), the segments by reference link, and the moving joints
+    (parents before children).
+    """
+    by_parent: dict[str, list[Any]] = {}
+    for j in robot.joints:
+        by_parent.setdefault(j.parent, []).append(j)
+    owner: dict[str, tuple[str, Array]] = {}
+    segments: dict[str, _Segment] = {root: _Segment(root)}
+    moving: list[Any] = []
+    stack: list[tuple[str, Any]] = [(root, None)]
+    while stack:
+        link, joint = stack.pop()
+        if joint is None:
+            owner[link] = (link, np.eye(4))
+        elif joint.type == "fixed":
+            seg, link_in_seg = owner[joint.parent]
+            origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, float)
+            owner[link] = (seg, link_in_seg @ origin)
+        else:
+            owner[link] = (link, np.eye(4))
+            segments[link] = _Segment(link)
+            moving.append(joint)
+        stack.extend((j.child, j) for j in reversed(by_parent.get(link, [])))
+    return owner, segments, moving
+
+
+def _mass_part(link: Any, link_in_segment: Array) -> tuple[float, Array, Array] | None:
+    """A link's mass, centre of mass and inertia about it in its segment's frame, or ``None``."""
+    inertial = link.inertial
+    if inertial is None:
+        return None
+    mass = 0.0 if inertial.mass is None else float(inertial.mass)
+    if not (np.isfinite(mass) and mass >= 0):
+        raise ConfigurationError(
+            f"URDF link {link.name!r}: mass {mass} is not a finite number >= 0 [kg]; "
+            "fix its <inertial><mass value=...>"
+        )
+    origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, float)
+    tensor = np.asarray(inertial.inertia, dtype=float).reshape(3, 3)
+    if not np.all(np.isfinite(tensor)):
+        raise ConfigurationError(
+            f"URDF link {link.name!r}: <inertia> holds non-finite numbers; fix it"
+        )
+    pose = link_in_segment @ origin
+    R = pose[:3, :3]
+    return mass, pose[:3, 3], R @ (0.5 * (tensor + tensor.T)) @ R.T
+
+
 def _unread(xml: ElementTree.Element) -> dict[str, list[str]]:
     """Elements and attributes of the file that the scene does not represent, by feature."""
     out: dict[str, list[str]] = {}
@@ -299,56 +364,12 @@ def load_urdf(
     notes = {f"{k} not represented": v for k, v in _unread(xml).items()}
 
     links = {link.name: link for link in robot.links}
-    children = {j.child for j in robot.joints}
-    roots = [lk.name for lk in robot.links if lk.name not in children]
-    if len(roots) != 1:
-        raise ConfigurationError(
-            f"{what}: a URDF has exactly one root link (the child of no joint), found "
-            f"{len(roots)}: {', '.join(map(repr, roots))}; join them with joints"
-        )
-    root = roots[0]
-    by_parent: dict[str, list[Any]] = {}
-    for j in robot.joints:
-        by_parent.setdefault(j.parent, []).append(j)
-
-    # 1. links -> segments (fixed joints merge), depth first, siblings in file order
-    owner: dict[str, tuple[str, Array]] = {}
-    segments: dict[str, _Segment] = {root: _Segment(root)}
-    moving: list[Any] = []
-    stack: list[tuple[str, Any]] = [(root, None)]
-    while stack:
-        link, joint = stack.pop()
-        if joint is None:
-            owner[link] = (link, np.eye(4))
-        elif joint.type == "fixed":
-            seg, link_in_seg = owner[joint.parent]
-            origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, float)
-            owner[link] = (seg, link_in_seg @ origin)
-        else:
-            owner[link] = (link, np.eye(4))
-            segments[link] = _Segment(link)
-            moving.append(joint)
-        stack.extend((j.child, j) for j in reversed(by_parent.get(link, [])))
-
+    root = _root(robot, what)
+    owner, segments, moving = _merge_fixed(robot, root)
     for link_name, (seg, T) in owner.items():
-        inertial = links[link_name].inertial
-        if inertial is None:
-            continue
-        mass = 0.0 if inertial.mass is None else float(inertial.mass)
-        if not (np.isfinite(mass) and mass >= 0):
-            raise ConfigurationError(
-                f"URDF link {link_name!r}: mass {mass} is not a finite number >= 0 [kg]; "
-                "fix its <inertial><mass value=...>"
-            )
-        origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, float)
-        tensor = np.asarray(inertial.inertia, dtype=float).reshape(3, 3)
-        if not np.all(np.isfinite(tensor)):
-            raise ConfigurationError(
-                f"URDF link {link_name!r}: <inertia> holds non-finite numbers; fix it"
-            )
-        pose = T @ origin
-        R = pose[:3, :3]
-        segments[seg].parts.append((mass, pose[:3, 3], R @ (0.5 * (tensor + tensor.T)) @ R.T))
+        part = _mass_part(links[link_name], T)
+        if part is not None:
+            segments[seg].parts.append(part)
     for segment in segments.values():
         segment.settle()
 
@@ -377,57 +398,10 @@ def load_urdf(
                 params=params,
             )
         )
-    mimic_q0: dict[str, float] = {}
-    for j in moving:
-        if j.mimic is not None:
-            mimic_q0[j.name] = 0.0 if j.mimic.offset is None else float(j.mimic.offset)
-    one_dof = {j.name for j in moving if j.type in ("revolute", "continuous", "prismatic")}
-    all_joints = {j.name for j in robot.joints}
-    for j in moving:
-        kind, params = _kind(j)
-        body, link_frame = frame_in_body(j.parent)
-        origin = np.eye(4) if j.origin is None else np.asarray(j.origin, dtype=float)
-        damping = 0.0 if j.dynamics is None or j.dynamics.damping is None else j.dynamics.damping
-        axis = j.axis if kind in ("revolute", "prismatic") else None
-        specs.append(
-            JointSpec(
-                j.name,
-                kind,
-                body,
-                j.child,
-                frame_parent=_orthonormal(link_frame @ origin),
-                frame_child=_orthonormal(segments[j.child].link_in_body),
-                axis=axis,
-                params=params,
-                damping=float(damping),
-                q0=mimic_q0.get(j.name),
-            )
-        )
-        lim = j.limit
-        if (
-            joint_limits
-            and j.type in ("revolute", "prismatic")
-            and lim is not None
-            and lim.lower is not None
-            and lim.upper is not None
-        ):
-            constraints.append(JointLimit(j.name, lim.lower, lim.upper))
-        if j.mimic is not None:
-            leader = j.mimic.joint
-            if j.name in one_dof and leader in one_dof:
-                ratio = 1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier)
-                constraints.append(Coupling(leader, j.name, ratio, mimic_q0[j.name]))
-            else:
-                why = (
-                    "is not a joint"
-                    if leader not in all_joints
-                    else "is not a moving joint with one coordinate"
-                )
-                notes.setdefault(
-                    "<mimic> not represented (the joint it follows is not a moving "
-                    "one-coordinate joint of the robot; the mimic joint moves independently)",
-                    [],
-                ).append(f"{j.name!r} (follows {leader!r}, which {why})")
+    joints, constraints = _moving_joints(
+        robot, moving, frame_in_body, segments, joint_limits, notes
+    )
+    specs += joints
 
     # 3. collision geometry and named frames
     files = MeshFiles(search_folders(package_dirs, urdf_file), _mesh_base(mesh_dir, urdf_file))
@@ -476,6 +450,73 @@ def load_urdf(
         gravity=np.asarray(gravity, dtype=float),
         extras={"link_frames": frames},
     )
+
+
+def _moving_joints(
+    robot: Any,
+    moving: Sequence[Any],
+    frame_in_body: Callable[[str], tuple[str | None, Array]],
+    segments: dict[str, _Segment],
+    joint_limits: bool,
+    notes: dict[str, list[str]],
+) -> tuple[list[JointSpec], list[Any]]:
+    """The specs of the moving joints, their limits (on request) and mimic couplings."""
+    specs: list[JointSpec] = []
+    constraints: list[Any] = []
+    one_dof = {j.name for j in moving if j.type in ("revolute", "continuous", "prismatic")}
+    all_joints = {j.name for j in robot.joints}
+    mimic_q0 = {  # a coupled mimic joint starts on its coupling
+        j.name: 0.0 if j.mimic.offset is None else float(j.mimic.offset)
+        for j in moving
+        if j.mimic is not None and j.name in one_dof and j.mimic.joint in one_dof
+    }
+    for j in moving:
+        kind, params = _kind(j)
+        body, link_frame = frame_in_body(j.parent)
+        origin = np.eye(4) if j.origin is None else np.asarray(j.origin, dtype=float)
+        damping = 0.0 if j.dynamics is None or j.dynamics.damping is None else j.dynamics.damping
+        axis = j.axis if kind in ("revolute", "prismatic") else None
+        specs.append(
+            JointSpec(
+                j.name,
+                kind,
+                body,
+                j.child,
+                frame_parent=_orthonormal(link_frame @ origin),
+                frame_child=_orthonormal(segments[j.child].link_in_body),
+                axis=axis,
+                params=params,
+                damping=float(damping),
+                q0=mimic_q0.get(j.name),
+            )
+        )
+        lim = j.limit
+        if (
+            joint_limits
+            and j.type in ("revolute", "prismatic")
+            and lim is not None
+            and lim.lower is not None
+            and lim.upper is not None
+        ):
+            constraints.append(JointLimit(j.name, lim.lower, lim.upper))
+        if j.mimic is not None:
+            leader = j.mimic.joint
+            if j.name in mimic_q0:
+                ratio = 1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier)
+                constraints.append(Coupling(leader, j.name, ratio, mimic_q0[j.name]))
+            else:
+                why = (
+                    "is not a joint"
+                    if leader not in all_joints
+                    else "is not a moving joint with one coordinate"
+                )
+                notes.setdefault(
+                    "<mimic> not represented (the joint it follows is not a moving "
+                    "one-coordinate joint of the robot; the mimic joint moves independently)",
+                    [],
+                ).append(f"{j.name!r} (follows {leader!r}, which {why})")
+
+    return specs, constraints
 
 
 def _mesh_base(mesh_dir: str | Path | None, urdf_file: Path | None) -> Path | None:
