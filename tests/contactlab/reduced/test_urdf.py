@@ -343,3 +343,37 @@ def test_unrepresented_elements_are_reported_one_line_per_feature() -> None:
     ]
     assert [line.removeprefix("URDF robot 'r': ") for line in lines] == expect
     assert scene.joints[1].damping == pytest.approx(0.1)
+
+
+def test_mass_properties_as_written_run_reduced_and_are_refused_by_maximal() -> None:
+    """A link on a moving joint with zero mass but rotational inertia (a rotor) is a body
+    with strict=False: the reduced mass matrix holds its inertia (Pinocchio does the same),
+    the maximal formulation refuses the scene naming the body; Body(strict=False) still
+    refuses negative or non-finite numbers."""
+    from contactlab.maximal.formulation import MaximalFormulation
+    from contactlab.scene import Body
+
+    rotor = (
+        ARM.replace(
+            '<link name="tool">',
+            '<link name="tool"><inertial><mass value="0"/>'
+            '<inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial>',
+        )
+        .replace('type="fixed"', 'type="continuous"')
+        .replace(
+            '<origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>',
+            '<origin xyz="0 0 -0.2"/><axis xyz="0 0 1"/></joint>',
+        )
+    )
+    with pytest.warns(ModelFileWarning, match="'tool' \\(no mass\\)"):
+        scene = load_urdf(rotor)
+    tool = scene.bodies[-1]
+    assert not tool.strict and not tool.physical and tool.mass == 0.0
+    tree = Tree.from_scene(scene)
+    M = mass_matrix(forward_kinematics(tree, np.zeros(tree.nq)))
+    assert M[3, 3] == pytest.approx(0.003, rel=1e-12)  # the rotor's moment about its axis
+    with pytest.raises(ConfigurationError, match="'tool'.*reduced formulation"):
+        MaximalFormulation(scene)
+    for mass, inertia in ((-1.0, [1, 1, 1]), (0.0, [np.nan, 1, 1])):
+        with pytest.raises(ConfigurationError, match="'b'"):
+            Body("b", mass, inertia, strict=False)
