@@ -341,7 +341,8 @@ def load_urdf(
         (every mesh by its convex hull) or ``"none"`` (no collision
         geometry, no mesh files read).
     package_dirs : folder(s) that ``package://`` paths are looked up in, before
-        those of ``ROS_PACKAGE_PATH`` and the folders above the URDF file.
+        those of ``ROS_PACKAGE_PATH`` and the folders above the URDF file (a
+        sequence, or text with folders separated by ``:`` as in ``ROS_PACKAGE_PATH``).
     mesh_dir : folder that relative mesh paths start from (default: the URDF
         file's folder).
     gravity : (3,) [m/s^2].

@@ -43,7 +43,9 @@ def search_folders(
     given: list[str | Path]
     if package_dirs is None:
         given = []
-    elif isinstance(package_dirs, (str, Path)):
+    elif isinstance(package_dirs, str):  # one folder, or several as in ROS_PACKAGE_PATH
+        given = [d for d in package_dirs.split(os.pathsep) if d]
+    elif isinstance(package_dirs, Path):
         given = [package_dirs]
     else:
         given = list(package_dirs)

@@ -273,7 +273,11 @@ def test_package_paths_resolve_through_package_dirs_and_the_environment(
         load_urdf(text, package_dirs=[tmp_path / "elsewhere"])
     assert str(tmp_path / "elsewhere" / "mypkg" / "meshes" / "cube.stl") in str(err.value)
     assert "'plate'" in str(err.value) and "\n" not in str(err.value)
-    for dirs in (tmp_path / "pkgs", [tmp_path / "nothing", tmp_path / "pkgs" / "mypkg"]):
+    for dirs in (
+        tmp_path / "pkgs",
+        [tmp_path / "nothing", tmp_path / "pkgs" / "mypkg"],
+        f"{tmp_path / 'nothing'}:{tmp_path / 'pkgs'}",
+    ):
         mesh = load_urdf(text, package_dirs=dirs).bodies[0].shapes[0]
         assert isinstance(mesh, Mesh)
         np.testing.assert_allclose(np.ptp(mesh.vertices, axis=0), [0.2] * 3, atol=1e-12)
