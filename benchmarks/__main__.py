@@ -2,7 +2,7 @@
 
 ``python -m benchmarks NAME ...`` runs only the named ones (``solvers``, ``maximal``,
 ``reduced``, ``reduced_advance``, ``dynamics``, ``forces``, ``collision``, ``contact``,
-``bisp``, ``integrators``). Each writes its tables to ``results/benchmarks/``.
+``bisp``, ``integrators``, ``robots``). Each writes its tables to ``results/benchmarks/``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ NAMES = (
     "contact",
     "bisp",
     "integrators",
+    "robots",
 )
 
 

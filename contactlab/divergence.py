@@ -12,7 +12,8 @@ Scales (from the initial state)
     ``r_i``
         size of body ``i``: the largest bounding radius of its shapes about its
         frame, or, without shapes, the radius of the solid sphere with its
-        largest principal moment, ``sqrt(5 I_max / (2 m))``.
+        largest principal moment, ``sqrt(5 I_max / (2 m))`` (0 for a body
+        without shapes, mass or inertia, as model files have).
     ``L``
         length scale of the scene: the diagonal of the box holding every body
         frame, joint anchor and static shape (for a plane, the foot of every
@@ -41,7 +42,8 @@ Bounds (the constants are module attributes, documented in ``docs/reliability.md
         ``|v_i| <= sqrt(2 K(t) / m_i)`` and ``|omega_i| <= sqrt(2 K(t) / I_min,i)``
         with ``K(t) = (ENERGY_FACTOR + 1) S + |g| sum_j m_j (v_0 t + |g| t^2 / 2)``:
         the speed a body would reach holding all the kinetic energy the energy
-        bound allows plus what a free fall over ``t`` adds.
+        bound allows plus what a free fall over ``t`` adds (none for a body
+        without mass or with a zero moment).
 
 Scenes with active inputs (a force element or constraint whose class sets
 ``supplies_energy = True``, such as prescribed motion or a speed drive, or
@@ -87,8 +89,9 @@ def body_radii(scene: Scene) -> Array:
             except NotImplementedError:
                 continue
             r = max(r, reach + float(np.linalg.norm(shape.pose[:3, 3])))
-        if r <= 0.0:
+        if r <= 0.0 and body.mass > 0 and np.max(body.inertia) > 0:
             r = float(np.sqrt(2.5 * np.max(body.inertia) / body.mass))
+        # else no shapes and no mass distribution to measure (a massless link): size 0
         radii[i] = r
     return radii
 
@@ -255,8 +258,9 @@ class DivergenceGuard:
         budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
         linear = np.linalg.norm(phi[:, 3:], axis=1)
         angular = np.linalg.norm(phi[:, :3], axis=1)
-        v_bound = np.sqrt(budget / b.masses)
-        w_bound = np.sqrt(budget / b.min_inertia)
+        with np.errstate(divide="ignore"):  # massless bodies (model files): no bound
+            v_bound = np.sqrt(budget / np.where(b.masses > 0, b.masses, 0.0))
+            w_bound = np.sqrt(budget / np.where(b.min_inertia > 0, b.min_inertia, 0.0))
         for speed, bound, what in (
             (linear, v_bound, "speed of body {} [m/s]"),
             (angular, w_bound, "angular speed of body {} [rad/s]"),

@@ -75,3 +75,10 @@ class DivergenceError(StepFailure):
     ) -> None:
         super().__init__(message)
         self.step, self.quantity, self.value, self.bound = step, quantity, value, bound
+
+
+class ModelFileWarning(UserWarning):
+    """A model file (URDF, MJCF) holds something the scene does not represent, or repaired.
+
+    One warning line names the element (link, joint, file) and what was done.
+    """

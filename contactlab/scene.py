@@ -49,6 +49,16 @@ def _transform(value: ArrayLike | None, what: str) -> Array:
     return E
 
 
+def physical_mass(mass: float, moments: ArrayLike) -> bool:
+    """Whether a mass [kg] and principal moments (3,) [kg m^2] can belong to a rigid body.
+
+    The mass and moments are positive and the moments satisfy the triangle
+    inequality (to 1e-9 relative), as :class:`Body` requires with ``strict=True``.
+    """
+    a, b, c = np.sort(np.asarray(moments, dtype=float))
+    return bool(mass > 0 and a > 0 and a + b >= c * (1 - 1e-9))
+
+
 @dataclass(frozen=True)
 class Body:
     """A rigid body: frame at its centre of mass on its principal axes.
@@ -62,6 +72,13 @@ class Body:
     shapes : collision shapes, each placed in the body frame (see
         :mod:`contactlab.shapes`).
     material : name used to look up friction coefficients for contact.
+    strict : ``True`` (the default) requires a positive mass and positive
+        principal moments that satisfy the triangle inequality.  ``False``
+        takes the mass properties as a model file states them (zero mass,
+        zero, negative or triangle-violating moments, all finite), as
+        Pinocchio does: the reduced formulation runs such a body when the
+        tree's mass matrix is positive definite, the maximal formulation
+        refuses it (:attr:`physical`).
     """
 
     name: str
@@ -69,6 +86,7 @@ class Body:
     inertia: Array
     shapes: tuple[Any, ...] = ()
     material: str = "default"
+    strict: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.mass, bool) or not isinstance(self.mass, (int, float, np.number)):
@@ -83,6 +101,22 @@ class Body:
                 f"body {self.name!r}: inertia must be three positive principal moments "
                 f"[kg m^2], got {self.inertia!r}"
             ) from err
+        if self.strict:
+            self._check_physical(inertia)
+        elif not (np.isfinite(self.mass) and self.mass >= 0):
+            raise ConfigurationError(
+                f"body {self.name!r}: mass must be a finite number >= 0 [kg], got {self.mass}"
+            )
+        elif inertia.shape != (3,) or not np.all(np.isfinite(inertia)):
+            raise ConfigurationError(
+                f"body {self.name!r}: inertia must be three finite principal moments "
+                f"[kg m^2], got {inertia}"
+            )
+        inertia.setflags(write=False)
+        object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "shapes", tuple(self.shapes))
+
+    def _check_physical(self, inertia: Array) -> None:
         if not (np.isfinite(self.mass) and self.mass > 0):
             raise ConfigurationError(
                 f"body {self.name!r}: mass must be a positive finite number [kg], got {self.mass}"
@@ -98,9 +132,11 @@ class Body:
                 f"body {self.name!r}: principal moments {inertia} violate the triangle "
                 "inequality; no mass distribution has them"
             )
-        inertia.setflags(write=False)
-        object.__setattr__(self, "inertia", inertia)
-        object.__setattr__(self, "shapes", tuple(self.shapes))
+
+    @property
+    def physical(self) -> bool:
+        """Positive mass and moments within the triangle inequality (what ``strict`` asks)."""
+        return physical_mass(self.mass, self.inertia)
 
     @property
     def spatial_inertia(self) -> Array:

@@ -114,6 +114,13 @@ class MaximalFormulation(Formulation):
         compliance_damping: float | Mapping[str, float] = 0.0,
     ) -> None:
         super().__init__(scene)
+        degenerate = [b.name for b in scene.bodies if not b.physical]
+        if degenerate:
+            raise ConfigurationError(
+                f"scene {scene.name!r}: bodies {degenerate} have zero mass or non-physical "
+                "moments of inertia (taken as a model file states them); the maximal "
+                "formulation needs positive definite body inertias: use the reduced formulation"
+            )
         self.integrator = integ.check_integrator(integrator)
         self.jacobian = integ.check_jacobian(jacobian)
         self.projection = integrator != integ.DEFAULT if projection is None else bool(projection)

@@ -22,6 +22,7 @@ import solvers
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
+    ModelFileWarning,
     ParameterError,
     ResultsError,
     UnknownNameError,
@@ -113,10 +114,9 @@ URDF_CASES = {
         ["'c'", "'j1'", "'j2'"],
     ),
     "two-roots": (_robot(_link("a"), _link("b")), ["one root link", "'a'", "'b'"]),
-    "massless-moving": (
-        _robot(_link("a"), '<link name="b"/>', _joint("j", "a", "b")),
-        ["'b'", "no mass"],
-    ),
+    "nameless-robot": ("<robot>" + _link("a") + "</robot>", ["<robot>", "name"]),
+    "not-a-robot": ('<model name="m"/>', ["<model>", "<robot name=...>"]),
+    "no-link": ('<robot name="r"/>', ["no <link>"]),
     "missing-file": ("/no/such/robot.urdf", ["/no/such/robot.urdf"]),
 }
 
@@ -132,6 +132,22 @@ def test_bad_urdf(case, capfd):
     _one_line(err.value, *words)
     out, errout = capfd.readouterr()
     assert out == "" and errout == "", (out, errout)  # no stray lines from the parser
+
+
+def test_massless_moving_link_loads_with_one_warning_line(capfd):
+    """Pinocchio loads a link that moves but carries nothing; so does the loader, and one
+    warning line names the link and says the mass matrix is singular there."""
+    pytest.importorskip("yourdfpy", reason="URDF import needs yourdfpy")
+    from contactlab.reduced.urdf import load_urdf
+
+    with pytest.warns(ModelFileWarning) as record:
+        scene = load_urdf(_robot(_link("a"), '<link name="b"/>', _joint("j", "a", "b")))
+    assert [b.name for b in scene.bodies] == ["a", "b"] and scene.bodies[1].mass == 0.0
+    singular = [str(w.message) for w in record if "singular" in str(w.message)]
+    assert len(singular) == 1
+    _one_line(singular[0], "'b'", "mass matrix")
+    out, errout = capfd.readouterr()
+    assert out == "" and errout == "", (out, errout)
 
 
 def _qp(P, q, A, lo, hi) -> QP:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, ModelFileWarning
 from contactlab.reduced import (
     Tree,
     bias_forces,
@@ -202,10 +202,14 @@ def test_floating_base_limits_and_errors(tmp_path) -> None:  # type: ignore[no-u
         '<origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>',
         '<origin xyz="0 0 -0.2"/><axis xyz="1 0 0"/></joint>',
     )
-    with pytest.raises(ConfigurationError, match="no mass but moves"):
-        load_urdf(bad)
-    with pytest.raises(ConfigurationError, match="fixed_base=False"):
-        load_urdf(ARM, fixed_base=False)
+    # as in Pinocchio: a massless link that moves is a body without mass (warned), and a
+    # massless root on a floating base is a free body without mass
+    with pytest.warns(ModelFileWarning, match="singular.*'tool'"):
+        moving_tool = load_urdf(bad)
+    assert moving_tool.bodies[-1].name == "tool" and moving_tool.bodies[-1].mass == 0.0
+    floating = load_urdf(ARM, fixed_base=False)
+    assert floating.bodies[0].name == "world" and floating.bodies[0].mass == 0.0
+    assert Tree.from_scene(floating).nq == 9
 
 
 def test_mesh_shapes_and_planar_joints(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -237,3 +241,143 @@ def test_mesh_shapes_and_planar_joints(tmp_path) -> None:  # type: ignore[no-unt
     np.testing.assert_allclose(E[:3, :3], se3.exp_so3([0, 0, 0.5]), atol=1e-14)
     with pytest.raises(ConfigurationError, match="not found"):
         load_urdf(text.replace("cube.stl", "missing.stl"), mesh_dir=tmp_path)
+
+
+def _mesh_robot(filename: str, scale: str = "1 1 1") -> str:
+    return f"""<?xml version="1.0" encoding="utf-8"?>
+    <robot name="m"><link name="world"/>
+      <link name="plate"><inertial><mass value="2"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1.5"/></inertial>
+        <collision><geometry><mesh filename="{filename}" scale="{scale}"/></geometry></collision>
+      </link>
+      <joint name="j" type="revolute"><parent link="world"/><child link="plate"/>
+        <axis xyz="0 0 1"/></joint></robot>"""
+
+
+def test_package_paths_resolve_through_package_dirs_and_the_environment(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """package://mypkg/meshes/cube.stl is found as <dir>/mypkg/meshes/cube.stl or
+    <dir>/meshes/cube.stl for a folder given as package_dirs= or in ROS_PACKAGE_PATH
+    (colon-separated); unresolved, the error names the package and the places looked."""
+    import trimesh
+
+    from contactlab.shapes import Mesh
+
+    folder = tmp_path / "pkgs" / "mypkg" / "meshes"
+    folder.mkdir(parents=True)
+    trimesh.creation.box(extents=[1.0, 1.0, 1.0]).export(folder / "cube.stl")
+    text = _mesh_robot("package://mypkg/meshes/cube.stl", "0.2 0.2 0.2")
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    with pytest.raises(ConfigurationError, match="package 'mypkg' not found") as err:
+        load_urdf(text, package_dirs=[tmp_path / "elsewhere"])
+    assert str(tmp_path / "elsewhere" / "mypkg" / "meshes" / "cube.stl") in str(err.value)
+    assert "'plate'" in str(err.value) and "\n" not in str(err.value)
+    for dirs in (
+        tmp_path / "pkgs",
+        [tmp_path / "nothing", tmp_path / "pkgs" / "mypkg"],
+        f"{tmp_path / 'nothing'}:{tmp_path / 'pkgs'}",
+    ):
+        mesh = load_urdf(text, package_dirs=dirs).bodies[0].shapes[0]
+        assert isinstance(mesh, Mesh)
+        np.testing.assert_allclose(np.ptp(mesh.vertices, axis=0), [0.2] * 3, atol=1e-12)
+    monkeypatch.setenv("ROS_PACKAGE_PATH", f"{tmp_path / 'nothing'}:{tmp_path / 'pkgs'}")
+    assert isinstance(load_urdf(text).bodies[0].shapes[0], Mesh)
+    triple = text.replace("package://", "package:///")
+    assert isinstance(load_urdf(triple).bodies[0].shapes[0], Mesh)
+    absolute = _mesh_robot(f"file://{folder / 'cube.stl'}")
+    assert isinstance(load_urdf(absolute).bodies[0].shapes[0], Mesh)
+
+
+def test_collision_modes_model_convex_and_none(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An open box (one face missing) is no solid: 'model' keeps its convex hull, the closed
+    unit cube (volume 1), with one warning line naming the link and the file; two cubes
+    side by side in one file (a closed, non-convex solid) stay as written under 'model'
+    and become their hull (volume 3, the gap filled) under 'convex'; 'none' keeps no
+    shapes and reads no mesh file."""
+    import trimesh
+
+    from contactlab.shapes import Mesh
+
+    box = trimesh.creation.box(extents=[1.0, 1.0, 1.0])
+    trimesh.Trimesh(box.vertices, box.faces[2:], process=False).export(tmp_path / "open.stl")
+    pair = trimesh.util.concatenate(
+        [box, trimesh.creation.box(extents=[1.0, 1.0, 1.0]).apply_translation([2.0, 0, 0])]
+    )
+    pair.export(tmp_path / "pair.stl")
+    with pytest.warns(ModelFileWarning) as record:
+        hull = load_urdf(_mesh_robot("open.stl"), mesh_dir=tmp_path).bodies[0].shapes[0]
+    lines = [str(w.message) for w in record]
+    assert len(lines) == 1 and "'plate' (open.stl)" in lines[0] and "convex hull" in lines[0]
+    assert isinstance(hull, Mesh) and hull.as_trimesh().volume == pytest.approx(1.0)
+    as_written = load_urdf(_mesh_robot("pair.stl"), mesh_dir=tmp_path).bodies[0].shapes[0]
+    assert as_written.as_trimesh().volume == pytest.approx(2.0) and len(as_written.faces) == 24
+    convex = load_urdf(_mesh_robot("pair.stl"), mesh_dir=tmp_path, collision="convex")
+    assert convex.bodies[0].shapes[0].as_trimesh().volume == pytest.approx(3.0)
+    none = load_urdf(_mesh_robot("missing.stl"), collision="none")
+    assert none.bodies[0].shapes == ()
+    with pytest.raises(ConfigurationError, match="collision must be one of"):
+        load_urdf(_mesh_robot("pair.stl"), collision="hull")
+
+
+def test_unrepresented_elements_are_reported_one_line_per_feature() -> None:
+    """Transmissions, <gazebo>, joint Coulomb friction, effort limits and unknown link
+    elements are not in the scene: each feature is one warning line naming the elements;
+    the loaded dynamics are those of the rest."""
+    text = """<robot name="r"><link name="a"><contact><lateral_friction value="1"/></contact>
+        <inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>
+        </inertial></link>
+      <link name="b"><inertial><mass value="1"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="5" velocity="2"/>
+        <dynamics damping="0.1" friction="0.3"/></joint>
+      <transmission name="t1"><type>SimpleTransmission</type></transmission>
+      <gazebo reference="a"><mu1>0.5</mu1></gazebo></robot>"""
+    with pytest.warns(ModelFileWarning) as record:
+        scene = load_urdf(text)
+    lines = sorted(str(w.message) for w in record)
+    assert all("\n" not in line and line.startswith("URDF robot 'r': ") for line in lines)
+    expect = [
+        "<dynamics friction> (Coulomb joint friction) not represented: 'j'",
+        "<gazebo> not represented: 'a'",
+        "<limit effort/velocity> (actuator limits) not represented: 'j'",
+        "<link><contact> not represented: 'a'",
+        "<transmission> not represented: 't1'",
+    ]
+    assert [line.removeprefix("URDF robot 'r': ") for line in lines] == expect
+    assert scene.joints[1].damping == pytest.approx(0.1)
+
+
+def test_mass_properties_as_written_run_reduced_and_are_refused_by_maximal() -> None:
+    """A link on a moving joint with zero mass but rotational inertia (a rotor) is a body
+    with strict=False: the reduced mass matrix holds its inertia (Pinocchio does the same),
+    the maximal formulation refuses the scene naming the body; Body(strict=False) still
+    refuses negative or non-finite numbers."""
+    from contactlab.maximal.formulation import MaximalFormulation
+    from contactlab.scene import Body
+
+    rotor = (
+        ARM.replace(
+            '<link name="tool">',
+            '<link name="tool"><inertial><mass value="0"/>'
+            '<inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial>',
+        )
+        .replace('type="fixed"', 'type="continuous"')
+        .replace(
+            '<origin xyz="0 0 -0.2" rpy="0 0 0"/></joint>',
+            '<origin xyz="0 0 -0.2"/><axis xyz="0 0 1"/></joint>',
+        )
+    )
+    with pytest.warns(ModelFileWarning, match="'tool' \\(no mass\\)"):
+        scene = load_urdf(rotor)
+    tool = scene.bodies[-1]
+    assert not tool.strict and not tool.physical and tool.mass == 0.0
+    tree = Tree.from_scene(scene)
+    M = mass_matrix(forward_kinematics(tree, np.zeros(tree.nq)))
+    assert M[3, 3] == pytest.approx(0.003, rel=1e-12)  # the rotor's moment about its axis
+    with pytest.raises(ConfigurationError, match="'tool'.*reduced formulation"):
+        MaximalFormulation(scene)
+    for mass, inertia in ((-1.0, [1, 1, 1]), (0.0, [np.nan, 1, 1])):
+        with pytest.raises(ConfigurationError, match="'b'"):
+            Body("b", mass, inertia, strict=False)

@@ -1,0 +1,319 @@
+"""Real robots in: every URDF of ``example-robot-data`` through the loader, against Pinocchio.
+
+Sections (each a function ``section_<name>(args) -> (markdown lines, DataFrame)``;
+``results/benchmarks/robots.md`` holds them in order, ``robots_<name>.csv``
+each table):
+
+``urdf``
+    For each of the package's URDF files: does Pinocchio's parser load it
+    (``buildModelFromUrdf``), does contactlab's (:func:`load_urdf` with
+    ``collision="convex"``; else the one-line reason), how many warning
+    lines it gives, and the agreement of the dynamics: the largest relative
+    difference (``max |ours - theirs| / max |theirs|``) of ``M``, the bias
+    ``h``, forward dynamics (Pinocchio's ``aba``) and inverse dynamics
+    (``rnea``) over three random states, for the fixed and the floating base
+    (Pinocchio's free flyer), coordinates mapped by
+    :class:`contactlab.reduced.pinocchio_.PinocchioCoordinates`; forward dynamics
+    also as the backward error ``max |M (a - a_p)| / (max |M| max |a_p|)``,
+    which the condition number of ``M`` (in the table) does not magnify.  Robots with
+    ``<mimic>`` joints are also compared with the coupled dynamics of
+    Pinocchio's ``mimic=True`` model (:func:`coupled_errors`, fixed base).
+    Load times: contactlab without collision geometry against Pinocchio's
+    kinematic model, and contactlab with convex hulls against Pinocchio's
+    model plus its collision geometry (``buildGeomFromUrdf``, meshes read by
+    coal); the fastest of a few repeats, wall time.
+
+Requirements: ``pip install example-robot-data pin`` (both in ``contactlab[test]``).
+Run: ``python -m benchmarks.bench_robots`` (about 3 minutes).
+"""
+
+# ruff: noqa: E402  (the BLAS thread count must be set before numpy is imported)
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contactlab.errors import ModelFileWarning
+from contactlab.reduced.constraints import Coupling, scene_constraints
+from contactlab.reduced.model import Model
+from contactlab.reduced.urdf import load_urdf
+from contactlab.reduced.urdf_geometry import example_robot_data
+
+#: agreement target with Pinocchio (issue 24)
+TARGET = 1e-9
+KEYS = ("M", "h", "FD", "ID", "FD_force")
+LABELS = {"M": "M", "h": "h", "FD": "FD", "ID": "ID", "FD_force": "FD backward error"}
+
+
+def _timed(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
+    """The result of ``fn`` and its fastest wall time over ``repeats`` calls [s]."""
+    best, out = np.inf, None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return out, best
+
+
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
+
+
+def _load(path: Path, **kwargs: Any) -> tuple[Any, list[str]]:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", ModelFileWarning)
+        scene = load_urdf(path, **kwargs)
+    return scene, [str(w.message) for w in record if issubclass(w.category, ModelFileWarning)]
+
+
+def _agreement(path: Path, rng: np.random.Generator) -> dict[str, float]:
+    """Largest relative differences to Pinocchio over both bases and three states."""
+    import pinocchio as pin
+
+    from contactlab.reduced.pinocchio_ import PinocchioCoordinates, dynamics_errors
+
+    seen: dict[str, list[float]] = {k: [] for k in KEYS}
+    cond = 0.0
+    for fixed in (True, False):
+        scene, _ = _load(path, collision="none", fixed_base=fixed)
+        model = Model.from_scene(scene)
+        if fixed:
+            pm = pin.buildModelFromUrdf(str(path))
+        else:
+            pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        peer = PinocchioCoordinates(model.tree, pm)
+        for _ in range(3):
+            q, qdot, qddot = model.random_state(rng)
+            tau = rng.uniform(-1.0, 1.0, model.nq)
+            for k, v in dynamics_errors(model, peer, q, qdot, tau, qddot).items():
+                seen[k].append(v)
+            cond = max(cond, float(np.linalg.cond(model.mass_matrix(q))) if model.nq else 1.0)
+    # NaN (M singular in both libraries) wins over any number
+    worst = {k: float(np.max(v)) for k, v in seen.items()}
+    return {**{f"{k}_error": v for k, v in worst.items()}, "cond_M": cond}
+
+
+def _mimic_agreement(path: Path, scene: Any, rng: np.random.Generator) -> tuple[int, float, str]:
+    """Couplings, the largest relative difference of the coupled dynamics, and a note."""
+    import pinocchio as pin
+
+    from contactlab.reduced import Tree
+    from contactlab.reduced.pinocchio_ import PinocchioCoordinates, coupled_errors
+
+    couplings = [c for c in scene.constraints if isinstance(c, Coupling)]
+    if not couplings:
+        return 0, float("nan"), ""
+    tree = Tree.from_scene(scene)
+    bound = [c for c in scene_constraints(scene, tree) if isinstance(c, Coupling)]
+    try:
+        pm = pin.buildModelFromUrdf(str(path), True)
+    except Exception as err:  # Pinocchio refuses some mimic layouts
+        return len(bound), float("nan"), f"Pinocchio's mimic model: {_reason(err)}"
+    peer = PinocchioCoordinates(tree, pm)
+    worst = 0.0
+    for _ in range(3):
+        q, qdot, tau = (rng.uniform(-1.0, 1.0, tree.nq) for _ in range(3))
+        for c in bound:
+            q[c.ib] = c.ratio * q[c.ia] + c.offset
+            qdot[c.ib] = c.ratio * qdot[c.ia]
+        worst = max(worst, *coupled_errors(tree, bound, peer, q, qdot, tau).values())
+    return len(bound), worst, ""
+
+
+def measure_urdf(path: Path, root: Path, repeats: int) -> dict[str, Any]:
+    """One row of the ``urdf`` section (see the module docstring)."""
+    import pinocchio as pin
+
+    row: dict[str, Any] = {"robot": str(path.relative_to(root))}
+    share = root.parent.parent
+    try:
+        pm, row["pin_model_ms"] = _timed(lambda: pin.buildModelFromUrdf(str(path)), repeats)
+        row["pin_loads"], row["pin_nv"] = True, pm.nv
+        _, t_geom = _timed(
+            lambda: pin.buildGeomFromUrdf(
+                pm, str(path), pin.GeometryType.COLLISION, package_dirs=[str(share)]
+            ),
+            max(1, repeats // 2),
+        )
+        row["pin_geometry_ms"] = row["pin_model_ms"] + t_geom
+        row["pin_model_ms"] *= 1e3
+        row["pin_geometry_ms"] *= 1e3
+    except Exception as err:  # Pinocchio's parser raises RuntimeError/ValueError
+        row["pin_loads"], row["pin_reason"] = False, _reason(err)
+    try:
+        (scene, notes), t_none = _timed(lambda: _load(path, collision="none"), repeats)
+        (convex, notes), t_convex = _timed(
+            lambda: _load(path, collision="convex"), max(1, repeats // 2)
+        )
+    except Exception as err:  # ConfigurationError, the loader's one-line refusal
+        row["loads"], row["reason"] = False, _reason(err)
+        return row
+    row |= {
+        "loads": True,
+        "bodies": convex.n_bodies,
+        "shapes": sum(len(b.shapes) for b in convex.bodies),
+        "warning_lines": len(notes),
+        "load_none_ms": 1e3 * t_none,
+        "load_convex_ms": 1e3 * t_convex,
+    }
+    rng = np.random.default_rng(0)
+    try:
+        row |= _agreement(path, rng)
+        row["couplings"], row["mimic_error"], row["mimic_note"] = _mimic_agreement(path, scene, rng)
+        row["nq"] = Model.from_scene(scene).nq
+    except Exception as err:  # the comparison itself failed: report it, do not stop
+        row["compare_reason"] = _reason(err)
+    return row
+
+
+def _fmt(value: Any, spec: str = ".1e") -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    return format(value, spec)
+
+
+def _error_cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return "singular M" if np.isnan(value) else f"{value:.1e}"
+
+
+def section_urdf(args: argparse.Namespace) -> tuple[list[str], pd.DataFrame]:
+    """The ``urdf`` section: every URDF of example-robot-data (module docstring)."""
+    root = example_robot_data()
+    files = sorted(root.rglob("*.urdf"))
+    rows = []
+    for path in files:
+        print(f"  {path.relative_to(root)}", flush=True)
+        rows.append(measure_urdf(path, root, args.repeats))
+    df = pd.DataFrame(rows)
+    loaded = df[df.loads.fillna(False)]
+    pin_loaded = df[df.pin_loads.fillna(False)]
+    errors = loaded[[f"{k}_error" for k in KEYS]]
+    finite = errors.apply(lambda col: col[np.isfinite(col)].max())
+    singular = loaded[errors["FD_error"].isna()].robot.tolist()
+    both = loaded.robot.isin(pin_loaded.robot)
+    ratio_none = (loaded.load_none_ms / loaded.pin_model_ms)[both]
+    ratio_convex = (loaded.load_convex_ms / loaded.pin_geometry_ms)[both]
+    exact = errors[[f"{k}_error" for k in KEYS if k != "FD_force"]]
+    over = loaded[exact.max(axis=1) > TARGET]
+    over_text = "; ".join(
+        f"{r['robot']}: FD {r['FD_error']:.1e} with cond(M) {r['cond_M']:.0e}, backward "
+        f"error {r['FD_force_error']:.1e}"
+        for r in over.to_dict("records")
+    )
+    mimic = loaded[loaded.couplings.fillna(0) > 0]
+    mimic_ok = mimic[np.isfinite(mimic.mimic_error)]
+    lines = [
+        "## URDF: example-robot-data against Pinocchio",
+        "",
+        f'{len(loaded)} of {len(df)} URDF files load (`collision="convex"`); Pinocchio\'s '
+        f"parser loads {len(pin_loaded)}. Largest relative difference to Pinocchio over all "
+        "loaded robots, both bases and three random states each: "
+        + ", ".join(f"{LABELS[k]} {finite[f'{k}_error']:.1e}" for k in KEYS)
+        + f" (target {TARGET:g}: "
+        + ("met" if over.empty else f"met except {over_text}")
+        + "). Mimic joints: "
+        + f"{len(mimic)} robots couple them; the coupled dynamics of {len(mimic_ok)} equal "
+        + "Pinocchio's mimic model to "
+        + f"{mimic_ok.mimic_error.max():.1e} (Pinocchio builds no mimic model for the others)."
+        + (
+            f" Forward dynamics is undefined (M singular in both libraries) for "
+            f"{', '.join(singular)}: links that move but carry no mass and no inertia."
+            if singular
+            else ""
+        ),
+        "",
+        "Load time, median ratio contactlab / Pinocchio over the robots both load: "
+        f"{ratio_none.median():.2f} without collision geometry (kinematic model only), "
+        f"{ratio_convex.median():.2f} with it (contactlab: convex hulls; Pinocchio: "
+        "`buildGeomFromUrdf`, meshes as read).",
+        "",
+        "| robot | Pinocchio | contactlab | bodies | nq | shapes | warning lines | M | h | "
+        "FD (aba) | ID (rnea) | FD backward error | cond(M) | couplings (mimic) | load [ms] | "
+        "Pinocchio [ms] | load convex [ms] | Pinocchio + geometry [ms] |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in df.to_dict("records"):
+        pin_cell = "loads" if r.get("pin_loads") else f"no: {r.get('pin_reason', '')}"
+        if not r.get("loads"):
+            lines.append(f"| {r['robot']} | {pin_cell} | no: {r.get('reason', '')} |" + " |" * 15)
+            continue
+        mimic = ""
+        if r.get("couplings"):
+            mimic = f"{int(r['couplings'])}: " + (
+                _fmt(r["mimic_error"]) if r["mimic_error"] == r["mimic_error"] else r["mimic_note"]
+            )
+        cells = [
+            r["robot"],
+            pin_cell,
+            "loads" + (f" (compare: {r['compare_reason']})" if r.get("compare_reason") else ""),
+            str(int(r["bodies"])),
+            _fmt(r.get("nq"), ".0f"),
+            str(int(r["shapes"])),
+            str(int(r["warning_lines"])),
+            *(_error_cell(r.get(f"{k}_error")) for k in KEYS),
+            _fmt(r.get("cond_M"), ".0e"),
+            mimic,
+            _fmt(r["load_none_ms"], ".1f"),
+            _fmt(r.get("pin_model_ms"), ".1f"),
+            _fmt(r["load_convex_ms"], ".0f"),
+            _fmt(r.get("pin_geometry_ms"), ".0f"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines, df
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], tuple[list[str], pd.DataFrame]]] = {
+    "urdf": section_urdf,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="load-time repeats (fastest kept)")
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
+    args = parser.parse_args(argv)
+    import pinocchio
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines = [
+        "# Real robots: model files in, dynamics against the peers",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+        f"average {load:.1f} at the start (shared machine), Python {platform.python_version()}, "
+        f"numpy {np.__version__}, Pinocchio {pinocchio.__version__}, example-robot-data "
+        f"{_version('example-robot-data')}. Generated by `benchmarks/bench_robots.py`.",
+        "",
+    ]
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, section in SECTIONS.items():
+        print(f"section {name}", flush=True)
+        part, df = section(args)
+        df.to_csv(args.out / f"robots_{name}.csv", index=False, float_format="%.6g")
+        lines += [*part, ""]
+    (args.out / "robots.md").write_text("\n".join(lines))
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    return metadata.version(dist)
+
+
+if __name__ == "__main__":
+    main()
