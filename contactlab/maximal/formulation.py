@@ -114,6 +114,12 @@ class MaximalFormulation(Formulation):
         compliance_damping: float | Mapping[str, float] = 0.0,
     ) -> None:
         super().__init__(scene)
+        rotor = next((j.name for j in scene.joints if np.any(j.armature > 0)), None)
+        if rotor is not None:
+            raise ConfigurationError(
+                f"joint {rotor!r} has armature (rotor inertia on its coordinate), which the "
+                "maximal formulation cannot represent (no joint coordinates); use the reduced one"
+            )
         self.integrator = integ.check_integrator(integrator)
         self.jacobian = integ.check_jacobian(jacobian)
         self.projection = integrator != integ.DEFAULT if projection is None else bool(projection)

@@ -82,21 +82,41 @@ def test_scene_from_mjcf_keeps_bodies_geoms_and_gravity():
     ("xml", "match"),
     [
         (
-            "<mujoco><worldbody><body><joint type='hinge'/><geom type='ellipsoid' "
-            "size='0.1 0.2 0.3'/></body></worldbody></mujoco>",
-            "type 'ellipsoid'",
-        ),
-        (
-            "<mujoco><worldbody><body><joint type='hinge'/><joint type='slide'/>"
-            "<geom type='sphere' size='0.1'/></body></worldbody></mujoco>",
-            "has 2 joints",
-        ),
-        (
             "<mujoco><worldbody><body><joint typo='hinge'/></body></worldbody></mujoco>",
             "cannot compile MJCF",
+        ),
+        (
+            "<mujoco><worldbody><body><joint type='hinge'/><body pos='0 0 1'>"
+            "<geom type='sphere' size='0.1'/></body>"
+            "<body pos='0 0 -1'><geom type='sphere' size='0.1'/></body></body></worldbody>"
+            "</mujoco>",
+            r"'body1' has no mass and moves on joints, with 2 bodies with mass welded to it "
+            r"\['body2', 'body3'\]",
         ),
     ],
 )
 def test_bad_models_get_one_clear_error(xml, match):
     with pytest.raises(ConfigurationError, match=match):
         load_mjcf(xml)
+
+
+def test_unsupported_features_warn_once_each_and_strict_refuses():
+    xml = (
+        "<mujoco><worldbody><body name='b'><joint name='j' type='hinge' frictionloss='1'/>"
+        "<geom type='ellipsoid' size='0.1 0.2 0.3'/><geom type='sphere' size='0.1'/>"
+        "</body></worldbody><tendon><fixed name='t'><joint joint='j' coef='1'/></fixed>"
+        "</tendon></mujoco>"
+    )
+    with pytest.warns(Warning) as caught:
+        scene = load_mjcf(xml)
+    lines = sorted(str(w.message) for w in caught)
+    assert len(lines) == 3
+    assert "ellipsoid geoms not imported (ellipsoid 0 of body 'b')" in lines[0]
+    assert "joint frictionloss not imported ('j')" in lines[1]
+    assert "tendons not imported ('t')" in lines[2]
+    assert len(scene.bodies[0].shapes) == 1  # the sphere; the ellipsoid is left out
+    with pytest.raises(
+        ConfigurationError,
+        match=r"strict=True\):\nMJCF joint frictionloss[^\n]*\nMJCF tendons[^\n]*\nMJCF ellipsoid",
+    ):
+        load_mjcf(xml, strict=True)

@@ -1,0 +1,191 @@
+"""MJCF dynamics against MuJoCo's own: armature, joint springs and dampers, actuators,
+several joints in one body and massless intermediate bodies give the mass matrix of
+``mj_fullM``, the bias of ``qfrc_bias`` and the accelerations of ``mj_forward`` at matched
+states, to round-off (1e-9 relative)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco", reason="MJCF import needs the mjcf extra (mujoco)")
+
+from contactlab.errors import ConfigurationError  # noqa: E402
+from contactlab.reduced import dynamics as dyn  # noqa: E402
+from contactlab.reduced.kinematics import forward_kinematics  # noqa: E402
+from contactlab.reduced.mjcf import load_mjcf  # noqa: E402
+from contactlab.reduced.mjcf_parts import MJCFWarning  # noqa: E402
+from contactlab.reduced.model import COMPILED_AHEAD, Model  # noqa: E402
+from contactlab.reduced.recursive import forward_dynamics_recursive  # noqa: E402
+from contactlab.reduced.tree import Tree  # noqa: E402
+from contactlab.simulator import Simulator  # noqa: E402
+
+ARM = Path(__file__).parents[3] / "benchmarks" / "models" / "arm.xml"
+KERNELS = ["numba"] + (["c"] if COMPILED_AHEAD else [])
+
+
+def _mujoco(path_or_xml: str | Path) -> tuple[object, object]:
+    text = str(path_or_xml)
+    if text.lstrip().startswith("<"):
+        model = mujoco.MjModel.from_xml_string(text)
+    else:
+        model = mujoco.MjModel.from_xml_path(text)
+    # the smooth dynamics are compared: no contacts or joint limits; frictionloss is
+    # reported, not imported, so MuJoCo's is switched off too
+    bits = mujoco.mjtDisableBit
+    model.opt.disableflags |= int(
+        bits.mjDSBL_FRICTIONLOSS | bits.mjDSBL_CONTACT | bits.mjDSBL_LIMIT
+    )
+    return model, mujoco.MjData(model)
+
+
+def _full_mass(model: object, data: object) -> np.ndarray:
+    M = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, M)
+    return M
+
+
+def _quiet_load(source: str | Path, **options: object):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        return load_mjcf(source, **options)
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_arm_with_armature_has_mujocos_mass_matrix_bias_and_accelerations(kernels):
+    # a UR5e-like arm: armature 0.02-0.1 on every joint (12 % of M's diagonal at the wrist),
+    # damping, a joint spring with springref, servos with and without force ranges, motors
+    scene = _quiet_load(ARM)
+    model, data = _mujoco(ARM)
+    ours = Model.from_scene(scene, kernels=kernels)
+    tree = Tree.from_scene(scene)
+    rng = np.random.default_rng(7)
+    armature_share = []
+    for _ in range(5):
+        q, qd = rng.uniform(-2.5, 2.5, 6), rng.uniform(-2, 2, 6)
+        data.qpos[:], data.qvel[:] = q, qd
+        mujoco.mj_forward(model, data)
+        M = _full_mass(model, data)
+        assert _rel(ours.mass_matrix(q), M) < 1e-9
+        assert _rel(dyn.mass_matrix(forward_kinematics(tree, q, qd)), M) < 1e-9
+        armature_share.append(np.max(model.dof_armature / np.diag(M)))
+        # bias: Coriolis and gravity, plus the springs, dampers and actuators contactlab
+        # keeps as joint forces (MuJoCo's qfrc_passive and qfrc_actuator)
+        tau = scene.joint_torque(0.0, q, qd)
+        mine = ours.bias_forces(q, qd) - tau
+        theirs = data.qfrc_bias - data.qfrc_passive - data.qfrc_actuator
+        assert _rel(mine, theirs) < 1e-9
+        assert _rel(ours.forward_dynamics(q, qd, tau), data.qacc) < 1e-9
+        assert _rel(forward_dynamics_recursive(tree, q, qd, tau), data.qacc) < 1e-9
+    assert max(armature_share) > 0.1  # the armature is a real part of M here
+
+
+def test_armature_is_rotor_kinetic_energy_in_the_reduced_step():
+    # the reduced step's M and momentum carry the armature: with gravity off and no drive,
+    # a single hinge with rotor inertia a keeps (I + a) qdot constant
+    xml = """<mujoco><option gravity="0 0 0" timestep="0.001"/><worldbody><body>
+      <joint type="hinge" axis="0 0 1" armature="0.3"/>
+      <geom type="box" size="0.2 0.1 0.05" mass="2"/></body></worldbody></mujoco>"""
+    scene = load_mjcf(xml)
+    model, data = _mujoco(xml)
+    mujoco.mj_forward(model, data)
+    I_total = _full_mass(model, data)[0, 0]
+    np.testing.assert_allclose(I_total, 2 * (0.4**2 + 0.2**2) / 12 + 0.3, rtol=1e-12)
+    spec = scene.joints[0]
+    scene = scene.with_(joints=(type(spec)(**{**spec.__dict__, "qdot0": [2.0]}),))
+    run = Simulator(scene, "reduced", "frictionless", "kkt").run(steps=50)
+    np.testing.assert_allclose(run.trajectory["qdot"][-1], [2.0], rtol=1e-12)
+
+
+def test_maximal_formulation_refuses_armature_naming_the_joint():
+    scene = _quiet_load(ARM)
+    with pytest.raises(ConfigurationError, match="joint 'shoulder_pan' has armature"):
+        Simulator(scene, "maximal")
+
+
+#: a body on two hinges about different points and a slide, then a chain split by hand
+#: through a light link (1 mg) with a hinge, and a body with two hinges
+CHAINS = """<mujoco><option gravity="0 -3 -9.81"/>
+  <default><joint damping="0.2" armature="0.01"/></default>
+  <worldbody>
+    <body name="hip" pos="0.1 0 1" quat="0.9 0.1 0.3 0">
+      <joint name="hx" type="hinge" axis="1 0 0" pos="0 0 0.1"/>
+      <joint name="hy" type="hinge" axis="0 1 0.2" pos="0.05 0 0" stiffness="3" springref="0.2"/>
+      <joint name="hs" type="slide" axis="0 0 1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.05"/>
+      <body name="knee_frame" pos="0 0.02 -0.4" quat="0.8 0 0.6 0">
+        <inertial pos="0 0 0" mass="1e-6" diaginertia="1e-9 1e-9 1e-9"/>
+        <joint name="knee" type="hinge" axis="0 1 0" pos="0 0 0.01"/>
+        <body name="shin" pos="0.03 0 0">
+          <joint name="twist" type="hinge" axis="0 0 1"/>
+          <joint name="roll" type="hinge" axis="1 0 0" pos="0 0.01 -0.1"/>
+          <geom type="box" size="0.04 0.05 0.2" pos="0 0 -0.2"/>
+        </body>
+      </body>
+    </body>
+  </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_several_joints_in_a_body_and_massless_links_move_as_in_mujoco(kernels):
+    scene = load_mjcf(CHAINS)
+    assert [(j.name, j.child) for j in scene.joints] == [
+        ("hx+hy+hs", "hip"),
+        ("knee", "knee_frame"),
+        ("twist+roll", "shin"),
+    ]
+    model, data = _mujoco(CHAINS)
+    ours = Model.from_scene(scene, kernels=kernels)
+    assert not ours.has_other_joints  # expanded to compiled revolute and prismatic nodes
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q, qd = rng.uniform(-1.5, 1.5, 6), rng.uniform(-2, 2, 6)
+        data.qpos[:], data.qvel[:] = q, qd
+        mujoco.mj_forward(model, data)
+        assert _rel(ours.mass_matrix(q), _full_mass(model, data)) < 1e-9
+        assert _rel(ours.bias_forces(q, qd), data.qfrc_bias - data.qfrc_passive) < 1e-9
+        assert _rel(ours.forward_dynamics(q, qd), data.qacc) < 1e-9
+        # the bodies are where MuJoCo puts them
+        E = forward_kinematics(Tree.from_scene(scene), q, qd).E
+        np.testing.assert_allclose(E[:, :3, 3], data.xipos[1:], atol=1e-12)
+        np.testing.assert_allclose(E[:, :3, :3], data.ximat[1:].reshape(-1, 3, 3), atol=1e-12)
+
+
+#: a massless body on a hinge with one body welded to it (MuJoCo compiles it: the welded
+#: body gives the joint mass) and a pendulum hanging from the massless body
+MASSLESS = """<mujoco><worldbody>
+  <body name="arm" pos="0 0 1">
+    <joint name="shoulder" type="hinge" axis="0 1 0" pos="0 0 0.05" armature="0.02"/>
+    <body name="weight" pos="0.3 0 0" quat="0.9 0 0.2 0.1">
+      <geom type="box" size="0.05 0.04 0.03" mass="1.5"/></body>
+    <body name="link" pos="0 0.1 -0.2">
+      <joint name="elbow" type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/></body>
+  </body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_massless_body_on_a_joint_moves_the_body_welded_to_it_as_in_mujoco(kernels):
+    scene = load_mjcf(MASSLESS)
+    assert [(j.name, j.parent, j.child) for j in scene.joints] == [
+        ("shoulder", None, "weight"),
+        ("elbow", "weight", "link"),
+    ]
+    model, data = _mujoco(MASSLESS)
+    ours = Model.from_scene(scene, kernels=kernels)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q, qd = rng.uniform(-2, 2, 2), rng.uniform(-2, 2, 2)
+        data.qpos[:], data.qvel[:] = q, qd
+        mujoco.mj_forward(model, data)
+        assert _rel(ours.mass_matrix(q), _full_mass(model, data)) < 1e-9
+        assert _rel(ours.bias_forces(q, qd), data.qfrc_bias) < 1e-9
+        E = forward_kinematics(Tree.from_scene(scene), q, qd).E
+        np.testing.assert_allclose(E[:, :3, 3], data.xipos[[2, 3]], atol=1e-12)
