@@ -94,13 +94,14 @@ def _joint(model: Any, j: int) -> str:
 
 
 def _geom(model: Any, g: int) -> str:
-    """A geom by name, or by its body and type when unnamed."""
-    name = str(model.geom(g).name)
-    if name:
-        return repr(name)
+    """A geom by its name (or type and place in its body), its mesh and its body."""
     b = int(model.geom_bodyid[g])
-    k = g - int(model.body_geomadr[b])
-    return f"{_type(model, g)} {k} of body {_name(model.body(b), f'body{b}')!r}"
+    name = str(model.geom(g).name)
+    what = repr(name) if name else f"{_type(model, g)} {g - int(model.body_geomadr[b])}"
+    if int(model.geom_type[g]) == 7 and not name:
+        m = int(model.geom_dataid[g])
+        what = f"mesh {_name(model.mesh(m), f'mesh{m}')!r}"
+    return f"{what} of body {_name(model.body(b), f'body{b}')!r}"
 
 
 def _type(model: Any, g: int) -> str:

@@ -189,3 +189,70 @@ def test_massless_body_on_a_joint_moves_the_body_welded_to_it_as_in_mujoco(kerne
         assert _rel(ours.bias_forces(q, qd), data.qfrc_bias) < 1e-9
         E = forward_kinematics(Tree.from_scene(scene), q, qd).E
         np.testing.assert_allclose(E[:, :3, 3], data.xipos[[2, 3]], atol=1e-12)
+
+
+def _constrained(scene, q, qd, tau=None):
+    from contactlab.reduced.constrained_dynamics import constrained_acceleration
+    from contactlab.reduced.constraints import scene_constraints
+
+    tree = Tree.from_scene(scene)
+    cons = scene_constraints(scene, tree, "off")
+    return constrained_acceleration(tree, q, qd, 0.0, cons, tau)[0]
+
+
+#: the hardest constraint MuJoCo makes: impedance 0.9999 (its maximum), so its
+#: constraint force is that of the hard constraint within (1 - d)/d = 1e-4 relative
+HARD = 'solref="0.002 1" solimp="0.9999 0.9999 0.001 0.5 2"'
+
+
+def test_joint_equality_is_a_coupling_with_mujocos_constrained_accelerations():
+    xml = f"""<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0" ref="0.2"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <body name="b" pos="0.3 0 0"><joint name="jb" type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body></body>
+      </worldbody><equality>
+      <joint joint1="jb" joint2="ja" polycoef="0.1 -0.5 0 0 0" {HARD}/></equality></mujoco>"""
+    scene = load_mjcf(xml)
+    (coupling,) = scene.constraints
+    assert (coupling.joint_a, coupling.joint_b, coupling.ratio, coupling.offset) == (
+        "ja",
+        "jb",
+        -0.5,
+        0.1,
+    )
+    model, data = _mujoco(xml)
+    q = np.array([0.4, 0.1 - 0.5 * 0.4])  # on the constraint: q_b = 0.1 - 0.5 q_a
+    qd = np.array([1.0, -0.5])
+    data.qpos[:], data.qvel[:] = q + model.qpos0, qd
+    mujoco.mj_forward(model, data)
+    qdd = _constrained(scene, q, qd)
+    assert abs(qdd[1] + 0.5 * qdd[0]) < 1e-12  # the coupling holds at acceleration level
+    np.testing.assert_allclose(qdd, data.qacc, rtol=1e-3)
+
+
+def test_connect_equality_closes_a_loop_with_mujocos_constrained_accelerations():
+    # a spatial loop: a crank on a hinge, a coupler on a crossed hinge, connected back to a
+    # rocker on a ball joint; gravity loads it from rest
+    xml = f"""<mujoco><worldbody>
+      <body name="crank" pos="0 0 0"><joint name="j1" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.4" size="0.02"/>
+        <body name="coupler" pos="0 0 0.4"><joint name="j2" type="hinge" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0.1" size="0.02"/></body></body>
+      <body name="rocker" pos="0.5 0.1 0"><joint name="j3" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0 -0.1 0.5" size="0.02"/></body>
+      </worldbody><equality>
+      <connect body1="coupler" body2="rocker" anchor="0.5 0 0.1" {HARD}/></equality></mujoco>"""
+    scene = load_mjcf(xml)
+    loop = scene.joints[-1]
+    assert (loop.kind, loop.parent, loop.child, loop.closes_loop) == (
+        "spherical",
+        "coupler",
+        "rocker",
+        True,
+    )
+    model, data = _mujoco(xml)
+    mujoco.mj_forward(model, data)
+    qdd = _constrained(scene, np.zeros(5), np.zeros(5))
+    assert np.abs(qdd).max() > 1.0  # the linkage falls: the constraint carries load
+    np.testing.assert_allclose(qdd, data.qacc, rtol=0, atol=1e-3 * np.abs(qdd).max())
