@@ -382,8 +382,11 @@ class _Actuator:
 
     @property
     def linear(self) -> bool:
-        """A servo without a force range: linear in (q, qdot), with a spring or damper."""
-        return not np.isfinite(self.lo) and not np.isfinite(self.hi) and (self.b1 or self.b2) != 0
+        """A servo without a force range whose force is a spring and a damper on the joint:
+        ``-K (q - r) - D qdot`` (a velocity servo with a target speed is a constant force
+        too, which no spring carries: it is applied as a joint torque)."""
+        unlimited = not np.isfinite(self.lo) and not np.isfinite(self.hi)
+        return unlimited and (self.b1 != 0 or (self.b2 != 0 and self.force0 == 0))
 
 
 def _actuators(
@@ -459,11 +462,6 @@ def apply_actuators(
                 f"({k}, {d}); check the signs of kp, kv and biasprm"
             )
         free = k == 0
-        if np.any(free & (force != 0)):
-            raise ConfigurationError(
-                f"MJCF joint {spec.name!r}: a velocity servo with a constant force; give the "
-                "actuator a forcerange so that it is applied as a joint torque"
-            )
         rest = np.where(free, 0.0, force / np.where(free, 1.0, k))
         one = n == 1
         out.append(

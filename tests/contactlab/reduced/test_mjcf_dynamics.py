@@ -256,3 +256,20 @@ def test_connect_equality_closes_a_loop_with_mujocos_constrained_accelerations()
     qdd = _constrained(scene, np.zeros(5), np.zeros(5))
     assert np.abs(qdd).max() > 1.0  # the linkage falls: the constraint carries load
     np.testing.assert_allclose(qdd, data.qacc, rtol=0, atol=1e-3 * np.abs(qdd).max())
+
+
+def test_keyframe_controls_drive_the_actuators_as_in_mujoco():
+    # the arm's "home" key: servo targets, a motor command and a velocity servo's target
+    # speed (a constant force besides its damper: applied as a joint torque)
+    scene = _quiet_load(ARM, keyframe="home")
+    model, data = _mujoco(ARM)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    ours = Model.from_scene(scene)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q, qd = rng.uniform(-2.5, 2.5, 6), rng.uniform(-2, 2, 6)
+        data.qpos[:], data.qvel[:] = q, qd
+        mujoco.mj_forward(model, data)
+        assert np.abs(data.qfrc_actuator).max() > 1.0
+        tau = scene.joint_torque(0.0, q, qd)
+        assert _rel(ours.forward_dynamics(q, qd, tau), data.qacc) < 1e-9
