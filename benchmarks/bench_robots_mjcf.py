@@ -144,7 +144,8 @@ def compare(path: Path, states: int = 10, seed: int = 0) -> Agreement:
         ]
         worst = np.maximum(worst, errors)
     lines = tuple(str(w.message) for w in caught)
-    return Agreement(path.stem, tree.nq, scene.n_bodies, *worst, load_ms, lines)  # type: ignore[arg-type]
+    m, b, p, a = (float(x) for x in worst)
+    return Agreement(path.stem, tree.nq, scene.n_bodies, m, b, p, a, load_ms, lines)
 
 
 def _unfolded_actuator(model: Any, T: np.ndarray, tau: np.ndarray) -> np.ndarray:

@@ -192,7 +192,7 @@ def load_mjcf(
     specs = parts.apply_keyframe(model, specs, spec_joints, key, report)
     specs = parts.apply_actuators(model, specs, spec_joints, key, report)
     torque = parts.actuator_torque(model, spec_joints, key, dof_index, report)
-    equalities = parts.equalities(model, specs, spec_joints, nodes, owners, report)
+    equalities = parts.equalities(model, specs, spec_joints, nodes, owners, dof_index, report)
     report.finish()
     bodies = tuple(
         Body(n.name, n.mass, n.moments, tuple(n.shapes), material=parts.material(n.materials))

@@ -37,7 +37,9 @@ import numpy as np
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.constraints import Coupling
+from contactlab.reduced.constraints import ConstraintTerms, Coupling, EqualityConstraint
+from contactlab.reduced.kinematics import Kinematics
+from contactlab.reduced.tree import Tree
 from contactlab.scene import ContactParams, JointSpec
 from contactlab.shapes import Box, Capsule, Cylinder, Mesh, Plane, Shape, Sphere
 
@@ -128,7 +130,22 @@ def report_model_features(model: Any, report: Report) -> None:
                 "stiffness of ball and free joints", _joint(model, j), "no rotational spring"
             )
     for t in range(model.ntendon):
-        report.add("tendons", repr(_name(model.tendon(t), f"tendon{t}")), "no tendon model")
+        name = repr(_name(model.tendon(t), f"tendon{t}"))
+        if _tendon_coefficients(model, t) is None:
+            report.add("spatial tendons", name, "fixed tendons (of joints) only")
+        dynamics = [
+            model.tendon_stiffness[t] > 0,
+            model.tendon_damping[t] > 0,
+            model.tendon_frictionloss[t] > 0,
+            model.tendon_limited[t],
+            getattr(model, "tendon_armature", np.zeros(model.ntendon))[t] > 0,
+        ]
+        if any(dynamics):
+            report.add(
+                "tendon stiffness, damping, frictionloss, armature and limits",
+                name,
+                "a fixed tendon is imported as the length in equality constraints",
+            )
     if model.opt.density > 0 or model.opt.viscosity > 0 or np.any(model.opt.wind != 0):
         report.add("option density/viscosity/wind", "<option>", "no fluid forces")
     for b in np.flatnonzero(np.asarray(model.body_gravcomp) != 0):
@@ -537,15 +554,62 @@ class Equalities:
     constraints: list[Any] = field(default_factory=list)
 
 
+class LinearEquality(EqualityConstraint):
+    """``c . q = offset`` on the coordinates (an MJCF ``tendon`` equality of fixed tendons).
+
+    Parameters
+    ----------
+    name : the constraint's name.
+    coefficients : (nq,) ``c`` [-] in the scene's coordinate order (tree order).
+    offset : [rad or m].
+    """
+
+    def __init__(self, name: str, coefficients: Array, offset: float) -> None:
+        self.name = name
+        self.coefficients = np.asarray(coefficients, dtype=float).reshape(1, -1)
+        self.offset = float(offset)
+
+    def terms(self, tree: Tree, kin: Kinematics, t: float, h: float) -> ConstraintTerms:
+        if self.coefficients.shape[1] != tree.nq:
+            raise ConfigurationError(
+                f"constraint {self.name!r} has {self.coefficients.shape[1]} coefficients for "
+                f"a tree of {tree.nq} coordinates"
+            )
+        g = self.coefficients @ kin.q - self.offset
+        z = np.zeros(1)
+        return ConstraintTerms(self.coefficients, z, g, z, z, z)
+
+
+def _tendon_coefficients(model: Any, t: int) -> list[tuple[int, float]] | None:
+    """``(joint, coefficient)`` pairs of a fixed tendon, ``None`` for a spatial one."""
+    adr, n = int(model.tendon_adr[t]), int(model.tendon_num[t])
+    if np.any(np.asarray(model.wrap_type[adr : adr + n]) != 1):  # mjWRAP_JOINT
+        return None
+    return [(int(model.wrap_objid[w]), float(model.wrap_prm[w])) for w in range(adr, adr + n)]
+
+
+def _tendon_row(model: Any, t: int, dof_index: Array, nq: int) -> Array | None:
+    """``c`` with ``L(q) - L(qpos0) = c . q`` for a fixed tendon of hinges and slides."""
+    pairs = _tendon_coefficients(model, t)
+    if pairs is None or any(int(model.jnt_type[j]) not in (2, 3) for j, _ in pairs):
+        return None
+    row = np.zeros(nq)
+    for j, coef in pairs:
+        row[dof_index[model.jnt_dofadr[j]]] += coef
+    return row
+
+
 def equalities(
     model: Any,
     specs: list[JointSpec],
     spec_joints: list[list[int]],
     nodes: dict[int, Any],
     owners: dict[int, tuple[int, Array]],
+    dof_index: Array,
     report: Report,
 ) -> Equalities:
-    """``joint`` equalities as couplings; ``connect`` and ``weld`` as loop-closing joints."""
+    """``joint`` equalities as couplings; ``tendon`` equalities of fixed tendons as linear
+    constraints; ``connect`` and ``weld`` as loop-closing joints."""
     out = Equalities()
     if not model.neq:
         return out
@@ -571,6 +635,21 @@ def equalities(
                 )
                 continue
             out.constraints.append(Coupling(single[o2], single[o1], eq[1], eq[0]))
+            continue
+        if t == 3:  # L1 - L1_0 = a0 + a1 (L2 - L2_0)
+            nq = len(dof_index)
+            rows = [
+                _tendon_row(model, o, dof_index, nq) if o >= 0 else np.zeros(nq) for o in (o1, o2)
+            ]
+            if rows[0] is None or rows[1] is None or np.any(eq[2:5] != 0):
+                report.add(
+                    "tendon equalities",
+                    name,
+                    "imported: linear, of fixed tendons of hinges and slides",
+                )
+                continue
+            label = f"tendon:{_name(model.eq(e), str(e))}"
+            out.constraints.append(LinearEquality(label, rows[0] - eq[1] * rows[1], eq[0]))
             continue
         if t not in (0, 1) or int(model.eq_objtype[e]) != 1:
             report.add(

@@ -104,7 +104,8 @@ def test_unsupported_features_warn_once_each_and_strict_refuses():
     xml = (
         "<mujoco><worldbody><body name='b'><joint name='j' type='hinge' frictionloss='1'/>"
         "<geom type='ellipsoid' size='0.1 0.2 0.3'/><geom type='sphere' size='0.1'/>"
-        "</body></worldbody><tendon><fixed name='t'><joint joint='j' coef='1'/></fixed>"
+        "</body></worldbody><tendon><fixed name='t' stiffness='10'><joint joint='j' coef='1'/>"
+        "</fixed>"
         "</tendon></mujoco>"
     )
     with pytest.warns(Warning) as caught:
@@ -113,11 +114,15 @@ def test_unsupported_features_warn_once_each_and_strict_refuses():
     assert len(lines) == 3
     assert "ellipsoid geoms not imported (ellipsoid 0 of body 'b')" in lines[0]
     assert "joint frictionloss not imported ('j')" in lines[1]
-    assert "tendons not imported ('t')" in lines[2]
+    assert (
+        "tendon stiffness, damping, frictionloss, armature and limits not imported ('t')"
+        in (lines[2])
+    )
     assert len(scene.bodies[0].shapes) == 1  # the sphere; the ellipsoid is left out
     with pytest.raises(
         ConfigurationError,
-        match=r"strict=True\):\nMJCF joint frictionloss[^\n]*\nMJCF tendons[^\n]*\nMJCF ellipsoid",
+        match=r"strict=True\):\nMJCF joint frictionloss[^\n]*\n"
+        r"MJCF tendon stiffness[^\n]*\nMJCF ellipsoid",
     ):
         load_mjcf(xml, strict=True)
 

@@ -273,3 +273,28 @@ def test_keyframe_controls_drive_the_actuators_as_in_mujoco():
         assert np.abs(data.qfrc_actuator).max() > 1.0
         tau = scene.joint_torque(0.0, q, qd)
         assert _rel(ours.forward_dynamics(q, qd, tau), data.qacc) < 1e-9
+
+
+def test_tendon_equality_of_a_fixed_tendon_couples_three_joints_as_in_mujoco():
+    # a fixed tendon L = q1 - 2 q2 + 0.5 q3 held at its compiled length (a differential)
+    xml = f"""<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><joint name="j1" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <body name="b" pos="0.3 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+          <body name="c" pos="0.3 0 0"><joint name="j3" type="slide" axis="1 0 0"/>
+            <geom type="box" size="0.05 0.05 0.05"/></body></body></body>
+      </worldbody>
+      <tendon><fixed name="diff"><joint joint="j1" coef="1"/><joint joint="j2" coef="-2"/>
+        <joint joint="j3" coef="0.5"/></fixed></tendon>
+      <equality><tendon tendon1="diff" {HARD}/></equality></mujoco>"""
+    scene = load_mjcf(xml)  # no warning: the tendon has no dynamics of its own
+    (constraint,) = scene.constraints
+    np.testing.assert_array_equal(constraint.coefficients, [[1.0, -2.0, 0.5]])
+    model, data = _mujoco(xml)
+    qd = np.array([1.0, 0.25, -1.0])  # on the constraint: 1 - 0.5 - 0.5 = 0
+    data.qvel[:] = qd
+    mujoco.mj_forward(model, data)
+    qdd = _constrained(scene, np.zeros(3), qd)
+    assert abs(qdd @ [1.0, -2.0, 0.5]) < 1e-12
+    np.testing.assert_allclose(qdd, data.qacc, rtol=0, atol=1e-3 * np.abs(qdd).max())
