@@ -5,7 +5,8 @@ Pinocchio's joint frame ``i`` is contactlab's child-side joint frame
 ``frame_child_p^{-1} frame_parent_i`` and its body (centre of mass, principal
 axes) at ``frame_child_i^{-1}``.  Joint coordinates, velocities and torques
 are then the same numbers in both libraries (Pinocchio orders twists linear
-first, contactlab angular first; scalar joint coordinates do not see it).
+first, contactlab angular first; scalar joint coordinates do not see it).  The
+joints' armature is Pinocchio's ``model.armature``.
 """
 
 from __future__ import annotations
@@ -56,4 +57,5 @@ def to_pinocchio(tree: Tree) -> Any:
             pin.SE3.Identity(),
         )
         ids.append(jid)
+    model.armature = np.array(tree.per_dof("armature"))  # rotor inertia, as in contactlab's M
     return model

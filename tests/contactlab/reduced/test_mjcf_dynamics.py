@@ -298,3 +298,26 @@ def test_tendon_equality_of_a_fixed_tendon_couples_three_joints_as_in_mujoco():
     qdd = _constrained(scene, np.zeros(3), qd)
     assert abs(qdd @ [1.0, -2.0, 0.5]) < 1e-12
     np.testing.assert_allclose(qdd, data.qacc, rtol=0, atol=1e-3 * np.abs(qdd).max())
+
+
+def test_armature_agrees_with_pinocchios_crba_and_aba():
+    pin = pytest.importorskip("pinocchio", reason="Pinocchio is the second peer here")
+    from contactlab.reduced.pinocchio_ import to_pinocchio
+
+    xml = """<mujoco><worldbody><body pos="0 0 1">
+      <joint type="hinge" axis="0 1 0" armature="0.3"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0"><joint type="slide" axis="1 0 0" armature="0.7"/>
+        <geom type="box" size=".05 .05 .05"/></body></body></worldbody></mujoco>"""
+    scene = load_mjcf(xml)
+    tree = Tree.from_scene(scene)
+    peer = to_pinocchio(tree)
+    data = peer.createData()
+    ours = Model.from_scene(scene)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q, qd, tau = rng.uniform(-1, 1, 2), rng.uniform(-2, 2, 2), rng.uniform(-1, 1, 2)
+        M = pin.crba(peer, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        assert _rel(ours.mass_matrix(q), M) < 1e-12
+        assert _rel(ours.forward_dynamics(q, qd, tau), pin.aba(peer, data, q, qd, tau)) < 1e-12
