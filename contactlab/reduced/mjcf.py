@@ -5,8 +5,10 @@ the optional extra ``contactlab[mjcf]``), so defaults classes, includes,
 ``inertiafromgeom`` and every other MJCF rule are MuJoCo's, not a second
 reading of the format.  This module maps the compiled ``MjModel`` arrays to
 contactlab's bodies and :class:`~contactlab.scene.JointSpec` entries;
-:mod:`contactlab.reduced.mjcf_parts` maps geoms, actuators, equality
-constraints and keyframes.  The user guide is ``docs/mjcf.md``.
+:mod:`contactlab.reduced.mjcf_geoms` maps geoms and friction,
+:mod:`contactlab.reduced.mjcf_constraints` equality constraints and
+:mod:`contactlab.reduced.mjcf_parts` actuators, keyframes and the report of
+what is not imported.  The user guide is ``docs/mjcf.md``.
 
 * **Body frames.**  MuJoCo keeps each body's inertial frame (``body_ipos``,
   ``body_iquat``, in the body frame) on the principal axes with the diagonal
@@ -41,6 +43,9 @@ from contactlab.errors import ConfigurationError
 from contactlab.reduced import mjcf_parts as parts
 from contactlab.reduced.constraints import JointLimit
 from contactlab.reduced.joints import ProductOfExponentialsJoint
+from contactlab.reduced.mjcf_constraints import equalities
+from contactlab.reduced.mjcf_geoms import geoms, material
+from contactlab.reduced.mjcf_parts import name_of, pose
 from contactlab.scene import Body, ContactParams, JointSpec, Scene
 from contactlab.shapes import Shape
 
@@ -65,16 +70,6 @@ def _compile(source: str | Path) -> Any:
         return mujoco.MjModel.from_xml_path(text)
     except (ValueError, OSError) as err:
         raise ConfigurationError(f"cannot compile MJCF {text[:80]!r}: {err}") from err
-
-
-def pose(pos: Array, quat: Array) -> Array:
-    """The transform of a MuJoCo position and quaternion ``(w, x, y, z)``."""
-    return se3.make_transform(se3.quaternion_to_rotation(quat), np.asarray(pos, dtype=float))
-
-
-def name_of(view: Any, fallback: str) -> str:
-    """The name of a named view (``model.body(i)``, ...), or ``fallback`` when unnamed."""
-    return str(view.name) or fallback
 
 
 class ScrewChainJoint(ProductOfExponentialsJoint):
@@ -187,23 +182,23 @@ def load_mjcf(
         if joint_limits:
             limits += _limits(model, spec, joints, report)
     nodes = dict(sorted(nodes.items()))
-    static, contact = parts.geoms(model, nodes, owners, report)
+    static, contact = geoms(model, nodes, owners, report)
     dof_index = _dof_index(model, spec_joints)
     specs = parts.apply_keyframe(model, specs, spec_joints, key, report)
     specs = parts.apply_actuators(model, specs, spec_joints, key, report)
     torque = parts.actuator_torque(model, spec_joints, key, dof_index, report)
-    equalities = parts.equalities(model, specs, spec_joints, nodes, owners, dof_index, report)
+    closures = equalities(model, specs, spec_joints, nodes, owners, dof_index, report)
     report.finish()
     bodies = tuple(
-        Body(n.name, n.mass, n.moments, tuple(n.shapes), material=parts.material(n.materials))
+        Body(n.name, n.mass, n.moments, tuple(n.shapes), material=material(n.materials))
         for n in nodes.values()
     )
     model_name = bytes(model.names).split(b"\0", 1)[0].decode() or "mjcf"
     return Scene(
         name or model_name,
         bodies,
-        tuple(specs) + tuple(equalities.joints),
-        constraints=tuple(limits) + tuple(equalities.constraints),
+        tuple(specs) + tuple(closures.joints),
+        constraints=tuple(limits) + tuple(closures.constraints),
         static_shapes=tuple(static),
         gravity=np.asarray(model.opt.gravity, dtype=float),
         dt=float(model.opt.timestep),
