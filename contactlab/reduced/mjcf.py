@@ -42,7 +42,7 @@ from contactlab import se3
 from contactlab.errors import ConfigurationError
 from contactlab.reduced import mjcf_parts as parts
 from contactlab.reduced.constraints import JointLimit
-from contactlab.reduced.joints import ProductOfExponentialsJoint
+from contactlab.reduced.joints import _LinearScrewJoint
 from contactlab.reduced.mjcf_constraints import equalities
 from contactlab.reduced.mjcf_geoms import geoms, material
 from contactlab.reduced.mjcf_parts import name_of, pose
@@ -72,22 +72,13 @@ def _compile(source: str | Path) -> Any:
         raise ConfigurationError(f"cannot compile MJCF {text[:80]!r}: {err}") from err
 
 
-class ScrewChainJoint(ProductOfExponentialsJoint):
+class ScrewChainJoint(_LinearScrewJoint):
     """``Q = exp([xi_1] q_1) ... exp([xi_n] q_n)`` for screws ``xi`` (n, 6) of the joint frame.
 
     Hinges (``|omega| = 1``, ``omega . v = 0``) and slides (``omega = 0``): the
     reduced model expands it into revolute and prismatic nodes
     (:meth:`screw_chain`).
     """
-
-    def __init__(self, screws: Array) -> None:
-        self.screws = np.array(screws, dtype=float).reshape(-1, 6)
-        self.ndof = len(self.screws)
-        self.screws.setflags(write=False)
-
-    def factors(self, q: Array) -> tuple[Array, Array, Array, Array, Array]:
-        n = self.ndof
-        return np.eye(4), np.asarray(self.screws), q, np.eye(n), np.zeros((n, n, n))
 
     def screw_chain(self) -> tuple[list[Array], Array]:
         """No constant factors between the screws (see :meth:`TransformJoint.screw_chain`)."""
