@@ -205,7 +205,6 @@ def apply_keyframe(
     specs: list[JointSpec],
     spec_joints: list[list[int]],
     key: tuple[Array, Array, Array] | None,
-    report: Report,
 ) -> list[JointSpec]:
     """The keyframe's ``qpos`` and ``qvel`` as ``q0`` and ``qdot0`` of each joint."""
     if key is None:
@@ -316,7 +315,6 @@ def apply_actuators(
     specs: list[JointSpec],
     spec_joints: list[list[int]],
     key: tuple[Array, Array, Array] | None,
-    report: Report,
 ) -> list[JointSpec]:
     """Linear servos as joint stiffness, damping and rest (``tau = -K (q - r) - D qdot``)."""
     linear = [a for a in _actuators(model, key, Report(False)) if a.linear]
