@@ -25,9 +25,10 @@ what is not imported.  The user guide is ``docs/mjcf.md``.
   formulation expands to revolute and prismatic nodes with massless links.
 * **Per-coordinate dynamics** (``dof_*`` arrays): ``armature`` (rotor inertia
   on the diagonal of M), ``damping``, ``stiffness`` with ``springref``.
-* **Massless bodies** merge into their parent (MuJoCo gives every body that
-  moves a mass; a light body between joints, ``<compiler boundmass>``, is a
-  body like any other).
+* **Massless bodies** without joints merge into their parent.  MuJoCo compiles
+  a massless body on joints when a body with mass is welded to it: the joints
+  then move that body (one such body; several are an error), and the massless
+  body's other children hang from it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ Array = np.ndarray
 
 #: MuJoCo joint types (mjtJoint) -> contactlab kind
 _KINDS = {0: "free", 1: "spherical", 2: "prismatic", 3: "revolute"}
-_MJ_NAMES = {0: "free", 1: "ball", 2: "slide", 3: "hinge"}
 
 
 def _compile(source: str | Path) -> Any:
