@@ -316,20 +316,21 @@ def _per_coordinate(values: Array) -> Any:
 def _limits(
     model: Any, spec: JointSpec, joints: list[int], report: parts.Report
 ) -> list[JointLimit]:
+    """Joint ranges as a :class:`JointLimit` on the coordinates ``qpos - qpos0``."""
     limited = [j for j in joints if model.jnt_limited[j]]
     if not limited:
         return []
-    if len(joints) > 1 or spec.kind not in ("revolute", "prismatic"):
+    hinges = all(int(model.jnt_type[j]) in (2, 3) for j in joints)
+    if not hinges or len(limited) < len(joints):
         for j in limited:
             report.add(
                 "joint range",
-                f"joint {name_of(model.joint(j), f'joint{j}')!r}",
-                "limits are imported for bodies with one hinge or slide",
+                repr(name_of(model.joint(j), f"joint{j}")),
+                "limits are imported for hinges and slides whose body's joints are all limited",
             )
         return []
-    j = limited[0]
-    q0 = float(model.qpos0[model.jnt_qposadr[j]])
-    lower, upper = (float(v) - q0 for v in model.jnt_range[j])
+    q0 = np.array([model.qpos0[model.jnt_qposadr[j]] for j in joints])
+    lower, upper = (np.array([model.jnt_range[j][k] for j in joints]) - q0 for k in (0, 1))
     return [JointLimit(spec.name, lower, upper)]
 
 

@@ -321,3 +321,23 @@ def test_armature_agrees_with_pinocchios_crba_and_aba():
         M = np.triu(M) + np.triu(M, 1).T
         assert _rel(ours.mass_matrix(q), M) < 1e-12
         assert _rel(ours.forward_dynamics(q, qd, tau), pin.aba(peer, data, q, qd, tau)) < 1e-12
+
+
+def test_joint_ranges_of_a_two_hinge_body_hold_in_a_run():
+    # a hip with two limited hinges (one with a ref) falls against its limits under gravity
+    xml = """<mujoco><compiler angle="radian"/><option timestep="0.002"/><worldbody>
+      <body name="leg" pos="0 0 1">
+      <joint name="a" type="hinge" axis="1 0 0" range="-0.3 0.2" ref="0.1"/>
+      <joint name="b" type="hinge" axis="0 1 0" range="-0.25 0.4"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0.1 -0.4" size="0.03"/></body></worldbody>
+      </mujoco>"""
+    scene = load_mjcf(xml, joint_limits=True)
+    (limit,) = scene.constraints
+    np.testing.assert_allclose(limit.lower, [-0.4, -0.25])  # range - ref
+    np.testing.assert_allclose(limit.upper, [0.1, 0.4])
+    run = Simulator(scene, "reduced", "frictionless", "lemke").run(steps=400)
+    q = run.trajectory["q"]
+    assert np.all(q >= limit.lower - 1e-6) and np.all(q <= limit.upper + 1e-6)
+    assert np.any(
+        np.isclose(q[-1], limit.lower, atol=1e-3) | np.isclose(q[-1], limit.upper, atol=1e-3)
+    )
