@@ -166,7 +166,7 @@ def load_mjcf(
         parent_name = None if owner < 0 else nodes[owner].name
         before = np.eye(4) if owner < 0 else se3.inverse(nodes[owner].inertial)
         spec = _joint_spec(
-            model, node.name, parent_name, before @ placed, joints, after @ node.inertial
+            model, node.name, parent_name, before @ placed, joints, after @ node.inertial, report
         )
         specs.append(spec)
         spec_joints.append(joints)
@@ -238,7 +238,13 @@ def _carriers(model: Any) -> dict[int, int]:
 
 
 def _joint_spec(
-    model: Any, body: str, parent: str | None, placed: Array, joints: list[int], inertial: Array
+    model: Any,
+    body: str,
+    parent: str | None,
+    placed: Array,
+    joints: list[int],
+    inertial: Array,
+    report: parts.Report,
 ) -> JointSpec:
     """The joint of a body: ``E_body = E_parent placed exp([xi_1] q_1) ... inertial``.
 
@@ -270,6 +276,16 @@ def _joint_spec(
     }
     if len(joints) == 1:
         j, kind = joints[0], _KINDS[types[0]]
+        if kind in ("free", "spherical") and (
+            np.any(dynamics["armature"] > 0) or np.any(np.asarray(dynamics["damping"]) > 0)
+        ):
+            report.add(
+                "armature and damping of ball and free joints",
+                repr(names[0]),
+                "MuJoCo applies them to angular (and world linear) velocities, contactlab's "
+                "coordinates are exponential coordinates",
+            )
+            dynamics.update(armature=0.0, damping=0.0)
         # a free joint moves the body frame itself; the others act at jnt_pos
         at = se3.make_transform(None, np.asarray(model.jnt_pos[j], dtype=float))
         if kind == "free":

@@ -210,3 +210,16 @@ def test_unsupported_actuators_are_reported_by_name():
     with pytest.warns(Warning, match=r"MJCF actuators not imported \('filtered'\)"):
         scene = load_mjcf(xml, keyframe=None)
     assert scene.joint_torque is not None  # the motor is kept
+
+
+def test_armature_and_damping_of_free_and_ball_joints_are_reported():
+    xml = (
+        "<mujoco><worldbody><body name='b'><freejoint name='root'/><geom type='sphere' "
+        "size='0.1'/><body pos='0 0 0.3'><joint name='neck' type='ball' damping='0.1'/>"
+        "<geom type='sphere' size='0.1'/></body></body></worldbody></mujoco>"
+    )
+    with pytest.warns(
+        Warning, match=r"armature and damping of ball and free joints not imported \('neck'\)"
+    ):
+        scene = load_mjcf(xml)
+    assert scene.joints[1].damping == 0.0
