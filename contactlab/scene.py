@@ -167,6 +167,10 @@ class JointSpec:
         formulation; also used to place bodies initially).
     stiffness, damping, rest : joint spring [N m/rad or N/m], damper
         [N m s/rad or N s/m] and rest coordinates (Sueda's notes §2.5).
+    armature : reflected rotor inertia per coordinate [kg m^2 or kg], a scalar
+        for every coordinate of the joint or one value per coordinate, >= 0:
+        ``diag(armature)`` is added to the reduced mass matrix (MuJoCo's
+        ``armature``; the maximal formulation refuses a joint with one).
     friction : per-joint friction description (joint contact geometry and
         coefficient) used by joint-friction models, or ``None``.
     closes_loop : ``True`` for a joint that closes a kinematic loop; the
@@ -186,6 +190,7 @@ class JointSpec:
     stiffness: float = 0.0
     damping: float = 0.0
     rest: Any = None  # array-like on input, a float array after validation
+    armature: Any = 0.0  # a number or array-like on input, a float array after validation
     friction: Any = None
     closes_loop: bool = False
 
@@ -211,6 +216,14 @@ class JointSpec:
                 if not np.all(np.isfinite(arr)):
                     raise ConfigurationError(f"joint {self.name!r}: {key} must be finite")
                 object.__setattr__(self, key, arr)
+        armature = np.atleast_1d(np.array(self.armature, dtype=float))
+        if armature.ndim != 1 or not np.all(np.isfinite(armature)) or np.any(armature < 0):
+            raise ConfigurationError(
+                f"joint {self.name!r}: armature must be finite and >= 0 [kg m^2 or kg], one "
+                f"number or one per coordinate, got {self.armature!r}"
+            )
+        armature.setflags(write=False)
+        object.__setattr__(self, "armature", armature)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,12 @@ class MaximalFormulation(Formulation):
                 "moments of inertia (taken as a model file states them); the maximal "
                 "formulation needs positive definite body inertias: use the reduced formulation"
             )
+        rotor = next((j.name for j in scene.joints if np.any(j.armature > 0)), None)
+        if rotor is not None:
+            raise ConfigurationError(
+                f"joint {rotor!r} has armature (rotor inertia on its coordinate), which the "
+                "maximal formulation cannot represent (no joint coordinates); use the reduced one"
+            )
         self.integrator = integ.check_integrator(integrator)
         self.jacobian = integ.check_jacobian(jacobian)
         self.projection = integrator != integ.DEFAULT if projection is None else bool(projection)

@@ -11,7 +11,7 @@
  *
  * Node layout: topo (n, 6) int64 = parent, kind, first coordinate, number of
  * coordinates, row in ext, end of subtree; geom (n + 1, 75) float64 (offsets
- * below, last row = gravity); dofp (3, nq) = stiffness, damping, rest position;
+ * below, last row = gravity); dofp (4, nq) = stiffness, damping, rest position, armature;
  * ext (m, 88) = Q (16), S (36), Sdot (36) of OTHER nodes.
  */
 #define PY_SSIZE_T_CLEAN
@@ -384,7 +384,7 @@ static void forward_dynamics(Kernels *k, const double *ext, const double *q, con
                     U[6 * r + a] = s;
                 }
             if (nd == 1) {
-                double d = 0.0;
+                double d = dofp[3 * nq + k0];
                 for (int r = 0; r < 6; r++) d += Sb[6 * r] * U[6 * r];
                 Dinv[0] = 1.0 / d;
             } else {
@@ -395,6 +395,7 @@ static void forward_dynamics(Kernels *k, const double *ext, const double *q, con
                         for (int r = 0; r < 6; r++) s += Sb[6 * r + a] * U[6 * r + b];
                         D[6 * a + b] = s;
                     }
+                for (int64_t a = 0; a < nd; a++) D[6 * a + a] += dofp[3 * nq + k0 + a];
                 spd_inverse(D, (int)nd, Dinv);
             }
             for (int64_t a = 0; a < nd; a++) {
@@ -505,6 +506,7 @@ static void inverse_dynamics(Kernels *k, const double *ext, const double *q, con
             for (int r = 0; r < 6; r++) s += Sb[6 * r + a] * F[r];
             const int64_t j = k0 + a;
             tau[j] = s + dofp[j] * (q[j] - dofp[2 * nq + j]) + dofp[nq + j] * qd[j];
+            tau[j] += dofp[3 * nq + j] * qdd[j];
         }
     }
 }
@@ -641,6 +643,7 @@ static void mass_matrix(Kernels *k, const double *ext, const double *q, double *
             j = p;
         }
     }
+    for (Py_ssize_t j = 0; j < nq; j++) M[j * nq + j] += k->dofp[3 * nq + j];
 }
 
 /* ---------------------------------------------------------------- Python glue */
@@ -765,11 +768,11 @@ static int Kernels_init(Kernels *self, PyObject *args, PyObject *kwds)
     Py_ssize_t n = PyArray_DIM((PyArrayObject *)topo, 0);
     if (!check_array(geom, 2, n + 1, NGEOM, 0, "geom")) return -1;
     if (!PyArray_Check(dofp) || PyArray_NDIM((PyArrayObject *)dofp) != 2) {
-        PyErr_SetString(PyExc_TypeError, "dofp must be a float64 array of shape (3, nq)");
+        PyErr_SetString(PyExc_TypeError, "dofp must be a float64 array of shape (4, nq)");
         return -1;
     }
     Py_ssize_t nq = PyArray_DIM((PyArrayObject *)dofp, 1);
-    if (!check_array(dofp, 2, 3, nq, 0, "dofp")) return -1;
+    if (!check_array(dofp, 2, 4, nq, 0, "dofp")) return -1;
     const int64_t *t = (const int64_t *)PyArray_DATA((PyArrayObject *)topo);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int64_t *tp = t + NTOPO * i;

@@ -466,4 +466,5 @@ def inverse_dynamics_derivatives_composite(topo, geom, dofp, ext, q, qd, qdd, fe
     for k in range(nq):
         out_q[k, k] += dofp[0, k]
         out_qd[k, k] += dofp[1, k]
+        M[k, k] += dofp[3, k]
     return out_q, out_qd, M

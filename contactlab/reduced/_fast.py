@@ -16,7 +16,8 @@ the body inertia diagonal ``(Ixx, Iyy, Izz, m, m, m)``, ``Ad(frame_child)``
 and the constant body-frame joint column of revolute and prismatic nodes.
 The extra last row holds gravity (world frame).
 
-``dofp`` (3, nq): joint stiffness, damping and rest position per coordinate.
+``dofp`` (4, nq): joint stiffness, damping, rest position and armature (rotor
+inertia added to the diagonal of ``M``) per coordinate.
 
 ``ext`` (m, 88): ``Q`` (16), ``S`` (36) and ``Sdot`` (36) of the ``OTHER``
 nodes, evaluated by their joint objects before the call.
@@ -541,7 +542,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
                         s += M[r, m] * Sb[i, m, a]
                     U[i, r, a] = s
             if nd == 1:
-                d = 0.0
+                d = dofp[3, k0]
                 for r in range(6):
                     d += Sb[i, r, 0] * U[i, r, 0]
                 Dinv[i, 0, 0] = 1.0 / d
@@ -553,6 +554,7 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
                         for r in range(6):
                             s += Sb[i, r, a] * U[i, r, b]
                         D[a, b] = s
+                    D[a, a] += dofp[3, k0 + a]
                 _spd_inverse(D, Dinv[i])
             for a in range(nd):
                 s = tt[k0 + a]
@@ -664,8 +666,8 @@ def rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F):  # noqa: AN
 
 
 @njit(cache=True)
-def _joint_torques(topo, dofp, q, qd, Sb, F):  # noqa: ANN001, ANN202
-    """Applied torques ``Sb_i^T F_i`` minus the joint springs and dampers."""
+def _joint_torques(topo, dofp, q, qd, qdd, Sb, F):  # noqa: ANN001, ANN202
+    """Applied torques ``Sb_i^T F_i + armature qdd`` minus the joint springs and dampers."""
     n = topo.shape[0]
     tau = np.empty(dofp.shape[1])
     for i in range(n):
@@ -676,6 +678,7 @@ def _joint_torques(topo, dofp, q, qd, Sb, F):  # noqa: ANN001, ANN202
                 s += Sb[i, r, a] * F[i, r]
             k = k0 + a
             tau[k] = s + dofp[0, k] * (q[k] - dofp[2, k]) + dofp[1, k] * qd[k]
+            tau[k] += dofp[3, k] * qdd[k]
     return tau
 
 
@@ -691,7 +694,7 @@ def inverse_dynamics(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, 
     A = np.empty((n, 6))
     F = np.empty((n, 6))
     rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F)
-    return _joint_torques(topo, dofp, q, qd, Sb, F)
+    return _joint_torques(topo, dofp, q, qd, qdd, Sb, F)
 
 
 @njit(cache=True)
@@ -837,4 +840,6 @@ def mass_matrix(topo, geom, dofp, ext, q):  # noqa: ANN001, ANN201
                     for r in range(6):
                         Fc[a, r] = Fn[a, r]
             j = p
+    for k in range(nq):
+        M[k, k] += dofp[3, k]
     return M

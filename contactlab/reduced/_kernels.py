@@ -320,14 +320,16 @@ def jacobian_transpose_product(parent, X, Sb, ndof, dof0, y, nq):  # noqa: ANN00
 
 @njit(cache=True)
 def hybrid_dynamics(  # noqa: ANN201, PLR0913
-    parent, X, Sb, Sbd, ndof, dof0, qdot, V, inertia, Fext, tau, prescribed, qddot_in
+    parent, X, Sb, Sbd, ndof, dof0, qdot, V, inertia, Fext, tau, prescribed, qddot_in, armature
 ):  # noqa: ANN001
     """Recursive hybrid dynamics in body frames (REDMAX supplement, Alg. 6).
 
     Nodes with ``prescribed[i]`` take ``qddot_in`` and report the torque that
     produces it; the others take ``tau`` and return their acceleration.
     ``Fext`` are applied body wrenches (n, 6) (gravity included); joint
-    forces are in ``tau``.  Returns ``(qddot, tau_out, Vdot)``.
+    forces are in ``tau``; ``armature`` (nq,) is the rotor inertia added to the
+    diagonal of ``M`` (``D = S^T U + diag(armature)``, ``tau = S^T f + a qddot``).
+    Returns ``(qddot, tau_out, Vdot)``.
 
     Per node (body frames, ``X`` the parent-to-child adjoint):
     ``Mh = M + sum_c X_c^T Pi_c X_c``,
@@ -381,12 +383,13 @@ def hybrid_dynamics(  # noqa: ANN201, PLR0913
                         s += M[r, m] * Sb[i, m, c]
                     U[i, r, c] = s
             if k == 1:
-                Psi[i, 0, 0] = 1.0 / _col_dot(Sb[i], 0, U[i, :, 0])
+                Psi[i, 0, 0] = 1.0 / (_col_dot(Sb[i], 0, U[i, :, 0]) + armature[dof0[i]])
             else:
                 D = np.empty((k, k))
                 for a in range(k):
                     for b in range(k):
                         D[a, b] = _col_dot(Sb[i], a, U[i, :, b])
+                    D[a, a] += armature[dof0[i] + a]
                 Psi[i, :k, :k] = np.linalg.inv(D)
             _mv_into(M, eta[i], t1)
             for r in range(6):
@@ -447,5 +450,6 @@ def hybrid_dynamics(  # noqa: ANN201, PLR0913
         for r in range(6):
             t2[r] += Bh[i, r]
         for c in range(k):
-            tau_out[dof0[i] + c] = _col_dot(Sb[i], c, t2)
+            j = dof0[i] + c
+            tau_out[j] = _col_dot(Sb[i], c, t2) + armature[j] * qddot[j]
     return qddot, tau_out, Vdot

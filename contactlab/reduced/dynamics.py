@@ -52,10 +52,16 @@ def joint_forces(tree: Tree, q: Array, qdot: Array) -> Array:
 
 
 def mass_matrix(kin: Kinematics) -> Array:
-    """``M_r = J^T M J`` (nq, nq) (Sueda's notes, eq. 2.18)."""
+    """``M_r = J^T M J + diag(armature)`` (nq, nq) (Sueda's notes, eq. 2.18).
+
+    The joints' armature (reflected rotor inertia, ``JointSpec.armature``) adds
+    kinetic energy ``a qdot^2 / 2`` per coordinate, so it enters the diagonal only.
+    """
     J = kin.J
     m = kin.tree.scene_inertia.reshape(-1)
-    return J.T @ (m[:, None] * J)
+    M = J.T @ (m[:, None] * J)
+    M[np.diag_indices_from(M)] += kin.tree.per_dof("armature")
+    return M
 
 
 def reduced_forces(kin: Kinematics, tau: Array | None = None) -> Array:
@@ -106,7 +112,11 @@ def free_momentum(
         explicit = inertia * kin.phi + h * asm.coriolis(inertia, kin.phi)
         p[:, :3] = explicit[:, :3]
     p += h * (applied_wrenches(tree, kin) - inertia * kin.bias_acceleration)
-    f = kin.JT_times(p) + h * joint_forces(tree, kin.q, kin.qdot)
+    f = (
+        kin.JT_times(p)
+        + tree.per_dof("armature") * kin.qdot
+        + h * joint_forces(tree, kin.q, kin.qdot)
+    )
     return f if tau is None else f + h * tau
 
 
@@ -160,6 +170,7 @@ def energies(kin: Kinematics) -> dict[str, float]:
     tree = kin.tree
     scene = tree.scene
     kinetic = 0.5 * float(np.sum(tree.scene_inertia * kin.phi**2))
+    kinetic += 0.5 * float(np.sum(tree.per_dof("armature") * kin.qdot**2))
     gravity = asm.gravity_energy(tree.scene_inertia, scene.gravity, kin.E)
     k = tree.per_dof("stiffness")
     spring = 0.5 * float(np.sum(k * (kin.q - tree.per_dof("rest")) ** 2))

@@ -319,8 +319,13 @@ class Model:
         self.geom = np.ascontiguousarray(np.array(geom + [header]).reshape(n + 1, _fast.NGEOM))
         self.dofp = np.ascontiguousarray(
             np.array(
-                [tree.per_dof("stiffness"), tree.per_dof("damping"), tree.per_dof("rest")]
-            ).reshape(3, self.nq)
+                [
+                    tree.per_dof("stiffness"),
+                    tree.per_dof("damping"),
+                    tree.per_dof("rest"),
+                    tree.per_dof("armature"),
+                ]
+            ).reshape(4, self.nq)
         )
         self.body_node = np.array(body_node, dtype=np.int64)
         self.screw_only = all(k in (_fast.FIXED, _fast.REVOLUTE, _fast.PRISMATIC) for k in kind)

@@ -6,7 +6,8 @@ frame ``i`` is contactlab's child-side joint frame ``E_i frame_child``: joint
 frame_parent_i`` and its body (centre of mass, principal axes) at
 ``frame_child_i^{-1}``.  Joint coordinates, velocities and torques are then
 the same numbers in both libraries (Pinocchio orders twists linear first,
-contactlab angular first; scalar joint coordinates do not see it).
+contactlab angular first; scalar joint coordinates do not see it).  The
+joints' armature is Pinocchio's ``model.armature``.
 
 :class:`PinocchioCoordinates` maps a tree to a Pinocchio model built
 independently (by Pinocchio's own URDF parser), and :func:`dynamics_errors`
@@ -64,6 +65,7 @@ def to_pinocchio(tree: Tree) -> Any:
             pin.SE3.Identity(),
         )
         ids.append(jid)
+    model.armature = np.array(tree.per_dof("armature"))  # rotor inertia, as in contactlab's M
     return model
 
 

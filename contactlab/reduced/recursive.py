@@ -64,6 +64,7 @@ def recursion(
         tau,
         prescribed,
         qddot_in,
+        tree.per_dof("armature"),
     )
     return qddot, tau_out
 
