@@ -286,6 +286,18 @@ class _Anderson:
         return np.maximum(x + theta * f - (dX + theta * dF) @ gamma, 0.0)
 
 
+def shift_note(form: Any) -> str:
+    """What the result says when the normal matrix had to be shifted to factor
+    (:meth:`solvers.backends.fc_ipm.Normal.factor`); empty when it never had to."""
+    normal = form._normal
+    if normal is None or not normal.shifted:
+        return ""
+    return (
+        f"; normal matrix regularised on {normal.shifted} factorisations (diagonal shift up to "
+        f"{normal.largest_shift:g} of its largest entry)"
+    )
+
+
 class IPMBackend(FrictionBackend):
     """Primal-dual interior point on the velocity form (:mod:`solvers.backends.fc_ipm`).
 
@@ -794,6 +806,7 @@ class IPMBackend(FrictionBackend):
             + (" (the fixed point rerun after Newton's finish)" if rerun else "")
             + (" (then the plain fixed point as fallback)" if fallback else "")
             + f" (tol {opts.tol:g}; {reason})"
+            + shift_note(form)
         )
         capped = reason in ("cap", "stalled") or total >= cap or newton_its >= newton_cap > 0
         if capped and res > opts.tol:
@@ -888,7 +901,13 @@ class IPMBackend(FrictionBackend):
             f = shift_of_u() - x
             if mode == "newton" and (best is None or res <= best[0]):
                 # a new best round: linearise here, Newton's step within a trust region
-                jvp = self._linearise(form, problem, C, kind, u)
+                try:
+                    jvp = self._linearise(form, problem, C, kind, u)
+                except ValueError:
+                    # its normal matrix does not factor, even shifted: Anderson from here on
+                    mode, best = self.fallback, None
+                    x = mixer.step(x, f, res)
+                    continue
                 op = spla.LinearOperator((nc, nc), matvec=jvp, dtype=np.float64)
                 step = np.asarray(spla.gmres(op, f, rtol=self.krylov_tol, restart=30, maxiter=1)[0])
                 bound = self.trust * float(np.abs(f).max())
