@@ -999,6 +999,8 @@ class VelocityForm:
         self.last: tuple[Vec, Vec, Vec, Vec] | None = None
         self._C, self._dinv = C, dinv
         self._normal: Normal | None = None
+        #: Iterates of :func:`ipm_ccp` on a cone's boundary pushed back inside, in all.
+        self.recentred = 0
         self._sparse: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -1258,6 +1260,10 @@ def take_step(v, s, z, y, alpha, dv, ds, dz, dy):  # type: ignore[no-untyped-def
         y[i] += alpha * dy[i]
 
 
+#: Iterates on a cone's boundary pushed back inside before :func:`ipm_ccp` gives up
+#: ("stalled on the cone boundary").
+RECENTRE = 5
+
 #: Why a run of :func:`ccp_blocks` stopped (its codes, the reasons :func:`ipm_ccp` reports).
 _REASONS = (
     "cap",
@@ -1273,7 +1279,7 @@ _REASONS = (
 def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     bptr, cp, ci, cd, tp, ti, td, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, slot,
     values, first, second, lptr, lrows, rptr, rcols, rslot, L, perm, fptr, fidx, fval, fd,
-    q, kind, mu, dirs, row_lo, nc, qnorm, u, ftmp, v, s, z, wh, tol, max_iter, far,
+    q, kind, mu, dirs, row_lo, nc, qnorm, u, ftmp, v, s, z, wh, tol, max_iter, far, wdiag,
 ):  # fmt: skip
     """:func:`ipm_ccp`'s loop in one call: no bilateral rows, ``K`` by 6x6 blocks.
 
@@ -1299,7 +1305,7 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
     checked = False
     it = 0
     sigma = 0.0
-    shifted, largest = 0, 0.0
+    shifted, largest, recentred = 0, 0.0, 0
     while True:
         csr_mul(tp, ti, td, z, r)
         if far > 0.0 and checked and res > far * tol and it < max_iter:
@@ -1325,8 +1331,15 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
         )
         mu_c = gap / max(nb, 1)
         if margin_s <= 0.0 or margin_z <= 0.0:
-            code = 3
-            break
+            if recentred >= RECENTRE:
+                code = 3
+                break
+            # an iterate on a cone's boundary (rounding): pushed back inside (ipm_ccp)
+            recentred += 1
+            t = math.sqrt(max(mu_c, 1e-300))
+            push_interior(bptr, s, t * math.sqrt(max(wdiag, 1e-300)))
+            push_interior(bptr, z, t / math.sqrt(max(wdiag, 1e-300)))
+            continue
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
         fill_normal(nv, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, theta, slot, values)
         alpha, finite = 0.0, False
@@ -1371,7 +1384,7 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
         take_step(v, s, z, y, alpha, dv, ds, dz, dy)
     if best <= res or not math.isfinite(res):
         r, res = best_r, best
-    return r, it, res, code, shifted, largest
+    return r, it, res, code, shifted, largest, recentred
 
 
 @njit(cache=True)
@@ -1439,6 +1452,15 @@ def ipm_ccp(
     residual falls by at most a factor 7 per iteration: with ``far = 30`` the iteration
     counts of 100- and 200-box steps are unchanged and a 200-box step takes 8 % less
     time; a run that stops for another reason returns its best checked iterate).
+
+    Breakdowns of rounding are repaired, not reported: a normal matrix that does not
+    factor (or gives directions that are not finite) is shifted (:meth:`Normal.factor`);
+    an iterate that a step of 0.99 of the way to the boundary leaves on a cone's boundary
+    is pushed back inside by ``sqrt(s'z / blocks)`` (split by ``W``'s mean diagonal), at
+    most :data:`RECENTRE` times (``form.recentred`` counts them).  On the 10-box pile's
+    box-law step posed as the CCP on the exact cone, the iteration stopped on the
+    boundary at 8.6e-8 with every BLAS kernel set; pushed back, it reaches 6.2e-9 in 20
+    iterations and 9.2e-10 in 28 (ADMM: 8.3e-10 in 1,641; ``nsgs`` stalls at 8.3e-8).
     """
     problem = form.problem
     bptr, normal = form.bptr, form.normal
@@ -1487,19 +1509,20 @@ def ipm_ccp(
                     return r, 0, res, "converged"
                 return np.zeros(problem.n), 0, np.inf, "not finite"
         chol = normal.blocks()
-        r, it, res, code, shifted, largest = ccp_blocks(
+        r, it, res, code, shifted, largest, recentred = ccp_blocks(
             bptr, cp, ci, cd, tp, ti, td, normal.dinv_inv, normal.gptr, normal.gsoc,
             normal.rowblk, normal.cptr, normal.jptr, normal.jval, normal.slot, normal.values,
             chol.first, chol.second, chol.lptr, chol.lrows, chol.rptr, chol.rcols, chol.rslot,
             chol.L, chol.perm, residual.fptr, residual.fidx, residual.fval, residual.fd,
             residual.q, residual.kind, residual.mu, residual.dirs, residual.row_lo,
             residual.nc, residual.qnorm, residual.out, residual.tmp, v, s, z, wh, tol, max_iter,
-            -1.0 if far is None else far,
+            -1.0 if far is None else far, max(wdiag, 1e-300),
         )  # fmt: skip
         res = float(res)
         reason = "converged" if res <= tol else _REASONS[code]
         normal.shifted += int(shifted)
         normal.largest_shift = max(normal.largest_shift, float(largest))
+        form.recentred += int(recentred)
         form.last = (v, s, z, y)
         return r, int(it), res, reason
     rb_part = np.zeros(problem.n)
@@ -1512,6 +1535,7 @@ def ipm_ccp(
     checked = False
     it = 0
     sigma = 0.0
+    recentred = 0
     while True:
         csr_mul(tp, ti, td, z, r)
         if mb:
@@ -1539,8 +1563,17 @@ def ipm_ccp(
         )
         mu_c = gap / max(nb, 1)
         if margin_s <= 0.0 or margin_z <= 0.0:
-            reason = "stalled on the cone boundary"
-            break
+            if recentred >= RECENTRE:
+                reason = "stalled on the cone boundary"
+                break
+            # an iterate on a cone's boundary (a step of 0.99 of the way rounded onto it):
+            # both pushed back inside by the square root of the mean gap per block, split
+            # by the mean diagonal of W (s about W z), and the iteration goes on
+            recentred += 1
+            t = math.sqrt(max(mu_c, 1e-300))
+            push_interior(bptr, s, t * math.sqrt(max(wdiag, 1e-300)))
+            push_interior(bptr, z, t / math.sqrt(max(wdiag, 1e-300)))
+            continue
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
         floor: float | None = 0.0
         while floor is not None:
@@ -1581,5 +1614,6 @@ def ipm_ccp(
         r, res = best_r, best
     if res <= tol:
         reason = "converged"
+    form.recentred += recentred
     form.last = (v, s, z, y)
     return r, it, res, reason

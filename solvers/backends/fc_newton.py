@@ -234,7 +234,10 @@ class _MinNewton:
         sorted indices)."""
         self.problem = problem
         C = sp.csr_matrix(C)
-        C.sort_indices()
+        if not C.has_sorted_indices:
+            # sorted on a copy: the caller's matrix (and arrays made from it) stay as they are
+            C = C.copy()
+            C.sort_indices()
         self.n, self.nv = C.shape
         self.nc = problem.nc
         self.C = C

@@ -288,14 +288,17 @@ class _Anderson:
 
 def shift_note(form: Any) -> str:
     """What the result says when the normal matrix had to be shifted to factor
-    (:meth:`solvers.backends.fc_ipm.Normal.factor`); empty when it never had to."""
-    normal = form._normal
-    if normal is None or not normal.shifted:
-        return ""
-    return (
-        f"; normal matrix regularised on {normal.shifted} factorisations (diagonal shift up to "
-        f"{normal.largest_shift:g} of its largest entry)"
-    )
+    (:meth:`solvers.backends.fc_ipm.Normal.factor`) or iterates were pushed back inside
+    the cones (:func:`solvers.backends.fc_ipm.ipm_ccp`); empty when neither happened."""
+    normal, note = form._normal, ""
+    if normal is not None and normal.shifted:
+        note += (
+            f"; normal matrix regularised on {normal.shifted} factorisations (diagonal shift "
+            f"up to {normal.largest_shift:g} of its largest entry)"
+        )
+    if form.recentred:
+        note += f"; {form.recentred} iterates on a cone's boundary pushed back inside"
+    return note
 
 
 class IPMBackend(FrictionBackend):
