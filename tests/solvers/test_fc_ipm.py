@@ -653,8 +653,7 @@ def test_ipm_fused_loop_gives_the_python_loops_iterates(
     kernels in the same order: on a 30-box pile step (180 unknowns), cold to 1e-10, every
     iterate checked or every other one while far (``far=30``), the same impulses, last
     interior point, natural map, iteration count and reason, bit for bit (measured: soc
-    converges in 27 iterations; the pyramid stops at a failed factorisation after 23,
-    the same way on both paths)."""
+    converges in 27 iterations; the pyramid the same way on both paths)."""
     from solvers.backends.fc_ipm import FactorResidual, VelocityForm, ipm_ccp
 
     problem, _ = resting_pile_steps[cone][-1]
