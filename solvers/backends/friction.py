@@ -814,6 +814,12 @@ class IPMBackend(FrictionBackend):
             + (" (then the plain fixed point as fallback)" if fallback else "")
             + f" (tol {opts.tol:g}; {reason})"
             + shift_note(form)
+            + (
+                f"; Newton's matrix singular {built[0].singular} times (its proximal term "
+                "raised tenfold each)"
+                if built and built[0].singular
+                else ""
+            )
         )
         capped = reason in ("cap", "stalled") or total >= cap or newton_its >= newton_cap > 0
         if capped and res > opts.tol:
