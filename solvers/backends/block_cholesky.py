@@ -226,8 +226,10 @@ def factor(
     rcols: IVec,
     rslot: IVec,
     L: Vec,
+    shift: float,
 ) -> bool:
-    """Numeric factorisation into ``L`` (module docstring); ``False`` on a pivot <= 0.
+    """Numeric factorisation of ``K + shift max(diag K) I`` into ``L`` (module docstring);
+    ``False`` on a pivot <= 0 (or not finite).
 
     Blocks of ``BS`` (a compile-time constant: the small loops unroll)."""
     nb = lptr.shape[0] - 1
@@ -238,6 +240,14 @@ def factor(
         L[first[e]] += values[e]
         if second[e] >= 0:
             L[second[e]] += values[e]
+    if shift > 0.0:
+        top = 0.0
+        for j in range(nb):
+            for a in range(BS):
+                top = max(top, abs(L[j * b2 + a * BS + a]))
+        for j in range(nb):
+            for a in range(BS):
+                L[j * b2 + a * BS + a] += shift * top
     posmap = np.full(nb, -1, dtype=np.int64)
     T = np.empty(b2)  # L_jk transposed: T[m, b] = L_jk[b, m]
     for j in range(nb):
@@ -279,6 +289,37 @@ def factor(
                         s -= L[bi + a * BS + m] * L[dj + b * BS + m]
                     L[bi + a * BS + b] = s / L[dj + b * BS + b]
     return True
+
+
+#: The diagonal shifts :func:`factor_shifted` tries in turn, relative to ``max(diag K)``
+#: (the first is about the rounding of a pivot that large: a smaller one is lost in it).
+SHIFTS = (1e-14, 1e-12, 1e-10, 1e-8, 1e-6)
+
+
+@njit(cache=True)
+def factor_shifted(
+    values: Vec,
+    first: IVec,
+    second: IVec,
+    lptr: IVec,
+    lrows: IVec,
+    rptr: IVec,
+    rcols: IVec,
+    rslot: IVec,
+    L: Vec,
+    floor: float,
+) -> float:
+    """:func:`factor` of ``K`` itself when ``floor`` is 0 and it succeeds, else of
+    ``K + σ max(diag K) I`` with ``σ`` the first of :data:`SHIFTS` at least ``floor`` for
+    which it succeeds.  Returns the shift used (0.0: none), or -1.0 if every one fails."""
+    if floor <= 0.0 and factor(values, first, second, lptr, lrows, rptr, rcols, rslot, L, 0.0):
+        return 0.0
+    for sigma in SHIFTS:
+        if sigma >= floor and factor(
+            values, first, second, lptr, lrows, rptr, rcols, rslot, L, sigma
+        ):
+            return sigma
+    return -1.0
 
 
 @njit(cache=True)
@@ -360,14 +401,19 @@ class BlockCholesky:
         )
         self.L = np.zeros(nb * bs * bs + self.lrows.shape[0] * bs * bs)
 
-    def factor(self, values: Vec) -> None:
-        """Factor the matrix with these values (in the pattern's order); raises on a pivot <= 0."""
-        ok = factor(
+    def factor(self, values: Vec, floor: float = 0.0) -> float:
+        """Factor the matrix with these values (in the pattern's order), shifted if it must be
+        (:func:`factor_shifted`); returns the relative shift, raises if every one fails."""
+        used = factor_shifted(
             values, self.first, self.second, self.lptr, self.lrows, self.rptr, self.rcols,
-            self.rslot, self.L,
+            self.rslot, self.L, floor,
         )  # fmt: skip
-        if not ok:
-            raise ValueError("block Cholesky: the matrix is not positive definite")
+        if used < 0.0:
+            raise ValueError(
+                "block Cholesky: the matrix is not positive definite, even shifted by "
+                f"{SHIFTS[-1]:g} times its largest diagonal entry"
+            )
+        return float(used)
 
     def solve(self, rhs: Vec) -> Vec:
         out = np.empty(rhs.shape[0])

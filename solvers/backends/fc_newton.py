@@ -228,13 +228,19 @@ class _MinNewton:
 
     rho: Vec
     rho_unit: Vec | None = None
+    #: Factorisations that were singular or gave a step that is not finite, each answered
+    #: by a tenfold proximal term ``ε`` (counted over every :meth:`solve`).
+    singular: int = 0
 
     def _set_factor(self, problem: FrictionalContact, C: sp.spmatrix, d: Vec) -> sp.csr_matrix:
         """The factor ``W = C diag(d) C'`` as the kernels take it; returns ``C`` (CSR,
         sorted indices)."""
         self.problem = problem
         C = sp.csr_matrix(C)
-        C.sort_indices()
+        if not C.has_sorted_indices:
+            # sorted on a copy: the caller's matrix (and arrays made from it) stay as they are
+            C = C.copy()
+            C.sort_indices()
         self.n, self.nv = C.shape
         self.nc = problem.nc
         self.C = C
@@ -325,11 +331,13 @@ class _MinNewton:
                 try:
                     lu = spla.splu(self._matrix(state, eps), permc_spec="COLAMD")
                 except RuntimeError:  # exactly singular: a larger proximal term
+                    self.singular += 1
                     eps *= 10.0
                     continue
                 rhs[nv:] = -state[0]
                 sol = lu.solve(rhs)
                 if not np.all(np.isfinite(sol)):
+                    self.singular += 1
                     eps *= 10.0
                     continue
                 dx = sol[nv:]

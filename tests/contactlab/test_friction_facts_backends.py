@@ -68,8 +68,16 @@ OPTIONS_FOR: dict[tuple[str, str], dict[str, Any]] = {
     **{
         (model, name): {"solver_tol": 1e-8}
         for model in ("anitescu-hart", "box-friction", "coulomb")
-        for name in ("nsgs", "apgd", "admm")
+        for name in ("nsgs", "apgd", "admm", "ipm")
     },
+}
+
+#: (model, cone, backend) whose third-party solver breaks down with some BLAS kernel sets
+#: and not others, with the measured figure: reported as a failure, never as a wrong answer
+KERNEL_SENSITIVE: dict[tuple[str, Any, str], str] = {
+    # ECOS's interior point: numerical_error with OpenBLAS's Prescott kernels, optimal with
+    # the Haswell and SkylakeX ones
+    ("anitescu-hart", "soc", "cvxpy:ecos"): "numerical_error with OPENBLAS_CORETYPE=Prescott",
 }
 
 # (model, options, reference backend): the reference is an accurate backend of the model
@@ -130,8 +138,12 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
             # kkt fits the contact-free steps only
             assert name == "kkt"
             continue
-        if (model, options.get("cone"), name) in CAPPED:
-            assert sol.status == "max_iterations"
+        key = (model, options.get("cone"), name)
+        if key in CAPPED and sol.status == "max_iterations":
+            # honestly capped (whether the cap is reached depends on the last bits of the
+            # sweeps; converged, it must agree like any other backend)
+            continue
+        if key in KERNEL_SENSITIVE and sol.status == "numerical_error":
             continue
         if (model, name) in KNOWN_FAILURES:
             # reported as a failure, never as a wrong answer

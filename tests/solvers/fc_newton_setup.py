@@ -61,14 +61,18 @@ def check_piece_derivative(
 
 
 def check_finish(fc: FrictionalContact) -> Any:
-    """``ipm`` without the Newton finish (``newton=0``, ``max_iter=500``: no plain fallback)
-    stops at its cap above 1e-6; with it, ``optimal`` by way of Newton, judged by the layer's
-    own natural map of the returned impulses.  Returns the solution with the finish."""
-    before = solve(fc, "ipm", tol=1e-6, newton=0, max_iter=500)
-    assert before.status == "max_iterations", before.message
-    assert fc_residuals(fc, before.x)["natural_map"] > 1e-6
+    """``ipm`` with its Newton finish (default options) returns ``optimal`` at 1e-6, judged by
+    the layer's own natural map of the returned impulses; and its status is the truth about
+    its iterate on a budget too short for the fixed point alone (``newton=0``,
+    ``max_iter=100``): ``optimal`` exactly when that natural map is within the tolerance,
+    else ``max_iterations``.  (Whether the fixed point alone stops at its cap depends on the
+    BLAS kernels' rounding: on the 200-box pyramid step it caps at 500 iterations with
+    Haswell's and converges in 322 with SkylakeX's; neither is asserted.)  Returns the
+    solution with the finish."""
+    short = solve(fc, "ipm", tol=1e-6, newton=0, max_iter=100)
+    met = fc_residuals(fc, short.x)["natural_map"] <= 1e-6
+    assert short.status == ("optimal" if met else "max_iterations"), short.message
     after = solve(fc, "ipm", tol=1e-6)
     assert after.status == "optimal", after.message
-    assert "semismooth Newton" in after.message
     assert fc_residuals(fc, after.x)["natural_map"] <= 1e-6
     return after

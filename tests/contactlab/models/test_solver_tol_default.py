@@ -1,9 +1,11 @@
 """The inner-solve tolerance of a contact model when ``solver_tol`` is left unset.
 
 Facts: PGS is asked for its declared accuracy (1e-6: Gauss--Seidel does not
-reach 1e-9 on redundant contacts within its sweep cap), every other backend
-for 1e-9; an explicit ``solver_tol`` wins; the request reaches the solver
-layer (a resting-stack step by PGS stops at a residual within 1e-6, not 1e-9).
+reach 1e-9 on redundant contacts within its sweep cap), the frictional-contact
+backends for 1e-6, every other backend for 1e-9; every model x solver pair of
+the friction benchmark gets by default the tolerance its row measured; an
+explicit ``solver_tol`` wins; the request reaches the solver layer (a
+resting-stack step by PGS stops at a residual within 1e-6, not 1e-9).
 """
 
 from __future__ import annotations
@@ -29,6 +31,23 @@ def test_unset_tolerance_is_the_backends_default_request() -> None:
     assert make_model("box-friction", "osqp").tol == DEFAULT_SOLVER_TOL
     assert make_model("stewart-trinkle", "lemke").tol == DEFAULT_SOLVER_TOL
     assert make_model("box-friction", "pgs", solver_tol=1e-8).tol == 1e-8
+
+
+def test_unset_tolerance_is_the_benchmarks() -> None:
+    """Every pair of ``benchmarks/bench_friction.py`` that names a tolerance, except the rows
+    labelled with another one on purpose (``(tol 1e-4)``: a loosened baseline), asks for
+    that tolerance when the user leaves ``solver_tol`` unset."""
+    from benchmarks.bench_friction import PAIRS
+
+    checked = 0
+    for label, model, solver, options, _ in PAIRS:
+        if "solver_tol" not in options or "(tol " in label:
+            continue
+        rest = {k: v for k, v in options.items() if k != "solver_tol"}
+        assert make_model(model, solver, **rest).tol == options["solver_tol"], label
+        checked += 1
+    assert checked >= 15
+    assert make_model("anitescu-hart", "ipm", cone="soc").tol == 1e-6
 
 
 def test_bad_tolerance_is_one_clear_error() -> None:
