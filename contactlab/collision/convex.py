@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from contactlab.collision.table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 from solvers.jit import njit
 
 #: GJK stops when |v| - v.w/|v| < GJK_TOL (1 + |v|) [m].
@@ -70,13 +70,36 @@ TOUCH_TOL = 1e-9
 EPA_TOL = 1e-11
 EPA_MAX_VERTICES = 128
 _EPA_MAX_FACES = 12 * EPA_MAX_VERTICES
-_CAPSULE, _BOX, _CYLINDER = CAPSULE, BOX, CYLINDER
+_SPHERE, _CAPSULE, _BOX, _CYLINDER, _MESH = SPHERE, CAPSULE, BOX, CYLINDER, MESH
+#: The vertex array of a shape that is not a mesh hull.
+NO_VERTICES = np.zeros((0, 3))
 
 
 @njit(cache=True)
-def support(kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Support point of shape ``kind`` (pose ``R, p``; R's columns are its axes) along ``v``."""
+def support(
+    kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, V: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """Support point of shape ``kind`` (pose ``R, p``; R's columns are its axes) along ``v``.
+
+    ``V`` (nv, 3) holds a mesh hull's vertices in its own frame (read for
+    ``MESH`` only; the support of a vertex set is its vertex farthest along
+    ``v``, found by scanning them all).  A sphere enters as its centre.
+    """
     out = p.copy()
+    if kind == _SPHERE:
+        return out
+    if kind == _MESH:
+        l0 = R[0, 0] * v[0] + R[1, 0] * v[1] + R[2, 0] * v[2]
+        l1 = R[0, 1] * v[0] + R[1, 1] * v[1] + R[2, 1] * v[2]
+        l2 = R[0, 2] * v[0] + R[1, 2] * v[1] + R[2, 2] * v[2]
+        best, ib = -np.inf, 0
+        for i in range(V.shape[0]):
+            s = V[i, 0] * l0 + V[i, 1] * l1 + V[i, 2] * l2
+            if s > best:
+                best, ib = s, i
+        for i in range(3):
+            out[i] += R[i, 0] * V[ib, 0] + R[i, 1] * V[ib, 1] + R[i, 2] * V[ib, 2]
+        return out
     if kind == _BOX:
         for k in range(3):
             d = R[0, k] * v[0] + R[1, k] * v[1] + R[2, k] * v[2]
@@ -229,15 +252,17 @@ def _support_d(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     v: np.ndarray,
 ) -> tuple:
     """Support of ``D = A - B`` along ``v``: ``(a - b, a, b)``."""
-    a = support(kA, RA, pA, sA, v)
-    b = support(kB, RB, pB, sB, -v)
+    a = support(kA, RA, pA, sA, HA, v)
+    b = support(kB, RB, pB, sB, HB, -v)
     return a - b, a, b
 
 
@@ -260,6 +285,25 @@ def signed_distance(
     ``d`` [m] the signed distance, ``n`` the unit normal from B toward A,
     ``a, b`` witness points of A and B with ``a - b = d n``.
     """
+    return signed_distance_v(kA, RA, pA, sA, NO_VERTICES, kB, RB, pB, sB, NO_VERTICES, cutoff)
+
+
+@njit(cache=True)
+def signed_distance_v(
+    kA: int,
+    RA: np.ndarray,
+    pA: np.ndarray,
+    sA: np.ndarray,
+    HA: np.ndarray,
+    kB: int,
+    RB: np.ndarray,
+    pB: np.ndarray,
+    sB: np.ndarray,
+    HB: np.ndarray,
+    cutoff: float,
+) -> tuple:
+    """:func:`signed_distance` with the hull vertices ``HA, HB`` of mesh shapes
+    (:data:`NO_VERTICES` for the other kinds)."""
     W = np.zeros((4, 3))
     WA = np.zeros((4, 3))
     WB = np.zeros((4, 3))
@@ -270,7 +314,7 @@ def signed_distance(
     n = 0
     overlap = False
     for _ in range(GJK_MAX_ITER):
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, -v)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -v)
         vv = _dot(v, v)
         vw = _dot(v, w)
         nv = np.sqrt(vv)
@@ -311,7 +355,7 @@ def signed_distance(
                 a += lam[i] * WA[i]
                 b += lam[i] * WB[i]
             return True, nv, v / nv, a, b
-    return _epa(kA, RA, pA, sA, kB, RB, pB, sB, W, WA, WB, n)
+    return _epa(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
 
 
 @njit(cache=True)
@@ -320,10 +364,12 @@ def _tetra_from_simplex(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,
@@ -335,7 +381,7 @@ def _tetra_from_simplex(
         for axis in range(6):
             d = np.zeros(3)
             d[axis % 3] = 1.0 if axis < 3 else -1.0
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, d)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
             if np.sqrt(_dot(w - W[0], w - W[0])) > eps:
                 W[1], WA[1], WB[1] = w, a, b
                 n = 2
@@ -356,7 +402,7 @@ def _tetra_from_simplex(
         for j in range(6):
             th = np.pi * j / 3.0
             d = np.cos(th) * v1 + np.sin(th) * v2
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, d)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
             off = w - W[0]
             perp = off - _dot(off, e) * e
             if np.sqrt(_dot(perp, perp)) > eps:
@@ -366,9 +412,9 @@ def _tetra_from_simplex(
     if n == 3:
         nrm = _cross(W[1] - W[0], W[2] - W[0])
         nrm /= np.sqrt(_dot(nrm, nrm))
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, nrm)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
         if abs(_dot(nrm, w - W[0])) <= eps:
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, -nrm)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -nrm)
         W[3], WA[3], WB[3] = w, a, b
         n = 4
     return n
@@ -393,16 +439,18 @@ def _epa(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,
     n: int,
 ) -> tuple:
-    n = _tetra_from_simplex(kA, RA, pA, sA, kB, RB, pB, sB, W, WA, WB, n)
+    n = _tetra_from_simplex(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
     maxv, maxf = EPA_MAX_VERTICES, _EPA_MAX_FACES
     # work arrays: only the first nv vertices and nf faces are ever read
     V = np.empty((maxv, 3))
@@ -445,7 +493,7 @@ def _epa(
             break
         last = best
         nrm = FN[best]
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, nrm)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
         if _dot(w, nrm) - bd <= EPA_TOL or nv >= maxv:
             break
         V[nv], VA[nv], VB[nv] = w, a, b
