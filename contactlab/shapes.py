@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 Array = NDArray[np.float64]
 
+#: A mesh is convex when its volume is within this fraction of its convex hull's.
+CONVEX_VOLUME_TOL = 1e-6
+
 
 @dataclass(frozen=True)
 class MassProperties:
@@ -269,9 +272,7 @@ class Mesh(Shape):
         )
 
     @classmethod
-    def convex_hull_of(
-        cls, source: trimesh.Trimesh | Array, pose: Array | None = None
-    ) -> Mesh:
+    def convex_hull_of(cls, source: trimesh.Trimesh | Array, pose: Array | None = None) -> Mesh:
         """The convex hull of ``source`` as a closed :class:`Mesh`.
 
         ``source`` is a ``trimesh.Trimesh`` (open, non-manifold or non-convex
@@ -307,11 +308,12 @@ class Mesh(Shape):
 
     @property
     def is_convex(self) -> bool:
-        """Whether the mesh bounds a convex solid (its volume equals its hull's to 1e-6)."""
+        """Whether the mesh bounds a convex solid (its volume equals its hull's to
+        :data:`CONVEX_VOLUME_TOL`)."""
         from scipy.spatial import ConvexHull
 
         volume = self._local_mass_properties(1.0)[0]
-        return bool(volume >= (1.0 - 1e-6) * ConvexHull(self.vertices).volume)
+        return bool(volume >= (1.0 - CONVEX_VOLUME_TOL) * ConvexHull(self.vertices).volume)
 
     def as_trimesh(self) -> trimesh.Trimesh:
         """The mesh in its shape frame as a ``trimesh.Trimesh`` (vertices not merged)."""

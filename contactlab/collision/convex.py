@@ -31,9 +31,11 @@ from B toward A.  Both cases work on the Minkowski difference
   makes it shrink, EPA stops at the last good face.
 
 Shapes: ``BOX`` (half extents), ``CYLINDER`` (radius, half height, axis
-local z) and the *core segment* of a ``CAPSULE`` (half height along local z;
+local z), the *core segment* of a ``CAPSULE`` (half height along local z;
 the caller subtracts the capsule radius: the signed distance of a swept
-shape ``S + ball(r)`` is that of ``S`` minus ``r``).
+shape ``S + ball(r)`` is that of ``S`` minus ``r``), the centre of a
+``SPHERE`` (likewise) and a ``MESH`` hull given by its vertices
+(:func:`signed_distance_v`).
 
 Accuracy: exact (round-off) when the closest features are flat (box faces,
 cylinder caps, segment ends).  Apart, GJK's distance is within
@@ -47,11 +49,13 @@ lower bound of the penetration).  EPA stops after :data:`EPA_MAX_VERTICES`
 vertices (reached only by penetrations of several centimetres on curved
 features), GJK after :data:`GJK_MAX_ITER` iterations.
 
-Cost (2-core machine, warm cache): ~1.5 us per separated pair, ~10 us per
-touching or penetrating pair.  The kernels are compiled once (about 20-40 s
-cold) and cached; numba's cache of a caller (``cylinders``) is keyed on the
-caller's source only, so after editing this module delete
-``contactlab/collision/__pycache__/cylinders*.nb*`` as well.
+Cost (thread CPU time, warm cache): ~0.4 us per separated pair of boxes,
+~8 us per penetrating pair (EPA's inner loops work on scalars: a numba
+array temporary costs about as much as a face update).  The kernels are
+compiled once (about 20-40 s cold) and cached; numba's cache of a caller
+(``cylinders``, ``hulls``) is keyed on the caller's source only, so after
+editing this module delete the callers' cached ``cylinders*.nb*`` and
+``hulls*.nb*`` files as well (in numba's cache folder, see :mod:`solvers.jit`).
 """
 
 from __future__ import annotations
@@ -138,23 +142,25 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray) -> int:
+def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray, work: np.ndarray) -> int:
     """Closest point to the origin of the hull of ``W[:n]`` (n <= 4).
 
     Tries every subset: the affine projection of the origin onto its hull
     with all barycentric coordinates >= 0 and the smallest norm is the
     answer.  Writes that subset's coordinates to ``lam[:k]`` (in the order of
-    its points) and returns the subset as a bit mask.
+    its points) and returns the subset as a bit mask.  ``work`` is a (14, 4)
+    scratch array (GJK calls this every iteration: no allocation here).
     """
     best = np.inf
     best_mask = 1
-    best_lam = np.zeros(4)
-    G = np.empty((3, 3))
-    r = np.empty(3)
-    E = np.empty((3, 3))
-    mu = np.empty(3)
+    best_lam = work[0]
+    best_lam[:] = 0.0
+    G = work[1:4, :3]
+    r = work[4, :3]
+    E = work[5:8, :3]
+    mu = work[8, :3]
+    M = work[9:12, :3]
     idx = np.empty(4, dtype=np.int64)
-    M = np.empty((3, 3))
     for mask in range(1, 1 << n):
         k = 0
         for i in range(n):
@@ -308,6 +314,7 @@ def signed_distance_v(
     WA = np.zeros((4, 3))
     WB = np.zeros((4, 3))
     lam = np.zeros(4)
+    work = np.empty((14, 4))
     v = pA - pB
     if _dot(v, v) < 1e-24:
         v = np.array([0.0, 0.0, 1.0])
@@ -333,7 +340,7 @@ def signed_distance_v(
         WA[n] = a
         WB[n] = b
         n += 1
-        mask = _closest_on_simplex(W, n, lam)
+        mask = _closest_on_simplex(W, n, lam, work)
         _compact(W, WA, WB, n, mask)
         k = 0
         for i in range(n):
@@ -421,16 +428,22 @@ def _tetra_from_simplex(
 
 
 @njit(cache=True)
-def _face_plane(V: np.ndarray, i: int, j: int, k: int) -> tuple:
-    """Unit normal and distance from the origin of face (i, j, k); a face of
-    (almost) no area gets distance inf (never the nearest)."""
-    nrm = _cross(V[j] - V[i], V[k] - V[i])
-    L = np.sqrt(_dot(nrm, nrm))
-    scale = _dot(V[j] - V[i], V[j] - V[i]) + _dot(V[k] - V[i], V[k] - V[i])
+def _face_plane(V: np.ndarray, i: int, j: int, k: int, out: np.ndarray) -> tuple:
+    """Unit normal (written to ``out``) and distance from the origin of face
+    (i, j, k); a face of (almost) no area gets distance inf (never the nearest).
+    Scalar arithmetic: EPA calls it for every new face."""
+    e0, e1, e2 = V[j, 0] - V[i, 0], V[j, 1] - V[i, 1], V[j, 2] - V[i, 2]
+    f0, f1, f2 = V[k, 0] - V[i, 0], V[k, 1] - V[i, 1], V[k, 2] - V[i, 2]
+    n0 = e1 * f2 - e2 * f1
+    n1 = e2 * f0 - e0 * f2
+    n2 = e0 * f1 - e1 * f0
+    L = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+    scale = (e0 * e0 + e1 * e1 + e2 * e2) + (f0 * f0 + f1 * f1 + f2 * f2)
+    out[0], out[1], out[2] = n0, n1, n2
     if L <= 1e-14 * scale or L < 1e-300:
-        return nrm, np.inf, False
-    nrm /= L
-    return nrm, _dot(nrm, V[i]), True
+        return np.inf, False
+    out[0], out[1], out[2] = n0 / L, n1 / L, n2 / L
+    return out[0] * V[i, 0] + out[1] * V[i, 1] + out[2] * V[i, 2], True
 
 
 @njit(cache=True)
@@ -468,12 +481,12 @@ def _epa(
     tris = ((0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2))
     for t in tris:
         i, j, k = t
-        nrm, dist, ok = _face_plane(V, i, j, k)
-        if ok and _dot(nrm, V[i] - centre) < 0.0:
+        dist, ok = _face_plane(V, i, j, k, FN[nf])
+        if ok and _dot(FN[nf], V[i] - centre) < 0.0:
             j, k = k, j
-            nrm, dist, ok = _face_plane(V, i, j, k)
+            dist, ok = _face_plane(V, i, j, k, FN[nf])
         F[nf, 0], F[nf, 1], F[nf, 2] = i, j, k
-        FN[nf], FD[nf], alive[nf] = nrm, dist, True
+        FD[nf], alive[nf] = dist, True
         nf += 1
     edges = np.empty((3 * maxf, 2), dtype=np.int64)
     best = -1
@@ -502,7 +515,12 @@ def _epa(
         for f in range(nf):
             if not alive[f]:
                 continue
-            if _dot(FN[f], w - V[F[f, 0]]) > 1e-12:
+            v0 = F[f, 0]
+            if (
+                FN[f, 0] * (w[0] - V[v0, 0])
+                + FN[f, 1] * (w[1] - V[v0, 1])
+                + FN[f, 2] * (w[2] - V[v0, 2])
+            ) > 1e-12:
                 alive[f] = False
                 for e in range(3):
                     p, q = F[f, e], F[f, (e + 1) % 3]
@@ -521,9 +539,9 @@ def _epa(
             break
         for g in range(ne):
             p, q = edges[g, 0], edges[g, 1]
-            nrm2, dist2, ok = _face_plane(V, p, q, nv)
+            dist2, ok = _face_plane(V, p, q, nv, FN[nf])
             F[nf, 0], F[nf, 1], F[nf, 2] = p, q, nv
-            FN[nf], FD[nf], alive[nf] = nrm2, dist2, True
+            FD[nf], alive[nf] = dist2, True
             nf += 1
         nv += 1
     if best < 0:

@@ -200,12 +200,20 @@ def _mesh_pair(
             cnt = _clip_incident(ref, nref, inc, ninc, n, CLIP_TOL, poly, buf)
         mn = mref @ n
         for k in range(cnt):
-            q = poly[k]
-            r = q + (mref @ (ref[0] - q) / mn) * n  # q moved along n onto the reference plane
-            qa, qb = (q, r) if ref_b else (r, q)
-            dist = max((qa - qb) @ n - ra - rb, d)
+            # q = poly[k] moved along n onto the reference plane: r = q + t n, and
+            # (a - b) . n = -t when q is B's point (reference A), t when it is A's
+            t = (
+                mref[0] * (ref[0, 0] - poly[k, 0])
+                + mref[1] * (ref[0, 1] - poly[k, 1])
+                + mref[2] * (ref[0, 2] - poly[k, 2])
+            ) / mn
+            gap = -t if ref_b else t
+            dist = max(gap - ra - rb, d)
             if dist < margin:
-                CP[m] = 0.5 * (qa - ra * n + qb + rb * n)
+                # midpoint of the surface points a - ra n and b + rb n
+                h = 0.5 * (t + rb - ra)
+                for i in range(3):
+                    CP[m, i] = poly[k, i] + h * n[i]
                 CD[m] = dist
                 m += 1
     deepest = np.inf
@@ -361,17 +369,20 @@ def _plane_kernel(
     CP = np.zeros((most, 3))
     CD = np.zeros(most)
     keep = np.zeros(most, dtype=np.int64)
-    x = np.empty(3)
     for k in range(m):
         h = H[k]
+        # the plane normal in the hull's frame: a vertex's height is one dot product
+        l0 = R[k, 0, 0] * n[k, 0] + R[k, 1, 0] * n[k, 1] + R[k, 2, 0] * n[k, 2]
+        l1 = R[k, 0, 1] * n[k, 0] + R[k, 1, 1] * n[k, 1] + R[k, 2, 1] * n[k, 2]
+        l2 = R[k, 0, 2] * n[k, 0] + R[k, 1, 2] * n[k, 1] + R[k, 2, 2] * n[k, 2]
+        base = P[k, 0] * n[k, 0] + P[k, 1] * n[k, 1] + P[k, 2] * n[k, 2] - off[k]
         c = 0
         for v in range(VS[h], VS[h + 1]):
-            for i in range(3):
-                x[i] = P[k, i] + R[k, i, 0] * V[v, 0] + R[k, i, 1] * V[v, 1] + R[k, i, 2] * V[v, 2]
-            dist = x[0] * n[k, 0] + x[1] * n[k, 1] + x[2] * n[k, 2] - off[k]
+            dist = V[v, 0] * l0 + V[v, 1] * l1 + V[v, 2] * l2 + base
             if dist < margin:
                 for i in range(3):
-                    CP[c, i] = x[i] - 0.5 * dist * n[k, i]
+                    x = P[k, i] + R[k, i, 0] * V[v, 0] + R[k, i, 1] * V[v, 1] + R[k, i, 2] * V[v, 2]
+                    CP[c, i] = x - 0.5 * dist * n[k, i]
                 CD[c] = dist
                 c += 1
         cnt = _reduce(CP, CD, c, n[k], keep)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,7 +61,7 @@ class Polytope:
     volume: float
 
 
-def _qhull(points: Array) -> object:
+def _qhull(points: Array) -> Any:
     from scipy.spatial import ConvexHull, QhullError
 
     try:
@@ -103,21 +104,25 @@ def polytope(points: Array) -> Polytope:
             f"a convex hull needs a finite (n, 3) array of n >= 4 points, got shape {pts.shape}"
         )
     hull = _qhull(pts)
-    used = np.asarray(hull.vertices, dtype=np.int64)  # type: ignore[attr-defined]
+    used = np.asarray(hull.vertices, dtype=np.int64)
     remap = np.full(len(pts), -1, dtype=np.int64)
     remap[used] = np.arange(used.size)
     V = pts[used]
-    tri = remap[np.asarray(hull.simplices, dtype=np.int64)]  # type: ignore[attr-defined]
-    eq = np.asarray(hull.equations, dtype=float)  # type: ignore[attr-defined]
+    tri = remap[np.asarray(hull.simplices, dtype=np.int64)]
+    eq = np.asarray(hull.equations, dtype=float)
     N, off = eq[:, :3], -eq[:, 3]
     diam = float(np.linalg.norm(np.ptp(V, axis=0)))
     cos_tol = np.cos(PLANE_ANGLE_TOL)
     group = np.full(len(tri), -1, dtype=np.int64)
-    normals, offsets, polygons = [], [], []
+    normals: list[Array] = []
+    offsets: list[float] = []
+    polygons: list[IntArray] = []
     for t in range(len(tri)):
         if group[t] >= 0:
             continue
-        same = (group < 0) & (N @ N[t] >= cos_tol) & (np.abs(off - off[t]) <= PLANE_OFFSET_TOL * diam)
+        same = (
+            (group < 0) & (N @ N[t] >= cos_tol) & (np.abs(off - off[t]) <= PLANE_OFFSET_TOL * diam)
+        )
         group[same] = len(normals)
         n = N[same].sum(axis=0)
         n /= np.linalg.norm(n)
@@ -135,13 +140,13 @@ def polytope(points: Array) -> Polytope:
         normals=np.array(normals),
         offsets=np.array(offsets),
         polygons=tuple(polygons),
-        volume=float(hull.volume),  # type: ignore[attr-defined]
+        volume=float(hull.volume),
     )
 
 
 @dataclass(frozen=True)
 class HullSet:
-    """Hulls of several meshes in flat arrays (hull ``h`` owns the slices ``[start[h], start[h+1])``).
+    """Hulls of several meshes in flat arrays (hull ``h`` owns ``[start[h], start[h + 1])``).
 
     Attributes
     ----------

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from contactlab.collision.polytope import HullSet, Polytope, hull_set, polytope
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Scene
-from contactlab.shapes import Box, Capsule, Cylinder, Mesh, Plane, Sphere
+from contactlab.shapes import CONVEX_VOLUME_TOL, Box, Capsule, Cylinder, Mesh, Plane, Sphere
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -38,8 +38,7 @@ KIND_NAMES = {
     CYLINDER: "cylinder",
     MESH: "mesh",
 }
-#: A mesh whose volume is below this fraction of its hull's counts as not convex.
-CONVEX_VOLUME_RATIO = 1.0 - 1e-6
+
 
 #: Material of static geometry when the shape does not name one.
 WORLD_MATERIAL = "world"
@@ -65,7 +64,7 @@ def _mesh_hull(mesh: Mesh, owner: str) -> Polytope:
     """The hull of ``mesh``; warns once when the mesh is not convex."""
     hull = polytope(mesh.vertices)
     volume = float(mesh.mass_properties(1.0).mass)
-    if volume < CONVEX_VOLUME_RATIO * hull.volume:
+    if volume < (1.0 - CONVEX_VOLUME_TOL) * hull.volume:
         warnings.warn(
             f"{owner}: the mesh is not convex (it fills {100.0 * volume / hull.volume:.1f} % "
             "of its convex hull); it collides as its convex hull",
@@ -156,7 +155,8 @@ class ShapeTable:
                 kind, b, s, pose, _, material = rows[r]
                 placed = pose.copy()
                 placed[:3, 3] += pose[:3, :3] @ hset.centres[h]
-                rows[r] = (kind, b, s, placed, tuple(hset.half_extents[h]), material)
+                hx, hy, hz = (float(v) for v in hset.half_extents[h])
+                rows[r] = (kind, b, s, placed, (hx, hy, hz), material)
         names = sorted({r[5] for r in rows} | {p[3] for p in planes})
         index = {m: i for i, m in enumerate(names)}
         mu_table = np.array(
