@@ -75,32 +75,56 @@ EPA_TOL = 1e-11
 EPA_MAX_VERTICES = 128
 _EPA_MAX_FACES = 12 * EPA_MAX_VERTICES
 _SPHERE, _CAPSULE, _BOX, _CYLINDER, _MESH = SPHERE, CAPSULE, BOX, CYLINDER, MESH
-#: The vertex array of a shape that is not a mesh hull.
-NO_VERTICES = np.zeros((0, 3))
+#: Hulls of more vertices than this find their support by hill climbing.
+HILL_CLIMB_VERTICES = 32
+
+
+@njit(cache=True)
+def no_hull() -> tuple:
+    """The hull argument of a shape that is not a mesh (see :func:`support`)."""
+    e = np.zeros(0, dtype=np.int64)
+    return np.zeros((0, 3)), e, e
 
 
 @njit(cache=True)
 def support(
-    kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, V: np.ndarray, v: np.ndarray
+    kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, H: tuple, v: np.ndarray
 ) -> np.ndarray:
     """Support point of shape ``kind`` (pose ``R, p``; R's columns are its axes) along ``v``.
 
-    ``V`` (nv, 3) holds a mesh hull's vertices in its own frame (read for
-    ``MESH`` only; the support of a vertex set is its vertex farthest along
-    ``v``, found by scanning them all).  A sphere enters as its centre.
+    ``H = (V, NS, NB)`` is read for ``MESH`` only: the hull's vertices (nv, 3)
+    in its own frame and their neighbours along the hull's edges (vertex ``i``'s
+    are ``NB[NS[i]:NS[i + 1]]``).  The support of a vertex set is its vertex
+    farthest along ``v``: found by scanning every vertex of a small hull, and
+    on a hull of more than :data:`HILL_CLIMB_VERTICES` by climbing from vertex
+    0 to a better neighbour while there is one (on a convex polytope a vertex
+    no neighbour improves on is a farthest one).  A sphere enters as its centre.
     """
     out = p.copy()
     if kind == _SPHERE:
         return out
     if kind == _MESH:
+        V, NS, NB = H
         l0 = R[0, 0] * v[0] + R[1, 0] * v[1] + R[2, 0] * v[2]
         l1 = R[0, 1] * v[0] + R[1, 1] * v[1] + R[2, 1] * v[2]
         l2 = R[0, 2] * v[0] + R[1, 2] * v[1] + R[2, 2] * v[2]
         best, ib = -np.inf, 0
-        for i in range(V.shape[0]):
-            s = V[i, 0] * l0 + V[i, 1] * l1 + V[i, 2] * l2
-            if s > best:
-                best, ib = s, i
+        if V.shape[0] <= HILL_CLIMB_VERTICES or NB.shape[0] == 0:
+            for i in range(V.shape[0]):
+                s = V[i, 0] * l0 + V[i, 1] * l1 + V[i, 2] * l2
+                if s > best:
+                    best, ib = s, i
+        else:
+            best = V[0, 0] * l0 + V[0, 1] * l1 + V[0, 2] * l2
+            moved = True
+            while moved:
+                moved = False
+                for e in range(NS[ib], NS[ib + 1]):
+                    j = NB[e]
+                    s = V[j, 0] * l0 + V[j, 1] * l1 + V[j, 2] * l2
+                    if s > best:
+                        best, ib, moved = s, j, True
+                        break
         for i in range(3):
             out[i] += R[i, 0] * V[ib, 0] + R[i, 1] * V[ib, 1] + R[i, 2] * V[ib, 2]
         return out
@@ -258,12 +282,12 @@ def _support_d(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
-    HA: np.ndarray,
+    HA: tuple,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
-    HB: np.ndarray,
+    HB: tuple,
     v: np.ndarray,
 ) -> tuple:
     """Support of ``D = A - B`` along ``v``: ``(a - b, a, b)``."""
@@ -291,7 +315,7 @@ def signed_distance(
     ``d`` [m] the signed distance, ``n`` the unit normal from B toward A,
     ``a, b`` witness points of A and B with ``a - b = d n``.
     """
-    return signed_distance_v(kA, RA, pA, sA, NO_VERTICES, kB, RB, pB, sB, NO_VERTICES, cutoff)
+    return signed_distance_v(kA, RA, pA, sA, no_hull(), kB, RB, pB, sB, no_hull(), cutoff)
 
 
 @njit(cache=True)
@@ -300,16 +324,16 @@ def signed_distance_v(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
-    HA: np.ndarray,
+    HA: tuple,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
-    HB: np.ndarray,
+    HB: tuple,
     cutoff: float,
 ) -> tuple:
-    """:func:`signed_distance` with the hull vertices ``HA, HB`` of mesh shapes
-    (:data:`NO_VERTICES` for the other kinds)."""
+    """:func:`signed_distance` with the hulls ``HA, HB`` of mesh shapes (see
+    :func:`support`; :func:`no_hull` for the other kinds)."""
     W = np.zeros((4, 3))
     WA = np.zeros((4, 3))
     WB = np.zeros((4, 3))
@@ -371,12 +395,12 @@ def _tetra_from_simplex(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
-    HA: np.ndarray,
+    HA: tuple,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
-    HB: np.ndarray,
+    HB: tuple,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,
@@ -452,12 +476,12 @@ def _epa(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
-    HA: np.ndarray,
+    HA: tuple,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
-    HB: np.ndarray,
+    HB: tuple,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.convex import signed_distance_v
+from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.cylinders import CLIP_TOL, DEEPEST_TOL, _clip_incident, _feature
 from contactlab.collision.polytope import HullSet
 from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES, Raw, empty_raw
@@ -158,6 +158,8 @@ def _mesh_pair(
     FS: np.ndarray,
     FV: np.ndarray,
     FVS: np.ndarray,
+    NS: np.ndarray,
+    NB: np.ndarray,
     margin: float,
     points: np.ndarray,
     normals: np.ndarray,
@@ -171,11 +173,11 @@ def _mesh_pair(
     keep: np.ndarray,
 ) -> int:
     """Contacts of one pair (at least one a mesh hull, see the module docstring)."""
-    VA = V[VS[hA] : VS[hA + 1]] if kA == _MESH else V[0:0]
-    VB = V[VS[hB] : VS[hB + 1]] if kB == _MESH else V[0:0]
+    HA = (V[VS[hA] : VS[hA + 1]], NS[VS[hA] : VS[hA + 1] + 1], NB) if kA == _MESH else no_hull()
+    HB = (V[VS[hB] : VS[hB + 1]], NS[VS[hB] : VS[hB + 1] + 1], NB) if kB == _MESH else no_hull()
     ra = sA[0] if (kA == _CAPSULE or kA == _SPHERE) else 0.0
     rb = sB[0] if (kB == _CAPSULE or kB == _SPHERE) else 0.0
-    found, d, n, a, b = signed_distance_v(kA, RA, pA, sA, VA, kB, RB, pB, sB, VB, margin + ra + rb)
+    found, d, n, a, b = signed_distance_v(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, margin + ra + rb)
     d -= ra + rb
     if not found or d >= margin:
         return 0
@@ -249,6 +251,8 @@ def _mesh_kernel(
     FS: np.ndarray,
     FV: np.ndarray,
     FVS: np.ndarray,
+    NS: np.ndarray,
+    NB: np.ndarray,
     max_face: int,
     margin: float,
 ) -> tuple:
@@ -285,6 +289,8 @@ def _mesh_kernel(
             FS,
             FV,
             FVS,
+            NS,
+            NB,
             margin,
             points[k],
             normals[k],
@@ -339,6 +345,8 @@ def mesh_pairs(
         hulls.face_start,
         hulls.face_vertices,
         hulls.face_vertex_start,
+        hulls.neighbour_start,
+        hulls.neighbours,
         hulls.max_face_vertices,
         float(margin),
     )

@@ -52,6 +52,8 @@ class Polytope:
     polygons : one array per face: indices into ``vertices``, counter-clockwise
         seen from outside.
     volume : [m^3].
+    neighbour_start, neighbours : vertex ``i``'s neighbours along the hull's
+        edges are ``neighbours[neighbour_start[i]:neighbour_start[i + 1]]``.
     """
 
     vertices: Array
@@ -59,6 +61,8 @@ class Polytope:
     offsets: Array
     polygons: tuple[IntArray, ...]
     volume: float
+    neighbour_start: IntArray
+    neighbours: IntArray
 
 
 def _qhull(points: Array) -> Any:
@@ -135,12 +139,25 @@ def polytope(points: Array) -> Polytope:
         normals.append(n)
         offsets.append(float(np.max(V[loop] @ n)))
         polygons.append(loop)
+    # keep the vertices of the faces only (Qhull may report a point on an edge),
+    # numbered in order, and each one's neighbours along the faces' edges
+    keep = np.unique(np.concatenate(polygons))
+    renumber = np.full(len(V), -1, dtype=np.int64)
+    renumber[keep] = np.arange(keep.size)
+    polygons = [renumber[p] for p in polygons]
+    adjacent: list[set[int]] = [set() for _ in range(keep.size)]
+    for poly in polygons:
+        for a, b in zip(poly, np.roll(poly, -1)):
+            adjacent[int(a)].add(int(b))
+            adjacent[int(b)].add(int(a))
     return Polytope(
-        vertices=V,
+        vertices=V[keep],
         normals=np.array(normals),
         offsets=np.array(offsets),
         polygons=tuple(polygons),
         volume=float(hull.volume),
+        neighbour_start=np.cumsum([0] + [len(a) for a in adjacent]).astype(np.int64),
+        neighbours=np.array([b for a in adjacent for b in sorted(a)], dtype=np.int64),
     )
 
 
@@ -156,6 +173,9 @@ class HullSet:
     face_start : (nh + 1,) first face of each hull.
     face_vertices : (NI,) polygon vertex indices into ``vertices`` (global), face after face.
     face_vertex_start : (NF + 1,) first entry of each face in ``face_vertices``.
+    neighbour_start : (NV + 1,) first entry of each vertex in ``neighbours``.
+    neighbours : (NE,) each vertex's neighbours along its hull's edges, numbered
+        within the hull (``0`` = the hull's first vertex).
     centres : (nh, 3) bounding-box centre of each hull in its mesh's frame [m].
     half_extents : (nh, 3) bounding-box half extents [m].
     max_face_vertices : the largest polygon's vertex count.
@@ -167,6 +187,8 @@ class HullSet:
     face_start: IntArray
     face_vertices: IntArray
     face_vertex_start: IntArray
+    neighbour_start: IntArray
+    neighbours: IntArray
     centres: Array
     half_extents: Array
     max_face_vertices: int
@@ -181,6 +203,8 @@ def hull_set(hulls: Sequence[Polytope]) -> HullSet:
     verts, normals, fverts, fv_start = [], [], [], [0]
     v_start, f_start = [0], [0]
     centres, halves = [], []
+    nb_start, nbrs = [np.zeros(1, dtype=np.int64)], []
+    ne = 0
     nv = 0
     for P in hulls:
         lo, hi = P.vertices.min(axis=0), P.vertices.max(axis=0)
@@ -192,6 +216,9 @@ def hull_set(hulls: Sequence[Polytope]) -> HullSet:
         for poly in P.polygons:
             fverts.append(poly + nv)
             fv_start.append(fv_start[-1] + len(poly))
+        nb_start.append(P.neighbour_start[1:] + ne)
+        nbrs.append(P.neighbours)
+        ne += len(P.neighbours)
         nv += len(P.vertices)
         v_start.append(nv)
         f_start.append(f_start[-1] + len(P.normals))
@@ -204,6 +231,8 @@ def hull_set(hulls: Sequence[Polytope]) -> HullSet:
         if fverts
         else np.zeros(0, dtype=np.int64),
         face_vertex_start=np.array(fv_start, dtype=np.int64),
+        neighbour_start=np.concatenate(nb_start).astype(np.int64),
+        neighbours=np.concatenate(nbrs).astype(np.int64) if nbrs else np.zeros(0, dtype=np.int64),
         centres=np.array(centres, dtype=float).reshape(-1, 3),
         half_extents=np.array(halves, dtype=float).reshape(-1, 3),
         max_face_vertices=max((len(p) for P in hulls for p in P.polygons), default=0),

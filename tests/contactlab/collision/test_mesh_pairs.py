@@ -32,7 +32,9 @@ import trimesh
 
 from contactlab import se3
 from contactlab.collision import collide, supported_pairs
-from contactlab.collision.polytope import polytope
+from contactlab.collision.convex import HILL_CLIMB_VERTICES, support
+from contactlab.collision.polytope import hull_set, polytope
+from contactlab.collision.table import MESH
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Mesh, Plane, Sphere
@@ -374,3 +376,20 @@ def test_hull_of_a_trimesh_convex_hull_collides_as_that_hull():
         got.append(np.sort(c.distance))
     assert len(got[0]) >= 1
     assert np.allclose(got[0], got[1], atol=1e-14)
+
+
+def test_hill_climbing_support_is_the_farthest_vertex():
+    """On a hull of many vertices the support mapping climbs the vertex graph; on a
+    convex polytope that ends at a farthest vertex: its height along every one of
+    500 random directions equals the largest over all vertices (to round-off)."""
+    rng = np.random.default_rng(4)
+    points = np.vstack([_points(rng, 400, [0.2, 0.1, 0.15]), 0.05 * rng.normal(size=(50, 3))])
+    P = polytope(points)
+    assert len(P.vertices) > HILL_CLIMB_VERTICES
+    hs = hull_set([P])
+    H = (hs.vertices, hs.neighbour_start, hs.neighbours)
+    R, p = se3.random_rotation(rng), np.array([0.3, -0.1, 0.2])
+    world = hs.vertices @ R.T + p
+    for v in rng.normal(size=(500, 3)):
+        s = support(MESH, R, p, hs.half_extents[0], H, v)
+        assert s @ v == pytest.approx((world @ v).max(), abs=1e-14)
