@@ -121,11 +121,14 @@ class ShapeTable:
         rows: list[tuple[int, int, int, Array, tuple[float, float, float], str]] = []
         hulls: list[Polytope] = []
         hull_of_row: list[int] = []
+        hull_of_vertices: dict[int, int] = {}  # shapes sharing a vertex array share a hull
 
         def add(shape: object, b: int, s: int, pose: Array, material: str, owner: str) -> None:
             if isinstance(shape, Mesh):
-                hull_of_row.append(len(hulls))
-                hulls.append(_mesh_hull(shape, owner))
+                if id(shape.vertices) not in hull_of_vertices:
+                    hull_of_vertices[id(shape.vertices)] = len(hulls)
+                    hulls.append(_mesh_hull(shape, owner))
+                hull_of_row.append(hull_of_vertices[id(shape.vertices)])
                 rows.append((MESH, b, s, pose, (0.0, 0.0, 0.0), material))
                 return
             kind, size = _kind_and_size(shape)
