@@ -5,7 +5,8 @@ types, and cached on disk (:mod:`solvers.jit`).  Warming up runs the code
 paths that call them with the argument types a simulation uses: a box stack
 (the compiled collision of box-and-plane scenes, projected Gauss--Seidel), a
 cylinder on two boxes (the convex and cylinder narrow phase, box--box and
-box--plane in a scene of mixed shapes), a reduced four-bar with joint friction
+box--plane in a scene of mixed shapes), a mesh cube on a box (the mesh
+narrow phase: mesh--box and mesh--plane), a reduced four-bar with joint friction
 (tree recursions, joint-friction kernels), a chain of general joints (generated
 joint kernels), the O(n) hybrid dynamics recursion and its derivatives on a
 prepared model, and the frictional-contact backends (NSGS, APGD, ADMM) on a
@@ -67,6 +68,35 @@ def _cylinder_on_box() -> Scene:
                 se3.make_transform(None, [0, 0, 0.05]),
                 se3.make_transform(None, [0, 0, 0.15]),
                 se3.make_transform(tilt, [0, 0, 0.3]),
+            ]
+        ),
+        initial_phi=np.zeros((3, 6)),
+        dt=0.005,
+    )
+
+
+def _mesh_on_box() -> Scene:
+    """A mesh cube resting on a box and another on the ground (mesh--box and
+    mesh--plane contacts)."""
+    import trimesh
+
+    from contactlab.bodies import body_from_shape
+    from contactlab.shapes import Box, Mesh, Plane
+
+    half = np.array([0.2, 0.2, 0.05])
+    box, _ = body_from_shape("box", Box(half_extents=half), density=1000.0)
+    cube = Mesh.from_trimesh(trimesh.creation.box(extents=[0.1, 0.1, 0.1]))
+    on_box, _ = body_from_shape("on-box", cube, density=1000.0)
+    on_floor, _ = body_from_shape("on-floor", cube, density=1000.0)
+    return Scene(
+        "warmup-mesh",
+        (box, on_box, on_floor),
+        static_shapes=(Plane(),),
+        initial_E=np.stack(
+            [
+                se3.make_transform(None, [0, 0, 0.05]),
+                se3.make_transform(None, [0.15, 0, 0.15]),
+                se3.make_transform(None, [0.5, 0, 0.05]),
             ]
         ),
         initial_phi=np.zeros((3, 6)),
@@ -249,6 +279,12 @@ def _cylinder_steps() -> None:
     Simulator(_cylinder_on_box()).run(steps=2)
 
 
+def _mesh_steps() -> None:
+    from contactlab.simulator import Simulator
+
+    Simulator(_mesh_on_box()).run(steps=2)
+
+
 def _demo_runs() -> None:
     """The scenarios of ``contactlab demo`` on their default routes."""
     from contactlab.cli import DEMO_RUNS
@@ -282,6 +318,7 @@ def _box_studies() -> None:
 STEPS: dict[str, Callable[[], None]] = {
     "scenarios (box stack, joint-friction crank, torus chain)": _scenario_steps,
     "cylinder on two boxes": _cylinder_steps,
+    "mesh cube on a box": _mesh_steps,
     "hybrid dynamics recursion": _recursion,
     "model recursions and derivatives": _model_recursions,
     "frictional-contact backends": _frictional_backends,

@@ -52,6 +52,7 @@ KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.collision.broadphase": None,
     "contactlab.collision.convex": 30.0,
     "contactlab.collision.cylinders": 25.0,
+    "contactlab.collision.hulls": 20.0,
     "contactlab.jointfriction.local": 2.0,
     "contactlab.maximal.assembly": None,
     "contactlab.contact.identity": None,
