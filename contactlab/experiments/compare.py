@@ -219,6 +219,10 @@ def compare(
     from contactlab.experiments.plots import plot_comparison
     from contactlab.experiments.sweep import reuse_line
 
+    # the run length and its memory, checked before any run (the same for every run)
+    from contactlab.simulator import run_length
+
+    run_length(sc.build(**params), dt, None, duration)
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
     earlier = folder / "runs" if (folder / "comparison.csv").is_file() else None
     plan = []
@@ -236,20 +240,31 @@ def compare(
     reused = sum(1 for *_, previous in plan if previous is not None)
     if not quiet:
         print(reuse_line(folder.name, reused, why, kind="compare"), file=sys.stderr)
+    interrupted = False
     with atomic_folder(folder, overwrite=replace) as tmp:
         rows = []
-        for spec, name, previous in tqdm(
-            plan, desc=f"compare {scenario}", disable=quiet, unit="run"
-        ):
-            if previous is not None:
-                shutil.copytree(previous, tmp / "runs" / name)
-                run_folder = tmp / "runs" / name
-            else:
-                run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
-            row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
-            row.update(run_metrics(load_run_folder(run_folder)))
-            row["folder"] = f"runs/{name}"
-            rows.append(row)
+        try:
+            for spec, name, previous in tqdm(
+                plan, desc=f"compare {scenario}", disable=quiet, unit="run"
+            ):
+                if previous is not None:
+                    shutil.copytree(previous, tmp / "runs" / name)
+                    run_folder = tmp / "runs" / name
+                else:
+                    run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
+                row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+                row.update(run_metrics(load_run_folder(run_folder)))
+                row["folder"] = f"runs/{name}"
+                rows.append(row)
+        except KeyboardInterrupt:
+            # Ctrl-C: keep the finished runs (a later compare reuses them), never the one cut
+            if not rows:
+                raise
+            interrupted = True
+            kept = {Path(r["folder"]).name for r in rows}
+            for path in (tmp / "runs").iterdir():
+                if path.name not in kept:
+                    shutil.rmtree(path, ignore_errors=True)
         table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
         table.to_csv(tmp / "comparison.csv", index=False)
         skipped_df.to_csv(tmp / "skipped.csv", index=False)
@@ -269,6 +284,11 @@ def compare(
             )
         )
         plot_comparison(tmp)
+    if interrupted:
+        raise KeyboardInterrupt(
+            f"interrupted; {len(rows)} of {len(plan)} runs are finished and kept in "
+            f"{str(folder)!r} (the same command with --force reuses them and runs the others)"
+        )
     return Comparison(folder, table, skipped_df, reused)
 
 
