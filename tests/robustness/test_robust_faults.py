@@ -229,3 +229,140 @@ def test_torn_10_cm_mechanisms_stop(argv, pattern, workdir, capsys):
     line = assert_one_line(outcome, 2, rf"step \d+ \(t = .* s\) diverged: {pattern}")
     assert "--dt" in line and "RuntimeWarning" not in outcome.err
     _empty(workdir)
+
+
+# -- fclib: the destination first, files written whole, sizes refused before reading ------
+
+
+def _fclib_matrix_file(path: Path, m: int, x_entries: int) -> Path:
+    """A local FCLIB file whose W claims ``m`` rows and whose ``x`` holds ``x_entries``."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        g = f.create_group("fclib_local")
+        W = g.create_group("W")
+        W["m"], W["n"], W["nz"] = np.array([m]), np.array([m]), np.array([-2])
+        W["p"] = np.zeros(4, dtype=np.int32)
+        W["i"] = np.zeros(0, dtype=np.int32)
+        # chunked and compressed: claiming 1e12 entries costs the file a few bytes
+        W.create_dataset(
+            "x", shape=(x_entries,), dtype="f8", chunks=(min(1000, x_entries),), compression="gzip"
+        )
+        v = g.create_group("vectors")
+        v["q"], v["mu"] = np.zeros(3), np.zeros(1)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("m", "entries", "pattern"),
+    [
+        (10**12, 1, r"claims a 1000000000000 x 1000000000000 matrix, beyond the limit"),
+        (3, 10**12, r"/x: claims 1e\+12 entries, more than the limit of 100,000,000"),
+    ],
+)
+def test_fclib_file_claiming_huge_sizes_is_refused_before_reading(
+    m, entries, pattern, workdir, capsys
+):
+    pytest.importorskip("h5py")
+    import tracemalloc
+
+    _fclib_matrix_file(workdir / "huge.hdf5", m, entries)
+    tracemalloc.start()
+    try:
+        outcome = call(["fclib", "solve", "huge.hdf5", "--out", "s"], capsys)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert_one_line(outcome, 2, rf"huge\.hdf5: /fclib_local/W.*{pattern}")
+    assert peak < 100e6
+    _empty(workdir, "huge.hdf5")
+
+
+@pytest.fixture
+def fclib_files(workdir: Path, capsys) -> list[Path]:
+    pytest.importorskip("h5py")
+    outcome = call(["fclib", "export", "box-stack", "--steps", "2", "--out", "f"], capsys)
+    assert outcome.code == 0, outcome.err
+    return sorted((workdir / "f").iterdir())
+
+
+FCLIB_OUT_CASES = [
+    (["fclib", "export", "box-stack", "--steps", "2", "--out", "afile/x"], r"'afile' is a file"),
+    (["fclib", "export", "box-stack", "--steps", "2", "--out", "/proc/no/x"], r"cannot be written"),
+    (["fclib", "solve", "f/box-stack-step00000.hdf5", "--out", "afile/x"], r"'afile' is a file"),
+    (["fclib", "solve", "f/box-stack-step00000.hdf5", "--out", "afile"], r"'afile' is a file"),
+]
+
+
+@pytest.mark.parametrize(("argv", "pattern"), FCLIB_OUT_CASES, ids=lambda v: " ".join(v)[:60])
+def test_fclib_checks_its_destination_before_any_work(
+    argv, pattern, fclib_files, workdir, monkeypatch, capsys
+):
+    from contactlab import simulator
+    from solvers import dispatch
+
+    (workdir / "afile").write_text("a file\n")
+    # neither a step nor a solve happens before the refusal
+    monkeypatch.setattr(simulator.Simulator, "step", lambda *a, **k: pytest.fail("stepped"))
+    monkeypatch.setattr(dispatch, "_call", lambda *a, **k: pytest.fail("solved"))
+    outcome = call(argv, capsys)
+    assert_one_line(outcome, 2, pattern)
+    _empty(workdir, "afile", "f")
+    assert sorted((workdir / "f").iterdir()) == fclib_files
+
+
+def test_fclib_export_of_a_corrupt_run_folder_is_one_line(workdir, capsys):
+    run = workdir / "r"
+    run.mkdir()
+    (run / "summary.json").write_text("{not json")
+    outcome = call(["fclib", "export", "r", "--out", "f"], capsys)
+    assert_one_line(outcome, 2, r"'r/summary\.json' is unreadable or corrupt")
+    (run / "summary.json").write_text('{"model": "box-friction"}')
+    outcome = call(["fclib", "export", "r", "--out", "f"], capsys)
+    assert_one_line(outcome, 2, r"'r/summary\.json' is not a run summary \(no 'scenario'\)")
+    _empty(workdir, "r")
+
+
+def test_fclib_export_on_a_full_disk_leaves_no_half_written_file(workdir, monkeypatch, capsys):
+    pytest.importorskip("h5py")
+    import errno
+
+    from solvers import fclib
+
+    real = fclib._write_file
+    written = []
+
+    def full_disk(h5py, path, *args):
+        if written:  # the second file: half of it reaches the disk, then the disk is full
+            path.write_bytes(b"\x89HDF\r\n\x1a\n half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(h5py, path, *args)
+        written.append(path)
+
+    monkeypatch.setattr(fclib, "_write_file", full_disk)
+    outcome = call(["fclib", "export", "box-stack", "--steps", "3", "--out", "f"], capsys)
+    line = assert_one_line(outcome, 2, r"box-stack-step00001\.hdf5: could not be written")
+    assert "No space left on device" in line and "nothing was written there" in line
+    # the file finished before the failure is whole; nothing of the failed one is left
+    assert sorted(p.name for p in (workdir / "f").iterdir()) == ["box-stack-step00000.hdf5"]
+    assert fclib.read(workdir / "f" / "box-stack-step00000.hdf5").problem.nc > 0
+    assert leftovers(workdir) == []
+
+
+def test_fclib_solve_writes_its_table_whole(fclib_files, workdir, monkeypatch, capsys):
+    from contactlab.experiments import plots
+
+    (workdir / "s").mkdir()
+    (workdir / "s" / "runs.csv").write_text("an earlier table\n")
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plots, "plot_profile", broken)
+    argv = ["fclib", "solve", *[str(p.relative_to(workdir)) for p in fclib_files]]
+    outcome = call([*argv, "--solvers", "pgs", "--out", "s"], capsys)
+    assert_one_line(outcome, 2, r"No space left on device")
+    # the earlier table is untouched and no new file or temporary is left
+    assert (workdir / "s" / "runs.csv").read_text() == "an earlier table\n"
+    assert sorted(p.name for p in (workdir / "s").iterdir()) == ["runs.csv"]
+    assert leftovers(workdir) == []
