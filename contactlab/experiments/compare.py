@@ -138,7 +138,12 @@ def compare(
         or cannot be written.
     """
     from contactlab.models.base import model_names
-    from contactlab.results import atomic_folder, check_target, check_writable
+    from contactlab.results import (
+        atomic_folder,
+        check_name_length,
+        check_target,
+        check_writable,
+    )
     from contactlab.scenario import conserves_energy, get_scenario
 
     sc = get_scenario(scenario)
@@ -167,6 +172,7 @@ def compare(
         if out
         else Path("results/scratch") / (f"compare-{scenario}-{time.strftime('%Y%m%d-%H%M%S')}")
     )
+    check_name_length(folder)
     # an existing empty folder (made ready for the output) counts as free
     replace = force or (folder.is_dir() and not any(folder.iterdir()))
     check_target(folder, replace)

@@ -366,3 +366,204 @@ def test_fclib_solve_writes_its_table_whole(fclib_files, workdir, monkeypatch, c
     assert (workdir / "s" / "runs.csv").read_text() == "an earlier table\n"
     assert sorted(p.name for p in (workdir / "s").iterdir()) == ["runs.csv"]
     assert leftovers(workdir) == []
+
+
+# -- options: one line naming the option and its range, before any work ---------------------
+
+
+@pytest.fixture
+def run_folder(workdir: Path, capsys) -> Path:
+    outcome = call(
+        ["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"], capsys
+    )
+    assert outcome.code == 0, outcome.err
+    return workdir / "r"
+
+
+SWEEP = """[sweep]
+duration = 0.01
+formulations = ["maximal"]
+models = ["frictionless"]
+solvers = ["kkt"]
+
+[[scenarios]]
+name = "pendulum"
+"""
+
+LONG = "x" * 300
+
+OPTION_CASES = [
+    (["render", "r", "--out", "a.gif", "--size", "100000"], r"--size must be .* 16 to 4096 px"),
+    (["render", "r", "--out", "a.gif", "--size", "0"], r"--size must be .* 16 to 4096 px, got 0"),
+    (["render", "r", "--out", "a.gif", "--azimuth", "nan"], r"--azimuth must be a finite angle"),
+    (["render", "r", "--out", "a.gif", "--elevation", "inf"], r"--elevation must be a finite"),
+    (["render", "r", "--out", "a.gif", "--max-frames", "0"], r"--max-frames must be from 1"),
+    (["render", "r", "--out", "a.gif", "--fps", "nan"], r"--fps must be a positive number"),
+    (["render", "r", "--out", f"{LONG}.gif"], r"name 'x{20}\.\.\.' is 304 bytes, longer than"),
+    (["sweep", "s.toml", "--workers", "-1"], r"--workers must be a positive number .* got -1"),
+    (["sweep", "s.toml", "--workers", "0"], r"--workers must be a positive number .* got 0"),
+    (["sweep", "s.toml", "--scheduler", "tcp://127.0.0.1:1"], r"no Dask scheduler answers at"),
+    (["sweep", "s.toml", "--scheduler", "nonsense::"], r"'nonsense::' is not an address"),
+    (["sweep", "s.toml", "--out", LONG], r"--out name 'x{20}\.\.\.' is 300 bytes, longer than"),
+    (["run", "pendulum", "--steps", "2", "--out", LONG], r"--out name .* 300 bytes, longer than"),
+    (["compare", "pendulum", "--solvers", "kkt", "--out", LONG], r"300 bytes, longer than"),
+]
+
+
+@pytest.mark.parametrize(("argv", "pattern"), OPTION_CASES, ids=lambda v: " ".join(v)[:50])
+def test_bad_options_are_one_line(argv, pattern, run_folder, workdir, capsys):
+    (workdir / "s.toml").write_text(SWEEP)
+    outcome = call([*argv, "--quiet"] if argv[0] == "sweep" else argv, capsys)
+    assert_one_line(outcome, 2, pattern)
+    _empty(workdir, "r", "s.toml")
+
+
+def test_a_scheduler_that_is_not_dask_is_refused(workdir, capsys):
+    import socket
+    import threading
+
+    # a service that accepts the connection and answers garbage
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"HTTP/1.0 200 OK\r\n\r\n" + b"\xff" * 64)
+
+    threading.Thread(target=answer, daemon=True).start()
+    (workdir / "s.toml").write_text(SWEEP)
+    try:
+        argv = ["sweep", "s.toml", "--quiet", "--scheduler", f"tcp://127.0.0.1:{port}"]
+        outcome = call(argv, capsys)
+    finally:
+        server.close()
+    assert_one_line(outcome, 2, rf"no Dask scheduler answers at .*:{port}' \(")
+    _empty(workdir, "s.toml")
+
+
+# -- optimize: sizes, and a constraint that cannot be met is never "optimal" ------------------
+
+OPTIMIZE = ["optimize", "pendulum", "--start", "0", "--no-animation", "--out", "o"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "pattern"),
+    [
+        (
+            ["--end", "170deg", "--upper", "90deg"],
+            r"the end position of coordinate 0 \(2.96706, 170 deg\) is above --upper "
+            r"\(1.5708, 90 deg\): no trajectory meets both",
+        ),
+        (
+            ["--end", "10deg", "--lower=-5deg", "--via", "0.5:-10deg"],
+            r"via-point at 0.5 s position of coordinate 0 .* is below --lower",
+        ),
+        (["--end", "10deg", "--knots", "100000"], r"--knots 100000 .* 99,999 unknowns, more than"),
+    ],
+)
+def test_optimize_refuses_what_it_cannot_meet(extra, pattern, workdir, capsys):
+    outcome = call([*OPTIMIZE, *extra], capsys)
+    assert_one_line(outcome, 2, pattern)
+    _empty(workdir)
+
+
+def test_optimize_measures_its_constraints_on_the_returned_knots():
+    from contactlab.optimize import spacetime as S
+    from contactlab.reduced.model import Model
+    from contactlab.scenario import get_scenario
+
+    model = Model.from_scene(get_scenario("pendulum").build())
+    upper = np.deg2rad(60.0)
+    problem = S.SpacetimeProblem(model, 1.0, 10, [0.0], [np.deg2rad(50.0)], upper=[upper])
+    result = S.optimize(problem, method="L-BFGS-B")
+    # met: every knot within the limit, the end where asked, and then it may be optimal
+    assert S.limit_violation(problem, result.q) <= S.CONSTRAINT_TOL
+    assert result.boundary_error <= S.CONSTRAINT_TOL and result.status == "optimal"
+    # a knot 0.1 rad beyond the limit is measured as such
+    knots = result.q.copy()
+    knots[4, 0] = upper + 0.1
+    assert S.limit_violation(problem, knots) == pytest.approx(0.1)
+
+
+# -- corrupt or partial results: one line naming the file, never a silent plot ---------------
+
+
+def _rewrite_trajectory(folder: Path, change) -> None:
+    with np.load(folder / "trajectory.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    change(arrays)
+    np.savez(folder / "trajectory.npz", **arrays)
+
+
+def _nan_position(arrays) -> None:
+    arrays["position"] = arrays["position"].copy()
+    arrays["position"][2, 0, 2] = np.nan
+
+
+PARTIAL = {
+    "no-position": (lambda a: a.pop("position"), r"trajectory\.npz.*no array 'position'"),
+    "short-rotation": (
+        lambda a: a.update(rotation=a["rotation"][:-1]),
+        r"trajectory\.npz.*'rotation' has shape \(3, 1, 3, 3\), expected \(4, 1, 3, 3\)",
+    ),
+    "flat-position": (
+        lambda a: a.update(position=a["position"].reshape(-1)),
+        r"trajectory\.npz.*'position' has shape \(12,\)",
+    ),
+    "nan-position": (_nan_position, r"'position' holds non-finite numbers from frame 2"),
+}
+
+
+@pytest.mark.parametrize("command", ["plot", "render"])
+@pytest.mark.parametrize("case", sorted(PARTIAL))
+def test_a_damaged_trajectory_is_named(case, command, run_folder, workdir, capsys):
+    change, pattern = PARTIAL[case]
+    _rewrite_trajectory(run_folder, change)
+    argv = ["plot", "r"] if command == "plot" else ["render", "r", "--out", "a.gif"]
+    outcome = call(argv, capsys)
+    assert_one_line(outcome, 2, pattern)
+    assert not (workdir / "a.gif").exists() and leftovers(workdir) == []
+
+
+@pytest.mark.parametrize("command", ["plot", "render"])
+def test_a_truncated_steps_table_is_named(command, run_folder, workdir, capsys):
+    lines = (run_folder / "steps.csv").read_text().splitlines(keepends=True)
+    (run_folder / "steps.csv").write_text("".join(lines[:-1]))  # the last step lost
+    argv = ["plot", "r"] if command == "plot" else ["render", "r", "--out", "a.gif"]
+    outcome = call(argv, capsys)
+    assert_one_line(outcome, 2, r"steps\.csv' .*it has 2 rows, the summary records 3 steps")
+    assert not (workdir / "a.gif").exists()
+
+
+@pytest.fixture
+def comparison(workdir: Path, capsys) -> Path:
+    argv = ["compare", "pendulum", "--solvers", "kkt", "--models", "frictionless"]
+    outcome = call([*argv, "--formulations", "maximal", "--quiet", "--out", "c"], capsys)
+    assert outcome.code == 0, outcome.err
+    return workdir / "c"
+
+
+@pytest.mark.parametrize(
+    ("content", "pattern"),
+    [
+        (b"\x00\xff\xfe garbage \x00\n\x01,\x02\n", r"comparison\.csv' is unreadable or corrupt"),
+        (b"a,b\n1,2\n", r"comparison\.csv' is not a results table: it has no column"),
+        (b"", r"comparison\.csv' is unreadable or corrupt"),
+    ],
+)
+def test_a_garbage_comparison_table_is_named(content, pattern, comparison, capsys):
+    from contactlab.errors import ResultsError
+    from contactlab.experiments.loading import load_results
+
+    (comparison / "comparison.csv").write_bytes(content)
+    outcome = call(["plot", "c"], capsys)
+    assert_one_line(outcome, 2, pattern)
+    with pytest.raises(ResultsError, match=pattern):
+        load_results(comparison)
