@@ -567,3 +567,85 @@ def test_a_garbage_comparison_table_is_named(content, pattern, comparison, capsy
     assert_one_line(outcome, 2, pattern)
     with pytest.raises(ResultsError, match=pattern):
         load_results(comparison)
+
+
+# -- loaders linear in the model's size (counted operations, not wall time) ------------------
+
+
+class _CountingName(str):
+    """A link name that counts how often a dict or set looks it up (each lookup hashes it)."""
+
+    lookups = [0]
+
+    def __hash__(self) -> int:
+        _CountingName.lookups[0] += 1
+        return str.__hash__(self)
+
+
+def _chain_robot(n: int):
+    from types import SimpleNamespace
+
+    names = [_CountingName(f"l{i}") for i in range(n)]
+    links = [SimpleNamespace(name=name) for name in names]
+    joints = [
+        SimpleNamespace(name=f"j{i}", parent=names[i - 1], child=names[i]) for i in range(1, n)
+    ]
+    return SimpleNamespace(links=links, joints=joints)
+
+
+def test_urdf_tree_check_is_linear_in_the_links():
+    from contactlab.reduced.urdf import _check_tree
+
+    counts = []
+    for n in (200, 400, 800):
+        robot = _chain_robot(n)
+        _CountingName.lookups[0] = 0
+        _check_tree(robot, "chain.urdf")
+        counts.append(_CountingName.lookups[0])
+    # a walk to the root from every link made it quadratic in lookups (cubic in time)
+    assert counts[1] / counts[0] == pytest.approx(2.0, rel=0.05)
+    assert counts[2] / counts[1] == pytest.approx(2.0, rel=0.05)
+
+
+def test_urdf_cycle_is_one_line_naming_it(workdir):
+    from contactlab.errors import ConfigurationError
+    from contactlab.reduced.urdf import load_urdf
+
+    inertia = '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+    link = '<link name="{}"><inertial><mass value="1"/>' + inertia + "</inertial></link>"
+    joint = (
+        '<joint name="{}" type="revolute"><parent link="{}"/><child link="{}"/>'
+        '<axis xyz="0 1 0"/></joint>'
+    )
+    text = (
+        '<robot name="loop">'
+        + link.format("base")
+        + "".join(link.format(n) for n in "abc")
+        + joint.format("j0", "base", "a")
+        + joint.format("j1", "b", "c")
+        + joint.format("j2", "c", "b")
+        + "</robot>"
+    )
+    with pytest.raises(
+        ConfigurationError, match=r"the joints form a cycle \((b -> c -> b|c -> b -> c)\)"
+    ):
+        load_urdf(text)
+
+
+def test_body_lookup_scans_the_bodies_once():
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario("chain").build(n_links=50)
+
+    class Counting(tuple):
+        scans = 0
+
+        def __iter__(self):
+            Counting.scans += 1
+            return super().__iter__()
+
+    object.__setattr__(scene, "bodies", Counting(scene.bodies))
+    scene.__dict__.pop("_body_indices", None)
+    names = [b.name for b in tuple.__iter__(scene.bodies)]
+    assert [scene.body_index(name) for name in names] == list(range(50))
+    assert Counting.scans == 1  # one table, then a lookup per name (was a scan per name)
