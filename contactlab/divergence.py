@@ -35,9 +35,17 @@ Bounds (the constants are module attributes, documented in ``docs/reliability.md
         ``constraint_error <= max(L, 1)`` [m or rad]: a joint or loop whose
         sides are further apart than the scene is large (or turned by more
         than a radian) is broken.
+    joint separation
+        for every joint whose two frames coincide when it holds (revolute,
+        continuous, spherical, universal, fixed; loop closures included), the
+        distance between the frames' origins grows by at most
+        ``2 max(r_parent, r_child)`` [m] from its initial value: sides further
+        apart than the larger of the two bodies is large are torn, whatever
+        the scene's overall size (10-cm links are torn at about 10 cm).
     penetration
-        a contact between bodies ``a`` and ``b`` deeper than ``2 min(r_a, r_b)``
-        (the world counts as infinitely large): one body went through the other.
+        a contact between bodies ``a`` and ``b`` deeper than ``min(r_a, r_b)``
+        (the world counts as infinitely large): the smaller body's centre has
+        crossed the other's surface, it is more than half way through.
     speed
         ``|v_i| <= sqrt(2 K(t) / m_i)`` and ``|omega_i| <= sqrt(2 K(t) / I_min,i)``
         with ``K(t) = (ENERGY_FACTOR + 1) S + |g| sum_j m_j (v_0 t + |g| t^2 / 2)``:
@@ -48,8 +56,19 @@ Bounds (the constants are module attributes, documented in ``docs/reliability.md
 Scenes with active inputs (a force element or constraint whose class sets
 ``supplies_energy = True``, such as prescribed motion or a speed drive, or
 joint torques in ``Scene.joint_torque``) do work that no potential
-records, so the energy and speed bounds are off for them; the drift and
-penetration bounds still apply.
+records.  When every input is a motion of known speed (a prescribed joint
+``trajectory(t)``, a prescribed twist ``profile(t)``, a driven attachment's
+pose, a speed drive's target speed plus ``bias / gain``), its supply is
+bounded by the kinetic energy of every body moving at the fastest driven
+speed, ``K_d = 1/2 sum_i m_i (v_d + w_d L)^2 + 1/2 sum_i I_max,i w_d^2``
+(``v_d``, ``w_d``: the largest linear and angular drive speeds over the run),
+which is added to ``S``; with an input of unknown supply (``joint_torque``,
+any other element) the energy and speed bounds are off.  The other bounds
+always apply.
+
+A scene whose scales are not finite (a parameter such as ``height=1e300``
+overflows them) is refused before the first step: its bounds would be
+infinite and the guard silently off.
 """
 
 from __future__ import annotations
@@ -60,7 +79,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.errors import DivergenceError
+from contactlab.errors import ConfigurationError, DivergenceError
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -71,6 +90,16 @@ ENERGY_FACTOR = 10.0
 ENERGY_FLOOR = 1e-9
 #: smallest drift bound [m or rad]
 DRIFT_FLOOR = 1.0
+#: joint kinds whose two frames coincide when the joint holds (separation checked)
+COINCIDENT_KINDS = frozenset(
+    {"revolute", "continuous", "spherical", "spherical_euler", "universal", "fixed"}
+)
+#: kinds whose prescribed coordinate is an angle (a drive rate in rad/s)
+ROTATIONAL_KINDS = frozenset(
+    {"revolute", "continuous", "spherical", "spherical_euler", "universal"}
+)
+#: samples of a drive's speed over the run
+DRIVE_SAMPLES = 257
 
 FIX = (
     "try a smaller --dt, a smaller stabilization gain, or another --solver; "
@@ -136,6 +165,138 @@ def _joint_anchors(scene: Scene, E: Array) -> Array:
 
 
 @dataclass(frozen=True)
+class JointFrames:
+    """The joints checked for separation: body indices (-1: world) and frame origins."""
+
+    names: tuple[str, ...]
+    parent: NDArray[np.int64]
+    child: NDArray[np.int64]
+    anchor_parent: Array  # (k, 3) in the parent's frame (world for -1)
+    anchor_child: Array  # (k, 3) in the child's frame
+    initial: Array  # (k,) separation at t = 0 [m]
+    bound: Array  # (k,) allowed growth [m]
+
+    def separation(self, E: Array) -> Array:
+        """(k,) distance between each joint's two frame origins at body transforms ``E``."""
+        return np.linalg.norm(
+            _world(E, self.parent, self.anchor_parent) - _world(E, self.child, self.anchor_child),
+            axis=1,
+        )
+
+
+def _world(E: Array, index: NDArray[np.int64], local: Array) -> Array:
+    world = local.copy()
+    body = index >= 0
+    if body.any():
+        T = E[index[body]]
+        world[body] = np.einsum("kij,kj->ki", T[:, :3, :3], local[body]) + T[:, :3, 3]
+    return world
+
+
+def joint_frames(scene: Scene, E: Array, radii: Array) -> JointFrames:
+    """The scene's joints of :data:`COINCIDENT_KINDS` at body transforms ``E``."""
+    names, parent, child, a_p, a_c, bound = [], [], [], [], [], []
+    for joint in scene.joints:
+        if getattr(joint, "kind", None) not in COINCIDENT_KINDS:
+            continue
+        i = -1 if joint.parent is None else scene.body_index(joint.parent)
+        k = scene.body_index(joint.child)
+        if k < 0:
+            continue
+        frame_p = np.eye(4) if joint.frame_parent is None else np.asarray(joint.frame_parent)
+        frame_c = np.eye(4) if joint.frame_child is None else np.asarray(joint.frame_child)
+        names.append(joint.name)
+        parent.append(i)
+        child.append(k)
+        a_p.append(frame_p[:3, 3])
+        a_c.append(frame_c[:3, 3])
+        bound.append(2.0 * max(radii[k], radii[i] if i >= 0 else 0.0))
+    frames = JointFrames(
+        tuple(names),
+        np.array(parent, dtype=np.int64),
+        np.array(child, dtype=np.int64),
+        np.array(a_p, dtype=float).reshape(-1, 3),
+        np.array(a_c, dtype=float).reshape(-1, 3),
+        np.zeros(len(names)),
+        np.array(bound, dtype=float),
+    )
+    initial = frames.separation(E) if names else np.zeros(0)
+    return JointFrames(
+        frames.names,
+        frames.parent,
+        frames.child,
+        frames.anchor_parent,
+        frames.anchor_child,
+        initial,
+        frames.bound,
+    )
+
+
+def _rates(values: list[Any]) -> Array:
+    return np.abs(np.array([np.asarray(v, dtype=float).reshape(-1) for v in values]))
+
+
+def drive_speeds(scene: Scene, horizon: float) -> tuple[float, float] | None:
+    """``(v_d, w_d)``: the largest linear [m/s] and angular [rad/s] speed the inputs drive.
+
+    Sampled over ``[0, horizon]`` s; ``None`` when an input's supply is unknown
+    (``Scene.joint_torque``, or an element of no known kind).
+    """
+    if scene.joint_torque is not None:
+        return None
+    times = np.linspace(0.0, max(float(horizon), 0.0), DRIVE_SAMPLES)
+    kinds = {j.name: j.kind for j in scene.joints}
+    v_d = w_d = 0.0
+    for e in (*scene.forces, *scene.constraints, *scene.attachments):
+        if not getattr(e, "supplies_energy", False):
+            continue
+        trajectory = getattr(e, "trajectory", None)
+        profile = getattr(e, "profile", None)
+        if trajectory is not None and hasattr(e, "joint"):
+            rate = float(_rates([trajectory(t)[1] for t in times]).max(initial=0.0))
+            if kinds.get(e.joint) in ROTATIONAL_KINDS:
+                w_d = max(w_d, rate)
+            else:
+                v_d = max(v_d, rate)
+        elif profile is not None and hasattr(e, "components"):
+            comps = np.asarray(e.components).reshape(-1)
+            rates = _rates([profile(t)[0] for t in times])
+            rates = np.broadcast_to(rates, (len(times), comps.size))
+            w_d = max(w_d, float(rates[:, comps < 3].max(initial=0.0)))
+            v_d = max(v_d, float(rates[:, comps >= 3].max(initial=0.0)))
+        elif trajectory is not None and hasattr(e, "body"):  # a driven attachment: its pose
+            poses = np.array([np.asarray(trajectory(t), dtype=float) for t in times])
+            dt = np.diff(times)
+            if dt.size and dt[0] > 0:
+                v_d = max(
+                    v_d,
+                    float((np.linalg.norm(np.diff(poses[:, :3, 3], axis=0), axis=1) / dt).max()),
+                )
+                turn = np.einsum("kji,kjl->kil", poses[:-1, :3, :3], poses[1:, :3, :3])
+                cos = np.clip((np.trace(turn, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
+                w_d = max(w_d, float((np.arccos(cos) / dt).max()))
+        elif all(hasattr(e, a) for a in ("speed", "bias", "gain")):
+            gain = float(e.gain)
+            if not gain > 0:
+                return None
+            v_d = max(v_d, abs(float(e.speed)) + abs(float(e.bias)) / gain)
+        else:
+            return None
+    return v_d, w_d
+
+
+def drive_supply(scene: Scene, length: float, horizon: float) -> float | None:
+    """``K_d`` [J]: the kinetic energy of every body at the fastest driven speed (or ``None``)."""
+    speeds = drive_speeds(scene, horizon)
+    if speeds is None:
+        return None
+    v_d, w_d = speeds
+    masses = np.array([b.mass for b in scene.bodies], dtype=float)
+    inertia = np.array([float(np.max(b.inertia)) for b in scene.bodies])
+    return float(0.5 * masses.sum() * (v_d + w_d * length) ** 2 + 0.5 * inertia.sum() * w_d**2)
+
+
+@dataclass(frozen=True)
 class DivergenceBounds:
     """The scales and bounds of one scene (see the module docstring)."""
 
@@ -150,6 +311,7 @@ class DivergenceBounds:
     gravity: float
     initial_speed: float
     active: bool
+    joints: JointFrames | None = None
 
 
 def force_work_scale(scene: Scene, E: Array, phi: Array, length: float) -> float:
@@ -165,7 +327,12 @@ def force_work_scale(scene: Scene, E: Array, phi: Array, length: float) -> float
 
 
 def scene_bounds(
-    scene: Scene, E: Array, phi: Array, initial: dict[str, float], force_energy: float
+    scene: Scene,
+    E: Array,
+    phi: Array,
+    initial: dict[str, float],
+    force_energy: float,
+    horizon: float | None = None,
 ) -> DivergenceBounds:
     """The bounds of ``scene`` from its initial body state and metrics.
 
@@ -174,7 +341,37 @@ def scene_bounds(
     E, phi : (nb, 4, 4) initial body transforms and (nb, 6) twists.
     initial : the formulation's state metrics at t = 0 (``kinetic_energy``).
     force_energy : the force elements' potential energy at t = 0 [J].
+    horizon : end time of the run [s] (the scene's duration by default): drive
+        speeds are sampled up to it.
+
+    Raises
+    ------
+    ConfigurationError
+        When a scale is not finite (the guard could bound nothing).
     """
+    with np.errstate(over="ignore", invalid="ignore"):
+        bounds = _scene_bounds(scene, E, phi, initial, force_energy, horizon)
+    for what, value in (
+        ("length scale [m]", bounds.length_scale),
+        ("energy scale [J]", bounds.energy_scale),
+    ):
+        if not np.isfinite(value):
+            raise ConfigurationError(
+                f"scene {scene.name!r} is too large to bound: its {what} is {value:g} (a "
+                "parameter beyond floating-point range?); choose parameters in range, or pass "
+                "--no-divergence-guard to run it unguarded"
+            )
+    return bounds
+
+
+def _scene_bounds(
+    scene: Scene,
+    E: Array,
+    phi: Array,
+    initial: dict[str, float],
+    force_energy: float,
+    horizon: float | None,
+) -> DivergenceBounds:
     radii = body_radii(scene)
     bodies = E[:, :3, 3]
     points = np.vstack([bodies, _joint_anchors(scene, E), _static_points(scene, bodies)])
@@ -185,14 +382,18 @@ def scene_bounds(
     kinetic = float(initial.get("kinetic_energy", 0.0))
     scale = kinetic + g * length * float(masses.sum()) + abs(force_energy)
     scale += force_work_scale(scene, E, phi, length)
-    scale = max(scale, ENERGY_FLOOR)
     active = has_active_inputs(scene)
+    supply = None
+    if active:
+        supply = drive_supply(scene, length, scene.duration if horizon is None else horizon)
+        scale += supply or 0.0
+    scale = max(scale, ENERGY_FLOOR)
     speed0 = float(np.linalg.norm(phi[:, 3:], axis=1).max(initial=0.0))
     return DivergenceBounds(
         names=tuple(b.name for b in scene.bodies),
         length_scale=length,
         energy_scale=scale,
-        energy_bound=None if active else ENERGY_FACTOR * scale,
+        energy_bound=None if active and supply is None else ENERGY_FACTOR * scale,
         drift_bound=max(length, DRIFT_FLOOR),
         radii=radii,
         masses=masses,
@@ -200,6 +401,7 @@ def scene_bounds(
         gravity=g,
         initial_speed=speed0,
         active=active,
+        joints=joint_frames(scene, E, radii),
     )
 
 
@@ -220,11 +422,20 @@ class DivergenceGuard:
             bound=bound,
         )
 
-    def check(self, index: int, t: float, row: dict[str, Any], phi: Array, contacts: Any) -> None:
+    def check(
+        self,
+        index: int,
+        t: float,
+        row: dict[str, Any],
+        phi: Array,
+        contacts: Any,
+        E: Array | None = None,
+    ) -> None:
         """Raise :class:`DivergenceError` if the state after step ``index`` is absurd.
 
-        ``row`` holds the step's metrics, ``phi`` the (nb, 6) body twists and
-        ``contacts`` the step's contact set (or ``None``).
+        ``row`` holds the step's metrics, ``phi`` the (nb, 6) body twists,
+        ``contacts`` the step's contact set (or ``None``) and ``E`` the (nb, 4, 4)
+        body transforms (the joint separations are checked when given).
         """
         b = self.bounds
         if b.energy_bound is not None:
@@ -234,9 +445,19 @@ class DivergenceGuard:
         drift = float(row.get("constraint_error", 0.0))
         if drift > b.drift_bound:
             self._fail(index, t, "joint/loop drift [m or rad]", drift, b.drift_bound)
+        if E is not None and b.joints is not None and b.joints.names:
+            self._check_joints(index, t, E, b.joints)
         self._check_penetration(index, t, contacts)
         if b.energy_bound is not None:
             self._check_speed(index, t, phi)
+
+    def _check_joints(self, index: int, t: float, E: Array, joints: JointFrames) -> None:
+        growth = joints.separation(E) - joints.initial
+        over = growth - joints.bound
+        k = int(np.argmax(over))
+        if not over[k] <= 0.0:
+            quantity = f"separation of joint {joints.names[k]!r} [m]"
+            self._fail(index, t, quantity, float(growth[k]), float(joints.bound[k]))
 
     def _check_penetration(self, index: int, t: float, contacts: Any) -> None:
         distance = getattr(contacts, "distance", None)
@@ -246,7 +467,7 @@ class DivergenceGuard:
         radii = np.append(self.bounds.radii, np.inf)  # index -1: the world
         a = np.asarray(getattr(contacts, "body_a", np.full(depth.size, -1)), dtype=np.int64)
         c = np.asarray(getattr(contacts, "body_b", np.full(depth.size, -1)), dtype=np.int64)
-        bound = 2.0 * np.minimum(radii[a], radii[c])
+        bound = np.minimum(radii[a], radii[c])
         over = depth - bound
         k = int(np.argmax(over))
         if over[k] > 0.0:

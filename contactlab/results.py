@@ -174,9 +174,40 @@ def summarize(
     return jsonable(summary)  # type: ignore[no-any-return]
 
 
+#: bytes a temporary sibling adds to a name (``.NAME.tmp-HOST-PID-TAG``, or ``.old-``)
+_TEMPORARY_EXTRA = 1 + 5 + 24 + 1 + 10 + 1 + 8 + 8
+
+
+def check_name_length(path: Path | str, what: str = "--out") -> Path:
+    """Raise :class:`ResultsError` if a name in ``path`` is longer than the file system allows.
+
+    The last name must also leave room for the temporary sibling it is written
+    under (about 60 bytes more).
+    """
+    target = Path(path)
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    try:
+        limit = os.pathconf(ancestor if str(ancestor) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 255
+    for i, part in enumerate(target.parts):
+        size = len(os.fsencode(part))
+        room = limit - (_TEMPORARY_EXTRA if i == len(target.parts) - 1 else 0)
+        if size > room:
+            short = part if len(part) <= 24 else part[:20] + "..."
+            raise ResultsError(
+                f"{what} name {short!r} is {size} bytes, longer than the {room} this file "
+                f"system allows for it ({limit} per name, less room for the temporary copy); "
+                f"choose a shorter {what}"
+            )
+    return target
+
+
 def check_target(folder: Path | str, overwrite: bool = False) -> Path:
     """Raise :class:`ResultsError` if ``folder`` exists and may not be overwritten."""
-    target = Path(folder)
+    target = check_name_length(folder)
     if target.exists() and not overwrite:
         raise ResultsError(
             f"results folder {str(target)!r} already exists; choose another --out or pass "
@@ -264,7 +295,7 @@ def check_writable(folder: Path | str, what: str = "--out") -> Path:
     removed there).  Missing intermediate folders are fine: they are created
     when the results are written.
     """
-    target = Path(folder)
+    target = check_name_length(folder, what)
     if target.exists() and not target.is_dir():
         raise ResultsError(f"{what} {str(target)!r} is a file, not a folder; choose another {what}")
     ancestor = target if target.exists() else target.parent
@@ -352,7 +383,7 @@ def atomic_file(path: Path | str) -> Iterator[Path]:
     On any exception the temporary file is removed and ``path`` is untouched;
     an :class:`OSError` becomes one :class:`ResultsError` line.
     """
-    target = Path(path)
+    target = check_name_length(path, "file")
     if target.is_dir():
         raise ResultsError(f"{str(target)!r} is a folder; name a file to write")
     tag = f"{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -485,7 +516,70 @@ def load_run(folder: Path | str) -> RunData:
     summary = read_summary_file(root)
     steps = read_steps_file(root)
     trajectory = read_trajectory_file(root)
+    check_run_files(root, summary, steps, trajectory)
     return RunData(root, summary, steps, trajectory)
+
+
+def check_run_files(
+    root: Path, summary: Mapping[str, Any], steps: pd.DataFrame, trajectory: Mapping[str, Any]
+) -> None:
+    """Raise :class:`ResultsError` when the run's files disagree with each other.
+
+    ``trajectory.npz`` must hold ``t`` (T+1,), ``position`` (T+1, nb, 3) and
+    ``rotation`` (T+1, nb, 3, 3) (and ``twist`` (T+1, nb, 6), ``q``, ``qdot``
+    (T+1, n) when present), all finite; ``steps.csv`` must have the T rows the
+    summary records (T+1 for an optimization: one per knot).  A truncated or
+    altered file is named, never plotted.
+    """
+    traj_path = root / TRAJECTORY
+    t = np.asarray(trajectory["t"])
+    if t.ndim != 1:
+        raise _corrupt(traj_path, ValueError(f"'t' has shape {t.shape}, not (frames,)"))
+    frames = t.shape[0]
+    for key in ("position", "rotation"):
+        if key not in trajectory:
+            raise _corrupt(traj_path, KeyError(f"no array {key!r}"))
+    nb = np.asarray(trajectory["position"]).shape[1] if trajectory["position"].ndim > 1 else -1
+    expected = {
+        "position": (frames, nb, 3),
+        "rotation": (frames, nb, 3, 3),
+        "twist": (frames, nb, 6),
+        "body_names": (nb,),
+    }
+    for key, shape in expected.items():
+        if key not in trajectory:
+            continue
+        got = np.shape(trajectory[key])
+        if got != shape:
+            raise _corrupt(
+                traj_path, ValueError(f"{key!r} has shape {got}, expected {shape} from 't'")
+            )
+    for key in ("q", "qdot"):
+        if key in trajectory and (np.ndim(trajectory[key]) != 2 or len(trajectory[key]) != frames):
+            raise _corrupt(traj_path, ValueError(f"{key!r} has shape {np.shape(trajectory[key])}"))
+    for key in ("t", "position", "rotation", "twist", "q", "qdot"):
+        if key not in trajectory:
+            continue
+        values = np.asarray(trajectory[key])
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            frame = int(np.argwhere(~np.isfinite(values.reshape(frames, -1)).all(axis=1))[0, 0])
+            raise _corrupt(
+                traj_path, ValueError(f"{key!r} holds non-finite numbers from frame {frame}")
+            )
+    recorded = summary.get("steps")
+    steps_path = root / STEPS
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and len(steps) != recorded:
+        raise _corrupt(
+            steps_path,
+            ValueError(f"it has {len(steps)} rows, the summary records {recorded} steps"),
+        )
+    # a simulation run has one row per step between frames (an optimization, one per knot)
+    per_knot = summary.get("kind") == "spacetime optimization"
+    if len(steps) != (frames if per_knot else frames - 1):
+        raise _corrupt(
+            steps_path,
+            ValueError(f"it has {len(steps)} rows for the {frames} frames of trajectory.npz"),
+        )
 
 
 def _title(summary: Mapping[str, Any]) -> str:
@@ -502,6 +596,13 @@ def plot_run(folder: Path | str) -> list[Path]:
         raise _missing_folder(root)
     summary = read_summary_file(root)
     steps = read_steps_file(root)
+    if (root / TRAJECTORY).exists():  # the files must agree before anything is drawn
+        check_run_files(root, summary, steps, read_trajectory_file(root))
+    elif isinstance(summary.get("steps"), int) and len(steps) != summary["steps"]:
+        raise _corrupt(
+            root / STEPS,
+            ValueError(f"it has {len(steps)} rows, the summary records {summary['steps']} steps"),
+        )
     out_dir = root / PLOTS
     out_dir.mkdir(exist_ok=True)
     t = steps["t"].to_numpy(dtype=float) if "t" in steps else np.zeros(0)

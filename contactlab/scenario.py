@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from contactlab.docstrings import parameter_docs, summary
 from contactlab.errors import (
     ConfigurationError,
@@ -171,14 +173,38 @@ def complete_setup(
     return Setup(base.formulation, chosen_model, chosen_solver, base.reason), defaulted
 
 
+#: Largest value of a count parameter (``n``, ``n_*``, or documented as "number of ..."):
+#: each counts bodies or links, and a scene beyond it would take hours to build and step.
+MAX_COUNT = 10_000
+
+
+def _is_count(name: str, ptype: type, doc: str) -> bool:
+    return ptype is int and (
+        name == "n" or name.startswith("n_") or doc.lower().startswith("number of")
+    )
+
+
 @dataclass(frozen=True)
 class Parameter:
-    """A scenario parameter: name, default value, type and description."""
+    """A scenario parameter: name, default value, type and description.
+
+    limit : largest allowed value (count parameters: :data:`MAX_COUNT`).
+    """
 
     name: str
     default: Any
     type: type
     doc: str = ""
+    limit: int | None = None
+
+    def check_limit(self, value: Any) -> Any:
+        """``value``, or a :class:`ParameterError` when it is above :attr:`limit`."""
+        if self.limit is not None and isinstance(value, int) and value > self.limit:
+            raise ParameterError(
+                f"parameter {self.name!r} = {value} is more than the limit of {self.limit:,} "
+                f"({self.doc.rstrip('.') or 'a count'}); choose at most {self.limit}"
+            )
+        return value
 
     def parse(self, value: Any) -> Any:
         """Convert a command-line string (or a Python value) to the parameter's type."""
@@ -235,7 +261,7 @@ class Scenario:
                     f"scenario {self.name!r} has no parameter {key!r}; its parameters are "
                     f"{', '.join(self.parameters) or '(none)'}"
                 )
-            values[key] = self.parameters[key].parse(value)
+            values[key] = self.parameters[key].check_limit(self.parameters[key].parse(value))
         return values
 
     def default_setup(
@@ -248,7 +274,9 @@ class Scenario:
         """Build the scene with parameters ``overrides`` (defaults for the rest)."""
         values = self.resolve(overrides)
         try:
-            scene = self.builder(**values)
+            # an overflow while building (mass=1e308) is an error of the values, not a warning
+            with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+                scene = self.builder(**values)
         except ContactlabError:
             raise
         except (ValueError, OverflowError, ArithmeticError, TypeError) as err:
@@ -284,7 +312,9 @@ def scenario(
                     f"scenario {name!r}: parameter {p.name!r} needs a default value"
                 )
             ptype = type(p.default)
-            params[p.name] = Parameter(p.name, p.default, ptype, described.get(p.name, ""))
+            pdoc = described.get(p.name, "")
+            limit = MAX_COUNT if _is_count(p.name, ptype, pdoc) else None
+            params[p.name] = Parameter(p.name, p.default, ptype, pdoc, limit)
         return Scenario(name, fn, params, summary(doc), formulations)
 
     return wrap

@@ -448,9 +448,17 @@ class Scene:
         """Index of a body by name; ``-1`` for the world (``None``)."""
         if name is None:
             return -1
-        for i, b in enumerate(self.bodies):
-            if b.name == name:
-                return i
+        # a name -> index table built once per scene (a scan per call made building a
+        # 3,000-link tree quadratic); not a field, so replace() builds a new one
+        table = self.__dict__.get("_body_indices")
+        if table is None:
+            table = {}
+            for i, b in enumerate(self.bodies):
+                table.setdefault(b.name, i)
+            object.__setattr__(self, "_body_indices", table)
+        index = table.get(name)
+        if index is not None:
+            return int(index)
         raise ConfigurationError(
             f"scene {self.name!r} has no body {name!r}; bodies are {[b.name for b in self.bodies]}"
         )

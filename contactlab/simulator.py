@@ -60,6 +60,13 @@ from solvers.errors import SolverError
 Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
 
+#: Most steps one run may take: beyond it a run is a mistake in ``--dt``, ``--steps`` or
+#: ``--duration`` (1e7 steps of the pendulum already take hours), refused before anything
+#: is allocated.
+MAX_STEPS = 10_000_000
+#: Largest share of the available memory a run's preallocated trajectory may take.
+MEMORY_SHARE = 0.5
+
 #: Callback run after every step; returning ``True`` stops the run early.
 StepCallback = Callable[[State, "StepRecord"], "bool | None"]
 
@@ -455,17 +462,12 @@ class Simulator:
         """Number of steps for ``steps`` or ``duration`` [s] (the scene's duration by default).
 
         A duration is rounded to the nearest whole number of steps (at least one).
+        More than :data:`MAX_STEPS` steps, or a trajectory larger than
+        :data:`MEMORY_SHARE` of the available memory, is refused (before any
+        allocation) with a :class:`~contactlab.errors.ConfigurationError`.
         """
-        if steps is not None and duration is not None:
-            raise ConfigurationError("give either steps or duration, not both")
-        if steps is not None:
-            if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-                raise ConfigurationError(f"steps must be a positive integer, got {steps!r}")
-            return int(steps)
-        T = self.scene.duration if duration is None else duration
-        if not (isinstance(T, (int, float)) and np.isfinite(T) and T > 0):
-            raise ConfigurationError(f"duration must be a positive number [s], got {T!r}")
-        return max(1, int(round(T / self.dt)))
+        frame = _Recorder.frame_bytes(self.scene, self.formulation)
+        return run_length(self.scene, self.dt, steps, duration, frame)
 
     def run(
         self,
@@ -499,10 +501,15 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = _Recorder(self.formulation, self.scene, state, n)
-        guard = self._guard(state, initial)
-        initial["energy_scale"] = guard.bounds.energy_scale
+        try:
+            guard = self._guard(state, initial, horizon=float(state.t) + n * self.dt)
+            initial["energy_scale"] = guard.bounds.energy_scale
+        except ConfigurationError:
+            if self.divergence_guard:
+                raise
+            initial["energy_scale"] = float("nan")  # unbounded scene, run unguarded
         bar = _progress_bar(n) if progress is True else None
-        rows: list[dict[str, Any]] = []
+        rows = _StepTable(n)
         status = "ok"
         # Overflow and invalid-value warnings of a blowing-up step would only
         # precede the error the finiteness check and the guard raise for it.
@@ -516,7 +523,14 @@ class Simulator:
                         contacts = record.contacts
                         if contacts is None:
                             contacts = record.problem.contacts
-                        guard.check(i, record.t, record.metrics, recorder.phi[i + 1], contacts)
+                        guard.check(
+                            i,
+                            record.t,
+                            record.metrics,
+                            recorder.phi[i + 1],
+                            contacts,
+                            E=recorder.E[i + 1],
+                        )
                     if bar is not None:
                         bar.update(1)
                     elif callable(progress):
@@ -537,7 +551,7 @@ class Simulator:
             message = self._inaccurate_message(rows)
         return self._make_run(rows, recorder, initial, wall_start, status, message)
 
-    def _inaccurate_message(self, rows: list[dict[str, Any]]) -> str:
+    def _inaccurate_message(self, rows: _StepTable) -> str:
         """Which steps were not solved to optimality, the first one's cause, and a hint."""
         bad = [r for r in rows if r["status"] != "optimal"]
         first = bad[0]
@@ -570,17 +584,19 @@ class Simulator:
             f"{first.get('solver_residual', float('nan')):.3g}; {hint}"
         )
 
-    def _guard(self, state: State, initial: dict[str, float]) -> DivergenceGuard:
+    def _guard(
+        self, state: State, initial: dict[str, float], horizon: float | None = None
+    ) -> DivergenceGuard:
         E, phi = self.formulation.maximal(state)
         masses = np.array([b.mass for b in self.scene.bodies], dtype=float)
         gravity_energy = -float(masses @ (E[:, :3, 3] @ np.asarray(self.scene.gravity)))
         force_energy = float(initial.get("potential_energy", 0.0)) - gravity_energy
-        bounds = scene_bounds(self.scene, E, phi, initial, force_energy)
+        bounds = scene_bounds(self.scene, E, phi, initial, force_energy, horizon)
         return DivergenceGuard(bounds, float(initial.get("total_energy", 0.0)))
 
     def _make_run(
         self,
-        rows: list[dict[str, Any]],
+        rows: _StepTable,
         recorder: _Recorder,
         initial: dict[str, float],
         wall_start: float,
@@ -588,9 +604,9 @@ class Simulator:
         message: str = "",
     ) -> Run:
         columns = [m.name for m in M.STEP_METRICS]
-        steps = pd.DataFrame(rows)
+        steps = rows.frame()
         ordered = [c for c in columns if c in steps] + [c for c in steps if c not in columns]
-        steps = steps[ordered] if rows else pd.DataFrame(columns=columns)
+        steps = steps[ordered] if len(rows) else pd.DataFrame(columns=columns)
         form, model, solver = self.names
         return Run(
             scene=self.scene,
@@ -618,8 +634,192 @@ def _progress_bar(total: int) -> Any:
     return progress_bar(total, unit="step")
 
 
+def run_length(
+    scene: Scene,
+    dt: float | None = None,
+    steps: int | None = None,
+    duration: float | None = None,
+    frame_bytes: int | None = None,
+) -> int:
+    """Number of steps of a run of ``scene`` (see :meth:`Simulator.n_steps`), checked.
+
+    ``dt`` defaults to the scene's, ``duration`` to the scene's; ``frame_bytes``
+    (bytes per recorded frame) to the maximal formulation's.
+    """
+    h = scene.dt if dt is None else dt
+    if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
+        raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
+    if steps is not None and duration is not None:
+        raise ConfigurationError("give either steps or duration, not both")
+    if steps is not None:
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ConfigurationError(f"steps must be a positive integer, got {steps!r}")
+        if steps > MAX_STEPS:
+            raise ConfigurationError(
+                f"--steps {steps} is more than the limit of {MAX_STEPS:,} steps per run; "
+                "run fewer steps or use a larger --dt"
+            )
+        n = int(steps)
+    else:
+        T = scene.duration if duration is None else duration
+        if not (isinstance(T, (int, float)) and np.isfinite(T) and T > 0):
+            raise ConfigurationError(f"duration must be a positive number [s], got {T!r}")
+        count = T / h
+        if not count <= MAX_STEPS + 0.5:
+            raise ConfigurationError(
+                f"a duration of {T:g} s at --dt {h:g} s is {count:.3g} steps, more than the "
+                f"limit of {MAX_STEPS:,} steps per run; use a larger --dt or a shorter --duration"
+            )
+        n = max(1, int(round(count)))
+    frame = 8 * (22 * scene.n_bodies + 1) if frame_bytes is None else frame_bytes
+    need = (n + 1) * frame + n * _StepTable.ROW_BYTES
+    available = _available_memory()
+    if available is not None and need > MEMORY_SHARE * available:
+        raise ConfigurationError(
+            f"{n:,} steps of {scene.n_bodies} bodies need {need / 2**30:.3g} GiB for the "
+            f"trajectory, more than {MEMORY_SHARE:.0%} of the {available / 2**30:.3g} GiB of "
+            "memory available; run fewer steps (a larger --dt or a shorter --duration)"
+        )
+    return n
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (``None``: unknown on this system)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+class _StepTable:
+    """The rows of ``steps.csv`` as columns: a float64 array per numeric metric.
+
+    A list of one dict per step costs about 2 kB per step (the dict and a
+    Python float per entry); the columns cost 8 bytes per value, grown by
+    doubling, and any non-numeric value (a status) is stored once per distinct
+    value.  Iterating yields each row as a dict, as the list did.
+    """
+
+    #: bytes per step of a typical row (about 30 metrics), for the memory estimate
+    ROW_BYTES = 8 * 40
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._capacity = max(int(capacity), 1)
+        self._n = 0
+        self._numeric: dict[str, NDArray[Any]] = {}
+        self._other: dict[str, list[Any]] = {}
+        self._order: list[str] = []
+        self._interned: dict[Any, Any] = {}
+        #: numeric columns whose every value so far was an integer (kept int64)
+        self._ints: set[str] = set()
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def _grow(self, column: NDArray[Any]) -> NDArray[Any]:
+        bigger = np.full(max(16, 2 * column.size), np.nan)
+        bigger[: column.size] = column
+        return bigger
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        k = self._n
+        for key, value in row.items():
+            if key not in self._numeric and key not in self._other:
+                self._order.append(key)
+                if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+                    value, bool
+                ):
+                    self._numeric[key] = np.full(max(self._capacity, k + 1), np.nan)
+                    if k == 0 and isinstance(value, (int, np.integer)):
+                        self._ints.add(key)
+                else:
+                    self._other[key] = [None] * k
+            if key in self._numeric:
+                if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+                    value, bool
+                ):
+                    column = self._numeric[key]
+                    if k >= column.size:
+                        column = self._numeric[key] = self._grow(column)
+                    column[k] = value
+                    if not isinstance(value, (int, np.integer)):
+                        self._ints.discard(key)
+                    continue
+                # a value that is not a number after numbers: the column becomes a list
+                column = self._numeric.pop(key)
+                ints = key in self._ints
+                self._ints.discard(key)
+                self._other[key] = [int(x) if ints else float(x) for x in column[:k]]
+            values = self._other[key]
+            values.extend([None] * (k - len(values)))
+            values.append(self._interned.setdefault(value, value) if _hashable(value) else value)
+        for values in self._other.values():
+            if len(values) < k + 1:
+                values.append(None)
+        if len(row) < len(self._order):
+            self._ints.difference_update(key for key in self._numeric if key not in row)
+        self._n = k + 1
+
+    def column(self, key: str) -> Any:
+        if key in self._numeric:
+            return self._numeric[key][: self._n]
+        return self._other[key][: self._n]
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        out: dict[str, Any] = {}
+        for key in self._order:
+            if key in self._numeric:
+                x = float(self._numeric[key][i])
+                out[key] = int(x) if key in self._ints else x
+            else:
+                out[key] = self._other[key][i]
+        return out
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self._n))
+
+    def frame(self) -> pd.DataFrame:
+        data: dict[str, Any] = {}
+        for key in self._order:
+            column = self.column(key)
+            if key in self._ints:
+                column = column.astype(np.int64)
+            data[key] = column.copy() if isinstance(column, np.ndarray) else list(column)
+        return pd.DataFrame(data)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 class _Recorder:
     """Preallocated trajectory arrays filled frame by frame."""
+
+    @staticmethod
+    def frame_bytes(scene: Scene, formulation: Formulation) -> int:
+        """Bytes of one frame (the body transforms and twists, and q, qdot if reduced)."""
+        nq = int(getattr(getattr(formulation, "tree", None), "nq", 0) or 0)
+        return 8 * (scene.n_bodies * (16 + 6) + 2 * nq + 1)
 
     def __init__(self, formulation: Formulation, scene: Scene, state: State, n: int) -> None:
         self.formulation = formulation

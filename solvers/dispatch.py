@@ -47,9 +47,19 @@ def _warm(warm_start: WarmStart) -> tuple[Vec | None, Vec | None]:
     return np.asarray(warm_start, float), None
 
 
+def _interrupted(raw: RawSolution) -> bool:
+    """Whether a backend reports that Ctrl-C stopped it.
+
+    Backends in C (OSQP, SCS, ...) catch SIGINT themselves and return a status
+    such as "interrupted"; that is the user's interrupt, never a solver failure.
+    """
+    return "interrupt" in str(raw.message).lower() or "sigint" in str(raw.message).lower()
+
+
 def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
+    """``fn()``; a backend exception becomes a failed result, an interrupt stays one."""
     try:
-        return fn()
+        raw = fn()
     except SolverNotFound as err:  # a backend finding its package unusable at solve time
         raise SolverNotFound(err.name, available_backends(), err.reason) from err
     except SolverError:
@@ -61,6 +71,9 @@ def _call(fn: Callable[[], RawSolution], n: int) -> RawSolution:
             "numerical_error",
             f"backend raised {type(err).__name__}: {err}",
         )
+    if _interrupted(raw):
+        raise KeyboardInterrupt
+    return raw
 
 
 def solve(

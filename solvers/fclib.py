@@ -25,6 +25,8 @@ problems, negative ``mu``, NaN, inconsistent sizes) raises one
 
 from __future__ import annotations
 
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,21 @@ Vec = NDArray[np.float64]
 
 class FCLIBError(ProblemError):
     """A file is not a readable FCLIB problem (the message names the file and the field)."""
+
+
+#: Largest number of entries of one matrix or vector read from a file (8e8 bytes of
+#: float64): a file claiming more (a 1e12-row W) is refused before anything is allocated.
+MAX_ENTRIES = 100_000_000
+
+
+def _dataset_size(where: str, dataset: Any) -> int:
+    """Entries of an HDF5 dataset (from its header), refused beyond :data:`MAX_ENTRIES`."""
+    size = int(np.prod(getattr(dataset, "shape", ()) or (1,), dtype=np.float64))
+    if size > MAX_ENTRIES:
+        raise FCLIBError(
+            where, f"claims {size:.3g} entries, more than the limit of {MAX_ENTRIES:,}; refused"
+        )
+    return size
 
 
 @dataclass
@@ -66,16 +83,26 @@ def _read_matrix(path: Path, group: Any, name: str) -> sp.csr_matrix:
     if name not in group:
         raise FCLIBError(f"{path}: {group.name}/{name}", "is missing (not an FCLIB problem)")
     g = group[name]
+    where = f"{path}: {g.name}"
     try:
         m, n, nz = (int(np.asarray(g[k]).reshape(-1)[0]) for k in ("m", "n", "nz"))
+        if m < 0 or n < 0:
+            raise FCLIBError(where, f"has negative dimensions m = {m}, n = {n}")
+        if max(m, n) > MAX_ENTRIES:
+            raise FCLIBError(
+                where,
+                f"claims a {m} x {n} matrix, beyond the limit of {MAX_ENTRIES:,} rows or "
+                "columns; refused",
+            )
+        for key in ("p", "i", "x"):
+            _dataset_size(f"{where}/{key}", g[key])
         p = np.asarray(g["p"], dtype=np.int64)
         i = np.asarray(g["i"], dtype=np.int64)
         x = np.asarray(g["x"], dtype=np.float64)
-    except (KeyError, IndexError, TypeError, ValueError) as err:
-        raise FCLIBError(
-            f"{path}: {g.name}", f"is not an FCLIB matrix (needs m, n, nz, p, i, x): {err}"
-        ) from err
-    where = f"{path}: {g.name}"
+    except FCLIBError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError) as err:
+        raise FCLIBError(where, f"is not an FCLIB matrix (needs m, n, nz, p, i, x): {err}") from err
     if not np.all(np.isfinite(x)):
         raise FCLIBError(where, "contains NaN or infinite entries")
     try:
@@ -99,6 +126,7 @@ def _read_vector(path: Path, group: Any, name: str, size: int | None = None) -> 
     key = f"vectors/{name}"
     if key not in group:
         raise FCLIBError(f"{path}: {group.name}/{key}", "is missing (not an FCLIB problem)")
+    _dataset_size(f"{path}: {group.name}/{key}", group[key])
     v = np.asarray(group[key], dtype=np.float64).reshape(-1)
     if size is not None and v.shape[0] != size:
         raise FCLIBError(
@@ -204,7 +232,34 @@ def write(
             "FCLIB's local form has no scalar (bilateral/unilateral) rows; "
             "write the global form with G and b instead",
         )
-    with h5py.File(Path(path), "w") as f:
+    target = Path(path)
+    if target.is_dir():
+        raise FCLIBError(str(target), "is a folder; name a file to write")
+    # written beside the target and renamed: a failure (a full disk) leaves no half file
+    tmp = target.parent / f".{target.stem}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{target.suffix}"
+    try:
+        _write_file(h5py, tmp, problem, title, description, math_info, solution)
+        os.replace(tmp, target)
+    except OSError as err:
+        reason = " ".join((getattr(err, "strerror", None) or str(err)).split())
+        raise FCLIBError(
+            str(target), f"could not be written ({reason}); nothing was written there"
+        ) from err
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write_file(
+    h5py: Any,
+    path: Path,
+    problem: FrictionalContact | GlobalFrictionalContact,
+    title: str,
+    description: str,
+    math_info: str,
+    solution: dict[str, Vec] | None,
+) -> None:
+    with h5py.File(path, "w") as f:
         if isinstance(problem, FrictionalContact):
             g = f.create_group("fclib_local")
             _write_matrix(g, "W", problem.W)

@@ -145,7 +145,12 @@ def compare(
         or cannot be written.
     """
     from contactlab.models.base import model_names
-    from contactlab.results import atomic_folder, check_target, check_writable
+    from contactlab.results import (
+        atomic_folder,
+        check_name_length,
+        check_target,
+        check_writable,
+    )
     from contactlab.scenario import conserves_energy, get_scenario
 
     sc = get_scenario(scenario)
@@ -174,6 +179,7 @@ def compare(
         if out
         else Path("results/scratch") / (f"compare-{scenario}-{time.strftime('%Y%m%d-%H%M%S')}")
     )
+    check_name_length(folder)
     # an existing empty folder (made ready for the output) counts as free
     replace = force or (folder.is_dir() and not any(folder.iterdir()))
     check_target(folder, replace)
@@ -227,6 +233,10 @@ def compare(
     from contactlab.experiments.plots import plot_comparison
     from contactlab.experiments.sweep import reuse_line
 
+    # the run length and its memory, checked before any run (the same for every run)
+    from contactlab.simulator import run_length
+
+    run_length(sc.build(**params), dt, None, duration)
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
     earlier = folder / "runs" if (folder / "comparison.csv").is_file() else None
     plan = []
@@ -244,22 +254,33 @@ def compare(
     reused = sum(1 for *_, previous in plan if previous is not None)
     if not quiet:
         print(reuse_line(folder.name, reused, why, kind="compare"), file=sys.stderr)
+    interrupted = False
     with (
         atomic_folder(folder, overwrite=replace) as tmp,
         progress_bar(len(plan), desc=f"compare {scenario}", unit="run", disable=quiet) as bar,
     ):
         rows = []
-        for spec, name, previous in plan:
-            if previous is not None:
-                shutil.copytree(previous, tmp / "runs" / name)
-                run_folder = tmp / "runs" / name
-            else:
-                run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
-            row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
-            row.update(run_metrics(load_run_folder(run_folder)))
-            row["folder"] = f"runs/{name}"
-            rows.append(row)
-            bar.update(1)
+        try:
+            for spec, name, previous in plan:
+                if previous is not None:
+                    shutil.copytree(previous, tmp / "runs" / name)
+                    run_folder = tmp / "runs" / name
+                else:
+                    run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
+                row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+                row.update(run_metrics(load_run_folder(run_folder)))
+                row["folder"] = f"runs/{name}"
+                rows.append(row)
+                bar.update(1)
+        except KeyboardInterrupt:
+            # Ctrl-C: keep the finished runs (a later compare reuses them), never the one cut
+            if not rows:
+                raise
+            interrupted = True
+            kept = {Path(r["folder"]).name for r in rows}
+            for path in (tmp / "runs").iterdir():
+                if path.name not in kept:
+                    shutil.rmtree(path, ignore_errors=True)
         table = pd.DataFrame(rows, columns=KEY_COLUMNS + list(METRIC_COLUMNS) + ["folder"])
         table.to_csv(tmp / "comparison.csv", index=False)
         skipped_df.to_csv(tmp / "skipped.csv", index=False)
@@ -279,6 +300,11 @@ def compare(
             )
         )
         plot_comparison(tmp)
+    if interrupted:
+        raise KeyboardInterrupt(
+            f"interrupted; {len(rows)} of {len(plan)} runs are finished and kept in "
+            f"{str(folder)!r} (the same command with --force reuses them and runs the others)"
+        )
     return Comparison(folder, table, skipped_df, reused)
 
 

@@ -18,7 +18,6 @@ Dolan--Moré profile ``profile.png``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,8 @@ from typing import Any
 import pandas as pd
 
 from contactlab.commands import parse_assignments, parse_option_value, register_command
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, ResultsError
+from contactlab.results import atomic_file, check_writable, read_summary_file
 
 
 def _setup(parser: argparse.ArgumentParser) -> None:
@@ -63,24 +63,36 @@ def export(args: argparse.Namespace) -> list[Path]:
     model, solver, dt, steps = args.model, args.solver, args.dt, args.steps
     options: dict[str, Any] = {}
     name = args.source
+    # the destination first: nothing is stepped for a folder that cannot be written
+    check_writable(args.out)
     if source.is_dir():
         summary_path = source / "summary.json"
         if not summary_path.exists():
             raise ConfigurationError(
                 f"{source} has no summary.json; pass a results folder or a scenario name"
             )
-        s = json.loads(summary_path.read_text())
-        name, params = s["scenario"], {**s.get("parameters", {}), **params}
-        model, solver = s["model"], s["solver"]
-        options = s.get("model_options") or {}
+        s = read_summary_file(source)
+        try:
+            name, params = str(s["scenario"]), {**s.get("parameters", {}), **params}
+            model, solver = str(s["model"]), str(s["solver"])
+            options = dict(s.get("model_options") or {})
+        except (KeyError, TypeError, ValueError) as err:
+            raise ResultsError(
+                f"{str(summary_path)!r} is not a run summary (no {err}); pass a results "
+                "folder written by `contactlab run`, or a scenario name"
+            ) from err
         dt = dt or s.get("dt")
         steps = steps or s.get("steps")
     scene = get_scenario(name).build(**params)
     sim = Simulator(scene, "maximal", model, solver, dt=dt, model_options=options)
+    n_steps = sim.n_steps(steps)
     state = sim.initial_state()
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ResultsError(f"--out {str(args.out)!r} cannot be created: {err.strerror}") from err
     files = []
-    for i in range(sim.n_steps(steps)):
+    for i in range(n_steps):
         state, record = sim.step(state, i)
         if record.problem.n_contacts == 0:
             continue
@@ -138,9 +150,8 @@ def _handler(args: argparse.Namespace) -> int:
     from contactlab.experiments.aggregate import solver_table
     from contactlab.experiments.plots import plot_profile
 
+    check_writable(args.out)  # before solving anything
     runs = solve_files(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(args.out / "runs.csv", index=False)
     table = solver_table(runs, ["solver"], ["file"])
     lines = [
         f"# FCLIB solve: {runs['file'].nunique()} problems, natural-map tolerance {args.tol:g}",
@@ -153,8 +164,15 @@ def _handler(args: argparse.Namespace) -> int:
             f"| {r['solver']} | {r['success_rate']:.0%} | {r['shifted_gm']:.2f} | "
             f"{r['shifted_gm_rel']:.2f} | {r['mean_iterations']:.0f} |"
         )
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
-    plot_profile(runs, ["solver"], ["file"], args.out / "profile.png")
+    # the three files written together: each beside its place, renamed when all are done
+    with (
+        atomic_file(args.out / "runs.csv") as runs_tmp,
+        atomic_file(args.out / "table.md") as table_tmp,
+        atomic_file(args.out / "profile.png") as profile_tmp,
+    ):
+        runs.to_csv(runs_tmp, index=False)
+        table_tmp.write_text("\n".join(lines) + "\n")
+        plot_profile(runs, ["solver"], ["file"], profile_tmp)
     print("\n".join(lines))
     return 0
 

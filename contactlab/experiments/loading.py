@@ -102,14 +102,45 @@ def load_results(folder: Path | str) -> RunData | TableResults:
     if kind == "run":
         return load_run_folder(folder)
     if kind == "comparison":
-        table = pd.read_csv(folder / "comparison.csv")
+        table = read_table(folder / "comparison.csv", TABLE_COLUMNS)
         extra: dict[str, Any] = {}
         skipped = folder / "skipped.csv"
         if skipped.exists():
-            extra["skipped"] = pd.read_csv(skipped)
+            extra["skipped"] = read_table(skipped, ())
         return TableResults(folder, table, kind, extra=extra)
     parquet = folder / "sweep.parquet"
-    table = pd.read_parquet(parquet) if parquet.exists() else pd.read_csv(folder / "sweep.csv")
+    table = read_table(parquet if parquet.exists() else folder / "sweep.csv", ("folder",))
     agg_path = folder / "aggregates.csv"
-    aggregates = pd.read_csv(agg_path) if agg_path.exists() else None
+    aggregates = read_table(agg_path, ()) if agg_path.exists() else None
     return TableResults(folder, table, kind, aggregates=aggregates)
+
+
+#: columns every comparison table holds
+TABLE_COLUMNS = ("formulation", "model", "solver", "folder")
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A results table (CSV or Parquet) with ``columns``; one :class:`ResultsError` otherwise."""
+    from contactlab.errors import ResultsError
+
+    try:
+        if path.suffix == ".parquet":
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path)
+    except Exception as err:  # pandas' ParserError, UnicodeDecodeError, pyarrow's errors
+        if not isinstance(err, (OSError, ValueError)) and "arrow" not in type(err).__module__:
+            raise
+        reason = " ".join(str(err).split())[:200] or type(err).__name__
+        raise ResultsError(
+            f"{str(path)!r} is unreadable or corrupt ({reason}); write it again (the command "
+            "that made the folder rebuilds it and reuses its finished runs)"
+        ) from err
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ResultsError(
+            f"{str(path)!r} is not a results table: it has no column {missing[0]!r} (columns: "
+            f"{', '.join(map(str, table.columns[:6])) or 'none'}); write it again with the "
+            "command that made the folder"
+        )
+    return table

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from contactlab.errors import ConfigurationError
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.wireframe import SceneWireframe, contact_points, scene_wireframe
-from contactlab.results import RunData, atomic_file, check_writable
+from contactlab.results import RunData, atomic_file, check_name_length, check_writable
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]
@@ -235,6 +235,31 @@ def _write_video(images: list[NDArray[np.uint8]], out: Path, fps: float, name: P
         )
 
 
+#: largest image width [px] (a 4096 x 3072 RGBA frame is 50 MB; 150 of them 7.5 GB)
+MAX_SIZE_PX = 4096
+#: smallest image width [px] that still shows a scene
+MIN_SIZE_PX = 16
+#: largest number of frames
+MAX_FRAMES = 10_000
+
+
+def check_view(fps: float, max_frames: int, azimuth: float, elevation: float, size_px: int) -> None:
+    """Refuse options that cannot make an animation, naming the option and its range."""
+    import numpy as np
+
+    if not (isinstance(size_px, int) and MIN_SIZE_PX <= size_px <= MAX_SIZE_PX):
+        raise ConfigurationError(
+            f"--size must be an image width from {MIN_SIZE_PX} to {MAX_SIZE_PX} px, got {size_px}"
+        )
+    if not (isinstance(max_frames, int) and 1 <= max_frames <= MAX_FRAMES):
+        raise ConfigurationError(f"--max-frames must be from 1 to {MAX_FRAMES}, got {max_frames}")
+    if not (np.isfinite(fps) and fps > 0):
+        raise ConfigurationError(f"--fps must be a positive number, got {fps}")
+    for name, value in (("--azimuth", azimuth), ("--elevation", elevation)):
+        if not np.isfinite(value):
+            raise ConfigurationError(f"{name} must be a finite angle in degrees, got {value}")
+
+
 def render(
     run_dir: Path | str,
     out: Path | str,
@@ -255,7 +280,8 @@ def render(
     azimuth, elevation : view direction [deg].
     size_px : image width [px].
     """
-    out = Path(out)
+    check_view(fps, max_frames, azimuth, elevation, size_px)
+    out = check_name_length(out)
     if out.suffix not in FORMATS:
         raise ConfigurationError(
             f"cannot tell the animation format of {str(out)!r}; end it with {', '.join(FORMATS)}"

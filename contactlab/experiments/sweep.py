@@ -41,6 +41,7 @@ from typing import Any
 
 import pandas as pd
 
+from contactlab.errors import ConfigurationError
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
@@ -298,6 +299,62 @@ def sweep(
     return run_grid(grid, scheduler=scheduler, workers=workers, quiet=quiet, fresh=fresh)
 
 
+#: seconds to wait for a Dask scheduler to answer before calling it unreachable
+SCHEDULER_TIMEOUT_S = 5.0
+
+
+def check_execution(workers: int | None, scheduler: str | None) -> None:
+    """Refuse a worker count below 1 or a scheduler address nothing answers at."""
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise ConfigurationError(
+            f"--workers must be a positive number of processes, got {workers} (1 runs in this "
+            "process; leave it out for one per CPU)"
+        )
+    if scheduler is None:
+        return
+    import socket
+    from urllib.parse import urlsplit
+
+    address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+    parts = urlsplit(address)
+    try:
+        host, port = parts.hostname, parts.port or 8786
+    except ValueError as err:
+        raise ConfigurationError(
+            f"--scheduler {scheduler!r} is not an address ({err}); give tcp://HOST:PORT"
+        ) from err
+    network = parts.scheme in ("tcp", "tls")
+    if network and not host:
+        raise ConfigurationError(
+            f"--scheduler {scheduler!r} is not an address; give tcp://HOST:PORT"
+        )
+    try:
+        if network:  # a quick refusal when nothing listens
+            with socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT_S):
+                pass
+        # something answers: it must speak Dask (a proxy or another service may accept too)
+        from dask.distributed import Client
+
+        with Client(address, timeout=SCHEDULER_TIMEOUT_S):
+            pass
+    except ImportError as err:
+        raise ConfigurationError(
+            f"--scheduler needs dask.distributed, which is not installed ({err}); pip install "
+            "'dask[distributed]' or leave --scheduler out"
+        ) from err
+    except Exception as err:  # OSError, TimeoutError, or a garbled reply (MemoryError)
+        if isinstance(err, OSError) and not isinstance(err, TimeoutError):
+            reason = " ".join((err.strerror or str(err)).split())
+        elif isinstance(err, (TimeoutError, OSError)):
+            reason = f"no reply within {SCHEDULER_TIMEOUT_S:g} s"
+        else:
+            reason = f"it answers, but not as a Dask scheduler ({type(err).__name__})"
+        raise ConfigurationError(
+            f"no Dask scheduler answers at --scheduler {scheduler!r} ({reason}); start one "
+            "(`dask scheduler`) or leave --scheduler out to run local processes"
+        ) from err
+
+
 def run_grid(
     grid: Grid,
     scheduler: str | None = None,
@@ -320,6 +377,7 @@ def run_grid(
     from contactlab.locks import folder_lock
     from contactlab.results import check_writable
 
+    check_execution(workers, scheduler)
     check_writable(grid.out)
     with folder_lock(grid.out):
         return _run_locked(grid, scheduler, workers, quiet, fresh)

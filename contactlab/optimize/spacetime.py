@@ -42,6 +42,12 @@ from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.model import Model
 from contactlab.reduced.tree import Array
 
+#: Most unknowns ``(K - 1) nq``: the preconditioner is a dense square matrix of that size
+#: (5,000 unknowns: 200 MB), so more is refused before anything is allocated.
+MAX_UNKNOWNS = 5_000
+#: Largest boundary error or joint-limit excursion [rad or m] of an ``optimal`` result.
+CONSTRAINT_TOL = 1e-8
+
 METHODS = ("L-BFGS-B", "BFGS")
 
 
@@ -95,6 +101,13 @@ class SpacetimeProblem:
             raise ConfigurationError(f"duration must be a positive time [s], got {self.duration}")
         if int(self.knots) != self.knots or self.knots < 2:
             raise ConfigurationError(f"knots must be an integer >= 2, got {self.knots}")
+        if (self.knots - 1) * nq > MAX_UNKNOWNS:
+            raise ConfigurationError(
+                f"--knots {self.knots} with {nq} coordinates is {(self.knots - 1) * nq:,} "
+                f"unknowns, more than the limit of {MAX_UNKNOWNS:,} (the optimizer's dense "
+                f"Gauss-Newton matrix grows as their square); use at most "
+                f"{MAX_UNKNOWNS // nq + 1} knots"
+            )
         put = object.__setattr__
         put(self, "q_start", _vector(self.q_start, nq, "q_start"))
         put(self, "q_end", _vector(self.q_end, nq, "q_end"))
@@ -104,6 +117,15 @@ class SpacetimeProblem:
         put(self, "upper", _vector(self.upper, nq, "upper", np.inf))
         if np.any(self.lower >= self.upper):
             raise ConfigurationError("every lower joint limit must be below its upper limit")
+        for name, q in (
+            ("start", self.q_start),
+            ("end", self.q_end),
+            *(
+                (f"via-point at {t} s", _vector(q, nq, f"via-point at {t} s"))
+                for t, q in self.via.items()
+            ),
+        ):
+            _check_within_limits(name, q, self.lower, self.upper)
         fixed = np.zeros((self.knots + 1, nq), dtype=bool)
         fixed[[0, -1]] = True
         values = np.zeros((self.knots + 1, nq))
@@ -230,12 +252,38 @@ class SpacetimeProblem:
         return float(np.abs(g - fd).max() / max(np.abs(fd).max(), 1e-300))
 
 
+def _check_within_limits(name: str, q: Array, lower: Array, upper: Array) -> None:
+    """A fixed position outside the joint limits makes the problem infeasible: refuse it."""
+    for i in range(q.size):
+        for side, bound, outside in (
+            ("below --lower", lower[i], q[i] < lower[i]),
+            ("above --upper", upper[i], q[i] > upper[i]),
+        ):
+            if outside:
+                raise ConfigurationError(
+                    f"the {name} position of coordinate {i} ({q[i]:.6g}, "
+                    f"{np.rad2deg(q[i]):.6g} deg) is {side} ({bound:.6g}, "
+                    f"{np.rad2deg(bound):.6g} deg): no trajectory meets both; move the limit or "
+                    "the position"
+                )
+
+
+def limit_violation(problem: SpacetimeProblem, Q: Array) -> float:
+    """Largest excursion of the knots ``Q`` beyond the joint limits [rad or m] (0 inside)."""
+    below = np.maximum(problem.lower - Q, 0.0)
+    above = np.maximum(Q - problem.upper, 0.0)
+    return float(max(below.max(initial=0.0), above.max(initial=0.0)))
+
+
 @dataclass(frozen=True)
 class SpacetimeResult:
     """The optimized trajectory and how the optimizer ended (scipy's conventions).
 
     ``status`` is ``"optimal"`` when scipy reports convergence, ``"max_iterations"``
-    when the iteration cap stopped it, ``"failed"`` otherwise.
+    when the iteration cap stopped it, ``"infeasible"`` when the returned knots
+    miss a boundary condition or a joint limit by more than
+    :data:`CONSTRAINT_TOL` (measured on them, whatever the optimizer said),
+    ``"failed"`` otherwise.
     """
 
     t: Array
@@ -373,6 +421,12 @@ def optimize(
         float(np.abs(qdot[0] - problem.qdot_start).max()),
         float(np.abs(qdot[-1] - problem.qdot_end).max()),
     )
+    # the constraints measured on the returned trajectory: one not met is never optimal
+    outside = limit_violation(problem, Q)
+    if not (np.isfinite(boundary) and boundary <= CONSTRAINT_TOL):
+        status, message = "infeasible", f"boundary error {boundary:.3g} on the returned knots"
+    elif outside > CONSTRAINT_TOL:
+        status, message = "infeasible", f"a knot lies {outside:.3g} beyond the joint limits"
     return SpacetimeResult(
         t=problem.times,
         q=Q,

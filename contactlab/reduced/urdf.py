@@ -174,18 +174,23 @@ def _check_tree(robot: Any, what: str) -> None:
             )
         parents[j.child] = j.name
     link_parent = {j.child: j.parent for j in robot.joints}
+    # each link is walked once: a walk stops at a link already known to reach a root
+    # (linear in the number of links; a walk per link to the root was cubic for a chain)
+    reaches_root: set[str] = set()
     for start in link_parent:
-        seen = [start]
+        path: dict[str, int] = {}
         link = start
-        while link in link_parent:
-            link = link_parent[link]
-            if link in seen:
-                loop = " -> ".join([*seen[seen.index(link) :], link])
+        while link in link_parent and link not in reaches_root:
+            if link in path:
+                seen = list(path)
+                loop = " -> ".join([*seen[path[link] :], link])
                 raise ConfigurationError(
                     f"{what}: the joints form a cycle ({loop}); a URDF is a tree "
                     "(close loops in the scene instead)"
                 )
-            seen.append(link)
+            path[link] = len(path)
+            link = link_parent[link]
+        reaches_root.update(path)
 
 
 def _listed(names: Sequence[str], most: int = 6) -> str:

@@ -37,6 +37,8 @@ def test_pendulum_scales_are_its_size_and_weight():
     assert b.energy_scale == pytest.approx(9.81 * b.length_scale * m, rel=1e-12)
     assert b.energy_bound == pytest.approx(D.ENERGY_FACTOR * b.energy_scale)
     assert b.drift_bound == max(b.length_scale, D.DRIFT_FLOOR)
+    # the hinge at the world: the link may move off it by its own diameter
+    assert b.joints.bound == pytest.approx([2 * D.body_radii(scene)[0]])
 
 
 @pytest.mark.parametrize("side", [-1, 1])
@@ -78,8 +80,9 @@ class _Contacts:
 def test_penetration_bound_is_the_smaller_body(side):
     guard, sim = _guard("box-stack", n=2)
     r = D.body_radii(sim.scene)
-    # box on box: the smaller of the two diameters; box on the world: its own diameter
-    bound = 2 * min(r[0], r[1])
+    # box on box: the smaller of the two radii (its centre crossed the other's surface);
+    # box on the world: its own radius
+    bound = min(r[0], r[1])
     deep = bound * (1 + side * 1e-9)
     contacts = _Contacts([0.0, deep], [0, 1], [-1, 0])
     row = {"total_energy": guard.initial_energy, "constraint_error": 0.0}
@@ -123,6 +126,73 @@ def test_active_scenes_have_no_energy_bound():
         assert D.has_active_inputs(sim.scene), name
     _, pendulum = _guard("pendulum")
     assert not D.has_active_inputs(pendulum.scene)
+    # joint torques supply energy of unknown amount: no energy bound
+    torque = build_simulator("redmax-joint-torque", formulation="reduced")
+    state = torque.initial_state()
+    guard = torque._guard(state, dict(torque.formulation.metrics(state)))
+    assert guard.bounds.energy_bound is None
+
+
+def test_a_drive_bounds_the_energy_by_what_it_can_supply():
+    # jf-crank: the crank turns at |rate| = 4 pi rad/s; every body moving at w L and
+    # spinning at w holds K_d, which is added to the scale S of the passive scene
+    sim = build_simulator("jf-crank")
+    state = sim.initial_state()
+    initial = dict(sim.formulation.metrics(state))
+    guard = sim._guard(state, initial)
+    b = guard.bounds
+    w = 4 * np.pi
+    m = np.array([body.mass for body in sim.scene.bodies])
+    inertia = np.array([np.max(body.inertia) for body in sim.scene.bodies])
+    k_d = 0.5 * m.sum() * (w * b.length_scale) ** 2 + 0.5 * inertia.sum() * w**2
+    assert D.drive_speeds(sim.scene, 1.0) == (0.0, pytest.approx(w, rel=1e-12))
+    passive = initial["kinetic_energy"] + 9.81 * b.length_scale * m.sum()
+    assert b.energy_scale == pytest.approx(passive + k_d, rel=1e-9)
+    assert b.energy_bound == pytest.approx(D.ENERGY_FACTOR * b.energy_scale)
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_joint_separation_bound_is_the_larger_body(side):
+    # spring-chain: 10 x 1 x 1 cm links, each hinge may open by one link diameter
+    sim = build_simulator("spring-chain")
+    state = sim.initial_state()
+    guard = sim._guard(state, dict(sim.formulation.metrics(state)))
+    joints = guard.bounds.joints
+    r = D.body_radii(sim.scene)
+    assert joints.names == tuple(j.name for j in sim.scene.joints)
+    assert np.allclose(joints.bound, 2 * r.max()) and np.allclose(joints.initial, 0, atol=1e-12)
+    assert 2 * r.max() == pytest.approx(np.linalg.norm([0.1, 0.01, 0.01]))
+    E = state.E.copy()
+    E[2, :3, 3] += np.array([0.0, 0.0, 1.0]) * joints.bound[2] * (1 + side * 1e-6)
+    row = {"total_energy": guard.initial_energy, "constraint_error": 0.0}
+    phi = np.zeros((len(E), 6))
+    if side < 0:
+        guard.check(0, 0.01, row, phi, None, E=E)
+        return
+    with pytest.raises(DivergenceError, match=r"separation of joint 'joint[23]' \[m\]") as e:
+        guard.check(0, 0.01, row, phi, None, E=E)
+    assert e.value.bound == pytest.approx(joints.bound[2])
+
+
+@pytest.mark.parametrize(
+    ("scenario", "params", "dt", "what"),
+    [
+        ("spring-chain", {}, 100.0, "separation of joint"),
+        ("jf-crank", {}, 0.5, "separation of joint 'loop_joint'"),
+    ],
+)
+def test_torn_small_mechanisms_stop(scenario, params, dt, what):
+    # 10-cm links: joints 0.18-0.21 m apart were "ok" under the former 1 m drift floor
+    with pytest.raises(DivergenceError, match=what) as e:
+        simulate(scenario, params, dt=dt, steps=4)
+    assert e.value.value > e.value.bound
+
+
+def test_overflowing_scene_is_refused_unless_unguarded():
+    from contactlab.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"too large to bound: its length scale"):
+        simulate("ball-drop", {"height": 1e300}, steps=2)
 
 
 # The blow-ups of issue 13, each with the quantity that stops it.

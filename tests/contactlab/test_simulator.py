@@ -125,7 +125,11 @@ def test_a_failed_solve_stops_the_run_naming_step_time_and_solver():
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
 def test_non_finite_state_is_reported():
     # Finite velocities (m v < 1.8e308) whose position update overflows.
-    sim = _sim(z0=1.797e308, vz0=8e307)
+    # The guard refuses such a scene before the first step (its energy scale overflows);
+    # unguarded, the finiteness check stops the run at the step that overflows.
+    with pytest.raises(ConfigurationError, match="too large to bound"):
+        _sim(z0=1.797e308, vz0=8e307).run(steps=5)
+    sim = _sim(guard=False, z0=1.797e308, vz0=8e307)
     with pytest.raises(StateError, match="non-finite E") as info:
         sim.run(steps=5)
     assert info.value.run.n_steps == 0  # type: ignore[attr-defined]  (failed in step 0)
