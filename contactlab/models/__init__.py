@@ -12,6 +12,7 @@ from contactlab.models import (  # noqa: F401
     coulomb,
     frictionless,
     joint_friction,
+    penalty,
     soft,
     staggered,
     stewart_trinkle,
