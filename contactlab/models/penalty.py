@@ -105,16 +105,17 @@ def contact_forces(
     D = np.zeros((nc, 3, 3))
     D[:, 0, 0] = dfn
     D[:, 1:, 0] = -(mu * dfn)[:, None] * s
-    ds = np.eye(2)[None] / rho[:, None, None] - np.einsum("ia,ib->iab", ut, ut) / (
-        rho**3
-    )[:, None, None]
+    ds = (
+        np.eye(2)[None] / rho[:, None, None]
+        - np.einsum("ia,ib->iab", ut, ut) / (rho**3)[:, None, None]
+    )
     D[:, 1:, 1:] = -(mu * fn)[:, None, None] * ds
     return fn, ft, D
 
 
 @register_model("penalty")
 class Penalty(ContactModel):
-    """Hunt--Crossley contact with smooth Coulomb friction, implicit Newton step (module doc)."""
+    """Hunt--Crossley normal force and smooth Coulomb friction, stepped implicitly by Newton."""
 
     forms = ("newton",)
     needs = ("contact_geometry",)

@@ -65,7 +65,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.fc_route import local_step
 from contactlab.problem import StepProblem, StepSolution
@@ -108,9 +108,7 @@ def clamp_solimp(solimp: tuple[float, ...]) -> tuple[float, float, float, float,
     )
 
 
-def stiffness_damping(
-    solref: tuple[float, float], dmax: float, h: float
-) -> tuple[float, float]:
+def stiffness_damping(solref: tuple[float, float], dmax: float, h: float) -> tuple[float, float]:
     """MuJoCo's ``(k, b)`` of the reference acceleration for step ``h`` (refsafe on)."""
     a, c = float(solref[0]), float(solref[1])
     if a > 0:
@@ -125,9 +123,7 @@ def _tuple(name: str, value: Any, size: int) -> tuple[float, ...]:
     except (TypeError, ValueError):
         out = ()
     if len(out) != size or not all(np.isfinite(out)):
-        raise ConfigurationError(
-            f"option {name} must be {size} finite numbers, got {value!r}"
-        )
+        raise ConfigurationError(f"option {name} must be {size} finite numbers, got {value!r}")
     return out
 
 
@@ -165,7 +161,7 @@ def body_weights(problem: StepProblem) -> tuple[Array, Array] | None:
 
 @register_model("soft")
 class Soft(SolvingModel):
-    """MuJoCo's soft contacts: the regularized cone complementarity problem (module docstring)."""
+    """MuJoCo's soft contacts (solref, solimp): a regularized cone complementarity problem."""
 
     forms = ("fc",)
     needs = ("contact_geometry",)
@@ -214,11 +210,13 @@ class Soft(SolvingModel):
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         nc = problem.n_contacts
-        dist = (
-            np.asarray(problem.contacts.distance, dtype=float)
-            if problem.contacts is not None
-            else np.full(nc, -np.inf)
-        )
+        contacts = problem.contacts
+        if nc and contacts is None:
+            raise IncompatibleError(
+                "model 'soft' needs the contact distances of the step (contact_geometry); "
+                "pass the contact set that produced N in StepProblem.contacts"
+            )
+        dist = np.asarray(contacts.distance, dtype=float) if contacts is not None else np.zeros(0)
         active = np.flatnonzero(dist < float(self.options["margin"]))
         sub = _restrict(problem, active)
         soft = self.soft_problem(sub)
@@ -258,7 +256,8 @@ class Soft(SolvingModel):
         vel = np.asarray(rows.C @ problem.v)  # J v, rows [G; N; T; L]
         q_free = fc.q + rows.b[order]  # C M^-1 f on the local rows
         which = order[: 3 * nc : 3] - mg  # contact of each local block
-        dist = np.asarray(problem.contacts.distance, dtype=float)[which] if nc else np.zeros(0)
+        contacts = problem.contacts
+        dist = np.asarray(contacts.distance, dtype=float)[which] if contacts else np.zeros(0)
         solimp = clamp_solimp(tuple(o["solimp"]))
         dmax = solimp[1]
         imp = impedance(dist - float(o["margin"]), solimp)
@@ -294,7 +293,8 @@ class Soft(SolvingModel):
             Rvec[0 : 3 * nc : 3] = R_n
             Rvec[1 : 3 * nc : 3] = R_t
             Rvec[2 : 3 * nc : 3] = R_t
-            Wr = (W + sp.diags(Rvec)).tocsr()
+            Wr = W.copy()
+            Wr.setdiag(diagW + Rvec)  # W has its diagonal stored (a Delassus matrix)
             out = FrictionalContact(Wr, q, mu, "ccp", "soc", 4, fc.row_lo)
             return SoftStep(out, step, None)
         # pyramidal: four edges J_n +- mu J_tk per contact, scalar unilateral rows

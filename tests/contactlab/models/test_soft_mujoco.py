@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mujoco_scenes import matched, mujoco, mujoco_forces, mujoco_next_velocity
 
 from contactlab.models import make_model
-
-from mujoco_scenes import matched, mujoco_forces, mujoco_next_velocity, mujoco
 
 pytest.importorskip("numba")
 
