@@ -65,8 +65,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.models.base import SolvingModel, register_model
+from contactlab.models.box_rows import ImpulseMemory, warm_local
 from contactlab.models.fc_route import local_step
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
@@ -220,12 +222,20 @@ class Soft(SolvingModel):
         active = np.flatnonzero(dist < float(self.options["margin"]))
         sub = _restrict(problem, active)
         soft = self.soft_problem(sub)
-        res = self.run(soft.fc)
-        z_local = soft.lift(res.x)
         step = soft.step
+        tangents = (
+            tangent_basis(sub.contacts.normal)
+            if sub.contacts is not None and len(sub.contacts)
+            else (np.zeros((0, 3)), np.zeros((0, 3)))
+        )
+        key = f"soft:{self.options['cone']}"
+        warm = warm_local(cache.get(key), step.rows, sub, step.order, tangents)
+        res = self.run(soft.fc, None if warm is None else soft.drop(warm))
+        z_local = soft.lift(res.x)
         v = step.velocities(problem.f, z_local)
         z = np.empty(step.rows.m)
         z[step.order] = z_local
+        cache[key] = ImpulseMemory.record(z, step.rows, sub, tangents)
         lam_n, lam_t = np.zeros(nc), np.zeros(2 * nc)
         lam_n[active] = step.rows.part(z, "N")
         lam_t[(2 * active[:, None] + np.arange(2)).ravel()] = step.rows.part(z, "T")
@@ -296,7 +306,7 @@ class Soft(SolvingModel):
             Wr = W.copy()
             Wr.setdiag(diagW + Rvec)  # W has its diagonal stored (a Delassus matrix)
             out = FrictionalContact(Wr, q, mu, "ccp", "soc", 4, fc.row_lo)
-            return SoftStep(out, step, None)
+            return SoftStep(out, step, None, mu)
         # pyramidal: four edges J_n +- mu J_tk per contact, scalar unilateral rows
         E3 = np.zeros((nc, 4, 3))
         E3[:, :, 0] = 1.0
@@ -327,18 +337,36 @@ class Soft(SolvingModel):
         Wr = 0.5 * (Wr + Wr.T)
         row_lo = np.concatenate([np.zeros(4 * nc), fc.row_lo])
         out = FrictionalContact(Wr.tocsr(), q, np.zeros(0), "ccp", "soc", 4, row_lo)
-        return SoftStep(out, step, E)
+        return SoftStep(out, step, E, mu)
 
 
 class SoftStep:
     """The regularized problem ``fc``, the step it came from and the edge map (pyramidal)."""
 
-    def __init__(self, fc: FrictionalContact, step: Any, edges: sp.csr_matrix | None) -> None:
-        self.fc, self.step, self.edges = fc, step, edges
+    def __init__(
+        self, fc: FrictionalContact, step: Any, edges: sp.csr_matrix | None, mu: Array
+    ) -> None:
+        self.fc, self.step, self.edges, self.mu = fc, step, edges, mu
 
     def lift(self, x: Array) -> Array:
         """Impulses on the step's local rows ``(n, t1, t2)`` per contact, then scalar rows."""
         return x if self.edges is None else np.asarray(self.edges.T @ x)
+
+    def drop(self, z: Array) -> Array:
+        """Impulses on the step's local rows as a start of this problem (edges: split the
+        contact impulse ``(z_n, z_t)`` on its four edges, clipped at 0)."""
+        if self.edges is None:
+            return z
+        nc = self.mu.size
+        blocks = z[: 3 * nc].reshape(nc, 3)
+        safe = np.maximum(self.mu, 1e-12)
+        half_t = blocks[:, 1:] / (2.0 * safe[:, None])
+        quarter = blocks[:, :1] / 4.0
+        edges = np.column_stack(
+            [quarter + half_t[:, :1], quarter - half_t[:, :1],
+             quarter + half_t[:, 1:], quarter - half_t[:, 1:]]
+        )  # fmt: skip
+        return np.concatenate([np.maximum(edges, 0.0).ravel(), z[3 * nc :]])
 
 
 def _restrict(problem: StepProblem, keep: NDArray[np.int64]) -> StepProblem:
