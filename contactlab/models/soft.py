@@ -132,8 +132,9 @@ def _tuple(name: str, value: Any, size: int) -> tuple[float, ...]:
 def body_weights(problem: StepProblem) -> tuple[Array, Array] | None:
     """Per-contact ``(A_tran, A_rot)`` from the bodies' 6x6 mass blocks, or ``None``.
 
-    ``None`` unless ``M`` is block diagonal in 6x6 blocks, one per body index, and
-    every contact's rows act on its bodies' columns only (the maximal layout).
+    ``None`` unless ``M`` is block diagonal in 6x6 blocks, one per body index, each the
+    inertia of a body at its centre of mass (``diag(I, m 1)`` up to a rotation of ``I``),
+    and every contact's rows act on its bodies' columns only (the maximal layout).
     """
     contacts, M = problem.contacts, sp.csr_matrix(problem.M)
     n = problem.n
@@ -156,8 +157,13 @@ def body_weights(problem: StepProblem) -> tuple[Array, Array] | None:
     nb = n // 6
     tran, rot = np.zeros(nb + 1), np.zeros(nb + 1)  # last entry: the world (index -1)
     for k in range(nb):
-        inv = np.linalg.inv(blocks[k, :, k, :])
-        rot[k], tran[k] = np.trace(inv[:3, :3]) / 3.0, np.trace(inv[3:, 3:]) / 3.0
+        block = blocks[k, :, k, :]
+        m = block[3, 3]
+        # a body's inertia at its centre of mass: no rotation-translation coupling and an
+        # isotropic mass (reduced coordinates of a free joint have the coupling)
+        if np.any(block[:3, 3:] != 0.0) or np.any(block[3:, 3:] != m * np.eye(3)):
+            return None
+        rot[k], tran[k] = np.trace(np.linalg.inv(block[:3, :3])) / 3.0, 1.0 / m
     return tran[a] + tran[b], rot[a] + rot[b]
 
 
