@@ -2,7 +2,8 @@
 
 Importing this package registers every built-in model: ``frictionless``,
 ``anitescu-hart``, ``box-friction``, ``coulomb``, ``stewart-trinkle``,
-``staggered-projections``, ``bisp`` and ``joint-friction-sp``.
+``staggered-projections``, ``bisp``, ``joint-friction-sp``, ``soft`` (MuJoCo's soft
+constraints) and ``penalty`` (Hunt--Crossley with regularized friction).
 """
 
 from contactlab.models import (  # noqa: F401
@@ -11,6 +12,8 @@ from contactlab.models import (  # noqa: F401
     coulomb,
     frictionless,
     joint_friction,
+    penalty,
+    soft,
     staggered,
     stewart_trinkle,
 )
