@@ -39,13 +39,12 @@ from contactlab.commands import (
     register_command,
 )
 from contactlab.errors import ConfigurationError, ContactlabError
+from contactlab.runspec import DEMO_RUNS
 
 #: Default root of scratch runs (ignored by git).
 SCRATCH = Path("results") / "scratch"
 #: Default folder of `contactlab demo`.
 DEMO = Path("results") / "demo"
-#: Scenarios run by `contactlab demo`, with their simulated duration [s].
-DEMO_RUNS: tuple[tuple[str, float], ...] = (("pendulum", 2.0), ("chain", 2.0))
 
 
 def _slug(text: str) -> str:

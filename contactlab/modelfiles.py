@@ -54,28 +54,9 @@ def looks_like_file(name: str) -> bool:
     return bool(sep) and path.endswith(".py") and bool(attr)
 
 
-def file_scenario(name: str) -> Any:
-    """The :class:`~contactlab.scenario.Scenario` of a model file or ``file.py:function``.
-
-    Raises :class:`ConfigurationError` naming the file and the fix when the file
-    is missing, unreadable, or names no scene builder.
-    """
-    if Path(name).suffix.lower() in LOADERS:
-        return _model_scenario(name)
-    return _python_scenario(name)
-
-
-def _existing(path: Path, what: str) -> Path:
-    if not path.exists():
-        raise ConfigurationError(f"{what} {str(path)!r} not found; check the path")
-    if not path.is_file():
-        raise ConfigurationError(f"{what} {str(path)!r} is not a file")
-    return path.resolve()
-
-
-def _python_scenario(name: str) -> Any:
-    from contactlab.scenario import Scenario, scenario
-
+def python_builder(name: str) -> Any:
+    """The object ``function`` of ``file.py:function`` (a scene builder or a Scenario), or
+    :class:`ConfigurationError` naming the file and what it defines."""
     file, _, attr = name.rpartition(":")
     path = _existing(Path(file), "Python file")
     module_name = f"contactlab_user_{abs(hash(str(path)))}"
@@ -100,15 +81,19 @@ def _python_scenario(name: str) -> Any:
         raise ConfigurationError(
             f"Python file {file!r} defines no {attr!r}; it defines {', '.join(defined) or '(none)'}"
         )
-    if isinstance(builder, Scenario):
-        return Scenario(
-            name, builder.builder, builder.parameters, builder.description, builder.formulations
-        )
-    if not callable(builder):
+    if not callable(builder) and not hasattr(builder, "builder"):
         raise ConfigurationError(
             f"{name!r}: {attr!r} is a {type(builder).__name__}, not a function returning a Scene"
         )
-    return scenario(name, formulations=("maximal", "reduced"))(builder)
+    return builder
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise ConfigurationError(f"{what} {str(path)!r} not found; check the path")
+    if not path.is_file():
+        raise ConfigurationError(f"{what} {str(path)!r} is not a file")
+    return path.resolve()
 
 
 def _loader(suffix: str) -> Callable[..., Scene]:
@@ -133,29 +118,29 @@ def _options(loader: Callable[..., Scene]) -> dict[str, inspect.Parameter]:
     return out
 
 
-def _model_scenario(name: str) -> Any:
-    from contactlab.scenario import Parameter, Scenario
+#: A model file's parameter: name, default, type, description.
+FileParameter = tuple[str, Any, type, str]
 
+
+def model_builder(name: str) -> tuple[Callable[..., Scene], list[FileParameter], str]:
+    """The scene builder of a model file, its parameters and a description."""
     path = _existing(Path(name), "model file")
     loader = _loader(path.suffix.lower())
     options = _options(loader)
-    params: dict[str, Parameter] = {}
+    params: list[FileParameter] = []
     for key, p in options.items():
         default = "" if p.default is None else p.default
-        params[key] = Parameter(key, default, type(default), f"{loader.__name__} option")
-    params["ground"] = Parameter("ground", False, bool, "add the ground plane z = 0")
-    params["height"] = Parameter("height", 0.0, float, "raise the model's root joints [m]")
-    params["duration"] = Parameter("duration", 2.0, float, "default run duration [s]")
+        params.append((key, default, type(default), f"{loader.__name__} option"))
+    params.append(("ground", False, bool, "add the ground plane z = 0"))
+    params.append(("height", 0.0, float, "raise the model's root joints [m]"))
+    params.append(("duration", 2.0, float, "default run duration [s]"))
 
     def build(ground: bool = False, height: float = 0.0, duration: float = 2.0, **kw: Any) -> Scene:
         given = {k: (None if options[k].default is None and v == "" else v) for k, v in kw.items()}
         scene = loader(path, **given)
         return place(scene, ground=ground, height=height).with_(duration=duration)
 
-    formulations = ("reduced", "maximal")
-    return Scenario(
-        name, build, params, f"model file {path.name} ({loader.__name__})", formulations
-    )
+    return build, params, f"model file {path.name} ({loader.__name__})"
 
 
 def place(scene: Scene, *, ground: bool = False, height: float = 0.0) -> Scene:

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 
+#: Scenarios run by `contactlab demo`, with their simulated duration [s].
+DEMO_RUNS: tuple[tuple[str, float], ...] = (("pendulum", 2.0), ("chain", 2.0))
+
 if TYPE_CHECKING:
     from contactlab.simulator import Run, Simulator
 

@@ -343,8 +343,34 @@ def get_scenario(name: str) -> Scenario:
     found = load_scenarios()
     if name in found:
         return found[name]
-    from contactlab.modelfiles import file_scenario, looks_like_file
+    from contactlab.modelfiles import looks_like_file
 
     if looks_like_file(name):
-        return file_scenario(name)  # type: ignore[no-any-return]
+        return file_scenario(name)
     raise UnknownNameError("scenario", name, list(found))
+
+
+def file_scenario(name: str) -> Scenario:
+    """The scenario of a model file (``robot.urdf``, ``robot.xml``) or of a Python function
+    (``scenes.py:make_scene``): see :mod:`contactlab.modelfiles`."""
+    from contactlab.modelfiles import model_builder, python_builder
+
+    if name.rpartition(":")[0].endswith(".py"):
+        builder = python_builder(name)
+        if isinstance(builder, Scenario):
+            return Scenario(
+                name,
+                builder.builder,
+                builder.parameters,
+                builder.description,
+                builder.formulations,
+            )
+        return scenario(name, formulations=("maximal", "reduced"))(builder)
+    build, params, description = model_builder(name)
+    return Scenario(
+        name,
+        build,
+        {key: Parameter(key, default, kind, doc) for key, default, kind, doc in params},
+        description,
+        ("reduced", "maximal"),
+    )

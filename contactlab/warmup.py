@@ -287,8 +287,7 @@ def _mesh_steps() -> None:
 
 def _demo_runs() -> None:
     """The scenarios of ``contactlab demo`` on their default routes."""
-    from contactlab.cli import DEMO_RUNS
-    from contactlab.runspec import build_simulator
+    from contactlab.runspec import DEMO_RUNS, build_simulator
 
     for name, _ in DEMO_RUNS:
         _run_scenario(build_simulator, name, 2)

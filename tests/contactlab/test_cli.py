@@ -127,6 +127,11 @@ def test_bad_parameters_are_rejected_before_running(tmp_path, capsys, assignment
 def test_non_finite_state_leaves_no_folder_and_keeps_an_existing_one(tmp_path, capsys):
     out = tmp_path / "r"
     argv = ["run", "test-fall", *FAKE, "--steps", "5", "--out", str(out), "--no-plots"]
+    # the divergence guard refuses a scene beyond floating-point range before the first step
+    _fails(capsys, [*argv, "--set", "z0=1.797e308", "--set", "vz0=8e307"], "too large to bound")
+    assert list(tmp_path.iterdir()) == []
+    # unguarded, the state overflows at the first step: reported, nothing written
+    argv.append("--no-divergence-guard")
     _fails(capsys, [*argv, "--set", "z0=1.797e308", "--set", "vz0=8e307"], "non-finite E")
     assert list(tmp_path.iterdir()) == []
     out.mkdir()
