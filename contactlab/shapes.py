@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 Array = NDArray[np.float64]
 
+#: A mesh is convex when its volume is within this fraction of its convex hull's.
+CONVEX_VOLUME_TOL = 1e-6
+
 
 @dataclass(frozen=True)
 class MassProperties:
@@ -205,6 +208,12 @@ class Mesh(Shape):
     computed by ``trimesh``.  The centroid need not be at the origin: it is
     reported as the centre of mass, and :func:`contactlab.bodies.body_from_shape`
     moves the body frame there.
+
+    Collision treats a mesh as the convex hull of its vertices
+    (:mod:`contactlab.collision.hulls`): exact for a convex mesh; a mesh that
+    is not convex (:attr:`is_convex`) collides as its hull, with a warning
+    when the scene's collider is built.  :meth:`convex_hull_of` makes the hull
+    of any point set or (even open) ``trimesh.Trimesh`` a ``Mesh``.
     """
 
     vertices: Array
@@ -261,6 +270,50 @@ class Mesh(Shape):
             faces=np.asarray(mesh.faces, np.int64),
             pose=np.eye(4) if pose is None else pose,
         )
+
+    @classmethod
+    def convex_hull_of(cls, source: trimesh.Trimesh | Array, pose: Array | None = None) -> Mesh:
+        """The convex hull of ``source`` as a closed :class:`Mesh`.
+
+        ``source`` is a ``trimesh.Trimesh`` (open, non-manifold or non-convex
+        meshes welcome: only its vertices count) or an (n, 3) array of points
+        [m], in the shape frame.  The hull is computed by Qhull
+        (``scipy.spatial.ConvexHull``); its triangles are wound outward.
+        """
+        from scipy.spatial import ConvexHull, QhullError
+
+        pts = np.asarray(getattr(source, "vertices", source), dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 4 or not np.all(np.isfinite(pts)):
+            raise ConfigurationError(
+                f"convex_hull_of needs a trimesh or a finite (n, 3) array of n >= 4 points, "
+                f"got shape {pts.shape}"
+            )
+        try:
+            hull = ConvexHull(pts)
+        except QhullError as err:
+            raise ConfigurationError(
+                f"the {len(pts)} points have no solid convex hull (they are collinear or "
+                "coplanar); a collision shape must enclose a volume"
+            ) from err
+        used = np.asarray(hull.vertices, dtype=np.int64)
+        remap = np.full(len(pts), -1, dtype=np.int64)
+        remap[used] = np.arange(used.size)
+        F = remap[np.asarray(hull.simplices, dtype=np.int64)]
+        V = pts[used]
+        # Qhull does not orient its triangles: turn each to its facet's outward normal
+        e1, e2 = V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]]
+        inward = np.einsum("ij,ij->i", np.cross(e1, e2), hull.equations[:, :3]) < 0.0
+        F[inward] = F[inward][:, ::-1]
+        return cls(vertices=V, faces=F, pose=np.eye(4) if pose is None else pose)
+
+    @property
+    def is_convex(self) -> bool:
+        """Whether the mesh bounds a convex solid (its volume equals its hull's to
+        :data:`CONVEX_VOLUME_TOL`)."""
+        from scipy.spatial import ConvexHull
+
+        volume = self._local_mass_properties(1.0)[0]
+        return bool(volume >= (1.0 - CONVEX_VOLUME_TOL) * ConvexHull(self.vertices).volume)
 
     def as_trimesh(self) -> trimesh.Trimesh:
         """The mesh in its shape frame as a ``trimesh.Trimesh`` (vertices not merged)."""

@@ -31,9 +31,11 @@ from B toward A.  Both cases work on the Minkowski difference
   makes it shrink, EPA stops at the last good face.
 
 Shapes: ``BOX`` (half extents), ``CYLINDER`` (radius, half height, axis
-local z) and the *core segment* of a ``CAPSULE`` (half height along local z;
+local z), the *core segment* of a ``CAPSULE`` (half height along local z;
 the caller subtracts the capsule radius: the signed distance of a swept
-shape ``S + ball(r)`` is that of ``S`` minus ``r``).
+shape ``S + ball(r)`` is that of ``S`` minus ``r``), the centre of a
+``SPHERE`` (likewise) and a ``MESH`` hull given by its vertices
+(:func:`signed_distance_v`).
 
 Accuracy: exact (round-off) when the closest features are flat (box faces,
 cylinder caps, segment ends).  Apart, GJK's distance is within
@@ -47,18 +49,20 @@ lower bound of the penetration).  EPA stops after :data:`EPA_MAX_VERTICES`
 vertices (reached only by penetrations of several centimetres on curved
 features), GJK after :data:`GJK_MAX_ITER` iterations.
 
-Cost (2-core machine, warm cache): ~1.5 us per separated pair, ~10 us per
-touching or penetrating pair.  The kernels are compiled once (about 20-40 s
-cold) and cached; numba's cache of a caller (``cylinders``) is keyed on the
-caller's source only, so after editing this module delete
-``contactlab/collision/__pycache__/cylinders*.nb*`` as well.
+Cost (thread CPU time, warm cache): ~0.4 us per separated pair of boxes,
+~8 us per penetrating pair (EPA's inner loops work on scalars: a numba
+array temporary costs about as much as a face update).  The kernels are
+compiled once (about 20-40 s cold) and cached; numba's cache of a caller
+(``cylinders``, ``hulls``) is keyed on the caller's source only, so after
+editing this module delete the callers' cached ``cylinders*.nb*`` and
+``hulls*.nb*`` files as well (in numba's cache folder, see :mod:`solvers.jit`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from contactlab.collision.table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 from solvers.jit import njit
 
 #: GJK stops when |v| - v.w/|v| < GJK_TOL (1 + |v|) [m].
@@ -70,13 +74,36 @@ TOUCH_TOL = 1e-9
 EPA_TOL = 1e-11
 EPA_MAX_VERTICES = 128
 _EPA_MAX_FACES = 12 * EPA_MAX_VERTICES
-_CAPSULE, _BOX, _CYLINDER = CAPSULE, BOX, CYLINDER
+_SPHERE, _CAPSULE, _BOX, _CYLINDER, _MESH = SPHERE, CAPSULE, BOX, CYLINDER, MESH
+#: The vertex array of a shape that is not a mesh hull.
+NO_VERTICES = np.zeros((0, 3))
 
 
 @njit(cache=True)
-def support(kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Support point of shape ``kind`` (pose ``R, p``; R's columns are its axes) along ``v``."""
+def support(
+    kind: int, R: np.ndarray, p: np.ndarray, size: np.ndarray, V: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """Support point of shape ``kind`` (pose ``R, p``; R's columns are its axes) along ``v``.
+
+    ``V`` (nv, 3) holds a mesh hull's vertices in its own frame (read for
+    ``MESH`` only; the support of a vertex set is its vertex farthest along
+    ``v``, found by scanning them all).  A sphere enters as its centre.
+    """
     out = p.copy()
+    if kind == _SPHERE:
+        return out
+    if kind == _MESH:
+        l0 = R[0, 0] * v[0] + R[1, 0] * v[1] + R[2, 0] * v[2]
+        l1 = R[0, 1] * v[0] + R[1, 1] * v[1] + R[2, 1] * v[2]
+        l2 = R[0, 2] * v[0] + R[1, 2] * v[1] + R[2, 2] * v[2]
+        best, ib = -np.inf, 0
+        for i in range(V.shape[0]):
+            s = V[i, 0] * l0 + V[i, 1] * l1 + V[i, 2] * l2
+            if s > best:
+                best, ib = s, i
+        for i in range(3):
+            out[i] += R[i, 0] * V[ib, 0] + R[i, 1] * V[ib, 1] + R[i, 2] * V[ib, 2]
+        return out
     if kind == _BOX:
         for k in range(3):
             d = R[0, k] * v[0] + R[1, k] * v[1] + R[2, k] * v[2]
@@ -115,23 +142,25 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray) -> int:
+def _closest_on_simplex(W: np.ndarray, n: int, lam: np.ndarray, work: np.ndarray) -> int:
     """Closest point to the origin of the hull of ``W[:n]`` (n <= 4).
 
     Tries every subset: the affine projection of the origin onto its hull
     with all barycentric coordinates >= 0 and the smallest norm is the
     answer.  Writes that subset's coordinates to ``lam[:k]`` (in the order of
-    its points) and returns the subset as a bit mask.
+    its points) and returns the subset as a bit mask.  ``work`` is a (14, 4)
+    scratch array (GJK calls this every iteration: no allocation here).
     """
     best = np.inf
     best_mask = 1
-    best_lam = np.zeros(4)
-    G = np.empty((3, 3))
-    r = np.empty(3)
-    E = np.empty((3, 3))
-    mu = np.empty(3)
+    best_lam = work[0]
+    best_lam[:] = 0.0
+    G = work[1:4, :3]
+    r = work[4, :3]
+    E = work[5:8, :3]
+    mu = work[8, :3]
+    M = work[9:12, :3]
     idx = np.empty(4, dtype=np.int64)
-    M = np.empty((3, 3))
     for mask in range(1, 1 << n):
         k = 0
         for i in range(n):
@@ -229,15 +258,17 @@ def _support_d(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     v: np.ndarray,
 ) -> tuple:
     """Support of ``D = A - B`` along ``v``: ``(a - b, a, b)``."""
-    a = support(kA, RA, pA, sA, v)
-    b = support(kB, RB, pB, sB, -v)
+    a = support(kA, RA, pA, sA, HA, v)
+    b = support(kB, RB, pB, sB, HB, -v)
     return a - b, a, b
 
 
@@ -260,17 +291,37 @@ def signed_distance(
     ``d`` [m] the signed distance, ``n`` the unit normal from B toward A,
     ``a, b`` witness points of A and B with ``a - b = d n``.
     """
+    return signed_distance_v(kA, RA, pA, sA, NO_VERTICES, kB, RB, pB, sB, NO_VERTICES, cutoff)
+
+
+@njit(cache=True)
+def signed_distance_v(
+    kA: int,
+    RA: np.ndarray,
+    pA: np.ndarray,
+    sA: np.ndarray,
+    HA: np.ndarray,
+    kB: int,
+    RB: np.ndarray,
+    pB: np.ndarray,
+    sB: np.ndarray,
+    HB: np.ndarray,
+    cutoff: float,
+) -> tuple:
+    """:func:`signed_distance` with the hull vertices ``HA, HB`` of mesh shapes
+    (:data:`NO_VERTICES` for the other kinds)."""
     W = np.zeros((4, 3))
     WA = np.zeros((4, 3))
     WB = np.zeros((4, 3))
     lam = np.zeros(4)
+    work = np.empty((14, 4))
     v = pA - pB
     if _dot(v, v) < 1e-24:
         v = np.array([0.0, 0.0, 1.0])
     n = 0
     overlap = False
     for _ in range(GJK_MAX_ITER):
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, -v)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -v)
         vv = _dot(v, v)
         vw = _dot(v, w)
         nv = np.sqrt(vv)
@@ -289,7 +340,7 @@ def signed_distance(
         WA[n] = a
         WB[n] = b
         n += 1
-        mask = _closest_on_simplex(W, n, lam)
+        mask = _closest_on_simplex(W, n, lam, work)
         _compact(W, WA, WB, n, mask)
         k = 0
         for i in range(n):
@@ -311,7 +362,7 @@ def signed_distance(
                 a += lam[i] * WA[i]
                 b += lam[i] * WB[i]
             return True, nv, v / nv, a, b
-    return _epa(kA, RA, pA, sA, kB, RB, pB, sB, W, WA, WB, n)
+    return _epa(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
 
 
 @njit(cache=True)
@@ -320,10 +371,12 @@ def _tetra_from_simplex(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,
@@ -335,7 +388,7 @@ def _tetra_from_simplex(
         for axis in range(6):
             d = np.zeros(3)
             d[axis % 3] = 1.0 if axis < 3 else -1.0
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, d)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
             if np.sqrt(_dot(w - W[0], w - W[0])) > eps:
                 W[1], WA[1], WB[1] = w, a, b
                 n = 2
@@ -356,7 +409,7 @@ def _tetra_from_simplex(
         for j in range(6):
             th = np.pi * j / 3.0
             d = np.cos(th) * v1 + np.sin(th) * v2
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, d)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
             off = w - W[0]
             perp = off - _dot(off, e) * e
             if np.sqrt(_dot(perp, perp)) > eps:
@@ -366,25 +419,31 @@ def _tetra_from_simplex(
     if n == 3:
         nrm = _cross(W[1] - W[0], W[2] - W[0])
         nrm /= np.sqrt(_dot(nrm, nrm))
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, nrm)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
         if abs(_dot(nrm, w - W[0])) <= eps:
-            w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, -nrm)
+            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -nrm)
         W[3], WA[3], WB[3] = w, a, b
         n = 4
     return n
 
 
 @njit(cache=True)
-def _face_plane(V: np.ndarray, i: int, j: int, k: int) -> tuple:
-    """Unit normal and distance from the origin of face (i, j, k); a face of
-    (almost) no area gets distance inf (never the nearest)."""
-    nrm = _cross(V[j] - V[i], V[k] - V[i])
-    L = np.sqrt(_dot(nrm, nrm))
-    scale = _dot(V[j] - V[i], V[j] - V[i]) + _dot(V[k] - V[i], V[k] - V[i])
+def _face_plane(V: np.ndarray, i: int, j: int, k: int, out: np.ndarray) -> tuple:
+    """Unit normal (written to ``out``) and distance from the origin of face
+    (i, j, k); a face of (almost) no area gets distance inf (never the nearest).
+    Scalar arithmetic: EPA calls it for every new face."""
+    e0, e1, e2 = V[j, 0] - V[i, 0], V[j, 1] - V[i, 1], V[j, 2] - V[i, 2]
+    f0, f1, f2 = V[k, 0] - V[i, 0], V[k, 1] - V[i, 1], V[k, 2] - V[i, 2]
+    n0 = e1 * f2 - e2 * f1
+    n1 = e2 * f0 - e0 * f2
+    n2 = e0 * f1 - e1 * f0
+    L = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+    scale = (e0 * e0 + e1 * e1 + e2 * e2) + (f0 * f0 + f1 * f1 + f2 * f2)
+    out[0], out[1], out[2] = n0, n1, n2
     if L <= 1e-14 * scale or L < 1e-300:
-        return nrm, np.inf, False
-    nrm /= L
-    return nrm, _dot(nrm, V[i]), True
+        return np.inf, False
+    out[0], out[1], out[2] = n0 / L, n1 / L, n2 / L
+    return out[0] * V[i, 0] + out[1] * V[i, 1] + out[2] * V[i, 2], True
 
 
 @njit(cache=True)
@@ -393,16 +452,18 @@ def _epa(
     RA: np.ndarray,
     pA: np.ndarray,
     sA: np.ndarray,
+    HA: np.ndarray,
     kB: int,
     RB: np.ndarray,
     pB: np.ndarray,
     sB: np.ndarray,
+    HB: np.ndarray,
     W: np.ndarray,
     WA: np.ndarray,
     WB: np.ndarray,
     n: int,
 ) -> tuple:
-    n = _tetra_from_simplex(kA, RA, pA, sA, kB, RB, pB, sB, W, WA, WB, n)
+    n = _tetra_from_simplex(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
     maxv, maxf = EPA_MAX_VERTICES, _EPA_MAX_FACES
     # work arrays: only the first nv vertices and nf faces are ever read
     V = np.empty((maxv, 3))
@@ -420,12 +481,12 @@ def _epa(
     tris = ((0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2))
     for t in tris:
         i, j, k = t
-        nrm, dist, ok = _face_plane(V, i, j, k)
-        if ok and _dot(nrm, V[i] - centre) < 0.0:
+        dist, ok = _face_plane(V, i, j, k, FN[nf])
+        if ok and _dot(FN[nf], V[i] - centre) < 0.0:
             j, k = k, j
-            nrm, dist, ok = _face_plane(V, i, j, k)
+            dist, ok = _face_plane(V, i, j, k, FN[nf])
         F[nf, 0], F[nf, 1], F[nf, 2] = i, j, k
-        FN[nf], FD[nf], alive[nf] = nrm, dist, True
+        FD[nf], alive[nf] = dist, True
         nf += 1
     edges = np.empty((3 * maxf, 2), dtype=np.int64)
     best = -1
@@ -445,7 +506,7 @@ def _epa(
             break
         last = best
         nrm = FN[best]
-        w, a, b = _support_d(kA, RA, pA, sA, kB, RB, pB, sB, nrm)
+        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
         if _dot(w, nrm) - bd <= EPA_TOL or nv >= maxv:
             break
         V[nv], VA[nv], VB[nv] = w, a, b
@@ -454,7 +515,12 @@ def _epa(
         for f in range(nf):
             if not alive[f]:
                 continue
-            if _dot(FN[f], w - V[F[f, 0]]) > 1e-12:
+            v0 = F[f, 0]
+            if (
+                FN[f, 0] * (w[0] - V[v0, 0])
+                + FN[f, 1] * (w[1] - V[v0, 1])
+                + FN[f, 2] * (w[2] - V[v0, 2])
+            ) > 1e-12:
                 alive[f] = False
                 for e in range(3):
                     p, q = F[f, e], F[f, (e + 1) % 3]
@@ -473,9 +539,9 @@ def _epa(
             break
         for g in range(ne):
             p, q = edges[g, 0], edges[g, 1]
-            nrm2, dist2, ok = _face_plane(V, p, q, nv)
+            dist2, ok = _face_plane(V, p, q, nv, FN[nf])
             F[nf, 0], F[nf, 1], F[nf, 2] = p, q, nv
-            FN[nf], FD[nf], alive[nf] = nrm2, dist2, True
+            FD[nf], alive[nf] = dist2, True
             nf += 1
         nv += 1
     if best < 0:

@@ -232,36 +232,44 @@ def _clip_incident(
     """Clip the incident feature ``inc[:ninc]`` (polygon or segment) against the
     side planes of the reference polygon ``ref[:nref]`` (each through an edge,
     parallel to ``n``, moved out by ``tol``); the result goes to ``poly``."""
-    cen = np.zeros(3)
+    c0, c1, c2 = 0.0, 0.0, 0.0
     for k in range(nref):
-        cen += ref[k]
-    cen /= nref
+        c0 += ref[k, 0]
+        c1 += ref[k, 1]
+        c2 += ref[k, 2]
+    c0, c1, c2 = c0 / nref, c1 / nref, c2 / nref
     cnt = 0
     if ninc >= 3:
         cnt = ninc
         poly[:cnt] = inc[:cnt]
     t0, t1 = 0.0, 1.0
+    s = np.empty(3)  # the side plane's normal; scalar arithmetic otherwise (a hot loop)
     for k in range(nref):
-        p0, p1 = ref[k], ref[(k + 1) % nref]
-        s = np.cross(p1 - p0, n)
-        s /= np.sqrt(s @ s)
-        if s @ (cen - p0) > 0.0:
-            s = -s
-        lim = s @ p0 + tol
+        k1 = (k + 1) % nref
+        e0, e1, e2 = ref[k1, 0] - ref[k, 0], ref[k1, 1] - ref[k, 1], ref[k1, 2] - ref[k, 2]
+        s0 = e1 * n[2] - e2 * n[1]
+        s1 = e2 * n[0] - e0 * n[2]
+        s2 = e0 * n[1] - e1 * n[0]
+        L = np.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+        s0, s1, s2 = s0 / L, s1 / L, s2 / L
+        if s0 * (c0 - ref[k, 0]) + s1 * (c1 - ref[k, 1]) + s2 * (c2 - ref[k, 2]) > 0.0:
+            s0, s1, s2 = -s0, -s1, -s2
+        s[0], s[1], s[2] = s0, s1, s2
+        lim = s0 * ref[k, 0] + s1 * ref[k, 1] + s2 * ref[k, 2] + tol
         if ninc >= 3:
             cnt = _clip(poly, cnt, s, lim, buf)
             poly[:cnt] = buf[:cnt]
             if cnt == 0:
                 return 0
         else:
-            e0 = s @ inc[0] - lim
-            e1 = s @ inc[1] - lim
-            if e0 > 0.0 and e1 > 0.0:
+            d0 = s0 * inc[0, 0] + s1 * inc[0, 1] + s2 * inc[0, 2] - lim
+            d1 = s0 * inc[1, 0] + s1 * inc[1, 1] + s2 * inc[1, 2] - lim
+            if d0 > 0.0 and d1 > 0.0:
                 return 0
-            if e0 > 0.0:
-                t0 = max(t0, e0 / (e0 - e1))
-            elif e1 > 0.0:
-                t1 = min(t1, e0 / (e0 - e1))
+            if d0 > 0.0:
+                t0 = max(t0, d0 / (d0 - d1))
+            elif d1 > 0.0:
+                t1 = min(t1, d0 / (d0 - d1))
     if ninc >= 3:
         return cnt
     if t0 > t1:

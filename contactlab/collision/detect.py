@@ -7,15 +7,17 @@ with a uniform hash grid, runs the narrow phase once per pair kind on all
 pairs of that kind, and returns one :class:`~contactlab.collision.contacts.ContactSet`.
 
 Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
-plus planes): every pair of the four solids and each solid against a plane —
+mesh, plus planes): every pair of the four solids and each solid against a plane —
 sphere–plane, capsule–plane, box–plane, cylinder–plane, sphere–sphere,
 sphere–capsule, capsule–capsule, sphere–box, capsule–box, box–box
 (:mod:`~contactlab.collision.primitives`, :mod:`~contactlab.collision.boxes`),
 sphere–cylinder, capsule–cylinder, box–cylinder, cylinder–cylinder
 (:mod:`~contactlab.collision.cylinders`; the last three by GJK/EPA on support
 mappings, :mod:`~contactlab.collision.convex`, with a clipped contact
-manifold).  A candidate pair without a narrow phase in :data:`PAIR_FUNCTIONS`
-is an error naming it.
+manifold).  Meshes collide as their convex hulls against every other kind
+and the plane (:mod:`~contactlab.collision.hulls`: mesh–plane, sphere–mesh,
+capsule–mesh, box–mesh, cylinder–mesh, mesh–mesh).  A candidate pair without a
+narrow phase in :data:`PAIR_FUNCTIONS` or :data:`MESH_PAIRS` is an error naming it.
 
 A scene whose shapes are all boxes (besides planes) takes a compiled path
 (:meth:`Collider._boxes`): three kernels place the boxes and grow their
@@ -36,11 +38,19 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision import boxes, cylinders, primitives
+from contactlab.collision import boxes, cylinders, hulls, primitives
 from contactlab.collision.broadphase import grid_pairs
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.primitives import Raw
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER, KIND_NAMES, SPHERE, ShapeTable
+from contactlab.collision.table import (
+    BOX,
+    CAPSULE,
+    CYLINDER,
+    KIND_NAMES,
+    MESH,
+    SPHERE,
+    ShapeTable,
+)
 from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import Scene
 
@@ -71,13 +81,16 @@ PLANE_FUNCTIONS: dict[int, Callable[[Array, Array, Array, Array, float], Raw]] =
 }
 
 
+#: Kind pairs (kind A <= kind B) collided by :func:`~contactlab.collision.hulls.mesh_pairs`.
+MESH_PAIRS = tuple((k, MESH) for k in (SPHERE, CAPSULE, BOX, CYLINDER, MESH))
+
 _NOT_FINITE = "collide: body transforms E hold non-finite numbers"
 
 
 def supported_pairs() -> list[str]:
     """Names of the supported shape pairs, e.g. ``"sphere-box"``."""
-    names = [f"{KIND_NAMES[a]}-{KIND_NAMES[b]}" for a, b in PAIR_FUNCTIONS]
-    return names + [f"{KIND_NAMES[k]}-plane" for k in PLANE_FUNCTIONS]
+    names = [f"{KIND_NAMES[a]}-{KIND_NAMES[b]}" for a, b in (*PAIR_FUNCTIONS, *MESH_PAIRS)]
+    return names + [f"{KIND_NAMES[k]}-plane" for k in (*PLANE_FUNCTIONS, MESH)]
 
 
 class Collider:
@@ -142,6 +155,22 @@ class Collider:
             key = (int(c) // 8, int(c) % 8)
             fn = PAIR_FUNCTIONS.get(key)
             sel = code == c
+            sa, sb = a[sel], b[sel]
+            if key in MESH_PAIRS:
+                pair, point, normal, dist = hulls.mesh_pairs(
+                    key[0],
+                    W[sa],
+                    tab.size[sa],
+                    tab.hull[sa],
+                    key[1],
+                    W[sb],
+                    tab.size[sb],
+                    tab.hull[sb],
+                    tab.hulls,
+                    self.margin,
+                )
+                parts.append(self._assemble(sa[pair], sb[pair], point, normal, dist))
+                continue
             if fn is None:
                 k = int(np.flatnonzero(sel)[0])
                 raise ConfigurationError(
@@ -150,7 +179,6 @@ class Collider:
                     f"{tab.local[b[k]]} of body {tab.body[b[k]]}; -1 = static); supported "
                     f"pairs: {', '.join(supported_pairs())}"
                 )
-            sa, sb = a[sel], b[sel]
             pair, point, normal, dist = fn(W[sa], tab.size[sa], W[sb], tab.size[sb], self.margin)
             parts.append(self._assemble(sa[pair], sb[pair], point, normal, dist))
         contacts = ContactSet.concatenate(parts)
@@ -221,15 +249,21 @@ class Collider:
         if npl == 0 or dyn.size == 0:
             return ContactSet.empty()
         parts = []
-        for kind, fn in PLANE_FUNCTIONS.items():
+        for kind in (*PLANE_FUNCTIONS, MESH):
             shapes = dyn[tab.kind[dyn] == kind]
             if shapes.size == 0:
                 continue
             s = np.tile(shapes, npl)
             p = np.repeat(np.arange(npl), shapes.size)
-            pair, point, normal, dist = fn(
-                W[s], tab.size[s], tab.plane_normal[p], tab.plane_offset[p], self.margin
-            )
+            normal_p, offset_p = tab.plane_normal[p], tab.plane_offset[p]
+            if kind == MESH:
+                pair, point, normal, dist = hulls.mesh_plane(
+                    W[s], tab.hull[s], tab.hulls, normal_p, offset_p, self.margin
+                )
+            else:
+                pair, point, normal, dist = PLANE_FUNCTIONS[kind](
+                    W[s], tab.size[s], normal_p, offset_p, self.margin
+                )
             s, p = s[pair], p[pair]
             parts.append(
                 ContactSet(

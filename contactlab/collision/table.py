@@ -6,25 +6,39 @@ index within that owner, its pose in the owner's frame, its size parameters
 and its material.  Planes are kept apart (they are tested against every body
 directly, never through the broad phase).  At each step :meth:`world_poses`
 places all shapes at once: ``E[body] @ pose``.
+
+A :class:`~contactlab.shapes.Mesh` becomes a ``MESH`` row: the convex hull of
+its vertices (:mod:`~contactlab.collision.polytope`, built here once), placed
+at the centre of the hull's bounding box, whose half extents are its size.
+A mesh that is not convex collides as its hull, with one warning naming it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab.collision.polytope import HullSet, Polytope, hull_set, polytope
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Scene
-from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
+from contactlab.shapes import CONVEX_VOLUME_TOL, Box, Capsule, Cylinder, Mesh, Plane, Sphere
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 #: Shape kinds, in the order used to orient a mixed pair (lower code is A).
-SPHERE, CAPSULE, BOX, CYLINDER = 0, 1, 2, 3
-KIND_NAMES = {SPHERE: "sphere", CAPSULE: "capsule", BOX: "box", CYLINDER: "cylinder"}
+SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
+KIND_NAMES = {
+    SPHERE: "sphere",
+    CAPSULE: "capsule",
+    BOX: "box",
+    CYLINDER: "cylinder",
+    MESH: "mesh",
+}
+
 
 #: Material of static geometry when the shape does not name one.
 WORLD_MATERIAL = "world"
@@ -42,8 +56,21 @@ def _kind_and_size(shape: object) -> tuple[int, tuple[float, float, float]]:
         return CYLINDER, (shape.radius, shape.half_height, 0.0)
     raise ConfigurationError(
         f"collision does not know shape type {type(shape).__name__}; "
-        "use Sphere, Capsule, Box, Cylinder (bodies or static) or Plane (static only)"
+        "use Sphere, Capsule, Box, Cylinder, Mesh (bodies or static) or Plane (static only)"
     )
+
+
+def _mesh_hull(mesh: Mesh, owner: str) -> Polytope:
+    """The hull of ``mesh``; warns once when the mesh is not convex."""
+    hull = polytope(mesh.vertices)
+    volume = float(mesh.mass_properties(1.0).mass)
+    if volume < (1.0 - CONVEX_VOLUME_TOL) * hull.volume:
+        warnings.warn(
+            f"{owner}: the mesh is not convex (it fills {100.0 * volume / hull.volume:.1f} % "
+            "of its convex hull); it collides as its convex hull",
+            stacklevel=4,
+        )
+    return hull
 
 
 @dataclass(frozen=True)
@@ -52,18 +79,21 @@ class ShapeTable:
 
     Attributes
     ----------
-    kind : (ns,) shape kind codes (``SPHERE``, ``CAPSULE``, ``BOX``, ``CYLINDER``).
+    kind : (ns,) shape kind codes (``SPHERE``, ``CAPSULE``, ``BOX``, ``CYLINDER``, ``MESH``).
     body : (ns,) owning body, ``-1`` for static shapes.  Dynamic shapes come first.
     local : (ns,) index within ``Body.shapes`` or ``Scene.static_shapes``.
     pose : (ns, 4, 4) pose in the owner's frame (world pose for static shapes).
     size : (ns, 3) box half extents; ``(radius, 0, 0)`` for spheres;
-        ``(radius, half_height, 0)`` for capsules and cylinders [m].
+        ``(radius, half_height, 0)`` for capsules and cylinders; a mesh hull's
+        bounding-box half extents [m].
     material : (ns,) index into ``materials``.
     plane_normal, plane_offset : (npl, 3), (npl,) world half-spaces
         ``n . x <= offset`` (bodies stay on ``n . x >= offset``).
     plane_local, plane_material : (npl,) static index and material index of each plane.
     materials : material names.
     mu_table : (nm, nm) friction coefficient of each material pair.
+    hull : (ns,) index into ``hulls`` of a mesh row, ``-1`` for the other kinds.
+    hulls : the convex hulls of the mesh rows.
     """
 
     kind: IntArray
@@ -78,6 +108,8 @@ class ShapeTable:
     plane_material: IntArray
     materials: tuple[str, ...]
     mu_table: Array
+    hull: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hulls: HullSet = field(default_factory=lambda: hull_set([]))
 
     @property
     def n_shapes(self) -> int:
@@ -87,6 +119,19 @@ class ShapeTable:
     def from_scene(cls, scene: Scene) -> ShapeTable:
         """Flatten ``scene``'s bodies' shapes and its static shapes."""
         rows: list[tuple[int, int, int, Array, tuple[float, float, float], str]] = []
+        hulls: list[Polytope] = []
+        hull_of_row: list[int] = []
+
+        def add(shape: object, b: int, s: int, pose: Array, material: str, owner: str) -> None:
+            if isinstance(shape, Mesh):
+                hull_of_row.append(len(hulls))
+                hulls.append(_mesh_hull(shape, owner))
+                rows.append((MESH, b, s, pose, (0.0, 0.0, 0.0), material))
+                return
+            kind, size = _kind_and_size(shape)
+            hull_of_row.append(-1)
+            rows.append((kind, b, s, pose, size, material))
+
         for b, body in enumerate(scene.bodies):
             for s, shape in enumerate(body.shapes):
                 if isinstance(shape, Plane):
@@ -94,8 +139,7 @@ class ShapeTable:
                         f"body {body.name!r} has a Plane shape; a plane is an unbounded static "
                         "half-space: put it in Scene.static_shapes"
                     )
-                kind, size = _kind_and_size(shape)
-                rows.append((kind, b, s, shape.pose, size, body.material))
+                add(shape, b, s, shape.pose, body.material, f"body {body.name!r}, shape {s}")
         planes: list[tuple[Array, float, int, str]] = []
         for s, shape in enumerate(scene.static_shapes):
             material = str(getattr(shape, "material", WORLD_MATERIAL))
@@ -104,8 +148,15 @@ class ShapeTable:
                 n = R @ shape.normal
                 planes.append((n, float(shape.offset + n @ p), s, material))
                 continue
-            kind, size = _kind_and_size(shape)
-            rows.append((kind, -1, s, shape.pose, size, material))
+            add(shape, -1, s, shape.pose, material, f"static shape {s}")
+        hset = hull_set(hulls)
+        for r, h in enumerate(hull_of_row):
+            if h >= 0:  # the hull's bounding-box centre is the row's origin
+                kind, b, s, pose, _, material = rows[r]
+                placed = pose.copy()
+                placed[:3, 3] += pose[:3, :3] @ hset.centres[h]
+                hx, hy, hz = (float(v) for v in hset.half_extents[h])
+                rows[r] = (kind, b, s, placed, (hx, hy, hz), material)
         names = sorted({r[5] for r in rows} | {p[3] for p in planes})
         index = {m: i for i, m in enumerate(names)}
         mu_table = np.array(
@@ -129,6 +180,8 @@ class ShapeTable:
             plane_material=np.array([index[p[3]] for p in planes], dtype=np.int64),
             materials=tuple(names),
             mu_table=mu_table,
+            hull=np.array(hull_of_row, dtype=np.int64),
+            hulls=hset,
         )
 
     def world_poses(self, E: Array) -> Array:
@@ -150,7 +203,7 @@ class ShapeTable:
         axis = R[:, :, 2]
         ext = np.zeros_like(c)
         kind = self.kind
-        box = kind == BOX
+        box = (kind == BOX) | (kind == MESH)  # a mesh hull: its bounding box
         ext[box] = np.einsum("nij,nj->ni", np.abs(R[box]), self.size[box])
         sph = kind == SPHERE
         ext[sph] = r[sph, None]

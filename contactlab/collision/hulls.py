@@ -1,0 +1,411 @@
+"""Narrow phase for meshes, collided as their convex hulls (numba).
+
+A :class:`~contactlab.shapes.Mesh` enters collision as the convex hull of its
+vertices (:mod:`~contactlab.collision.polytope`: built once per scene, faces
+as polygons).  It collides with planes, spheres, capsules, boxes, cylinders
+and other meshes; conventions are those of
+:mod:`~contactlab.collision.primitives` (A is the lower kind, so the mesh is
+B against every other kind; the unit normal points from B toward A; the
+signed distance is negative on penetration; the point is the midpoint of the
+two surface points; contacts with ``distance < margin`` are kept).
+
+**Mesh–plane**: every hull vertex closer to the plane than the margin is a
+contact (the deepest point of a polytope is a vertex, so the distance is
+exact; a hull resting on a face gets that face's corners, as a box does).
+
+**Mesh against a solid** in three stages per pair, as the cylinder pairs
+(:mod:`~contactlab.collision.cylinders`):
+
+1. The signed distance ``d`` and the normal ``n`` by GJK, or EPA when the
+   shapes overlap (:mod:`~contactlab.collision.convex`; the hull's support
+   mapping is its vertex farthest along the direction).  A sphere enters as
+   its centre and a capsule as its core segment, the radius subtracted
+   afterwards.  Exact (round-off) when the closest features are flat, which
+   they always are on the hull's side.
+2. A sphere touches in one point: the closest points.  Otherwise the
+   manifold: the hull's face most aligned with the direction toward the
+   other shape, and the other shape's feature (a box face, a cylinder's cap
+   polygon or side line, a capsule's core; a hull face); the flat feature
+   best aligned with ``n`` is the reference, the other is clipped against
+   its side planes, and every clipped point closer than the margin along
+   ``n`` is a contact (its distance never below ``d``).
+3. The closest point from stage 1 is added when no manifold point reaches
+   its distance within :data:`~contactlab.collision.cylinders.DEEPEST_TOL`.
+
+A pair with more than :data:`MAX_MESH_CONTACTS` points (two many-sided faces
+clipped) keeps the deepest one and then, one at a time, the point farthest
+(in the contact plane) from those kept, which keeps the corners of the
+contact polygon and so the support it gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactlab.collision.convex import signed_distance_v
+from contactlab.collision.cylinders import CLIP_TOL, DEEPEST_TOL, _clip_incident, _feature
+from contactlab.collision.polytope import HullSet
+from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES, Raw, empty_raw
+from contactlab.collision.table import CAPSULE, MESH, SPHERE
+from solvers.jit import njit
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: Contacts kept per pair (see the module docstring).
+MAX_MESH_CONTACTS = 8
+_SPHERE, _CAPSULE, _MESH = SPHERE, CAPSULE, MESH
+
+
+@njit(cache=True)
+def _hull_face(
+    R: np.ndarray,
+    p: np.ndarray,
+    V: np.ndarray,
+    FN: np.ndarray,
+    f0: int,
+    f1: int,
+    FV: np.ndarray,
+    FVS: np.ndarray,
+    out_dir: np.ndarray,
+    pts: np.ndarray,
+) -> tuple:
+    """The hull face (of faces ``f0..f1``) most aligned with ``out_dir``:
+    ``(count, world normal)``, its world vertices in ``pts``."""
+    l0 = R[0, 0] * out_dir[0] + R[1, 0] * out_dir[1] + R[2, 0] * out_dir[2]
+    l1 = R[0, 1] * out_dir[0] + R[1, 1] * out_dir[1] + R[2, 1] * out_dir[2]
+    l2 = R[0, 2] * out_dir[0] + R[1, 2] * out_dir[1] + R[2, 2] * out_dir[2]
+    best, fb = -np.inf, f0
+    for f in range(f0, f1):
+        s = FN[f, 0] * l0 + FN[f, 1] * l1 + FN[f, 2] * l2
+        if s > best:
+            best, fb = s, f
+    nrm = np.empty(3)
+    for i in range(3):
+        nrm[i] = R[i, 0] * FN[fb, 0] + R[i, 1] * FN[fb, 1] + R[i, 2] * FN[fb, 2]
+    count = 0
+    for k in range(FVS[fb], FVS[fb + 1]):
+        v = FV[k]
+        for i in range(3):
+            pts[count, i] = p[i] + R[i, 0] * V[v, 0] + R[i, 1] * V[v, 1] + R[i, 2] * V[v, 2]
+        count += 1
+    return count, nrm
+
+
+@njit(cache=True)
+def _reduce(
+    P: np.ndarray,
+    D: np.ndarray,
+    m: int,
+    n: np.ndarray,
+    keep: np.ndarray,
+) -> int:
+    """Pick at most ``MAX_MESH_CONTACTS`` of the ``m`` points ``P`` (distances ``D``):
+    all when they fit, else the deepest, then repeatedly the one farthest in the
+    plane normal to ``n`` from those picked.  Writes their indices to ``keep``."""
+    if m <= MAX_MESH_CONTACTS:
+        for i in range(m):
+            keep[i] = i
+        return m
+    i0 = 0
+    for i in range(1, m):
+        if D[i] < D[i0]:
+            i0 = i
+    gap = np.empty(m)
+    count = 0
+    cur = i0
+    for i in range(m):
+        gap[i] = np.inf
+    while True:
+        keep[count] = cur
+        count += 1
+        gap[cur] = -1.0
+        if count == MAX_MESH_CONTACTS:
+            break
+        nxt, far = -1, 0.0
+        for i in range(m):
+            if gap[i] < 0.0:
+                continue
+            e0, e1, e2 = P[i, 0] - P[cur, 0], P[i, 1] - P[cur, 1], P[i, 2] - P[cur, 2]
+            h = e0 * n[0] + e1 * n[1] + e2 * n[2]
+            q = e0 * e0 + e1 * e1 + e2 * e2 - h * h
+            if q < gap[i]:
+                gap[i] = q
+            if gap[i] > far:
+                nxt, far = i, gap[i]
+        if nxt < 0 or far <= 1e-24:
+            break
+        cur = nxt
+    return count
+
+
+@njit(cache=True)
+def _mesh_pair(
+    kA: int,
+    RA: np.ndarray,
+    pA: np.ndarray,
+    sA: np.ndarray,
+    hA: int,
+    kB: int,
+    RB: np.ndarray,
+    pB: np.ndarray,
+    sB: np.ndarray,
+    hB: int,
+    V: np.ndarray,
+    VS: np.ndarray,
+    FN: np.ndarray,
+    FS: np.ndarray,
+    FV: np.ndarray,
+    FVS: np.ndarray,
+    margin: float,
+    points: np.ndarray,
+    normals: np.ndarray,
+    dists: np.ndarray,
+    FA: np.ndarray,
+    FB: np.ndarray,
+    poly: np.ndarray,
+    buf: np.ndarray,
+    CP: np.ndarray,
+    CD: np.ndarray,
+    keep: np.ndarray,
+) -> int:
+    """Contacts of one pair (at least one a mesh hull, see the module docstring)."""
+    VA = V[VS[hA] : VS[hA + 1]] if kA == _MESH else V[0:0]
+    VB = V[VS[hB] : VS[hB + 1]] if kB == _MESH else V[0:0]
+    ra = sA[0] if (kA == _CAPSULE or kA == _SPHERE) else 0.0
+    rb = sB[0] if (kB == _CAPSULE or kB == _SPHERE) else 0.0
+    found, d, n, a, b = signed_distance_v(kA, RA, pA, sA, VA, kB, RB, pB, sB, VB, margin + ra + rb)
+    d -= ra + rb
+    if not found or d >= margin:
+        return 0
+    m = 0
+    if kA != _SPHERE and kB != _SPHERE:
+        neg = -n
+        if kA == _MESH:
+            na, mA = _hull_face(RA, pA, V, FN, FS[hA], FS[hA + 1], FV, FVS, neg, FA)
+        else:
+            na, mA = _feature(kA, RA, pA, sA, neg, FA)
+        if kB == _MESH:
+            nb, mB = _hull_face(RB, pB, V, FN, FS[hB], FS[hB + 1], FV, FVS, n, FB)
+        else:
+            nb, mB = _feature(kB, RB, pB, sB, n, FB)
+        ref_b = nb >= 3 and (na < 3 or abs(mB @ n) >= abs(mA @ n))
+        if ref_b:
+            ref, nref, mref, inc, ninc = FB, nb, mB, FA, na
+        else:
+            ref, nref, mref, inc, ninc = FA, na, mA, FB, nb
+        cnt = _clip_incident(ref, nref, inc, ninc, n, 1e-12, poly, buf)
+        if cnt == 0:
+            cnt = _clip_incident(ref, nref, inc, ninc, n, CLIP_TOL, poly, buf)
+        mn = mref @ n
+        for k in range(cnt):
+            # q = poly[k] moved along n onto the reference plane: r = q + t n, and
+            # (a - b) . n = -t when q is B's point (reference A), t when it is A's
+            t = (
+                mref[0] * (ref[0, 0] - poly[k, 0])
+                + mref[1] * (ref[0, 1] - poly[k, 1])
+                + mref[2] * (ref[0, 2] - poly[k, 2])
+            ) / mn
+            gap = -t if ref_b else t
+            dist = max(gap - ra - rb, d)
+            if dist < margin:
+                # midpoint of the surface points a - ra n and b + rb n
+                h = 0.5 * (t + rb - ra)
+                for i in range(3):
+                    CP[m, i] = poly[k, i] + h * n[i]
+                CD[m] = dist
+                m += 1
+    deepest = np.inf
+    for k in range(m):
+        deepest = min(deepest, CD[k])
+    if deepest > d + DEEPEST_TOL:
+        CP[m] = 0.5 * (a - ra * n + b + rb * n)
+        CD[m] = d
+        m += 1
+    count = _reduce(CP, CD, m, n, keep)
+    for k in range(count):
+        points[k] = CP[keep[k]]
+        normals[k] = n
+        dists[k] = CD[keep[k]]
+    return count
+
+
+@njit(cache=True)
+def _mesh_kernel(
+    kA: int,
+    RA: np.ndarray,
+    PA: np.ndarray,
+    SA: np.ndarray,
+    HA: np.ndarray,
+    kB: int,
+    RB: np.ndarray,
+    PB: np.ndarray,
+    SB: np.ndarray,
+    HB: np.ndarray,
+    V: np.ndarray,
+    VS: np.ndarray,
+    FN: np.ndarray,
+    FS: np.ndarray,
+    FV: np.ndarray,
+    FVS: np.ndarray,
+    max_face: int,
+    margin: float,
+) -> tuple:
+    """All pairs of one kind pair; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3)."""
+    m = RA.shape[0]
+    mc = MAX_MESH_CONTACTS
+    points = np.zeros((m, mc, 3))
+    normals = np.zeros((m, mc, 3))
+    dists = np.zeros((m, mc))
+    counts = np.zeros(m, dtype=np.int64)
+    size = 2 * max(max_face, CYLINDER_RIM_SAMPLES) + 8
+    FA = np.zeros((size, 3))
+    FB = np.zeros((size, 3))
+    poly = np.zeros((size, 3))
+    buf = np.zeros((size, 3))
+    CP = np.zeros((size + 1, 3))
+    CD = np.zeros(size + 1)
+    keep = np.zeros(size + 1, dtype=np.int64)
+    for k in range(m):
+        counts[k] = _mesh_pair(
+            kA,
+            RA[k],
+            PA[k],
+            SA[k],
+            HA[k],
+            kB,
+            RB[k],
+            PB[k],
+            SB[k],
+            HB[k],
+            V,
+            VS,
+            FN,
+            FS,
+            FV,
+            FVS,
+            margin,
+            points[k],
+            normals[k],
+            dists[k],
+            FA,
+            FB,
+            poly,
+            buf,
+            CP,
+            CD,
+            keep,
+        )
+    return points, normals, dists, counts
+
+
+def _flatten(points: Array, normals: Array, dists: Array, counts: IntArray) -> Raw:
+    mask = np.arange(points.shape[1])[None, :] < counts[:, None]
+    pair = np.broadcast_to(np.arange(points.shape[0])[:, None], mask.shape)[mask]
+    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+
+
+def mesh_pairs(
+    kind_a: int,
+    Wa: Array,
+    sa: Array,
+    ha: IntArray,
+    kind_b: int,
+    Wb: Array,
+    sb: Array,
+    hb: IntArray,
+    hulls: HullSet,
+    margin: float,
+) -> Raw:
+    """Shapes of kind ``kind_a`` against shapes of kind ``kind_b`` (at least one
+    ``MESH``); ``ha, hb`` the hull index of each mesh shape (ignored otherwise)."""
+    if Wa.shape[0] == 0:
+        return empty_raw()
+    points, normals, dists, counts = _mesh_kernel(
+        kind_a,
+        np.ascontiguousarray(Wa[:, :3, :3]),
+        np.ascontiguousarray(Wa[:, :3, 3]),
+        np.ascontiguousarray(sa, dtype=float),
+        np.ascontiguousarray(ha, dtype=np.int64),
+        kind_b,
+        np.ascontiguousarray(Wb[:, :3, :3]),
+        np.ascontiguousarray(Wb[:, :3, 3]),
+        np.ascontiguousarray(sb, dtype=float),
+        np.ascontiguousarray(hb, dtype=np.int64),
+        hulls.vertices,
+        hulls.vertex_start,
+        hulls.normals,
+        hulls.face_start,
+        hulls.face_vertices,
+        hulls.face_vertex_start,
+        hulls.max_face_vertices,
+        float(margin),
+    )
+    return _flatten(points, normals, dists, counts)
+
+
+@njit(cache=True)
+def _plane_kernel(
+    R: np.ndarray,
+    P: np.ndarray,
+    H: np.ndarray,
+    V: np.ndarray,
+    VS: np.ndarray,
+    n: np.ndarray,
+    off: np.ndarray,
+    margin: float,
+) -> tuple:
+    """Hull vertices against half-spaces ``n . x <= off``, one (hull, plane) per row."""
+    m = R.shape[0]
+    mc = MAX_MESH_CONTACTS
+    points = np.zeros((m, mc, 3))
+    normals = np.zeros((m, mc, 3))
+    dists = np.zeros((m, mc))
+    counts = np.zeros(m, dtype=np.int64)
+    most = 0
+    for h in range(VS.shape[0] - 1):
+        most = max(most, VS[h + 1] - VS[h])
+    CP = np.zeros((most, 3))
+    CD = np.zeros(most)
+    keep = np.zeros(most, dtype=np.int64)
+    for k in range(m):
+        h = H[k]
+        # the plane normal in the hull's frame: a vertex's height is one dot product
+        l0 = R[k, 0, 0] * n[k, 0] + R[k, 1, 0] * n[k, 1] + R[k, 2, 0] * n[k, 2]
+        l1 = R[k, 0, 1] * n[k, 0] + R[k, 1, 1] * n[k, 1] + R[k, 2, 1] * n[k, 2]
+        l2 = R[k, 0, 2] * n[k, 0] + R[k, 1, 2] * n[k, 1] + R[k, 2, 2] * n[k, 2]
+        base = P[k, 0] * n[k, 0] + P[k, 1] * n[k, 1] + P[k, 2] * n[k, 2] - off[k]
+        c = 0
+        for v in range(VS[h], VS[h + 1]):
+            dist = V[v, 0] * l0 + V[v, 1] * l1 + V[v, 2] * l2 + base
+            if dist < margin:
+                for i in range(3):
+                    x = P[k, i] + R[k, i, 0] * V[v, 0] + R[k, i, 1] * V[v, 1] + R[k, i, 2] * V[v, 2]
+                    CP[c, i] = x - 0.5 * dist * n[k, i]
+                CD[c] = dist
+                c += 1
+        cnt = _reduce(CP, CD, c, n[k], keep)
+        for j in range(cnt):
+            points[k, j] = CP[keep[j]]
+            normals[k, j] = n[k]
+            dists[k, j] = CD[keep[j]]
+        counts[k] = cnt
+    return points, normals, dists, counts
+
+
+def mesh_plane(W: Array, h: IntArray, hulls: HullSet, n: Array, off: Array, margin: float) -> Raw:
+    """Mesh hulls (world poses ``W``, hull indices ``h``) against planes ``n . x <= off``."""
+    if W.shape[0] == 0:
+        return empty_raw()
+    points, normals, dists, counts = _plane_kernel(
+        np.ascontiguousarray(W[:, :3, :3]),
+        np.ascontiguousarray(W[:, :3, 3]),
+        np.ascontiguousarray(h, dtype=np.int64),
+        hulls.vertices,
+        hulls.vertex_start,
+        np.ascontiguousarray(n, dtype=float),
+        np.ascontiguousarray(off, dtype=float),
+        float(margin),
+    )
+    return _flatten(points, normals, dists, counts)
