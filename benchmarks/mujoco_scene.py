@@ -52,9 +52,7 @@ def _add_shape(spec: Any, body: Any, shape: Any, name: str, mu: float) -> None:
         body.add_geom(type=g.mjGEOM_SPHERE, size=[shape.radius, 0, 0], **common)
     elif isinstance(shape, (Capsule, Cylinder)):
         kind = g.mjGEOM_CAPSULE if isinstance(shape, Capsule) else g.mjGEOM_CYLINDER
-        half = getattr(shape, "half_length", None)
-        half = 0.5 * shape.length if half is None else half
-        body.add_geom(type=kind, size=[shape.radius, half, 0], **common)
+        body.add_geom(type=kind, size=[shape.radius, shape.half_height, 0], **common)
     elif isinstance(shape, Plane):
         body.add_geom(type=g.mjGEOM_PLANE, size=[0, 0, 1], **common)
     else:

@@ -121,7 +121,7 @@ def shape_points(shape: object) -> Array:
         if isinstance(shape, Sphere):
             local = r * u
         else:
-            half = 0.5 * shape.length if hasattr(shape, "length") else shape.half_length
+            half = shape.half_height
             ends = np.array([[0.0, 0.0, -half], [0.0, 0.0, half]])
             if isinstance(shape, Capsule):
                 local = np.vstack([r * u + e for e in ends])
@@ -254,3 +254,81 @@ if ROBOTS is not None:
         scene = load_robot("g1_description/urdf/g1_29dof_rev_1_0.urdf", fixed_base=False)
         scene = stand_on_ground(set_joints(scene), tilt_rate=tilt_rate)
         return scene.with_(dt=dt, duration=duration, contact=replace(scene.contact, mu=0.8))
+
+    #: Allegro hand: the flexion joints of the index, middle and ring fingers, and the
+    #: thumb's joints, with their closed-hand targets [rad]
+    ALLEGRO_CLOSED = {
+        **{f"joint_{i}.0": 1.2 for i in (1, 2, 3, 5, 6, 7, 9, 10, 11)},
+        "joint_12.0": 1.3, "joint_13.0": 0.4, "joint_14.0": 1.0, "joint_15.0": 1.0,
+    }  # fmt: skip
+
+    @scenario("allegro-grasp", formulations=("reduced",))
+    def allegro_grasp(
+        radius: float = 0.03,
+        mass: float = 0.05,
+        kp: float = 0.5,
+        kd: float = 0.01,
+        duration: float = 0.6,
+        dt: float = 1e-3,
+    ) -> Scene:
+        """The Allegro hand, palm up, closing its fingers on a ball lying in the palm.
+
+        radius : ball radius [m].
+        mass : ball mass [kg].
+        kp : drive stiffness of the finger joints [N m/rad].
+        kd : drive damping [N m s/rad].
+        duration : run duration [s].
+        dt : step [s].
+
+        The hand (palm fixed, 16 joints) starts open; PD drives pull the
+        fingers and the thumb toward a closed fist (``ALLEGRO_CLOSED``), which
+        the ball blocks: the fingers stop on it, short of their targets.
+        Friction 1.0.
+        """
+        from contactlab import se3
+        from contactlab.bodies import body_from_shape
+        from contactlab.reduced import Tree, forward_kinematics
+        from contactlab.scene import JointSpec
+        from contactlab.shapes import Sphere
+
+        if not (radius > 0 and mass > 0):
+            raise ConfigurationError(f"allegro-grasp: radius and mass must be positive, got {radius}, {mass}")
+        hand = load_robot("allegro_hand_description/urdf/allegro_right_hand.urdf", fixed_base=True)
+        # palm up: the hand's x axis (the palm's normal) along the world z axis,
+        # the fingers along -x
+        up = se3.make_transform(se3.exp_so3(np.array([0.0, -0.5 * np.pi, 0.0])), [0.0, 0.0, 0.3])
+        joints = []
+        for j in hand.joints:
+            if j.parent is None:
+                frame = np.eye(4) if j.frame_parent is None else np.asarray(j.frame_parent)
+                j = replace(j, frame_parent=up @ frame)
+            joints.append(j)
+        hand = hand.with_(joints=tuple(joints))
+        targets = dict(ALLEGRO_CLOSED)
+        hand = set_joints(hand, {}, kp=kp, kd=kd)
+        hand = hand.with_(
+            joints=tuple(
+                replace(j, rest=np.array([targets.get(j.name, 0.0)]))
+                if j.kind == "revolute" else j
+                for j in hand.joints
+            )
+        )  # fmt: skip
+        # the ball on the palm's face, below the finger roots
+        tree = Tree.from_scene(hand)
+        E = forward_kinematics(tree, tree.initial_coordinates()[0]).E
+        palm = hand.bodies[0]
+        top = max(float((shape_points(s) @ E[0, :3, 2] + E[0, 2, 3]).max()) for s in palm.shapes)
+        roots = [E[hand.body_index(f"link_{i}.0"), :3, 3] for i in (1, 5, 9)]
+        centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + 1e-3])
+        centre[1] = float(np.mean([r[1] for r in roots]))
+        ball, _ = body_from_shape("ball", Sphere(radius=radius), mass=mass)
+        free = JointSpec(
+            "ball_free", "free", None, "ball",
+            frame_parent=se3.make_transform(None, centre), frame_child=np.eye(4),
+        )  # fmt: skip
+        scene = hand.with_(bodies=(*hand.bodies, ball), joints=(*hand.joints, free))
+        scene = without_initial_overlaps(scene)
+        return scene.with_(
+            dt=dt, duration=duration, contact=replace(scene.contact, mu=1.0),
+            extras={**scene.extras, "targets": targets, "ball_radius": radius},
+        )  # fmt: skip

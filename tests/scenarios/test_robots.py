@@ -1,0 +1,155 @@
+"""Robots of ``example-robot-data`` on their default route (``scenarios/robots.py``).
+
+Each scenario runs on the route ``default_setup`` gives it (box friction by
+OSQP: contact geometry and bodies joined to each other), short runs:
+
+* ``solo12-stand``: the PD drives hold the standing pose.  The base sinks by the
+  static deflection of the drives: with the weight ``W = m g`` shared by the
+  four feet (the pose and the mass distribution are symmetric to 1 %), each
+  foot's vertical load ``W / 4`` needs the joint torques ``tau = J_f^T (W/4) e_z``
+  (``J_f`` the foot's position Jacobian), which deflect the joints by
+  ``tau / kp``; the base comes down by ``sum_j |dz_f/dq_j| |tau_j| / kp`` to first
+  order.  The test computes that prediction from the robot's kinematics and
+  holds the measured sink to it within 30 % (second-order terms, the feet's
+  rolling on their round soles and the 1 mm drop at the start).
+* ``solo12-collapse``: without drives the robot folds until the trunk rests on
+  the ground: its lowest point at z = 0 to 1 mm, still to 1e-3 J of kinetic
+  energy against the 5 J it had to lose.
+* ``humanoid-topple``: the unpowered G1 falls over: the pelvis ends below a
+  third of its standing height, the penetration never exceeds the distance
+  fallen in one step at free-fall speed from the standing height.
+* ``allegro-grasp``: the fingers closing on the ball stop on it: the index
+  and middle finger and the thumb end short of their targets by more than
+  0.05 rad, at rest, touching the ball, which stays in the palm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab.reduced import Tree, forward_kinematics
+from contactlab.runspec import simulate
+from contactlab.scenario import get_scenario, load_scenarios
+from contactlab.simulator import scene_contacts
+
+robots = pytest.importorskip("scenarios.robots")
+if robots.ROBOTS is None:
+    pytest.skip("example-robot-data is not installed", allow_module_level=True)
+
+G = 9.81
+
+
+def _run(name: str, duration: float):
+    run = simulate(name, {"duration": duration}, progress=False)
+    assert (run.model, run.solver) == ("box-friction", "osqp")
+    assert run.n_steps == round(duration / run.dt)
+    # every step's contact problem is solved: OSQP either certifies its tolerance or
+    # stops at its iteration cap with the step's residual (complementarity, feasibility)
+    # still far below the scale of the impulses
+    assert run.steps["solver_residual"].max() < 1e-5
+    return run
+
+
+def test_robot_scenarios_are_registered():
+    names = set(load_scenarios())
+    assert {"solo12-stand", "solo12-collapse", "humanoid-topple", "allegro-grasp"} <= names
+
+
+def _foot_prediction(scene) -> float:
+    """First-order sink of the base [m] under the drives' static deflection (module doc)."""
+    tree = Tree.from_scene(scene)
+    q0 = tree.initial_coordinates()[0]
+    kp = scene.extras["kp"]
+    weight = sum(b.mass for b in scene.bodies) * G
+    sink = 0.0
+    for leg in ("FL", "FR", "HL", "HR"):
+        body = scene.body_index(f"{leg}_LOWER_LEG")
+        shape = scene.bodies[body].shapes[-1]  # the foot
+        points = robots.shape_points(shape)
+
+        def sole(q, body=body, points=points):
+            E = forward_kinematics(tree, q).E[body]
+            world = points @ E[:3, :3].T + E[:3, 3]
+            return world[np.argmin(world[:, 2])]
+
+        dofs = [tree.dofs(f"{leg}_{j}").start for j in ("HAA", "HFE", "KFE")]
+        eps = 1e-7
+        J = np.zeros((3, 3))
+        for c, i in enumerate(dofs):
+            dq = np.zeros_like(q0)
+            dq[i] = eps
+            J[:, c] = (sole(q0 + dq) - sole(q0 - dq)) / (2 * eps)
+        tau = J.T @ np.array([0.0, 0.0, weight / 4])
+        sink += float(np.abs(J[2]) @ np.abs(tau)) / kp / 4  # the four feet in parallel
+    return sink
+
+
+def test_solo12_stands_on_its_drives():
+    run = _run("solo12-stand", 0.4)
+    scene = get_scenario("solo12-stand").build()
+    z = run.trajectory["position"][:, 0, 2]
+    predicted = _foot_prediction(scene)
+    drop = 1e-3  # the start clearance
+    sink = z[0] - z[-1] - drop
+    assert predicted > 1e-3
+    assert abs(sink - predicted) <= 0.3 * predicted, (sink, predicted)
+    assert z.min() >= z[-1] - 0.5 * predicted  # no collapse on the way
+    assert run.steps["kinetic_energy"].iloc[-1] < 1e-4
+    assert run.steps["penetration"].max() < 1e-4
+
+
+def test_solo12_collapses_onto_its_trunk():
+    run = _run("solo12-collapse", 0.8)
+    scene = get_scenario("solo12-collapse").build()
+    q = run.trajectory["q"][-1]
+    assert robots.lowest_point(scene, q) == pytest.approx(0.0, abs=1e-3)
+    z = run.trajectory["position"][:, 0, 2]
+    # the trunk rests on the ground: its own lowest point at z = 0
+    tree = Tree.from_scene(scene)
+    E = forward_kinematics(tree, q).E[0]
+    trunk = min(
+        float((robots.shape_points(s) @ E[2, :3] + E[2, 3]).min()) for s in scene.bodies[0].shapes
+    )
+    assert trunk == pytest.approx(0.0, abs=2e-3)
+    assert z[-1] < 0.5 * z[0]
+    assert run.steps["kinetic_energy"].iloc[-1] < 1e-3
+
+
+def test_humanoid_topples_and_lies_on_the_ground():
+    duration = 1.4
+    run = _run("humanoid-topple", duration)
+    z = run.trajectory["position"][:, 0, 2]
+    speed = np.sqrt(2 * G * z[0])
+    assert run.steps["penetration"].max() <= speed * run.dt
+    assert z[-1] < z[0] / 3
+
+
+def test_allegro_fingers_stop_on_the_ball():
+    run = _run("allegro-grasp", 0.5)
+    scene = get_scenario("allegro-grasp").build()
+    tree = Tree.from_scene(scene)
+    q = run.trajectory["q"][-1]
+    qdot = run.trajectory["qdot"][-1]
+    targets = scene.extras["targets"]
+    for joint in ("joint_2.0", "joint_6.0", "joint_12.0"):
+        assert targets[joint] - q[tree.dofs(joint)][0] > 0.05, joint
+    assert np.abs(qdot).max() < 0.05
+    ball = scene.body_index("ball")
+    E = np.zeros((scene.n_bodies, 4, 4))
+    E[:, :3, :3] = run.trajectory["rotation"][-1]
+    E[:, :3, 3] = run.trajectory["position"][-1]
+    E[:, 3, 3] = 1.0
+    contacts = scene_contacts(scene, E)
+    touching = {
+        scene.bodies[b].name
+        for a, b in zip(contacts.body_a, contacts.body_b, strict=True)
+        for a, b in ((a, b), (b, a))
+        if a == ball and b >= 0
+    }
+    fingers = {name.split(".")[0] for name in touching}
+    # index (links 0-3), middle (4-7) and thumb (12-15) each touch the ball
+    for first in (0, 4, 12):
+        assert fingers & {f"link_{first + k}" for k in range(4)}, touching
+    start, end = run.trajectory["position"][[0, -1], ball]
+    assert np.linalg.norm(end - start) < scene.extras["ball_radius"]
