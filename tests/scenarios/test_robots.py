@@ -5,13 +5,15 @@ OSQP: contact geometry and bodies joined to each other), short runs:
 
 * ``solo12-stand``: the PD drives hold the standing pose.  The base sinks by the
   static deflection of the drives: with the weight ``W = m g`` shared by the
-  four feet (the pose and the mass distribution are symmetric to 1 %), each
-  foot's vertical load ``W / 4`` needs the joint torques ``tau = J_f^T (W/4) e_z``
-  (``J_f`` the foot's position Jacobian), which deflect the joints by
-  ``tau / kp``; the base comes down by ``sum_j |dz_f/dq_j| |tau_j| / kp`` to first
-  order.  The test computes that prediction from the robot's kinematics and
-  holds the measured sink to it within 30 % (second-order terms, the feet's
-  rolling on their round soles and the 1 mm drop at the start).
+  four feet (the pose and the mass distribution are symmetric), each sole
+  carries ``W / 4``; a leg of joint stiffness ``kp`` and sole Jacobian ``J``
+  (the sole's position against the leg's three joints) has the compliance
+  ``C = J J^T / kp`` at the sole, and with the sole held horizontally by
+  friction the vertical load moves it by ``(W / 4) / (C^-1)_zz`` (3.1 mm at the
+  default ``kp``), to first order.  The measured sink (after the 1 mm drop of
+  the start) is held to that prediction within 15 %: the second-order terms
+  (the joints turn by up to 0.03 rad) and the feet rolling on their round
+  soles.
 * ``solo12-collapse``: without drives the robot folds until the trunk rests on
   the ground: its lowest point at z = 0 to 1 mm, still to 1e-3 J of kinetic
   energy against the 5 J it had to lose.
@@ -80,8 +82,10 @@ def _foot_prediction(scene) -> float:
             dq = np.zeros_like(q0)
             dq[i] = eps
             J[:, c] = (sole(q0 + dq) - sole(q0 - dq)) / (2 * eps)
-        tau = J.T @ np.array([0.0, 0.0, weight / 4])
-        sink += float(np.abs(J[2]) @ np.abs(tau)) / kp / 4  # the four feet in parallel
+        # the leg's compliance at the sole C = J J^T / kp; friction holds the sole in
+        # place horizontally, so the vertical load W/4 moves it by (W/4) / (C^-1)_zz
+        stiffness = np.linalg.inv(J @ J.T / kp)
+        sink += weight / 4 / stiffness[2, 2] / 4  # the four legs sink alike: their mean
     return sink
 
 
@@ -93,7 +97,7 @@ def test_solo12_stands_on_its_drives():
     drop = 1e-3  # the start clearance
     sink = z[0] - z[-1] - drop
     assert predicted > 1e-3
-    assert abs(sink - predicted) <= 0.3 * predicted, (sink, predicted)
+    assert abs(sink - predicted) <= 0.15 * predicted, (sink, predicted)
     assert z.min() >= z[-1] - 0.5 * predicted  # no collapse on the way
     assert run.steps["kinetic_energy"].iloc[-1] < 1e-4
     assert run.steps["penetration"].max() < 1e-4
