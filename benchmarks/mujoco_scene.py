@@ -96,7 +96,9 @@ def mujoco_model(scene: Scene, *, cone: str = "pyramidal") -> tuple[Any, list[st
         if j.kind == "free":
             body.add_freejoint(name=j.name)
         elif j.kind in ("revolute", "prismatic"):
-            kind = mujoco.mjtJoint.mjJNT_HINGE if j.kind == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE
+            kind = (
+                mujoco.mjtJoint.mjJNT_HINGE if j.kind == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE
+            )
             rest = 0.0 if j.rest is None else float(np.asarray(j.rest)[0])
             body.add_joint(
                 name=j.name, type=kind, pos=Fc[:3, 3], axis=Fc[:3, :3] @ j.axis,
@@ -108,9 +110,9 @@ def mujoco_model(scene: Scene, *, cone: str = "pyramidal") -> tuple[Any, list[st
             _add_shape(spec, body, shape, f"{b.name}_{k}", mu)
         made[b.name] = body
         order.append(b.name)
-    for a, b in scene.exclude_pairs:
-        if a is not None and b is not None:
-            spec.add_exclude(bodyname1=a, bodyname2=b)
+    for first, second in scene.exclude_pairs:
+        if first is not None and second is not None:
+            spec.add_exclude(bodyname1=first, bodyname2=second)
     return spec.compile(), order
 
 

@@ -239,9 +239,7 @@ if ROBOTS is not None:
         return scene.with_(dt=dt, duration=duration, contact=replace(scene.contact, mu=0.8))
 
     @scenario("humanoid-topple", formulations=("reduced",))
-    def humanoid_topple(
-        tilt_rate: float = 0.5, duration: float = 1.5, dt: float = 1e-3
-    ) -> Scene:
+    def humanoid_topple(tilt_rate: float = 0.5, duration: float = 1.5, dt: float = 1e-3) -> Scene:
         """The Unitree G1 humanoid (29 joints) released standing, unpowered, tipping forward.
 
         tilt_rate : initial forward tilt rate of the whole body about its feet [rad/s].
@@ -292,7 +290,9 @@ if ROBOTS is not None:
         from contactlab.shapes import Sphere
 
         if not (radius > 0 and mass > 0):
-            raise ConfigurationError(f"allegro-grasp: radius and mass must be positive, got {radius}, {mass}")
+            raise ConfigurationError(
+                f"allegro-grasp: radius and mass must be positive, got {radius}, {mass}"
+            )
         hand = load_robot("allegro_hand_description/urdf/allegro_right_hand.urdf", fixed_base=True)
         # palm up: the hand's x axis (the palm's normal) along the world z axis,
         # the fingers along -x
