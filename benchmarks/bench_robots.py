@@ -459,6 +459,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown sections {unknown}; sections are {', '.join(SECTIONS)}")
     kept = _previous_sections(args.out / "robots.md")
+    if set(chosen) != set(SECTIONS) and "" in kept:
+        lines = [*kept[""], ""]  # the machine line of the sections kept
     for name, section in SECTIONS.items():
         if name not in chosen:
             if name in kept:  # a section not rerun keeps its text (and its own machine line)
@@ -486,7 +488,8 @@ def _previous_sections(path: Path) -> dict[str, list[str]]:
     if not path.exists():
         return {}
     found: dict[str, list[str]] = {}
-    current: list[str] | None = None
+    current: list[str] | None
+    current = found.setdefault("", [])  # the title and machine line
     for line in path.read_text().splitlines():
         if line.startswith("## "):
             name = next((k for k, v in HEADINGS.items() if line.strip() == v), None)
