@@ -125,6 +125,8 @@ def mujoco_state(scene: Scene, model: Any, data: Any, q: Array, qdot: Array) -> 
     tree = Tree.from_scene(scene)
     kin = forward_kinematics(tree, q, qdot)
     for j in scene.joints:
+        if j.kind not in ("free", "revolute", "prismatic"):
+            continue  # a fixed joint has no coordinates
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j.name)
         a, v = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
         if j.kind == "free":
