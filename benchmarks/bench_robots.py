@@ -23,6 +23,23 @@ each table):
     model plus its collision geometry (``buildGeomFromUrdf``, meshes read by
     coal); the fastest of a few repeats, wall time.
 
+``step``
+    The reduced-coordinate contact step of the robot scenarios
+    ``solo12-stand``, ``solo12-collapse`` and ``humanoid-topple``
+    (``scenarios/robots.py``) against MuJoCo stepping the same model, side by
+    side in one process: the scene's tree, masses, joint frames, PD drives
+    (joint springs and dampers), convex hulls, excluded pairs, step, gravity
+    and friction written into an ``MjModel``
+    (:mod:`benchmarks.mujoco_scene`), Newton solver, pyramidal and elliptic
+    cones.  Each engine runs ``--steps`` steps from the scenario's initial
+    state (MuJoCo: the fastest of five passes); contactlab's time is the median
+    of the whole ``Simulator.step`` (collision,
+    assembly, contact solve, integration, metrics) on the default route and
+    on the alternatives (box friction by PGS, Anitescu--Hart and Coulomb
+    friction by the interior-point method), MuJoCo's ``mj_step``.  The
+    base height at the end is shown for both engines as a check that they
+    simulate the same thing (MuJoCo's soft contacts sink about a millimetre).
+
 Requirements: ``pip install example-robot-data pin`` (both in ``contactlab[test]``).
 Run: ``python -m benchmarks.bench_robots`` (about 3 minutes).
 """
@@ -278,14 +295,150 @@ def section_urdf(args: argparse.Namespace) -> tuple[list[str], pd.DataFrame]:
     return lines, df
 
 
+#: per-step time target against MuJoCo (issue 24)
+STEP_TARGET = 10.0
+STEP_SCENES = ("solo12-stand", "solo12-collapse", "humanoid-topple")
+#: the routes timed besides the default one: (model, solver)
+ALTERNATIVES = (("box-friction", "pgs"), ("anitescu-hart", "ipm"), ("coulomb", "ipm"))
+
+
+def time_contactlab(
+    name: str, steps: int, model: str | None = None, solver: str | None = None
+) -> dict[str, Any]:
+    """Per-step wall times of ``steps`` steps of scenario ``name`` (after one untimed step
+    that compiles and warms), with the route, the statuses and the final base height."""
+    from contactlab.runspec import build_simulator
+
+    sim = build_simulator(name, {"duration": (steps + 1) * 1.0}, model=model, solver=solver)
+    state = sim.initial_state()
+    state, _ = sim.step(state, 0)
+    times, statuses, contacts = [], [], []
+    try:
+        for i in range(1, steps + 1):
+            start = time.perf_counter()
+            state, record = sim.step(state, i)
+            times.append(time.perf_counter() - start)
+            statuses.append(record.metrics["status"])
+            contacts.append(record.metrics["n_contacts"])
+    except Exception as err:  # a route that fails on the scene: report it
+        return {"route": "/".join(sim.names[1:]), "failed": _reason(err), "steps": len(times)}
+    t = np.array(times)
+    return {
+        "route": "/".join(sim.names[1:]),
+        "ms_median": 1e3 * float(np.median(t)),
+        "ms_mean": 1e3 * float(t.mean()),
+        "steps": len(t),
+        "converged": int(sum(s == "optimal" for s in statuses)),
+        "contacts": float(np.median(contacts)),
+        "base_z": float(state.E[0, 2, 3]),
+        "nq": int(sim.formulation.tree.nq),  # type: ignore[attr-defined]
+    }
+
+
+def time_mujoco(name: str, steps: int, cone: str) -> dict[str, Any]:
+    """Mean wall time of ``mj_step`` over ``steps`` steps of the same model and state."""
+    import mujoco
+
+    from benchmarks.mujoco_scene import mujoco_model, mujoco_state
+    from contactlab.reduced import Tree
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario(name).build()
+    model, order = mujoco_model(scene, cone=cone)
+    data = mujoco.MjData(model)
+    tree = Tree.from_scene(scene)
+    q, qdot = tree.initial_coordinates()
+    q, qdot, _ = tree.reparameterize(q, qdot)
+    elapsed = np.inf
+    for _ in range(5):  # the same steps five times from the start: the fastest pass
+        mujoco.mj_resetData(model, data)
+        mujoco_state(scene, model, data, q, qdot)
+        mujoco.mj_step(model, data)
+        contacts = []
+        start = time.perf_counter()
+        for _ in range(steps):
+            mujoco.mj_step(model, data)
+            contacts.append(data.ncon)
+        elapsed = min(elapsed, time.perf_counter() - start)
+    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, scene.bodies[0].name)
+    return {
+        "ms": 1e3 * elapsed / steps,
+        "contacts": float(np.median(contacts)),
+        "base_z": float(data.xpos[root, 2]),
+    }
+
+
+def section_step(args: argparse.Namespace) -> tuple[list[str], pd.DataFrame]:
+    """The ``step`` section: contact step time against MuJoCo (module docstring)."""
+    rows = []
+    for name in STEP_SCENES:
+        print(f"  {name}", flush=True)
+        mj = {cone: time_mujoco(name, args.steps, cone) for cone in ("pyramidal", "elliptic")}
+        routes = [(None, None), *ALTERNATIVES]
+        for model, solver in routes:
+            ours = time_contactlab(name, args.steps, model, solver)
+            row = {"scenario": name, "default": model is None, **ours}
+            row |= {f"mujoco_{c}_ms": v["ms"] for c, v in mj.items()}
+            row["mujoco_contacts"] = mj["pyramidal"]["contacts"]
+            row["mujoco_base_z"] = mj["pyramidal"]["base_z"]
+            if "ms_median" in ours:
+                row["ratio"] = ours["ms_median"] / mj["pyramidal"]["ms"]
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    default = df[df["default"]]
+    lines = [
+        "## Contact step against MuJoCo",
+        "",
+        f"{args.steps} steps of each scene from its initial state (1 ms steps), both engines in "
+        "this process; contactlab's time is the median of its whole `Simulator.step`, "
+        "MuJoCo's the mean of `mj_step` over the fastest of five passes (Newton solver; the "
+        "ratio is taken against the pyramidal cone, the counterpart of box friction's four "
+        "directions). Target: "
+        f"contactlab ≤ {STEP_TARGET:g}× MuJoCo per step on the default route.",
+        "",
+        "| scenario | route | nq | contacts | converged steps | contactlab [ms/step] | "
+        "MuJoCo pyramidal [ms/step] | MuJoCo elliptic [ms/step] | MuJoCo contacts | ratio | "
+        "target | base z contactlab [m] | base z MuJoCo [m] |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for r in df.to_dict("records"):
+        route = r["route"] + (" (default)" if r["default"] else "")
+        if "failed" in r and isinstance(r["failed"], str):
+            lines.append(
+                f"| {r['scenario']} | {route} | | | {r['steps']} then: {r['failed']} |" + " |" * 8
+            )
+            continue
+        met = "met" if r["ratio"] <= STEP_TARGET else f"missed (≤ {STEP_TARGET:g}×)"
+        lines.append(
+            f"| {r['scenario']} | {route} | {r['nq']} | {r['contacts']:.0f} | "
+            f"{r['converged']}/{r['steps']} | {r['ms_median']:.2f} | "
+            f"{r['mujoco_pyramidal_ms']:.3f} | {r['mujoco_elliptic_ms']:.3f} | "
+            f"{r['mujoco_contacts']:.0f} | {r['ratio']:.0f}× | "
+            f"{met if r['default'] else ''} | {r['base_z']:.4f} | {r['mujoco_base_z']:.4f} |"
+        )
+    if not default.empty and "ratio" in default:
+        lines += [
+            "",
+            "Default route: "
+            + ", ".join(f"{r['scenario']} {r['ratio']:.0f}×" for r in default.to_dict("records"))
+            + f" MuJoCo's step time (target ≤ {STEP_TARGET:g}×).",
+        ]
+    return lines, df
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], tuple[list[str], pd.DataFrame]]] = {
     "urdf": section_urdf,
+    "step": section_step,
 }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="load-time repeats (fastest kept)")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per scene (step)")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help="comma-separated sections to run"
+    )
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args(argv)
     import pinocchio
@@ -301,12 +454,52 @@ def main(argv: list[str] | None = None) -> None:
         "",
     ]
     args.out.mkdir(parents=True, exist_ok=True)
+    chosen = [n.strip() for n in args.sections.split(",") if n.strip()]
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown sections {unknown}; sections are {', '.join(SECTIONS)}")
+    kept = _previous_sections(args.out / "robots.md")
+    if set(chosen) != set(SECTIONS) and "" in kept:
+        lines = [*kept[""], ""]  # the machine line of the sections kept
     for name, section in SECTIONS.items():
+        if name not in chosen:
+            if name in kept:  # a section not rerun keeps its text (and its own machine line)
+                lines += [*kept[name], ""]
+            continue
         print(f"section {name}", flush=True)
         part, df = section(args)
         df.to_csv(args.out / f"robots_{name}.csv", index=False, float_format="%.6g")
+        if set(chosen) != set(SECTIONS):
+            part = [part[0], "", f"(Run with load average {load:.1f}.)", *part[1:]]
         lines += [*part, ""]
-    (args.out / "robots.md").write_text("\n".join(lines))
+    (args.out / "robots.md").write_text("\n".join(lines).rstrip() + "\n")
+
+
+#: the heading each section's text starts with in robots.md
+HEADINGS = {
+    "urdf": "## URDF: example-robot-data against Pinocchio",
+    "step": "## Contact step against MuJoCo",
+}
+
+
+def _previous_sections(path: Path) -> dict[str, list[str]]:
+    """The text of each section already in ``path`` (by its heading), to keep when a run
+    redoes only some sections."""
+    if not path.exists():
+        return {}
+    found: dict[str, list[str]] = {}
+    current: list[str] | None
+    current = found.setdefault("", [])  # the title and machine line
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            name = next((k for k, v in HEADINGS.items() if line.strip() == v), None)
+            current = found.setdefault(name, []) if name else None
+        if current is not None:
+            current.append(line)
+    return {
+        k: [*v[: len(v) - next(i for i, x in enumerate(reversed(v)) if x.strip())]]
+        for k, v in found.items()
+    }
 
 
 def _version(dist: str) -> str:

@@ -345,6 +345,9 @@ class Scene:
     params : the scenario parameters that built the scene (for results).
     collision : ``False`` keeps the shapes for mass properties and drawing but
         switches collision off.
+    exclude_pairs : pairs of body names (``None``: the world's shapes) that never
+        collide with each other, as a robot description's list of disabled
+        collision pairs (links whose hulls overlap in every pose that matters).
     collide_jointed : let bodies joined directly by a joint collide (by
         default such pairs are skipped).
     joint_torque : applied joint forces ``tau(t, q, qdot)`` (nq,) [N m or N]
@@ -377,6 +380,7 @@ class Scene:
     params: Mapping[str, Any] = field(default_factory=dict)
     collision: bool = True
     collide_jointed: bool = False
+    exclude_pairs: tuple[tuple[str | None, str | None], ...] = ()
     joint_torque: Callable[[float, Array, Array], Array] | None = None
     hyper_basis: Array | None = None
     hyper_offset: Array | None = None
@@ -410,6 +414,14 @@ class Scene:
                     )
             if j.parent == j.child:
                 raise ConfigurationError(f"joint {j.name!r} connects body {j.child!r} to itself")
+        pairs = tuple(tuple(p) for p in self.exclude_pairs)
+        for pair in pairs:
+            if len(pair) != 2 or any(ref is not None and ref not in index for ref in pair):
+                raise ConfigurationError(
+                    f"scene {self.name!r}: exclude_pairs entry {pair!r} must be two body names "
+                    f"(or None for the world); bodies are {names}"
+                )
+        object.__setattr__(self, "exclude_pairs", pairs)
         check_attachments(self)
         g = np.array(self.gravity, dtype=float)
         if g.shape != (3,) or not np.all(np.isfinite(g)):

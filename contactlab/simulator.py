@@ -194,7 +194,7 @@ def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
 
     Bodies moving as one through attachments never collide with each other
     (nor, held in the world, with the world's shapes); bodies joined directly
-    do not unless ``Scene.collide_jointed``.
+    do not unless ``Scene.collide_jointed``; nor do the pairs of ``Scene.exclude_pairs``.
     """
     from contactlab.attachments import attached_pairs
 
@@ -204,6 +204,9 @@ def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
         for p, q in attached_pairs(scene)
         for a, b in ((p, q), (q, p))
     ]
+    for p, q in scene.exclude_pairs:
+        a, b = nb if p is None else scene.body_index(p), nb if q is None else scene.body_index(q)
+        codes += [a * (nb + 1) + b, b * (nb + 1) + a]
     joined = np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
     return np.unique(np.concatenate([joined, np.array(codes, dtype=np.int64)]))
 

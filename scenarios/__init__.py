@@ -20,6 +20,7 @@ _MODULES = (
     "general_joints",
     "models",
     "driven",
+    "robots",
 )
 
 

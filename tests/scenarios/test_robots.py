@@ -1,0 +1,167 @@
+"""Robots of ``example-robot-data`` on their default route (``scenarios/robots.py``).
+
+Each scenario runs on the route ``default_setup`` gives it (box friction by
+OSQP: contact geometry and bodies joined to each other), short runs:
+
+* ``solo12-stand``: the PD drives hold the standing pose.  The base sinks by the
+  static deflection of the drives: with the weight ``W = m g`` shared by the
+  four feet (the pose and the mass distribution are symmetric), each sole
+  carries ``W / 4``; a leg of joint stiffness ``kp`` and sole Jacobian ``J``
+  (the sole's position against the leg's three joints) has the compliance
+  ``C = J J^T / kp`` at the sole, and with the sole held horizontally by
+  friction the vertical load moves it by ``(W / 4) / (C^-1)_zz`` (3.1 mm at the
+  default ``kp``), to first order.  The measured sink (after the 1 mm drop of
+  the start) is held to that prediction within 15 %: the second-order terms
+  (the joints turn by up to 0.03 rad) and the feet rolling on their round
+  soles.
+* ``solo12-collapse``: without drives the robot folds until the trunk rests on
+  the ground: its lowest point at z = 0 to 1 mm, still to 1e-3 J of kinetic
+  energy against the 5 J it had to lose.
+* ``humanoid-topple``: the unpowered G1 falls over: the pelvis ends below a
+  third of its standing height, the penetration never exceeds the distance
+  fallen in one step at free-fall speed from the standing height.
+* ``allegro-grasp``: the fingers closing on the ball stop on it: the index
+  and the middle finger end short of their targets by more than
+  0.05 rad, moving at less than 1 % of the speed their drives would give them
+  unobstructed, touching the ball, which stays in the palm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab.reduced import Tree, forward_kinematics
+from contactlab.runspec import simulate
+from contactlab.scenario import get_scenario, load_scenarios
+from contactlab.simulator import scene_contacts
+
+robots = pytest.importorskip("scenarios.robots")
+if robots.ROBOTS is None:
+    pytest.skip("example-robot-data is not installed", allow_module_level=True)
+
+G = 9.81
+
+
+def _run(name: str, duration: float):
+    run = simulate(name, {"duration": duration}, progress=False)
+    assert (run.model, run.solver) == ("box-friction", "osqp")
+    assert run.n_steps == round(duration / run.dt)
+    # every step's contact problem is solved: OSQP either certifies its tolerance or
+    # stops at its iteration cap (a few steps of the first contact and of impacts) with
+    # the step's residual (complementarity, feasibility; worst 2e-5 on the collapse's
+    # impacts) far below the impulses' scale, the weight's impulse per step m g h
+    # (0.025 N s for Solo-12, 0.3 N s for G1)
+    assert run.steps["solver_residual"].max() < 1e-4
+    return run
+
+
+def test_robot_scenarios_are_registered():
+    names = set(load_scenarios())
+    assert {"solo12-stand", "solo12-collapse", "humanoid-topple", "allegro-grasp"} <= names
+
+
+def _foot_prediction(scene) -> float:
+    """First-order sink of the base [m] under the drives' static deflection (module doc)."""
+    tree = Tree.from_scene(scene)
+    q0 = tree.initial_coordinates()[0]
+    kp = scene.extras["kp"]
+    weight = sum(b.mass for b in scene.bodies) * G
+    sink = 0.0
+    for leg in ("FL", "FR", "HL", "HR"):
+        body = scene.body_index(f"{leg}_LOWER_LEG")
+        shape = scene.bodies[body].shapes[-1]  # the foot
+        points = robots.shape_points(shape)
+
+        def sole(q, body=body, points=points):
+            E = forward_kinematics(tree, q).E[body]
+            world = points @ E[:3, :3].T + E[:3, 3]
+            return world[np.argmin(world[:, 2])]
+
+        dofs = [tree.dofs(f"{leg}_{j}").start for j in ("HAA", "HFE", "KFE")]
+        eps = 1e-7
+        J = np.zeros((3, 3))
+        for c, i in enumerate(dofs):
+            dq = np.zeros_like(q0)
+            dq[i] = eps
+            J[:, c] = (sole(q0 + dq) - sole(q0 - dq)) / (2 * eps)
+        # the leg's compliance at the sole C = J J^T / kp; friction holds the sole in
+        # place horizontally, so the vertical load W/4 moves it by (W/4) / (C^-1)_zz
+        stiffness = np.linalg.inv(J @ J.T / kp)
+        sink += weight / 4 / stiffness[2, 2] / 4  # the four legs sink alike: their mean
+    return sink
+
+
+def test_solo12_stands_on_its_drives():
+    run = _run("solo12-stand", 0.4)
+    scene = get_scenario("solo12-stand").build()
+    z = run.trajectory["position"][:, 0, 2]
+    predicted = _foot_prediction(scene)
+    drop = 1e-3  # the start clearance
+    sink = z[0] - z[-1] - drop
+    assert predicted > 1e-3
+    assert abs(sink - predicted) <= 0.15 * predicted, (sink, predicted)
+    assert z.min() >= z[-1] - 0.5 * predicted  # no collapse on the way
+    assert run.steps["kinetic_energy"].iloc[-1] < 1e-4
+    assert run.steps["penetration"].max() < 1e-4
+
+
+def test_solo12_collapses_onto_its_trunk():
+    run = _run("solo12-collapse", 0.8)
+    scene = get_scenario("solo12-collapse").build()
+    q = run.trajectory["q"][-1]
+    assert robots.lowest_point(scene, q) == pytest.approx(0.0, abs=1e-3)
+    z = run.trajectory["position"][:, 0, 2]
+    # the trunk rests on the ground: its own lowest point at z = 0
+    tree = Tree.from_scene(scene)
+    E = forward_kinematics(tree, q).E[0]
+    trunk = min(
+        float((robots.shape_points(s) @ E[2, :3] + E[2, 3]).min()) for s in scene.bodies[0].shapes
+    )
+    assert trunk == pytest.approx(0.0, abs=2e-3)
+    assert z[-1] < 0.5 * z[0]
+    assert run.steps["kinetic_energy"].iloc[-1] < 1e-3
+
+
+def test_humanoid_topples_and_lies_on_the_ground():
+    duration = 1.0
+    run = simulate("humanoid-topple", {"duration": duration, "tilt_rate": 1.5}, progress=False)
+    assert run.n_steps == round(duration / run.dt)
+    assert run.steps["solver_residual"].max() < 1e-4
+    z = run.trajectory["position"][:, 0, 2]
+    speed = np.sqrt(2 * G * z[0])
+    assert run.steps["penetration"].max() <= speed * run.dt
+    assert z[-1] < z[0] / 3
+
+
+def test_allegro_fingers_stop_on_the_ball():
+    run = _run("allegro-grasp", 0.5)
+    scene = get_scenario("allegro-grasp").build()
+    tree = Tree.from_scene(scene)
+    q = run.trajectory["q"][-1]
+    qdot = run.trajectory["qdot"][-1]
+    targets = scene.extras["targets"]
+    p = get_scenario("allegro-grasp").defaults()
+    for joint in ("joint_2.0", "joint_6.0"):
+        gap = targets[joint] - q[tree.dofs(joint)][0]
+        assert gap > 0.05, joint
+        # stopped: a drive left free with this gap would close at gap kp / kd (> 2.5 rad/s)
+        assert abs(qdot[tree.dofs(joint)][0]) < 0.01 * gap * p["kp"] / p["kd"], joint
+    ball = scene.body_index("ball")
+    E = np.zeros((scene.n_bodies, 4, 4))
+    E[:, :3, :3] = run.trajectory["rotation"][-1]
+    E[:, :3, 3] = run.trajectory["position"][-1]
+    E[:, 3, 3] = 1.0
+    contacts = scene_contacts(scene, E)
+    touching = {
+        scene.bodies[b].name
+        for a, b in zip(contacts.body_a, contacts.body_b, strict=True)
+        for a, b in ((a, b), (b, a))
+        if a == ball and b >= 0
+    }
+    fingers = {name.split(".")[0] for name in touching}
+    # the index (links 0-3) and the middle finger (4-7) touch the ball
+    for first in (0, 4):
+        assert fingers & {f"link_{first + k}" for k in range(4)}, touching
+    start, end = run.trajectory["position"][[0, -1], ball]
+    assert np.linalg.norm(end - start) < scene.extras["ball_radius"]
