@@ -100,6 +100,40 @@ def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) ->
         )
 
 
+def rounding_floor(problem: FrictionalContact, qnorm: float) -> float:
+    """The natural map's rounding floor per unit of ``max |r|``: ``eps sqrt(n) max_i W_ii``
+    over the map's scale ``||q||`` (``W`` is positive semidefinite: ``|W_ij| <= max_i W_ii``).
+
+    ``u = W r + q`` is summed over ``n`` products of at most ``max W_ii |r|_inf`` each, so
+    its rounding grows with ``|r|_inf``; and ``r - û`` loses every digit of ``û`` below the
+    unit of ``r``.  Impulses far beyond the data's scale have a natural map made of rounding:
+    when ``W`` annihilates a direction inside the cones (a hinged paddle's contact forces
+    whose lines cross the hinge axis: any multiple of them stops it) the interior point can
+    follow that ray; on such a step of ``tumble.xml`` a round's CCP reached ``|r| = 2e14``,
+    where ``u`` is rounding noise of 1e-2 and the map read 2.7e-8.  A natural map is
+    therefore taken as at least ``rounding_floor * |r|_inf`` (below 1e-15 of the tolerance
+    for impulses of the data's scale).
+    """
+    diag = problem.diagonal()
+    wmax = float(np.max(diag)) if diag.size else 0.0
+    scale = qnorm if qnorm > 2.220446049250313e-16 else 1.0
+    return 2.220446049250313e-16 * math.sqrt(problem.n) * max(wmax, 1.0) / scale
+
+
+def floored(res: float, r: np.ndarray, floor: float) -> float:
+    """``res`` raised to the rounding floor of impulses ``r`` (:func:`rounding_floor`)."""
+    big = float(np.max(np.abs(r), initial=0.0))
+    return max(res, floor * big) if math.isfinite(big) else math.inf
+
+
+def within_rounding(res: float, r: np.ndarray, floor: float) -> float:
+    """``res``, or ``inf`` if it is within the rounding floor of impulses ``r``: the residual
+    an interior-point loop is given, so that it stops there (reason ``"not finite"``) and
+    returns its best checked iterate instead of following a ray of ``W``'s null space
+    inside the cones until its iterates overflow."""
+    return res if res > floor * float(np.max(np.abs(r), initial=0.0)) else math.inf
+
+
 def _status(res: float, tol: float, capped: bool) -> str:
     """``optimal`` within ``tol``; short of it, ``max_iterations`` at the cap, else ``stalled``
     (the best iterate, finite, is kept); ``numerical_error`` only for a non-finite residual."""
@@ -411,6 +445,16 @@ class IPMBackend(FrictionBackend):
     the stall test in the fallback, Newton once more and the sweeps converged on three of
     them (174, 196; 91 by 2,819 sweeps) and on 267 sweeps wander between 8e-5 and 3e-4 over
     28,000.
+
+    Impulses beyond rounding.  Where ``W`` annihilates a direction inside the cones (a
+    hinged paddle whose contact forces' lines cross the hinge axis: ``tumble.xml``'s step
+    44) the law fixes the impulses only up to that ray and the interior point follows it;
+    at ``|r| = 2e14`` the natural map read 2.7e-8 out of rounding (the layer's, 2.9e-2).
+    Every natural map the backend judges is at least its rounding floor
+    (:func:`rounding_floor` times ``|r|_inf``), and the interior-point loops stop at an
+    iterate whose map is within it, keeping their best checked iterate (reason "impulses
+    beyond rounding"; the fixed point's next round starts cold).  That step then converges
+    (8.9e-7 at 1e-6, 27 iterations, ``|r|_inf`` 7.8e-3; its velocities ``admm``'s).
     """
 
     name = "ipm"
@@ -598,12 +642,21 @@ class IPMBackend(FrictionBackend):
             def velocity(r: np.ndarray, q: np.ndarray) -> None:
                 matvec(ptr, idx, val, r, q, u)
 
+        floor = rounding_floor(problem, qnorm)
+
         def residual(r: np.ndarray) -> tuple[float, np.ndarray]:
             velocity(r, problem.q)
             res = natural_map(
                 law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r, u, qnorm
             )
-            return float(res), u
+            return floored(float(res), r, floor), u
+
+        def ccp_loop_residual(r: np.ndarray) -> tuple[float, np.ndarray]:
+            velocity(r, problem.q)
+            res = natural_map(
+                law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc, r, u, qnorm
+            )
+            return within_rounding(float(res), r, floor), u
 
         t1 = time.perf_counter()
         # the box law with Newton's finish (class docstring)
@@ -639,9 +692,11 @@ class IPMBackend(FrictionBackend):
                     point = form.impulse_point(r, problem.q, push)
             if iterate:
                 r, total, res, reason = ipm_ccp(
-                    form, problem.q, opts.tol, cap, ccp_residual or residual, point=point,
+                    form, problem.q, opts.tol, cap, ccp_residual or ccp_loop_residual, point=point,
                     far=self.check_far,
                 )  # fmt: skip
+                if reason == "not finite" and math.isfinite(res):
+                    reason = "impulses beyond rounding"  # ccp_loop_residual stopped it
         else:
             warm = None if opts.x0 is None else _start(problem, opts)
             if finish and warm is not None:
@@ -858,10 +913,12 @@ class IPMBackend(FrictionBackend):
             support_shift(kind, problem.mu, problem.dirs, nc, problem.q, u, scratch)
             return np.asarray(scratch[nrm] - q_n)
 
+        floor = rounding_floor(problem, qnorm)
+
         def inner(r_in: np.ndarray) -> tuple[float, np.ndarray]:
             velocity(r_in, qs)
             out = natural_map(0, kind, problem.mu, problem.dirs, problem.row_lo, nc, r_in, u, qnorm)
-            return float(out), u
+            return within_rounding(float(out), r_in, floor), u
 
         # through the factor: the same residual as compiled data (run inside ipm_ccp's loop)
         inner_res: Any = inner
@@ -903,6 +960,10 @@ class IPMBackend(FrictionBackend):
             r, it, _, reason = ipm_ccp(form, qs, inner_tol, cap - total, inner_res, start, point)
             point = None
             total += it
+            if reason == "not finite":
+                # the interior point ran off along a ray of W's null space inside the cones
+                # (inner residual): its best iterate is kept, the next round starts cold
+                reason, form.last = "impulses beyond rounding", None
             res, _ = residual(r)
             if res <= tol or not np.isfinite(res):
                 break
@@ -953,6 +1014,8 @@ class IPMBackend(FrictionBackend):
             r, res = best[5], best[0]
         if res > tol and total >= cap:
             reason = "cap"  # the last round's CCP converged, the fixed point did not
+        if res <= tol:
+            reason = "converged"
         return r, total, float(res), reason, rounds
 
     def _linearise(self, form, problem, C, kind, u):  # type: ignore[no-untyped-def]
