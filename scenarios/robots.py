@@ -223,19 +223,20 @@ if ROBOTS is not None:
         )  # fmt: skip
 
     @scenario("solo12-collapse", formulations=("reduced",))
-    def solo12_collapse(duration: float = 1.0, dt: float = 1e-3) -> Scene:
-        """Solo-12 released in its standing pose with no drives: it collapses.
+    def solo12_collapse(damping: float = 0.0, duration: float = 1.0, dt: float = 1e-3) -> Scene:
+        """Solo-12 released in its standing pose with its drives off: it collapses.
 
+        damping : viscous friction of the unpowered joints [N m s/rad].
         duration : run duration [s].
         dt : step [s].
 
-        The legs fold under the weight of the trunk until the trunk and the
-        folded legs rest on the ground.  Friction 0.8.
+        The robot starts with its feet on the ground (no gap: the contacts carry
+        the weight from the first step).  The legs fold under the weight of the
+        trunk until the trunk and the folded legs rest on the ground.  Friction 0.8.
         """
-        scene = set_joints(
-            load_robot("solo_description/robots/solo12.urdf", fixed_base=False), SOLO12_STAND
-        )
-        scene = stand_on_ground(scene)
+        scene = load_robot("solo_description/robots/solo12.urdf", fixed_base=False)
+        scene = set_joints(scene, SOLO12_STAND, kp=0.0, kd=damping)
+        scene = stand_on_ground(scene, clearance=0.0)
         return scene.with_(dt=dt, duration=duration, contact=replace(scene.contact, mu=0.8))
 
     @scenario("humanoid-topple", formulations=("reduced",))
