@@ -34,7 +34,14 @@ def _start(argv: list[str], cwd: Path, log: Path | None = None) -> subprocess.Po
         stderr=subprocess.PIPE if log is None else log.open("w"),
         text=True,
         start_new_session=True,  # its own process group, as a shell job
+        # Ctrl-C reaches it as at a terminal even when the suite itself was started in the
+        # background, where the shell leaves SIGINT ignored (and a child inherits that)
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(predicate, what: str, timeout: float = START_TIMEOUT_S) -> None:
