@@ -71,7 +71,7 @@ class PGSBackend(Backend):
     default_tol = 1e-6
 
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.pgs_kernel import natural_residual, pgs_sweeps
+        from solvers.backends.pgs_kernel import contact_blocks, natural_residual, pgs_sweeps
 
         settings = dict(opts.settings)
         omega = float(settings.pop("omega", 1.0))
@@ -116,6 +116,11 @@ class PGSBackend(Backend):
         # the units that are swept: all but the decoupled ones, set in closed form
         swept = ~(np.isin(unit_a, loose) & ((unit_b < 0) | np.isin(unit_b, loose)))
         sweep_a, sweep_b, sweep_step = unit_a[swept], unit_b[swept], step[swept]
+        sweep_a, sweep_b, sweep_c, sweep_step = contact_units(
+            lcp, M, diag, loose, sweep_a, sweep_b, sweep_step
+        )
+        block = np.zeros((sweep_a.size, 9))
+        contact_blocks(indptr, indices, data, sweep_a, sweep_b, sweep_c, block)
         fixed = _Decoupled(lcp, loose, owner, mu_row, unit_a, unit_b, opts.tol)
         z = np.zeros(lcp.n) if opts.x0 is None else np.array(opts.x0, dtype=np.float64)
         if z.shape != (lcp.n,):
@@ -148,6 +153,8 @@ class PGSBackend(Backend):
                 mu_row,
                 sweep_a,
                 sweep_b,
+                sweep_c,
+                block,
                 sweep_step,
                 z,
                 omega,
@@ -177,6 +184,71 @@ class PGSBackend(Backend):
                 "solution"
             )
         return RawSolution(z, None, status, msg, sweeps, t1 - t0, t2 - t1)
+
+
+#: A contact's rows are solved together when friction can overturn its normal row's
+#: update: ``mu |M_nt| > COUPLING M_nn`` for one of its tangent rows.
+COUPLING = 0.5
+
+
+def contact_units(
+    lcp: LCP,
+    M: Any,
+    diag: NDArray[np.float64],
+    loose: NDArray[np.int64],
+    unit_a: NDArray[np.int64],
+    unit_b: NDArray[np.int64],
+    step: NDArray[np.float64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Group a box-friction contact's rows into one unit solved exactly (pgs_kernel).
+
+    Row by row, a friction update changes the normal row's ``w_n`` by ``M_nt mu z_n``
+    against the normal update's own ``M_nn z_n``: where ``mu |M_nt| > M_nn`` (a hinged
+    body whose contact slides far from the hinge: friction's lever dominates the
+    normal's) the two undo each other every sweep and Gauss--Seidel cycles.  Such a
+    contact (``mu |M_nt| > COUPLING M_nn``) is one unit, solved exactly; the others stay
+    row by row, which costs less per sweep (on a 50-box drop a unit per contact made a
+    sweep 2.8 times dearer for 11 % fewer sweeps).  A contact qualifies when its normal
+    row is bounded by ``[0, inf)``, is not decoupled, ``mu > 0``, and it has one or two
+    tangent rows that are not decoupled (decoupled tangent rows stay in closed form).  The unit takes the normal row's place in the
+    sweep order; ``unit_c`` is ``-2`` for the other units.
+    """
+    unit_c = np.full(unit_a.size, -2, dtype=np.int64)
+    blocks = lcp.blocks
+    if blocks is None or blocks.cone != "box" or blocks.tangent.shape[1] > 2:
+        return unit_a, unit_b, unit_c, step
+    normal, tangent = blocks.normal, blocks.tangent
+    keep_t = ~np.isin(tangent, loose)
+    coupling = np.zeros(normal.size)
+    for k in range(tangent.shape[1]):
+        coupling = np.maximum(coupling, np.abs(np.asarray(M[normal, tangent[:, k]]).ravel()))
+    ok = (
+        (blocks.mu * coupling > COUPLING * diag[normal])
+        & ~np.isin(normal, loose)
+        & (lcp.lo[normal] == 0.0)
+        & (lcp.hi[normal] == np.inf)
+        & (blocks.mu > 0.0)
+        & keep_t.any(axis=1)
+    )
+    if not np.any(ok):
+        return unit_a, unit_b, unit_c, step
+    position = np.full(lcp.n, -1, dtype=np.int64)
+    position[unit_a] = np.arange(unit_a.size)
+    # the kept tangent rows of each qualifying contact, first kept one first
+    first = np.where(keep_t[:, 0], tangent[:, 0], tangent[:, -1])
+    second = np.full(normal.size, -1, dtype=np.int64)
+    if tangent.shape[1] == 2:
+        second = np.where(keep_t[:, 0] & keep_t[:, 1], tangent[:, 1], -1)
+    at = position[normal[ok]]
+    unit_b = unit_b.copy()
+    unit_b[at] = first[ok]
+    unit_c[at] = second[ok]
+    drop = np.zeros(unit_a.size, dtype=bool)
+    drop[position[first[ok]]] = True
+    both = ok & (second >= 0)
+    drop[position[second[both]]] = True
+    keep = ~drop
+    return unit_a[keep], unit_b[keep], unit_c[keep], step[keep]
 
 
 #: A row whose diagonal is at most this fraction of the largest diagonal entry (zero, or
