@@ -210,8 +210,9 @@ def contact_units(
     row by row, which costs less per sweep (on a 50-box drop a unit per contact made a
     sweep 2.8 times dearer for 11 % fewer sweeps).  A contact qualifies when its normal
     row is bounded by ``[0, inf)``, is not decoupled, ``mu > 0``, and it has one or two
-    tangent rows that are not decoupled (decoupled tangent rows stay in closed form).  The unit takes the normal row's place in the
-    sweep order; ``unit_c`` is ``-2`` for the other units.
+    tangent rows that are not decoupled (decoupled tangent rows stay in closed form).
+    The unit takes the normal row's place in the sweep order; ``unit_c`` is ``-2`` for
+    the other units.
     """
     unit_c = np.full(unit_a.size, -2, dtype=np.int64)
     blocks = lcp.blocks

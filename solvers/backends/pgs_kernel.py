@@ -181,8 +181,18 @@ def local_contact_solve(A: Vec, r: Vec, m: int, mu: float, x: Vec, S: Vec, b: Ve
 
 @njit(cache=True)
 def _row_update(
-    indptr: IVec, indices: IVec, data: Vec, diag: Vec, q: Vec, lo: Vec, hi: Vec,
-    owner: IVec, mu_row: Vec, a: int, z: Vec, omega: float,
+    indptr: IVec,
+    indices: IVec,
+    data: Vec,
+    diag: Vec,
+    q: Vec,
+    lo: Vec,
+    hi: Vec,
+    owner: IVec,
+    mu_row: Vec,
+    a: int,
+    z: Vec,
+    omega: float,
 ) -> None:
     wa = _row_w(indptr, indices, data, q, z, a)
     lo_a, hi_a = _bounds(a, lo, hi, owner, mu_row, z)
@@ -191,9 +201,25 @@ def _row_update(
 
 @njit(cache=True)
 def _contact_unit(
-    indptr: IVec, indices: IVec, data: Vec, diag: Vec, q: Vec, lo: Vec, hi: Vec,
-    owner: IVec, mu_row: Vec, a: int, b: int, c: int, A: Vec, z: Vec, omega: float,
-    r: Vec, x: Vec, S: Vec, sb: Vec,
+    indptr: IVec,
+    indices: IVec,
+    data: Vec,
+    diag: Vec,
+    q: Vec,
+    lo: Vec,
+    hi: Vec,
+    owner: IVec,
+    mu_row: Vec,
+    a: int,
+    b: int,
+    c: int,
+    A: Vec,
+    z: Vec,
+    omega: float,
+    r: Vec,
+    x: Vec,
+    S: Vec,
+    sb: Vec,
 ) -> float:
     """One exact update of a contact unit; returns its pre-update natural-map residual."""
     rows = (a, b, c)
@@ -259,8 +285,28 @@ def pgs_sweeps(
             a = unit_a[u]
             b = unit_b[u]
             if unit_c[u] >= -1:
-                worst = max(worst, _contact_unit(indptr, indices, data, diag, q, lo, hi, owner,
-                                                 mu_row, a, b, unit_c[u], block[u], z, omega, r, x, S, sb))
+                res = _contact_unit(
+                    indptr,
+                    indices,
+                    data,
+                    diag,
+                    q,
+                    lo,
+                    hi,
+                    owner,
+                    mu_row,
+                    a,
+                    b,
+                    unit_c[u],
+                    block[u],
+                    z,
+                    omega,
+                    r,
+                    x,
+                    S,
+                    sb,
+                )
+                worst = max(worst, res)
             elif b < 0:
                 if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
                     worst = max(worst, abs(z[a]))
