@@ -161,7 +161,7 @@ def check_fits(spec: RunSpec) -> None:
     solvers (when the model declares them) without stepping anything.
     """
     from contactlab.formulation import check_pairing, formulation_class, formulation_names
-    from contactlab.models.base import model_class, model_names
+    from contactlab.models.base import known_model, model_class, model_names
     from contactlab.scenario import get_scenario
     from contactlab.simulator import check_solver
 
@@ -176,7 +176,7 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.formulation_options:
         formulation_class(spec.formulation).check_options(dict(spec.formulation_options))
-    if spec.model not in model_names():
+    if not known_model(spec.model):
         raise UnknownNameError("model", spec.model, model_names())
     check_pairing(
         spec.formulation,
@@ -203,7 +203,7 @@ def check_names(solvers: Sequence[str], models: Sequence[str], formulations: Seq
     (:func:`check_fits` says why).
     """
     from contactlab.formulation import formulation_names
-    from contactlab.models.base import model_names
+    from contactlab.models.base import known_model, model_names
     from contactlab.simulator import check_solver
 
     for name in solvers:
@@ -211,13 +211,12 @@ def check_names(solvers: Sequence[str], models: Sequence[str], formulations: Seq
             check_solver(name)
         except IncompatibleError:  # known but not installed: listed as not fitting
             pass
-    for kind, names, known in (
-        ("model", models, model_names()),
-        ("formulation", formulations, formulation_names()),
-    ):
-        for name in names:
-            if name not in known:
-                raise UnknownNameError(kind, name, list(known))
+    for name in models:
+        if not known_model(name):
+            raise UnknownNameError("model", name, model_names())
+    for name in formulations:
+        if name not in formulation_names():
+            raise UnknownNameError("formulation", name, formulation_names())
 
 
 def simulate(

@@ -32,6 +32,7 @@ import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
+from contactlab.userfiles import file_object, names_file_object
 from solvers import LCP, QP, FrictionalContact, SolverResult
 from solvers.fitting import describe
 from solvers.plugins import Registry
@@ -295,13 +296,31 @@ def model_names() -> list[str]:
 
 
 def model_class(name: str) -> type[ContactModel]:
-    """The contact model class registered as ``name``."""
+    """The contact model class registered as ``name``, or the class ``Name`` of a Python
+    file named ``path/to/file.py:Name`` (registered under that text on first use, so a
+    model written outside any package runs like a registered one)."""
+    if name not in MODELS and names_file_object(name):
+        found = file_object(name)
+        if not _is_model(found):
+            raise ConfigurationError(
+                f"{name!r} is a {type(found).__name__}, not a contact model class; define a "
+                "subclass of contactlab.models.base.SolvingModel (docs/guide/writing-a-model.md)"
+            )
+        if not found.name:
+            found.name = name
+        MODELS.register(name, found, origin=f"file {name.rpartition(':')[0]!r}")
     return MODELS.get(name)
 
 
+def known_model(name: str) -> bool:
+    """Whether ``name`` names a registered model or a model class in a Python file (the
+    file is not read here: :func:`model_class` reports what is wrong with it)."""
+    return name in MODELS or names_file_object(name)
+
+
 def make_model(name: str, solver: str, **options: Any) -> ContactModel:
-    """Build the contact model ``name`` that solves with backend ``solver``."""
-    return MODELS.get(name)(solver, **options)
+    """Build the contact model ``name`` (:func:`model_class`) that solves with ``solver``."""
+    return model_class(name)(solver, **options)
 
 
 def make_solution(
