@@ -163,11 +163,11 @@ class SolvingModel(ContactModel):
                 f"backends that fit: {', '.join(fitting) or 'none installed'}"
             )
         self.backend = backend
-        #: tolerance of every inner solve (``solver_tol``, or the backend's default request)
+        #: tolerance of every inner solve (``solver_tol``, or the default request)
         self.tol = float(
             self.options["solver_tol"]
             if self.options["solver_tol"] is not None
-            else self.benchmarked_tol.get(backend.name, backend.default_tol)
+            else self.default_tolerance(backend.name)
         )
         self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
 
@@ -176,6 +176,14 @@ class SolvingModel(ContactModel):
         solve = cls.__dict__.get("solve")
         if solve is not None and not getattr(solve, "logs_step", False):
             cls.solve = _logged(solve)  # type: ignore[method-assign]
+
+    @classmethod
+    def default_tolerance(cls, solver: str) -> float:
+        """The tolerance of the inner solves when ``solver_tol`` is unset: the model's
+        ``benchmarked_tol`` for the backend if it has one, else the backend's own
+        ``default_tol``."""
+        backend = _backend(solver)
+        return float(cls.benchmarked_tol.get(backend.name, backend.default_tol))
 
     @classmethod
     def merged_options(cls, **options: Any) -> dict[str, Any]:
