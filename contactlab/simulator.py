@@ -387,9 +387,10 @@ class Simulator:
             E, _ = self.formulation.maximal(state)
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
-        problem = self.formulation.assemble(state, h, contacts)
-        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
-        problem.contact_ids, problem.contact_origin = track.ids, track.origin
+        assembled_problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(assembled_problem.contacts, state.cache.get(identity.CACHE_KEY))
+        # the stable ids are part of the problem the model receives (a new, checked problem)
+        problem = replace(assembled_problem, contact_ids=track.ids, contact_origin=track.origin)
         assembled = time.perf_counter()
         cache = dict(state.cache)
         cache[identity.CACHE_KEY] = track

@@ -193,12 +193,10 @@ from contactlab.models.common import (
     check_cone,
     check_directions,
     check_form,
-    check_friction_data,
     check_outer,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
-    step_data,
 )
 from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
@@ -325,10 +323,9 @@ class StaggeredProjections(SolvingModel):
         return [(contact, friction)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         cone = self.options["cone"]
         k = int(self.options["directions"] or problem.directions)
-        check_friction_data(problem, k if cone == "pyramid" else None)
         minv = MassInverse(problem.M)
         contact_qp = ContactQP(self, problem, self.options["form"], minv)
         friction_qp = FrictionQP(problem, minv, k, cone, self.options["form"])
@@ -504,7 +501,7 @@ class FrictionQP:
     def __init__(
         self, problem: StepProblem, minv: MassInverse, k: int, cone: str, form: str = "dual"
     ) -> None:
-        d = step_data(problem)
+        d = problem
         self.cone, self.minv, self.nc, self.k = cone, minv, problem.n_contacts, k
         self.primal = form == "primal" and cone == "pyramid"
         self.F = pyramid_rows(d.T, k) if cone == "pyramid" else d.T
@@ -656,7 +653,7 @@ def warm_start(
         y, lam = old.y.copy(), mem.z.copy()
     else:
         return y, None
-    v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(step_data(problem).T.T @ y))
+    v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(problem.T.T @ y))
     return y, (v, lam)
 
 

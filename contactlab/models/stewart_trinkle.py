@@ -44,11 +44,9 @@ from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
     check_directions,
-    check_friction_data,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
-    step_data,
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP
@@ -77,9 +75,8 @@ class StewartTrinkle(SolvingModel):
         return [("pivot_lcp",), (problem_kind("coulomb", "pyramid"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         k = int(self.options["directions"] or problem.directions)
-        check_friction_data(problem, k)
         if self.route[0].startswith("fc_"):
             # imported here: fc_route builds on box_friction, which imports the models
             from contactlab.models.fc_route import solve_as_fc

@@ -23,7 +23,7 @@ import pytest
 from model_problems import box_on_plane
 
 from contactlab.models import make_model
-from contactlab.models.common import MassInverse, step_data
+from contactlab.models.common import MassInverse
 from contactlab.models.friction_map import natural_map, project, tangent_weight
 from contactlab.models.staggered import HISTORY, PRODUCED
 
@@ -50,7 +50,7 @@ def test_projections_are_the_nearest_points() -> None:
 
 
 def _natural(problem, solution, cone: str, k: int = 4) -> np.ndarray:  # type: ignore[no-untyped-def]
-    d = step_data(problem)
+    d = problem
     w = tangent_weight(d.T, MassInverse(problem.M))
     u = np.asarray(d.T @ solution.v)
     return natural_map(solution.lambda_T, u, d.mu * solution.lambda_N, w, cone, k)
@@ -77,7 +77,7 @@ def test_zero_at_maximal_dissipation(
 def test_no_friction_leaves_the_slip() -> None:
     p = box_on_plane(v0=(0.5, 0.0))
     s = make_model("frictionless", "lemke").solve(p, {})
-    d = step_data(p)
+    d = p
     u = np.asarray(d.T @ s.v)
     w = tangent_weight(d.T, MassInverse(p.M))
     # y = 0 with a radius wide enough to hold y - u / w: e = w (0 - (-u / w)) = u

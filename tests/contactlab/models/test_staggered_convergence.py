@@ -145,10 +145,12 @@ def test_warm_start_follows_contacts_listed_in_another_order() -> None:
     cache: dict[str, Any] = {}
     first = sim.model.solve(problem, cache)
     order = np.random.default_rng(0).permutation(problem.n_contacts)
-    shuffled = sim.formulation.assemble(state, h, contacts.select(order))
     # the contacts keep their identities in the new order (the simulator's contact ids)
-    shuffled.contact_ids = problem.contact_ids[order]
-    shuffled.contact_origin = problem.contact_origin[order]
+    shuffled = replace(
+        sim.formulation.assemble(state, h, contacts.select(order)),
+        contact_ids=problem.contact_ids[order],
+        contact_origin=problem.contact_origin[order],
+    )
     again = sim.model.solve(shuffled, cache)
     assert first.status == again.status == "optimal"
     assert again.outer_iterations <= 2 < first.outer_iterations
