@@ -234,7 +234,7 @@ def compare(
     from contactlab.experiments.sweep import reuse_line
 
     # the run length and its memory, checked before any run (the same for every run)
-    from contactlab.simulator import run_length
+    from contactlab.trajectory import run_length
 
     run_length(sc.build(**params), dt, None, duration)
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
@@ -267,7 +267,11 @@ def compare(
                     run_folder = tmp / "runs" / name
                 else:
                     run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
-                row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+                row: dict[str, Any] = {
+                    "formulation": spec.formulation,
+                    "model": spec.model,
+                    "solver": spec.solver,
+                }
                 row.update(run_metrics(load_run_folder(run_folder)))
                 row["folder"] = f"runs/{name}"
                 rows.append(row)

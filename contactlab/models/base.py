@@ -70,6 +70,20 @@ class ContactModel(ABC):
         return []
 
 
+def check_solver(name: str) -> None:
+    """Raise a clear error if ``name`` is not a usable backend of the solver layer."""
+    try:
+        solvers.get_backend(name)
+    except solvers.SolverNotFound as err:
+        known = [row["name"] for row in solvers.backend_table()]
+        if err.reason is None:
+            raise UnknownNameError("solver", name, known) from err
+        raise IncompatibleError(
+            f"solver {name!r} is unavailable: {err.reason}; available solvers: "
+            f"{', '.join(solvers.available_backends()) or 'none'}"
+        ) from err
+
+
 def _backend(name: str) -> Any:
     try:
         return solvers.get_backend(name)
