@@ -116,7 +116,6 @@ from contactlab.collision import collide
 from contactlab.commands import parse_option_value
 from contactlab.errors import StepFailure
 from contactlab.models.base import model_class
-from contactlab.models.staggered import COUPLED, PRODUCED
 from contactlab.runspec import RunSpec, check_fits
 from contactlab.scene import State
 from contactlab.simulator import Simulator
@@ -375,10 +374,11 @@ def measure(
         if not np.isfinite(natural) and model == "box-friction":
             natural = fclib_natural_map(problem, solution)
         # Staggered Projections: the friction natural map of the returned iterate
-        produced = solution.cache.get(PRODUCED)
+        report = solution.report
+        produced = getattr(report, "produced", None)
         outer_natural = float(produced[-1, 1]) if produced is not None and produced.size else np.nan
         # ... and whether its coupled start was used or the step fell back to the alternation
-        coupled = solution.cache.get(COUPLED)
+        coupled = getattr(report, "coupled", None)
         fallback = float(not coupled["used"]) if isinstance(coupled, dict) else np.nan
         rows.append(
             {

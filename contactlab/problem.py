@@ -48,6 +48,7 @@ from contactlab.errors import ConfigurationError
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
     from contactlab.jointfriction.rows import JointContactRows
+    from solvers import SolverResult
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -301,11 +302,13 @@ class StepSolution:
         ``outer_iterations`` for staggered schemes.
     solve_time : [s] wall time spent in the solver layer.
     results : the raw :class:`solvers.SolverResult` objects, in order.
-    cache : what the model carries to the next step (warm starts), merged into
-        ``State.cache``.
-    report : the model's own quantities of this step (``bisp`` and
-        ``joint-friction-sp``: a ``JointFrictionReport``), ``None`` otherwise;
-        also in the simulator's ``StepRecord.solution``.
+    cache : what the model carries to the next step (warm starts only), merged
+        into ``State.cache``.
+    report : the model's own quantities of this step, typed per model and never
+        carried to the next step (``bisp`` and ``joint-friction-sp``:
+        ``JointFrictionReport``; ``staggered-projections``: ``StaggeredReport``;
+        ``stewart-trinkle``: ``StewartTrinkleReport``), ``None`` otherwise; also in
+        the simulator's ``StepRecord.solution``.
     """
 
     v: Array
@@ -318,6 +321,6 @@ class StepSolution:
     outer_iterations: int = 0
     solve_time: float = 0.0
     residual: float = 0.0
-    results: list[Any] = field(default_factory=list)
+    results: list[SolverResult] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
     report: Any = None

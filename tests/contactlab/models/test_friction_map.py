@@ -25,7 +25,6 @@ from model_problems import box_on_plane
 from contactlab.models import make_model
 from contactlab.models.common import MassInverse
 from contactlab.models.friction_map import natural_map, project, tangent_weight
-from contactlab.models.staggered import HISTORY, PRODUCED
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_staggered_convergence import sliding_stack_step  # noqa: E402
@@ -90,6 +89,6 @@ def test_staggered_stop_is_a_solution_of_the_coupled_problem() -> None:
     """Where Anderson-accelerated Staggered Projections stops on its test, velocities and the
     friction's natural map are within the tolerance too (measured: 2e-9 and 2e-9)."""
     s = make_model("staggered-projections", "osqp", coupled=None).solve(sliding_stack_step(), {})
-    produced = s.cache[PRODUCED]
-    assert s.status == "optimal" and produced.shape == (s.cache[HISTORY].size, 2)
+    produced = s.report.produced
+    assert s.status == "optimal" and produced.shape == (s.report.history.size, 2)
     assert np.all(produced[-1] <= 1e-6)

@@ -33,7 +33,6 @@ from model_problems import box_on_plane
 
 from contactlab.collision import collide
 from contactlab.models import make_model
-from contactlab.models.staggered import HISTORY
 from contactlab.problem import StepProblem
 from contactlab.scenario import get_scenario
 from contactlab.scene import State
@@ -75,7 +74,7 @@ def test_acceleration_stops_the_sliding_stack_in_a_handful_of_outer_iterations()
     assert np.max(np.abs(s.v - v_ref)) < TOL_V
     assert np.max(np.abs(s_plain.v - v_ref)) < TOL_V
     # the recorded history ends on the stopping test
-    history = s.cache[HISTORY]
+    history = s.report.history
     assert history.size == s.outer_iterations - 1 and history[-1] <= 1e-6
 
 
@@ -126,7 +125,7 @@ def test_pile_steps_stop_on_the_criterion_and_match_stewart_trinkle() -> None:
         s = sim.model.solve(problem, cache)
         assert s.status == "optimal"
         assert s.outer_iterations <= 25
-        assert s.cache[HISTORY][-1] <= 1e-6  # stopped on its criterion, not on the cap
+        assert s.report.history[-1] <= 1e-6  # stopped on its criterion, not on the cap
         assert np.max(np.abs(s.v - reference(problem))) < TOL_V
         new = sim.formulation.advance(state, s, h)
         state = replace(new, cache={**new.cache, **cache, **s.cache})
