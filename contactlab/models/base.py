@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -97,35 +96,21 @@ class _StepLog:
 
     results: list[SolverResult] = field(default_factory=list)
     suspect: bool = False
-    #: the model whose solve() opened the log
-    owner: Any = None
-
-
-#: the log of the step being solved in this context (``None`` outside :meth:`SolvingModel.solve`)
-_STEP_LOG: ContextVar[_StepLog | None] = ContextVar("contactlab_step_log", default=None)
-
-
-def _current_log() -> _StepLog:
-    log = _STEP_LOG.get()
-    if log is None:  # inner solves outside solve(): one log for this context
-        log = _StepLog()
-        _STEP_LOG.set(log)
-    return log
 
 
 def _logged(solve: Callable[..., StepSolution]) -> Callable[..., StepSolution]:
-    """``solve`` recording its inner solves in a fresh log for the step (outermost call only)."""
+    """``solve`` recording its inner solves in a fresh log that lives for this call only
+    (the outermost call of the model: a nested call of the same model shares it)."""
 
     @functools.wraps(solve)
     def wrapper(self: SolvingModel, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        active = _STEP_LOG.get()
-        if active is not None and active.owner is self:  # a nested call of the same model
+        if self._step_log is not None:  # a nested call of the same model
             return solve(self, problem, cache)
-        token = _STEP_LOG.set(_StepLog(owner=self))
+        self._step_log = _StepLog()
         try:
             return solve(self, problem, cache)
         finally:
-            _STEP_LOG.reset(token)
+            self._step_log = None
 
     wrapper.logs_step = True  # type: ignore[attr-defined]
     return wrapper
@@ -135,9 +120,10 @@ class SolvingModel(ContactModel):
     """A contact model that checks its options and solver, and records inner solves.
 
     A model object keeps nothing between steps: the inner solves of a step are
-    recorded in a log that lives for that :meth:`solve` call only, and warm starts
-    travel in the ``cache`` of the state, so one model object may step several
-    simulators in any interleaving.
+    recorded in a log held by the model for the duration of that :meth:`solve` call
+    only (and handed back in the :class:`StepSolution`), and warm starts travel in
+    the ``cache`` of the state, so one model object may step several simulators in
+    any interleaving (one step at a time).
 
     Subclasses set ``defaults`` (every option with its default value) and
     implement :meth:`routes`: the alternative sequences of problem kinds the
@@ -184,6 +170,10 @@ class SolvingModel(ContactModel):
             else self.default_tolerance(backend.name)
         )
         self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
+        #: the inner solves of the step being solved (``None`` between steps)
+        self._step_log: _StepLog | None = None
+        #: inner solves made outside :meth:`solve` (a helper called on its own)
+        self._loose_log = _StepLog()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -257,21 +247,25 @@ class SolvingModel(ContactModel):
             warm_start=warm,
             **(self.options["solver_settings"] or {}),
         )
-        log = _current_log()
+        log = self._log()
         log.results.append(res)
         if not res.plausible:
             log.suspect = True
         return res
 
+    def _log(self) -> _StepLog:
+        """The log of the step being solved (of loose inner solves outside :meth:`solve`)."""
+        return self._step_log if self._step_log is not None else self._loose_log
+
     def take_results(self) -> list[SolverResult]:
         """The inner results of this step since the last call (and forget them)."""
-        log = _current_log()
+        log = self._log()
         out, log.results = log.results, []
         return out
 
     def take_status(self, extra: str = "optimal") -> str:
         """Worst status of this step's inner solves since the last call, implausible ones failed."""
-        log = _current_log()
+        log = self._log()
         suspect, log.suspect = log.suspect, False
         return worst_status(log.results, "numerical_error" if suspect else extra)
 
