@@ -115,7 +115,7 @@ from benchmarks.bench_contact import landed_pile
 from contactlab.collision import collide
 from contactlab.commands import parse_option_value
 from contactlab.errors import StepFailure
-from contactlab.models.base import model_class
+from contactlab.models.base import SolvingModel, model_class
 from contactlab.runspec import RunSpec, check_fits
 from contactlab.scene import State
 from contactlab.simulator import Simulator
@@ -254,6 +254,7 @@ def user_options(model: str, solver: str, options: dict[str, Any]) -> dict[str, 
     user would have to set with ``--model-option`` to get the row's figure.
     """
     cls = model_class(model)
+    assert issubclass(cls, SolvingModel), model  # every pair's model solves through the layer
     defaults = cls.merged_options()
     out = {}
     for key, value in options.items():
@@ -1112,10 +1113,10 @@ def main_transient(sizes: list[int], args: Any) -> None:
             save = args.out / "friction_transient_problems" / f"{n}-{slug}.pkl"
             spec = pair_spec(n, False, model, solver, options, args.h)
             summary, table = run_transient(spec, state, args.transient, save, args.save_all)
-            summary = {"options": named_options(spec), "command": command_line(spec), **summary}
+            named = {"options": named_options(spec), "command": command_line(spec)}
             table.to_csv(args.out / f"friction_transient_steps-{n}-{slug}.csv", index=False)
             start = "landed" if args.from_landed else "drop"
-            rows.append({"n": n, "pair": label, "start": start, "seconds": args.transient,
+            rows.append({"n": n, "pair": label, "start": start, **named, "seconds": args.transient,
                          **summary})  # fmt: skip
             print(n, label, summary, flush=True)
             pd.DataFrame(rows).to_csv(args.out / "friction_transient.csv", index=False)
