@@ -7,12 +7,19 @@ the sizes in ``--stacked`` (default n = 1000), built at rest at exact contact
 (``box-pile`` with ``layout="stacked"``: four staggered square layers, every
 cube on four below; landing 1000 dropped cubes took over an hour).  From the
 start state each pair takes ``warmup`` untimed steps (its own warm start) and
-``steps`` timed steps, each as :meth:`Simulator.step` takes it (the contacts get
-their stable ids, by which the warm starts carry over per persistent contact;
-until 28 November 2026 the benchmark skipped that, and the warm starts were
-matched by collision index); reported per pair (medians over the timed steps unless
-said): the step and its parts (collision, assembly, model solve) in thread CPU
-time [ms], the share of the step spent inside the compiled solver kernel (the
+``steps`` timed steps.  Each pair runs through the entry point of ``contactlab
+run``: its :class:`~contactlab.runspec.RunSpec` (``box-pile``, the pair's model
+and solver, and only the model options that differ from the defaults a user
+gets: :func:`user_options`) is checked by :func:`~contactlab.runspec.check_fits`,
+builds its simulator by :meth:`RunSpec.simulator`, and every step is
+:meth:`Simulator.step` (stable contact ids, warm starts per persistent contact,
+the step's metrics; until 28 November 2026 the benchmark assembled the step
+itself).  A row whose figure needs options a user would not set names them
+(``options``: the ``--model-option`` flags; ``command``: the whole command line,
+in the CSV).  Reported per pair (medians over the timed steps unless said): the
+step (thread CPU time [ms]) and its parts (collision, assembly, model solve: the
+step record's wall-clock split applied to the step's thread CPU time), the
+share of the step spent inside the compiled solver kernel (the
 backend's own solve time, ``kernel_share``: wall time, and it counts the
 backend's Python between its kernels as inside and the compiled collision and
 assembly as outside), the share of the step's thread CPU time spent inside
@@ -94,6 +101,7 @@ import argparse
 import os
 import pickle
 import platform
+import shlex
 import tempfile
 import time
 from dataclasses import replace
@@ -105,9 +113,10 @@ import pandas as pd
 
 from benchmarks.bench_contact import landed_pile
 from contactlab.collision import collide
-from contactlab.contact import identity
-from contactlab.metrics import USABLE_STATUSES
-from contactlab.models.staggered import COUPLED, PRODUCED
+from contactlab.commands import parse_option_value
+from contactlab.errors import StepFailure
+from contactlab.models.base import SolvingModel, model_class
+from contactlab.runspec import RunSpec, check_fits
 from contactlab.scene import State
 from contactlab.simulator import Simulator
 from solvers.jit import kernel_accounting
@@ -231,65 +240,153 @@ def landed(n: int, settle: float, h: float, folder: Path) -> tuple[Any, State]:
     return scene, state
 
 
+def pile_params(n: int, at_rest: bool = False) -> dict[str, Any]:
+    """``box-pile``'s parameters for ``n`` cubes (``layout="stacked"`` when built at rest)."""
+    return {"n": n, **({"layout": "stacked"} if at_rest else {})}
+
+
+def user_options(model: str, solver: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a pair that ``contactlab run`` would not take by default.
+
+    An option equal to the model's default is left out, and so is a ``solver_tol``
+    equal to the tolerance the model asks of ``solver`` when it is unset (its
+    ``benchmarked_tol`` or the backend's ``default_tol``): what remains is what a
+    user would have to set with ``--model-option`` to get the row's figure.
+    """
+    cls = model_class(model)
+    assert issubclass(cls, SolvingModel), model  # every pair's model solves through the layer
+    defaults = cls.merged_options()
+    out = {}
+    for key, value in options.items():
+        if key == "solver_tol":
+            if value is not None and float(value) != cls.default_tolerance(solver):
+                out[key] = value
+        elif defaults.get(key, object()) != value:
+            out[key] = value
+    return out
+
+
+def pair_spec(n: int, at_rest: bool, model: str, solver: str, options: dict[str, Any],
+              h: float) -> RunSpec:  # fmt: skip
+    """The :class:`RunSpec` of a pair on the ``n``-cube pile: ``box-pile`` with the pair's
+    model and solver, only the options :func:`user_options` names, and ``dt`` only when
+    ``h`` is not the scene's own step -- the run ``contactlab run`` makes with the flags of
+    :func:`command_line`.  Checked by :func:`check_fits` before anything is stepped."""
+    from contactlab.scenario import get_scenario
+
+    params = pile_params(n, at_rest)
+    scene_dt = get_scenario("box-pile").build(**params).dt
+    spec = RunSpec(
+        "box-pile",
+        params,
+        "maximal",
+        model,
+        solver,
+        dt=None if h == scene_dt else h,
+        model_options=user_options(model, solver, options),
+    )
+    check_fits(spec)
+    return spec
+
+
+def _option_text(value: Any) -> str:
+    """``value`` as ``--model-option`` reads it back (a plain word unquoted)."""
+    if isinstance(value, str) and parse_option_value(value) == value:
+        return value
+    return repr(value)
+
+
+def named_options(spec: RunSpec) -> str:
+    """The flags beyond ``contactlab run``'s defaults that the pair's figure needs
+    (``--model-option KEY=VALUE``, ``--dt``); empty when the defaults give it."""
+    flags = [
+        f"--model-option {shlex.quote(f'{k}={_option_text(v)}')}"
+        for k, v in sorted(spec.model_options.items())
+    ]
+    if spec.dt is not None:
+        flags.append(f"--dt {spec.dt:g}")
+    return " ".join(flags)
+
+
+def command_line(spec: RunSpec) -> str:
+    """``contactlab run ...`` that makes the pair's run from the drop (the benchmark times it
+    from the landed or stacked pile)."""
+    sets = " ".join(f"--set {k}={v}" for k, v in spec.params.items())
+    extra = named_options(spec)
+    return f"contactlab run box-pile {sets} --model {spec.model} --solver {spec.solver}" + (
+        f" {extra}" if extra else ""
+    )
+
+
+def timed_step(sim: Simulator, state: State, i: int) -> tuple[State, Any, dict[str, float]]:
+    """One :meth:`Simulator.step` (the step of ``contactlab run``: collision, the
+    jointed-pair filter, assembly, stable contact ids, the model's solve, integration,
+    metrics) in thread CPU time, with the compiled calls inside it accounted.
+
+    The step's parts (collision, assembly, solve) are its record's wall-clock split
+    applied to the step's thread CPU time (the step runs on one thread).
+    """
+    with kernel_accounting() as account:
+        w0 = time.perf_counter()
+        t0 = time.thread_time()
+        new, record = sim.step(state, i)
+        cpu = time.thread_time() - t0
+        wall = time.perf_counter() - w0
+    m = record.metrics
+    scale = cpu / max(float(m["step_time_s"]), 1e-12)
+    times = {
+        "collision": scale * float(m["collision_time_s"]),
+        "assembly": scale * float(m["assembly_time_s"]),
+        "solve": scale * float(m["solve_time_s"]),
+        "step": cpu,
+        "wall": wall,
+        "compiled": account.seconds / max(cpu, 1e-12),
+        "compiled_calls": float(account.calls),
+    }
+    return new, record, times
+
+
 def measure(
-    scene: Any, start: State, model: str, solver: str, options: dict[str, Any], steps: int,
-    h: float, warmup: int,
+    spec: RunSpec, start: State, steps: int, warmup: int,
 ) -> dict[str, float]:  # fmt: skip
-    """Thread CPU times [ms] and accuracy of ``steps`` timed steps after ``warmup`` steps."""
-    sim = Simulator(scene, "maximal", model, solver, dt=h, model_options=options)
+    """Thread CPU times [ms] and accuracy of ``steps`` timed steps after ``warmup`` steps,
+    each made by the simulator of ``spec`` (:meth:`RunSpec.simulator`, as ``contactlab
+    run`` builds it) from ``start``."""
+    sim = spec.simulator()
+    model = spec.model
     state = start
     rows: list[dict[str, float]] = []
     warm_capped = 0
     load = os.getloadavg()[0]
     for i in range(warmup + steps):
-        # every compiled call of the step timed (entered per step: a module first
-        # imported during a step is covered from the next step on)
-        with kernel_accounting() as account:
-            w0 = time.perf_counter()
-            t0 = time.thread_time()
-            E, _ = sim.formulation.maximal(state)
-            contacts = collide(scene, E)
-            t1 = time.thread_time()
-            problem = sim.formulation.assemble(state, h, contacts)
-            # the contacts' stable ids, as Simulator.step assigns them (the warm starts are
-            # carried per persistent contact by these ids)
-            track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
-            problem.contact_ids, problem.contact_origin = track.ids, track.origin
-            t2 = time.thread_time()
-            cache = dict(state.cache)
-            cache[identity.CACHE_KEY] = track
-            solution = sim.model.solve(problem, cache)
-            t3 = time.thread_time()
-            wall = time.perf_counter() - w0
-        if solution.status not in USABLE_STATUSES or not np.all(np.isfinite(solution.v)):
+        try:
+            state, record, times = timed_step(sim, state, i)
+        except StepFailure:
             return {"failed": 1.0, "failed_step": float(i)}
-        new = sim.formulation.advance(state, solution, h)
-        state = replace(new, cache={**new.cache, **cache, **solution.cache})
+        problem, solution = record.problem, record.solution
         if i < warmup:
             warm_capped += int(solution.status != "optimal")
             continue
         # the backends time their compiled solve in wall time: compare with the step's wall time
-        kernel = sum(r.solve_time for r in solution.results) / wall
+        kernel = sum(r.solve_time for r in solution.results) / times["wall"]
         natural = max(
             (r.residuals.get("natural_map", np.nan) for r in solution.results), default=np.nan
         )
         if not np.isfinite(natural) and model == "box-friction":
             natural = fclib_natural_map(problem, solution)
         # Staggered Projections: the friction natural map of the returned iterate
-        produced = solution.cache.get(PRODUCED)
+        report = solution.report
+        produced = getattr(report, "produced", None)
         outer_natural = float(produced[-1, 1]) if produced is not None and produced.size else np.nan
         # ... and whether its coupled start was used or the step fell back to the alternation
-        record = solution.cache.get(COUPLED)
-        fallback = float(not record["used"]) if isinstance(record, dict) else np.nan
+        coupled = getattr(report, "coupled", None)
+        fallback = float(not coupled["used"]) if isinstance(coupled, dict) else np.nan
         rows.append(
             {
-                "collision": t1 - t0,
-                "assembly": t2 - t1,
-                "solve": t3 - t2,
-                "step": t3 - t0,
+                **{k: times[k] for k in ("collision", "assembly", "solve", "step")},
                 "kernel": kernel,
-                "compiled": account.seconds / (t3 - t0),
-                "compiled_calls": float(account.calls),
+                "compiled": times["compiled"],
+                "compiled_calls": times["compiled_calls"],
                 "iterations": float(solution.iterations),
                 "outer": float(solution.outer_iterations),
                 "not_optimal": float(solution.status != "optimal"),
@@ -301,7 +398,7 @@ def measure(
         )
     df = pd.DataFrame(rows)
     E, _ = sim.formulation.maximal(state)
-    final = collide(scene, E)
+    final = collide(sim.scene, E)
     speed = float(np.max(np.linalg.norm(state.phi[:, 3:], axis=1)))
     moved = float(np.max(np.linalg.norm(E[:, :3, 3] - start.E[:, :3, 3], axis=1)))
     return {
@@ -482,23 +579,26 @@ def transient_summary(steps: pd.DataFrame, tol: float) -> dict[str, float]:
 
 
 def run_transient(
-    scene: Any, start: State, model: str, solver: str, options: dict[str, Any], seconds: float,
-    h: float, save: Path | None = None, save_all: bool = False,
+    spec: RunSpec, start: State, seconds: float, save: Path | None = None,
+    save_all: bool = False,
 ) -> tuple[dict[str, float], pd.DataFrame]:  # fmt: skip
-    """Step a pair for ``seconds`` from ``start``; its summary and per-step table.
+    """Step the simulator of ``spec`` for ``seconds`` from ``start``; its summary and
+    per-step table.
 
-    Each step as :meth:`Simulator.step` takes it (stable contact ids, warm starts per
-    persistent contact), timed in thread CPU time.  The first step that is not
-    ``optimal`` or whose natural map exceeds the pair's tolerance has its posed
-    problems (every inner solve's ``(problem, warm start)``, as :func:`posed_problems`
-    records them) and the state it started from pickled to ``save`` (with ``save_all``,
-    every such step, to ``save`` with ``-step<i>`` before its suffix).  A step the
-    simulator could not use ends the transient (``failed_step`` in the summary).
+    Each step is :meth:`Simulator.step` (stable contact ids, warm starts per persistent
+    contact), timed in thread CPU time.  The first step that is not ``optimal`` or whose
+    natural map exceeds the pair's tolerance has its posed problems (every inner solve's
+    ``(problem, warm start)``, as :func:`posed_problems` records them) and the state it
+    started from pickled to ``save`` (with ``save_all``, every such step, to ``save``
+    with ``-step<i>`` before its suffix).  A step the simulator could not use ends the
+    transient (``failed_step`` in the summary).
     """
     from contactlab.models.base import SolvingModel
 
-    tol = float(options.get("solver_tol", 1e-6))
-    sim = Simulator(scene, "maximal", model, solver, dt=h, model_options=options)
+    model, solver, options = spec.model, spec.solver, dict(spec.model_options)
+    sim = spec.simulator()
+    tol = float(getattr(sim.model, "tol", 1e-6))
+    h = sim.dt
     state = start
     rows: list[dict[str, Any]] = []
     posed: list[tuple[Any, Any]] = []
@@ -522,60 +622,60 @@ def run_transient(
         for i in range(int(round(seconds / h))):
             posed.clear()
             calls.clear()
-            t0 = time.thread_time()
-            E, _ = sim.formulation.maximal(state)
-            contacts = collide(scene, E)
-            problem = sim.formulation.assemble(state, h, contacts)
-            track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
-            problem.contact_ids, problem.contact_origin = track.ids, track.origin
-            cache = dict(state.cache)
-            cache[identity.CACHE_KEY] = track
-            solution = sim.model.solve(problem, cache)
-            t1 = time.thread_time()
-            usable = solution.status in USABLE_STATUSES and np.all(np.isfinite(solution.v))
-            natural = max(
-                (r.residuals.get("natural_map", np.nan) for r in solution.results),
-                default=np.nan,
-            )
-            if not np.isfinite(natural) and model == "box-friction" and usable:
-                natural = fclib_natural_map(problem, solution)
-            rows.append(
-                {
-                    "step": i,
-                    "t": float(state.t),
-                    "status": str(solution.status),
-                    "natural_map": float(natural),
-                    "iterations": float(solution.iterations),
-                    "outer": float(solution.outer_iterations),
-                    "step_ms": 1e3 * (t1 - t0),
-                    "contacts": float(problem.n_contacts),
-                }
-            )
-            bad = solution.status != "optimal" or bool(natural > tol) or not usable
+            started = state
+            try:
+                state, record, times = timed_step(sim, state, i)
+            except StepFailure as err:
+                usable, status, natural = False, "failed", np.nan
+                rows.append({"step": i, "t": float(started.t), "status": status,
+                             "natural_map": natural, "iterations": np.nan, "outer": np.nan,
+                             "step_ms": np.nan, "contacts": np.nan, "error": str(err)})  # fmt: skip
+            else:
+                usable = True
+                problem, solution = record.problem, record.solution
+                status = str(solution.status)
+                natural = max(
+                    (r.residuals.get("natural_map", np.nan) for r in solution.results),
+                    default=np.nan,
+                )
+                if not np.isfinite(natural) and model == "box-friction":
+                    natural = fclib_natural_map(problem, solution)
+                rows.append(
+                    {
+                        "step": i,
+                        "t": float(started.t),
+                        "status": status,
+                        "natural_map": float(natural),
+                        "iterations": float(solution.iterations),
+                        "outer": float(solution.outer_iterations),
+                        "step_ms": 1e3 * times["step"],
+                        "contacts": float(problem.n_contacts),
+                    }
+                )
+            bad = status != "optimal" or bool(natural > tol) or not usable
             if bad and save is not None and (save_all or not saved):
                 target = save.with_name(f"{save.stem}-step{i}{save.suffix}") if save_all else save
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with target.open("wb") as fh:
                     pickle.dump(
-                        {"step": i, "status": str(solution.status), "natural_map": natural,
+                        {"step": i, "status": status, "natural_map": natural,
                          "model": model, "solver": solver, "options": options, "h": h,
                          "posed": list(posed), "calls": list(calls),
-                         "state": replace(state, cache=dict(state.cache))},
+                         "state": replace(started, cache=dict(started.cache))},
                         fh,
                     )  # fmt: skip
                 saved = saved or str(target)
             if not usable:
                 failed_step = float(i)
                 break
-            new = sim.formulation.advance(state, solution, h)
-            state = replace(new, cache={**new.cache, **cache, **solution.cache})
     finally:
         SolvingModel.run = original  # type: ignore[method-assign]
     table = pd.DataFrame(rows)
+    done = table[table["status"] != "failed"] if len(table) else table
     E, _ = sim.formulation.maximal(state)
-    final = collide(scene, E)
+    final = collide(sim.scene, E)
     summary = {
-        **transient_summary(table, tol),
+        **transient_summary(done, tol),
         "tol": tol,
         "failed_step": failed_step,
         "load_before": load,
@@ -806,6 +906,15 @@ def targets(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def _options_cell(r: Any) -> str:
+    """The row's flags beyond ``contactlab run``'s defaults, for a Markdown cell (rows
+    written before the column existed: ``?``)."""
+    value = r.get("options", None)
+    if not isinstance(value, str):
+        return "?" if value is None or pd.isna(value) else str(value)
+    return f"`{value}`" if value else ""
+
+
 def write_markdown(df: pd.DataFrame, peers: pd.DataFrame, path: Path, args: Any) -> None:
     lines = [
         "# Friction models x frictional-contact backends on landed box piles",
@@ -823,20 +932,27 @@ def write_markdown(df: pd.DataFrame, peers: pd.DataFrame, path: Path, args: Any)
         "pile built at rest at exact contact (`box-pile` layout `stacked`), not landed. "
         "Written by `python -m benchmarks.bench_friction`.",
         "",
-        "| n | pair | contacts | step [ms] | collision | assembly | solve | kernel | compiled | "
-        "iterations | outer | capped | natural map | penetration [mm] | speed [mm/s] | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "Each pair is the run `contactlab run box-pile` makes with `--model` and `--solver` "
+        "(`RunSpec`, `Simulator.step`, the defaults a user gets), timed from the pile; "
+        "`options` names the flags beyond those defaults that a row's figure needs (empty: "
+        "none), the CSV's `command` column the whole command line.",
+        "",
+        "| n | pair | options | contacts | step [ms] | collision | assembly | solve | kernel | "
+        "compiled | iterations | outer | capped | natural map | penetration [mm] | "
+        "speed [mm/s] | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         n_label = f"{r['n']} stacked" if r.get("pile") == "stacked" else f"{r['n']}"
         if r["failed"]:
             lines.append(
-                f"| {n_label} | {r['pair']} | | failed at step {int(r['failed_step'])} "
-                "| | | | | | | | | | | | |"
+                f"| {n_label} | {r['pair']} | {_options_cell(r)} | | failed at step "
+                f"{int(r['failed_step'])} | | | | | | | | | | | | |"
             )
             continue
         lines.append(
-            f"| {n_label} | {r['pair']} | {r['contacts']:.0f} | {r['step_ms']:.1f} | "
+            f"| {n_label} | {r['pair']} | {_options_cell(r)} | {r['contacts']:.0f} | "
+            f"{r['step_ms']:.1f} | "
             f"{r['collision_ms']:.1f} | {r['assembly_ms']:.1f} | {r['solve_ms']:.1f} | "
             f"{r['kernel_share']:.0%} | {r.get('compiled_share', np.nan):.0%} | "
             f"{r['iterations']:.0f} | {r['outer_max']:.0f} | "
@@ -929,8 +1045,11 @@ def main(argv: list[str] | None = None) -> None:
             runs = n <= largest or (at_rest and label in STACKED_PAIRS)
             if not runs or (args.pairs and label not in args.pairs):
                 continue
-            row = measure(scene, state, model, solver, options, args.steps, args.h, args.warmup)
-            rows.append({"n": n, "pair": label, "pile": "stacked" if at_rest else "landed", **row})
+            spec = pair_spec(n, at_rest, model, solver, options, args.h)
+            row = measure(spec, state, args.steps, args.warmup)
+            rows.append({"n": n, "pair": label, "pile": "stacked" if at_rest else "landed",
+                         "options": named_options(spec), "command": command_line(spec),
+                         **row})  # fmt: skip
             print(n, label, {k: round(v, 4) for k, v in row.items()}, flush=True)
             # written as it goes: a long run cut short keeps what it measured
             pd.DataFrame(rows).to_csv(args.out / "friction.csv", index=False)
@@ -992,13 +1111,12 @@ def main_transient(sizes: list[int], args: Any) -> None:
                 continue
             slug = label.replace(" / ", "-").replace(" ", "-").replace("(", "").replace(")", "")
             save = args.out / "friction_transient_problems" / f"{n}-{slug}.pkl"
-            summary, table = run_transient(
-                scene, state, model, solver, options, args.transient, args.h, save,
-                args.save_all,
-            )  # fmt: skip
+            spec = pair_spec(n, False, model, solver, options, args.h)
+            summary, table = run_transient(spec, state, args.transient, save, args.save_all)
+            named = {"options": named_options(spec), "command": command_line(spec)}
             table.to_csv(args.out / f"friction_transient_steps-{n}-{slug}.csv", index=False)
             start = "landed" if args.from_landed else "drop"
-            rows.append({"n": n, "pair": label, "start": start, "seconds": args.transient,
+            rows.append({"n": n, "pair": label, "start": start, **named, "seconds": args.transient,
                          **summary})  # fmt: skip
             print(n, label, summary, flush=True)
             pd.DataFrame(rows).to_csv(args.out / "friction_transient.csv", index=False)
@@ -1023,17 +1141,21 @@ def write_transient_markdown(df: pd.DataFrame, path: Path, args: Any) -> None:
         f"Machine: {os.cpu_count()} cores shared with other jobs. "
         "Written by `python -m benchmarks.bench_friction --transient SECONDS`.",
         "",
-        "| n | start | pair | steps | not optimal | > tol | natural map max "
+        "Each pair is the run `contactlab run box-pile` makes (`RunSpec`, `Simulator.step`); "
+        "`options` names the flags beyond its defaults that the row needs.",
+        "",
+        "| n | start | pair | options | steps | not optimal | > tol | natural map max "
         "| iterations median / max | outer max | step ms median / p90 / p99 / max "
         "| contacts max | penetration [mm] "
         "| load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         first = f" ({r['first_not_optimal']:.0f})" if np.isfinite(r["first_not_optimal"]) else ""
         failed = f", failed at step {r['failed_step']:.0f}" if np.isfinite(r["failed_step"]) else ""
         lines.append(
-            f"| {r['n']} | {r['start']} | {r['pair']} | {r['steps']:.0f}{failed} "
+            f"| {r['n']} | {r['start']} | {r['pair']} | {_options_cell(r)} | "
+            f"{r['steps']:.0f}{failed} "
             f"| {r['not_optimal']:.0f}{first} | {r['above_tol']:.0f} "
             f"| {r['max_natural_map']:.1e} | "
             f"{r['iterations_median']:.0f} / {r['iterations_max']:.0f} | {r['outer_max']:.0f} | "

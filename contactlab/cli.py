@@ -39,7 +39,7 @@ from contactlab.commands import (
     register_command,
 )
 from contactlab.errors import ConfigurationError, ContactlabError
-from contactlab.runspec import DEMO_RUNS
+from contactlab.runspec import DEMO_RUNS, RunSpec, as_spec
 
 #: Default root of scratch runs (ignored by git).
 SCRATCH = Path("results") / "scratch"
@@ -169,26 +169,18 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 
 
 def run_to_folder(
-    scenario: str,
+    spec: RunSpec,
     out: Path | None,
     *,
-    formulation: str | None = None,
-    model: str | None = None,
-    solver: str | None = None,
-    dt: float | None = None,
     steps: int | None = None,
-    duration: float | None = None,
-    params: dict[str, Any] | None = None,
-    model_options: dict[str, Any] | None = None,
     force: bool = False,
     quiet: bool = False,
     plots: bool = True,
     command: Sequence[str] | None = None,
     divergence_guard: bool = True,
-    formulation_options: dict[str, Any] | None = None,
-    strict: bool = False,
 ) -> tuple[Path, Any]:
-    """Validate everything, run, and write the results folder; return ``(folder, run)``.
+    """Validate everything, run ``spec``, and write the results folder; return
+    ``(folder, run)``.
 
     Every check that can fail (names, parameters, the target folder) happens
     before the first step, and the folder is written atomically after the last.
@@ -196,25 +188,36 @@ def run_to_folder(
     from contactlab.results import check_target, check_writable, write_run
     from contactlab.runspec import build_simulator
 
-    sim = build_simulator(
-        scenario,
-        params,
-        formulation=formulation,
-        model=model,
-        solver=solver,
-        dt=dt,
-        model_options=model_options,
-        divergence_guard=divergence_guard,
-        formulation_options=formulation_options,
-        strict=strict,
-    )
-    n = sim.n_steps(steps, duration)
-    target = out if out is not None else default_out(scenario, *sim.names)
+    sim = build_simulator(spec, divergence_guard=divergence_guard)
+    n = sim.n_steps(steps, spec.duration)
+    target = out if out is not None else default_out(spec.scenario, *sim.names)
     check_target(target, force)
     check_writable(target)
     run = sim.run(steps=n, progress=not quiet)
     write_run(run, target, overwrite=force, plots=plots, command=command)
     return target, run
+
+
+def spec_of(args: argparse.Namespace) -> RunSpec:
+    """The :class:`RunSpec` of ``contactlab run``'s options (the one place they are read)."""
+    if args.dt is not None and not (np.isfinite(args.dt) and args.dt > 0):
+        raise ConfigurationError(f"--dt must be a positive number of seconds, got {args.dt}")
+    options = {
+        k: parse_option_value(v)
+        for k, v in parse_assignments(args.model_options, "--model-option").items()
+    }
+    return as_spec(
+        args.scenario,
+        parse_assignments(args.params, "--set"),
+        formulation=args.formulation,
+        model=args.model,
+        solver=args.solver,
+        dt=args.dt,
+        duration=args.duration,
+        model_options=options,
+        formulation_options=formulation_options(args),
+        strict=args.strict,
+    )
 
 
 def _report(folder: Path, run: Any, quiet: bool) -> None:
@@ -255,31 +258,15 @@ def exit_code(run: Any) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    params = parse_assignments(args.params, "--set")
-    options = {
-        k: parse_option_value(v)
-        for k, v in parse_assignments(args.model_options, "--model-option").items()
-    }
-    if args.dt is not None and not (np.isfinite(args.dt) and args.dt > 0):
-        raise ConfigurationError(f"--dt must be a positive number of seconds, got {args.dt}")
     folder, run = run_to_folder(
-        args.scenario,
+        spec_of(args),
         args.out,
-        formulation=args.formulation,
-        model=args.model,
-        solver=args.solver,
-        dt=args.dt,
         steps=args.steps,
-        duration=args.duration,
-        params=params,
-        model_options=options,
         force=args.force,
         quiet=args.quiet,
         plots=not args.no_plots,
         command=["contactlab", *args.argv],
         divergence_guard=not args.no_divergence_guard,
-        formulation_options=formulation_options(args),
-        strict=args.strict,
     )
     _report(folder, run, args.quiet)
     return exit_code(run)
@@ -297,9 +284,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     worst = 0
     for scenario, duration in DEMO_RUNS:
         folder, run = run_to_folder(
-            scenario,
+            RunSpec(scenario, duration=duration),
             args.out / scenario,
-            duration=duration,
             force=True,
             quiet=args.quiet,
             command=["contactlab", *args.argv],

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Scene
+from contactlab.userfiles import existing_file, file_object, names_file_object
 
 #: File suffixes read as model files, with the loader's module and function.
 LOADERS: dict[str, tuple[str, str]] = {
@@ -50,38 +50,15 @@ def looks_like_file(name: str) -> bool:
     """Whether a scenario name names a file (a model file or ``file.py:function``)."""
     if Path(name).suffix.lower() in LOADERS:
         return True
-    path, sep, attr = name.rpartition(":")
-    return bool(sep) and path.endswith(".py") and bool(attr)
+    return names_file_object(name)
 
 
 def python_builder(name: str) -> Any:
     """The object ``function`` of ``file.py:function`` (a scene builder or a Scenario), or
     :class:`ConfigurationError` naming the file and what it defines."""
-    file, _, attr = name.rpartition(":")
-    path = _existing(Path(file), "Python file")
-    module_name = f"contactlab_user_{abs(hash(str(path)))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigurationError(f"Python file {file!r} cannot be imported")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as err:
-        raise ConfigurationError(
-            f"Python file {file!r} has a syntax error at line {err.lineno}: {err.msg}"
-        ) from err
-    except ImportError as err:
-        raise ConfigurationError(f"Python file {file!r} cannot be imported: {err}") from err
-    builder = getattr(module, attr, None)
-    if builder is None:
-        defined = sorted(
-            k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
-        )
-        raise ConfigurationError(
-            f"Python file {file!r} defines no {attr!r}; it defines {', '.join(defined) or '(none)'}"
-        )
+    builder = file_object(name)
     if not callable(builder) and not hasattr(builder, "builder"):
+        attr = name.rpartition(":")[2]
         raise ConfigurationError(
             f"{name!r}: {attr!r} is a {type(builder).__name__}, not a function returning a Scene"
         )
@@ -89,11 +66,7 @@ def python_builder(name: str) -> Any:
 
 
 def _existing(path: Path, what: str) -> Path:
-    if not path.exists():
-        raise ConfigurationError(f"{what} {str(path)!r} not found; check the path")
-    if not path.is_file():
-        raise ConfigurationError(f"{what} {str(path)!r} is not a file")
-    return path.resolve()
+    return existing_file(path, what)
 
 
 def _loader(suffix: str) -> Callable[..., Scene]:

@@ -33,6 +33,7 @@ built, naming both (``docs/step-problem.md``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ from contactlab.errors import ConfigurationError
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
     from contactlab.jointfriction.rows import JointContactRows
+    from solvers import SolverResult
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -107,9 +109,42 @@ def _empty_rows(n: int) -> sp.csr_matrix:
     return empty_csr(n)
 
 
-@dataclass
+#: The default of a field a formulation may leave out: :meth:`StepProblem.__post_init__`
+#: fills it in (empty rows, zero coefficients, ids ``0 .. nc-1``), so it is never ``None``.
+_FILLED: Any = None
+
+
+def _vector(value: Any, name: str, size: int, rows: str, dtype: Any = float) -> Any:
+    """``value`` as a 1-d array of ``size`` entries, or one error naming the field."""
+    arr = np.asarray(value, dtype=dtype)
+    if arr.shape != (size,):
+        raise ConfigurationError(
+            f"StepProblem: {name} has shape {arr.shape}; expected ({size},), one entry per {rows}"
+        )
+    return arr
+
+
+def _rows(value: Any, name: str, n: int) -> sp.csr_matrix:
+    """``value`` as CSR rows over the ``n`` velocities, or one error naming the field."""
+    rows = _as(value, sp.csr_matrix)
+    if rows.ndim != 2 or rows.shape[1] != n:
+        raise ConfigurationError(
+            f"StepProblem: rows {name} have shape {rows.shape}; expected (m, {n}), one column "
+            "per generalized velocity"
+        )
+    return rows
+
+
+@dataclass(frozen=True, eq=False)
 class StepProblem:
-    """Matrices of one step (see the module docstring).
+    """Matrices of one step (see the module docstring); frozen, every field checked once.
+
+    A field a formulation leaves out is filled in on construction (empty rows,
+    ``mu`` zeros, ids ``0 .. nc-1``), so a model never meets ``None`` in the rows,
+    right-hand sides, coefficients or ids, and every shape is checked here, not by
+    the models: a wrong one is a :class:`~contactlab.errors.ConfigurationError`
+    naming the field, its shape and the expected one.  To change a field, build a
+    new problem (``dataclasses.replace``; the checks run again).
 
     Attributes
     ----------
@@ -124,18 +159,20 @@ class StepProblem:
     T : (2 nc, n) tangent rows, two orthonormal directions per contact:
         rows ``2i`` and ``2i+1`` belong to contact ``i``.  Models build the
         k-direction pyramid from these (``d_j = cos(a_j) t1 + sin(a_j) t2``).
-    mu : (nc,) friction coefficients.
+        Required when there are contacts.
+    mu : (nc,) friction coefficients, finite and non-negative (zeros if left out).
     L, l : (ml, n) other unilateral rows (joint limits) and right-hand side.
     contacts : the contact set that produced N and T (points, normals,
         distances, bodies and shapes, one entry per contact), or ``None``.
     contact_ids : (nc,) stable contact identities: a contact persisting from
         the previous step keeps its id (:mod:`contactlab.contact.identity`;
-        the simulator sets them); by default ``0 .. nc-1``.
+        the simulator gives them); by default ``0 .. nc-1``.
     contact_origin : (nc,) the id of the previous step's contact each contact
         continues from (its own id when it persists, the id of the contact it
         split from, ``-1`` when new); warm starts read the previous impulses
         through it.  By default equal to ``contact_ids``.
-    directions : k, the number of pyramid directions requested by the scene.
+    directions : k, the number of pyramid directions requested by the scene
+        (an even number >= 4).
     G_owner : (mg,) name of the joint or constraint owning each row of ``G``.
     G_error : (mg,) position-level error of each row of ``G`` [m or rad]
         (zeros where the formulation does not measure it).
@@ -145,81 +182,101 @@ class StepProblem:
     """
 
     h: float
-    M: sp.spmatrix
+    M: sp.csc_matrix
     f: Array
     v: Array
-    G: sp.spmatrix | None = None
-    g: Array | None = None
-    N: sp.spmatrix | None = None
-    c: Array | None = None
-    T: sp.spmatrix | None = None
-    mu: Array | None = None
-    L: sp.spmatrix | None = None
-    l: Array | None = None
+    G: sp.csr_matrix = _FILLED
+    g: Array = _FILLED
+    N: sp.csr_matrix = _FILLED
+    c: Array = _FILLED
+    T: sp.csr_matrix = _FILLED
+    mu: Array = _FILLED
+    L: sp.csr_matrix = _FILLED
+    l: Array = _FILLED
     contacts: ContactSet | None = None
-    contact_ids: IntArray | None = None
-    contact_origin: IntArray | None = None
+    contact_ids: IntArray = _FILLED
+    contact_origin: IntArray = _FILLED
     directions: int = 4
-    G_owner: NDArray[np.str_] | None = None
-    G_error: Array | None = None
+    G_owner: NDArray[np.str_] = _FILLED
+    G_error: Array = _FILLED
     joint_friction: JointFrictionMaps | None = None
 
     def __post_init__(self) -> None:
-        n = self.M.shape[0]
-        self.M = _as(self.M, sp.csc_matrix)
-        self.f = np.asarray(self.f, dtype=float)
-        self.v = np.asarray(self.v, dtype=float)
-        if self.G is None:
-            self.G, self.g = _empty_rows(n), np.zeros(0)
-        if self.N is None:
-            self.N, self.c = _empty_rows(n), np.zeros(0)
-        if self.T is None:
-            self.T = _empty_rows(n)
-        if self.mu is None:
-            self.mu = np.zeros(self.N.shape[0])
-        if self.L is None:
-            self.L, self.l = _empty_rows(n), np.zeros(0)
+        fill = functools.partial(object.__setattr__, self)
+        M = _as(self.M, sp.csc_matrix)
+        n = M.shape[0]
+        if M.shape != (n, n):
+            raise ConfigurationError(f"StepProblem: M has shape {M.shape}; expected square (n, n)")
+        fill("M", M)
+        fill("f", _vector(self.f, "f", n, "generalized velocity (M is n x n)"))
+        fill("v", _vector(self.v, "v", n, "generalized velocity (M is n x n)"))
         for rows, rhs in (("G", "g"), ("N", "c"), ("L", "l")):
+            given = getattr(self, rows)
+            if given is None:
+                fill(rows, _empty_rows(n))
+                fill(rhs, np.zeros(0))
+                continue
             if getattr(self, rhs) is None:
                 raise ConfigurationError(
                     f"StepProblem: rows {rows} given without their right-hand side {rhs}; "
                     f"pass {rhs} with one entry per row of {rows}"
                 )
-        self.G, self.N, self.T, self.L = (
-            _as(x, sp.csr_matrix) for x in (self.G, self.N, self.T, self.L)
-        )
-        self.g, self.c, self.l = (np.asarray(x, dtype=float) for x in (self.g, self.c, self.l))
-        self.mu = np.asarray(self.mu, dtype=float)
+            matrix = _rows(given, rows, n)
+            fill(rows, matrix)
+            fill(rhs, _vector(getattr(self, rhs), rhs, matrix.shape[0], f"row of {rows}"))
         nc, mg = self.N.shape[0], self.G.shape[0]
-        self.contact_ids = (
+        ids = (
             np.arange(nc, dtype=np.int64)
             if self.contact_ids is None
-            else np.asarray(self.contact_ids, dtype=np.int64)
+            else _vector(self.contact_ids, "contact_ids", nc, "row of N", np.int64)
         )
-        self.contact_origin = (
-            self.contact_ids.copy()
+        fill("contact_ids", ids)
+        fill(
+            "contact_origin",
+            ids.copy()
             if self.contact_origin is None
-            else np.asarray(self.contact_origin, dtype=np.int64)
+            else _vector(self.contact_origin, "contact_origin", nc, "row of N", np.int64),
         )
-        self.G_owner = (
-            np.full(mg, "", dtype=str) if self.G_owner is None else np.asarray(self.G_owner, str)
+        fill(
+            "G_owner",
+            np.full(mg, "", dtype=str)
+            if self.G_owner is None
+            else _vector(self.G_owner, "G_owner", mg, "row of G", str),
         )
-        self.G_error = np.zeros(mg) if self.G_error is None else np.asarray(self.G_error, float)
-        for name, arr, size, rows in (
-            ("contact_ids", self.contact_ids, nc, "N"),
-            ("contact_origin", self.contact_origin, nc, "N"),
-            ("G_owner", self.G_owner, mg, "G"),
-            ("G_error", self.G_error, mg, "G"),
-        ):
-            if arr.shape != (size,):
-                raise ConfigurationError(
-                    f"StepProblem: {name} has shape {arr.shape}; expected ({size},), one entry "
-                    f"per row of {rows}"
-                )
+        fill(
+            "G_error",
+            np.zeros(mg)
+            if self.G_error is None
+            else _vector(self.G_error, "G_error", mg, "row of G"),
+        )
         if self.contacts is not None and len(self.contacts) != nc:
             raise ConfigurationError(
                 f"StepProblem: contacts holds {len(self.contacts)} contacts but N has {nc} rows; "
                 "pass the contact set that produced N"
+            )
+        if self.T is None and nc:
+            raise ConfigurationError(
+                f"StepProblem: N has {nc} contact rows but no tangent rows T were given; "
+                "assemble two orthonormal tangent rows per contact"
+            )
+        T = _empty_rows(n) if self.T is None else _rows(self.T, "T", n)
+        if T.shape[0] != 2 * nc:
+            raise ConfigurationError(
+                f"StepProblem.T has {T.shape[0]} rows, expected 2 per contact (2 * {nc}); "
+                "assemble two orthonormal tangent rows per contact"
+            )
+        fill("T", T)
+        mu = np.zeros(nc) if self.mu is None else _vector(self.mu, "mu", nc, "contact (row of N)")
+        if not (np.all(np.isfinite(mu)) and np.all(mu >= 0)):
+            raise ConfigurationError(
+                f"StepProblem.mu must be {nc} finite non-negative friction coefficients"
+            )
+        fill("mu", mu)
+        k = self.directions
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 4 or k % 2:
+            raise ConfigurationError(
+                f"StepProblem.directions must be an even integer >= 4 (the friction pyramid's "
+                f"directions), got {k!r}"
             )
 
     @property
@@ -229,7 +286,7 @@ class StepProblem:
 
     @property
     def n_contacts(self) -> int:
-        return 0 if self.N is None else int(self.N.shape[0])
+        return int(self.N.shape[0])
 
 
 @dataclass
@@ -245,11 +302,13 @@ class StepSolution:
         ``outer_iterations`` for staggered schemes.
     solve_time : [s] wall time spent in the solver layer.
     results : the raw :class:`solvers.SolverResult` objects, in order.
-    cache : what the model carries to the next step (warm starts), merged into
-        ``State.cache``.
-    report : the model's own quantities of this step (``bisp`` and
-        ``joint-friction-sp``: a ``JointFrictionReport``), ``None`` otherwise;
-        also in the simulator's ``StepRecord.solution``.
+    cache : what the model carries to the next step (warm starts only), merged
+        into ``State.cache``.
+    report : the model's own quantities of this step, typed per model and never
+        carried to the next step (``bisp`` and ``joint-friction-sp``:
+        ``JointFrictionReport``; ``staggered-projections``: ``StaggeredReport``;
+        ``stewart-trinkle``: ``StewartTrinkleReport``), ``None`` otherwise; also in
+        the simulator's ``StepRecord.solution``.
     """
 
     v: Array
@@ -262,6 +321,6 @@ class StepSolution:
     outer_iterations: int = 0
     solve_time: float = 0.0
     residual: float = 0.0
-    results: list[Any] = field(default_factory=list)
+    results: list[SolverResult] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
     report: Any = None

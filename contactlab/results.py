@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 
 from contactlab import metrics as M
 from contactlab.errors import ResultsError
-from contactlab.simulator import Run
+from contactlab.runs import Run
 
 SUMMARY = "summary.json"
 STEPS = "steps.csv"

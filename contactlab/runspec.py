@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
@@ -27,7 +27,9 @@ from contactlab.errors import ConfigurationError, IncompatibleError, UnknownName
 DEMO_RUNS: tuple[tuple[str, float], ...] = (("pendulum", 2.0), ("chain", 2.0))
 
 if TYPE_CHECKING:
-    from contactlab.simulator import Run, Simulator
+    from contactlab.runs import Run
+    from contactlab.scene import Scene
+    from contactlab.simulator import Simulator
 
 SPEC_VERSION = 1
 
@@ -55,9 +57,11 @@ class RunSpec:
 
     Parameters
     ----------
-    scenario : registered scenario name.
+    scenario : registered scenario name (or a model file, ``file.py:function``).
     params : scenario parameters (resolved values, not strings).
-    formulation, model, solver : registered names.
+    formulation, model, solver : registered names (a model may also be
+        ``file.py:Class``); ``None`` takes the scene's default, chosen when the
+        simulator is built (:func:`contactlab.scenario.complete_setup`).
     dt : step size [s]; ``None`` uses the scene's default.
     duration : simulated time [s]; ``None`` uses the scene's default.
     seed : passed to the scenario's ``seed`` parameter when it has one (e.g.
@@ -74,9 +78,9 @@ class RunSpec:
 
     scenario: str
     params: Mapping[str, Any] = field(default_factory=dict)
-    formulation: str = "maximal"
-    model: str = "frictionless"
-    solver: str = "kkt"
+    formulation: str | None = None
+    model: str | None = None
+    solver: str | None = None
     dt: float | None = None
     duration: float | None = None
     seed: int = 0
@@ -101,28 +105,19 @@ class RunSpec:
 
     def folder_name(self) -> str:
         """``<scenario>-<formulation>-<model>-<solver>-<hash12>`` (filesystem-safe)."""
-        slug = "-".join((self.scenario, self.formulation, self.model, self.solver))
+        names = (self.formulation, self.model, self.solver)
+        slug = "-".join((self.scenario, *(name or "default" for name in names)))
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug)
         return f"{slug}-{self.digest()[:12]}"
 
     def label(self) -> str:
         """Short human-readable name: ``formulation/model/solver``."""
-        return f"{self.formulation}/{self.model}/{self.solver}"
+        names = (self.formulation, self.model, self.solver)
+        return "/".join(name or "default" for name in names)
 
     def simulator(self, divergence_guard: bool = True) -> Simulator:
         """The :class:`~contactlab.simulator.Simulator` of this run (:func:`build_simulator`)."""
-        return build_simulator(
-            self.scenario,
-            self.params,
-            formulation=self.formulation,
-            model=self.model,
-            solver=self.solver,
-            dt=self.dt,
-            model_options=self.model_options,
-            divergence_guard=divergence_guard,
-            formulation_options=self.formulation_options,
-            strict=self.strict,
-        )
+        return build_simulator(self, divergence_guard=divergence_guard)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
@@ -161,11 +156,15 @@ def check_fits(spec: RunSpec) -> None:
     solvers (when the model declares them) without stepping anything.
     """
     from contactlab.formulation import check_pairing, formulation_class, formulation_names
-    from contactlab.models.base import model_class, model_names
+    from contactlab.models.base import check_solver, known_model, model_class, model_names
     from contactlab.scenario import get_scenario
-    from contactlab.simulator import check_solver
 
     scenario = get_scenario(spec.scenario)
+    if None in (spec.formulation, spec.model, spec.solver):
+        # a name left to the scene's default: the default setup fits by construction, and the
+        # names given are checked with it when the simulator is built
+        return
+    assert spec.formulation is not None and spec.model is not None and spec.solver is not None
     check_solver(spec.solver)
     if spec.formulation not in formulation_names():
         raise UnknownNameError("formulation", spec.formulation, formulation_names())
@@ -176,7 +175,7 @@ def check_fits(spec: RunSpec) -> None:
         )
     if spec.formulation_options:
         formulation_class(spec.formulation).check_options(dict(spec.formulation_options))
-    if spec.model not in model_names():
+    if not known_model(spec.model):
         raise UnknownNameError("model", spec.model, model_names())
     check_pairing(
         spec.formulation,
@@ -203,43 +202,66 @@ def check_names(solvers: Sequence[str], models: Sequence[str], formulations: Seq
     (:func:`check_fits` says why).
     """
     from contactlab.formulation import formulation_names
-    from contactlab.models.base import model_names
-    from contactlab.simulator import check_solver
+    from contactlab.models.base import check_solver, known_model, model_names
 
     for name in solvers:
         try:
             check_solver(name)
         except IncompatibleError:  # known but not installed: listed as not fitting
             pass
-    for kind, names, known in (
-        ("model", models, model_names()),
-        ("formulation", formulations, formulation_names()),
-    ):
-        for name in names:
-            if name not in known:
-                raise UnknownNameError(kind, name, list(known))
+    for name in models:
+        if not known_model(name):
+            raise UnknownNameError("model", name, model_names())
+    for name in formulations:
+        if name not in formulation_names():
+            raise UnknownNameError("formulation", name, formulation_names())
+
+
+#: The fields of :class:`RunSpec` a scenario name may be given with (``simulate("chain",
+#: model="frictionless")``): the spec's own, not restated anywhere else.
+SPEC_FIELDS = tuple(f.name for f in fields(RunSpec) if f.name not in ("scenario", "params"))
+
+
+def as_spec(
+    spec: RunSpec | str, parameters: Mapping[str, Any] | None = None, **given: Any
+) -> RunSpec:
+    """``spec`` itself, or the :class:`RunSpec` of the scenario ``spec`` with ``parameters``
+    and the spec's fields ``given`` (``model=...``, ``dt=...``; ``None`` leaves a field
+    at its default)."""
+    if isinstance(spec, RunSpec):
+        if parameters is not None or given:
+            raise ConfigurationError(
+                "give a RunSpec alone, or a scenario name with its parameters and fields"
+            )
+        return spec
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise ConfigurationError(
+            f"scenario parameters must be a mapping such as {{'n': 3}}, got "
+            f"{type(parameters).__name__} {parameters!r}"
+        )
+    unknown = sorted(set(given) - set(SPEC_FIELDS))
+    if unknown:
+        raise ConfigurationError(
+            f"a run has no field(s) {unknown}; its fields are {list(SPEC_FIELDS)}"
+        )
+    values = {k: v for k, v in given.items() if v is not None}
+    return RunSpec(spec, dict(parameters or {}), **values)
 
 
 def simulate(
-    scenario: str,
+    spec: RunSpec | str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str | None = None,
-    model: str | None = None,
-    solver: str | None = None,
-    dt: float | None = None,
     steps: int | None = None,
-    duration: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
     divergence_guard: bool = True,
-    formulation_options: Mapping[str, Any] | None = None,
-    strict: bool = False,
+    **given: Any,
 ) -> Run:
-    """Build the registered scenario ``scenario`` with ``parameters`` and run it.
+    """Run ``spec`` (a :class:`RunSpec`, or a scenario name with its parameters and the
+    spec's fields, :func:`as_spec`) for ``steps`` steps or the spec's duration.
 
     A formulation, model or solver left ``None`` is chosen from what the scene
-    contains (see :func:`contactlab.scenario.default_setup`).  ``strict`` stops
+    contains (see :func:`contactlab.scenario.default_setup`).  ``strict=True`` stops
     the run at the first step that misses its tolerance (by default such a step
     keeps its best iterate and is counted; docs/reliability.md).
 
@@ -249,19 +271,9 @@ def simulate(
         For an unknown scenario or parameter, a wrongly typed value, or a
         formulation the scenario does not support.
     """
-    sim = build_simulator(
-        scenario,
-        parameters,
-        formulation=formulation,
-        model=model,
-        solver=solver,
-        dt=dt,
-        model_options=model_options,
-        divergence_guard=divergence_guard,
-        formulation_options=formulation_options,
-        strict=strict,
-    )
-    return sim.run(steps=steps, duration=duration, progress=progress)
+    run_spec = as_spec(spec, parameters, **given)
+    sim = build_simulator(run_spec, divergence_guard=divergence_guard)
+    return sim.run(steps=steps, duration=run_spec.duration, progress=progress)
 
 
 def _why_not(spec: Any, formulation: str, parameters: Mapping[str, Any] | None) -> str:
@@ -276,53 +288,61 @@ def _why_not(spec: Any, formulation: str, parameters: Mapping[str, Any] | None) 
 
 
 def build_simulator(
-    scenario: str,
+    spec: RunSpec | str,
     parameters: Mapping[str, Any] | None = None,
     *,
-    formulation: str | None = None,
-    model: str | None = None,
-    solver: str | None = None,
-    dt: float | None = None,
-    model_options: Mapping[str, Any] | None = None,
     divergence_guard: bool = True,
-    formulation_options: Mapping[str, Any] | None = None,
-    strict: bool = False,
+    **given: Any,
 ) -> Simulator:
-    """The :class:`Simulator` for a registered scenario (see :func:`simulate`)."""
+    """The :class:`Simulator` of ``spec`` (a :class:`RunSpec`, or a scenario name with
+    its parameters and fields: :func:`as_spec`), its scene built from the scenario."""
     from contactlab import scenario as scenario_registry
-    from contactlab.simulator import Simulator
 
-    if parameters is not None and not isinstance(parameters, Mapping):
-        raise ConfigurationError(
-            f"scenario parameters must be a mapping such as {{'n': 3}}, got "
-            f"{type(parameters).__name__} {parameters!r}"
-        )
-    spec = scenario_registry.get_scenario(scenario)
-    if formulation is not None and formulation not in spec.formulations:
+    run_spec = as_spec(spec, parameters, **given)
+    scenario = scenario_registry.get_scenario(run_spec.scenario)
+    formulation = run_spec.formulation
+    if formulation is not None and formulation not in scenario.formulations:
         from contactlab.formulation import formulation_names
 
         if formulation not in formulation_names():
             raise UnknownNameError("formulation", formulation, formulation_names())
+        why = _why_not(scenario, formulation, run_spec.params)
         raise IncompatibleError(
-            f"scenario {scenario!r} supports the formulations {', '.join(spec.formulations)}, "
-            f"not {formulation!r}{_why_not(spec, formulation, parameters)}; choose one with "
+            f"scenario {run_spec.scenario!r} supports the formulations "
+            f"{', '.join(scenario.formulations)}, not {formulation!r}{why}; choose one with "
             "--formulation"
         )
-    values = dict(parameters or {})
-    if dt is not None and "dt" in spec.parameters and "dt" not in values:
+    values = dict(run_spec.params)
+    if run_spec.dt is not None and "dt" in scenario.parameters and "dt" not in values:
         # a scene whose step size is a parameter (its set-up may depend on it) is
         # built with the step size used, so that its recorded parameters are true
-        values["dt"] = dt
-    scene = spec.build(**values)
+        values["dt"] = run_spec.dt
+    scene = scenario.build(**values)
+    return simulator_for(
+        run_spec, scene, divergence_guard=divergence_guard, formulations=scenario.formulations
+    )
+
+
+def simulator_for(
+    spec: RunSpec,
+    scene: Scene,
+    *,
+    divergence_guard: bool = True,
+    formulations: tuple[str, ...] | None = None,
+) -> Simulator:
+    """The :class:`Simulator` that steps ``scene`` as ``spec`` says (formulation, model,
+    solver, step size, options, strictness): the one place a spec becomes a simulator."""
+    from contactlab.simulator import Simulator
+
     return Simulator(
         scene,
-        formulation,
-        model,
-        solver,
-        dt=dt,
-        model_options=model_options,
+        spec.formulation,
+        spec.model,
+        spec.solver,
+        dt=spec.dt,
+        model_options=dict(spec.model_options),
         divergence_guard=divergence_guard,
-        formulations=spec.formulations,
-        formulation_options=formulation_options,
-        strict=strict,
+        formulations=("maximal",) if formulations is None else formulations,
+        formulation_options=dict(spec.formulation_options),
+        strict=spec.strict,
     )

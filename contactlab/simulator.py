@@ -21,30 +21,38 @@ result, an infeasible problem, a backend that breaks down without an
 iterate) always stops the run, and a blow-up is stopped by the divergence
 guard.  Nothing in the loop is random, so the same inputs give the same run
 bit for bit.
+
+This module holds the step loop only: what a run produces is in
+:mod:`contactlab.runs`, the per-step table in :mod:`contactlab.step_table`, the
+trajectory and the run's length in :mod:`contactlab.trajectory`, the pairs that
+never collide in :mod:`contactlab.contact_pairs`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-import solvers
 from contactlab import metrics as M
-from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.contact_pairs import (
+    collision_function,
+    drop_jointed,
+    excluded_pairs,
+    jointed_pairs,
+    scene_contacts,
+)
 from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
-    IncompatibleError,
     StepFailure,
-    UnknownNameError,
 )
 from contactlab.formulation import (
     Formulation,
@@ -52,202 +60,33 @@ from contactlab.formulation import (
     formulation_class,
     make_formulation,
 )
-from contactlab.models.base import ContactModel, make_model
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.models.base import ContactModel, check_solver, make_model
+from contactlab.problem import StepSolution
+from contactlab.progress import progress_bar
+from contactlab.runs import Run, StepCallback, StepRecord
 from contactlab.scene import Scene, State
+from contactlab.step_table import StepTable
+from contactlab.trajectory import MAX_STEPS, MEMORY_SHARE, TrajectoryRecorder, run_length
 from solvers.errors import SolverError
 
 Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
 
-#: Most steps one run may take: beyond it a run is a mistake in ``--dt``, ``--steps`` or
-#: ``--duration`` (1e7 steps of the pendulum already take hours), refused before anything
-#: is allocated.
-MAX_STEPS = 10_000_000
-#: Largest share of the available memory a run's preallocated trajectory may take.
-MEMORY_SHARE = 0.5
-
-#: Callback run after every step; returning ``True`` stops the run early.
-StepCallback = Callable[[State, "StepRecord"], "bool | None"]
-
-
-@dataclass
-class StepRecord:
-    """What one step produced.
-
-    index : step index from 0.
-    t : time at the end of the step [s].
-    h : step size [s].
-    metrics : the row of ``steps.csv`` (see :data:`contactlab.metrics.STEP_METRICS`).
-    problem, solution : the step problem and the model's solution.
-    contacts : the contact set used by the step (``None`` without collision).
-    """
-
-    index: int
-    t: float
-    h: float
-    metrics: dict[str, Any]
-    problem: StepProblem
-    solution: StepSolution
-    contacts: ContactSet | None = None
-
-
-@dataclass
-class Run:
-    """A finished (or, attached to a :class:`StepFailure`, interrupted) run.
-
-    steps : one row per step (columns of :data:`contactlab.metrics.STEP_METRICS`).
-    trajectory : ``t`` (T+1,), ``body_names`` (nb,), ``position`` (T+1, nb, 3),
-        ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) body-frame twists
-        angular first; ``q``, ``qdot`` (T+1, nq) for reduced runs.
-    initial_metrics : the formulation's state metrics at t = 0.
-    status : ``"ok"`` (every step optimal), ``"inaccurate"`` (some steps
-        unconverged: kept with their best iterate, see the module docstring),
-        ``"stopped"`` (a callback ended it), ``"diverged"`` (the divergence
-        guard stopped it) or ``"failed"``.
-    """
-
-    scene: Scene
-    formulation: str
-    model: str
-    solver: str
-    dt: float
-    model_options: dict[str, Any]
-    steps: pd.DataFrame
-    trajectory: dict[str, NDArray[Any]]
-    initial_metrics: dict[str, float]
-    wall_time_s: float
-    status: str
-    message: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
-    #: the choices taken from the scene's defaults and why (empty when all were given)
-    defaults: dict[str, Any] = field(default_factory=dict)
-    #: options of the formulation (integrator, ...); empty for its defaults
-    formulation_options: dict[str, Any] = field(default_factory=dict)
-    #: whether the first unconverged step was to stop the run (``Simulator(strict=)``)
-    strict: bool = False
-
-    @property
-    def n_steps(self) -> int:
-        return len(self.steps)
-
-    @property
-    def duration(self) -> float:
-        """Simulated time [s]."""
-        t = self.trajectory["t"]
-        return float(t[-1] - t[0]) if len(t) else 0.0
-
-    def aggregates(self) -> dict[str, float | None]:
-        """Run aggregates (see :func:`contactlab.metrics.aggregate`)."""
-        return M.aggregate(self.steps, self.initial_metrics)
-
-    def unconverged(self) -> dict[str, Any]:
-        """The steps kept short of their tolerance: ``steps`` (count), ``by_status``,
-        ``first_step`` (index or ``None``) and ``max_residual`` (``None`` without any)."""
-        if not len(self.steps) or "status" not in self.steps:
-            return {"steps": 0, "by_status": {}, "first_step": None, "max_residual": None}
-        statuses = self.steps["status"].astype(str)
-        loose = statuses.isin(M.UNCONVERGED_STATUSES).to_numpy()
-        residual = None
-        if loose.any() and "solver_residual" in self.steps:
-            values = pd.to_numeric(self.steps["solver_residual"], errors="coerce").to_numpy()
-            residual = float(np.nanmax(values[loose])) if np.isfinite(values[loose]).any() else None
-        return {
-            "steps": int(np.count_nonzero(loose)),
-            "by_status": M.unconverged_counts(statuses),
-            "first_step": int(self.steps["step"].to_numpy()[loose][0]) if loose.any() else None,
-            "max_residual": residual,
-        }
-
-
-def _collision_function(scene: Scene) -> Collide | None:
-    from contactlab.scenario import can_collide
-
-    if not can_collide(scene):
-        return None
-    from contactlab.collision import collide
-
-    return collide
-
-
-def jointed_pairs(scene: Scene) -> NDArray[np.int64]:
-    """Codes ``a * (nb + 1) + b`` (both orders, world = -1 -> nb) of bodies joined directly.
-
-    Bodies connected by a joint do not collide with each other (their shapes
-    usually overlap at the joint by construction), unless the scene sets
-    ``Scene.collide_jointed``.  A joint to the world excludes
-    nothing: a floating base on a free joint, or a pendulum swinging into the
-    ground, must still touch the world's geometry.
-    """
-    nb = scene.n_bodies
-    codes = []
-    for joint in scene.joints:
-        a, b = scene.body_index(joint.parent), scene.body_index(joint.child)
-        if a < 0 or b < 0:
-            continue
-        codes += [a * (nb + 1) + b, b * (nb + 1) + a]
-    return np.unique(np.array(codes, dtype=np.int64))
-
-
-def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
-    """Codes (as :func:`jointed_pairs`) of the pairs that never collide in ``scene``.
-
-    Bodies moving as one through attachments never collide with each other
-    (nor, held in the world, with the world's shapes); bodies joined directly
-    do not unless ``Scene.collide_jointed``; nor do the pairs of ``Scene.exclude_pairs``.
-    """
-    from contactlab.attachments import attached_pairs
-
-    nb = scene.n_bodies
-    codes = [
-        (nb if a < 0 else a) * (nb + 1) + (nb if b < 0 else b)
-        for p, q in attached_pairs(scene)
-        for a, b in ((p, q), (q, p))
-    ]
-    for p, q in scene.exclude_pairs:
-        a, b = nb if p is None else scene.body_index(p), nb if q is None else scene.body_index(q)
-        codes += [a * (nb + 1) + b, b * (nb + 1) + a]
-    joined = np.zeros(0, dtype=np.int64) if scene.collide_jointed else jointed_pairs(scene)
-    return np.unique(np.concatenate([joined, np.array(codes, dtype=np.int64)]))
-
-
-def drop_jointed(contacts: Any, scene: Scene, excluded: NDArray[np.int64]) -> Any:
-    """``contacts`` without those between bodies joined directly (see :func:`jointed_pairs`)."""
-    if contacts is None or excluded.size == 0 or not hasattr(contacts, "select"):
-        return contacts
-    nb = scene.n_bodies
-    a = np.where(contacts.body_a < 0, nb, contacts.body_a)
-    b = np.where(contacts.body_b < 0, nb, contacts.body_b)
-    keep = ~np.isin(a * (nb + 1) + b, excluded)
-    return contacts if keep.all() else contacts.select(keep)
-
-
-def scene_contacts(scene: Scene, E: Array) -> Any:
-    """The contacts a step of ``scene`` with body poses ``E`` (nb, 4, 4) works with.
-
-    The default collision (as :class:`Simulator` uses it) less the pairs that
-    never collide (:func:`excluded_pairs`, applied by :func:`drop_jointed`);
-    ``None`` for a scene without collision.  Drawings of a run use it, so they
-    show the contacts the simulator saw.
-    """
-    collide = _collision_function(scene)
-    if collide is None:
-        return None
-    return drop_jointed(collide(scene, E), scene, excluded_pairs(scene))
-
-
-def check_solver(name: str) -> None:
-    """Raise a clear error if ``name`` is not a usable backend of the solver layer."""
-    try:
-        solvers.get_backend(name)
-    except solvers.SolverNotFound as err:
-        known = [row["name"] for row in solvers.backend_table()]
-        if err.reason is None:
-            raise UnknownNameError("solver", name, known) from err
-        raise IncompatibleError(
-            f"solver {name!r} is unavailable: {err.reason}; available solvers: "
-            f"{', '.join(solvers.available_backends()) or 'none'}"
-        ) from err
+#: Names that lived here before the run's pieces moved to modules of their own.
+__all__ = [
+    "MAX_STEPS",
+    "MEMORY_SHARE",
+    "Run",
+    "Simulator",
+    "StepCallback",
+    "StepRecord",
+    "check_solver",
+    "drop_jointed",
+    "excluded_pairs",
+    "jointed_pairs",
+    "run_length",
+    "scene_contacts",
+]
 
 
 class Simulator:
@@ -337,7 +176,7 @@ class Simulator:
             provides = formulation_class(formulation).provides
             check_pairing(formulation, provides, self.model.name, self.model.needs)
             self.formulation = make_formulation(formulation, scene, **self.formulation_options)
-        self.collide = collide if collide is not None else _collision_function(scene)
+        self.collide = collide if collide is not None else collision_function(scene)
         self._excluded = excluded_pairs(scene)
         self.slip_threshold = slip_threshold
 
@@ -387,9 +226,10 @@ class Simulator:
             E, _ = self.formulation.maximal(state)
             contacts = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         collided = time.perf_counter()
-        problem = self.formulation.assemble(state, h, contacts)
-        track = identity.identify(problem.contacts, state.cache.get(identity.CACHE_KEY))
-        problem.contact_ids, problem.contact_origin = track.ids, track.origin
+        assembled_problem = self.formulation.assemble(state, h, contacts)
+        track = identity.identify(assembled_problem.contacts, state.cache.get(identity.CACHE_KEY))
+        # the stable ids are part of the problem the model receives (a new, checked problem)
+        problem = replace(assembled_problem, contact_ids=track.ids, contact_origin=track.origin)
         assembled = time.perf_counter()
         cache = dict(state.cache)
         cache[identity.CACHE_KEY] = track
@@ -469,7 +309,7 @@ class Simulator:
         :data:`MEMORY_SHARE` of the available memory, is refused (before any
         allocation) with a :class:`~contactlab.errors.ConfigurationError`.
         """
-        frame = _Recorder.frame_bytes(self.scene, self.formulation)
+        frame = TrajectoryRecorder.frame_bytes(self.scene, self.formulation)
         return run_length(self.scene, self.dt, steps, duration, frame)
 
     def run(
@@ -503,7 +343,7 @@ class Simulator:
         state = self.initial_state() if state is None else state
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
-        recorder = _Recorder(self.formulation, self.scene, state, n)
+        recorder = TrajectoryRecorder(self.formulation, self.scene, state, n)
         try:
             guard = self._guard(state, initial, horizon=float(state.t) + n * self.dt)
             initial["energy_scale"] = guard.bounds.energy_scale
@@ -511,8 +351,8 @@ class Simulator:
             if self.divergence_guard:
                 raise
             initial["energy_scale"] = float("nan")  # unbounded scene, run unguarded
-        bar = _progress_bar(n) if progress is True else None
-        rows = _StepTable(n)
+        bar = progress_bar(n, unit="step") if progress is True else None
+        rows = StepTable(n)
         status = "ok"
         # Overflow and invalid-value warnings of a blowing-up step would only
         # precede the error the finiteness check and the guard raise for it.
@@ -554,7 +394,7 @@ class Simulator:
             message = self._inaccurate_message(rows)
         return self._make_run(rows, recorder, initial, wall_start, status, message)
 
-    def _inaccurate_message(self, rows: _StepTable) -> str:
+    def _inaccurate_message(self, rows: StepTable) -> str:
         """Which steps were not solved to optimality, the first one's cause, and a hint."""
         bad = [r for r in rows if r["status"] != "optimal"]
         first = bad[0]
@@ -599,8 +439,8 @@ class Simulator:
 
     def _make_run(
         self,
-        rows: _StepTable,
-        recorder: _Recorder,
+        rows: StepTable,
+        recorder: TrajectoryRecorder,
         initial: dict[str, float],
         wall_start: float,
         status: str,
@@ -629,236 +469,3 @@ class Simulator:
             formulation_options=dict(self.formulation_options),
             strict=self.strict,
         )
-
-
-def _progress_bar(total: int) -> Any:
-    from contactlab.progress import progress_bar
-
-    return progress_bar(total, unit="step")
-
-
-def run_length(
-    scene: Scene,
-    dt: float | None = None,
-    steps: int | None = None,
-    duration: float | None = None,
-    frame_bytes: int | None = None,
-) -> int:
-    """Number of steps of a run of ``scene`` (see :meth:`Simulator.n_steps`), checked.
-
-    ``dt`` defaults to the scene's, ``duration`` to the scene's; ``frame_bytes``
-    (bytes per recorded frame) to the maximal formulation's.
-    """
-    h = scene.dt if dt is None else dt
-    if not (isinstance(h, (int, float)) and np.isfinite(h) and h > 0):
-        raise ConfigurationError(f"step size dt must be a positive number [s], got {dt!r}")
-    if steps is not None and duration is not None:
-        raise ConfigurationError("give either steps or duration, not both")
-    if steps is not None:
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ConfigurationError(f"steps must be a positive integer, got {steps!r}")
-        if steps > MAX_STEPS:
-            raise ConfigurationError(
-                f"--steps {steps} is more than the limit of {MAX_STEPS:,} steps per run; "
-                "run fewer steps or use a larger --dt"
-            )
-        n = int(steps)
-    else:
-        T = scene.duration if duration is None else duration
-        if not (isinstance(T, (int, float)) and np.isfinite(T) and T > 0):
-            raise ConfigurationError(f"duration must be a positive number [s], got {T!r}")
-        count = T / h
-        if not count <= MAX_STEPS + 0.5:
-            raise ConfigurationError(
-                f"a duration of {T:g} s at --dt {h:g} s is {count:.3g} steps, more than the "
-                f"limit of {MAX_STEPS:,} steps per run; use a larger --dt or a shorter --duration"
-            )
-        n = max(1, int(round(count)))
-    frame = 8 * (22 * scene.n_bodies + 1) if frame_bytes is None else frame_bytes
-    need = (n + 1) * frame + n * _StepTable.ROW_BYTES
-    available = _available_memory()
-    if available is not None and need > MEMORY_SHARE * available:
-        raise ConfigurationError(
-            f"{n:,} steps of {scene.n_bodies} bodies need {need / 2**30:.3g} GiB for the "
-            f"trajectory, more than {MEMORY_SHARE:.0%} of the {available / 2**30:.3g} GiB of "
-            "memory available; run fewer steps (a larger --dt or a shorter --duration)"
-        )
-    return n
-
-
-def _available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (``None``: unknown on this system)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import os
-
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-class _StepTable:
-    """The rows of ``steps.csv`` as columns: a float64 array per numeric metric.
-
-    A list of one dict per step costs about 2 kB per step (the dict and a
-    Python float per entry); the columns cost 8 bytes per value, grown by
-    doubling, and any non-numeric value (a status) is stored once per distinct
-    value.  Iterating yields each row as a dict, as the list did.
-    """
-
-    #: bytes per step of a typical row (about 30 metrics), for the memory estimate
-    ROW_BYTES = 8 * 40
-
-    def __init__(self, capacity: int = 16) -> None:
-        self._capacity = max(int(capacity), 1)
-        self._n = 0
-        self._numeric: dict[str, NDArray[Any]] = {}
-        self._other: dict[str, list[Any]] = {}
-        self._order: list[str] = []
-        self._interned: dict[Any, Any] = {}
-        #: numeric columns whose every value so far was an integer (kept int64)
-        self._ints: set[str] = set()
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __bool__(self) -> bool:
-        return self._n > 0
-
-    def _grow(self, column: NDArray[Any]) -> NDArray[Any]:
-        bigger = np.full(max(16, 2 * column.size), np.nan)
-        bigger[: column.size] = column
-        return bigger
-
-    def append(self, row: Mapping[str, Any]) -> None:
-        k = self._n
-        for key, value in row.items():
-            if key not in self._numeric and key not in self._other:
-                self._order.append(key)
-                if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-                    value, bool
-                ):
-                    self._numeric[key] = np.full(max(self._capacity, k + 1), np.nan)
-                    if k == 0 and isinstance(value, (int, np.integer)):
-                        self._ints.add(key)
-                else:
-                    self._other[key] = [None] * k
-            if key in self._numeric:
-                if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-                    value, bool
-                ):
-                    column = self._numeric[key]
-                    if k >= column.size:
-                        column = self._numeric[key] = self._grow(column)
-                    column[k] = value
-                    if not isinstance(value, (int, np.integer)):
-                        self._ints.discard(key)
-                    continue
-                # a value that is not a number after numbers: the column becomes a list
-                column = self._numeric.pop(key)
-                ints = key in self._ints
-                self._ints.discard(key)
-                self._other[key] = [int(x) if ints else float(x) for x in column[:k]]
-            values = self._other[key]
-            values.extend([None] * (k - len(values)))
-            values.append(self._interned.setdefault(value, value) if _hashable(value) else value)
-        for values in self._other.values():
-            if len(values) < k + 1:
-                values.append(None)
-        if len(row) < len(self._order):
-            self._ints.difference_update(key for key in self._numeric if key not in row)
-        self._n = k + 1
-
-    def column(self, key: str) -> Any:
-        if key in self._numeric:
-            return self._numeric[key][: self._n]
-        return self._other[key][: self._n]
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        out: dict[str, Any] = {}
-        for key in self._order:
-            if key in self._numeric:
-                x = float(self._numeric[key][i])
-                out[key] = int(x) if key in self._ints else x
-            else:
-                out[key] = self._other[key][i]
-        return out
-
-    def __iter__(self) -> Any:
-        return (self[i] for i in range(self._n))
-
-    def frame(self) -> pd.DataFrame:
-        data: dict[str, Any] = {}
-        for key in self._order:
-            column = self.column(key)
-            if key in self._ints:
-                column = column.astype(np.int64)
-            data[key] = column.copy() if isinstance(column, np.ndarray) else list(column)
-        return pd.DataFrame(data)
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
-class _Recorder:
-    """Preallocated trajectory arrays filled frame by frame."""
-
-    @staticmethod
-    def frame_bytes(scene: Scene, formulation: Formulation) -> int:
-        """Bytes of one frame (the body transforms and twists, and q, qdot if reduced)."""
-        nq = int(getattr(getattr(formulation, "tree", None), "nq", 0) or 0)
-        return 8 * (scene.n_bodies * (16 + 6) + 2 * nq + 1)
-
-    def __init__(self, formulation: Formulation, scene: Scene, state: State, n: int) -> None:
-        self.formulation = formulation
-        nb = scene.n_bodies
-        self.names = np.array([b.name for b in scene.bodies], dtype=str)
-        self.t = np.zeros(n + 1)
-        self.E = np.zeros((n + 1, nb, 4, 4))
-        self.phi = np.zeros((n + 1, nb, 6))
-        self.q = None if state.q is None else np.zeros((n + 1, np.size(state.q)))
-        self.qdot = None if state.qdot is None else np.zeros((n + 1, np.size(state.qdot)))
-        self.count = 0
-        self.add(state)
-
-    def add(self, state: State) -> None:
-        k = self.count
-        E, phi = self.formulation.maximal(state)
-        self.t[k] = state.t
-        self.E[k] = E
-        self.phi[k] = phi
-        if self.q is not None and state.q is not None:
-            self.q[k] = np.ravel(state.q)
-        if self.qdot is not None and state.qdot is not None:
-            self.qdot[k] = np.ravel(state.qdot)
-        self.count += 1
-
-    def arrays(self) -> dict[str, NDArray[Any]]:
-        k = self.count
-        out: dict[str, NDArray[Any]] = {
-            "t": self.t[:k].copy(),
-            "body_names": self.names,
-            "position": self.E[:k, :, :3, 3].copy(),
-            "rotation": self.E[:k, :, :3, :3].copy(),
-            "twist": self.phi[:k].copy(),
-        }
-        if self.q is not None:
-            out["q"] = self.q[:k].copy()
-        if self.qdot is not None:
-            out["qdot"] = self.qdot[:k].copy()
-        return out

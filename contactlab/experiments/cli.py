@@ -67,26 +67,30 @@ def outcome_counts(table: Any) -> tuple[int, int]:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from contactlab.experiments.compare import compare
+    from contactlab.runspec import RunSpec
 
     options = {
         k: parse_option_value(v)
         for k, v in parse_assignments(args.model_options, "--model-option").items()
     }
-    result = compare(
+    shared = RunSpec(
         args.scenario,
+        parse_assignments(args.params, "--set"),
+        dt=args.dt,
+        duration=args.duration,
+        model_options=options,
+        formulation_options=formulation_options(args),
+        strict=args.strict,
+    )
+    result = compare(
+        shared,
         args.solvers,
         args.models,
         args.formulations,
-        set=parse_assignments(args.params, "--set"),
-        dt=args.dt,
-        duration=args.duration,
         out=args.out,
-        model_options=options,
         quiet=args.quiet,
         force=args.force,
         fresh=args.fresh,
-        formulation_options=formulation_options(args),
-        strict=args.strict,
     )
     ran = len(result.table)
     failed, loose = outcome_counts(result.table)

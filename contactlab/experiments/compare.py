@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as replace_spec
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from contactlab.experiments.table import (
     run_metrics,
 )
 from contactlab.progress import progress_bar
-from contactlab.runspec import RunSpec, check_fits, check_names
+from contactlab.runspec import RunSpec, as_spec, check_fits, check_names
 
 KEY_COLUMNS = ["formulation", "model", "solver"]
 MD_COLUMNS = KEY_COLUMNS + [
@@ -86,48 +87,47 @@ def _names(value: str | Sequence[str] | None, default: Sequence[str]) -> list[st
 
 
 def compare(
-    scenario: str,
+    scenario: RunSpec | str,
     solvers: str | Sequence[str],
     models: str | Sequence[str] | None = None,
     formulations: str | Sequence[str] | None = None,
     set: Mapping[str, Any] | None = None,  # noqa: A002  (mirrors the --set option)
-    dt: float | None = None,
-    duration: float | None = None,
+    *,
     out: Path | str | None = None,
-    model_options: Mapping[str, Any] | None = None,
     quiet: bool = False,
     run_plots: bool = False,
     force: bool = False,
     fresh: bool = False,
-    formulation_options: Mapping[str, Any] | None = None,
-    strict: bool = False,
+    **given: Any,
 ) -> Comparison:
     """Run every fitting combination on ``scenario`` and write the comparison into ``out``.
 
     Parameters
     ----------
-    scenario : registered scenario name.
+    scenario : the :class:`RunSpec` every combination shares (scenario, parameters,
+        step size, duration, model and formulation options, strictness), or a
+        scenario name with the parameters ``set`` and the spec's fields ``given``
+        (``dt=``, ``duration=``, ``model_options=``, ``formulation_options=``,
+        ``strict=``; :func:`contactlab.runspec.as_spec`).  Each combination is this
+        spec with its formulation, model and solver.
     solvers : backend names (list or comma-separated string).
-    models : contact model names; default every registered model.
-    formulations : default the formulations the scenario supports.
+    models : contact model names; default the spec's model, else every registered model.
+    formulations : default the spec's formulation, else those the scenario supports.
     set : scenario parameters (strings are parsed like ``--set KEY=VALUE``).
-    dt, duration : step size and simulated time [s]; default the scene's.
     out : output folder; default ``results/scratch/compare-<scenario>-<time>``.
-    model_options : options passed to every model (``cone``, ``directions``, ...).
     quiet : no progress bar.
     run_plots : also draw each run's own plots (``contactlab plot`` draws them later).
     force : replace an existing comparison folder ``out``.  A run of the comparison
         being replaced whose specification and code version are unchanged is
         reused (copied), not recomputed; the count is announced on stderr.
     fresh : recompute every run even when it could be reused.
-    formulation_options : options passed to every formulation (``integrator``,
-        ``compliance``, ...), checked before the first run: a formulation given
-        in ``formulations`` that does not take them is an error; one of the
-        scenario's (the default list) is listed as not fitting, unless none
-        takes them.
-    strict : a run stops (and is recorded as failed) at its first step that
-        misses its tolerance; by default such steps are kept and counted in the
-        ``unconverged_steps`` column.
+
+    The spec's ``formulation_options`` are checked before the first run: a
+    formulation given in ``formulations`` that does not take them is an error; one
+    of the scenario's (the default list) is listed as not fitting, unless none takes
+    them.  With ``strict`` a run stops (and is recorded as failed) at its first step
+    that misses its tolerance; by default such steps are kept and counted in the
+    ``unconverged_steps`` column.
 
     The folder appears whole or not at all: everything is written into a
     temporary sibling that is renamed into place after the last run (an
@@ -153,13 +153,16 @@ def compare(
     )
     from contactlab.scenario import conserves_energy, get_scenario
 
+    base = as_spec(scenario, set, **given)
+    scenario = base.scenario
+    dt, duration = base.dt, base.duration
     sc = get_scenario(scenario)
-    params = sc.resolve(set or {})
-    solver_list = _names(solvers, [])
-    model_list = _names(models, model_names())
-    form_list = _names(formulations, sc.formulations)
+    params = sc.resolve(base.params)
+    solver_list = _names(solvers, [base.solver] if base.solver else [])
+    model_list = _names(models, [base.model] if base.model else model_names())
+    form_list = _names(formulations, [base.formulation] if base.formulation else sc.formulations)
     check_names(solver_list, model_list, form_list)
-    form_options = dict(formulation_options or {})
+    form_options = dict(base.formulation_options)
     # the scenario's formulations that do not take the options, with the reason
     refused: dict[str, ConfigurationError | UnknownNameError] = {}
     if form_options:
@@ -199,18 +202,14 @@ def compare(
                 {"formulation": form, "model": model, "solver": solver, "reason": why_not}
             )
             continue
-        spec = RunSpec(
-            scenario,
-            params,
-            form,
-            model,
-            solver,
-            dt,
-            duration,
-            0,
-            dict(model_options or {}),
-            form_options,
-            strict,
+        spec = replace_spec(
+            base,
+            params=params,
+            formulation=form,
+            model=model,
+            solver=solver,
+            model_options=dict(base.model_options),
+            formulation_options=form_options,
         )
         try:
             check_fits(spec)
@@ -234,7 +233,7 @@ def compare(
     from contactlab.experiments.sweep import reuse_line
 
     # the run length and its memory, checked before any run (the same for every run)
-    from contactlab.simulator import run_length
+    from contactlab.trajectory import run_length
 
     run_length(sc.build(**params), dt, None, duration)
     skipped_df = pd.DataFrame(skipped, columns=KEY_COLUMNS + ["reason"])
@@ -267,7 +266,11 @@ def compare(
                     run_folder = tmp / "runs" / name
                 else:
                     run_folder = execute(spec, tmp / "runs" / name, plots=run_plots).folder
-                row = {"formulation": spec.formulation, "model": spec.model, "solver": spec.solver}
+                row: dict[str, Any] = {
+                    "formulation": spec.formulation,
+                    "model": spec.model,
+                    "solver": spec.solver,
+                }
                 row.update(run_metrics(load_run_folder(run_folder)))
                 row["folder"] = f"runs/{name}"
                 rows.append(row)

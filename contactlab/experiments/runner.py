@@ -30,7 +30,7 @@ from typing import Any
 from contactlab.errors import (
     ContactlabError,
 )
-from contactlab.runspec import RunSpec, check_fits
+from contactlab.runspec import RunSpec, check_fits, simulator_for
 from solvers.errors import SolverError
 
 SUMMARY = "summary.json"
@@ -150,16 +150,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     loaded = False
 
     def simulator() -> Simulator:
-        return Simulator(
-            scene,
-            spec.formulation,
-            spec.model,
-            spec.solver,
-            dt=spec.dt,
-            model_options=dict(spec.model_options),
-            formulation_options=dict(spec.formulation_options),
-            strict=spec.strict,
-        )
+        return simulator_for(spec, scene)
 
     try:
         check_fits(spec)

@@ -142,7 +142,7 @@ def contact_points(scene: Scene, position: Array, rotation: Array) -> tuple[Arra
     the contacts a simulator step from these poses uses
     (:func:`contactlab.simulator.scene_contacts`: no pair joined directly, no
     attached pair, nothing for a scene whose collision is off)."""
-    from contactlab.simulator import scene_contacts
+    from contactlab.contact_pairs import scene_contacts
 
     E = np.zeros((len(position), 4, 4))
     E[:, :3, :3], E[:, :3, 3], E[:, 3, 3] = rotation, position, 1.0

@@ -48,12 +48,10 @@ from contactlab.models.common import (
     check_cone,
     check_directions,
     check_form,
-    check_friction_data,
     contact_rows,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
-    step_data,
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
@@ -91,7 +89,6 @@ class AnitescuHart(SolvingModel):
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         k = int(self.options["directions"] or problem.directions)
         soc = self.options["cone"] == "soc"
-        check_friction_data(problem, None if soc else k)
         if self.route[0].startswith("fc_"):
             # imported here: fc_route builds on box_friction, which imports this module
             from contactlab.models.fc_route import solve_as_fc
@@ -102,7 +99,7 @@ class AnitescuHart(SolvingModel):
         return self._primal(problem, k, soc)
 
     def _dual(self, problem: StepProblem, k: int, soc: bool) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         nc = problem.n_contacts
         F = d.T if soc else pyramid_rows(d.T, k)
         rows = stack_rows(
@@ -141,7 +138,7 @@ class AnitescuHart(SolvingModel):
         return make_solution(self, problem, v, rows, lam, lambda_T)
 
     def _primal(self, problem: StepProblem, k: int, soc: bool) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         if soc:
             return self._primal_soc(problem)
         nc, n = problem.n_contacts, problem.n
@@ -170,7 +167,7 @@ class AnitescuHart(SolvingModel):
         return make_solution(self, problem, res.x, out, full, lambda_T)
 
     def _primal_soc(self, problem: StepProblem) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         nc, n = problem.n_contacts, problem.n
         mg, ml = d.G.shape[0], d.L.shape[0]
         P = sp.block_diag([problem.M, sp.csc_matrix((3 * nc, 3 * nc))], format="csc")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,6 +31,7 @@ import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
+from contactlab.userfiles import file_object, names_file_object
 from solvers import LCP, QP, FrictionalContact, SolverResult
 from solvers.fitting import describe
 from solvers.plugins import Registry
@@ -69,6 +69,20 @@ class ContactModel(ABC):
         return []
 
 
+def check_solver(name: str) -> None:
+    """Raise a clear error if ``name`` is not a usable backend of the solver layer."""
+    try:
+        solvers.get_backend(name)
+    except solvers.SolverNotFound as err:
+        known = [row["name"] for row in solvers.backend_table()]
+        if err.reason is None:
+            raise UnknownNameError("solver", name, known) from err
+        raise IncompatibleError(
+            f"solver {name!r} is unavailable: {err.reason}; available solvers: "
+            f"{', '.join(solvers.available_backends()) or 'none'}"
+        ) from err
+
+
 def _backend(name: str) -> Any:
     try:
         return solvers.get_backend(name)
@@ -82,35 +96,21 @@ class _StepLog:
 
     results: list[SolverResult] = field(default_factory=list)
     suspect: bool = False
-    #: the model whose solve() opened the log
-    owner: Any = None
-
-
-#: the log of the step being solved in this context (``None`` outside :meth:`SolvingModel.solve`)
-_STEP_LOG: ContextVar[_StepLog | None] = ContextVar("contactlab_step_log", default=None)
-
-
-def _current_log() -> _StepLog:
-    log = _STEP_LOG.get()
-    if log is None:  # inner solves outside solve(): one log for this context
-        log = _StepLog()
-        _STEP_LOG.set(log)
-    return log
 
 
 def _logged(solve: Callable[..., StepSolution]) -> Callable[..., StepSolution]:
-    """``solve`` recording its inner solves in a fresh log for the step (outermost call only)."""
+    """``solve`` recording its inner solves in a fresh log that lives for this call only
+    (the outermost call of the model: a nested call of the same model shares it)."""
 
     @functools.wraps(solve)
     def wrapper(self: SolvingModel, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        active = _STEP_LOG.get()
-        if active is not None and active.owner is self:  # a nested call of the same model
+        if self._step_log is not None:  # a nested call of the same model
             return solve(self, problem, cache)
-        token = _STEP_LOG.set(_StepLog(owner=self))
+        self._step_log = _StepLog()
         try:
             return solve(self, problem, cache)
         finally:
-            _STEP_LOG.reset(token)
+            self._step_log = None
 
     wrapper.logs_step = True  # type: ignore[attr-defined]
     return wrapper
@@ -120,9 +120,10 @@ class SolvingModel(ContactModel):
     """A contact model that checks its options and solver, and records inner solves.
 
     A model object keeps nothing between steps: the inner solves of a step are
-    recorded in a log that lives for that :meth:`solve` call only, and warm starts
-    travel in the ``cache`` of the state, so one model object may step several
-    simulators in any interleaving.
+    recorded in a log held by the model for the duration of that :meth:`solve` call
+    only (and handed back in the :class:`StepSolution`), and warm starts travel in
+    the ``cache`` of the state, so one model object may step several simulators in
+    any interleaving (one step at a time).
 
     Subclasses set ``defaults`` (every option with its default value) and
     implement :meth:`routes`: the alternative sequences of problem kinds the
@@ -162,19 +163,31 @@ class SolvingModel(ContactModel):
                 f"backends that fit: {', '.join(fitting) or 'none installed'}"
             )
         self.backend = backend
-        #: tolerance of every inner solve (``solver_tol``, or the backend's default request)
+        #: tolerance of every inner solve (``solver_tol``, or the default request)
         self.tol = float(
             self.options["solver_tol"]
             if self.options["solver_tol"] is not None
-            else self.benchmarked_tol.get(backend.name, backend.default_tol)
+            else self.default_tolerance(backend.name)
         )
         self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
+        #: the inner solves of the step being solved (``None`` between steps)
+        self._step_log: _StepLog | None = None
+        #: inner solves made outside :meth:`solve` (a helper called on its own)
+        self._loose_log = _StepLog()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         solve = cls.__dict__.get("solve")
         if solve is not None and not getattr(solve, "logs_step", False):
             cls.solve = _logged(solve)  # type: ignore[method-assign]
+
+    @classmethod
+    def default_tolerance(cls, solver: str) -> float:
+        """The tolerance of the inner solves when ``solver_tol`` is unset: the model's
+        ``benchmarked_tol`` for the backend if it has one, else the backend's own
+        ``default_tol``."""
+        backend = _backend(solver)
+        return float(cls.benchmarked_tol.get(backend.name, backend.default_tol))
 
     @classmethod
     def merged_options(cls, **options: Any) -> dict[str, Any]:
@@ -234,21 +247,25 @@ class SolvingModel(ContactModel):
             warm_start=warm,
             **(self.options["solver_settings"] or {}),
         )
-        log = _current_log()
+        log = self._log()
         log.results.append(res)
         if not res.plausible:
             log.suspect = True
         return res
 
+    def _log(self) -> _StepLog:
+        """The log of the step being solved (of loose inner solves outside :meth:`solve`)."""
+        return self._step_log if self._step_log is not None else self._loose_log
+
     def take_results(self) -> list[SolverResult]:
         """The inner results of this step since the last call (and forget them)."""
-        log = _current_log()
+        log = self._log()
         out, log.results = log.results, []
         return out
 
     def take_status(self, extra: str = "optimal") -> str:
         """Worst status of this step's inner solves since the last call, implausible ones failed."""
-        log = _current_log()
+        log = self._log()
         suspect, log.suspect = log.suspect, False
         return worst_status(log.results, "numerical_error" if suspect else extra)
 
@@ -295,13 +312,31 @@ def model_names() -> list[str]:
 
 
 def model_class(name: str) -> type[ContactModel]:
-    """The contact model class registered as ``name``."""
+    """The contact model class registered as ``name``, or the class ``Name`` of a Python
+    file named ``path/to/file.py:Name`` (registered under that text on first use, so a
+    model written outside any package runs like a registered one)."""
+    if name not in MODELS and names_file_object(name):
+        found = file_object(name)
+        if not _is_model(found):
+            raise ConfigurationError(
+                f"{name!r} is a {type(found).__name__}, not a contact model class; define a "
+                "subclass of contactlab.models.base.SolvingModel (docs/guide/writing-a-model.md)"
+            )
+        if not found.name:
+            found.name = name
+        MODELS.register(name, found, origin=f"file {name.rpartition(':')[0]!r}")
     return MODELS.get(name)
 
 
+def known_model(name: str) -> bool:
+    """Whether ``name`` names a registered model or a model class in a Python file (the
+    file is not read here: :func:`model_class` reports what is wrong with it)."""
+    return name in MODELS or names_file_object(name)
+
+
 def make_model(name: str, solver: str, **options: Any) -> ContactModel:
-    """Build the contact model ``name`` that solves with backend ``solver``."""
-    return MODELS.get(name)(solver, **options)
+    """Build the contact model ``name`` (:func:`model_class`) that solves with ``solver``."""
+    return model_class(name)(solver, **options)
 
 
 def make_solution(

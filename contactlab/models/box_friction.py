@@ -51,9 +51,7 @@ from contactlab.models.common import (
     MassInverse,
     Rows,
     check_cone,
-    check_friction_data,
     check_outer,
-    step_data,
 )
 from contactlab.models.fc_route import solve_as_fc
 from contactlab.problem import StepProblem, StepSolution
@@ -106,8 +104,7 @@ class BoxFriction(SolvingModel):
         if self.route == ("fc_coulomb",):
             cone = "box" if self.options["cone"] == "box" else "soc"
             return solve_as_fc(self, problem, cache, "coulomb", cone)
-        d = step_data(problem)
-        check_friction_data(problem)
+        d = problem
         rows = box_rows(problem)
         minv = MassInverse(problem.M)
         P = minv.delassus(rows.C)
@@ -147,7 +144,7 @@ class BoxFriction(SolvingModel):
         t_idx: NDArray[np.int64],
         prev: Array | None,
     ) -> tuple[Array, int, str]:
-        d = step_data(problem)
+        d = problem
         z = prev
         lam_n = prev[n_idx] if prev is not None else np.zeros(n_idx.size)
         for outer in range(1, int(self.options["max_outer"]) + 1):

@@ -19,7 +19,6 @@ from contactlab.models.common import (
     Array,
     Rows,
     stack_rows,
-    step_data,
 )
 from contactlab.models.delassus import carried_impulses, friction_vectors, local_warm_start
 from contactlab.problem import StepProblem
@@ -27,7 +26,7 @@ from contactlab.problem import StepProblem
 
 def box_rows(problem: StepProblem) -> Rows:
     """``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` (tangent rows unbounded here)."""
-    d = step_data(problem)
+    d = problem
     return stack_rows(
         problem.n,
         ("G", d.G, d.g, "free"),
@@ -98,7 +97,6 @@ def carried_over(
     contacts start at zero.
     """
     assert problem.contacts is not None
-    assert problem.contact_ids is not None and problem.contact_origin is not None
     t1, t2 = tangent_basis(problem.contacts.normal)
     old_ids = np.ascontiguousarray(old_ids, dtype=np.int64)
     return carried_impulses(  # type: ignore[no-any-return]
@@ -120,7 +118,6 @@ def continued_from(old_ids: NDArray[np.int64], problem: StepProblem) -> NDArray[
     solved again), else its origin (the contact it split from,
     :attr:`StepProblem.contact_origin`).
     """
-    assert problem.contact_ids is not None and problem.contact_origin is not None
     src = warm_index(old_ids, problem.contact_ids)
     miss = np.flatnonzero(src < 0)
     src[miss] = warm_index(old_ids, problem.contact_origin[miss])
@@ -171,7 +168,6 @@ def warm_local(
     same_g = old_g is not None and old_g.stop - old_g.start == mg
     same_l = old_l is not None and old_l.stop - old_l.start == ml
     contacts = problem.contacts
-    assert problem.contact_ids is not None and problem.contact_origin is not None
     carry = contacts is not None and len(contacts) > 0 and old.ids is not None
     if carry:
         assert old.normal_impulse is not None and old.friction is not None

@@ -18,7 +18,7 @@ of every LCP below.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,26 +33,6 @@ from solvers.conversions import spd_inverse
 from solvers.errors import ProblemError
 
 Array = NDArray[np.float64]
-
-
-class StepData(NamedTuple):
-    """The constraint data of a :class:`StepProblem`, never ``None`` (empty when absent)."""
-
-    G: sp.csr_matrix
-    g: Array
-    N: sp.csr_matrix
-    c: Array
-    T: sp.csr_matrix
-    mu: Array
-    L: sp.csr_matrix
-    l: Array
-
-
-def step_data(problem: StepProblem) -> StepData:
-    """Rows and right-hand sides of ``problem`` (absent ones are empty, never ``None``:
-    :class:`StepProblem` fills them in)."""
-    p = problem
-    return StepData(p.G, p.g, p.N, p.c, p.T, p.mu, p.L, p.l)  # type: ignore[arg-type]
 
 
 class MassInverse:
@@ -159,29 +139,6 @@ def pyramid_to_tangent(beta: Array, k: int) -> Array:
     return np.column_stack([B @ cos, B @ sin]).reshape(-1)
 
 
-def check_friction_data(problem: StepProblem, k: int | None = None) -> None:
-    """Raise :class:`ConfigurationError` if ``T``, ``mu`` or ``k`` do not fit the contacts."""
-    from contactlab.models.delassus import nonnegative_finite
-
-    nc = problem.n_contacts
-    t_rows = 0 if problem.T is None else problem.T.shape[0]
-    if t_rows != 2 * nc:
-        raise ConfigurationError(
-            f"StepProblem.T has {t_rows} rows, expected 2 per contact "
-            f"(2 * {nc}); assemble two orthonormal tangent rows per contact"
-        )
-    mu = np.zeros(0) if problem.mu is None else np.ascontiguousarray(problem.mu, dtype=float)
-    if mu.shape != (nc,) or not nonnegative_finite(mu):
-        raise ConfigurationError(
-            f"StepProblem.mu must be {nc} finite non-negative friction coefficients, "
-            f"got shape {mu.shape}"
-        )
-    if k is not None and (k < 4 or k % 2):
-        raise ConfigurationError(
-            f"the friction pyramid needs an even number of directions >= 4, got directions={k}"
-        )
-
-
 def check_directions(k: object) -> None:
     """Raise :class:`ConfigurationError` unless ``k`` is ``None`` or an even integer >= 4."""
     if k is None:
@@ -203,7 +160,7 @@ def worst_status(results: list[SolverResult], extra: str = "optimal") -> str:
 
 def contact_rows(problem: StepProblem) -> Rows:
     """``C = [G; N; L]`` with right-hand sides ``[g; c; l]``."""
-    d = step_data(problem)
+    d = problem
     return stack_rows(
         problem.n,
         ("G", d.G, d.g, "free"),

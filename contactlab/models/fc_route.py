@@ -43,9 +43,6 @@ from contactlab.models.box_rows import (
 from contactlab.models.common import (
     MassInverse,
     Rows,
-    StepData,
-    check_friction_data,
-    step_data,
 )
 from contactlab.models.delassus import (
     diagonal_inverse,
@@ -112,7 +109,7 @@ def _diagonal_inverse(M: sp.spmatrix) -> NDArray[np.float64] | None:
     return None
 
 
-def _rows(problem: StepProblem, d: StepData) -> Rows:
+def _rows(problem: StepProblem, d: StepProblem) -> Rows:
     """The rows of :func:`box_rows` stacked from their CSR arrays (one compiled pass).
 
     ``rows.C`` keeps the int64 index arrays of the pass (no copy for the kernels)."""
@@ -186,8 +183,7 @@ def local_step(
     ``factor=True`` attaches ``W = C[order] diag(M^-1) C[order]'`` to the problem
     (``FrictionalContact.factor``, for velocity-form backends) when ``M`` is diagonal.
     """
-    check_friction_data(problem)
-    d = step_data(problem)
+    d = problem
     rows = _rows(problem, d)
     nc = problem.n_contacts
     up = _upward(problem.contacts, nc)
@@ -208,7 +204,7 @@ def frictionless_step(problem: StepProblem, factor: bool = False) -> LocalStep:
     solution is the minimiser of the dual contact QP of
     :mod:`contactlab.models.frictionless`.
     """
-    d = step_data(problem)
+    d = problem
     ptr, idx, dat = stack_csr(d.G, d.N, d.L)
     m = ptr.shape[0] - 1
     mg, nc, ml = d.G.shape[0], d.N.shape[0], d.L.shape[0]

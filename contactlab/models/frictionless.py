@@ -41,7 +41,6 @@ from contactlab.models.common import (
     Rows,
     check_form,
     contact_rows,
-    step_data,
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverResult
@@ -137,7 +136,7 @@ class Frictionless(SolvingModel):
             from contactlab.models.fc_route import solve_frictionless_as_fc
 
             return solve_frictionless_as_fc(self, problem, cache)
-        d = step_data(problem)
+        d = problem
         form = self.options["form"]
         minv = MassInverse(problem.M) if form == "dual" else None
         key = f"frictionless:{form}"

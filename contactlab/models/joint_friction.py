@@ -54,7 +54,6 @@ from contactlab.models.common import (
     check_outer,
     contact_rows,
     stack_rows,
-    step_data,
 )
 from contactlab.problem import JointFrictionMaps, StepProblem, StepSolution
 from solvers import QP
@@ -154,7 +153,7 @@ def solve_staggered(
     key: str,
 ) -> tuple[StepSolution, JointFrictionReport]:
     """Run the loop of the module docstring; ``cache[key]`` warm-starts the friction."""
-    d = step_data(problem)
+    d = problem
     opts = model.options
     tol, cap, eps = float(opts["tol"]), int(opts["max_outer"]), float(opts["regularization"])
     minv = MassInverse(problem.M)
@@ -265,7 +264,7 @@ class _FrictionQP:
     """The box friction QP of step 4, set up once per step."""
 
     def __init__(self, problem: StepProblem, minv: MassInverse, F: sp.csr_matrix) -> None:
-        d = step_data(problem)
+        d = problem
         self.minv = minv
         self.rows = rows = stack_rows(
             problem.n, ("G", d.G, d.g, "free"), ("F", F, np.zeros(F.shape[0]), "free")

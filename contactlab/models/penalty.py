@@ -170,8 +170,6 @@ class Penalty(ContactModel):
 
         start = time.perf_counter()
         o = self.options
-        assert problem.N is not None and problem.T is not None and problem.G is not None
-        assert problem.L is not None and problem.g is not None and problem.mu is not None
         if problem.L.shape[0]:
             raise IncompatibleError(
                 f"model 'penalty' takes no inequality rows, but the step has "

@@ -380,9 +380,6 @@ def _restrict(problem: StepProblem, keep: NDArray[np.int64]) -> StepProblem:
     nc = problem.n_contacts
     if keep.size == nc:
         return problem
-    assert problem.N is not None and problem.T is not None and problem.c is not None
-    assert problem.mu is not None and problem.contact_ids is not None
-    assert problem.contact_origin is not None
     trows = (2 * keep[:, None] + np.arange(2)).ravel()
     return StepProblem(
         h=problem.h,

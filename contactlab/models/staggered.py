@@ -60,7 +60,7 @@ taken, so the returned friction is always a friction QP's output.  Measured:
 Known limit of the alternation alone: on landed piles of tens of boxes it does
 not reach a solution, and neither a different stopping test nor Anderson
 acceleration makes it (the coupled start below does).  Every check also
-records (``StepSolution.cache[PRODUCED]``) what the step produces, relative
+records (``StaggeredReport.produced``) what the step produces, relative
 to the same scale as the stopping test: the velocity change
 ``||v_k - v_{k-1}||_M`` and the natural map of the friction at
 ``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
@@ -110,7 +110,7 @@ alternation's (the coupled solve's own result is in ``StepSolution.results``
 for its time, not in the status).  A coupled solve that does not meet its
 tolerance, raises a solver-layer error or returns non-finite impulses is not
 used: the step runs the alternation from the previous step's impulses, as
-with ``coupled=None``, and ``StepSolution.cache[COUPLED]`` says so (``used``,
+with ``coupled=None``, and ``StaggeredReport.coupled`` says so (``used``,
 the coupled solve's ``status``, ``natural_map``, ``iterations``).
 
 Confirming a coupled start (option ``proximal``).  On redundant contacts (a
@@ -137,9 +137,9 @@ OSQP (box cone) then stops at 2 outer iterations on every step and Clarabel
 (pyramid) at 2-7, where without it both run to the cap of 100; but the
 natural map at the stop is 2e-7 to 1.2e-6 (OSQP) and 1.2e-6 to 3.8e-6
 (Clarabel), at or above ``tol``: their inner accuracy, which the recorded
-natural map shows beside the stopping test (``PRODUCED``).  With ``pgs`` the proximal term changes
-nothing (the start is still met in 0 sweeps).  The primal form's contact QP
-(in velocities) has no proximal term.
+natural map shows beside the stopping test (``StaggeredReport.produced``).  With
+``pgs`` the proximal term changes nothing (the start is still met in 0 sweeps).
+The primal form's contact QP (in velocities) has no proximal term.
 
 Measured (the benchmark's pair: box cone, PGS at 1e-7, 100-box pile landed
 2 s, 5 untimed then 5 timed steps; ``results/benchmarks/friction_sp.csv``):
@@ -170,7 +170,7 @@ within 1 cm, friction as a world vector onto the new tangent basis): the
 collision lists a pile's contacts in a different order every step, and
 friction carried over by index lands on other contacts, a worse start than
 none.  The per-step history of the relative change (one entry per check) is
-returned in ``StepSolution.cache`` under :data:`HISTORY`.
+returned in ``StepSolution.report`` (:class:`StaggeredReport`).
 """
 
 from __future__ import annotations
@@ -193,12 +193,10 @@ from contactlab.models.common import (
     check_cone,
     check_directions,
     check_form,
-    check_friction_data,
     check_outer,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
-    step_data,
 )
 from contactlab.models.friction_map import natural_map, natural_norm, tangent_weight
 from contactlab.models.frictionless import ContactQP, ContactSolve
@@ -206,12 +204,6 @@ from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverError
 
 _CACHE = "staggered-projections:friction"
-#: Key of the per-step outer history in ``StepSolution.cache``.
-HISTORY = "staggered-projections:history"
-#: Key of the per-step ``(velocity change, natural map)`` per check, relative like HISTORY.
-PRODUCED = "staggered-projections:produced"
-#: Key of the per-step record of the coupled start (:class:`CoupledStart`).
-COUPLED = "staggered-projections:coupled"
 ACCEPT = ("optimal",)
 
 
@@ -325,10 +317,9 @@ class StaggeredProjections(SolvingModel):
         return [(contact, friction)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         cone = self.options["cone"]
         k = int(self.options["directions"] or problem.directions)
-        check_friction_data(problem, k if cone == "pyramid" else None)
         minv = MassInverse(problem.M)
         contact_qp = ContactQP(self, problem, self.options["form"], minv)
         friction_qp = FrictionQP(problem, minv, k, cone, self.options["form"])
@@ -419,11 +410,29 @@ class StaggeredProjections(SolvingModel):
                 solve_time=sol.solve_time + sum(r.setup_time + r.solve_time for r in start.results),
             )
         cache[_CACHE] = FrictionMemory.record(y, contact.lam, contact.rows, problem)
-        sol.cache[HISTORY] = np.asarray(history)
-        sol.cache[PRODUCED] = np.asarray(produced).reshape(-1, 2)
-        if self.coupled is not None:
-            sol.cache[COUPLED] = start.record()
-        return sol
+        report = StaggeredReport(
+            history=np.asarray(history),
+            produced=np.asarray(produced).reshape(-1, 2),
+            coupled=start.record() if self.coupled is not None else None,
+        )
+        return replace(sol, report=report)
+
+
+@dataclass(frozen=True)
+class StaggeredReport:
+    """What a Staggered Projections step reports (``StepSolution.report``), apart from
+    what it remembers for the next step (its warm start, in the model's memory).
+
+    history : the relative velocity change of every outer iteration (the stopping test).
+    produced : (checks, 2) per check, the velocity change and the friction's natural
+        map at the returned iterate, relative like ``history``.
+    coupled : the coupled start's record (:meth:`CoupledStart.record`: used, status,
+        natural map, iterations), ``None`` without a coupled start.
+    """
+
+    history: Array
+    produced: Array
+    coupled: dict[str, Any] | None = None
 
 
 @dataclass
@@ -470,7 +479,7 @@ class CoupledStart:
         return cls(used, s.status, natural, np.asarray(s.lambda_T), (s.v, lam), s.results)
 
     def record(self) -> dict[str, Any]:
-        """What the step keeps of it (``StepSolution.cache[COUPLED]``): used, status,
+        """What the step reports of it (``StaggeredReport.coupled``): used, status,
         natural map, iterations."""
         return {
             "used": self.used,
@@ -504,7 +513,7 @@ class FrictionQP:
     def __init__(
         self, problem: StepProblem, minv: MassInverse, k: int, cone: str, form: str = "dual"
     ) -> None:
-        d = step_data(problem)
+        d = problem
         self.cone, self.minv, self.nc, self.k = cone, minv, problem.n_contacts, k
         self.primal = form == "primal" and cone == "pyramid"
         self.F = pyramid_rows(d.T, k) if cone == "pyramid" else d.T
@@ -656,7 +665,7 @@ def warm_start(
         y, lam = old.y.copy(), mem.z.copy()
     else:
         return y, None
-    v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(step_data(problem).T.T @ y))
+    v = minv.vec(problem.f + np.asarray(rows.C.T @ lam) + np.asarray(problem.T.T @ y))
     return y, (v, lam)
 
 

@@ -34,6 +34,7 @@ are eliminated by the solver layer's Schur complement, ArtiSynth notes §0.7).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -42,13 +43,12 @@ import scipy.sparse as sp
 from contactlab.contact.friction import pyramid_rows
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
+    Array,
     MassInverse,
     check_directions,
-    check_friction_data,
     pyramid_sum,
     pyramid_to_tangent,
     stack_rows,
-    step_data,
 )
 from contactlab.problem import StepProblem, StepSolution
 from solvers import LCP
@@ -77,9 +77,8 @@ class StewartTrinkle(SolvingModel):
         return [("pivot_lcp",), (problem_kind("coulomb", "pyramid"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        d = step_data(problem)
+        d = problem
         k = int(self.options["directions"] or problem.directions)
-        check_friction_data(problem, k)
         if self.route[0].startswith("fc_"):
             # imported here: fc_route builds on box_friction, which imports the models
             from contactlab.models.fc_route import solve_as_fc
@@ -112,5 +111,15 @@ class StewartTrinkle(SolvingModel):
         v = minv.vec(problem.f + np.asarray(rows.C.T @ lam))
         lambda_T = pyramid_to_tangent(rows.part(lam, "F"), k)
         sol = make_solution(self, problem, v, rows, lam, lambda_T)
-        sol.cache["sliding_speed"] = res.x[rows.m :]
-        return sol
+        return replace(sol, report=StewartTrinkleReport(sliding_speed=res.x[rows.m :]))
+
+
+@dataclass(frozen=True)
+class StewartTrinkleReport:
+    """What a Stewart--Trinkle step reports (``StepSolution.report``).
+
+    sliding_speed : (nc,) the LCP's slack per contact, the speed of sliding [m/s]
+        (zero where the contact sticks).
+    """
+
+    sliding_speed: Array

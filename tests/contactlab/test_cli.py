@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -273,9 +274,9 @@ def test_demo_writes_one_folder_per_demo_run(tmp_path, monkeypatch, capsys):
 
 
 def _with_fake_stack(run_to_folder):
-    def wrapped(scenario, out, **kwargs):
-        kwargs.update(formulation="test-particle", model="test-free", plots=False)
-        return run_to_folder(scenario, out, **kwargs)
+    def wrapped(spec, out, **kwargs):
+        spec = replace(spec, formulation="test-particle", model="test-free")
+        return run_to_folder(spec, out, **{**kwargs, "plots": False})
 
     return wrapped
 

@@ -88,7 +88,8 @@ def _check_names(args: argparse.Namespace) -> None:
     scenario = getattr(args, "scenario", None)
     if scenario is None and getattr(args, "source", None) in load_scenarios():
         scenario = args.source  # fclib export takes a scenario or a run folder
-    if scenario is not None and not re.search(r"[/\\]|\.(urdf|xml)$", scenario):
+    # a model file or a page's own Python file (``sliding.py:build``) is not in the repository
+    if scenario is not None and not re.search(r"[/\\]|\.(urdf|xml)$|\.py:\w+$", scenario):
         get_scenario(scenario).resolve(parse_assignments(getattr(args, "params", []), "--set"))
 
     def names(*keys: str) -> list[str]:

@@ -7,10 +7,10 @@ import pytest
 
 from contactlab import se3
 from contactlab.bodies import body_from_shape
+from contactlab.contact_pairs import scene_contacts
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Scene
 from contactlab.shapes import Box, Plane
-from contactlab.simulator import scene_contacts
 
 
 def _scene(**kw):

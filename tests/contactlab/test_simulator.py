@@ -289,8 +289,8 @@ def test_every_step_column_is_documented_once():
 
 def test_contacts_between_jointed_bodies_are_dropped():
     from contactlab.collision import ContactSet
+    from contactlab.contact_pairs import drop_jointed, jointed_pairs
     from contactlab.scene import JointSpec
-    from contactlab.simulator import drop_jointed, jointed_pairs
 
     scene = pf.falling_spheres.build(n=3).with_(
         joints=(

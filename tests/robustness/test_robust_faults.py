@@ -198,9 +198,9 @@ def test_sizes_are_refused_before_allocation(argv, pattern, workdir, capsys):
 
 
 def test_memory_limit_names_the_need_and_what_is_available(workdir, monkeypatch, capsys):
-    from contactlab import simulator
+    from contactlab import trajectory
 
-    monkeypatch.setattr(simulator, "_available_memory", lambda: 2**30)  # 1 GiB free
+    monkeypatch.setattr(trajectory, "available_memory", lambda: 2**30)  # 1 GiB free
     # 4e6 frames of one body and their metrics: 4e6 * (185 + 320) B = 1.9 GiB > 0.5 GiB
     outcome = call(["run", "pendulum", "--steps", "4000000", "--out", "r"], capsys)
     assert_one_line(outcome, 2, r"4,000,000 steps of 1 bodies need 1.\d+ GiB .* of the 1 GiB")

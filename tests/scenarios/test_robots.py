@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contactlab.contact_pairs import scene_contacts
 from contactlab.reduced import Tree, forward_kinematics
 from contactlab.runspec import simulate
 from contactlab.scenario import get_scenario, load_scenarios
-from contactlab.simulator import scene_contacts
 
 robots = pytest.importorskip("scenarios.robots")
 if robots.ROBOTS is None:

@@ -23,9 +23,8 @@ import pytest
 from model_problems import box_on_plane
 
 from contactlab.models import make_model
-from contactlab.models.common import MassInverse, step_data
+from contactlab.models.common import MassInverse
 from contactlab.models.friction_map import natural_map, project, tangent_weight
-from contactlab.models.staggered import HISTORY, PRODUCED
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_staggered_convergence import sliding_stack_step  # noqa: E402
@@ -50,7 +49,7 @@ def test_projections_are_the_nearest_points() -> None:
 
 
 def _natural(problem, solution, cone: str, k: int = 4) -> np.ndarray:  # type: ignore[no-untyped-def]
-    d = step_data(problem)
+    d = problem
     w = tangent_weight(d.T, MassInverse(problem.M))
     u = np.asarray(d.T @ solution.v)
     return natural_map(solution.lambda_T, u, d.mu * solution.lambda_N, w, cone, k)
@@ -77,7 +76,7 @@ def test_zero_at_maximal_dissipation(
 def test_no_friction_leaves_the_slip() -> None:
     p = box_on_plane(v0=(0.5, 0.0))
     s = make_model("frictionless", "lemke").solve(p, {})
-    d = step_data(p)
+    d = p
     u = np.asarray(d.T @ s.v)
     w = tangent_weight(d.T, MassInverse(p.M))
     # y = 0 with a radius wide enough to hold y - u / w: e = w (0 - (-u / w)) = u
@@ -90,6 +89,6 @@ def test_staggered_stop_is_a_solution_of_the_coupled_problem() -> None:
     """Where Anderson-accelerated Staggered Projections stops on its test, velocities and the
     friction's natural map are within the tolerance too (measured: 2e-9 and 2e-9)."""
     s = make_model("staggered-projections", "osqp", coupled=None).solve(sliding_stack_step(), {})
-    produced = s.cache[PRODUCED]
-    assert s.status == "optimal" and produced.shape == (s.cache[HISTORY].size, 2)
+    produced = s.report.produced
+    assert s.status == "optimal" and produced.shape == (s.report.history.size, 2)
     assert np.all(produced[-1] <= 1e-6)

@@ -93,7 +93,8 @@ def test_bad_options_are_configuration_errors() -> None:
         make_model("staggered-projections", "osqp", max_outer=0)
     with pytest.raises(ConfigurationError, match="directions must be an even integer"):
         make_model("stewart-trinkle", "lemke", directions=5)
-    with pytest.raises(ConfigurationError, match="even number of directions"):
+    # a step problem asking for an odd pyramid is refused when it is built (StepProblem)
+    with pytest.raises(ConfigurationError, match="directions must be an even integer"):
         make_model("stewart-trinkle", "lemke").solve(box_on_plane(directions=5), {})
     with pytest.raises(ConfigurationError, match="solver_tol"):
         make_model("frictionless", "osqp", solver_tol=0.0)

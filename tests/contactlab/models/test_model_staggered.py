@@ -102,7 +102,7 @@ def test_stewart_trinkle_slack_is_the_sliding_speed() -> None:
     """For a slide along a pyramid direction, s = -min_j d_j . v_t = |v_t|."""
     p = box_on_plane(v0=(1.0, 0.0))
     s = make_model("stewart-trinkle", "lemke").solve(p, {})
-    np.testing.assert_allclose(s.cache["sliding_speed"], s.v[3], rtol=1e-9)
+    np.testing.assert_allclose(s.report.sliding_speed, s.v[3], rtol=1e-9)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:2])

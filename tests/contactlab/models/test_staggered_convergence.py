@@ -33,7 +33,6 @@ from model_problems import box_on_plane
 
 from contactlab.collision import collide
 from contactlab.models import make_model
-from contactlab.models.staggered import HISTORY
 from contactlab.problem import StepProblem
 from contactlab.scenario import get_scenario
 from contactlab.scene import State
@@ -75,7 +74,7 @@ def test_acceleration_stops_the_sliding_stack_in_a_handful_of_outer_iterations()
     assert np.max(np.abs(s.v - v_ref)) < TOL_V
     assert np.max(np.abs(s_plain.v - v_ref)) < TOL_V
     # the recorded history ends on the stopping test
-    history = s.cache[HISTORY]
+    history = s.report.history
     assert history.size == s.outer_iterations - 1 and history[-1] <= 1e-6
 
 
@@ -126,7 +125,7 @@ def test_pile_steps_stop_on_the_criterion_and_match_stewart_trinkle() -> None:
         s = sim.model.solve(problem, cache)
         assert s.status == "optimal"
         assert s.outer_iterations <= 25
-        assert s.cache[HISTORY][-1] <= 1e-6  # stopped on its criterion, not on the cap
+        assert s.report.history[-1] <= 1e-6  # stopped on its criterion, not on the cap
         assert np.max(np.abs(s.v - reference(problem))) < TOL_V
         new = sim.formulation.advance(state, s, h)
         state = replace(new, cache={**new.cache, **cache, **s.cache})
@@ -145,10 +144,12 @@ def test_warm_start_follows_contacts_listed_in_another_order() -> None:
     cache: dict[str, Any] = {}
     first = sim.model.solve(problem, cache)
     order = np.random.default_rng(0).permutation(problem.n_contacts)
-    shuffled = sim.formulation.assemble(state, h, contacts.select(order))
     # the contacts keep their identities in the new order (the simulator's contact ids)
-    shuffled.contact_ids = problem.contact_ids[order]
-    shuffled.contact_origin = problem.contact_origin[order]
+    shuffled = replace(
+        sim.formulation.assemble(state, h, contacts.select(order)),
+        contact_ids=problem.contact_ids[order],
+        contact_origin=problem.contact_origin[order],
+    )
     again = sim.model.solve(shuffled, cache)
     assert first.status == again.status == "optimal"
     assert again.outer_iterations <= 2 < first.outer_iterations

@@ -36,12 +36,9 @@ from model_problems import random_contact_problem
 from contactlab.collision import collide
 from contactlab.errors import ConfigurationError
 from contactlab.models import make_model
-from contactlab.models.common import MassInverse, pyramid_to_tangent, step_data
+from contactlab.models.common import MassInverse, pyramid_to_tangent
 from contactlab.models.frictionless import ContactQP
 from contactlab.models.staggered import (
-    COUPLED,
-    HISTORY,
-    PRODUCED,
     proximal_contact,
     tangent_to_pyramid,
 )
@@ -78,8 +75,8 @@ def pile() -> list[StepProblem]:
 
 def converged_on_its_test(s: Any) -> None:
     assert s.status == "optimal"
-    assert s.cache[HISTORY][-1] <= 1e-6  # the stopping test, relative change
-    assert np.all(s.cache[PRODUCED][-1] <= 1e-6)  # velocity change and friction natural map
+    assert s.report.history[-1] <= 1e-6  # the stopping test, relative change
+    assert np.all(s.report.produced[-1] <= 1e-6)  # velocity change and friction natural map
 
 
 def test_pyramid_pile_step_confirmed_in_two_outer_iterations(pile: list[StepProblem]) -> None:
@@ -91,7 +88,7 @@ def test_pyramid_pile_step_confirmed_in_two_outer_iterations(pile: list[StepProb
         a, c = alone.solve(problem, {}), coupled.solve(problem, {})
         converged_on_its_test(a)
         converged_on_its_test(c)
-        assert c.cache[COUPLED]["used"] and c.cache[COUPLED]["status"] == "optimal"
+        assert c.report.coupled["used"] and c.report.coupled["status"] == "optimal"
         assert c.outer_iterations == 2 < 10 <= a.outer_iterations  # measured: 13-14 alone
         assert np.max(np.abs(c.v - a.v)) < TOL_V
         assert np.max(np.abs(c.v - st.v)) < TOL_V
@@ -108,7 +105,7 @@ def test_box_pile_steps_by_pgs_match_the_alternation(pile: list[StepProblem]) ->
         c = make_model("staggered-projections", "pgs", **options).solve(problem, {})
         converged_on_its_test(a)
         converged_on_its_test(c)
-        assert c.cache[COUPLED]["used"]
+        assert c.report.coupled["used"]
         assert c.outer_iterations == 2 < 10 <= a.outer_iterations  # measured: 14-17 alone
         assert np.max(np.abs(c.v - a.v)) < TOL_V  # measured: 1.4e-6, 5.4e-6
 
@@ -134,7 +131,7 @@ def test_joints_and_limits_match_stewart_trinkle(seed: int, form: str) -> None:
     st = make_model("stewart-trinkle", "lemke").solve(p, {})
     s = make_model("staggered-projections", "osqp", solver_tol=1e-10, form=form).solve(p, {})
     converged_on_its_test(s)
-    assert st.status == "optimal" and s.outer_iterations == 2 and s.cache[COUPLED]["used"]
+    assert st.status == "optimal" and s.outer_iterations == 2 and s.report.coupled["used"]
     assert np.max(np.abs(s.v - st.v)) < 1e-6 * np.max(np.abs(st.v))
 
 
@@ -159,7 +156,7 @@ def test_proximal_contact_qp_keeps_the_normal_impulses_of_the_coupled_point(
         rows = contact_qp.rows
         lam = np.zeros(rows.m)
         lam[rows.slices["N"]] = c.lambda_N
-        f = problem.f + step_data(problem).T.T @ c.lambda_T
+        f = problem.f + problem.T.T @ c.lambda_T
         plain = contact_qp.solve(f, (c.v, lam))
         eps = 1e-3 * float(np.mean(contact_qp.P.diagonal()))
         prox = proximal_contact(model, contact_qp, f, (c.v, lam), eps)
@@ -178,7 +175,7 @@ def test_failed_coupled_solve_falls_back_to_the_alternation(pile: list[StepProbl
     capped = make_model(
         "staggered-projections", "osqp", coupled_max_iter=1, coupled_settings={"newton": 0}
     ).solve(problem, {})
-    record = capped.cache[COUPLED]
+    record = capped.report.coupled
     assert not record["used"] and record["status"] == "max_iterations"
     assert capped.outer_iterations == alone.outer_iterations
     np.testing.assert_array_equal(capped.v, alone.v)
@@ -190,7 +187,7 @@ def test_status_is_the_alternations_own() -> None:
     coupled solve met its tolerance."""
     p = sliding_stack_step()
     s = make_model("staggered-projections", "osqp", max_outer=1).solve(p, {})
-    assert s.cache[COUPLED]["status"] == "optimal" and s.cache[COUPLED]["used"]
+    assert s.report.coupled["status"] == "optimal" and s.report.coupled["used"]
     assert s.status == "max_iterations" and s.outer_iterations == 1
 
 
