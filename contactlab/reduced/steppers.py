@@ -56,6 +56,7 @@ Spherical charts switch after every step (:meth:`Tree.reparameterize`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,12 +64,15 @@ import numpy as np
 
 from contactlab.errors import ConfigurationError, StepFailure, UnknownNameError
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced.derivatives import inverse_dynamics_derivatives
+from contactlab.reduced.dynamics import ImplicitTerms
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
-from contactlab.reduced.linearization import exact_terms, symmetric_step
+from contactlab.reduced.linearization import exact_terms, model_of, symmetric_step
 from contactlab.reduced.tree import Array, Tree
 
 if TYPE_CHECKING:
     from contactlab.reduced.formulation import ReducedFormulation
+    from contactlab.reduced.model import Model
     from contactlab.scene import State
 
 #: integrator name -> one-line description (the reduced formulation's ``integrator`` option)
@@ -83,7 +87,10 @@ INTEGRATORS: dict[str, str] = {
 DEFAULT = "linearly-implicit"
 #: Newton tolerance of the midpoint step, relative to the momentum scale
 MIDPOINT_TOL = 1e-12
-MIDPOINT_ITERATIONS = 30
+MIDPOINT_ITERATIONS = 40
+#: chord iterations with the start-of-step Jacobian before it is replaced by
+#: forward differences of the residual at the iterate
+MIDPOINT_CHORD = 6
 
 
 def check_integrator(name: str) -> str:
@@ -177,33 +184,12 @@ class Stepper:
     def _midpoint(
         self, state: State, kin: Kinematics, M: Array, f: Array, h: float
     ) -> tuple[Array, Array]:
-        tree = self.tree
-        q, v0 = kin.q, kin.qdot
-        p = M @ v0
-        T = exact_terms(kin, dyn.solve_mass(M, f))
-        jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
-        lu = _lu(jac)
         t_mid = state.t + 0.5 * h
-        # momentum scale: |p|, or M times a velocity of the scene's own size when at rest
-        scale = max(float(np.abs(p).max(initial=0.0)), float(np.abs(M).max(initial=0.0)) * 1e-3)
-        v = v0 + 0.5 * h * dyn.solve_mass(M, f)
-        residual = np.inf
-        for _ in range(MIDPOINT_ITERATIONS):
-            m = q + 0.5 * h * v
-            km = forward_kinematics(tree, m, v)
-            Mm = dyn.mass_matrix(km)
-            r = Mm @ v - p - 0.5 * h * lagrangian_force(km, self._tau(t_mid, m, v))
-            residual = float(np.abs(r).max(initial=0.0))
-            if residual <= MIDPOINT_TOL * scale:
-                break
-            v = v - _lu_solve(lu, r)
-        else:
-            raise StepFailure(
-                f"midpoint step at t={state.t:.6g} s: Newton's method did not converge "
-                f"(residual {residual:.3g} of momentum {scale:.3g}); reduce h"
-            )
+        jt = self.f.joint_torque
+        tau = None if jt is None else (lambda q, v: np.asarray(jt(t_mid, q, v), dtype=float))
+        v, p, p_mid, jac = midpoint_velocity(kin, h, M, f, tau)
         S = 0.5 * (jac + jac.T)
-        self._remember(state, p=p, p_mid=Mm @ v, v_free=v, S=S)
+        self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
 
     def _adaptive(
@@ -277,16 +263,128 @@ class Stepper:
         return v + dv
 
 
-def _lu(A: Array) -> Any:
-    import scipy.linalg
+def _model_lagrangian_force(model: Model, q: Array, v: Array) -> tuple[Array, Array]:
+    """``(g, M)`` at ``(q, v)`` by the compiled model (trees without force elements).
 
+    ``dT/dq_j = v^T (dM/dq_j) v / 2`` with ``(dM/dq_j) v`` the difference of the
+    inverse dynamics' ``q``-derivatives at zero velocity and accelerations ``v``
+    and ``0``; ``Q = -ID(q, 0, 0) - d v`` (gravity, joint springs, joint dampers).
+    """
+    z = np.zeros(model.nq)
+    dq_v, _, M = inverse_dynamics_derivatives(model, q, z, v)
+    dq_0 = inverse_dynamics_derivatives(model, q, z, z)[0]
+    g = 0.5 * ((dq_v - dq_0).T @ v) - model.inverse_dynamics(q, z, z) - model.dofp[1] * v
+    return g, M
+
+
+def midpoint_velocity(
+    kin: Kinematics,
+    h: float,
+    M: Array | None = None,
+    f: Array | None = None,
+    tau: Callable[[Array, Array], Array] | None = None,
+) -> tuple[Array, Array, Array, Array]:
+    """The midpoint velocity ``v`` of the implicit midpoint rule on ``(q, p)`` from ``kin``.
+
+    Solves ``M(m) v = p + h/2 g(m, v)``, ``m = q + h/2 v``, ``p = M(q) qdot``
+    (module docstring) by Newton's method: chord iterations with the Jacobian
+    ``M + h/2 D - h^2/4 K`` of the start of the step, then, if the residual is
+    still above ``MIDPOINT_TOL`` of the momentum scale, with forward differences
+    of the residual at the iterate (light, fast coordinates make the chord
+    contract slowly).  ``tau(q, v)``: applied joint torques at the midpoint.
+    Trees without force elements and Python-evaluated joints evaluate ``g``
+    and ``M`` by the compiled model.  Returns ``(v, p, M(m) v, Jacobian)``.
+    """
+    tree = kin.tree
+    q, v0 = kin.q, kin.qdot
+    model = model_of(kin)
+    compiled = tau is None and not tree.scene.forces and not model.has_other_joints
+    if compiled:  # M, f_r and the partials from the model: no kinematics in Python
+        z = np.zeros(model.nq)
+        f = -model.inverse_dynamics(q, v0, z)
+        M = model.mass_matrix(q)
+        a = dyn.solve_mass(M, f)
+        dq, dqd, _ = inverse_dynamics_derivatives(model, q, v0, a)
+        T = ImplicitTerms(-dq, dqd)
+    else:
+        M = dyn.mass_matrix(kin) if M is None else M
+        f = dyn.reduced_forces(kin, None if tau is None else tau(q, v0)) if f is None else f
+        a = dyn.solve_mass(M, f)
+        T = exact_terms(kin, a, model)
+    p = M @ v0
+    jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
+    lu = _inverse(jac)
+    # momentum scale: |p|, or M times a velocity of the scene's own size when at rest
+    scale = max(float(np.abs(p).max(initial=0.0)), float(np.abs(M).max(initial=0.0)) * 1e-3)
+
+    def residual_at(v: Array) -> tuple[Array, Array]:
+        m = q + 0.5 * h * v
+        if compiled:
+            g, Mm = _model_lagrangian_force(model, m, v)
+        else:
+            km = forward_kinematics(tree, m, v)
+            Mm = dyn.mass_matrix(km)
+            g = lagrangian_force(km, None if tau is None else tau(m, v))
+        return Mm @ v - p - 0.5 * h * g, Mm
+
+    v = v0 + 0.5 * h * a
+    r, Mm = residual_at(v)
+    norm = float(np.abs(r).max(initial=0.0))
+    best = (norm, v, r, Mm)
+    differences = False
+    for k in range(MIDPOINT_ITERATIONS):
+        if norm <= MIDPOINT_TOL * scale:
+            break
+        if not differences and (k >= MIDPOINT_CHORD or not norm <= best[0]):
+            # slow or no contraction: back to the best iterate, the Jacobian there
+            norm, v, r, Mm = best
+            lu = _inverse(_difference_jacobian(lambda x: residual_at(x)[0], v, r))
+            differences = True
+        elif not norm <= best[0]:
+            break  # no progress with the Jacobian at the iterate
+        best = (norm, v, r, Mm) if norm <= best[0] else best
+        v = v - lu @ r
+        r, Mm = residual_at(v)
+        norm = float(np.abs(r).max(initial=0.0)) if np.all(np.isfinite(r)) else np.inf
+    if not norm <= MIDPOINT_TOL * scale:
+        raise StepFailure(
+            f"midpoint step: Newton's method did not converge (residual {min(norm, best[0]):.3g} "
+            f"of momentum {scale:.3g}); reduce h"
+        )
+    return v, p, Mm @ v, jac
+
+
+def step_midpoint(tree: Tree, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
+    """One step of the implicit midpoint rule on ``(q, p)`` without contacts or constraints.
+
+    Returns ``(q, qdot)`` at ``t + h`` (charts switched); the formulation's
+    ``integrator="midpoint"`` takes the same step.
+    """
+    kin = forward_kinematics(tree, q, qdot)
+    v, p, p_mid, _ = midpoint_velocity(kin, h)
+    q_new = kin.q + h * v
+    M_new = model_of(kin).mass_matrix(q_new)
+    q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
+    return q_new, qdot_new
+
+
+def _difference_jacobian(fun: Any, x: Array, fx: Array) -> Array:
+    """Forward differences of ``fun`` at ``x`` (``fx = fun(x)``), step ``1e-7 (1 + |x_k|)``."""
+    out = np.empty((fx.size, x.size))
+    for k in range(x.size):
+        step = 1e-7 * (1.0 + abs(x[k]))
+        e = x.copy()
+        e[k] += step
+        out[:, k] = (fun(e) - fx) / step
+    return out
+
+
+def _inverse(A: Array) -> Array:
+    """``A^{-1}`` of a Newton Jacobian (small dense matrices, applied many times)."""
     try:
-        return scipy.linalg.lu_factor(A)
-    except (np.linalg.LinAlgError, ValueError) as err:
+        inv = np.linalg.inv(A)
+    except np.linalg.LinAlgError as err:
         raise StepFailure("the midpoint step's Jacobian is singular; reduce h") from err
-
-
-def _lu_solve(lu: Any, r: Array) -> Array:
-    import scipy.linalg
-
-    return scipy.linalg.lu_solve(lu, r)  # type: ignore[no-any-return]
+    if not np.all(np.isfinite(inv)):
+        raise StepFailure("the midpoint step's Jacobian is singular; reduce h")
+    return inv
