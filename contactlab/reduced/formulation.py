@@ -71,6 +71,9 @@ class ReducedFormulation(Formulation):
         (:mod:`contactlab.reduced.steppers`; ``implicit`` and ``coriolis`` then
         do not apply).
     rtol, atol : tolerances of the "dop853" integrator.
+    substep_angle : [rad] "midpoint" without contacts or constraints: split each
+        step so that no coordinate moves more than this per substep (``None``,
+        default: one step).
     """
 
     has_joint_drift = False
@@ -91,6 +94,7 @@ class ReducedFormulation(Formulation):
         integrator: str = steppers.DEFAULT,
         rtol: float = 1e-6,
         atol: float = 1e-9,
+        substep_angle: float | None = None,
     ) -> None:
         super().__init__(scene)
         if coriolis not in dyn.CORIOLIS_FORMS:
@@ -107,6 +111,7 @@ class ReducedFormulation(Formulation):
         self.joint_layout = joint_friction_layout(scene)
         self.integrator = steppers.check_integrator(integrator)
         self.rtol, self.atol = float(rtol), float(atol)
+        self.substep_angle = None if substep_angle is None else float(substep_angle)
         if integrator != steppers.DEFAULT and not self.group_integration:
             raise ConfigurationError(
                 f"formulation {self.name!r} steps with the linearly-implicit integrator only, "
@@ -116,6 +121,12 @@ class ReducedFormulation(Formulation):
         self.stepper = (
             None if integrator == steppers.DEFAULT else steppers.Stepper(self, integrator)
         )
+
+    @classmethod
+    def check_options(cls, options: Any) -> None:
+        super().check_options(options)
+        if "integrator" in options:
+            steppers.check_integrator(str(options["integrator"]))
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:

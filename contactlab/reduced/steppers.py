@@ -91,6 +91,8 @@ MIDPOINT_ITERATIONS = 40
 #: chord iterations with the start-of-step Jacobian before it is replaced by
 #: forward differences of the residual at the iterate
 MIDPOINT_CHORD = 6
+#: times a midpoint step is split in two more when Newton's method does not converge
+MIDPOINT_SPLITS = 4
 
 
 def check_integrator(name: str) -> str:
@@ -176,18 +178,25 @@ class Stepper:
             T = exact_terms(kin)
             return symmetric_step(M + 0.5 * h * T.D, M @ v + 0.5 * h * f + 0.5 * h * (T.D @ v))
         if name == "midpoint":
-            return self._midpoint(state, kin, M, f, h)
+            return self._midpoint(state, kin, M, f, h, contacts)
         if name == "dop853":
             return self._adaptive(state, kin, M, h, contacts)
         raise UnknownNameError("integrator", name, list(INTEGRATORS))
 
     def _midpoint(
-        self, state: State, kin: Kinematics, M: Array, f: Array, h: float
+        self, state: State, kin: Kinematics, M: Array, f: Array, h: float, contacts: bool
     ) -> tuple[Array, Array]:
+        form = self.f
+        jt = form.joint_torque
+        if not (contacts or form.constraints or form.joint_layout is not None):
+            # nothing to constrain: the whole step (and its substeps) here
+            tau = None if jt is None else (lambda t, q, v: np.asarray(jt(t, q, v), dtype=float))
+            q, v = step_midpoint(self.tree, kin.q, kin.qdot, h, form.substep_angle, tau, state.t)
+            self._remember(state, q=q)
+            return M, M @ v
         t_mid = state.t + 0.5 * h
-        jt = self.f.joint_torque
-        tau = None if jt is None else (lambda q, v: np.asarray(jt(t_mid, q, v), dtype=float))
-        v, p, p_mid, jac = midpoint_velocity(kin, h, M, f, tau)
+        tau_mid = None if jt is None else (lambda q, v: np.asarray(jt(t_mid, q, v), dtype=float))
+        v, p, p_mid, jac = midpoint_velocity(kin, h, M, f, tau_mid)
         S = 0.5 * (jac + jac.T)
         self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
@@ -234,6 +243,9 @@ class Stepper:
             qdot = self._second_half_kick(state, q, v_half, h)
         elif name == "midpoint":
             d = self._recall(state)
+            if "q" in d:  # the step without contacts or constraints, taken in free_step
+                q, qdot = d["q"], v
+                return q, qdot
             q = q0 + h * v
             # impulse of the contact model on the midpoint momentum, applied once
             impulse = d["S"] @ (v - d["v_free"])
@@ -354,18 +366,54 @@ def midpoint_velocity(
     return v, p, Mm @ v, jac
 
 
-def step_midpoint(tree: Tree, q: Array, qdot: Array, h: float) -> tuple[Array, Array]:
-    """One step of the implicit midpoint rule on ``(q, p)`` without contacts or constraints.
+def step_midpoint(
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    h: float,
+    substep_angle: float | None = None,
+    tau: Callable[[float, Array, Array], Array] | None = None,
+    t: float = 0.0,
+) -> tuple[Array, Array]:
+    """A step of ``h`` [s] by the implicit midpoint rule on ``(q, p)``, without contacts.
 
-    Returns ``(q, qdot)`` at ``t + h`` (charts switched); the formulation's
-    ``integrator="midpoint"`` takes the same step.
+    Returns ``(q, qdot)`` at ``t + h`` (charts switched).  ``substep_angle`` [rad]:
+    the step is split into ``n`` equal substeps so that ``h/n max|qdot| <=
+    substep_angle`` (fast coordinates, e.g. small rolling bodies, then keep their
+    accuracy; ``None``: one step).  A substep whose Newton iteration does not
+    converge is retried with twice as many substeps, up to ``MIDPOINT_SPLITS``
+    times.  ``tau(t, q, qdot)``: applied joint torques.
     """
-    kin = forward_kinematics(tree, q, qdot)
-    v, p, p_mid, _ = midpoint_velocity(kin, h)
-    q_new = kin.q + h * v
-    M_new = model_of(kin).mass_matrix(q_new)
-    q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
-    return q_new, qdot_new
+    n = 1
+    if substep_angle is not None:
+        n = max(1, int(np.ceil(h * float(np.abs(qdot).max(initial=0.0)) / substep_angle)))
+    for _ in range(MIDPOINT_SPLITS + 1):
+        try:
+            return _midpoint_substeps(tree, q, qdot, h, n, tau, t)
+        except StepFailure:
+            n *= 2
+    return _midpoint_substeps(tree, q, qdot, h, n, tau, t)
+
+
+def _midpoint_substeps(
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    h: float,
+    n: int,
+    tau: Callable[[float, Array, Array], Array] | None,
+    t: float,
+) -> tuple[Array, Array]:
+    hs = h / n
+    for k in range(n):
+        kin = forward_kinematics(tree, q, qdot)
+        t_mid = t + (k + 0.5) * hs
+        tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))  # noqa: B023
+        v, p, p_mid, _ = midpoint_velocity(kin, hs, tau=tau_mid)
+        q_new = kin.q + hs * v
+        M_new = model_of(kin).mass_matrix(q_new)
+        q, qdot, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
+    return q, qdot
 
 
 def _difference_jacobian(fun: Any, x: Array, fx: Array) -> Array:
