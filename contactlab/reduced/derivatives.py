@@ -26,7 +26,6 @@ other coordinates stay analytical.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.reduced import _derivative_kernels
@@ -113,12 +112,12 @@ def forward_dynamics_derivatives(
     dq, dqd, M = inverse_dynamics_derivatives(model, q, qdot, qddot, wrenches)
     if model.nq == 0:
         return dq, dqd, M
-    try:
-        factor = scipy.linalg.cho_factor(M)
+    try:  # numpy's factorizations: far less call overhead than scipy's on small robots
+        np.linalg.cholesky(M)
+        Minv = np.linalg.inv(M)
     except np.linalg.LinAlgError as err:
         raise SingularSystemError(
             "the mass matrix is not positive definite: a joint moves no mass (check massless "
             "chains or degenerate joint axes)"
         ) from err
-    Minv = scipy.linalg.cho_solve(factor, np.eye(model.nq))
     return -Minv @ dq, -Minv @ dqd, Minv
