@@ -13,10 +13,12 @@ correction (:func:`~contactlab.reduced.linearization.symmetric_step`).
 Spherical charts switch after every step (:meth:`Tree.reparameterize`).
 
 ``implicit-euler`` (first order)
-    ``(M + h D - h^2 K) qdot+ = M qdot + h f + h D qdot`` with the exact
-    ``K = df_r/dq`` and ``D = -df_r/dqdot`` (at ``qddot = 0``),
-    ``q+ = q + h qdot+``.  The default ``linearly-implicit`` step keeps only
-    the springs' and force elements' stiffness (eq. 2.75).
+    ``(M + h D - h^2 K) qdot+ = M qdot + h f + h D qdot``, ``q+ = q + h qdot+``:
+    one Newton step of backward Euler, ``K`` and ``D`` as above (at
+    ``qddot = a``; without the ``-(dM/dq) a`` term of ``K`` the step gains
+    energy on a spinning spherical double pendulum).  The default
+    ``linearly-implicit`` step keeps only the springs' and force elements'
+    stiffness (eq. 2.75).
 ``trapezoidal`` (second order)
     one Newton step of the trapezoidal rule from ``(q, qdot)``:
     ``(M + h/2 D - h^2/4 K) qdot+ = M qdot + h f + h/2 D qdot + h^2/4 K qdot``,
@@ -166,8 +168,8 @@ class Stepper:
         f = dyn.reduced_forces(kin, tau)
         v = kin.qdot
         name = self.name
-        if name == "implicit-euler":
-            T = exact_terms(kin)
+        if name == "implicit-euler":  # K = M da/dq, with -(dM/dq) a (module docstring)
+            T = exact_terms(kin, dyn.solve_mass(M, f))
             return symmetric_step(M + h * T.D - h * h * T.K, M @ v + h * f + h * (T.D @ v))
         if name == "trapezoidal":
             T = exact_terms(kin, dyn.solve_mass(M, f))
@@ -378,42 +380,51 @@ def step_midpoint(
     """A step of ``h`` [s] by the implicit midpoint rule on ``(q, p)``, without contacts.
 
     Returns ``(q, qdot)`` at ``t + h`` (charts switched).  ``substep_angle`` [rad]:
-    the step is split into ``n`` equal substeps so that ``h/n max|qdot| <=
-    substep_angle`` (fast coordinates, e.g. small rolling bodies, then keep their
-    accuracy; ``None``: one step).  A substep whose Newton iteration does not
-    converge is retried with twice as many substeps, up to ``MIDPOINT_SPLITS``
-    times.  ``tau(t, q, qdot)``: applied joint torques.
+    the step is taken in substeps ``hs`` with ``hs max|v| <= substep_angle`` for the
+    midpoint velocity ``v`` of each substep (a substep that moves a coordinate
+    further is taken again at half its length), so that coordinates that turn
+    fast (a body rolling near a pole of its surface chart) keep their accuracy;
+    ``None``: one step.  A step whose Newton iteration does not converge is
+    halved, up to ``MIDPOINT_SPLITS`` times.  ``tau(t, q, qdot)``: applied
+    joint torques.
     """
-    n = 1
-    if substep_angle is not None:
-        n = max(1, int(np.ceil(h * float(np.abs(qdot).max(initial=0.0)) / substep_angle)))
-    for _ in range(MIDPOINT_SPLITS + 1):
+    left, hs, halvings = h, h, 0
+    while left > 1e-12 * h:
+        if substep_angle is not None:
+            speed = float(np.abs(qdot).max(initial=0.0))
+            hs = min(left, 2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
+        hs = min(hs, left)
         try:
-            return _midpoint_substeps(tree, q, qdot, h, n, tau, t)
+            q_new, qdot_new, moved = _midpoint_substep(tree, q, qdot, hs, tau, t)
         except StepFailure:
-            n *= 2
-    return _midpoint_substeps(tree, q, qdot, h, n, tau, t)
+            if halvings >= MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
+                raise
+            hs, halvings = 0.5 * hs, halvings + 1
+            continue
+        if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
+            hs = 0.5 * hs  # the velocity rose within the substep: take it again, shorter
+            continue
+        q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
+    return q, qdot
 
 
-def _midpoint_substeps(
+def _midpoint_substep(
     tree: Tree,
     q: Array,
     qdot: Array,
-    h: float,
-    n: int,
+    hs: float,
     tau: Callable[[float, Array, Array], Array] | None,
     t: float,
-) -> tuple[Array, Array]:
-    hs = h / n
-    for k in range(n):
-        kin = forward_kinematics(tree, q, qdot)
-        t_mid = t + (k + 0.5) * hs
-        tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))  # noqa: B023
-        v, p, p_mid, _ = midpoint_velocity(kin, hs, tau=tau_mid)
-        q_new = kin.q + hs * v
-        M_new = model_of(kin).mass_matrix(q_new)
-        q, qdot, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
-    return q, qdot
+) -> tuple[Array, Array, float]:
+    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``."""
+    kin = forward_kinematics(tree, q, qdot)
+    t_mid = t + 0.5 * hs
+    tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))
+    v, p, p_mid, _ = midpoint_velocity(kin, hs, tau=tau_mid)
+    q_new = kin.q + hs * v
+    M_new = model_of(kin).mass_matrix(q_new)
+    q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
+    return q_new, qdot_new, hs * float(np.abs(v).max(initial=0.0))
 
 
 def _difference_jacobian(fun: Any, x: Array, fx: Array) -> Array:
