@@ -385,8 +385,10 @@ def step_midpoint(
     further is taken again at half its length), so that coordinates that turn
     fast (a body rolling near a pole of its surface chart) keep their accuracy;
     ``None``: one step.  A step whose Newton iteration does not converge is
-    halved, up to ``MIDPOINT_SPLITS`` times.  ``tau(t, q, qdot)``: applied
-    joint torques.
+    halved, up to ``MIDPOINT_SPLITS`` times (8 more with ``substep_angle``,
+    after which the rest of the step is taken by DOP853 at rtol 1e-10: a
+    chart singularity such as a gimbal-locked universal joint).
+    ``tau(t, q, qdot)``: applied joint torques.
     """
     left, hs, halvings = h, h, 0
     while left > 1e-12 * h:
@@ -397,15 +399,39 @@ def step_midpoint(
         try:
             q_new, qdot_new, moved = _midpoint_substep(tree, q, qdot, hs, tau, t)
         except StepFailure:
-            if halvings >= MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
+            if halvings < MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
+                hs, halvings = 0.5 * hs, halvings + 1
+                continue
+            if substep_angle is None:
                 raise
-            hs, halvings = 0.5 * hs, halvings + 1
-            continue
+            # no substep converges (a singular chart, e.g. a gimbal-locked universal
+            # joint): the rest of the step by the adaptive integrator
+            q, qdot = _adaptive_rest(tree, q, qdot, left, tau, t)
+            break
         if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
             hs = 0.5 * hs  # the velocity rose within the substep: take it again, shorter
             continue
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
+
+
+def _adaptive_rest(
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    span: float,
+    tau: Callable[[float, Array, Array], Array] | None,
+    t: float,
+) -> tuple[Array, Array]:
+    """``(q, qdot)`` after ``span`` [s] by DOP853 at rtol 1e-10 (charts switched)."""
+    from contactlab.reduced.integrators import simulate_adaptive
+
+    torque = None if tau is None else (lambda s, x, y: tau(t + s, x, y))
+    traj = simulate_adaptive(
+        tree, q, qdot, span, rtol=1e-10, atol=1e-12, t_eval=np.array([span]), tau=torque
+    )
+    q_new, qdot_new, _ = tree.reparameterize(traj.q[-1], traj.qdot[-1])
+    return q_new, qdot_new
 
 
 def _midpoint_substep(
