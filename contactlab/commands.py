@@ -113,8 +113,10 @@ def add_formulation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--integrator",
         default=None,
-        help="time integrator of the maximal formulation: linearly-implicit (default), "
-        "symplectic-euler, implicit-euler, trapezoidal, bridson-marino (docs/artisynth.md)",
+        help="time integrator: linearly-implicit (default), implicit-euler, trapezoidal, "
+        "bridson-marino; maximal also symplectic-euler (docs/artisynth.md); reduced also "
+        "midpoint and dop853 (tolerances: --formulation-option rtol=..., atol=...; "
+        "docs/reduced-integration.md)",
     )
     p.add_argument(
         "--formulation-option",

@@ -36,6 +36,7 @@ from contactlab.reduced._fast import (
     ADFC,
     DOF0,
     END,
+    EXT,
     INERTIA,
     KIND,
     NDOF,
@@ -71,8 +72,15 @@ def _mul33(J, x, out, keep):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201, PLR0912, PLR0915
-    """``(dtau/dq, dtau/dqd)`` (nq, nq) of the applied torques; ``OTHER`` columns are left zero."""
+def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext, dext):  # noqa: ANN001, ANN201, PLR0912, PLR0915
+    """``(dtau/dq, dtau/dqd)`` (nq, nq) of the applied torques.
+
+    ``dext`` (m, 6, 6, 8): derivatives of the joint maps of ``OTHER`` nodes in the
+    joint frame, per coordinate ``a`` of the node: ``[a, :, b]`` = ``dS[:, b]/dq_a``
+    (b < ndof), ``[a, :, 6]`` = ``dc/dq_a`` and ``[a, :, 7]`` = ``dc/dqd_a`` for
+    ``c = Sdot qd``; a node whose row is NaN at ``[0, 0, 0, 0]`` (or ``dext`` with
+    no rows) has no analytic maps and its columns are left zero.
+    """
     n = topo.shape[0]
     nq = dofp.shape[1]
     _check_lengths(dofp, q, qd, qdd)
@@ -112,9 +120,13 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
     Jqd = np.zeros((3, 3))
     e3 = np.zeros(3)
     w3 = np.zeros(3)
+    dSo = np.zeros((6, 6))
     for j in range(n):
         kind, nd, k0 = topo[j, KIND], topo[j, NDOF], topo[j, DOF0]
-        if nd == 0 or kind == OTHER:
+        if nd == 0:
+            continue
+        erow = topo[j, EXT]
+        if kind == OTHER and (dext.shape[0] == 0 or np.isnan(dext[erow, 0, 0, 0])):
             continue
         p = topo[j, PARENT]
         if p >= 0:
@@ -161,6 +173,30 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
                         _ad_mul(V[j], t1, t2)
                         for r in range(6):
                             dA[j, r] += t2[r]
+                    if kind == OTHER:
+                        dx = dext[erow, a]
+                        for b in range(nd):
+                            for r in range(6):
+                                s = 0.0
+                                for k in range(6):
+                                    s += g[ADFC + 6 * r + k] * dx[k, b]
+                                dSo[b, r] = s
+                        for r in range(6):  # t1 = dSb qd_j, t2 = dSb qdd_j + dc_j
+                            s1 = 0.0
+                            s2 = 0.0
+                            for b in range(nd):
+                                s1 += dSo[b, r] * qdj[b]
+                                s2 += dSo[b, r] * qddj[b]
+                            for k in range(6):
+                                s2 += g[ADFC + 6 * r + k] * dx[k, 6]
+                            t1[r] = s1
+                            t2[r] = s2
+                        for r in range(6):
+                            dV[j, r] += t1[r]
+                            dA[j, r] += t2[r]
+                        _ad_mul(V[j], t1, t2)
+                        for r in range(6):
+                            dA[j, r] += t2[r]
                     _ad_mul(dV[j], vq[j], t2)
                     for r in range(6):
                         dA[j, r] += t2[r]
@@ -175,6 +211,13 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
                         _adfc3(g, w3, t1)
                         for r in range(6):
                             dA[j, r] += t1[r]
+                    elif kind == OTHER:
+                        dx = dext[erow, a]
+                        for r in range(6):
+                            s = 0.0
+                            for k in range(6):
+                                s += g[ADFC + 6 * r + k] * dx[k, 7]
+                            dA[j, r] += s
                 for i in range(j + 1, end):
                     pi = topo[i, PARENT]
                     _x_mul(X[i], dV[pi], dV[i])
@@ -199,6 +242,12 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext):  # no
                         s = 0.0
                         for r in range(6):
                             s += dSb[b, r] * F[j, r]
+                        out[k0 + b, m] += s
+                if mode == 0 and kind == OTHER:
+                    for b in range(nd):
+                        s = 0.0
+                        for r in range(6):
+                            s += dSo[b, r] * F[j, r]
                         out[k0 + b, m] += s
                 if p < 0:
                     continue

@@ -16,17 +16,19 @@ Forward dynamics ``qddot = FD(q, qdot, tau)`` is the inverse map, so with
     \\frac{\\partial \\ddot q}{\\partial x} = -M^{-1} \\frac{\\partial \\tau}{\\partial x}
     \\; (x = q, \\dot q), \\qquad \\frac{\\partial \\ddot q}{\\partial \\tau} = M^{-1}.
 
-Joints the model evaluates in Python (``OTHER`` nodes: splines, custom
-joints) have no analytical joint-map derivatives; the columns of their
-coordinates are central differences of the compiled inverse dynamics
-(step ``1e-6 (1 + |x|)``, error about 1e-9 relative).  The columns of all
-other coordinates stay analytical.
+Joints generated from their transform ``Q(q)`` get the derivatives of
+their joint maps from their symbolic derivation
+(:mod:`contactlab.reduced.generated_derivatives`), so their columns are
+analytical too.  Other joints the model evaluates in Python (``OTHER``
+nodes: splines, custom joints, generated joints whose product is too large
+to differentiate symbolically) have none; the columns of their coordinates
+are central differences of the compiled inverse dynamics (step
+``1e-6 (1 + |x|)``, error about 1e-9 relative).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.reduced import _derivative_kernels
@@ -34,6 +36,7 @@ from contactlab.reduced.model import Model, _as_vector
 from contactlab.reduced.tree import Array
 
 _FD_STEP = 1e-6
+_NO_MAPS = np.zeros((0, 6, 6, 8))
 
 
 def _fallback_columns(
@@ -44,9 +47,10 @@ def _fallback_columns(
     wrenches: Array | None,
     dq: Array,
     dqd: Array,
+    coordinates: Array,
 ) -> None:
-    """Central-difference columns for the coordinates of ``OTHER`` nodes."""
-    for k in model.other_coordinates:
+    """Central-difference columns for ``coordinates`` (of ``OTHER`` nodes)."""
+    for k in coordinates:
         for x, out in ((q, dq), (qdot, dqd)):
             h = _FD_STEP * (1.0 + abs(x[k]))
             xp, xm = x.copy(), x.copy()
@@ -68,6 +72,7 @@ def inverse_dynamics_derivatives(
     qddot: Array,
     wrenches: Array | None = None,
     composite: bool | None = None,
+    generated: str = "analytic",
 ) -> tuple[Array, Array, Array]:
     """``(dtau/dq, dtau/dqdot, dtau/dqddot = M)``, each (nq, nq), row = torque, column = variable.
 
@@ -75,6 +80,10 @@ def inverse_dynamics_derivatives(
     ``composite`` chooses the O(1)-per-entry world-frame form (trees of
     revolute, prismatic and fixed nodes only; the default there) or the
     per-coordinate recursion (any tree; the default otherwise).
+    ``generated``: "analytic" (default) differentiates the joint maps of joints
+    generated from their transform symbolically
+    (:mod:`contactlab.reduced.generated_derivatives`); "differences" takes
+    their columns by central differences like those of other Python joints.
     """
     nq = model.nq
     q = _as_vector(q, nq, "q")
@@ -86,6 +95,10 @@ def inverse_dynamics_derivatives(
         raise ConfigurationError(
             "the composite derivative form needs a tree of revolute, prismatic and fixed "
             "nodes; this model has spherical or Python-evaluated joints (use composite=False)"
+        )
+    if generated not in ("analytic", "differences"):
+        raise ConfigurationError(
+            f"generated must be 'analytic' or 'differences', got {generated!r}"
         )
     args = (
         model.topo,
@@ -99,9 +112,15 @@ def inverse_dynamics_derivatives(
     )
     if composite:
         return _derivative_kernels.inverse_dynamics_derivatives_composite(*args)  # type: ignore[no-any-return]
-    dq, dqd = _derivative_kernels.inverse_dynamics_derivatives(*args)
-    if model.has_other_joints:
-        _fallback_columns(model, q, qdot, qddot, wrenches, dq, dqd)
+    left = model.other_coordinates
+    dext = _NO_MAPS
+    if model.has_other_joints and generated == "analytic":
+        from contactlab.reduced.generated_derivatives import joint_map_derivatives
+
+        dext, left = joint_map_derivatives(model, q, qdot)
+    dq, dqd = _derivative_kernels.inverse_dynamics_derivatives(*args, dext)
+    if left.size:
+        _fallback_columns(model, q, qdot, qddot, wrenches, dq, dqd, left)
     return dq, dqd, model.mass_matrix(q)
 
 
@@ -113,12 +132,12 @@ def forward_dynamics_derivatives(
     dq, dqd, M = inverse_dynamics_derivatives(model, q, qdot, qddot, wrenches)
     if model.nq == 0:
         return dq, dqd, M
-    try:
-        factor = scipy.linalg.cho_factor(M)
+    try:  # numpy's factorizations: far less call overhead than scipy's on small robots
+        np.linalg.cholesky(M)
+        Minv = np.linalg.inv(M)
     except np.linalg.LinAlgError as err:
         raise SingularSystemError(
             "the mass matrix is not positive definite: a joint moves no mass (check massless "
             "chains or degenerate joint axes)"
         ) from err
-    Minv = scipy.linalg.cho_solve(factor, np.eye(model.nq))
     return -Minv @ dq, -Minv @ dqd, Minv

@@ -38,6 +38,7 @@ from contactlab.jointfriction.rows import joint_friction_layout
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
+from contactlab.reduced import steppers
 from contactlab.reduced.constraints import ReducedConstraint, scene_constraints
 from contactlab.reduced.joint_friction import traversal_maps
 from contactlab.reduced.kinematics import forward_kinematics
@@ -65,6 +66,14 @@ class ReducedFormulation(Formulation):
         its step rotation, the angular gyroscopic term explicit), "rotated"
         (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
         as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
+    integrator : "linearly-implicit" (default, the step above), "implicit-euler",
+        "trapezoidal", "bridson-marino", "midpoint" or "dop853"
+        (:mod:`contactlab.reduced.steppers`; ``implicit`` and ``coriolis`` then
+        do not apply).
+    rtol, atol : tolerances of the "dop853" integrator.
+    substep_angle : [rad] "midpoint" without contacts or constraints: split each
+        step so that no coordinate moves more than this per substep (``None``,
+        default: one step).
     """
 
     has_joint_drift = False
@@ -82,6 +91,10 @@ class ReducedFormulation(Formulation):
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
         coriolis: str = "rotated_linear",
+        integrator: str = steppers.DEFAULT,
+        rtol: float = 1e-6,
+        atol: float = 1e-9,
+        substep_angle: float | None = None,
     ) -> None:
         super().__init__(scene)
         if coriolis not in dyn.CORIOLIS_FORMS:
@@ -96,6 +109,24 @@ class ReducedFormulation(Formulation):
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        self.integrator = steppers.check_integrator(integrator)
+        self.rtol, self.atol = float(rtol), float(atol)
+        self.substep_angle = None if substep_angle is None else float(substep_angle)
+        if integrator != steppers.DEFAULT and not self.group_integration:
+            raise ConfigurationError(
+                f"formulation {self.name!r} steps with the linearly-implicit integrator only, "
+                f"got integrator={integrator!r}"
+            )
+        #: the integrator's own step (``None``: linearly implicit Euler, below)
+        self.stepper = (
+            None if integrator == steppers.DEFAULT else steppers.Stepper(self, integrator)
+        )
+
+    @classmethod
+    def check_options(cls, options: Any) -> None:
+        super().check_options(options)
+        if "integrator" in options:
+            steppers.check_integrator(str(options["integrator"]))
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
@@ -114,15 +145,13 @@ class ReducedFormulation(Formulation):
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
         # the bias acceleration along the motion advance() realizes (joint twists of
         # subgroup joints held constant), see docs/reduced-integration.md
-        kin = forward_kinematics(tree, q, qdot, step=self.group_integration)
-        M_r = dyn.mass_matrix(kin)
-        tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
-        f = dyn.free_momentum(kin, h, tau, self.coriolis)
-        M = M_r
-        if self.implicit:
-            terms = dyn.implicit_terms(kin)
-            M = M_r + h * terms.D - h * h * terms.K
-            f = f + h * (terms.D @ qdot)
+        # (the other integrators step in the joints' charts, with the chart's Sdot)
+        stepper = self.stepper
+        kin = forward_kinematics(tree, q, qdot, step=self.group_integration and stepper is None)
+        if stepper is not None:
+            M, f = stepper.free_step(state, kin, h, contacts is not None and len(contacts) > 0)
+        else:
+            M, f = self._linearly_implicit(state, kin, h)
         rows: dict[str, Any] = {}
         eq = [c for c in self.constraints if not c.unilateral]
         bil = [c.rows(tree, kin, h, state.t) for c in eq]
@@ -166,9 +195,23 @@ class ReducedFormulation(Formulation):
             **rows,
         )
 
+    def _linearly_implicit(self, state: State, kin: Any, h: float) -> tuple[Array, Array]:
+        """``M_r + h D_r - h^2 K_r`` and the free momentum of the default step (eq. 2.75)."""
+        q, qdot = kin.q, kin.qdot
+        M = dyn.mass_matrix(kin)
+        tau = None if self.joint_torque is None else self.joint_torque(state.t, q, qdot)
+        f = dyn.free_momentum(kin, h, tau, self.coriolis)
+        if self.implicit:
+            terms = dyn.implicit_terms(kin)
+            M = M + h * terms.D - h * h * terms.K
+            f = f + h * (terms.D @ qdot)
+        return M, f
+
     def advance(self, state: State, solution: StepSolution, h: float) -> State:
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(solution.v, dtype=float)
-        if self.group_integration:
+        if self.stepper is not None:
+            q, qdot = self.stepper.advance(state, qdot, h)
+        elif self.group_integration:
             q, qdot = self.tree.advance(q, qdot, h)
         else:
             q, qdot, _ = self.tree.reparameterize(q + h * qdot, qdot)

@@ -1,0 +1,144 @@
+"""Energy drift of the reduced formulation's integrators against the step size.
+
+Scenes without contact: ``windmill`` (a hub on an axle with six arms of three
+bodies on surface joints, 73 coordinates), ``torus-chain`` (tori on
+torus-torus surface joints, 38 coordinates) and ``redmax-spherical`` (a
+double spherical pendulum).  Each integrator of
+:data:`contactlab.reduced.steppers.INTEGRATORS` steps each scene over a
+horizon ``T`` at the scene's step ``h0`` times each factor; the step problem
+(no rows) is solved by a dense solve, as the KKT backend would.  Reported:
+the largest energy error ``max_t |E(t) - E(0)| / max(|E(0)|, max_t KE(t))``
+over the run (checked every step), the time at which a run failed
+(``StepFailure``, or an energy gain past ten times the initial energy scale, which
+ends the run), and the
+thread CPU time per step.  ``midpoint`` runs with ``substep_angle`` as given
+(``--substep-angle``, default 0.05 rad), ``dop853`` with ``rtol`` 1e-8,
+``atol`` 1e-10.
+
+Run: ``python -m benchmarks.bench_reduced_integrators`` (writes
+``results/benchmarks/reduced_integrators.csv`` and ``reduced_integrators.md``).
+"""
+
+# ruff: noqa: E402  (the BLAS thread count must be set before numpy is imported)
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from contactlab.errors import StepFailure
+from contactlab.formulation import make_formulation
+from contactlab.problem import StepSolution
+from contactlab.reduced.steppers import INTEGRATORS
+from contactlab.scenario import get_scenario
+
+SCENES = ("windmill", "torus-chain", "redmax-spherical")
+FACTORS = (2.0, 1.0, 0.5)
+
+
+def run(scene_name: str, integrator: str, h: float, T: float, angle: float) -> dict:
+    """One run; the energy error, the failure time (NaN if none) and the CPU time per step."""
+    scene = get_scenario(scene_name).build()
+    options: dict = {}
+    if integrator == "midpoint":
+        options["substep_angle"] = angle
+    if integrator == "dop853":
+        options.update(rtol=1e-8, atol=1e-10)
+    form = make_formulation("reduced", scene, integrator=integrator, **options)
+    state = form.initial_state()
+    m = form.metrics(state)
+    E0, kmax, err = m["total_energy"], m["kinetic_energy"], 0.0
+    scale0 = max(abs(E0), kmax)
+    empty = np.zeros(0)
+    failed = float("nan")
+    steps = round(T / h)
+    t0 = time.thread_time()
+    done = 0
+    for k in range(steps):
+        try:
+            problem = form.assemble(state, h)
+            v = np.linalg.solve(problem.M.toarray(), problem.f)
+            state = form.advance(state, StepSolution(v, empty, empty, empty), h)
+        except (StepFailure, np.linalg.LinAlgError, FloatingPointError):
+            failed = k * h
+            break
+        done += 1
+        m = form.metrics(state)
+        kmax = max(kmax, m["kinetic_energy"])
+        e = m["total_energy"]
+        if not np.isfinite(e):
+            failed = (k + 1) * h
+            break
+        err = max(err, abs(e - E0))
+        if e - E0 > 10.0 * scale0:  # a gain of ten times the energy scale: diverged
+            failed = (k + 1) * h
+            break
+    cpu = (time.thread_time() - t0) / max(done, 1)
+    return {
+        "scene": scene_name,
+        "integrator": integrator,
+        "h": h,
+        "T": T,
+        "energy_error": err / max(abs(E0), kmax),
+        "failed_at": failed,
+        "ms_per_step": 1e3 * cpu,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenes", nargs="*", default=list(SCENES))
+    parser.add_argument("--integrators", nargs="*", default=list(INTEGRATORS))
+    parser.add_argument("--factors", nargs="*", type=float, default=list(FACTORS))
+    parser.add_argument("--horizon", type=float, default=0.5, help="simulated time T [s]")
+    parser.add_argument("--substep-angle", type=float, default=0.05)
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
+    parser.add_argument("--name", default="reduced_integrators")
+    args = parser.parse_args(argv)
+    rows = []
+    for scene_name in args.scenes:
+        h0 = get_scenario(scene_name).build().dt
+        for integrator in args.integrators:
+            for factor in args.factors:
+                row = run(scene_name, integrator, h0 * factor, args.horizon, args.substep_angle)
+                print(row, flush=True)
+                rows.append(row)
+    df = pd.DataFrame(rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.out / f"{args.name}.csv", index=False, float_format="%.6g")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines = [
+        "# Energy drift of the reduced integrators against the step size",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the "
+        f"end (shared machine). Horizon T = {args.horizon:g} s; energy error "
+        "`max_t |E(t) - E(0)| / max(|E(0)|, max_t KE)`; `failed` is the time at which the run "
+        "stopped (Newton or solve failure, or an energy gain past ten times the initial "
+        "scale). `midpoint` with "
+        f"substep_angle {args.substep_angle:g} rad, `dop853` at rtol 1e-8. Generated by "
+        "`benchmarks/bench_reduced_integrators.py`.",
+        "",
+        "| scene | integrator | h [ms] | energy error | failed at [s] | CPU per step [ms] |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in df.to_dict("records"):
+        failed = "" if np.isnan(r["failed_at"]) else f"{r['failed_at']:.3f}"
+        lines.append(
+            f"| {r['scene']} | {r['integrator']} | {1e3 * r['h']:g} | {r['energy_error']:.1e} | "
+            f"{failed} | {r['ms_per_step']:.1f} |"
+        )
+    (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
