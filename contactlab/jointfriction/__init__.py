@@ -8,8 +8,8 @@ joint gets friction by carrying a :class:`JointFriction` in
 :attr:`contactlab.scene.JointSpec.friction`.
 """
 
-from contactlab.jointfriction.geometry import JointFriction, LocalContacts
 from contactlab.jointfriction.rows import JointContactLayout, JointContactRows, local_contacts
+from contactlab.joints.friction_geometry import JointFriction, LocalContacts
 
 __all__ = [
     "JointContactLayout",

@@ -38,7 +38,8 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.jointfriction.geometry import JointFriction, LocalContacts
+from contactlab.joints.friction_geometry import JointFriction, LocalContacts
+from contactlab.joints.kinds import JOINTS, joint_from_spec
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -49,11 +50,9 @@ def local_contacts(spec: JointSpec) -> LocalContacts:
     """The contacts of a joint with friction, as its joint map declares them.
 
     ``Joint.friction_contacts`` of the joint built from ``spec`` (its kind, axis
-    and params, :func:`contactlab.reduced.registry.make_joint`); one error line
+    and params, :func:`contactlab.joints.kinds.make_joint`); one error line
     when the kind declares none.
     """
-    from contactlab.reduced.registry import JOINTS, joint_from_spec
-
     assert isinstance(spec.friction, JointFriction)
     found = joint_from_spec(spec).friction_contacts(spec.friction)
     if found is not None:

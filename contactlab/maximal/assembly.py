@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.csr import csc
-from contactlab.maximal.constraints import StackedRows
+from contactlab.joints.body_constraints import StackedRows
 from contactlab.scene import Scene
 from contactlab.se3 import _SMALL_ANGLE
 from solvers.jit import njit

@@ -3,7 +3,7 @@
 Each step poses the KKT problem of Sueda's notes, eq. 1.73, in the sign
 convention of :mod:`contactlab.problem` (``M phi+ = f + G^T lambda``, so the
 seed's ``lambda`` is minus ours), with the joints and registered constraints
-as rows ``G`` (:mod:`contactlab.maximal.joints`), Baumgarte right-hand sides
+as rows ``G`` (:mod:`contactlab.joints.joint_constraints`), Baumgarte right-hand sides
 (:mod:`contactlab.maximal.assembly`), and contact rows when a contact set is
 given; positions follow by ``E <- E exp(h [phi+])`` (eq. 1.29).
 """
@@ -26,9 +26,7 @@ from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.rows import joint_friction_layout
-from contactlab.maximal import assembly as asm
-from contactlab.maximal import integrators as integ
-from contactlab.maximal.constraints import (
+from contactlab.joints.body_constraints import (
     Constraint,
     StackedRows,
     TimedConstraint,
@@ -39,9 +37,11 @@ from contactlab.maximal.constraints import (
     stack_rows,
     timed_rhs,
 )
+from contactlab.joints.placement import place_bodies
+from contactlab.maximal import assembly as asm
+from contactlab.maximal import integrators as integ
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
 from contactlab.maximal.joint_friction import multiplier_maps
-from contactlab.maximal.kinematics import place_bodies
 from contactlab.maximal.soft import Regularization, augment, per_owner
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution

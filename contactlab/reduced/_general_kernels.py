@@ -4,7 +4,7 @@ A generated joint's transform is a product ``Q = F_1 F_2 ... F_m`` of
 factors whose values, Jacobians ``S_f`` and derivatives ``Sdot_f`` the
 generated code fills in.  With ``G`` the product of the factors after
 ``f`` (suffix), the product rule for body twists gives (as for
-:class:`~contactlab.reduced.joints.CompositeJoint`)
+:class:`~contactlab.joints.maps.CompositeJoint`)
 
 .. math::
 

@@ -34,8 +34,8 @@ import scipy.sparse as sp
 from contactlab.errors import ConfigurationError
 from contactlab.jointfriction.local import distribute_reactions, remove_joint_forces
 from contactlab.jointfriction.rows import JointContactLayout
+from contactlab.joints.body_constraints import stack_rows as maximal_rows
 from contactlab.maximal import assembly as asm
-from contactlab.maximal.constraints import stack_rows as maximal_rows
 from contactlab.problem import Array, JointFrictionMaps
 from contactlab.reduced.kinematics import Kinematics
 from contactlab.reduced.tree import Tree

@@ -1,7 +1,7 @@
 """Initial placement of maximal bodies by forward kinematics of the joints.
 
 With the joint maps of the reduced formulation (``Q(q)``, ``S(q)``,
-:mod:`contactlab.reduced.registry`) a child is placed from its parent by
+:mod:`contactlab.joints.kinds`) a child is placed from its parent by
 
 .. math::
 
@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.maximal.constraints import body_index_map
+from contactlab.joints.body_constraints import body_index_map
+from contactlab.joints.kinds import build_joint
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -31,8 +32,6 @@ Array = NDArray[np.float64]
 
 def _joint_map(spec: JointSpec) -> tuple[Array, Array]:
     """``(Q(q0), S(q0) qdot0)`` of one joint, from the reduced formulation's joint maps."""
-    from contactlab.reduced.registry import build_joint
-
     joint = build_joint(spec)
     q = np.zeros(joint.ndof) if spec.q0 is None else spec.q0
     qdot = np.zeros(joint.ndof) if spec.qdot0 is None else spec.qdot0

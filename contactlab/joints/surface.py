@@ -1,6 +1,6 @@
 """Higher-pair joints of Si & Guenter: surface–surface, surface–point, curve–point, curve–curve.
 
-Each is a :class:`~contactlab.reduced.general.TransformJoint` whose ``Q`` is
+Each is a :class:`~contactlab.joints.transform.TransformJoint` whose ``Q`` is
 composed from the frames of :mod:`contactlab.geometry.surfaces`; the parent
 geometry is given in the parent's joint frame, the child geometry in the
 child's joint frame.  The generated code is named by the joint's definition
@@ -39,10 +39,10 @@ import numpy as np
 from contactlab._lazy import lazy_import
 from contactlab.geometry.primitives import inverse, rot_x, rot_z, trans
 from contactlab.geometry.surfaces import Curve, Surface, curve_from, surface_from
-from contactlab.reduced.codegen import module_digest
-from contactlab.reduced.general import TransformJoint
-from contactlab.reduced.joints import Joint
-from contactlab.reduced.registry import register_joint
+from contactlab.joints.codegen import module_digest
+from contactlab.joints.kinds import register_joint
+from contactlab.joints.maps import Joint
+from contactlab.joints.transform import TransformJoint
 
 if TYPE_CHECKING:
     import sympy as sp

@@ -15,7 +15,7 @@ A subclass declares only what differs.  Most joints are products of
 exponentials of fixed screws with scalar functions of ``q``
 (:class:`ProductOfExponentialsJoint`): revolute, prismatic, planar,
 translational, universal, Euler-angle spherical, and the spline joints
-(:mod:`contactlab.reduced.spline`).  They declare their screws and the
+(:mod:`contactlab.joints.spline`).  They declare their screws and the
 functions; the base derives ``Q``, ``S`` and ``Sdot`` with one backward
 recursion (the recursion of REDMAX supplement, Alg. 4 and 5, written once).
 
@@ -39,15 +39,16 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactlab import joint_rows, se3
+from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.joint_rows import Geometry
-from contactlab.jointfriction.geometry import (
+from contactlab.joints import row_geometry
+from contactlab.joints.friction_geometry import (
     JointFriction,
     LocalContacts,
     prismatic_contacts,
     revolute_contacts,
 )
+from contactlab.joints.row_geometry import Geometry
 
 Array = NDArray[np.float64]
 
@@ -102,7 +103,7 @@ class Joint(ABC):
     def constraint_geometry(self) -> Geometry | None:
         """The joint's rows in maximal coordinates, in its joint frame, or ``None``.
 
-        Rows (:mod:`contactlab.joint_rows`) whose zero set is exactly the set of
+        Rows (:mod:`contactlab.joints.row_geometry`) whose zero set is exactly the set of
         frames ``J_a^{-1} J_b = Q(q)``; the maximal formulation holds the joint with
         them and the reduced one closes loops with them.  ``None``: no such rows
         (the joint has no maximal equivalent).
@@ -112,7 +113,7 @@ class Joint(ABC):
     def friction_contacts(self, friction: JointFriction) -> LocalContacts | None:
         """The joint's contact geometry for joint friction (Sueda's notes §2.11), or ``None``.
 
-        See :mod:`contactlab.jointfriction.geometry`; ``None``: the joint has none.
+        See :mod:`contactlab.joints.friction_geometry`; ``None``: the joint has none.
         """
         return None
 
@@ -223,7 +224,7 @@ class FixedJoint(Joint):
 
     def constraint_geometry(self) -> Geometry:
         """Origins coincide, frames aligned (6 rows)."""
-        return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.lock())
+        return row_geometry.joint_geometry(row_geometry.ORIGIN, row_geometry.lock())
 
 
 class ProductOfExponentialsJoint(Joint):
@@ -305,7 +306,7 @@ class RevoluteJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """Origins coincide, axes aligned (5 rows)."""
-        return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.align(self.axis))
+        return row_geometry.joint_geometry(row_geometry.ORIGIN, row_geometry.align(self.axis))
 
     def friction_contacts(self, friction: JointFriction) -> LocalContacts:
         """Cylinder rim contacts about the axis."""
@@ -325,7 +326,7 @@ class PrismaticJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """No rotation, no offset normal to the axis (5 rows)."""
-        return joint_rows.joint_geometry(np.array(joint_rows.basis(self.axis)), joint_rows.lock())
+        return row_geometry.joint_geometry(np.array(row_geometry.basis(self.axis)), row_geometry.lock())
 
     def friction_contacts(self, friction: JointFriction) -> LocalContacts:
         """Box corners riding on the child's joint frame."""
@@ -353,7 +354,7 @@ class PlanarJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """No offset along the normal, no rotation (4 rows)."""
-        return joint_rows.joint_geometry(self.normal[None], joint_rows.lock())
+        return row_geometry.joint_geometry(self.normal[None], row_geometry.lock())
 
 
 class TranslationalJoint(_LinearScrewJoint):
@@ -373,7 +374,7 @@ class TranslationalJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """No rotation (3 rows)."""
-        return joint_rows.joint_geometry(np.zeros((0, 3)), joint_rows.lock())
+        return row_geometry.joint_geometry(np.zeros((0, 3)), row_geometry.lock())
 
 
 class RotationSequenceJoint(_LinearScrewJoint):
@@ -398,16 +399,16 @@ class RotationSequenceJoint(_LinearScrewJoint):
         axis is a revolute joint (5 rows).
         """
         if self.ndof == 1:
-            return joint_rows.joint_geometry(joint_rows.ORIGIN, joint_rows.align(self.axes[0]))
+            return row_geometry.joint_geometry(row_geometry.ORIGIN, row_geometry.align(self.axes[0]))
         if self.ndof == 2:
             a1, a2 = self.axes
             if abs(float(a1 @ a2)) > 1.0 - 1e-9:
                 raise ConfigurationError("universal joint axes must not be parallel")
             rot = (np.array([[a1, a1]]), np.array([[a2, a2]]), np.array([[1.0, 0.0]]))
-            return joint_rows.joint_geometry(joint_rows.ORIGIN, rot, np.array([float(a1 @ a2)]))
+            return row_geometry.joint_geometry(row_geometry.ORIGIN, rot, np.array([float(a1 @ a2)]))
         if self.ndof == 3 and np.linalg.matrix_rank(self.axes[[0, 1]]) == 2:
             if np.linalg.matrix_rank(self.axes[[1, 2]]) == 2:
-                return joint_rows.joint_geometry(joint_rows.ORIGIN, None)
+                return row_geometry.joint_geometry(row_geometry.ORIGIN, None)
         return None
 
 
@@ -532,7 +533,7 @@ class CompositeJoint(Joint):
     def constraint_geometry(self) -> Geometry | None:
         """The factors' rows combined when one factor only translates and the other only turns.
 
-        :func:`contactlab.joint_rows.series_geometry` (cylindrical, free, planar
+        :func:`contactlab.joints.row_geometry.series_geometry` (cylindrical, free, planar
         translation then a turn about the normal, ...); ``None`` otherwise.
         """
         g1, g2 = self.first.constraint_geometry(), self.second.constraint_geometry()
@@ -540,7 +541,7 @@ class CompositeJoint(Joint):
             return None
         rng = np.random.default_rng(12345)
         turns = [self.first.Q(self.first.sample(rng))[:3, :3] for _ in range(3)]
-        return joint_rows.series_geometry(g1, g2, turns)
+        return row_geometry.series_geometry(g1, g2, turns)
 
 
 def _rotates_about_origin(joint: Joint) -> bool:

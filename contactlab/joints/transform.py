@@ -3,7 +3,7 @@
 The user writes the joint's 4 x 4 transform as a sympy expression of its
 coordinates (or builds it from :mod:`contactlab.geometry.primitives` and
 :mod:`contactlab.geometry.surfaces`); :class:`TransformJoint` derives ``S``
-and ``Sdot`` symbolically and compiles them (:mod:`contactlab.reduced.codegen`).
+and ``Sdot`` symbolically and compiles them (:mod:`contactlab.joints.codegen`).
 The joint then works wherever a hand-written one does: the tree evaluates
 all joints of one expression in one compiled call, so the recursive O(n)
 dynamics stays compiled end to end.
@@ -11,7 +11,7 @@ dynamics stays compiled end to end.
 .. code-block:: python
 
     import sympy as sp
-    from contactlab.reduced.general import TransformJoint
+    from contactlab.joints.transform import TransformJoint
 
     t, s = sp.symbols("t s", real=True)
     screw = TransformJoint(
@@ -37,8 +37,8 @@ import numpy as np
 
 from contactlab._lazy import lazy_import
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.joints import Array, Joint
-from contactlab.reduced.registry import register_joint
+from contactlab.joints.kinds import register_joint
+from contactlab.joints.maps import Array, Joint
 
 _NODE0 = np.zeros(1, dtype=np.int64)
 #: relative size of the smallest singular value of S below which a chart is singular
@@ -111,7 +111,7 @@ def _text_source(Q: Any) -> str | None:
         texts = list(Q)
     else:
         return None
-    from contactlab.reduced.codegen import module_digest
+    from contactlab.joints.codegen import module_digest
 
     return f"text|{texts!r}|{module_digest('contactlab.geometry.primitives')}"
 
@@ -177,7 +177,7 @@ class TransformJoint(Joint):
         given as text).  When set, the generated code is named by a hash of
         this text, the coordinate and parameter names (not by the expression),
         so a second build finds it without building the expression: no sympy
-        is imported.  Builders of joints (:mod:`contactlab.reduced.surface_joints`)
+        is imported.  Builders of joints (:mod:`contactlab.joints.surface`)
         pass the sources of the modules that write ``Q`` out.
 
     Attributes
@@ -194,7 +194,7 @@ class TransformJoint(Joint):
         *,
         source: str | None = None,
     ) -> None:
-        from contactlab.reduced import codegen
+        from contactlab.joints import codegen
 
         given = dict(parameters or {})
         names = _coordinate_names(coordinates)
@@ -334,12 +334,12 @@ class TransformJoint(Joint):
         Returns the constant transforms ``C_0 .. C_n`` (4, 4) and the screws
         ``xi`` (n, 6) (angular first, in the frame after ``C_{k-1}``), or ``None``.
         The form is found when the code is generated
-        (:func:`contactlab.reduced.codegen.screw_factors_source`): every factor
+        (:func:`contactlab.joints.codegen.screw_factors_source`): every factor
         of ``Q`` is constant or has a Jacobian ``S`` independent of ``q`` (a
         revolute or prismatic joint about any fixed axis, a translation, their
         products), whatever expression it was written with.
         """
-        from contactlab.reduced.codegen import screw_factors
+        from contactlab.joints.codegen import screw_factors
 
         parts = screw_factors(self.key, self.params[0])
         if parts is None:

@@ -4,7 +4,7 @@ A joint connects a parent body ``a`` (or the world) and a child body ``b``;
 its frames ``F_a``, ``F_b`` sit in the body frames, and with the world joint
 frames ``J_a = E_a F_a``, ``J_b = E_b F_b`` the joint holds when
 ``J_a^{-1} J_b = Q(q)`` for some ``q`` (the reduced formulation's joint map,
-:mod:`contactlab.reduced.registry`, same axes and defaults).
+:mod:`contactlab.joints.kinds`, same axes and defaults).
 
 Sueda's notes §1.10 (eq. 1.69) obtains the velocity rows by keeping rows of
 ``Ad(J_b^{-1} E_b) phi_b - Ad(J_b^{-1} E_a) phi_a``.  Here every row is the
@@ -24,9 +24,9 @@ On the joint manifold these rows span exactly the seed's adjoint rows, so
 they annihilate exactly the joint's allowed relative twists.
 
 A joint kind is described once, by its joint map (``Q``, ``S``, ``Sdot``,
-:mod:`contactlab.reduced.joints`); the joint map also declares these rows in its
+:mod:`contactlab.joints.maps`); the joint map also declares these rows in its
 joint frame (``Joint.constraint_geometry``, built from the primitives of
-:mod:`contactlab.joint_rows`), and :class:`JointMapRows` evaluates them for every
+:mod:`contactlab.joints.row_geometry`), and :class:`JointMapRows` evaluates them for every
 joint of a kind at once.  Any registered joint kind whose joint map declares rows
 runs in maximal coordinates; the built-in ones (axes in the joint frame, defaults
 as in the reduced formulation):
@@ -45,7 +45,7 @@ translational   rotation lock (3)                              3
 free            none                                           0
 composite       translation then rotation (or the reverse when ...
                 the rotation keeps the slide directions): the
-                factors' rows (:func:`joint_rows.series_geometry`)
+                factors' rows (:func:`row_geometry.series_geometry`)
 ==============  ============================================  =====
 
 The rotation lock is ``vee(R - R^T)/2`` of ``R = J_a^T J_b`` (sin of the
@@ -63,13 +63,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
-from contactlab.joint_rows import Geometry, joint_geometry
-from contactlab.maximal.constraints import (
+from contactlab.joints.body_constraints import (
     Constraint,
     ConstraintRows,
     body_index_map,
     register_constraint,
 )
+from contactlab.joints.kinds import joint_from_spec
+from contactlab.joints.row_geometry import Geometry, joint_geometry
 from contactlab.scene import JointSpec, Scene
 from contactlab.se3 import unit_axis
 
@@ -231,7 +232,7 @@ class JointMapRows(JointConstraint):
     """Joints of any kind whose joint map declares rows in maximal coordinates.
 
     The rows of each joint are ``Joint.constraint_geometry()`` of the joint its
-    spec builds (:func:`contactlab.reduced.registry.joint_from_spec`): one
+    spec builds (:func:`contactlab.joints.kinds.joint_from_spec`): one
     description of the kind serves both formulations.  Joints of one kind with
     equally many rows are one vectorized group.
     """
@@ -264,8 +265,6 @@ class JointMapRows(JointConstraint):
 
 def spec_geometry(spec: JointSpec) -> Geometry:
     """The maximal rows the joint map of ``spec`` declares; one error line when it has none."""
-    from contactlab.reduced.registry import joint_from_spec
-
     geo = joint_from_spec(spec).constraint_geometry()
     if geo is None:
         raise ConfigurationError(

@@ -24,7 +24,7 @@ spline_curve              ``frames`` (m, 4, 4), ``cyclic`` (default False)
 spline_surface            ``values`` (n1, n2, 6) or ``frames`` (n1, n2, 4, 4)
 custom                    ``joint``: any :class:`Joint` instance
 transform                 ``Q``, ``coordinates``, ``parameters``: a joint given
-                          by its transform (:mod:`contactlab.reduced.general`)
+                          by its transform (:mod:`contactlab.joints.transform`)
 ========================  ====================================================
 
 A joint with a ``check_regular(q)`` method (the transform joints) is
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from contactlab.errors import ConfigurationError, UnknownNameError
-from contactlab.reduced.joints import (
+from contactlab.joints.maps import (
     CompositeJoint,
     FixedJoint,
     Joint,
@@ -51,8 +51,8 @@ from contactlab.reduced.joints import (
     spherical_euler_joint,
     universal_joint,
 )
-from contactlab.reduced.spherical import SphericalExpJoint
-from contactlab.reduced.spline import (
+from contactlab.joints.spherical import SphericalExpJoint
+from contactlab.joints.spline import (
     SplineCurveJoint,
     SplineSurfaceJoint,
     frames_to_surface_values,

@@ -223,7 +223,7 @@ def _is_constraint(cls: object) -> bool:
 CONSTRAINTS: Registry[type[Constraint]] = Registry(
     "constraint kind",
     "contactlab.constraints",
-    builtin=("contactlab.maximal",),
+    builtin=("contactlab.joints.joint_constraints",),
     accept=_is_constraint,
     unknown=lambda name, known: UnknownNameError("constraint kind", name, known),
 )
@@ -275,7 +275,7 @@ def joint_constraints(scene: Scene, specs: Sequence[JointSpec]) -> list[Constrai
 
     A constraint class registered under the kind's name (a plug-in's own rows)
     takes them; otherwise the rows the kind's joint map declares (``"joint"``,
-    :class:`contactlab.maximal.joints.JointMapRows`).
+    :class:`contactlab.joints.joint_constraints.JointMapRows`).
     """
     kinds = {spec.kind for spec in specs}
     if len(kinds) > 1:

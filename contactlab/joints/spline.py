@@ -15,7 +15,7 @@ weight the basis twists (x, y, z translation first, then rotations about
 x, y, z; the transcription of Sueda's notes, eq. 2.66 repeats a row),
 ``Q = prod_k exp([e_k] f_k)``.
 
-Both are :class:`~contactlab.reduced.joints.ProductOfExponentialsJoint`
+Both are :class:`~contactlab.joints.maps.ProductOfExponentialsJoint`
 subclasses: they declare their factors and inherit ``S`` and ``Sdot``.
 """
 
@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.joints import Array, ProductOfExponentialsJoint
+from contactlab.joints.maps import Array, ProductOfExponentialsJoint
 
 # Uniform cubic B-spline basis, rows B_1..B_4 over (1, u, u^2, u^3) (Sueda's notes, eq. 2.57).
 BASIS = (

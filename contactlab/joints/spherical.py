@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab import joint_rows, se3
-from contactlab.joint_rows import Geometry
-from contactlab.jointfriction.geometry import JointFriction, LocalContacts, spherical_contacts
-from contactlab.reduced.joints import Array, Joint
+from contactlab import se3
+from contactlab.joints import row_geometry
+from contactlab.joints.friction_geometry import JointFriction, LocalContacts, spherical_contacts
+from contactlab.joints.maps import Array, Joint
+from contactlab.joints.row_geometry import Geometry
 
 # Below this angle the derivative coefficients use their series (accurate to
 # ~t^6 / 10! there); above it the closed forms lose < 1e-10 to cancellation.
@@ -83,7 +84,7 @@ class SphericalExpJoint(Joint):
 
     def constraint_geometry(self) -> Geometry:
         """Origins coincide (3 rows)."""
-        return joint_rows.joint_geometry(joint_rows.ORIGIN, None)
+        return row_geometry.joint_geometry(row_geometry.ORIGIN, None)
 
     def friction_contacts(self, friction: JointFriction) -> LocalContacts:
         """Six points on a ball about the joint origin."""
