@@ -7,11 +7,11 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
 ``max_iterations`` (never ``optimal``) when its cap is reached first.
 
 - ``nsgs``: block nonsmooth Gauss--Seidel over the 3x3 diagonal blocks with an
-  exact local solver per law and cone (:mod:`solvers.backends.fc_local`),
+  exact local solver per law and cone (:mod:`solvers.numerics.fc_local`),
   over-relaxation ``omega`` (default 1), scalar rows in the same sweep, warm
   start.  ``max_iter`` counts sweeps (default 10000).  Both laws, every cone.
   For the Coulomb law the sweeps solve the CCP with De Saxcé's shift frozen
-  and update the shift as an outer fixed point (:func:`~solvers.backends.fc_kernels.nsgs`);
+  and update the shift as an outer fixed point (:func:`~solvers.numerics.fc_kernels.nsgs`);
   ``direct=True`` applies the exact one-contact Coulomb solver in the sweep
   instead, as Siconos's NSGS does.  Measured on the 20-degree incline's step
   problems (a box on four redundant contacts, Delassus blocks with
@@ -21,7 +21,7 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
 - ``apgd``: Nesterov's accelerated projected gradient with backtracking and
   gradient restart on the CCP; the Coulomb law (not the optimality condition
   of one minimisation) through the same outer fixed point on De Saxcé's shift
-  as ``nsgs`` (:func:`~solvers.backends.fc_kernels.apgd`).  ``max_iter``
+  as ``nsgs`` (:func:`~solvers.numerics.fc_kernels.apgd`).  ``max_iter``
   default 20000.
 - ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
   default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both
@@ -188,7 +188,7 @@ class NSGSBackend(FrictionBackend):
     description = "nonsmooth block Gauss-Seidel, exact local solvers (CCP and Coulomb)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import nsgs
+        from solvers.numerics.fc_kernels import nsgs
 
         settings = dict(opts.settings)
         omega = float(settings.pop("omega", 1.0))
@@ -216,7 +216,7 @@ class APGDBackend(FrictionBackend):
     description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import apgd
+        from solvers.numerics.fc_kernels import apgd
 
         _no_settings(self.name, dict(opts.settings), ())
         cap = 20000 if opts.max_iter is None else int(opts.max_iter)
@@ -243,7 +243,7 @@ class ADMMBackend(FrictionBackend):
     description = "ADMM with adaptive penalty (CCP and Coulomb)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import admm
+        from solvers.numerics.fc_kernels import admm
 
         settings = dict(opts.settings)
         diag = problem.W.diagonal()
@@ -590,7 +590,7 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse as sp
 
         from solvers.backends.fc_ipm import FactorResidual, VelocityForm, eig_factor, ipm_ccp
-        from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
+        from solvers.numerics.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
         accel = str(settings.pop("acceleration", self.acceleration[problem.cone]))
@@ -729,7 +729,7 @@ class IPMBackend(FrictionBackend):
         if res > opts.tol and polish and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
             # 1e-7): finish from the interior point's impulses with Gauss--Seidel sweeps
-            from solvers.backends.fc_kernels import nsgs
+            from solvers.numerics.fc_kernels import nsgs
 
             r = r.copy()
             ptr, idx, val = _csr(problem)
@@ -744,7 +744,7 @@ class IPMBackend(FrictionBackend):
         def newton_finish(r: np.ndarray, res: float, budget: int) -> tuple[Any, float, int, int]:
             """Newton from ``r`` for at most ``budget`` iterations, ``restart_sweeps`` sweeps
             whenever no step decreases its merit: ``(r, res, iterations, sweeps)``."""
-            from solvers.backends.fc_kernels import nsgs
+            from solvers.numerics.fc_kernels import nsgs
 
             finisher = box_newton()
             ptr, idx, val = _csr(problem)
@@ -847,7 +847,7 @@ class IPMBackend(FrictionBackend):
                     reason = "converged"
             if fallback and res > opts.tol and self.final_sweeps and np.all(np.isfinite(r)):
                 # still short: Gauss--Seidel sweeps from the best iterate (class docstring)
-                from solvers.backends.fc_kernels import nsgs
+                from solvers.numerics.fc_kernels import nsgs
 
                 ptr, idx, val = _csr(problem)
                 r_s = r.copy()
@@ -901,7 +901,7 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse.linalg as spla
 
         from solvers.backends.fc_ipm import FactorResidual, ipm_ccp
-        from solvers.backends.fc_kernels import natural_map, support_shift
+        from solvers.numerics.fc_kernels import natural_map, support_shift
 
         nc = problem.nc
         nrm = np.arange(0, 3 * nc, 3)

@@ -4,7 +4,7 @@ Every kernel works on the local problem in CSR form: ``W`` (``indptr``,
 ``indices``, ``data``), ``q``, ``nc`` contacts in rows ``3i, 3i+1, 3i+2``
 (normal first), then scalar rows with lower bound ``row_lo`` (``-inf``:
 bilateral, ``u = 0``; ``0``: unilateral without friction).  Cones and laws are
-coded as in :mod:`solvers.backends.fc_local`.  One call runs the whole solve;
+coded as in :mod:`solvers.numerics.fc_local`.  One call runs the whole solve;
 Python never runs per contact, row or sweep.
 
 The stopping test of all three is the natural-map residual of
@@ -19,8 +19,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from solvers.backends.fc_local import ccp_local, coulomb_local, local_residual, project, support
 from solvers.jit import njit
+from solvers.numerics.fc_local import ccp_local, coulomb_local, local_residual, project, support
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
@@ -58,7 +58,7 @@ def natural_map(
 ) -> float:
     """Natural-map residual ``||r - P(r - û)||_2 / ||q||_2`` (``/ 1`` if ``||q|| <= eps``).
 
-    The exact cone's terms are :func:`~solvers.backends.fc_local.local_residual`'s
+    The exact cone's terms are :func:`~solvers.numerics.fc_local.local_residual`'s
     arithmetic written on scalars (the same numbers, bit for bit; the per-contact calls
     allocated two small arrays each: 0.1 ms per evaluation at 1,000 contacts, 10-15 %
     of an ``ipm`` Coulomb step on the 200-box pile).
