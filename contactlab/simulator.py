@@ -196,7 +196,7 @@ def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
     (nor, held in the world, with the world's shapes); bodies joined directly
     do not unless ``Scene.collide_jointed``; nor do the pairs of ``Scene.exclude_pairs``.
     """
-    from contactlab.attachments import attached_pairs
+    from contactlab.scene import attached_pairs
 
     nb = scene.n_bodies
     codes = [

@@ -20,7 +20,6 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
-from contactlab.attachments import AttachmentMap
 from contactlab.collision.contacts import ContactSet
 from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError, SingularSystemError
@@ -40,6 +39,7 @@ from contactlab.joints.body_constraints import (
 from contactlab.joints.placement import place_bodies
 from contactlab.maximal import assembly as asm
 from contactlab.maximal import integrators as integ
+from contactlab.maximal.attachment_map import AttachmentMap
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
 from contactlab.maximal.joint_friction import multiplier_maps
 from contactlab.maximal.soft import Regularization, augment, per_owner
@@ -544,7 +544,7 @@ class MaximalFormulation(Formulation):
 
 
 def _hold_drive(problem: StepProblem, column: int) -> StepProblem:
-    """``problem`` with the bilateral row ``s = 1`` on the prescribed column (attachments.py)."""
+    """``problem`` with the bilateral row ``s = 1`` on the prescribed column (attachment_map.py)."""
     n = problem.M.shape[0]
     row = sp.csr_matrix(([1.0], ([0], [column])), shape=(1, n))
     g = np.asarray(problem.g, dtype=float)

@@ -18,7 +18,7 @@ as long as the attachments form no loop; the chain is composed down to its
 root, which gives the same reduction as eliminating the attachments one at
 a time in topological order.
 
-:class:`Attachment` is the formulation-neutral description held by
+:class:`~contactlab.attachment.Attachment` is the formulation-neutral description held by
 :attr:`contactlab.scene.Scene.attachments`; :class:`AttachmentMap` is its
 realisation in maximal coordinates (:class:`contactlab.maximal.MaximalFormulation`),
 the reduction ``Phi = P Phi_active`` with the reduced mass ``P^T M P`` (the
@@ -49,183 +49,15 @@ exactly; its mass (any positive number) only scales that row's multiplier.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactlab import se3
-from contactlab.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from contactlab.scene import Scene
+from contactlab.attachment import Attachment, driving_pose
+from contactlab.scene import Scene, check_attachments
 
 Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """Body ``body`` attached rigidly to ``master`` (a body name; ``None``: the world).
-
-    Attributes
-    ----------
-    body : name of the attached body.
-    master : name of the body it moves with, or ``None`` to hold it fixed in
-        the world.
-    transform : (4, 4) pose of ``body``'s frame in ``master``'s frame (in the
-        world frame for ``master=None``, in the driving frame with a
-        ``trajectory``); ``None`` takes it from the initial poses.  A given
-        transform overrides the attached body's initial pose.
-    trajectory : ``t [s] -> (4, 4)`` world pose of a driving frame that
-        carries the body (``master`` must be ``None``): the body is then
-        parametrically controlled (§0.21), ``E(t) = trajectory(t) transform``.
-    """
-
-    body: str
-    master: str | None = None
-    transform: ArrayLike | None = None
-    trajectory: Callable[[float], ArrayLike] | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.body, str) or not self.body:
-            raise ConfigurationError(f"Attachment: body must be a body name, got {self.body!r}")
-        if self.master is not None and not isinstance(self.master, str):
-            raise ConfigurationError(
-                f"Attachment of {self.body!r}: master must be a body name or None (the world), "
-                f"got {self.master!r}"
-            )
-        if self.master == self.body:
-            raise ConfigurationError(f"Attachment: body {self.body!r} is attached to itself")
-        if self.trajectory is not None:
-            if not callable(self.trajectory):
-                raise ConfigurationError(
-                    f"Attachment of {self.body!r}: trajectory must be a function t -> (4, 4) "
-                    f"world pose, got {type(self.trajectory).__name__}"
-                )
-            if self.master is not None:
-                raise ConfigurationError(
-                    f"Attachment of {self.body!r}: a trajectory drives a body in the world; "
-                    f"drop master={self.master!r} (or drive the master and attach to it)"
-                )
-        if self.transform is not None:
-            T = np.array(self.transform, dtype=float)
-            if T.shape != (4, 4) or not np.all(np.isfinite(T)):
-                raise ConfigurationError(
-                    f"Attachment of {self.body!r}: transform must be a finite 4x4 matrix"
-                )
-            if not se3.is_rotation(T[:3, :3], tol=1e-9) or not np.allclose(
-                T[3], (0.0, 0.0, 0.0, 1.0)
-            ):
-                raise ConfigurationError(
-                    f"Attachment of {self.body!r}: transform is not a rigid transform "
-                    "(orthonormal rotation with det +1, last row 0 0 0 1)"
-                )
-            object.__setattr__(self, "transform", T)
-
-    @property
-    def supplies_energy(self) -> bool:
-        """A driven body does work that no potential records."""
-        return self.trajectory is not None
-
-
-def driving_pose(attachment: Attachment, t: float) -> Array:
-    """``attachment.trajectory(t)`` checked: a finite rigid (4, 4) transform."""
-    assert attachment.trajectory is not None
-    D = np.asarray(attachment.trajectory(t), dtype=float)
-    if (
-        D.shape != (4, 4)
-        or not np.all(np.isfinite(D))
-        or not se3.is_rotation(D[:3, :3], tol=1e-9)
-        or not np.allclose(D[3], (0.0, 0.0, 0.0, 1.0))
-    ):
-        raise ConfigurationError(
-            f"Attachment of {attachment.body!r}: trajectory({t:g}) is not a finite rigid 4x4 "
-            "transform (orthonormal rotation with det +1, last row 0 0 0 1)"
-        )
-    return D
-
-
-def check_attachments(scene: Scene) -> tuple[Attachment, ...]:
-    """Validate ``scene.attachments`` against the scene's bodies; return them in root-first order.
-
-    Raises :class:`ConfigurationError` naming the attachment for an unknown
-    body, a body attached twice, or a loop of attachments.
-    """
-    items = tuple(scene.attachments)
-    names = [b.name for b in scene.bodies]
-    by_body: dict[str, Attachment] = {}
-    for a in items:
-        if not isinstance(a, Attachment):
-            raise ConfigurationError(
-                f"scene {scene.name!r}: attachments must be contactlab.Attachment objects, "
-                f"got {type(a).__name__}"
-            )
-        for role, ref in (("body", a.body), ("master", a.master)):
-            if ref is not None and ref not in names:
-                raise ConfigurationError(
-                    f"attachment of {a.body!r}: {role} {ref!r} is not in scene {scene.name!r}; "
-                    f"bodies are {names}"
-                )
-        if a.body in by_body:
-            raise ConfigurationError(
-                f"scene {scene.name!r}: body {a.body!r} is attached twice; attach it to one master"
-            )
-        by_body[a.body] = a
-    order: list[Attachment] = []
-    state: dict[str, int] = {}  # 1: being visited, 2: done
-
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2 or name not in by_body:
-            return
-        if state.get(name) == 1:
-            loop = " -> ".join(path[path.index(name) :] + [name])
-            raise ConfigurationError(
-                f"scene {scene.name!r}: the attachments form a loop ({loop}); attach one of "
-                "them to a body outside the loop or to the world"
-            )
-        state[name] = 1
-        master = by_body[name].master
-        if master is not None:
-            visit(master, path + [name])
-        state[name] = 2
-        order.append(by_body[name])
-
-    for a in items:
-        visit(a.body, [])
-    return tuple(order)
-
-
-def attachment_root(scene: Scene, name: str | None) -> str | None:
-    """The unattached body (or ``None``: the world) whose motion ``name`` follows."""
-    masters = {a.body: a.master for a in scene.attachments}
-    seen = set()
-    while name is not None and name in masters and name not in seen:
-        seen.add(name)
-        name = masters[name]
-    return name
-
-
-def attached_pairs(scene: Scene) -> list[tuple[int, int]]:
-    """Index pairs (world = -1) of bodies that move as one through attachments.
-
-    They never collide with each other: their contact rows would vanish
-    after the reduction (a body attached to the world does not collide with
-    the world's static shapes either).
-    """
-    if not scene.attachments:
-        return []
-    groups: dict[str | None, list[int]] = {}
-    for i, b in enumerate(scene.bodies):
-        groups.setdefault(attachment_root(scene, b.name), []).append(i)
-    pairs = []
-    for root, members in groups.items():
-        if root is None:
-            members = [-1, *members]
-        pairs += [(a, b) for k, a in enumerate(members) for b in members[k + 1 :]]
-    return pairs
 
 
 class AttachmentMap:
@@ -393,28 +225,4 @@ class AttachmentMap:
         return np.asarray(self.P.T @ np.asarray(f, dtype=float))
 
 
-def attachments_of(items: Sequence[Any]) -> tuple[Attachment, ...]:
-    """``items`` as a tuple of :class:`Attachment` (accepts ``(body, master)`` pairs)."""
-    out = []
-    for a in items:
-        if isinstance(a, Attachment):
-            out.append(a)
-        elif isinstance(a, (tuple, list)) and len(a) in (2, 3):
-            out.append(Attachment(*a))
-        else:
-            raise ConfigurationError(
-                "an attachment must be Attachment(body, master) or a (body, master) pair, "
-                f"got {a!r}"
-            )
-    return tuple(out)
-
-
-__all__ = [
-    "Attachment",
-    "AttachmentMap",
-    "attached_pairs",
-    "attachment_root",
-    "attachments_of",
-    "check_attachments",
-    "driving_pose",
-]
+__all__ = ["AttachmentMap"]
