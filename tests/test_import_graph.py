@@ -103,7 +103,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_reader_sees_relative_function_level_and_submodule_imports() -> None:
     graph = import_graph()
     assert "solvers.backends.base" in graph["solvers.backends.kkt"]
-    assert "solvers.backends.qpsolvers_" in graph["solvers.registry"]  # imported in a function
+    assert "solvers.backends.qpsolvers_" in graph["solvers.backend_registry"]  # imported in a function
     assert "solvers.conversions" in graph["solvers.dispatch"]  # from solvers import conversions
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.primitives import Raw, empty_raw
+from contactlab.collision.round_shapes import Raw, empty_raw
 from solvers.jit import njit
 
 Array = NDArray[np.float64]

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
+from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 from solvers.jit import njit
 
 #: GJK stops when |v| - v.w/|v| < GJK_TOL (1 + |v|) [m].

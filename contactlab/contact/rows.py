@@ -85,7 +85,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.collision.contacts import ContactSet
-from contactlab.collision.table import WORLD_MATERIAL
+from contactlab.collision.shape_table import WORLD_MATERIAL
 from contactlab.csr import csr, empty_csr, index_dtype
 from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import ContactParams, Scene

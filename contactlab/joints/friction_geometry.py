@@ -102,7 +102,7 @@ class LocalContacts:
     owner : (t,) index of the contact each tangent belongs to.
     group : (t,) the joint motion each tangent measures: tangents of one
         group have equal rows on the joint's motion (``r`` times a rotation
-        rate, or the slide rate), see :mod:`contactlab.jointfriction.rows`.
+        rate, or the slide rate), see :mod:`contactlab.jointfriction.joint_contact_rows`.
     on_child : the geometry rides on the child's joint frame (a prismatic
         joint's carriage) instead of the parent's.
     rotational : the joint's motion is rotation (its own generalized force

@@ -24,7 +24,7 @@ from contactlab.collision.contacts import ContactSet
 from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
-from contactlab.jointfriction.rows import joint_friction_layout
+from contactlab.jointfriction.joint_contact_rows import joint_friction_layout
 from contactlab.joints.body_constraints import (
     Constraint,
     StackedRows,
@@ -41,8 +41,8 @@ from contactlab.maximal import assembly as asm
 from contactlab.maximal import integrators as integ
 from contactlab.maximal.attachment_map import AttachmentMap
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
-from contactlab.maximal.joint_friction import multiplier_maps
-from contactlab.maximal.soft import Regularization, augment, per_owner
+from contactlab.maximal.multiplier_reactions import multiplier_maps
+from contactlab.maximal.regularization import Regularization, augment, per_owner
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -90,7 +90,7 @@ class MaximalFormulation(Formulation):
         projection (§0.5); ``None`` (default) turns it on for every integrator
         but "linearly-implicit".  Soft rows are not projected.
     compliance : [m/N, or rad/(N m) for rotational rows] ``alpha`` of soft
-        constraints (§0.11, :mod:`contactlab.maximal.soft`): a number for every
+        constraints (§0.11, :mod:`contactlab.maximal.regularization`): a number for every
         joint and contact normal, or a mapping from joint/constraint names and
         ``"contacts"`` to numbers; 0 (default) is the hard constraint.
     compliance_damping : [s] ``beta`` of the soft constraints, same forms.

@@ -54,7 +54,7 @@ def outcome_counts(table: Any) -> tuple[int, int]:
     """``(failed or diverged runs, finished runs with unconverged steps)`` of a run table."""
     import pandas as pd
 
-    from contactlab.experiments.table import FAILED_STATUSES
+    from contactlab.experiments.run_table import FAILED_STATUSES
 
     if not len(table):
         return 0, 0

@@ -3,10 +3,10 @@
 The maximal formulation keeps every joint as bilateral rows ``G``; a friction
 joint's reaction on its child is ``G_j^T lambda_j`` restricted to the child's
 columns (Sueda's notes, eq. 1.74 in this package's sign convention).  With the
-joint-contact rows of :mod:`contactlab.jointfriction.rows` this is what the
-staggered joint-friction model (:mod:`contactlab.models.joint_friction`)
+joint-contact rows of :mod:`contactlab.jointfriction.joint_contact_rows` this is what the
+staggered joint-friction model (:mod:`contactlab.models.bisp`)
 needs; it is an independent computation of the reactions that BISP recovers
-by a traversal in reduced coordinates (:mod:`contactlab.reduced.joint_friction`).
+by a traversal in reduced coordinates (:mod:`contactlab.reduced.traversal_reactions`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab.jointfriction.rows import JointContactLayout
+from contactlab.jointfriction.joint_contact_rows import JointContactLayout
 from contactlab.problem import Array, JointFrictionMaps
 
 

@@ -1,7 +1,7 @@
 """Narrow phase for round shapes and planes, batched over pairs of one kind.
 
 Every function takes stacked world poses ``Wa, Wb`` (m, 4, 4) and sizes
-(m, 3) (see :class:`~contactlab.collision.table.ShapeTable`) of ``m`` pairs
+(m, 3) (see :class:`~contactlab.collision.shape_table.ShapeTable`) of ``m`` pairs
 and returns :data:`Raw` contacts: the index of the pair that produced each
 contact, the point (midpoint of the two surface points), the unit normal from
 B toward A and the signed distance, keeping contacts with

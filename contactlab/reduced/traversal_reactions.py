@@ -32,8 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
+from contactlab.jointfriction.joint_contact_rows import JointContactLayout
 from contactlab.jointfriction.local import distribute_reactions, remove_joint_forces
-from contactlab.jointfriction.rows import JointContactLayout
 from contactlab.joints.body_constraints import stack_rows as maximal_rows
 from contactlab.maximal import assembly as asm
 from contactlab.problem import Array, JointFrictionMaps

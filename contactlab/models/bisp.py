@@ -12,9 +12,9 @@ Alg. 7 and Alg. 8):
    of BISP);
 2. **joint contact multipliers**: the formulation's reaction map turns the
    solve into joint reactions (reduced coordinates: velocities compared and
-   one backward traversal, :mod:`contactlab.reduced.joint_friction`; maximal
+   one backward traversal, :mod:`contactlab.reduced.traversal_reactions`; maximal
    coordinates: the joints' own multipliers,
-   :mod:`contactlab.maximal.joint_friction`), then the local solves of
+   :mod:`contactlab.maximal.multiplier_reactions`), then the local solves of
    eq. 2.114 give ``alpha``;
 3. **convergence**: stop when the change of the joint contact impulse
    ``N_j^T alpha`` plus the external contact impulse is at most ``tol`` times
@@ -90,7 +90,7 @@ class StaggeredJointFriction(SolvingModel):
     regularization : ``eps`` of the local solves (eq. 2.114) and of the
         contact rows' Tikhonov term, relative, default 1e-6.
     aggregate : one friction row per joint motion (see
-        :mod:`contactlab.jointfriction.rows`) instead of one per contact
+        :mod:`contactlab.jointfriction.joint_contact_rows`) instead of one per contact
         point, default ``True``.
 
     After each step ``last`` holds a :class:`JointFrictionReport`.
