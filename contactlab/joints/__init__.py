@@ -9,7 +9,7 @@ with the rows that hold it between two bodies (:mod:`contactlab.joints.row_geome
 maximal formulation stacks them as ``G``, the reduced one maps them through the tree
 Jacobian (loop closures, prescribed twists).  Joints given by a transform
 (:mod:`contactlab.joints.transform`, :mod:`contactlab.joints.surface`) are derived
-symbolically and compiled (:mod:`contactlab.joints.codegen`).
+symbolically and compiled (:mod:`contactlab.joints.kernel_cache`).
 
 This package imports neither formulation: :mod:`contactlab.maximal` and
 :mod:`contactlab.reduced` import it.

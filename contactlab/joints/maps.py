@@ -326,7 +326,9 @@ class PrismaticJoint(_LinearScrewJoint):
 
     def constraint_geometry(self) -> Geometry:
         """No rotation, no offset normal to the axis (5 rows)."""
-        return row_geometry.joint_geometry(np.array(row_geometry.basis(self.axis)), row_geometry.lock())
+        return row_geometry.joint_geometry(
+            np.array(row_geometry.basis(self.axis)), row_geometry.lock()
+        )
 
     def friction_contacts(self, friction: JointFriction) -> LocalContacts:
         """Box corners riding on the child's joint frame."""
@@ -399,7 +401,9 @@ class RotationSequenceJoint(_LinearScrewJoint):
         axis is a revolute joint (5 rows).
         """
         if self.ndof == 1:
-            return row_geometry.joint_geometry(row_geometry.ORIGIN, row_geometry.align(self.axes[0]))
+            return row_geometry.joint_geometry(
+                row_geometry.ORIGIN, row_geometry.align(self.axes[0])
+            )
         if self.ndof == 2:
             a1, a2 = self.axes
             if abs(float(a1 @ a2)) > 1.0 - 1e-9:

@@ -4,12 +4,14 @@ A joint kind is described once, by its joint map (:class:`contactlab.joints.maps
 ``Q(q)``, ``S(q)``, ``Sdot``).  A joint whose configurations ``J_a^{-1} J_b = Q(q)`` are the
 zero set of explicit functions of the two joint frames also declares those functions here,
 as :data:`Geometry` in its joint frame (:meth:`Joint.constraint_geometry`); the maximal
-formulation evaluates them for every joint of a scene (:mod:`contactlab.joints.joint_constraints`) and
-the reduced formulation for loop-closing joints.  A joint without them (spline curves and
+formulation evaluates them for every joint of a scene
+(:mod:`contactlab.joints.joint_constraints`) and the reduced formulation for loop-closing
+joints.  A joint without them (spline curves and
 surfaces, transform joints) has no maximal equivalent and is refused by the maximal
 formulation with its name.
 
-Two primitives, both exact at every configuration (derivation in :mod:`contactlab.joints.joint_constraints`):
+Two primitives, both exact at every configuration (derivation in
+:mod:`contactlab.joints.joint_constraints`):
 
 * offset along a parent direction ``u``: ``g = (R_a u) . (o_b - o_a)`` (the *translational*
   rows, directions ``trans``, shape (kt, 3));

@@ -39,7 +39,7 @@ import numpy as np
 from contactlab._lazy import lazy_import
 from contactlab.geometry.primitives import inverse, rot_x, rot_z, trans
 from contactlab.geometry.surfaces import Curve, Surface, curve_from, surface_from
-from contactlab.joints.codegen import module_digest
+from contactlab.joints.kernel_cache import module_digest
 from contactlab.joints.kinds import register_joint
 from contactlab.joints.maps import Joint
 from contactlab.joints.transform import TransformJoint

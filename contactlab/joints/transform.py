@@ -3,7 +3,7 @@
 The user writes the joint's 4 x 4 transform as a sympy expression of its
 coordinates (or builds it from :mod:`contactlab.geometry.primitives` and
 :mod:`contactlab.geometry.surfaces`); :class:`TransformJoint` derives ``S``
-and ``Sdot`` symbolically and compiles them (:mod:`contactlab.joints.codegen`).
+and ``Sdot`` symbolically and compiles them (:mod:`contactlab.joints.kernel_cache`).
 The joint then works wherever a hand-written one does: the tree evaluates
 all joints of one expression in one compiled call, so the recursive O(n)
 dynamics stays compiled end to end.
@@ -111,7 +111,7 @@ def _text_source(Q: Any) -> str | None:
         texts = list(Q)
     else:
         return None
-    from contactlab.joints.codegen import module_digest
+    from contactlab.joints.kernel_cache import module_digest
 
     return f"text|{texts!r}|{module_digest('contactlab.geometry.primitives')}"
 
@@ -194,7 +194,7 @@ class TransformJoint(Joint):
         *,
         source: str | None = None,
     ) -> None:
-        from contactlab.joints import codegen
+        from contactlab.joints import kernel_cache
 
         given = dict(parameters or {})
         names = _coordinate_names(coordinates)
@@ -207,27 +207,27 @@ class TransformJoint(Joint):
         self.source = _text_source(Q) if source is None else source
         self._definition = (Q, coordinates, given)
         self._symbolic: tuple[list[sp.ImmutableMatrix], tuple, tuple] | None = None
-        key = None if self.source is None else codegen.source_key(self.source, names, pnames)
-        kernel = None if key is None else codegen.cached_kernel(key)
+        key = None if self.source is None else kernel_cache.source_key(self.source, names, pnames)
+        kernel = None if key is None else kernel_cache.cached_kernel(key)
         if key is not None and kernel is not None:  # generated before: no sympy at all
             self.key, self.kernel, self.generated_now = key, kernel, False
-            self._python_kernel = codegen.python_kernel(key)
+            self._python_kernel = kernel_cache.python_kernel(key)
             if (key, tuple(self.params[0])) not in _CHECKED:
                 self._check_rigid_generated()
                 _CHECKED.add((key, tuple(self.params[0])))
             return
         factors, coords, psyms = self._derive_symbols()
-        key = key or codegen.expression_key(factors, coords, psyms)
+        key = key or kernel_cache.expression_key(factors, coords, psyms)
         checked = (key, tuple(self.params[0])) in _CHECKED
-        existed = checked or codegen.is_generated(key)
+        existed = checked or kernel_cache.is_generated(key)
         if not existed:  # each factor, before any code is generated for it
             for F in factors:
                 self._check_rigid(F)
-        self.key, self.kernel, cached = codegen.compiled_kernel(factors, coords, psyms, key)
+        self.key, self.kernel, cached = kernel_cache.compiled_kernel(factors, coords, psyms, key)
         self.generated_now = not cached
         # one joint at a time runs the same generated code uncompiled: trees use the
         # compiled kernel (:attr:`batch`), and a joint evaluated alone pays no compilation
-        self._python_kernel = codegen.python_kernel(self.key)
+        self._python_kernel = kernel_cache.python_kernel(self.key)
         if existed and not checked:  # generated before: check Q(q) with that code
             self._check_rigid_generated()
         _CHECKED.add((key, tuple(self.params[0])))
@@ -334,12 +334,12 @@ class TransformJoint(Joint):
         Returns the constant transforms ``C_0 .. C_n`` (4, 4) and the screws
         ``xi`` (n, 6) (angular first, in the frame after ``C_{k-1}``), or ``None``.
         The form is found when the code is generated
-        (:func:`contactlab.joints.codegen.screw_factors_source`): every factor
+        (:func:`contactlab.joints.kernel_cache.screw_factors_source`): every factor
         of ``Q`` is constant or has a Jacobian ``S`` independent of ``q`` (a
         revolute or prismatic joint about any fixed axis, a translation, their
         products), whatever expression it was written with.
         """
-        from contactlab.joints.codegen import screw_factors
+        from contactlab.joints.kernel_cache import screw_factors
 
         parts = screw_factors(self.key, self.params[0])
         if parts is None:
