@@ -72,6 +72,7 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
+from solvers.numerics.anderson import AndersonHistory
 from solvers.result import RawSolution
 
 
@@ -270,20 +271,17 @@ class ADMMBackend(FrictionBackend):
         )
 
 
-class _Anderson:
+class _Anderson(AndersonHistory):
     """Anderson's type-II mixing of fixed-point pairs ``(x_k, f_k = g(x_k) - x_k)``.
 
     ``x+ = x + θ f - (ΔX + θ ΔF) γ``, ``γ = argmin ||f - ΔF γ||`` over the last
-    ``memory`` differences; the history is dropped and ``θ`` halved (down to 1/8)
-    whenever the Coulomb natural map rose since the last call, ``θ`` doubled back
-    (up to 1) when it fell below 0.7 of it.
+    ``memory`` differences (:class:`solvers.numerics.anderson.AndersonHistory`); the
+    history is dropped and ``θ`` halved (down to 1/8) whenever the Coulomb natural map
+    rose since the last call, ``θ`` doubled back (up to 1) when it fell below 0.7 of it.
     """
 
     def __init__(self, memory: int) -> None:
-        self.memory = memory
-        self.dxs: list[np.ndarray] = []
-        self.dfs: list[np.ndarray] = []
-        self.last: tuple[np.ndarray, np.ndarray] | None = None
+        super().__init__(memory, rcond=1e-10)
         self.theta = 1.0
         self.prev = np.inf
 
@@ -291,35 +289,17 @@ class _Anderson:
         """Update and return ``θ`` from the natural map ``res`` of the newest round."""
         if res > self.prev:
             self.theta = max(0.5 * self.theta, 0.125)
-            self.dxs.clear()
-            self.dfs.clear()
-            self.last = None
+            self.forget()
         elif res < 0.7 * self.prev:
             self.theta = min(2.0 * self.theta, 1.0)
         self.prev = res
         return self.theta
 
-    def record(self, x: np.ndarray, f: np.ndarray, res: float) -> None:
-        """Add the pair of the newest round to the history."""
-        self.relax(res)
-        if self.last is not None:
-            self.dxs.append(x - self.last[0])
-            self.dfs.append(f - self.last[1])
-            if len(self.dxs) > self.memory:
-                self.dxs.pop(0)
-                self.dfs.pop(0)
-        self.last = (x, f)
-
     def step(self, x: np.ndarray, f: np.ndarray, res: float) -> np.ndarray:
         """The mixed next shift (kept >= 0: ``h`` is a support function)."""
-        self.record(x, f, res)
-        theta = self.theta
-        if not self.dfs:
-            return np.maximum(x + theta * f, 0.0)
-        dF = np.column_stack(self.dfs)
-        dX = np.column_stack(self.dxs)
-        gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
-        return np.maximum(x + theta * f - (dX + theta * dF) @ gamma, 0.0)
+        self.relax(res)
+        self.record(x, f)
+        return np.maximum(self.mix(x, f, self.theta), 0.0)
 
 
 def shift_note(form: Any) -> str:
