@@ -91,6 +91,10 @@ from contactlab.errors import ConfigurationError, StateError
 from contactlab.scene import ContactParams, Scene
 from solvers.jit import njit
 
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = None
+
 Array = NDArray[np.float64]
 
 #: Fraction of the penetration removed per step when ``stabilization`` is None.

@@ -1,4 +1,4 @@
-"""Compiled numerics of the frictional-contact problems, shared by the problem types and the backends.
+"""Compiled numerics of the frictional-contact problems, shared by problem types and backends.
 
 :mod:`solvers.numerics.fc_local` holds the exact local solves and projections of one
 contact; :mod:`solvers.numerics.fc_kernels` the sweeps over all contacts (the natural
