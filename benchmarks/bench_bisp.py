@@ -15,7 +15,7 @@ with the root at 45 deg; h = 1e-2).  For each chain and model the CPU time
 
 median over the timed steps after a warm-up, with the outer iterations and
 the solver-layer time.  Both models run the same loop
-(:mod:`contactlab.models.joint_friction`) with the same tolerance and QP
+(:mod:`contactlab.models.bisp`) with the same tolerance and QP
 backend; what differs is what the seed's BISP removes: no contact QP over
 the joint rows (a reduced solve instead) and a friction QP over one row per
 joint instead of the joint rows plus one row per joint.  Scaling exponents

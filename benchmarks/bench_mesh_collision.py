@@ -40,7 +40,7 @@ import trimesh
 from contactlab import se3
 from contactlab.collision import boxes, hulls
 from contactlab.collision.polytope import hull_set, polytope
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
+from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 
 OUT = Path("results/benchmarks/mesh_collision.md")
 

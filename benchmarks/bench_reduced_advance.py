@@ -21,8 +21,8 @@ import pandas as pd
 
 from benchmarks.bench_reduced import _best_time, chain
 from contactlab import se3
+from contactlab.joints.kinds import make_joint
 from contactlab.reduced import Tree
-from contactlab.reduced.registry import make_joint
 from contactlab.scene import Body, JointSpec, Scene
 
 KINDS = {

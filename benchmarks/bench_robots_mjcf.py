@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from contactlab.joints.kinds import joint_from_spec
 from contactlab.reduced.dynamics import joint_forces
 from contactlab.reduced.mjcf import load_mjcf
 from contactlab.reduced.mjcf_parts import MJCFWarning
 from contactlab.reduced.model import Model
-from contactlab.reduced.registry import joint_from_spec
 from contactlab.reduced.tree import Tree
 from contactlab.scene import Scene
 

@@ -9,7 +9,7 @@ a run written with steps that missed their tolerance exits with 3
 first such step is a failed step (exit code 2).
 
 More subcommands plug in through :mod:`contactlab.commands` (the built-in
-:mod:`contactlab.experiments.cli` registers ``compare``, ``sweep``, ``plot``,
+:mod:`contactlab.experiments.subcommands` registers ``compare``, ``sweep``, ``plot``,
 ``render`` and ``studies``; other packages use the ``contactlab.commands``
 entry-point group).
 """

@@ -1,8 +1,8 @@
 """The subcommands of the ``contactlab`` command line, and the helpers they share.
 
 :data:`COMMANDS` is a :class:`solvers.plugins.Registry`: the built-in commands
-register themselves when :mod:`contactlab.cli`, :mod:`contactlab.experiments.cli`
-and :mod:`contactlab.optimize.cli` are imported, and another package adds its
+register themselves when :mod:`contactlab.cli`, :mod:`contactlab.experiments.subcommands`
+and :mod:`contactlab.optimize.command` are imported, and another package adds its
 own through the ``contactlab.commands`` entry-point group (a value is a
 :class:`Command`, or a module whose import calls :func:`register_command`).
 """
@@ -53,9 +53,9 @@ COMMANDS: Registry[Command] = Registry(
     "contactlab.commands",
     builtin=(
         "contactlab.cli",
-        "contactlab.experiments.cli",
+        "contactlab.experiments.subcommands",
         "contactlab.experiments.fclib_cli",
-        "contactlab.optimize.cli",
+        "contactlab.optimize.command",
     ),
     accept=lambda value: isinstance(value, Command),
 )

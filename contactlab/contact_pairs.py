@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.scene import Scene
+from contactlab.scene import Scene, attached_pairs
 
 Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
@@ -58,8 +58,6 @@ def excluded_pairs(scene: Scene) -> NDArray[np.int64]:
     (nor, held in the world, with the world's shapes); bodies joined directly
     do not unless ``Scene.collide_jointed``; nor do the pairs of ``Scene.exclude_pairs``.
     """
-    from contactlab.attachments import attached_pairs
-
     nb = scene.n_bodies
     codes = [
         (nb if a < 0 else a) * (nb + 1) + (nb if b < 0 else b)

@@ -47,7 +47,7 @@ from contactlab.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
-    from contactlab.jointfriction.rows import JointContactRows
+    from contactlab.jointfriction.joint_contact_rows import JointContactRows
     from solvers import SolverResult
 
 Array = NDArray[np.float64]

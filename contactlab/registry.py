@@ -123,7 +123,7 @@ def models() -> list[dict[str, Any]]:
 
 def constraints() -> list[dict[str, Any]]:
     """Constraint kinds of the maximal formulation (``joint``: every joint kind with rows)."""
-    from contactlab.maximal.constraints import CONSTRAINTS, constraint_kinds
+    from contactlab.joints.body_constraints import CONSTRAINTS, constraint_kinds
 
     return [
         {
@@ -137,7 +137,7 @@ def constraints() -> list[dict[str, Any]]:
 
 def joints() -> list[dict[str, Any]]:
     """Joint kinds (reduced formulation; maximal too where the joint map declares rows)."""
-    from contactlab.reduced.registry import JOINTS, joint_kinds
+    from contactlab.joints.kinds import JOINTS, joint_kinds
 
     return [
         {

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactlab import se3
-from contactlab.attachments import attachments_of, check_attachments
+from contactlab.attachment import Attachment, attachments_of
 from contactlab.errors import ConfigurationError, StateError
 
 Array = NDArray[np.float64]
@@ -356,7 +356,7 @@ class Scene:
         the hyper-reduced formulation when it is chosen by name.
     attachments : bodies moving rigidly with another body, held in the
         world or driven along a trajectory
-        (:class:`contactlab.attachments.Attachment`, or ``(body, master)``
+        (:class:`contactlab.attachment.Attachment`, or ``(body, master)``
         pairs), realised by null-space reduction (maximal coordinates;
         ArtiSynth's notes §0.17–0.21).
     extras : free data a scenario attaches for its readers (closed-form
@@ -384,7 +384,7 @@ class Scene:
     joint_torque: Callable[[float, Array, Array], Array] | None = None
     hyper_basis: Array | None = None
     hyper_offset: Array | None = None
-    attachments: tuple[Any, ...] = ()
+    attachments: tuple[Attachment, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -518,3 +518,83 @@ class State:
                     f"state at t={self.t:.6g} s has non-finite {key}; the step diverged — "
                     "reduce dt, enable stabilization, or choose a more robust solver"
                 )
+
+
+def check_attachments(scene: Scene) -> tuple[Attachment, ...]:
+    """Validate ``scene.attachments`` against the scene's bodies; return them in root-first order.
+
+    Raises :class:`ConfigurationError` naming the attachment for an unknown
+    body, a body attached twice, or a loop of attachments.
+    """
+    items = tuple(scene.attachments)
+    names = [b.name for b in scene.bodies]
+    by_body: dict[str, Attachment] = {}
+    for a in items:
+        if not isinstance(a, Attachment):
+            raise ConfigurationError(
+                f"scene {scene.name!r}: attachments must be contactlab.attachment.Attachment "
+                f"objects, got {type(a).__name__}"
+            )
+        for role, ref in (("body", a.body), ("master", a.master)):
+            if ref is not None and ref not in names:
+                raise ConfigurationError(
+                    f"attachment of {a.body!r}: {role} {ref!r} is not in scene {scene.name!r}; "
+                    f"bodies are {names}"
+                )
+        if a.body in by_body:
+            raise ConfigurationError(
+                f"scene {scene.name!r}: body {a.body!r} is attached twice; attach it to one master"
+            )
+        by_body[a.body] = a
+    order: list[Attachment] = []
+    state: dict[str, int] = {}  # 1: being visited, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2 or name not in by_body:
+            return
+        if state.get(name) == 1:
+            loop = " -> ".join(path[path.index(name) :] + [name])
+            raise ConfigurationError(
+                f"scene {scene.name!r}: the attachments form a loop ({loop}); attach one of "
+                "them to a body outside the loop or to the world"
+            )
+        state[name] = 1
+        master = by_body[name].master
+        if master is not None:
+            visit(master, path + [name])
+        state[name] = 2
+        order.append(by_body[name])
+
+    for a in items:
+        visit(a.body, [])
+    return tuple(order)
+
+
+def attachment_root(scene: Scene, name: str | None) -> str | None:
+    """The unattached body (or ``None``: the world) whose motion ``name`` follows."""
+    masters = {a.body: a.master for a in scene.attachments}
+    seen = set()
+    while name is not None and name in masters and name not in seen:
+        seen.add(name)
+        name = masters[name]
+    return name
+
+
+def attached_pairs(scene: Scene) -> list[tuple[int, int]]:
+    """Index pairs (world = -1) of bodies that move as one through attachments.
+
+    They never collide with each other: their contact rows would vanish
+    after the reduction (a body attached to the world does not collide with
+    the world's static shapes either).
+    """
+    if not scene.attachments:
+        return []
+    groups: dict[str | None, list[int]] = {}
+    for i, b in enumerate(scene.bodies):
+        groups.setdefault(attachment_root(scene, b.name), []).append(i)
+    pairs = []
+    for root, members in groups.items():
+        if root is None:
+            members = [-1, *members]
+        pairs += [(a, b) for k, a in enumerate(members) for b in members[k + 1 :]]
+    return pairs

@@ -12,8 +12,8 @@ joint kernels), the O(n) hybrid dynamics recursion and its derivatives on a
 prepared model, and the frictional-contact backends (NSGS, APGD, ADMM) on a
 two-contact problem and a box stack through the compiled local problem.  It
 then checks that every kernel of
-:data:`solvers.jit.KERNEL_MODULES`'s modules has a compiled signature and
-names those that have none.
+module that owns kernels (:func:`solvers.jit.kernel_modules`) has a compiled
+signature and names those that have none.
 
 The steps are independent, so they run in separate processes, as many at a
 time as there are cores (``jobs``): numba compiles one function at a time in
@@ -235,10 +235,10 @@ def kernels() -> dict[str, list[str]]:
     """``{module: [kernel names]}`` of every compiled kernel module."""
     from numba.core.registry import CPUDispatcher
 
-    from solvers.jit import KERNEL_MODULES
+    from solvers.jit import kernel_modules
 
     out = {}
-    for name in KERNEL_MODULES:
+    for name in kernel_modules("contactlab", "solvers"):
         module = importlib.import_module(name)
         out[name] = sorted(
             key

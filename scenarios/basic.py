@@ -268,7 +268,7 @@ def spring_damper(stiffness: float = 10.0, damping: float = 1.0) -> Scene:
     link 1 with its rest length equal to the initial distance.
     """
     from contactlab.forces.springs import SpringDamper
-    from contactlab.maximal.kinematics import place_bodies
+    from contactlab.joints.placement import place_bodies
 
     bodies = tuple(cuboid(f"link{i}", (10.0, 1.0, 1.0)) for i in range(3))
     end, start = _trans(5.0, 0.0, 0.0), _trans(-5.0, 0.0, 0.0)

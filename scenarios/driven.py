@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactlab import se3
-from contactlab.attachments import Attachment
+from contactlab.attachment import Attachment
 from contactlab.bodies import body_from_shape
 from contactlab.errors import ConfigurationError
 from contactlab.scenario import scenario

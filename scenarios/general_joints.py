@@ -1,7 +1,7 @@
 """Scenes of Si & Guenter (Si & Guenter): multibody systems on surface and curve joints.
 
 Every joint here is generated from its transform ``Q(q)``
-(:mod:`contactlab.reduced.surface_joints`); the scenes are conservative
+(:mod:`contactlab.joints.surface`); the scenes are conservative
 (no damping, no contact) and run in reduced coordinates only.  Bodies carry
 wireframe meshes of their surfaces for ``contactlab render``; collision is
 off (``Scene(collision=False)``): the joints keep the surfaces in

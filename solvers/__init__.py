@@ -16,6 +16,7 @@ Example
 from __future__ import annotations
 
 from solvers import fc_dispatch as _fc_kinds  # noqa: F401  (registers the frictional kinds)
+from solvers.backend_registry import available_backends, backend_table, get_backend
 from solvers.dispatch import solve
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
 from solvers.fitting import (
@@ -30,7 +31,6 @@ from solvers.fitting import (
 )
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
-from solvers.registry import available_backends, backend_table, get_backend
 from solvers.result import STATUSES, SolverResult
 
 __all__ = [

@@ -17,12 +17,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from solvers import conversions as cv
+from solvers.backend_registry import available_backends, get_backend
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
 from solvers.fitting import fitting_backends, kind_of
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP
-from solvers.registry import available_backends, get_backend
 from solvers.residuals import lcp_residuals, qp_residuals
 from solvers.result import RawSolution, SolverResult
 from solvers.verdict import verdict

@@ -63,10 +63,10 @@ from typing import Any
 import numpy as np
 
 from solvers import conversions as cv
+from solvers.backend_registry import ALIASES, available_backends, backend_class
 from solvers.backends.base import Backend
 from solvers.errors import ProblemError
 from solvers.problems import LCP, QP
-from solvers.registry import ALIASES, available_backends, backend_class
 
 
 @dataclass(frozen=True)

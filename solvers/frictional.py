@@ -57,6 +57,14 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from solvers.errors import ProblemError
+from solvers.numerics.fc_kernels import (
+    csr_symmetric,
+    factor_diagonal,
+    factor_soc_residuals,
+    factor_velocity,
+    natural_map,
+    soc_measures,
+)
 from solvers.problems import Matrix, _as_sparse, _as_vector, is_symmetric
 
 Law = Literal["ccp", "coulomb"]
@@ -93,8 +101,6 @@ def problem_kind(law: str, cone: str) -> str:
 
 def _symmetric(W: sp.csr_matrix) -> bool:
     """``W`` equals its transpose to ``1e-8 max|W|`` (compiled check, no transpose formed)."""
-    from solvers.backends.fc_kernels import csr_symmetric
-
     scale = max(float(np.abs(W.data).max()) if W.nnz else 0.0, 1.0)
     return bool(
         csr_symmetric(W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data, 1e-8 * scale)
@@ -249,8 +255,6 @@ class FrictionalContact:
     def velocity(self, r: Vec) -> Vec:
         """``u = W r + q`` (through the factor when ``W`` was not given)."""
         if self._W is None:
-            from solvers.backends.fc_kernels import factor_velocity
-
             u = np.empty(self.n)
             tmp = np.empty(self._fd.shape[0])
             r = np.ascontiguousarray(r, dtype=np.float64)
@@ -262,8 +266,6 @@ class FrictionalContact:
         """The diagonal of ``W``, through the factor (``sum_k C_ik^2 d_k``) if W is not formed."""
         if self._W is None:
             if self._diag is None:
-                from solvers.backends.fc_kernels import factor_diagonal
-
                 # compiled; the sums in the order of np.bincount over the rows' entries
                 diag = factor_diagonal(self._fptr, self._fidx, self._fval, self._fd)
                 diag.flags.writeable = False
@@ -393,8 +395,6 @@ def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
 
 def residuals_and_velocity(problem: FrictionalContact, r: Vec) -> tuple[dict[str, float], Vec]:
     """:func:`fc_residuals` and the velocity ``u = W r + q`` they were measured at."""
-    from solvers.backends.fc_kernels import factor_soc_residuals, natural_map, soc_measures
-
     nc = problem.nc
     law = 0 if problem.law == "ccp" else 1
     if problem._W is None and problem.cone == "soc":

@@ -34,6 +34,8 @@ program that imported numba itself earlier keeps numba's own setting.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -43,32 +45,43 @@ from pathlib import Path
 from time import thread_time_ns
 from typing import Any
 
-#: The modules holding compiled kernels (a test checks that every module
-#: importing :func:`njit` is listed), with the seconds of CPU a cold compilation
-#: of their kernels took (``contactlab warmup`` with an empty cache on a 2-core
-#: 2026 machine; ``None`` where not measured), for the first-use message.
-KERNEL_MODULES: dict[str, float | None] = {
-    "contactlab.collision.boxes": 25.0,
-    "contactlab.collision.broadphase": None,
-    "contactlab.collision.convex": 30.0,
-    "contactlab.collision.cylinders": 25.0,
-    "contactlab.collision.hulls": 20.0,
-    "contactlab.jointfriction.local": 2.0,
-    "contactlab.maximal.assembly": None,
-    "contactlab.contact.identity": None,
-    "contactlab.contact.rows": None,
-    "contactlab.models.delassus": 3.0,
-    "contactlab.reduced._kernels": 17.0,
-    "contactlab.reduced._fast": 15.0,
-    "contactlab.reduced._derivative_kernels": 12.0,
-    "contactlab.reduced._general_kernels": 13.0,
-    "solvers.backends.pgs_kernel": 4.0,
-    "solvers.backends.fc_kernels": 8.0,
-    "solvers.backends.fc_local": 4.0,
-    "solvers.backends.fc_ipm": 2.0,
-    "solvers.backends.fc_newton": 2.0,
-    "solvers.backends.block_cholesky": None,
-}
+#: A module owns compiled kernels when it makes them with :func:`njit` from here
+#: (:func:`kernel_modules` finds them by reading the source); it declares the CPU
+#: seconds a cold compilation of its kernels takes as ``COMPILE_SECONDS`` (for the
+#: first-use message; ``None`` where not measured).  No list of modules lives here.
+_SILENT = "*"  # in ``_announced``: print no first-use line at all
+
+
+def imports_njit(source: str) -> bool:
+    """Whether module source imports ``njit`` at its top level (from here or from numba);
+    code a module only generates as text does not count."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module in ("numba", "solvers.jit")
+        and any(alias.name == "njit" for alias in node.names)
+        for node in ast.parse(source).body
+    )
+
+
+def kernel_modules(*packages: str) -> list[str]:
+    """Names of the modules of ``packages`` that own compiled kernels, sorted.
+
+    Read from the source files (:func:`imports_njit`); nothing is imported but the
+    packages themselves.
+    """
+    out = []
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            base = Path(location).parent
+            for path in sorted(Path(location).rglob("*.py")):
+                parts = list(path.relative_to(base).with_suffix("").parts)
+                if parts[-1] == "__init__":
+                    parts.pop()
+                name = ".".join(parts)
+                if name != __name__ and imports_njit(path.read_text(encoding="utf-8")):
+                    out.append(name)
+    return sorted(set(out))
 
 
 def cache_dir() -> Path:
@@ -88,6 +101,8 @@ from numba import njit as _numba_njit  # noqa: E402  (after NUMBA_CACHE_DIR is s
 from numba.core import event as _event  # noqa: E402
 
 _announced: set[str] = set()
+#: Modules whose kernels :func:`njit` made in this process.
+_OWNERS: set[str] = set()
 
 
 class _FirstCompile(_event.Listener):  # type: ignore[misc]
@@ -95,10 +110,10 @@ class _FirstCompile(_event.Listener):  # type: ignore[misc]
 
     def on_start(self, event: Any) -> None:
         module = getattr(event.data["dispatcher"].py_func, "__module__", "") or ""
-        if module in _announced or module not in KERNEL_MODULES:
+        if _SILENT in _announced or module in _announced or module not in _OWNERS:
             return
         _announced.add(module)
-        seconds = KERNEL_MODULES[module]
+        seconds = getattr(sys.modules.get(module), "COMPILE_SECONDS", None)
         cost = "some seconds" if seconds is None else f"about {seconds:.0f} s"
         print(
             f"contactlab: compiling kernels of {module} (first use, {cost}; cached in "
@@ -116,7 +131,7 @@ _event.register("numba:compile", _FirstCompile())
 
 def silence_first_use() -> None:
     """Print no first-use line from now on (``contactlab warmup`` reports its own progress)."""
-    _announced.update(KERNEL_MODULES)
+    _announced.add(_SILENT)
 
 
 #: Every dispatcher :func:`njit` made, by ``id`` (for :func:`kernel_accounting`).
@@ -131,6 +146,7 @@ C_EXTENSIONS = ("contactlab.reduced._cfast", "scipy.sparse.linalg._dsolve._super
 
 def _register(dispatcher: Any) -> Any:
     _DISPATCHERS[id(dispatcher)] = dispatcher
+    _OWNERS.add(getattr(getattr(dispatcher, "py_func", None), "__module__", "") or "")
     return dispatcher
 
 

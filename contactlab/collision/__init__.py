@@ -10,7 +10,7 @@ closer than ``scene.contact.margin``.
 from contactlab.collision.broadphase import brute_force_pairs, grid_pairs, sweep_and_prune
 from contactlab.collision.contacts import ContactSet
 from contactlab.collision.detect import Collider, collide, collider_for, supported_pairs
-from contactlab.collision.table import WORLD_MATERIAL, ShapeTable
+from contactlab.collision.shape_table import WORLD_MATERIAL, ShapeTable
 
 __all__ = [
     "WORLD_MATERIAL",

@@ -1,7 +1,7 @@
 """Narrow phase for cylinders: sphere–cylinder (exact, numpy) and capsule–,
 box– and cylinder–cylinder (support mappings and a clipped manifold, numba).
 
-Conventions are those of :mod:`contactlab.collision.primitives`: batched over
+Conventions are those of :mod:`contactlab.collision.round_shapes`: batched over
 the pairs of one kind, A is the lower kind (sphere, capsule, box before
 cylinder), the unit normal points from B toward A, the signed distance is
 negative on penetration, the point is the midpoint of the two surface points,
@@ -55,9 +55,13 @@ from numpy.typing import NDArray
 
 from contactlab.collision.boxes import _clip
 from contactlab.collision.convex import signed_distance
-from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES, Raw, empty_raw
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw
+from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER
 from solvers.jit import njit
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 25.0
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

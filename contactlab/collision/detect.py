@@ -10,7 +10,7 @@ Supported pairs (static shapes may be any of sphere, capsule, box, cylinder,
 mesh, plus planes): every pair of the four solids and each solid against a plane —
 sphere–plane, capsule–plane, box–plane, cylinder–plane, sphere–sphere,
 sphere–capsule, capsule–capsule, sphere–box, capsule–box, box–box
-(:mod:`~contactlab.collision.primitives`, :mod:`~contactlab.collision.boxes`),
+(:mod:`~contactlab.collision.round_shapes`, :mod:`~contactlab.collision.boxes`),
 sphere–cylinder, capsule–cylinder, box–cylinder, cylinder–cylinder
 (:mod:`~contactlab.collision.cylinders`; the last three by GJK/EPA on support
 mappings, :mod:`~contactlab.collision.convex`, with a clipped contact
@@ -38,11 +38,11 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision import boxes, cylinders, hulls, primitives
+from contactlab.collision import boxes, cylinders, hulls, round_shapes
 from contactlab.collision.broadphase import grid_pairs
 from contactlab.collision.contacts import ContactSet
-from contactlab.collision.primitives import Raw
-from contactlab.collision.table import (
+from contactlab.collision.round_shapes import Raw
+from contactlab.collision.shape_table import (
     BOX,
     CAPSULE,
     CYLINDER,
@@ -60,10 +60,10 @@ PairFn = Callable[[Array, Array, Array, Array, float], Raw]
 
 #: Narrow phase per (kind A, kind B) with kind A <= kind B.
 PAIR_FUNCTIONS: dict[tuple[int, int], PairFn] = {
-    (SPHERE, SPHERE): primitives.sphere_sphere,
-    (SPHERE, CAPSULE): primitives.sphere_capsule,
+    (SPHERE, SPHERE): round_shapes.sphere_sphere,
+    (SPHERE, CAPSULE): round_shapes.sphere_capsule,
     (SPHERE, BOX): boxes.sphere_box,
-    (CAPSULE, CAPSULE): primitives.capsule_capsule,
+    (CAPSULE, CAPSULE): round_shapes.capsule_capsule,
     (CAPSULE, BOX): boxes.capsule_box,
     (BOX, BOX): boxes.box_box,
     (SPHERE, CYLINDER): cylinders.sphere_cylinder,
@@ -74,10 +74,10 @@ PAIR_FUNCTIONS: dict[tuple[int, int], PairFn] = {
 
 #: Narrow phase of each kind against a plane.
 PLANE_FUNCTIONS: dict[int, Callable[[Array, Array, Array, Array, float], Raw]] = {
-    SPHERE: primitives.sphere_plane,
-    CAPSULE: primitives.capsule_plane,
-    BOX: primitives.box_plane,
-    CYLINDER: primitives.cylinder_plane,
+    SPHERE: round_shapes.sphere_plane,
+    CAPSULE: round_shapes.capsule_plane,
+    BOX: round_shapes.box_plane,
+    CYLINDER: round_shapes.cylinder_plane,
 }
 
 

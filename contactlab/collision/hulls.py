@@ -4,7 +4,7 @@ A :class:`~contactlab.shapes.Mesh` enters collision as the convex hull of its
 vertices (:mod:`~contactlab.collision.polytope`: built once per scene, faces
 as polygons).  It collides with planes, spheres, capsules, boxes, cylinders
 and other meshes; conventions are those of
-:mod:`~contactlab.collision.primitives` (A is the lower kind, so the mesh is
+:mod:`~contactlab.collision.round_shapes` (A is the lower kind, so the mesh is
 B against every other kind; the unit normal points from B toward A; the
 signed distance is negative on penetration; the point is the midpoint of the
 two surface points; contacts with ``distance < margin`` are kept).
@@ -46,9 +46,13 @@ from numpy.typing import NDArray
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.cylinders import CLIP_TOL, DEEPEST_TOL, _clip_incident, _feature
 from contactlab.collision.polytope import HullSet
-from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES, Raw, empty_raw
-from contactlab.collision.table import CAPSULE, MESH, SPHERE
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw
+from contactlab.collision.shape_table import CAPSULE, MESH, SPHERE
 from solvers.jit import njit
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 20.0
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

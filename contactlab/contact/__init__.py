@@ -1,6 +1,6 @@
 """Contact rows (Sueda's notes §1.11) and friction-cone data (§1.13, ArtiSynth notes §0.10)."""
 
-from contactlab.contact.friction import (
+from contactlab.contact.friction_cone import (
     box_bounds,
     direction_sum,
     pyramid_directions,

@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 
 from contactlab.experiments.loading import load_run_folder  # noqa: E402
 from contactlab.experiments.plots import save_figure  # noqa: E402
-from contactlab.experiments.table import markdown_table  # noqa: E402
+from contactlab.experiments.run_table import markdown_table  # noqa: E402
 from contactlab.results import RunData  # noqa: E402
 
 G = 9.81

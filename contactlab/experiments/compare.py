@@ -5,7 +5,7 @@ Each combination runs through the same code path as ``contactlab run``
 ``OUT/runs/<formulation>-<model>-<solver>/``.  Then
 
 * ``comparison.csv`` — one row per combination that was run (the columns of
-  :mod:`contactlab.experiments.table`);
+  :mod:`contactlab.experiments.run_table`);
 * ``comparison.md`` — the same as a readable table, the best value per
   column in bold, followed by the combinations that do not fit and why;
 * ``skipped.csv`` — the combinations that do not fit, with the reason;
@@ -34,8 +34,7 @@ from contactlab.errors import (
     UnknownNameError,
 )
 from contactlab.experiments.loading import load_run_folder
-from contactlab.experiments.runner import WARMUP_STEPS, execute, stale_reason
-from contactlab.experiments.table import (
+from contactlab.experiments.run_table import (
     ENERGY_COLUMNS,
     FAILED_STATUSES,
     METRIC_COLUMNS,
@@ -43,6 +42,7 @@ from contactlab.experiments.table import (
     rankable,
     run_metrics,
 )
+from contactlab.experiments.runner import WARMUP_STEPS, execute, stale_reason
 from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec, as_spec, check_fits, check_names
 

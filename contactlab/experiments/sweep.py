@@ -18,7 +18,7 @@ Resuming
 
 Outputs (``OUT/``)
     ``sweep.parquet`` and ``sweep.csv`` (one row per run, spec columns then the
-    metrics of :mod:`contactlab.experiments.table`), ``aggregates.csv`` and
+    metrics of :mod:`contactlab.experiments.run_table`), ``aggregates.csv`` and
     ``aggregates.md`` (qpbenchmark-style: success rate and the shifted geometric
     mean of total solver time [ms], shift 10, relative to the best), ``skipped.csv``,
     ``sweep.json`` (settings and counts) and ``plots/performance_profile.png``.
@@ -45,13 +45,13 @@ from contactlab.errors import ConfigurationError
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
+from contactlab.experiments.run_table import METRIC_COLUMNS, markdown_table, run_metrics
 from contactlab.experiments.runner import (
     WARMUP_STEPS,
     clean_temporaries,
     execute,
     stale_reason,
 )
-from contactlab.experiments.table import METRIC_COLUMNS, markdown_table, run_metrics
 from contactlab.progress import progress_bar
 from contactlab.runspec import RunSpec
 

@@ -5,8 +5,8 @@ A surface's frame at ``(u, v)`` has its origin on the surface, ``t1`` along
 ``t2 = n x t1``; a curve's frame has ``t`` along ``dx/ds``, ``n`` the unit
 vector ``up x t`` (horizontal for ``up = z``) and ``b = t x n``.  The
 frames are rigid transforms, so joints built from them
-(:mod:`contactlab.reduced.surface_joints`) are
-:class:`~contactlab.reduced.general.TransformJoint` objects.
+(:mod:`contactlab.joints.surface`) are
+:class:`~contactlab.joints.transform.TransformJoint` objects.
 
 Shape parameters (radii, semi-axes) stay symbols named ``<prefix><name>``
 with their values returned beside the expression, so joints between

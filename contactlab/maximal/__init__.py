@@ -1,12 +1,12 @@
 """Maximal coordinates: every body carries its own transform and twist.
 
 Joints and user constraints become bilateral rows ``G Phi = g``
-(:mod:`contactlab.maximal.constraints`, :mod:`contactlab.maximal.joints`);
+(:mod:`contactlab.joints.body_constraints`, :mod:`contactlab.joints.joint_constraints`);
 :class:`MaximalFormulation` assembles the velocity-level step problem
 (Sueda's notes §1.6–1.12) and is registered as formulation ``"maximal"``.
 """
 
-from contactlab.maximal.constraints import (
+from contactlab.joints.body_constraints import (
     Constraint,
     ConstraintRows,
     constraint_class,
@@ -16,8 +16,8 @@ from contactlab.maximal.constraints import (
     scene_constraints,
     stack_rows,
 )
+from contactlab.joints.joint_constraints import JointConstraint
 from contactlab.maximal.formulation import MaximalFormulation
-from contactlab.maximal.joints import JointConstraint
 
 __all__ = [
     "Constraint",

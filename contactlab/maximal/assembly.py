@@ -55,10 +55,14 @@ from numpy.typing import NDArray
 
 from contactlab import se3
 from contactlab.csr import csc
-from contactlab.maximal.constraints import StackedRows
+from contactlab.joints.body_constraints import StackedRows
 from contactlab.scene import Scene
 from contactlab.se3 import _SMALL_ANGLE
 from solvers.jit import njit
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = None
 
 Array = NDArray[np.float64]
 

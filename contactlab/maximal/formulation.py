@@ -3,7 +3,7 @@
 Each step poses the KKT problem of Sueda's notes, eq. 1.73, in the sign
 convention of :mod:`contactlab.problem` (``M phi+ = f + G^T lambda``, so the
 seed's ``lambda`` is minus ours), with the joints and registered constraints
-as rows ``G`` (:mod:`contactlab.maximal.joints`), Baumgarte right-hand sides
+as rows ``G`` (:mod:`contactlab.joints.joint_constraints`), Baumgarte right-hand sides
 (:mod:`contactlab.maximal.assembly`), and contact rows when a contact set is
 given; positions follow by ``E <- E exp(h [phi+])`` (eq. 1.29).
 """
@@ -20,15 +20,12 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
-from contactlab.attachments import AttachmentMap
 from contactlab.collision.contacts import ContactSet
 from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.formulation import Formulation, register_formulation
-from contactlab.jointfriction.rows import joint_friction_layout
-from contactlab.maximal import assembly as asm
-from contactlab.maximal import integrators as integ
-from contactlab.maximal.constraints import (
+from contactlab.jointfriction.joint_contact_rows import joint_friction_layout
+from contactlab.joints.body_constraints import (
     Constraint,
     StackedRows,
     TimedConstraint,
@@ -39,10 +36,13 @@ from contactlab.maximal.constraints import (
     stack_rows,
     timed_rhs,
 )
+from contactlab.joints.placement import place_bodies
+from contactlab.maximal import assembly as asm
+from contactlab.maximal import integrators as integ
+from contactlab.maximal.attachment_map import AttachmentMap
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
-from contactlab.maximal.joint_friction import multiplier_maps
-from contactlab.maximal.kinematics import place_bodies
-from contactlab.maximal.soft import Regularization, augment, per_owner
+from contactlab.maximal.multiplier_reactions import multiplier_maps
+from contactlab.maximal.regularization import Regularization, augment, per_owner
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -90,7 +90,7 @@ class MaximalFormulation(Formulation):
         projection (§0.5); ``None`` (default) turns it on for every integrator
         but "linearly-implicit".  Soft rows are not projected.
     compliance : [m/N, or rad/(N m) for rotational rows] ``alpha`` of soft
-        constraints (§0.11, :mod:`contactlab.maximal.soft`): a number for every
+        constraints (§0.11, :mod:`contactlab.maximal.regularization`): a number for every
         joint and contact normal, or a mapping from joint/constraint names and
         ``"contacts"`` to numbers; 0 (default) is the hard constraint.
     compliance_damping : [s] ``beta`` of the soft constraints, same forms.
@@ -544,7 +544,7 @@ class MaximalFormulation(Formulation):
 
 
 def _hold_drive(problem: StepProblem, column: int) -> StepProblem:
-    """``problem`` with the bilateral row ``s = 1`` on the prescribed column (attachments.py)."""
+    """``problem`` with the bilateral row ``s = 1`` on the prescribed column (attachment_map.py)."""
     n = problem.M.shape[0]
     row = sp.csr_matrix(([1.0], ([0], [column])), shape=(1, n))
     g = np.asarray(problem.g, dtype=float)

@@ -97,9 +97,9 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab import se3
-from contactlab.attachments import AttachmentMap as Attachments
 from contactlab.errors import ConfigurationError, UnknownNameError
 from contactlab.maximal import assembly as asm
+from contactlab.maximal.attachment_map import AttachmentMap as Attachments
 from contactlab.scene import Scene
 
 Array = NDArray[np.float64]

@@ -1,6 +1,6 @@
 """Joint coordinates in maximal coordinates: ``q`` and ``qdot`` of one-coordinate joints.
 
-The joint map of a joint's kind (``Q``, ``S``, :mod:`contactlab.reduced.joints`) also
+The joint map of a joint's kind (``Q``, ``S``, :mod:`contactlab.joints.maps`) also
 reads its coordinate back from the body transforms: with the joint frames
 ``J_a = E_a F_a``, ``J_b = E_b F_b``, the relative transform ``X = J_a^{-1} J_b`` is
 ``Q(q)`` on the joint, so ``q = chart(X)`` (``Joint.chart``, Newton on ``log``
@@ -44,9 +44,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactlab import joint_rows, se3
+from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.maximal.constraints import Constraint, TimedConstraint, body_index_map
+from contactlab.joints import row_geometry
+from contactlab.joints.body_constraints import Constraint, TimedConstraint, body_index_map
+from contactlab.joints.kinds import build_joint
+from contactlab.joints.maps import PrismaticJoint, RevoluteJoint
+from contactlab.joints.topology import tree_order
 from contactlab.scene import JointSpec, Scene
 
 Array = NDArray[np.float64]
@@ -64,8 +68,6 @@ class JointCoordinates:
     """Coordinate and rate row of one-coordinate joints, read through their joint maps."""
 
     def __init__(self, scene: Scene, specs: Sequence[JointSpec], what: str) -> None:
-        from contactlab.reduced.registry import build_joint
-
         index = body_index_map(scene)
         self.specs = tuple(specs)
         self.joints = [build_joint(s) for s in self.specs]
@@ -80,8 +82,6 @@ class JointCoordinates:
         self.ib = np.array([index[s.child] for s in self.specs], dtype=np.int64)
         self.Fa = np.array([s.frame_parent for s in self.specs]).reshape(-1, 4, 4)
         self.Fb = np.array([s.frame_child for s in self.specs]).reshape(-1, 4, 4)
-        from contactlab.reduced.joints import PrismaticJoint, RevoluteJoint
-
         self.hinge = np.array([type(j) is RevoluteJoint for j in self.joints], dtype=bool)
         self.slider = np.array([type(j) is PrismaticJoint for j in self.joints], dtype=bool)
         self.axis = np.array(
@@ -91,7 +91,7 @@ class JointCoordinates:
             ]
         ).reshape(-1, 3)
         self.normal = np.array(
-            [joint_rows.basis(a)[0] if h else np.zeros(3) for a, h in zip(self.axis, self.hinge)]
+            [row_geometry.basis(a)[0] if h else np.zeros(3) for a, h in zip(self.axis, self.hinge)]
         ).reshape(-1, 3)
         #: the joints' constant columns S (hinges, sliders; others are evaluated at q)
         self.column = np.array([j.S(np.zeros(1))[:, 0] for j in self.joints]).reshape(-1, 6)
@@ -244,9 +244,7 @@ class JointTorques:
         self.torque = scene.joint_torque
         self.coords: JointCoordinates | None = None
         if self.torque is not None:
-            from contactlab.reduced.tree import Tree
-
-            order = Tree.from_scene(scene).specs
+            order, _ = tree_order(scene)
             self.coords = JointCoordinates(scene, order, "joint torque (Scene.joint_torque)")
 
     def wrench(self, t: float, E: Array, phi: Array) -> Array:

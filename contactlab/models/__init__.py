@@ -8,10 +8,10 @@ constraints) and ``penalty`` (Hunt--Crossley with regularized friction).
 
 from contactlab.models import (  # noqa: F401
     anitescu_hart,
+    bisp,
     box_friction,
     coulomb,
     frictionless,
-    joint_friction,
     penalty,
     soft,
     staggered,

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
-from contactlab.contact.friction import direction_sum, pyramid_directions
+from contactlab.contact.friction_cone import direction_sum, pyramid_directions
 from contactlab.errors import ConfigurationError, SingularSystemError
 from contactlab.problem import StepProblem
 from solvers import STATUSES, SolverResult

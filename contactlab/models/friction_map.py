@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.contact.friction import pyramid_directions
+from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.models.common import Array, MassInverse
 
 

@@ -1,176 +1,17 @@
 """Staggered Projections (Sueda's notes, §2.11, Alg. 7): alternate a contact QP and a friction QP.
 
-Each outer iteration
+Each outer iteration solves the frictionless contact QP with the friction impulse
+frozen (eq. 2.109), checks convergence (the contact and friction impulse changes
+against the total impulse and the free momentum, in the ``M^-1`` norm), then the
+friction QP of maximal dissipation with the normal impulses frozen (eq. 2.110), on
+the ``"pyramid"``, ``"box"`` or ``"soc"`` cone.  The outer iterate is extrapolated by
+Anderson acceleration (:class:`Anderson`); each step starts from the coupled
+Coulomb problem of the model's cone (option ``coupled``, default ``"ipm"``), confirmed
+by contact QPs with a proximal term (``proximal``); impulses are carried to the next
+step per persistent contact (:class:`FrictionMemory`).
 
-1. **contact QP** (eq. (2.109)): with the friction impulse frozen, solve the
-   frictionless contact QP (joints ``G``, contacts ``N``, limits ``L``) for
-   the free momentum ``f + T^T y`` (``y`` the friction impulse in the ``T``
-   basis), giving ``v`` and the impulses ``lambda_C = (lambda_G, lambda_N,
-   lambda_L)``; the inner solve starts from the previous outer iteration's;
-2. **convergence check**: stop when the change of the contact impulse
-   ``C^T lambda_C`` since the previous iteration and the change the last
-   friction QP made to the friction impulse, ``T^T (g - y)``, are both at
-   most ``tol`` times the larger of the total impulse ``C^T lambda_C + T^T y``
-   and the free momentum ``f``, all measured in the ``M^{-1}`` norm
-   ``||x||_{M^-1} = sqrt(x^T M^-1 x)`` (the velocity change they cause, in
-   kinetic-energy units), or after ``max_outer`` iterations (status
-   ``max_iterations``).  Alg. 7 scales by the impulse alone; on a step whose
-   contacts carry (almost) no impulse, such as a body inside the contact
-   margin but not touching, that compares the inner solver's rounding noise
-   (1e-12 N s from OSQP) with itself and never stops, so the free momentum
-   (the motion the step starts from) bounds the scale from below;
-3. **friction QP** (eq. (2.110)): with ``lambda_N`` frozen, find the friction
-   impulse of maximal dissipation in the cone of radius ``mu lambda_N``:
-   ``min 1/2 x^T K M^-1 K^T x + x^T (K M^-1 f_C - [g; 0])`` over
-   ``x = (lambda_G', lambda_F)``, ``K = [G; F]``, ``f_C = f + N^T lambda_N +
-   L^T lambda_L``; the joint rows are re-solved with the friction so the
-   dissipation is measured on velocities that satisfy the joints (in
-   ``form="primal"`` the pyramid's friction QP is posed in the velocities,
-   see :class:`FrictionQP`); the inner solve starts from the previous outer
-   iteration's.  Its friction ``g`` is the next ``y`` (plain alternation) or
-   enters an Anderson step (below).
-
-Cones: ``"pyramid"`` (``F = D``, ``beta >= 0``, ``sum_j beta_ij <= mu_i lambda_N,i``),
-``"box"`` (``F = T``, ``|lambda_T| <= mu lambda_N`` per tangent row, eq. (2.110) as
-printed) or ``"soc"`` (``F = T``, ``||lambda_T,i|| <= mu_i lambda_N,i``).  A fixed point
-satisfies the normal complementarity and, for the friction, the KKT conditions
-of the friction QP, which for the pyramid are exactly the Stewart--Trinkle
-conditions (``s`` = multiplier of the cone row), so both give the same
-velocities.
-
-Convergence.  The plain alternation is a fixed-point iteration ``y -> g(y)``
-that converges linearly, and slowly where friction and normal impulses are
-strongly coupled: on a 3-cube stack whose top cube slides the friction
-changes by a factor of about 0.9 per iteration (93 iterations to a relative
-change of 1e-6), on a landed pile of 10 boxes about 0.96 in the tail (80 to
-over 100 iterations per step).  The inner solves are not the cause (OSQP
-at 1e-9 meets its tolerance there; the same rate appears with Clarabel and
-ProxQP).  With ``accelerate=True`` (default) the outer iterate is
-extrapolated by Anderson acceleration (:class:`Anderson`, depth ``depth``)
-with the residual measured by the velocity change it causes,
-``M^-1/2 T^T (g - y)`` (the diagonal of ``M^-1``), so that the friction
-distributions of redundant contacts, which change nothing, do not enter the
-least squares; an extrapolated ``y`` only feeds the next contact QP, and
-once the friction change is within the stopping test the plain step is
-taken, so the returned friction is always a friction QP's output.  Measured:
-6-8 outer iterations on the sliding stack, 12-16 per step on the 10-box pile
-0.6 s after the drop, 25-33 on the 30-box pile
-(tests/contactlab/models/test_staggered_convergence.py).
-
-Known limit of the alternation alone: on landed piles of tens of boxes it does
-not reach a solution, and neither a different stopping test nor Anderson
-acceleration makes it (the coupled start below does).  Every check also
-records (``StaggeredReport.produced``) what the step produces, relative
-to the same scale as the stopping test: the velocity change
-``||v_k - v_{k-1}||_M`` and the natural map of the friction at
-``(v, lambda_N, y)`` (:mod:`contactlab.models.friction_map`: the sliding left
-under friction inside its set, or friction outside the set of the current
-``mu lambda_N``), which is zero exactly at a solution of the coupled problem.
-Measured (box cone by PGS at 1e-7, as in ``benchmarks/bench_friction.py``,
-and pyramid by Clarabel; piles landed 2 s, warm-started steps, cap 100-200):
-
-- 30 boxes, pyramid, plain alternation: the velocities stop changing (7e-9 of
-  the scale per iteration) while the natural map stays at 4.5e-5: contacts
-  whose friction lies inside the pyramid still slip at about 1e-5 m/s, and
-  every friction correction is undone by the next contact QP through growing
-  normal impulses (a self-locking internal stress; the impulse change stays
-  at 5e-5 of the total), so the iterate is not a solution and a stopping
-  test on the velocities alone would accept a wrong one.  Anderson: natural
-  map 4e-5 after 20 iterations, still 4e-5 at 200.
-- 100 boxes, box cone: plain alternation contracts by about 0.98 per
-  iteration (natural map 8e-3, 3e-3, 8e-4 after 10, 20, 40 iterations;
-  5e-4 after 90); Anderson (depth 5 or 10, with or without a restart on a
-  growing residual, with or without projecting the extrapolated friction
-  onto its set) levels off at 8e-5 to 2e-4 from 40 iterations on; with
-  Clarabel's exact inner solves at 1.3e-4, with spikes where the active
-  sets change.  The worst contacts are sticking ones slipping at 1e-4 m/s
-  and contacts whose friction unloads their own normal impulse.
-
-So the 100-outer-iteration cap on those piles is the alternation's, not its
-stopping test's.  On the sliding 3-cube stack and the 10-box pile at 0.6 s
-(below) the velocity test and the natural map fall below ``tol`` at the same
-iteration as the impulse test.
-
-Coupled start (option ``coupled``, default ``"ipm"``).  The fixed point the
-alternation seeks is the normal complementarity with the friction maximally
-dissipative in its set of radius ``mu lambda_N``: the Coulomb law of the
-frictional-contact problem with the model's cone (De Saxcé's law for
-``"soc"``, Stewart--Trinkle's for ``"pyramid"``, the box-friction law for
-``"box"``).  Each step first solves that law coupled, as the ``coulomb``
-model does (:mod:`contactlab.models.fc_route`, backend ``coupled`` at
-``coupled_tol``, at most ``coupled_max_iter`` iterations), and starts the
-alternation there: ``y`` its friction, the contact QP from its ``(v,
-lambda_C)``, the first friction QP from ``(lambda_G, y)`` (the pyramid's
-``beta`` by :func:`tangent_to_pyramid`; in ``form="primal"`` the friction QP
-starts cold).  The alternation then runs as before (with the proximal
-contact QP below) and confirms the point:
-the stopping test is evaluated after the second contact QP as always, the
-returned friction is the last friction QP's output and the status is the
-alternation's (the coupled solve's own result is in ``StepSolution.results``
-for its time, not in the status).  A coupled solve that does not meet its
-tolerance, raises a solver-layer error or returns non-finite impulses is not
-used: the step runs the alternation from the previous step's impulses, as
-with ``coupled=None``, and ``StaggeredReport.coupled`` says so (``used``,
-the coupled solve's ``status``, ``natural_map``, ``iterations``).
-
-Confirming a coupled start (option ``proximal``).  On redundant contacts (a
-face resting on four corners) the contact QP fixes the velocities but not the
-distribution of the normal impulses, and the friction's set of radius
-``mu lambda_N`` depends on that distribution.  An inner solver that returns its
-start when the start is optimal (``pgs``: 0 sweeps) keeps the coupled point's;
-one that does not (Clarabel takes no start; OSQP only the primal one) returns
-another distribution of the same velocities, and the coupled friction no
-longer lies in its set (on a 10-box pile step Clarabel moves the normal
-impulses by 1e-2 N s of 0.4, velocities within 5e-10 m/s; on the 100-box pile
-the natural map jumps to 0.1 and the alternation runs to its cap).  After a
-coupled start the dual contact QPs therefore carry a proximal term
-``eps/2 ||lambda - lambda_prev||^2`` (``lambda_prev`` the previous outer
-iteration's, ``eps = proximal * mean(diag(W))``, ``W = C M^-1 C^T``): its
-minimiser is unique, and is ``lambda_prev`` when ``lambda_prev`` minimises the
-contact QP, so a fixed point of the alternation with it is one without it.  The
-stopping test then measures the contact impulse change in the norm of that
-QP's Hessian ``W + eps I``, ``sqrt(||C^T dlambda||_M^-1^2 + eps ||dlambda||^2)``,
-so the normal impulses must have stopped moving too (at the stop the contact
-QP's own optimality residual, ``eps |dlambda|``, is below ``sqrt(eps) tol``
-times the scale).  ``proximal=1e-3``: on four stored steps of the 100-box pile
-OSQP (box cone) then stops at 2 outer iterations on every step and Clarabel
-(pyramid) at 2-7, where without it both run to the cap of 100; but the
-natural map at the stop is 2e-7 to 1.2e-6 (OSQP) and 1.2e-6 to 3.8e-6
-(Clarabel), at or above ``tol``: their inner accuracy, which the recorded
-natural map shows beside the stopping test (``StaggeredReport.produced``).  With
-``pgs`` the proximal term changes nothing (the start is still met in 0 sweeps).
-The primal form's contact QP (in velocities) has no proximal term.
-
-Measured (the benchmark's pair: box cone, PGS at 1e-7, 100-box pile landed
-2 s, 5 untimed then 5 timed steps; ``results/benchmarks/friction_sp.csv``):
-every step stops on its test at the second outer iteration, natural map at
-the returned iterate below 1e-7 of the impulse scale, where the alternation
-alone (``coupled=None``) stops at its cap of 100 on every step; ``ipm`` takes
-1,500-3,700 interior-point iterations for the box law at 1e-8 (its Coulomb
-fixed point of CCPs), 1.0-2.8 s, hence ``coupled_max_iter=10000`` formerly; but an
-explicit cap leaves ``ipm``'s plain fallback no budget (on the 100-box drop's step 89
-the accelerated rounds rerun after Newton's finish spent all 10,000 iterations, ending
-at 4.1e-4, where the plain fallback converges to 9.9e-9 after 1,306 interior-point
-iterations in all), so the default is now none: ``ipm``'s own budgets
-(``coupled="nsgs"`` stops at its 10,000-sweep cap on every step, natural map 2e-5 to
-8e-5, and the steps fall back to the alternation alone).  The
-start must be accurate: from ``ipm``'s iterate at 1e-6 (or its capped
-iterate, 2e-6 to 1e-5) the alternation does not settle and stops at its cap
-with a natural map of 1e-6 to 3e-5; from 1e-7 it stops at 2 with natural
-map 5e-7 (a factor of 2 inside the tolerance), from 1e-8 at 2 with 1e-8 to 3e-8, hence
-``coupled_tol=1e-8``.  On the 10-box pile and the sliding stack the coupled
-start's velocities are within 1.5e-6 m/s of the alternation alone run to its
-test and within 2e-7 m/s of Stewart--Trinkle by Lemke, 7e-7 m/s of Coulomb
-by ``nsgs`` (tests/contactlab/models/test_staggered_coupled.py).
-
-Warm start (Sueda's notes, §2.11).  The friction impulse and the contact impulses
-of a step are kept in ``cache`` (:class:`FrictionMemory`) and start the next
-step, carried per persistent contact (same bodies and shapes, nearest point
-within 1 cm, friction as a world vector onto the new tangent basis): the
-collision lists a pile's contacts in a different order every step, and
-friction carried over by index lands on other contacts, a worse start than
-none.  The per-step history of the relative change (one entry per check) is
-returned in ``StepSolution.report`` (:class:`StaggeredReport`).
+The method in full, its known limits and the measurements behind every default:
+``docs/staggered-projections.md``.
 """
 
 from __future__ import annotations
@@ -181,7 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.contact.friction import pyramid_rows
+from contactlab.contact.friction_cone import pyramid_rows
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import bounded_friction_qp
@@ -202,6 +43,7 @@ from contactlab.models.friction_map import natural_map, natural_norm, tangent_we
 from contactlab.models.frictionless import ContactQP, ContactSolve
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SolverError
+from solvers.numerics.anderson import AndersonHistory
 
 _CACHE = "staggered-projections:friction"
 ACCEPT = ("optimal",)
@@ -720,26 +562,19 @@ def velocity_weight(minv: MassInverse, n: int) -> Array:
     return np.sqrt(np.maximum(np.asarray(inv.diagonal(), dtype=float).ravel(), 0.0))
 
 
-class Anderson:
-    """Anderson acceleration (type II, depth ``m``) of the fixed point ``y = g(y)``.
+class Anderson(AndersonHistory):
+    """Anderson acceleration (type II, depth ``m``) of the outer fixed point ``y = g(y)``.
 
-    From the last ``m`` differences of iterates ``dY`` and of residuals
-    ``dR`` (``r = g(y) - y``) the next iterate is
-    ``g - (dY + dR) gamma`` with ``gamma`` the least-squares solution of
-    ``dR gamma = r``: the combination of the recent iterates whose
-    linearised residual is smallest (Walker and Ni, SIAM J. Numer. Anal. 49,
-    2011).  Once the active sets of the two QPs settle, the outer map of
-    Staggered Projections is affine and this is a Krylov (GMRES-like)
-    acceleration of it.  The memory restarts when the residual grows by more
-    than ``restart`` times since the previous iterate (an active-set change).
+    The step of :class:`solvers.numerics.anderson.AndersonHistory` with ``theta = 1``:
+    ``g - (dY + dR) gamma``.  Once the active sets of the two QPs settle, the outer map
+    of Staggered Projections is affine and this is a Krylov (GMRES-like) acceleration
+    of it.  The memory restarts when the residual grows by more than ``restart`` times
+    since the previous iterate (an active-set change).
     """
 
     def __init__(self, depth: int, restart: float = 2.0) -> None:
-        self.depth, self.restart = depth, restart
-        self.dY: list[Array] = []
-        self.dR: list[Array] = []
-        self.dW: list[Array] = []
-        self.last: tuple[Array, Array, Array] | None = None
+        super().__init__(depth, rcond=1e-12)
+        self.restart = restart
 
     def step(self, y: Array, g: Array, w: Array | None = None) -> Array:
         """The next iterate from the current one ``y`` and its image ``g = g(y)``.
@@ -750,17 +585,9 @@ class Anderson:
         """
         r = g - y
         w = r if w is None else w
-        if self.last is not None:
-            y0, r0, w0 = self.last
-            if np.linalg.norm(w) > self.restart * np.linalg.norm(w0):
-                self.dY, self.dR, self.dW = [], [], []
-            else:
-                self.dY.append(y - y0)
-                self.dR.append(r - r0)
-                self.dW.append(w - w0)
-                del self.dY[: -self.depth], self.dR[: -self.depth], self.dW[: -self.depth]
-        self.last = (y, r, w)
-        if not self.dW:
-            return g
-        gamma = np.linalg.lstsq(np.column_stack(self.dW), w, rcond=1e-12)[0]
-        return g - (np.column_stack(self.dY) + np.column_stack(self.dR)) @ gamma
+        if self.last is not None and np.linalg.norm(w) > self.restart * np.linalg.norm(
+            self.last[2]
+        ):
+            self.forget()
+        self.record(y, r, w)
+        return self.mix(y, r, image=g)

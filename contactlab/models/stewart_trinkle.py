@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactlab.contact.friction import pyramid_rows
+from contactlab.contact.friction_cone import pyramid_rows
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,

@@ -2,7 +2,7 @@
 
 :class:`SpacetimeProblem` and :func:`optimize` minimize the integral of the
 squared joint torques between two states; ``contactlab optimize`` runs them
-from the command line (:mod:`contactlab.optimize.cli`).
+from the command line (:mod:`contactlab.optimize.command`).
 """
 
 from contactlab.optimize.spacetime import METHODS, SpacetimeProblem, SpacetimeResult, optimize

@@ -5,21 +5,13 @@ joints maps ``(q, qdot)`` to body transforms and twists (``phi = J qdot``);
 the reduced equations of motion are ``M_r qddot = f_r`` with
 ``M_r = J^T M J``.  Forward dynamics is available dense (REDMAX) and
 recursive (O(n), compiled).
+
+The joint maps and joint kinds live in :mod:`contactlab.joints` (both formulations
+use them); they are also importable from here.
 """
 
-from contactlab.reduced import surface_joints  # noqa: F401  (registers the surface joint kinds)
-from contactlab.reduced.dynamics import (
-    bias_forces,
-    energies,
-    forward_dynamics_dense,
-    mass_matrix,
-    reduced_forces,
-)
-from contactlab.reduced.formulation import ReducedConstraint, ReducedFormulation
-from contactlab.reduced.general import TransformJoint
-from contactlab.reduced.hyper import HyperReducedFormulation
-from contactlab.reduced.integrators import simulate_adaptive, step_linearly_implicit
-from contactlab.reduced.joints import (
+from contactlab.joints.kinds import build_joint, joint_kinds, make_joint, register_joint
+from contactlab.joints.maps import (
     CompositeJoint,
     FixedJoint,
     Joint,
@@ -30,6 +22,19 @@ from contactlab.reduced.joints import (
     RotationSequenceJoint,
     TranslationalJoint,
 )
+from contactlab.joints.spherical import SphericalExpJoint
+from contactlab.joints.spline import SplineCurveJoint, SplineSurfaceJoint
+from contactlab.joints.transform import TransformJoint
+from contactlab.reduced.dynamics import (
+    bias_forces,
+    energies,
+    forward_dynamics_dense,
+    mass_matrix,
+    reduced_forces,
+)
+from contactlab.reduced.formulation import ReducedConstraint, ReducedFormulation
+from contactlab.reduced.hyper import HyperReducedFormulation
+from contactlab.reduced.integrators import simulate_adaptive, step_linearly_implicit
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.recursive import (
     forward_dynamics_recursive,
@@ -37,9 +42,6 @@ from contactlab.reduced.recursive import (
     inverse_dynamics,
     inverse_mass_times,
 )
-from contactlab.reduced.registry import build_joint, joint_kinds, make_joint, register_joint
-from contactlab.reduced.spherical import SphericalExpJoint
-from contactlab.reduced.spline import SplineCurveJoint, SplineSurfaceJoint
 from contactlab.reduced.tree import Tree
 
 __all__ = [

@@ -45,6 +45,10 @@ import numpy as np
 
 from solvers.jit import njit
 
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 15.0
+
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, OTHER = 0, 1, 2, 3, 4
 PARENT, KIND, DOF0, NDOF, EXT, END = 0, 1, 2, 3, 4, 5
 RP, PP, RC, PC, AXIS, INERTIA, ADFC, SCONST = 0, 9, 12, 21, 24, 27, 33, 69

@@ -37,9 +37,14 @@ from typing import Any
 import numpy as np
 
 from contactlab.errors import ConfigurationError
+from contactlab.joints.body_constraints import Constraint, joint_constraints, stack_rows
+from contactlab.joints.joint_constraints import HingeLoopRows
 from contactlab.maximal import assembly as asm
-from contactlab.maximal.constraints import Constraint, joint_constraints, stack_rows
-from contactlab.maximal.joints import HingeLoopRows
+from contactlab.maximal.joint_coordinates import (
+    JointCoupling,
+    PrescribedBodyTwist,
+    PrescribedCoordinate,
+)
 from contactlab.reduced.kinematics import Kinematics, forward_kinematics
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import JointSpec, Scene
@@ -239,8 +244,6 @@ class Coupling(EqualityConstraint):
 
     def maximal_constraint(self) -> Constraint:
         """The coupling in maximal coordinates (:mod:`contactlab.maximal.joint_coordinates`)."""
-        from contactlab.maximal.joint_coordinates import JointCoupling
-
         return JointCoupling(self.joint_a, self.joint_b, self.ratio, self.offset, self.name)
 
     def terms(self, tree: Tree, kin: Kinematics, t: float, h: float) -> ConstraintTerms:
@@ -268,8 +271,6 @@ class PrescribedJoint(EqualityConstraint):
 
     def maximal_constraint(self) -> Constraint:
         """The prescription in maximal coordinates (one-coordinate joints)."""
-        from contactlab.maximal.joint_coordinates import PrescribedCoordinate
-
         return PrescribedCoordinate(self.joint, self.trajectory, self.name)
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> PrescribedJoint:
@@ -315,8 +316,6 @@ class PrescribedTwist(EqualityConstraint):
 
     def maximal_constraint(self) -> Constraint:
         """The prescription in maximal coordinates (rows on the body twist)."""
-        from contactlab.maximal.joint_coordinates import PrescribedBodyTwist
-
         return PrescribedBodyTwist(self.body, self.components, self.profile, self.name)
 
     def bind(self, tree: Tree, stabilization: str = "velocity") -> PrescribedTwist:
@@ -391,7 +390,7 @@ def scene_constraints(
 ) -> list[ReducedConstraint]:
     """Loop closures of ``tree`` and the scene's constraints, bound to ``tree``.
 
-    A maximal :class:`~contactlab.maximal.constraints.Constraint` (a
+    A maximal :class:`~contactlab.joints.body_constraints.Constraint` (a
     position-level function of the body transforms and its maximal rows) is
     mapped as the loop closures are, ``G = G_m J`` (:class:`MaximalRows`), so
     the same constraint description runs in both formulations.

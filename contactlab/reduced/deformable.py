@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike
 from contactlab import se3
 from contactlab.errors import ConfigurationError
 from contactlab.forces import SpringDamper
-from contactlab.maximal.kinematics import place_bodies
+from contactlab.joints.placement import place_bodies
 from contactlab.scene import Body, JointSpec, Scene
 
 Array = np.ndarray

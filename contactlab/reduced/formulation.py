@@ -34,14 +34,14 @@ import scipy.sparse as sp
 from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
-from contactlab.jointfriction.rows import joint_friction_layout
+from contactlab.jointfriction.joint_contact_rows import joint_friction_layout
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced import steppers
 from contactlab.reduced.constraints import ReducedConstraint, scene_constraints
-from contactlab.reduced.joint_friction import traversal_maps
 from contactlab.reduced.kinematics import forward_kinematics
+from contactlab.reduced.traversal_reactions import traversal_maps
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene, State
 

@@ -10,9 +10,9 @@ need, for a joint's coordinate ``a``, the derivatives of its joint Jacobian
     \\frac{\\partial c}{\\partial q_a}, \\qquad
     \\frac{\\partial c}{\\partial \\dot q_a} .
 
-For a joint generated from its transform (:class:`~contactlab.reduced.general.TransformJoint`),
+For a joint generated from its transform (:class:`~contactlab.joints.transform.TransformJoint`),
 ``S`` and ``Sdot`` are the symbolic expressions of Si & Guenter's eq. 9 and 12
-(:func:`contactlab.reduced.codegen.derive` applied to ``Q`` = the product of
+(:func:`contactlab.joints.symbolic.derive` applied to ``Q`` = the product of
 its factors); their partials are taken symbolically and evaluated by a numpy
 function (``sympy.lambdify``) built once per expression.  A joint whose
 product is larger than :data:`MAX_OPS` operations (the surface joints, whose
@@ -53,7 +53,7 @@ def derivative_function(joint: Any) -> Callable[..., Any] | None:
         return None
     if key in _FUNCTIONS:
         return _FUNCTIONS[key]
-    from contactlab.reduced import codegen
+    from contactlab.joints import symbolic
 
     factors, coords, psyms = joint._derive_symbols()
     Q = sp.Matrix(factors[0])
@@ -64,7 +64,7 @@ def derivative_function(joint: Any) -> Callable[..., Any] | None:
         return None
     n = len(coords)
     rates = sp.symbols(f"qd_0:{n}", real=True)
-    held, S, Sdot = codegen.derive(Q, coords, rates, "g")
+    held, S, Sdot = symbolic.derive(Q, coords, rates, "g")
     back = dict(held)
     S = S.xreplace(back)
     Sdot = Sdot.xreplace(back)

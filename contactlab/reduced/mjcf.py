@@ -41,9 +41,9 @@ import numpy as np
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
+from contactlab.joints.maps import _LinearScrewJoint
 from contactlab.reduced import mjcf_parts as parts
 from contactlab.reduced.constraints import JointLimit
-from contactlab.reduced.joints import _LinearScrewJoint
 from contactlab.reduced.mjcf_constraints import equalities
 from contactlab.reduced.mjcf_geoms import geoms, material
 from contactlab.reduced.mjcf_parts import name_of, pose

@@ -231,7 +231,7 @@ def _rotation_state(
     model: Any, spec: JointSpec, j: int, qpos: Array, qvel: Array
 ) -> tuple[Array, Array]:
     """``q``, ``qdot`` of a ball or free joint from MuJoCo's quaternions and velocities."""
-    from contactlab.reduced.registry import joint_from_spec
+    from contactlab.joints.kinds import joint_from_spec
 
     joint = joint_from_spec(spec)
     a, d = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])

@@ -34,7 +34,7 @@ every derivative are unchanged.  Composite joints (free, cylindrical)
 expand part by part; the exponential-coordinate spherical joint is its own
 node kind.  A joint generated from its transform whose factors have constant
 Jacobians (``Q = C_0 exp([xi_1] q_1) C_1 ...``, see
-:meth:`contactlab.reduced.general.TransformJoint.screw_chain`) becomes the
+:meth:`contactlab.joints.transform.TransformJoint.screw_chain`) becomes the
 same revolute/prismatic nodes, its constant transforms folded into the node
 frames, whatever expression it was written with.  Any other joint (splines,
 custom joints) is an ``OTHER`` node: its ``Q``, ``S`` and ``Sdot`` are
@@ -56,8 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from contactlab.errors import ConfigurationError
-from contactlab.reduced import _fast, _general_kernels
-from contactlab.reduced.joints import (
+from contactlab.joints.maps import (
     CompositeJoint,
     FixedJoint,
     Joint,
@@ -67,7 +66,8 @@ from contactlab.reduced.joints import (
     RotationSequenceJoint,
     TranslationalJoint,
 )
-from contactlab.reduced.spherical import SphericalExpJoint
+from contactlab.joints.spherical import SphericalExpJoint
+from contactlab.reduced import _fast, _general_kernels
 from contactlab.reduced.tree import Array, Tree
 from contactlab.scene import Scene
 from contactlab.se3 import adjoint, inverse
@@ -126,7 +126,7 @@ _SCREW_TOL = 1e-10
 
 def _screw_elements(joint: Joint) -> list[_Element] | None:
     """Revolute/prismatic nodes of a joint ``Q = C_0 exp([xi_1] q_1) C_1 ...`` (see
-    :meth:`contactlab.reduced.general.TransformJoint.screw_chain`), or ``None``.
+    :meth:`contactlab.joints.transform.TransformJoint.screw_chain`), or ``None``.
 
     A screw ``(omega, v)`` with ``omega = 0`` is a prismatic node along ``v``; with
     ``|omega| = 1`` and ``omega . v = 0`` a revolute node about the line through
@@ -378,7 +378,7 @@ class Model:
 
     def _group_generated(self) -> tuple[list[tuple], list[tuple[int, Joint, int, int]]]:
         """``OTHER`` joints with a compiled ``batch`` evaluator (joints generated from their
-        transform, :mod:`contactlab.reduced.general`) grouped by kernel; the rest."""
+        transform, :mod:`contactlab.joints.transform`) grouped by kernel; the rest."""
         groups: dict[str, tuple] = {}
         rest = []
         for row, joint, a, k in self._other:

@@ -23,7 +23,7 @@ import numpy as np
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
-from contactlab.reduced.spherical import right_jacobian_dot
+from contactlab.joints.spherical import right_jacobian_dot
 from contactlab.reduced.tree import Array, Tree
 
 

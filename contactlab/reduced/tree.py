@@ -20,9 +20,10 @@ import numpy as np
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError
+from contactlab.joints.kinds import build_joint
+from contactlab.joints.maps import Joint, PrismaticJoint, RevoluteJoint
+from contactlab.joints.topology import tree_order
 from contactlab.reduced import _kernels
-from contactlab.reduced.joints import Joint, PrismaticJoint, RevoluteJoint
-from contactlab.reduced.registry import build_joint
 from contactlab.scene import JointSpec, Scene
 
 Array = np.ndarray
@@ -74,37 +75,7 @@ class Tree:
     @classmethod
     def from_scene(cls, scene: Scene) -> Tree:
         """Build the tree; every body needs exactly one non-loop joint naming it as child."""
-        tree_specs = [j for j in scene.joints if not j.closes_loop]
-        loops = tuple(j for j in scene.joints if j.closes_loop)
-        by_child: dict[str, JointSpec] = {}
-        for j in tree_specs:
-            if j.child in by_child:
-                raise ConfigurationError(
-                    f"body {j.child!r} is the child of joints {by_child[j.child].name!r} and "
-                    f"{j.name!r}; mark one of them closes_loop=True to make it a loop closure"
-                )
-            by_child[j.child] = j
-        missing = [b.name for b in scene.bodies if b.name not in by_child]
-        if missing:
-            raise ConfigurationError(
-                f"scene {scene.name!r}: bodies {missing} have no joint; in reduced coordinates "
-                "every body needs a joint to its parent (use kind 'free' for a floating body)"
-            )
-        children: dict[str | None, list[JointSpec]] = {}
-        for j in tree_specs:
-            children.setdefault(j.parent, []).append(j)
-        order: list[JointSpec] = []
-        stack = list(reversed(children.get(None, [])))
-        while stack:
-            j = stack.pop()
-            order.append(j)
-            stack.extend(reversed(children.get(j.child, [])))
-        if len(order) != len(tree_specs):
-            cyc = sorted({j.name for j in tree_specs} - {j.name for j in order})
-            raise ConfigurationError(
-                f"scene {scene.name!r}: joints {cyc} are not connected to the world (a cycle "
-                "of parent links); mark the joint that closes the cycle closes_loop=True"
-            )
+        order, loops = tree_order(scene)
         joints = tuple(build_joint(j) for j in order)
         index = {j.child: i for i, j in enumerate(order)}
         ndof = np.array([jt.ndof for jt in joints], dtype=np.int64)
@@ -228,7 +199,7 @@ class Tree:
 
         A joint's ``batch`` is ``(key, kernel, parameter values)`` with
         ``kernel(q, qdot, dof0, nodes, params, Q, S, Sd)`` filling the rows
-        ``nodes`` of the stacks (generated joints, :mod:`contactlab.reduced.general`).
+        ``nodes`` of the stacks (generated joints, :mod:`contactlab.joints.transform`).
         """
         groups: dict[str, tuple] = {}
         others: list[int] = []

@@ -33,7 +33,7 @@ fill), or by ``qdldl`` when bilateral rows border ``K`` or the unknowns do not
 come six by six, with the ordering computed once; a dense LU up to 64 unknowns.
 The iteration count does not grow with the conditioning of ``W`` (redundant
 contacts make ``W`` singular; ``K`` stays definite).  Stopping test: the
-natural-map residual of :func:`~solvers.backends.fc_kernels.natural_map` on
+natural-map residual of :func:`~solvers.numerics.fc_kernels.natural_map` on
 ``r`` and ``u = W r + q`` (the same test as the other backends).
 
 Warm start (:meth:`VelocityForm.impulse_point`): impulses ``r`` (the previous
@@ -86,8 +86,12 @@ from numpy.typing import NDArray
 from solvers.backends.block_cholesky import SHIFTS, BlockCholesky, find_sorted
 from solvers.backends.block_cholesky import factor_shifted as chol_factor
 from solvers.backends.block_cholesky import solve as chol_solve
-from solvers.backends.fc_kernels import factor_velocity, natural_map
 from solvers.jit import njit
+from solvers.numerics.fc_kernels import factor_velocity, natural_map
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 2.0
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]

@@ -50,7 +50,7 @@ retries, up to ``ε = 100`` (then it stops, reason ``"no descent"``).  ``ε`` st
 ``1e-8`` (relative to ``diag(W)``), falls tenfold after each full step and rises tenfold
 after each shortened one.
 
-The stopping test is the project's natural map (:func:`~solvers.backends.fc_kernels.natural_map`,
+The stopping test is the project's natural map (:func:`~solvers.numerics.fc_kernels.natural_map`,
 the projection on the box cone itself, ``ρ = 1``, relative to ``||q||``), not ``||Φ||``;
 the iterate with the smallest natural map is returned.  The per-row pieces (``Φ``, ``A``,
 ``B``) and the matrix values are filled by compiled kernels; Python runs once per
@@ -79,9 +79,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from solvers.backends.fc_kernels import factor_velocity, natural_map
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
+from solvers.numerics.fc_kernels import factor_velocity, natural_map
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 2.0
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
@@ -272,7 +276,7 @@ class _MinNewton:
 
     def natural(self, r: Vec, u: Vec) -> float:
         """The project's natural map of the law at ``(r, u)`` (relative to ``||q||``; the
-        cone's code ``_cone_code`` as :func:`~solvers.backends.fc_kernels.natural_map`
+        cone's code ``_cone_code`` as :func:`~solvers.numerics.fc_kernels.natural_map`
         takes it)."""
         p = self.problem
         return float(

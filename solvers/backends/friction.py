@@ -7,11 +7,11 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
 ``max_iterations`` (never ``optimal``) when its cap is reached first.
 
 - ``nsgs``: block nonsmooth Gauss--Seidel over the 3x3 diagonal blocks with an
-  exact local solver per law and cone (:mod:`solvers.backends.fc_local`),
+  exact local solver per law and cone (:mod:`solvers.numerics.fc_local`),
   over-relaxation ``omega`` (default 1), scalar rows in the same sweep, warm
   start.  ``max_iter`` counts sweeps (default 10000).  Both laws, every cone.
   For the Coulomb law the sweeps solve the CCP with De Saxcé's shift frozen
-  and update the shift as an outer fixed point (:func:`~solvers.backends.fc_kernels.nsgs`);
+  and update the shift as an outer fixed point (:func:`~solvers.numerics.fc_kernels.nsgs`);
   ``direct=True`` applies the exact one-contact Coulomb solver in the sweep
   instead, as Siconos's NSGS does.  Measured on the 20-degree incline's step
   problems (a box on four redundant contacts, Delassus blocks with
@@ -21,7 +21,7 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
 - ``apgd``: Nesterov's accelerated projected gradient with backtracking and
   gradient restart on the CCP; the Coulomb law (not the optimality condition
   of one minimisation) through the same outer fixed point on De Saxcé's shift
-  as ``nsgs`` (:func:`~solvers.backends.fc_kernels.apgd`).  ``max_iter``
+  as ``nsgs`` (:func:`~solvers.numerics.fc_kernels.apgd`).  ``max_iter``
   default 20000.
 - ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
   default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both
@@ -72,6 +72,7 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
+from solvers.numerics.anderson import AndersonHistory
 from solvers.result import RawSolution
 
 
@@ -188,7 +189,7 @@ class NSGSBackend(FrictionBackend):
     description = "nonsmooth block Gauss-Seidel, exact local solvers (CCP and Coulomb)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import nsgs
+        from solvers.numerics.fc_kernels import nsgs
 
         settings = dict(opts.settings)
         omega = float(settings.pop("omega", 1.0))
@@ -216,7 +217,7 @@ class APGDBackend(FrictionBackend):
     description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import apgd
+        from solvers.numerics.fc_kernels import apgd
 
         _no_settings(self.name, dict(opts.settings), ())
         cap = 20000 if opts.max_iter is None else int(opts.max_iter)
@@ -243,7 +244,7 @@ class ADMMBackend(FrictionBackend):
     description = "ADMM with adaptive penalty (CCP and Coulomb)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.backends.fc_kernels import admm
+        from solvers.numerics.fc_kernels import admm
 
         settings = dict(opts.settings)
         diag = problem.W.diagonal()
@@ -270,20 +271,17 @@ class ADMMBackend(FrictionBackend):
         )
 
 
-class _Anderson:
+class _Anderson(AndersonHistory):
     """Anderson's type-II mixing of fixed-point pairs ``(x_k, f_k = g(x_k) - x_k)``.
 
     ``x+ = x + θ f - (ΔX + θ ΔF) γ``, ``γ = argmin ||f - ΔF γ||`` over the last
-    ``memory`` differences; the history is dropped and ``θ`` halved (down to 1/8)
-    whenever the Coulomb natural map rose since the last call, ``θ`` doubled back
-    (up to 1) when it fell below 0.7 of it.
+    ``memory`` differences (:class:`solvers.numerics.anderson.AndersonHistory`); the
+    history is dropped and ``θ`` halved (down to 1/8) whenever the Coulomb natural map
+    rose since the last call, ``θ`` doubled back (up to 1) when it fell below 0.7 of it.
     """
 
     def __init__(self, memory: int) -> None:
-        self.memory = memory
-        self.dxs: list[np.ndarray] = []
-        self.dfs: list[np.ndarray] = []
-        self.last: tuple[np.ndarray, np.ndarray] | None = None
+        super().__init__(memory, rcond=1e-10)
         self.theta = 1.0
         self.prev = np.inf
 
@@ -291,35 +289,17 @@ class _Anderson:
         """Update and return ``θ`` from the natural map ``res`` of the newest round."""
         if res > self.prev:
             self.theta = max(0.5 * self.theta, 0.125)
-            self.dxs.clear()
-            self.dfs.clear()
-            self.last = None
+            self.forget()
         elif res < 0.7 * self.prev:
             self.theta = min(2.0 * self.theta, 1.0)
         self.prev = res
         return self.theta
 
-    def record(self, x: np.ndarray, f: np.ndarray, res: float) -> None:
-        """Add the pair of the newest round to the history."""
-        self.relax(res)
-        if self.last is not None:
-            self.dxs.append(x - self.last[0])
-            self.dfs.append(f - self.last[1])
-            if len(self.dxs) > self.memory:
-                self.dxs.pop(0)
-                self.dfs.pop(0)
-        self.last = (x, f)
-
     def step(self, x: np.ndarray, f: np.ndarray, res: float) -> np.ndarray:
         """The mixed next shift (kept >= 0: ``h`` is a support function)."""
-        self.record(x, f, res)
-        theta = self.theta
-        if not self.dfs:
-            return np.maximum(x + theta * f, 0.0)
-        dF = np.column_stack(self.dfs)
-        dX = np.column_stack(self.dxs)
-        gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
-        return np.maximum(x + theta * f - (dX + theta * dF) @ gamma, 0.0)
+        self.relax(res)
+        self.record(x, f)
+        return np.maximum(self.mix(x, f, self.theta), 0.0)
 
 
 def shift_note(form: Any) -> str:
@@ -590,7 +570,7 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse as sp
 
         from solvers.backends.fc_ipm import FactorResidual, VelocityForm, eig_factor, ipm_ccp
-        from solvers.backends.fc_kernels import factor_velocity, matvec, natural_map
+        from solvers.numerics.fc_kernels import factor_velocity, matvec, natural_map
 
         settings = dict(opts.settings)
         accel = str(settings.pop("acceleration", self.acceleration[problem.cone]))
@@ -729,7 +709,7 @@ class IPMBackend(FrictionBackend):
         if res > opts.tol and polish and np.all(np.isfinite(r)):
             # near the cones' boundary the scaling loses digits (the iterates stall around
             # 1e-7): finish from the interior point's impulses with Gauss--Seidel sweeps
-            from solvers.backends.fc_kernels import nsgs
+            from solvers.numerics.fc_kernels import nsgs
 
             r = r.copy()
             ptr, idx, val = _csr(problem)
@@ -744,7 +724,7 @@ class IPMBackend(FrictionBackend):
         def newton_finish(r: np.ndarray, res: float, budget: int) -> tuple[Any, float, int, int]:
             """Newton from ``r`` for at most ``budget`` iterations, ``restart_sweeps`` sweeps
             whenever no step decreases its merit: ``(r, res, iterations, sweeps)``."""
-            from solvers.backends.fc_kernels import nsgs
+            from solvers.numerics.fc_kernels import nsgs
 
             finisher = box_newton()
             ptr, idx, val = _csr(problem)
@@ -847,7 +827,7 @@ class IPMBackend(FrictionBackend):
                     reason = "converged"
             if fallback and res > opts.tol and self.final_sweeps and np.all(np.isfinite(r)):
                 # still short: Gauss--Seidel sweeps from the best iterate (class docstring)
-                from solvers.backends.fc_kernels import nsgs
+                from solvers.numerics.fc_kernels import nsgs
 
                 ptr, idx, val = _csr(problem)
                 r_s = r.copy()
@@ -901,7 +881,7 @@ class IPMBackend(FrictionBackend):
         import scipy.sparse.linalg as spla
 
         from solvers.backends.fc_ipm import FactorResidual, ipm_ccp
-        from solvers.backends.fc_kernels import natural_map, support_shift
+        from solvers.numerics.fc_kernels import natural_map, support_shift
 
         nc = problem.nc
         nrm = np.arange(0, 3 * nc, 3)

@@ -23,10 +23,10 @@ import pytest
 from contactlab import se3
 from contactlab.errors import ConfigurationError
 from contactlab.jointfriction import JointContactLayout, JointFriction
+from contactlab.joints.kinds import JOINTS, build_joint, make_joint
+from contactlab.joints.placement import place_bodies
 from contactlab.maximal import scene_constraints, stack_rows
 from contactlab.maximal.formulation import MaximalFormulation
-from contactlab.maximal.kinematics import place_bodies
-from contactlab.reduced.registry import JOINTS, build_joint, make_joint
 from contactlab.scene import Body, JointSpec, Scene
 
 COMPOSITES = {

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab import se3
-from contactlab.maximal.constraints import Constraint
+from contactlab.joints.body_constraints import Constraint
 from contactlab.scene import Body, JointSpec, Scene
 from contactlab.simulator import Simulator
 

@@ -34,11 +34,11 @@ import pytest
 import solvers
 from contactlab import cli
 from contactlab.formulation import FORMULATIONS
-from contactlab.maximal.constraints import CONSTRAINTS
+from contactlab.joints.body_constraints import CONSTRAINTS
+from contactlab.joints.kinds import JOINTS
 from contactlab.models.base import MODELS
-from contactlab.reduced.registry import JOINTS
 from contactlab.scenario import SCENARIOS
-from solvers.registry import BACKENDS
+from solvers.backend_registry import BACKENDS
 
 HERE = Path(__file__).parent
 REGISTRIES = (FORMULATIONS, MODELS, CONSTRAINTS, JOINTS, SCENARIOS, BACKENDS)

@@ -222,7 +222,7 @@ def test_bad_sweep_grid_is_refused_before_any_run(case, workdir, capsys):
 
 def test_sweep_grid_keeps_a_known_but_missing_solver_as_unavailable(workdir, monkeypatch):
     # honest, not refused as unknown: the grid runs what is installed and says why not the rest
-    import solvers.registry as SR
+    import solvers.backend_registry as SR
     from contactlab.experiments.grid import load_grid
 
     osqp = SR.backend_class("osqp")

@@ -9,7 +9,7 @@ from solvers import backend_table
 
 def backend_params(*, qp: bool | None = None) -> list[pytest.param]:
     """One ``pytest.param`` per known backend; unavailable ones skip with their reason."""
-    from solvers.registry import registered
+    from solvers.backend_registry import registered
 
     params = []
     for row in backend_table():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from solvers import IncompatibleProblem, solve
+from solvers.backend_registry import registered
 from solvers.reference import contact_dual_qp, contact_primal_qp, contact_scene
-from solvers.registry import registered
 
 PRIMAL = contact_primal_qp(contact_scene(5, 2.0, seed=11))
 DUAL = contact_dual_qp(contact_scene(4, 2.0, rows_per_contact=5, seed=12))

@@ -473,8 +473,8 @@ def test_newton_linearisation_matches_finite_differences(cone: str, seed: int) -
     the exact cone, where the CCP stalls near 1e-8 and the difference quotient carries
     that error over ``eps``)."""
     from solvers.backends.fc_ipm import VelocityForm, eig_factor, ipm_ccp
-    from solvers.backends.fc_kernels import matvec, natural_map, support_shift
     from solvers.backends.friction import IPMBackend
+    from solvers.numerics.fc_kernels import matvec, natural_map, support_shift
 
     problem = random_problem("coulomb", cone, seed=seed)
     nc, n, kind = problem.nc, problem.n, 0 if cone == "soc" else 1
@@ -615,8 +615,8 @@ def test_natural_map_exact_cone_is_the_local_residual_sum() -> None:
     """The exact cone's scalar path of ``natural_map`` is ``local_residual``'s arithmetic:
     on random contacts (some with ``mu = 0``, impulses inside, on and outside the cone,
     velocities of either sign) both laws give the same number bit for bit."""
-    from solvers.backends.fc_kernels import natural_map
-    from solvers.backends.fc_local import local_residual
+    from solvers.numerics.fc_kernels import natural_map
+    from solvers.numerics.fc_local import local_residual
 
     rng = np.random.default_rng(7)
     nc = 400

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from solvers import STATUSES, IncompatibleProblem, solve
+from solvers.backend_registry import registered
 from solvers.reference import Reference, reference_lcps, reference_qps
-from solvers.registry import registered
 
 REFS = reference_qps() + reference_lcps()
 DEGENERATE = {"qp_degenerate_active", "qp_redundant_rows", "lcp_degenerate_psd"}

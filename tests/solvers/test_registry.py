@@ -20,10 +20,10 @@ from solvers import (
     SOCBlocks,
     SolverNotFound,
     available_backends,
+    backend_registry,
     backend_table,
     get_backend,
     plugins,
-    registry,
     solve,
 )
 from solvers.backends.base import Backend, SolveOptions
@@ -36,7 +36,7 @@ def test_table_lists_every_backend_with_reason_when_missing() -> None:
     for core in ("kkt", "osqp", "pgs", "lemke", "cvxpy:clarabel", "qpsolvers:quadprog"):
         assert core in names
     for row in rows:
-        cls = registry.registered()[row["name"]]
+        cls = backend_registry.registered()[row["name"]]
         found = all(importlib.util.find_spec(m) is not None for m in cls.required_modules)
         assert row["available"] == found
         assert (row["reason"] == "") == found
@@ -56,14 +56,14 @@ def test_unknown_and_missing_backends_raise_solver_not_found() -> None:
         extra = "qp"
         accepts_qp = True
 
-    registry.register_backend(Missing)
+    backend_registry.register_backend(Missing)
     try:
         with pytest.raises(SolverNotFound, match=r"pip install contactlab\[qp\].*installed"):
             solve(qp, "missing-test")
         row = next(r for r in backend_table() if r["name"] == "missing-test")
         assert row["available"] is False and "surely_not_a_module_xyz" in row["reason"]
     finally:
-        registry.BACKENDS.unregister("missing-test")
+        backend_registry.BACKENDS.unregister("missing-test")
 
 
 def test_third_party_backend_through_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,17 +83,17 @@ def test_third_party_backend_through_entry_point(monkeypatch: pytest.MonkeyPatch
     ep = SimpleNamespace(name="thirdparty", value="thirdparty:BACKENDS", load=lambda: [Doubler])
 
     def fake_entry_points(group: str) -> list[Any]:
-        return [ep] if group == registry.ENTRY_POINT_GROUP else []
+        return [ep] if group == backend_registry.ENTRY_POINT_GROUP else []
 
     monkeypatch.setattr(plugins, "entry_points", fake_entry_points)
-    monkeypatch.setattr(registry, "_instances", {})
-    registry.BACKENDS.reload()
+    monkeypatch.setattr(backend_registry, "_instances", {})
+    backend_registry.BACKENDS.reload()
     try:
         assert "thirdparty-dense" in available_backends()
         res = solve(QP(2 * np.eye(2), [2.0, -4.0]), "thirdparty-dense")
     finally:
         monkeypatch.undo()
-        registry.BACKENDS.reload()
+        backend_registry.BACKENDS.reload()
     np.testing.assert_allclose(res.x, [-1.0, 2.0])
     assert res.residuals["dual"] == 0.0
 
@@ -101,7 +101,7 @@ def test_third_party_backend_through_entry_point(monkeypatch: pytest.MonkeyPatch
 def test_installed_builtin_entry_point_is_declared() -> None:
     from importlib.metadata import entry_points
 
-    eps = [e for e in entry_points(group=registry.ENTRY_POINT_GROUP) if e.name == "builtin"]
+    eps = [e for e in entry_points(group=backend_registry.ENTRY_POINT_GROUP) if e.name == "builtin"]
     assert eps and eps[0].value == "solvers.backends:BACKENDS"
 
 
@@ -198,12 +198,12 @@ def test_claimed_optimum_contradicted_by_residuals_is_downgraded() -> None:
         def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
             return RawSolution(np.zeros(qp.n), np.zeros(qp.m), "optimal", "claims optimal")
 
-    registry.register_backend(Liar)
+    backend_registry.register_backend(Liar)
     try:
         res = solve(QP(np.eye(2), [1.0, -1.0]), "liar-test")
     finally:
-        registry.BACKENDS.unregister("liar-test")
-        registry._instances.pop("liar-test", None)
+        backend_registry.BACKENDS.unregister("liar-test")
+        backend_registry._instances.pop("liar-test", None)
     assert res.status == "optimal_inaccurate" and not res.success
     assert res.residuals["dual"] == 1.0 and "layer's residual" in res.message
 

@@ -24,9 +24,9 @@ import scipy.sparse as sp
 
 import solvers
 from solvers import conversions as cv
+from solvers.backend_registry import get_backend
 from solvers.errors import IncompatibleProblem
 from solvers.problems import QP, SOCBlocks
-from solvers.registry import get_backend
 
 #: the joint-space matrix of the 5-link chain's first reduced step (kg m^2)
 CHAIN_P = np.array(

@@ -286,9 +286,9 @@ def test_friction_coefficient_follows_the_combination_rule():
 
 
 def test_unsupported_pair_is_a_clear_error(monkeypatch):
-    from contactlab.collision import detect, table
+    from contactlab.collision import detect, shape_table
 
-    monkeypatch.delitem(detect.PAIR_FUNCTIONS, (table.BOX, table.CYLINDER))
+    monkeypatch.delitem(detect.PAIR_FUNCTIONS, (shape_table.BOX, shape_table.CYLINDER))
     s = scene_of(Cylinder(radius=0.2, half_height=0.3), BOX, static=())
     with pytest.raises(ConfigurationError, match="no narrow phase for box-cylinder"):
         run(s, T([0, 0, 0]), T([0.1, 0, 0]))

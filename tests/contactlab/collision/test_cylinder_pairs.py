@@ -24,7 +24,7 @@ from contactlab import se3
 from contactlab.bodies import body_from_shape
 from contactlab.collision import ContactSet, collide, supported_pairs
 from contactlab.collision.convex import signed_distance
-from contactlab.collision.table import BOX, CAPSULE, CYLINDER
+from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
 from contactlab.simulator import Simulator

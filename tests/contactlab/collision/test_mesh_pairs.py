@@ -34,7 +34,7 @@ from contactlab import se3
 from contactlab.collision import collide, supported_pairs
 from contactlab.collision.convex import HILL_CLIMB_VERTICES, support
 from contactlab.collision.polytope import hull_set, polytope
-from contactlab.collision.table import MESH
+from contactlab.collision.shape_table import MESH
 from contactlab.errors import ConfigurationError
 from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Mesh, Plane, Sphere

@@ -17,7 +17,7 @@ from contactlab.experiments import runner
 from contactlab.experiments.aggregate import cost_matrix
 from contactlab.experiments.compare import comparison_markdown
 from contactlab.experiments.plots import profile_groups
-from contactlab.experiments.table import METRIC_COLUMNS, rankable
+from contactlab.experiments.run_table import METRIC_COLUMNS, rankable
 from contactlab.experiments.wireframe import contact_points
 from contactlab.runspec import RunSpec, build_simulator
 

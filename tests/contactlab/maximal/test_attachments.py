@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.attachments import Attachment, AttachmentMap
+from contactlab.attachment import Attachment
 from contactlab.bodies import body_from_shape
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import make_formulation
 from contactlab.maximal import MaximalFormulation
+from contactlab.maximal.attachment_map import AttachmentMap
 from contactlab.scene import Body, JointSpec, Scene
 from contactlab.shapes import Box, Plane
 from contactlab.simulator import Simulator

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from contactlab import se3
+from contactlab.joints.kinds import build_joint
+from contactlab.joints.placement import place_bodies
 from contactlab.maximal import scene_constraints, stack_rows
-from contactlab.maximal.kinematics import place_bodies
-from contactlab.reduced.registry import build_joint
 from contactlab.scene import Body, JointSpec, Scene
 
 KINDS = {

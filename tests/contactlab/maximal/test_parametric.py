@@ -16,7 +16,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from contactlab import se3
-from contactlab.attachments import Attachment
+from contactlab.attachment import Attachment
 from contactlab.errors import ConfigurationError
 from contactlab.maximal import MaximalFormulation
 from contactlab.reduced.constraints import PrescribedJoint

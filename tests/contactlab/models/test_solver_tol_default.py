@@ -16,8 +16,8 @@ from contactlab.errors import ConfigurationError
 from contactlab.models.base import make_model
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
+from solvers.backend_registry import get_backend
 from solvers.backends.base import Backend
-from solvers.registry import get_backend
 
 #: the solver layer's one default request, declared by the backend base class
 DEFAULT_SOLVER_TOL = Backend.default_tol

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.reduced.joints import Joint
-from contactlab.reduced.registry import make_joint
+from contactlab.joints.kinds import make_joint
+from contactlab.joints.maps import Joint
 
 
 def _curve_frames(rng: np.random.Generator, m: int = 5) -> np.ndarray:

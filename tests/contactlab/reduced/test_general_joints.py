@@ -26,11 +26,11 @@ from contactlab.geometry.primitives import (
     screw,
     trans,
 )
+from contactlab.joints.kinds import make_joint
+from contactlab.joints.maps import Joint, PlanarJoint
+from contactlab.joints.spline import CUMULATIVE
+from contactlab.joints.transform import TransformJoint
 from contactlab.reduced import Tree, simulate_adaptive
-from contactlab.reduced.general import TransformJoint
-from contactlab.reduced.joints import Joint, PlanarJoint
-from contactlab.reduced.registry import make_joint
-from contactlab.reduced.spline import CUMULATIVE
 from contactlab.scene import JointSpec, Scene
 
 from .conftest import box_body
@@ -57,7 +57,7 @@ def _spline_curve_factors(frames: np.ndarray, s: sp.Symbol) -> list[sp.Matrix]:
 def _surface_factors(values: np.ndarray, q: tuple[sp.Symbol, ...]) -> list[sp.Matrix]:
     """REDMAX supplement Alg. 5 on the first patch: translations, then XYZ
     rotations by bicubic splines."""
-    from contactlab.reduced.spline import BASIS
+    from contactlab.joints.spline import BASIS
 
     C = values[:4, :4, :]
     b1 = [sum(BASIS[i, j] * q[0] ** j for j in range(4)) for i in range(4)]

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from contactlab import se3
-from contactlab.reduced.joints import Joint
-from contactlab.reduced.registry import make_joint
+from contactlab.joints.kinds import make_joint
+from contactlab.joints.maps import Joint
 
 from .conftest import JOINTS
 

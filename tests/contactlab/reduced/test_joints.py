@@ -7,9 +7,9 @@ import pytest
 
 from contactlab import se3
 from contactlab.errors import ConfigurationError, UnknownNameError
-from contactlab.reduced.joints import Joint
-from contactlab.reduced.registry import build_joint, make_joint
-from contactlab.reduced.spherical import SphericalExpJoint
+from contactlab.joints.kinds import build_joint, make_joint
+from contactlab.joints.maps import Joint
+from contactlab.joints.spherical import SphericalExpJoint
 from contactlab.scene import JointSpec
 
 EPS = 1e-6

@@ -25,14 +25,14 @@ from contactlab.geometry.surfaces import (
     Torus,
     surface_from,
 )
-from contactlab.reduced.general import TransformJoint
-from contactlab.reduced.registry import make_joint
-from contactlab.reduced.surface_joints import (
+from contactlab.joints.kinds import make_joint
+from contactlab.joints.surface import (
     curve_curve_joint,
     curve_point_joint,
     surface_point_joint,
     surface_surface_joint,
 )
+from contactlab.joints.transform import TransformJoint
 
 EPS = 1e-6
 TOL = 1e-7

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contactlab.maximal.constraints import Constraint, body_index_map
+from contactlab.joints.body_constraints import Constraint, body_index_map
 from contactlab.scene import JointSpec, Scene
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from contactlab import se3
-from contactlab.joint_rows import Geometry, align, joint_geometry
-from contactlab.reduced.joints import Joint
+from contactlab.joints.maps import Joint
+from contactlab.joints.row_geometry import Geometry, align, joint_geometry
 
 
 class HelicalJoint(Joint):
