@@ -55,6 +55,9 @@ cone : ``"elliptic"`` (default) or ``"pyramidal"``.
 impratio : ratio of the friction to the normal impedance (>= 1e-15, default 1).
 margin : contacts with ``r >= margin`` [m] carry no force (default 0, MuJoCo's).
 diag : ``"auto"``, ``"mujoco"`` or ``"exact"``.
+torsion, rolling, spin_cone : MuJoCo's torsional and rolling friction (``condim`` 4 and 6,
+    coefficients in metres; :mod:`contactlab.models.spin`).  Elliptic: the wide cone goes to
+    the SOC QP backends; pyramidal: ``2 (d - 1)`` edges per contact, every backend that fits.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.box_rows import ImpulseMemory, warm_local
 from contactlab.models.fc_route import local_step
+from contactlab.models.spin import SPIN_DEFAULTS, check_spin_options, spin_active
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 from solvers.frictional import problem_kind
@@ -180,6 +184,7 @@ class Soft(SolvingModel):
         "impratio": 1.0,
         "margin": 0.0,
         "diag": "auto",
+        **SPIN_DEFAULTS,
     }
 
     @classmethod
@@ -212,11 +217,24 @@ class Soft(SolvingModel):
                 f"option diag must be 'auto', 'mujoco' or 'exact', got {options['diag']!r}"
             )
 
+        check_spin_options(options)
+        if spin_active(options) and options["spin_cone"] != "elliptic":
+            raise ConfigurationError(
+                "model 'soft': MuJoCo's torsional and rolling friction share one cone; "
+                f"spin_cone must be 'elliptic', got {options['spin_cone']!r}"
+            )
+
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        if spin_active(options) and options["cone"] == "elliptic":
+            return [("soc_qp",)]
         return [(problem_kind("ccp", "soc"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if spin_active(self.options):
+            from contactlab.models.spin import solve_soft
+
+            return solve_soft(self, problem)
         nc = problem.n_contacts
         contacts = problem.contacts
         if nc and contacts is None:
