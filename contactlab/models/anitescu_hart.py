@@ -103,7 +103,7 @@ class AnitescuHart(SolvingModel):
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         if spin_active(self.options):
-            return solve_rigid(self, problem, "ccp")
+            return solve_rigid(self, problem, "ccp", cache)
         k = int(self.options["directions"] or problem.directions)
         soc = self.options["cone"] == "soc"
         check_friction_data(problem, None if soc else k)

@@ -67,6 +67,6 @@ class Coulomb(SolvingModel):
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
         if spin_active(self.options):
-            return solve_rigid(self, problem, "coulomb")
+            return solve_rigid(self, problem, "coulomb", cache)
         k = int(self.options["directions"] or problem.directions)
         return solve_as_fc(self, problem, cache, "coulomb", self.options["cone"], k)

@@ -70,7 +70,11 @@ def check_spin_options(options: dict[str, Any]) -> None:
     """Raise :class:`ConfigurationError` for a bad ``torsion``, ``rolling`` or ``spin_cone``."""
     for name in ("torsion", "rolling"):
         x = options[name]
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not (np.isfinite(x) and x >= 0):
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, (int, float))
+            or not (np.isfinite(x) and x >= 0)
+        ):
             raise ConfigurationError(
                 f"option {name} must be a friction length >= 0 [m] (MuJoCo's "
                 f"{'second' if name == 'torsion' else 'third'} friction coefficient), got {x!r}"
@@ -190,9 +194,7 @@ def _groups(comps: Array, cone: str) -> list[list[int]]:
     return out
 
 
-def cone_qp(
-    W: sp.csr_matrix, q: Array, wide: WideStep, cone: str
-) -> tuple[QP, sp.csr_matrix]:
+def cone_qp(W: sp.csr_matrix, q: Array, wide: WideStep, cone: str) -> tuple[QP, sp.csr_matrix]:
     """The CCP ``K ∋ z ⊥ W z + q ∈ K*`` on the wide cone as a QP with 3-d cones.
 
     Returns the QP in the scaled variables ``y`` (``z = Sc y``, tangential components
@@ -335,8 +337,14 @@ def _as_solution(
     )
 
 
-def solve_rigid(model: Any, problem: StepProblem, law: str) -> StepSolution:
-    """Anitescu--Hart (``law="ccp"``) or Coulomb (``law="coulomb"``) on the wide cone."""
+def solve_rigid(
+    model: Any, problem: StepProblem, law: str, cache: dict[str, Any] | None = None
+) -> StepSolution:
+    """Anitescu--Hart (``law="ccp"``) or Coulomb (``law="coulomb"``) on the wide cone.
+
+    Coulomb: the fixed point ``s <- ||u_T||_D`` on De Saxcé's shift of the normal velocity,
+    started from the previous step's shift of each persisting contact (``cache``).
+    """
     o = model.options
     cone = str(o["spin_cone"])
     wide = wide_step(problem, float(o["torsion"]), float(o["rolling"]))
@@ -347,6 +355,12 @@ def solve_rigid(model: Any, problem: StepProblem, law: str) -> StepSolution:
     q = free - wide.b
     nc, d = wide.nc, wide.d
     shift = np.zeros(nc)
+    memory = None if cache is None else cache.get("spin:shift")
+    if law == "coulomb" and memory is not None and nc:
+        ids, old = memory
+        where = {int(i): k for k, i in enumerate(ids)}
+        origin = np.asarray(problem.contact_origin)
+        shift = np.array([old[where[int(o)]] if int(o) in where else 0.0 for o in origin])
     z = np.zeros(W.shape[0])
     outer = 0
     while True:
@@ -365,6 +379,8 @@ def solve_rigid(model: Any, problem: StepProblem, law: str) -> StepSolution:
         shift = new
         if done or outer >= FIXED_POINT_MAX:
             break
+    if cache is not None and law == "coulomb":
+        cache["spin:shift"] = (np.asarray(problem.contact_ids).copy(), shift.copy())
     v = minv.vec(problem.f + np.asarray(wide.C.T @ z))
     sol = _as_solution(model, problem, wide, z, v, np.arange(nc))
     sol.outer_iterations = outer
