@@ -275,8 +275,8 @@ def _has_mujoco() -> bool:
 def exp_ball(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     """Rolling without resistance (every model) and with rolling friction (condim 6)."""
     rows = []
-    v0, R, h = 1.0, 0.1, 1e-3
-    steps = 100 if short else 300
+    v0, R, h = 1.0, 0.1, 2e-3
+    steps = 50 if short else 150
     for cfg in configs:
         out = simulate(ball_scene(v0, R, h=h), cfg, steps)
         rows.append(_row("ball", "roll, no resistance", cfg, out,
@@ -288,8 +288,8 @@ def exp_ball(configs: list[Config], short: bool) -> list[dict[str, Any]]:
             rows.append(_peer_row("ball", "roll, no resistance", cone, penetration=pen,
                                   speed_ratio=float(speed / v0),
                                   lift_m=float((P[:, 0, 2] - P[0, 0, 2]).max())))  # fmt: skip
-    # rolling friction: mu_r = 5 mm, v0 = 0.5 m/s, h = 10 ms: stop after 1.43 s, 0.357 m
-    v0, mu_r, h = 0.5, 0.005, 1e-2
+    # rolling friction: mu_r = 5 mm, v0 = 0.5 m/s, h = 20 ms: stop after 1.43 s, 0.357 m
+    v0, mu_r, h = 0.5, 0.005, 2e-2
     a = 5 * mu_r * G / (7 * R)
     steps = int(np.ceil(v0 / (a * h))) + 10
     analytic = v0**2 / (2 * a)
@@ -352,7 +352,7 @@ def exp_slide(configs: list[Config], short: bool) -> list[dict[str, Any]]:
                 rows.append(_peer_row("slide", f"v0 = 2 m/s at {direction:g} deg", cone,
                                       penetration=pen, **_slide_measures(P, direction, v0, mu)))  # fmt: skip
     # self-consistency: the first 0.2 s at h = 4 ms against h / 8
-    H, n = 4e-3, 50 if not short else 25
+    H, n = 4e-3, 25
     for cfg in configs:
         try:
             gaps = []
@@ -363,7 +363,7 @@ def exp_slide(configs: list[Config], short: bool) -> list[dict[str, Any]]:
             gap = float(np.linalg.norm(gaps[0] - gaps[1], axis=2).max())
         except ContactlabError:
             gap = float("nan")
-        rows.append({"experiment": "slide", "case": "self-consistency (h = 4 ms vs h/8, 0.2 s)",
+        rows.append({"experiment": "slide", "case": "self-consistency (h = 4 ms vs h/8, 0.1 s)",
                      "config": cfg.label, "family": cfg.family, "model": cfg.model,
                      "solver": cfg.solver, "status": "ok", "self_consistency_m": gap,
                      "first_order_m": 7 / 16 * mu * G * H * n * H})  # fmt: skip
@@ -405,7 +405,7 @@ def exp_stack(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     from contactlab.scenario import get_scenario
 
     rows = []
-    h, steps = 2e-3, 100 if short else 150
+    h, steps = 2e-3, 100
     for ratio in ((1.0, 1e3) if short else (1.0, 10.0, 100.0, 1e3)):
         scene = get_scenario("mass-ratio-stack").build(ratio=ratio).with_(dt=h)
         for cfg in configs:
@@ -428,6 +428,12 @@ def exp_wall(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     h, steps = 2e-3, 50 if short else 100
     scene = wall_scene(3, 4, h)
     for cfg in configs:
+        if cfg.solver == "lemke":
+            rows.append({"experiment": "wall", "case": "3 rows, 11 cubes", "config": cfg.label,
+                         "family": cfg.family, "model": cfg.model, "solver": cfg.solver,
+                         "status": "not run: Lemke's pivoting on ~40 contacts exceeds the "
+                         "study's time budget"})  # fmt: skip
+            continue
         out = simulate(scene, cfg, steps)
         drift = float(np.linalg.norm(out.p[-1] - out.p[0], axis=1).max())
         rows.append(_row("wall", "3 rows, 11 cubes", cfg, out, drift_m=drift))
@@ -451,7 +457,7 @@ def exp_robots(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     if short:
         return rows  # seconds per step: the full run only
     chosen = [c for c in configs if c.label in ROBOT_CONFIGS]
-    for name, steps in (("solo12-stand", 40), ("allegro-grasp", 150)):
+    for name, steps in (("solo12-stand", 30), ("allegro-grasp", 150)):
         scene = get_scenario(name).build()
         for cfg in chosen:
             extra = {"diag": "exact"} if cfg.model == "soft" else None
@@ -650,7 +656,7 @@ def findings(df: pd.DataFrame) -> str:
     if len(sc):
         first = float(sc.first_order_m.iloc[0])
         out.append(
-            "5. **Self-consistency — agrees.** Gap to the same model at h/8 over 0.2 s of the "
+            "5. **Self-consistency — agrees.** Gap to the same model at h/8 over 0.1 s of the "
             f"sliding cube (the first-order integrator alone: (7/16) mu g h t = {_fmt(first)} "
             "m): " + ", ".join(f"{r.config} {_fmt(r.self_consistency_m)}"
                                for r in sc.itertuples())  # fmt: skip
@@ -665,7 +671,7 @@ def findings(df: pd.DataFrame) -> str:
             "artefact).  With rolling friction (condim 6, mu_r = 5 mm) the distance to rest "
             "against ``7 R v0^2 / (10 mu_r g)`` is off by: "
             + ", ".join(f"{r.config} {_fmt(100 * r.rel_error)} %" for r in ball.itertuples())
-            + " (the discrete step's ``-v0 h / 2`` is -1.4 %; Anitescu--Hart lifts the ball off "
+            + " (the discrete step's ``-v0 h / 2`` is -2.8 % at h = 20 ms; Anitescu--Hart lifts the ball off "
             "at ``mu_r |w|`` and it never stops; the elliptic cone shares the normal impulse "
             "between slip and rolling)."
         )
