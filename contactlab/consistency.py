@@ -53,7 +53,9 @@ def self_consistency(
 ) -> tuple[float, Array]:
     """``(max gap [m], gap per common time)`` between the runs at ``h`` and ``h / refine``."""
     if not (isinstance(refine, int) and refine >= 2):
-        raise ConfigurationError(f"self_consistency: refine must be an integer >= 2, got {refine!r}")
+        raise ConfigurationError(
+            f"self_consistency: refine must be an integer >= 2, got {refine!r}"
+        )
     runs = []
     for dt, every in ((h, 1), (h / refine, refine)):
         sim = Simulator(

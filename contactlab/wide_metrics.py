@@ -63,12 +63,15 @@ def wide_contact_metrics(
         norm = np.linalg.norm(du, axis=1)
         move = norm > mu * threshold
         moving |= move
-        ideal = -lam_n[:, None] * np.where(mask, du * safe[:, g], 0.0) / np.maximum(norm, 1e-300)[
-            :, None
-        ]
-        gap = ref * np.linalg.norm(np.where(mask, (lam[:, g] - ideal) / safe[:, g], 0.0), axis=1)[
-            :, None
-        ]
+        ideal = (
+            -lam_n[:, None]
+            * np.where(mask, du * safe[:, g], 0.0)
+            / np.maximum(norm, 1e-300)[:, None]
+        )
+        gap = (
+            ref
+            * np.linalg.norm(np.where(mask, (lam[:, g] - ideal) / safe[:, g], 0.0), axis=1)[:, None]
+        )
         diss = np.maximum(diss, np.where(move, gap[:, 0], 0.0))
     return {
         "cone_violation": float(cone_v.max()) if nc else 0.0,

@@ -81,8 +81,14 @@ CONFIGS: tuple[Config, ...] = (
     Config("soft pyramidal / nsgs", "soft", "soft", "nsgs", (("cone", "pyramidal"),)),
     Config("penalty (Newton)", "compliant", "penalty", "nsgs"),
 )
-SHORT_CONFIGS = ("AH pyramid / osqp", "AH soc / nsgs", "box LCP / pgs", "Coulomb / nsgs",
-                 "soft / nsgs", "penalty (Newton)")  # fmt: skip
+SHORT_CONFIGS = (
+    "AH pyramid / osqp",
+    "AH soc / nsgs",
+    "box LCP / pgs",
+    "Coulomb / nsgs",
+    "soft / nsgs",
+    "penalty (Newton)",
+)
 
 
 # --------------------------------------------------------------------------- scenes
@@ -96,11 +102,14 @@ def ball_scene(v0: float, radius: float = 0.1, mu: float = 0.5, h: float = 1e-3)
     """A ball rolling without slip along +x at ``v0``."""
     body, _ = body_from_shape("ball", Sphere(radius=radius), mass=1.0)
     return Scene(
-        "ball-roll", (body,), static_shapes=(Plane(),),
+        "ball-roll",
+        (body,),
+        static_shapes=(Plane(),),
         initial_E=se3.make_transform(None, [0.0, 0.0, radius])[None],
         initial_phi=np.array([[0.0, v0 / radius, 0.0, v0, 0.0, 0.0]]),
-        contact=_contact(mu), dt=h,
-    )  # fmt: skip
+        contact=_contact(mu),
+        dt=h,
+    )
 
 
 def cube_scene(v0: float, direction_deg: float, mu: float, h: float, size: float = 0.2) -> Scene:
@@ -108,11 +117,14 @@ def cube_scene(v0: float, direction_deg: float, mu: float, h: float, size: float
     body, _ = body_from_shape("cube", Box(half_extents=np.full(3, size / 2)), mass=1.0)
     a = np.radians(direction_deg)
     return Scene(
-        "cube-slide", (body,), static_shapes=(Plane(),),
+        "cube-slide",
+        (body,),
+        static_shapes=(Plane(),),
         initial_E=se3.make_transform(None, [0.0, 0.0, size / 2])[None],
         initial_phi=np.array([[0.0, 0.0, 0.0, v0 * np.cos(a), v0 * np.sin(a), 0.0]]),
-        contact=_contact(mu), dt=h,
-    )  # fmt: skip
+        contact=_contact(mu),
+        dt=h,
+    )
 
 
 def wall_scene(rows: int, cols: int, h: float, size: float = 0.1, mu: float = 0.5) -> Scene:
@@ -121,14 +133,20 @@ def wall_scene(rows: int, cols: int, h: float, size: float = 0.1, mu: float = 0.
     for r in range(rows):
         shift = 0.5 * size * (r % 2)
         for c in range(cols - (r % 2)):
-            body, _ = body_from_shape(f"b{r}_{c}", Box(half_extents=np.full(3, size / 2)),
-                                      mass=1000 * size**3)  # fmt: skip
+            body, _ = body_from_shape(
+                f"b{r}_{c}", Box(half_extents=np.full(3, size / 2)), mass=1000 * size**3
+            )
             bodies.append(body)
             poses.append(se3.make_transform(None, [c * size + shift, 0.0, (r + 0.5) * size]))
     return Scene(
-        "cube-wall", tuple(bodies), static_shapes=(Plane(),), initial_E=np.stack(poses),
-        initial_phi=np.zeros((len(bodies), 6)), contact=_contact(mu), dt=h,
-    )  # fmt: skip
+        "cube-wall",
+        tuple(bodies),
+        static_shapes=(Plane(),),
+        initial_E=np.stack(poses),
+        initial_phi=np.zeros((len(bodies), 6)),
+        contact=_contact(mu),
+        dt=h,
+    )
 
 
 # --------------------------------------------------------------------------- running
@@ -153,18 +171,29 @@ class Outcome:
 
 
 def simulate(
-    scene: Scene, cfg: Config, steps: int, formulation: str = "maximal",
+    scene: Scene,
+    cfg: Config,
+    steps: int,
+    formulation: str = "maximal",
     extra: dict[str, Any] | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     """Run ``cfg`` on ``scene`` for ``steps`` steps and collect the paper's criteria."""
     options = {**cfg.opts, **(extra or {})}
-    sim = Simulator(scene, formulation, cfg.model, cfg.solver, dt=scene.dt,
-                    model_options=options, divergence_guard=False)  # fmt: skip
+    sim = Simulator(
+        scene,
+        formulation,
+        cfg.model,
+        cfg.solver,
+        dt=scene.dt,
+        model_options=options,
+        divergence_guard=False,
+    )
     state = sim.initial_state()
     E, _ = sim.formulation.maximal(state)
     p = [E[:, :3, 3].copy()]
-    worst = dict.fromkeys(("normal_complementarity", "cone_violation",
-                           "dissipation_violation", "penetration"), 0.0)  # fmt: skip
+    worst = dict.fromkeys(
+        ("normal_complementarity", "cone_violation", "dissipation_violation", "penetration"), 0.0
+    )
     its, loose, wall, status = [], 0, 0.0, "ok"
     done = 0
     for j in range(steps):
@@ -186,35 +215,66 @@ def simulate(
     v_end = np.einsum("nab,nb->na", E[:, :3, :3], phi[:, 3:])
     P = np.array(p)
     return Outcome(
-        status, done, worst["normal_complementarity"], worst["cone_violation"],
-        worst["dissipation_violation"], worst["penetration"],
-        float(np.median(its)) if its else float("nan"), int(loose),
-        1e3 * wall / max(done, 1), P, v_end, float((P[:, :, 2] - P[0, :, 2]).max()),
-    )  # fmt: skip
+        status,
+        done,
+        worst["normal_complementarity"],
+        worst["cone_violation"],
+        worst["dissipation_violation"],
+        worst["penetration"],
+        float(np.median(its)) if its else float("nan"),
+        int(loose),
+        1e3 * wall / max(done, 1),
+        P,
+        v_end,
+        float((P[:, :, 2] - P[0, :, 2]).max()),
+    )
 
 
 def _row(experiment: str, case: str, cfg: Config, out: Outcome, **measures: Any) -> dict[str, Any]:
     return {
-        "experiment": experiment, "case": case, "config": cfg.label, "family": cfg.family,
-        "model": cfg.model, "solver": cfg.solver, "status": out.status, "steps": out.steps,
-        "signorini": out.signorini, "coulomb": out.coulomb, "mdp": out.mdp,
-        "penetration": out.penetration, "median_iterations": out.iterations,
-        "unconverged_steps": out.unconverged, "ms_per_step": out.ms_per_step, **measures,
-    }  # fmt: skip
+        "experiment": experiment,
+        "case": case,
+        "config": cfg.label,
+        "family": cfg.family,
+        "model": cfg.model,
+        "solver": cfg.solver,
+        "status": out.status,
+        "steps": out.steps,
+        "signorini": out.signorini,
+        "coulomb": out.coulomb,
+        "mdp": out.mdp,
+        "penetration": out.penetration,
+        "median_iterations": out.iterations,
+        "unconverged_steps": out.unconverged,
+        "ms_per_step": out.ms_per_step,
+        **measures,
+    }
 
 
 def _peer_row(experiment: str, case: str, cone: str, **measures: Any) -> dict[str, Any]:
-    return {"experiment": experiment, "case": case, "config": f"MuJoCo {cone}",
-            "family": "peer", "model": "mujoco", "solver": "newton", "status": "ok", **measures}  # fmt: skip
+    return {
+        "experiment": experiment,
+        "case": case,
+        "config": f"MuJoCo {cone}",
+        "family": "peer",
+        "model": "mujoco",
+        "solver": "newton",
+        "status": "ok",
+        **measures,
+    }
 
 
 # --------------------------------------------------------------------------- MuJoCo peer
 
 
 def mujoco_run(
-    scene: Scene, steps: int, cone: str, force: np.ndarray | None = None, condim: int = 3,
+    scene: Scene,
+    steps: int,
+    cone: str,
+    force: np.ndarray | None = None,
+    condim: int = 3,
     rolling: float = 0.0,
-) -> tuple[np.ndarray, float]:  # fmt: skip
+) -> tuple[np.ndarray, float]:
     """Centres of mass ``(steps + 1, nb, 3)`` of MuJoCo on a scene of free boxes and balls
     over the plane (Euler, Newton solver, default solref/solimp), and its deepest penetration."""
     import mujoco
@@ -228,7 +288,7 @@ def mujoco_run(
             geom = f'type="box" size="{" ".join(map(repr, map(float, shape.half_extents)))}"'
         else:
             geom = f'type="sphere" size="{float(shape.radius)!r}"'  # type: ignore[attr-defined]
-        E = scene.initial_E[k]
+        E = np.asarray(scene.initial_E)[k]
         quat = np.zeros(4)
         mujoco.mju_mat2Quat(quat, np.ascontiguousarray(E[:3, :3]).reshape(-1))
         inertia = " ".join(repr(float(x)) for x in body.inertia)
@@ -245,7 +305,7 @@ def mujoco_run(
     model = mujoco.MjModel.from_xml_string(xml)
     data = mujoco.MjData(model)
     for k in range(len(scene.bodies)):
-        E, phi = scene.initial_E[k], scene.initial_phi[k]
+        E, phi = np.asarray(scene.initial_E)[k], np.asarray(scene.initial_phi)[k]
         data.qvel[6 * k : 6 * k + 3] = E[:3, :3] @ phi[3:]
         data.qvel[6 * k + 3 : 6 * k + 6] = phi[:3]
         if force is not None:
@@ -279,47 +339,88 @@ def exp_ball(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     steps = 50 if short else 150
     for cfg in configs:
         out = simulate(ball_scene(v0, R, h=h), cfg, steps)
-        rows.append(_row("ball", "roll, no resistance", cfg, out,
-                         speed_ratio=float(np.linalg.norm(out.v_end[0]) / v0), lift_m=out.lift))  # fmt: skip
+        rows.append(
+            _row(
+                "ball",
+                "roll, no resistance",
+                cfg,
+                out,
+                speed_ratio=float(np.linalg.norm(out.v_end[0]) / v0),
+                lift_m=out.lift,
+            )
+        )
     if _has_mujoco():
         for cone in ("elliptic", "pyramidal"):
             P, pen = mujoco_run(ball_scene(v0, R, h=h), steps, cone)
             speed = np.linalg.norm(P[-1, 0] - P[-2, 0]) / h
-            rows.append(_peer_row("ball", "roll, no resistance", cone, penetration=pen,
-                                  speed_ratio=float(speed / v0),
-                                  lift_m=float((P[:, 0, 2] - P[0, 0, 2]).max())))  # fmt: skip
+            rows.append(
+                _peer_row(
+                    "ball",
+                    "roll, no resistance",
+                    cone,
+                    penetration=pen,
+                    speed_ratio=float(speed / v0),
+                    lift_m=float((P[:, 0, 2] - P[0, 0, 2]).max()),
+                )
+            )
     # rolling friction: mu_r = 5 mm, v0 = 0.5 m/s, h = 20 ms: stop after 1.43 s, 0.357 m
     v0, mu_r, h = 0.5, 0.005, 2e-2
     a = 5 * mu_r * G / (7 * R)
     steps = int(np.ceil(v0 / (a * h))) + 10
     analytic = v0**2 / (2 * a)
-    spin = [
-        (Config("Coulomb separate / clarabel", "rigid", "coulomb", "cvxpy:clarabel"),
-         {"rolling": mu_r, "spin_cone": "separate"}),
-        (Config("Coulomb elliptic / clarabel", "rigid", "coulomb", "cvxpy:clarabel"),
-         {"rolling": mu_r}),
-        (Config("AH soc separate / clarabel", "rigid", "anitescu-hart", "cvxpy:clarabel"),
-         {"rolling": mu_r, "spin_cone": "separate", "cone": "soc"}),
+    spin: list[tuple[Config, dict[str, Any]]] = [
+        (
+            Config("Coulomb separate / clarabel", "rigid", "coulomb", "cvxpy:clarabel"),
+            {"rolling": mu_r, "spin_cone": "separate"},
+        ),
+        (
+            Config("Coulomb elliptic / clarabel", "rigid", "coulomb", "cvxpy:clarabel"),
+            {"rolling": mu_r},
+        ),
+        (
+            Config("AH soc separate / clarabel", "rigid", "anitescu-hart", "cvxpy:clarabel"),
+            {"rolling": mu_r, "spin_cone": "separate", "cone": "soc"},
+        ),
         (Config("soft elliptic / clarabel", "soft", "soft", "cvxpy:clarabel"), {"rolling": mu_r}),
-        (Config("soft pyramidal / nsgs", "soft", "soft", "nsgs"),
-         {"rolling": mu_r, "cone": "pyramidal"}),
-    ]  # fmt: skip
+        (
+            Config("soft pyramidal / nsgs", "soft", "soft", "nsgs"),
+            {"rolling": mu_r, "cone": "pyramidal"},
+        ),
+    ]
     if short:
         spin = spin[:1] + spin[2:3]
     for cfg, extra in spin:
         out = simulate(ball_scene(v0, R, h=h), cfg, steps, extra=extra)
         travel = float(out.p[-1, 0, 0] - out.p[0, 0, 0])
-        rows.append(_row("ball", "rolling friction mu_r = 5 mm", cfg, out, distance_m=travel,
-                         analytic_m=analytic, rel_error=travel / analytic - 1, lift_m=out.lift,
-                         speed_ratio=float(np.linalg.norm(out.v_end[0]) / v0)))  # fmt: skip
+        rows.append(
+            _row(
+                "ball",
+                "rolling friction mu_r = 5 mm",
+                cfg,
+                out,
+                distance_m=travel,
+                analytic_m=analytic,
+                rel_error=travel / analytic - 1,
+                lift_m=out.lift,
+                speed_ratio=float(np.linalg.norm(out.v_end[0]) / v0),
+            )
+        )
     if _has_mujoco():
         for cone in ("elliptic", "pyramidal"):
             P, pen = mujoco_run(ball_scene(v0, R, h=h), steps, cone, condim=6, rolling=mu_r)
             travel = float(P[-1, 0, 0] - P[0, 0, 0])
-            rows.append(_peer_row("ball", "rolling friction mu_r = 5 mm", cone, penetration=pen,
-                                  distance_m=travel, analytic_m=analytic,
-                                  rel_error=travel / analytic - 1,
-                                  lift_m=float((P[:, 0, 2] - P[0, 0, 2]).max())))  # fmt: skip
+            rows.append(
+                _peer_row(
+                    "ball",
+                    "rolling friction mu_r = 5 mm",
+                    cone,
+                    penetration=pen,
+                    distance_m=travel,
+                    analytic_m=analytic,
+                    rel_error=travel / analytic - 1,
+                    lift_m=float((P[:, 0, 2] - P[0, 0, 2]).max()),
+                )
+            )
     return rows
 
 
@@ -327,11 +428,12 @@ def _slide_measures(P: np.ndarray, direction_deg: float, v0: float, mu: float) -
     d = P[-1, 0, :2] - P[0, 0, :2]
     dist = float(np.linalg.norm(d))
     return {
-        "distance_m": dist, "analytic_m": v0**2 / (2 * mu * G),
+        "distance_m": dist,
+        "analytic_m": v0**2 / (2 * mu * G),
         "rel_error": dist / (v0**2 / (2 * mu * G)) - 1,
         "heading_error_deg": float(np.degrees(np.arctan2(d[1], d[0])) - direction_deg),
         "lift_m": float((P[:, 0, 2] - P[0, 0, 2]).max()),
-    }  # fmt: skip
+    }
 
 
 def exp_slide(configs: list[Config], short: bool) -> list[dict[str, Any]]:
@@ -344,29 +446,59 @@ def exp_slide(configs: list[Config], short: bool) -> list[dict[str, Any]]:
         scene = cube_scene(v0, direction, mu, h)
         for cfg in configs:
             out = simulate(scene, cfg, steps)
-            rows.append(_row("slide", f"v0 = 2 m/s at {direction:g} deg", cfg, out,
-                             **_slide_measures(out.p, direction, v0, mu)))  # fmt: skip
+            rows.append(
+                _row(
+                    "slide",
+                    f"v0 = 2 m/s at {direction:g} deg",
+                    cfg,
+                    out,
+                    **_slide_measures(out.p, direction, v0, mu),
+                )
+            )
         if _has_mujoco():
             for cone in ("elliptic", "pyramidal"):
                 P, pen = mujoco_run(scene, steps, cone)
-                rows.append(_peer_row("slide", f"v0 = 2 m/s at {direction:g} deg", cone,
-                                      penetration=pen, **_slide_measures(P, direction, v0, mu)))  # fmt: skip
+                rows.append(
+                    _peer_row(
+                        "slide",
+                        f"v0 = 2 m/s at {direction:g} deg",
+                        cone,
+                        penetration=pen,
+                        **_slide_measures(P, direction, v0, mu),
+                    )
+                )
     # self-consistency: the first 0.2 s at h = 4 ms against h / 8
     H, n = 4e-3, 25
     for cfg in configs:
         try:
             gaps = []
             for dt, every in ((H, 1), (H / 8, 8)):
-                sim = Simulator(cube_scene(v0, 30.0, mu, dt), "maximal", cfg.model, cfg.solver,
-                                dt=dt, model_options=cfg.opts, divergence_guard=False)  # fmt: skip
+                sim = Simulator(
+                    cube_scene(v0, 30.0, mu, dt),
+                    "maximal",
+                    cfg.model,
+                    cfg.solver,
+                    dt=dt,
+                    model_options=cfg.opts,
+                    divergence_guard=False,
+                )
                 gaps.append(positions(sim, n * every, every))
             gap = float(np.linalg.norm(gaps[0] - gaps[1], axis=2).max())
         except ContactlabError:
             gap = float("nan")
-        rows.append({"experiment": "slide", "case": "self-consistency (h = 4 ms vs h/8, 0.1 s)",
-                     "config": cfg.label, "family": cfg.family, "model": cfg.model,
-                     "solver": cfg.solver, "status": "ok", "self_consistency_m": gap,
-                     "first_order_m": 7 / 16 * mu * G * H * n * H})  # fmt: skip
+        rows.append(
+            {
+                "experiment": "slide",
+                "case": "self-consistency (h = 4 ms vs h/8, 0.1 s)",
+                "config": cfg.label,
+                "family": cfg.family,
+                "model": cfg.model,
+                "solver": cfg.solver,
+                "status": "ok",
+                "self_consistency_m": gap,
+                "first_order_m": 7 / 16 * mu * G * H * n * H,
+            }
+        )
     return rows
 
 
@@ -381,8 +513,11 @@ def exp_push(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     directions = (45.0,) if short else (0.0, 22.5, 45.0)
     for ratio in ratios:
         for direction in directions:
-            scene = get_scenario("box-push").build(force=ratio * mu * G, direction_deg=direction,
-                                                   mu=mu).with_(dt=h)  # fmt: skip
+            scene = (
+                get_scenario("box-push")
+                .build(force=ratio * mu * G, direction_deg=direction, mu=mu)
+                .with_(dt=h)
+            )
             a = max(ratio - 1.0, 0.0) * mu * G
             analytic = a * h * h * steps * (steps + 1) / 2  # positions advance with v+
             case = f"F = {ratio:g} mu m g at {direction:g} deg"
@@ -395,8 +530,16 @@ def exp_push(configs: list[Config], short: bool) -> list[dict[str, Any]]:
                 for cone in ("elliptic", "pyramidal"):
                     P, pen = mujoco_run(scene, steps, cone, force=F)
                     d = float(np.linalg.norm(P[-1, 0, :2] - P[0, 0, :2]))
-                    rows.append(_peer_row("push", case, cone, penetration=pen, displacement_m=d,
-                                          analytic_m=analytic))  # fmt: skip
+                    rows.append(
+                        _peer_row(
+                            "push",
+                            case,
+                            cone,
+                            penetration=pen,
+                            displacement_m=d,
+                            analytic_m=analytic,
+                        )
+                    )
     return rows
 
 
@@ -406,19 +549,30 @@ def exp_stack(configs: list[Config], short: bool) -> list[dict[str, Any]]:
 
     rows = []
     h, steps = 2e-3, 100
-    for ratio in ((1.0, 1e3) if short else (1.0, 10.0, 100.0, 1e3)):
+    for ratio in (1.0, 1e3) if short else (1.0, 10.0, 100.0, 1e3):
         scene = get_scenario("mass-ratio-stack").build(ratio=ratio).with_(dt=h)
         for cfg in configs:
             out = simulate(scene, cfg, steps)
             drift = float(np.linalg.norm(out.p[-1] - out.p[0], axis=1).max())
-            rows.append(_row("stack", f"mass ratio {ratio:g}", cfg, out, drift_m=drift,
-                             speed_end=float(np.abs(out.v_end).max())))  # fmt: skip
+            rows.append(
+                _row(
+                    "stack",
+                    f"mass ratio {ratio:g}",
+                    cfg,
+                    out,
+                    drift_m=drift,
+                    speed_end=float(np.abs(out.v_end).max()),
+                )
+            )
         if _has_mujoco():
             for cone in ("elliptic", "pyramidal"):
                 P, pen = mujoco_run(scene, steps, cone)
                 drift = float(np.linalg.norm(P[-1] - P[0], axis=1).max())
-                rows.append(_peer_row("stack", f"mass ratio {ratio:g}", cone, penetration=pen,
-                                      drift_m=drift))  # fmt: skip
+                rows.append(
+                    _peer_row(
+                        "stack", f"mass ratio {ratio:g}", cone, penetration=pen, drift_m=drift
+                    )
+                )
     return rows
 
 
@@ -429,10 +583,18 @@ def exp_wall(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     scene = wall_scene(3, 4, h)
     for cfg in configs:
         if cfg.solver == "lemke":
-            rows.append({"experiment": "wall", "case": "3 rows, 11 cubes", "config": cfg.label,
-                         "family": cfg.family, "model": cfg.model, "solver": cfg.solver,
-                         "status": "not run: Lemke's pivoting on ~40 contacts exceeds the "
-                         "study's time budget"})  # fmt: skip
+            rows.append(
+                {
+                    "experiment": "wall",
+                    "case": "3 rows, 11 cubes",
+                    "config": cfg.label,
+                    "family": cfg.family,
+                    "model": cfg.model,
+                    "solver": cfg.solver,
+                    "status": "not run: Lemke's pivoting on ~40 contacts exceeds the "
+                    "study's time budget",
+                }
+            )
             continue
         out = simulate(scene, cfg, steps)
         drift = float(np.linalg.norm(out.p[-1] - out.p[0], axis=1).max())
@@ -440,13 +602,26 @@ def exp_wall(configs: list[Config], short: bool) -> list[dict[str, Any]]:
     if _has_mujoco():
         for cone in ("elliptic", "pyramidal"):
             P, pen = mujoco_run(scene, steps, cone)
-            rows.append(_peer_row("wall", "3 rows, 11 cubes", cone, penetration=pen,
-                                  drift_m=float(np.linalg.norm(P[-1] - P[0], axis=1).max())))  # fmt: skip
+            rows.append(
+                _peer_row(
+                    "wall",
+                    "3 rows, 11 cubes",
+                    cone,
+                    penetration=pen,
+                    drift_m=float(np.linalg.norm(P[-1] - P[0], axis=1).max()),
+                )
+            )
     return rows
 
 
-ROBOT_CONFIGS = ("box LCP / pgs", "Coulomb / nsgs", "Coulomb / admm", "AH pyramid / osqp",
-                 "soft / nsgs", "penalty (Newton)")  # fmt: skip
+ROBOT_CONFIGS = (
+    "box LCP / pgs",
+    "Coulomb / nsgs",
+    "Coulomb / admm",
+    "AH pyramid / osqp",
+    "soft / nsgs",
+    "penalty (Newton)",
+)
 
 
 def exp_robots(configs: list[Config], short: bool) -> list[dict[str, Any]]:
@@ -464,9 +639,17 @@ def exp_robots(configs: list[Config], short: bool) -> list[dict[str, Any]]:
             try:
                 out = simulate(scene, cfg, steps, formulation="reduced", extra=extra)
             except ContactlabError as err:
-                rows.append({"experiment": "robots", "case": name, "config": cfg.label,
-                             "family": cfg.family, "model": cfg.model, "solver": cfg.solver,
-                             "status": f"refused: {str(err).splitlines()[0][:80]}"})  # fmt: skip
+                rows.append(
+                    {
+                        "experiment": "robots",
+                        "case": name,
+                        "config": cfg.label,
+                        "family": cfg.family,
+                        "model": cfg.model,
+                        "solver": cfg.solver,
+                        "status": f"refused: {str(err).splitlines()[0][:80]}",
+                    }
+                )
                 continue
             drift = float(np.linalg.norm(out.p[-1] - out.p[0], axis=1).max())
             rows.append(_row("robots", name, cfg, out, drift_m=drift))
@@ -492,10 +675,15 @@ def read_spec(path: Path) -> tuple[tuple[Config, ...], tuple[str, ...], tuple[st
     try:
         data = tomllib.loads(Path(path).read_text())
         configs = tuple(
-            Config(c["label"], c["family"], c["model"], c["solver"],
-                   tuple(sorted(dict(c.get("options", {})).items())))
+            Config(
+                c["label"],
+                c["family"],
+                c["model"],
+                c["solver"],
+                tuple(sorted(dict(c.get("options", {})).items())),
+            )
             for c in data["configs"]
-        )  # fmt: skip
+        )
         short = tuple(data.get("short", {}).get("configs", [c.label for c in configs]))
         experiments = tuple(data["study"]["experiments"])
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as err:
@@ -563,15 +751,25 @@ def _table(df: pd.DataFrame, columns: list[str]) -> str:
     cols = [c for c in columns if c in df.columns]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     body = "".join(
-        "| " + " | ".join(_fmt(r[c]) if c not in ("case", "config", "status") else str(r[c])
-                          for c in cols) + " |\n"
+        "| "
+        + " | ".join(
+            _fmt(r[c]) if c not in ("case", "config", "status") else str(r[c]) for c in cols
+        )
+        + " |\n"
         for _, r in df.iterrows()
-    )  # fmt: skip
+    )
     return head + body
 
 
-CRITERIA = ["signorini", "coulomb", "mdp", "penetration", "median_iterations",
-            "unconverged_steps", "ms_per_step"]  # fmt: skip
+CRITERIA = [
+    "signorini",
+    "coulomb",
+    "mdp",
+    "penetration",
+    "median_iterations",
+    "unconverged_steps",
+    "ms_per_step",
+]
 
 
 def _get(df: pd.DataFrame, experiment: str, case: str, config: str, column: str) -> float:
@@ -622,9 +820,17 @@ def findings(df: pd.DataFrame) -> str:
         f"cone slides {_fmt(_get(df, 'push', push11, 'Coulomb / nsgs', 'displacement_m'))} m "
         f"(analytic {_fmt(_get(df, 'push', push11, 'Coulomb / nsgs', 'analytic_m'))} m)."
     )
-    mdp = {c: _get(df, "slide", sl, c, "mdp") for c in
-           ("Coulomb / nsgs", "AH soc / nsgs", "AH pyramid / osqp", "box LCP / pgs",
-            "soft / nsgs", "penalty (Newton)")}  # fmt: skip
+    mdp = {
+        c: _get(df, "slide", sl, c, "mdp")
+        for c in (
+            "Coulomb / nsgs",
+            "AH soc / nsgs",
+            "AH pyramid / osqp",
+            "box LCP / pgs",
+            "soft / nsgs",
+            "penalty (Newton)",
+        )
+    }
     out.append(
         "3. **Maximum dissipation — agrees.** Largest violation on the sliding cube [N s]: "
         + ", ".join(f"{k} {_fmt(v)}" for k, v in mdp.items())
@@ -658,8 +864,8 @@ def findings(df: pd.DataFrame) -> str:
         out.append(
             "5. **Self-consistency — agrees.** Gap to the same model at h/8 over 0.1 s of the "
             f"sliding cube (the first-order integrator alone: (7/16) mu g h t = {_fmt(first)} "
-            "m): " + ", ".join(f"{r.config} {_fmt(r.self_consistency_m)}"
-                               for r in sc.itertuples())  # fmt: skip
+            "m): "
+            + ", ".join(f"{r.config} {_fmt(r.self_consistency_m)}" for r in sc.itertuples())
             + ".  The exact law is as consistent as its integrator; the relaxation's lift and "
             "the soft models' h-dependent impedance (MuJoCo's time constant floor 2h) add to it."
         )
@@ -671,16 +877,19 @@ def findings(df: pd.DataFrame) -> str:
             "artefact).  With rolling friction (condim 6, mu_r = 5 mm) the distance to rest "
             "against ``7 R v0^2 / (10 mu_r g)`` is off by: "
             + ", ".join(f"{r.config} {_fmt(100 * r.rel_error)} %" for r in ball.itertuples())
-            + " (the discrete step's ``-v0 h / 2`` is -2.8 % at h = 20 ms; Anitescu--Hart lifts the ball off "
-            "at ``mu_r |w|`` and it never stops; the elliptic cone shares the normal impulse "
-            "between slip and rolling)."
+            + " (the discrete step's ``-v0 h / 2`` is -2.8 % at h = 20 ms; Anitescu--Hart "
+            "lifts the ball off at ``mu_r |w|`` and it never stops; the elliptic cone shares "
+            "the normal impulse between slip and rolling)."
         )
     rob = df[df.experiment == "robots"]
     if len(rob):
         out.append(
             "7. **Robots — cost.** Milliseconds per step (reduced coordinates): "
-            + ", ".join(f"{r.case} {r.config} {_fmt(r.ms_per_step)}" for r in rob.itertuples()
-                        if "ms_per_step" in rob and np.isfinite(r.ms_per_step))  # fmt: skip
+            + ", ".join(
+                f"{r.case} {r.config} {_fmt(r.ms_per_step)}"
+                for r in rob.itertuples()
+                if "ms_per_step" in rob and np.isfinite(r.ms_per_step)
+            )
             + ".  The paper's C++ solvers run in microseconds; contactlab's Python layer "
             "costs milliseconds per step, so only the ratios between models compare."
         )
@@ -689,10 +898,22 @@ def findings(df: pd.DataFrame) -> str:
         part = df[df.experiment == name]
         if not len(part):
             continue
-        extra = [c for c in ("speed_ratio", "distance_m", "analytic_m", "rel_error",
-                             "heading_error_deg", "lift_m", "displacement_m", "drift_m",
-                             "self_consistency_m", "first_order_m") if c in part
-                 and part[c].notna().any()]  # fmt: skip
+        extra = [
+            c
+            for c in (
+                "speed_ratio",
+                "distance_m",
+                "analytic_m",
+                "rel_error",
+                "heading_error_deg",
+                "lift_m",
+                "displacement_m",
+                "drift_m",
+                "self_consistency_m",
+                "first_order_m",
+            )
+            if c in part and part[c].notna().any()
+        ]
         out.append(f"#### {name}\n")
         for case in part.case.unique():
             rows = part[part.case == case]
@@ -712,9 +933,15 @@ def plots(df: pd.DataFrame, folder: Path) -> None:
     sl = df[(df.experiment == "slide") & (df.case == "v0 = 2 m/s at 30 deg")]
     if len(sl):
         fig, axes = plt.subplots(1, 3, figsize=(15, 5))
-        for ax, col, label in zip(axes, ("lift_m", "heading_error_deg", "mdp"),
-                                  ("lift of the sliding cube [m]", "heading error [deg]",
-                                   "max dissipation violation [N s]")):  # fmt: skip
+        for ax, col, label in zip(
+            axes,
+            ("lift_m", "heading_error_deg", "mdp"),
+            (
+                "lift of the sliding cube [m]",
+                "heading error [deg]",
+                "max dissipation violation [N s]",
+            ),
+        ):
             ax.barh(sl.config, sl[col].astype(float).abs())
             ax.set_xlabel(label)
             if col != "heading_error_deg":
@@ -730,8 +957,12 @@ def plots(df: pd.DataFrame, folder: Path) -> None:
         width = 0.8 / len(cases)
         for k, case in enumerate(cases):
             sel = push[push.case == case].set_index("config").reindex(configs)
-            ax.barh(np.arange(len(configs)) + k * width, sel.displacement_m.astype(float),
-                    height=width, label=case)  # fmt: skip
+            ax.barh(
+                np.arange(len(configs)) + k * width,
+                sel.displacement_m.astype(float),
+                height=width,
+                label=case,
+            )
         ax.set_yticks(np.arange(len(configs)) + 0.4 - width / 2, configs)
         ax.set_xlabel("displacement after 0.3 s [m]")
         ax.legend(fontsize=7)

@@ -276,13 +276,22 @@ def cone_qp(W: sp.csr_matrix, q: Array, wide: WideStep, cone: str) -> tuple[QP, 
     lo = np.zeros(ne + nl + nm)
     hi = np.concatenate([np.zeros(ne), np.full(nl + nm, np.inf)])
     cones = (
-        SOCBlocks(np.array(normals, dtype=np.int64), np.array(tangents, dtype=np.int64).reshape(-1, 2),
-                  np.ones(len(normals)))
+        SOCBlocks(
+            np.array(normals, dtype=np.int64),
+            np.array(tangents, dtype=np.int64).reshape(-1, 2),
+            np.ones(len(normals)),
+        )
         if normals
         else None
-    )  # fmt: skip
-    qp = QP(P, qq, A if A.shape[0] else None, lo if A.shape[0] else None,
-            hi if A.shape[0] else None, soc=cones)  # fmt: skip
+    )
+    qp = QP(
+        P,
+        qq,
+        A if A.shape[0] else None,
+        lo if A.shape[0] else None,
+        hi if A.shape[0] else None,
+        soc=cones,
+    )
     return qp, Sc
 
 
@@ -301,7 +310,7 @@ def dual_norm(u: Array, wide: WideStep, cone: str) -> Array:
 
 
 def _as_solution(
-    model: Any, problem: StepProblem, wide: WideStep, z: Array, v: Array, active: Array
+    model: Any, problem: StepProblem, wide: WideStep, z: Array, v: Array, active: NDArray[Any]
 ) -> StepSolution:
     """The :class:`StepSolution` (and :class:`SpinReport`) of the wide impulses ``z``."""
     nc_all = problem.n_contacts
@@ -462,10 +471,12 @@ def solve_soft(model: Any, problem: StepProblem) -> StepSolution:
             E3[:, 2 * j + 1, j + 1] = -wide.scale[:, j]
         ms = mg + ml
         E = sp.block_diag(
-            [sp.block_diag(list(E3), format="csr") if nc else sp.csr_matrix((0, 0)),
-             sp.identity(ms, format="csr")],
+            [
+                sp.block_diag(list(E3), format="csr") if nc else sp.csr_matrix((0, 0)),
+                sp.identity(ms, format="csr"),
+            ],
             format="csr",
-        )  # fmt: skip
+        )
         E = sp.csr_matrix(E, shape=(ne * nc + ms, d * nc + ms))
         We = (E @ W @ E.T).tocsr()
         if weights is not None:

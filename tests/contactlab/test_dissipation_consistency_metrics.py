@@ -35,26 +35,39 @@ G = 9.81
 def _box(vx: float, vy: float, mu: float, h: float) -> Scene:
     body, _ = body_from_shape("box", Box(half_extents=np.array([0.1, 0.1, 0.05])), mass=2.0)
     return Scene(
-        "box", (body,), static_shapes=(Plane(),),
+        "box",
+        (body,),
+        static_shapes=(Plane(),),
         initial_E=se3.make_transform(None, [0.0, 0.0, 0.05])[None],
         initial_phi=np.array([[0.0, 0.0, 0.0, vx, vy, 0.0]]),
-        contact=ContactParams(mu=mu, stabilization=0.0), dt=h,
-    )  # fmt: skip
+        contact=ContactParams(mu=mu, stabilization=0.0),
+        dt=h,
+    )
 
 
 def _sphere(phi: list[float], mu: float, h: float) -> Scene:
     body, _ = body_from_shape("ball", Sphere(radius=0.1), mass=1.0)
     return Scene(
-        "ball", (body,), static_shapes=(Plane(),),
+        "ball",
+        (body,),
+        static_shapes=(Plane(),),
         initial_E=se3.make_transform(None, [0.0, 0.0, 0.1])[None],
-        initial_phi=np.array([phi]), contact=ContactParams(mu=mu, stabilization=0.0), dt=h,
-    )  # fmt: skip
+        initial_phi=np.array([phi]),
+        contact=ContactParams(mu=mu, stabilization=0.0),
+        dt=h,
+    )
 
 
 def test_sliding_box_obeys_maximal_dissipation_under_coulomb() -> None:
     h, mu = 1e-3, 0.4
-    sim = Simulator(_box(1.0, 0.5, mu, h), "maximal", "coulomb", "nsgs", dt=h,
-                    model_options={"solver_tol": 1e-12, "max_iter": 100000})  # fmt: skip
+    sim = Simulator(
+        _box(1.0, 0.5, mu, h),
+        "maximal",
+        "coulomb",
+        "nsgs",
+        dt=h,
+        model_options={"solver_tol": 1e-12, "max_iter": 100000},
+    )
     state = sim.initial_state()
     for j in range(20):
         state, record = sim.step(state, j)
@@ -69,8 +82,14 @@ def test_sliding_box_obeys_maximal_dissipation_under_coulomb() -> None:
 def test_box_cone_violates_maximal_dissipation_by_the_corner_gap(theta: float) -> None:
     h, mu = 1e-3, 0.4
     scene = _box(np.cos(theta), np.sin(theta), mu, h)
-    sim = Simulator(scene, "maximal", "coulomb", "nsgs", dt=h,
-                    model_options={"cone": "box", "solver_tol": 1e-12, "max_iter": 100000})  # fmt: skip
+    sim = Simulator(
+        scene,
+        "maximal",
+        "coulomb",
+        "nsgs",
+        dt=h,
+        model_options={"cone": "box", "solver_tol": 1e-12, "max_iter": 100000},
+    )
     state, record = sim.step(sim.initial_state(), 0)
     sol, problem = record.solution, record.problem
     # the tangent basis of the plane contacts: the slip angle in that basis
@@ -88,8 +107,14 @@ def test_anitescu_hart_spurious_normal_velocity_shows_in_the_signorini_metric() 
     scene = _sphere([0.0, 0.0, 0.0, 2.0, 0.0, 0.0], mu, h)
     out = {}
     for model, options in (("anitescu-hart", {"cone": "soc"}), ("coulomb", {})):
-        sim = Simulator(scene, "maximal", model, "nsgs", dt=h,
-                        model_options={"solver_tol": 1e-12, "max_iter": 100000, **options})  # fmt: skip
+        sim = Simulator(
+            scene,
+            "maximal",
+            model,
+            "nsgs",
+            dt=h,
+            model_options={"solver_tol": 1e-12, "max_iter": 100000, **options},
+        )
         _, record = sim.step(sim.initial_state(), 0)
         sol, problem = record.solution, record.problem
         un = float((problem.N @ sol.v - problem.c)[0])
@@ -104,8 +129,9 @@ def test_anitescu_hart_spurious_normal_velocity_shows_in_the_signorini_metric() 
 def test_self_consistency_of_a_sliding_box_is_first_order() -> None:
     h, mu, steps = 4e-3, 0.3, 50  # slides 0.2 s (stops after 1 / (mu g) = 0.34 s)
     scene = _box(1.0, 0.0, mu, h)
-    worst, gap = self_consistency(scene, "maximal", "coulomb", "nsgs", h, steps,
-                                  {"solver_tol": 1e-12, "max_iter": 100000})  # fmt: skip
+    worst, gap = self_consistency(
+        scene, "maximal", "coulomb", "nsgs", h, steps, {"solver_tol": 1e-12, "max_iter": 100000}
+    )
     t = h * np.arange(steps + 1)
     expected = 7.0 / 16.0 * mu * G * h * t
     assert np.abs(gap - expected).max() <= 1e-6 * expected.max()
@@ -116,8 +142,14 @@ def test_wide_cone_metrics_with_torsion() -> None:
     pytest.importorskip("cvxpy")
     h, mu_t = 2e-3, 0.02
     scene = _sphere([0.0, 0.0, 20.0, 0.0, 0.0, 0.0], 0.5, h)
-    sim = Simulator(scene, "maximal", "coulomb", "cvxpy:clarabel", dt=h,
-                    model_options={"torsion": mu_t, "solver_tol": 1e-10})  # fmt: skip
+    sim = Simulator(
+        scene,
+        "maximal",
+        "coulomb",
+        "cvxpy:clarabel",
+        dt=h,
+        model_options={"torsion": mu_t, "solver_tol": 1e-10},
+    )
     _, record = sim.step(sim.initial_state(), 0)
     row, sol = record.metrics, record.solution
     assert row["n_sliding"] == 1  # spinning counts as moving on the wide cone

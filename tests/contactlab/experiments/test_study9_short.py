@@ -32,8 +32,7 @@ def table() -> pd.DataFrame:
 
 
 def _get(df: pd.DataFrame, case: str, config: str, column: str) -> float:
-    return S._get(df, "slide" if "v0" in case or "self" in case else "push", case, config,
-                  column)  # fmt: skip
+    return S._get(df, "slide" if "v0" in case or "self" in case else "push", case, config, column)
 
 
 SLIDE = "v0 = 2 m/s at 30 deg"

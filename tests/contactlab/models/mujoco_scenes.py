@@ -55,9 +55,7 @@ def mjcf(
     """The MJCF of one free body over a plane (both geoms with the same contact parameters)."""
     ref = " ".join(repr(float(x)) for x in solref)
     imp = " ".join(repr(float(x)) for x in solimp)
-    geom = (
-        f'condim="{condim}" friction="{mu} {torsion} {rolling}" solref="{ref}" solimp="{imp}"'
-    )
+    geom = f'condim="{condim}" friction="{mu} {torsion} {rolling}" solref="{ref}" solimp="{imp}"'
     sz = " ".join(repr(float(s)) for s in size)
     return f"""
 <mujoco>

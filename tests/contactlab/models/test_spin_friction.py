@@ -61,16 +61,21 @@ SOLVER = "cvxpy:clarabel"
 def _ball(radius: float, phi: list[float], h: float, mu: float) -> Scene:
     body, _ = body_from_shape("ball", Sphere(radius=radius), mass=1.0)
     return Scene(
-        "ball", (body,), static_shapes=(Plane(),),
+        "ball",
+        (body,),
+        static_shapes=(Plane(),),
         initial_E=se3.make_transform(None, [0.0, 0.0, radius])[None],
-        initial_phi=np.array([phi]), contact=ContactParams(mu=mu, stabilization=0.0), dt=h,
-    )  # fmt: skip
+        initial_phi=np.array([phi]),
+        contact=ContactParams(mu=mu, stabilization=0.0),
+        dt=h,
+    )
 
 
 def _roll(scene: Scene, model: str, steps: int, **options: object) -> tuple[np.ndarray, np.ndarray]:
     """World centre speeds after each step and the final centre position."""
-    sim = Simulator(scene, "maximal", model, SOLVER, dt=scene.dt,
-                    model_options={"solver_tol": 1e-10, **options})  # fmt: skip
+    sim = Simulator(
+        scene, "maximal", model, SOLVER, dt=scene.dt, model_options={"solver_tol": 1e-10, **options}
+    )
     state = sim.initial_state()
     speeds = []
     for j in range(steps):
@@ -99,8 +104,9 @@ def test_rolling_resistance_separate_cones_stops_at_analytic_distance() -> None:
     v0 = (K - 0.5) * a * H
     assert K * a**2 * H**2 / (G * R) < 2e-7
     options = {"rolling": mu_r, "spin_cone": "separate"}
-    speeds, x = _roll(_ball(R, [0.0, v0 / R, 0.0, v0, 0.0, 0.0], H, 1.0), "coulomb", K + 5,
-                      **options)  # fmt: skip
+    speeds, x = _roll(
+        _ball(R, [0.0, v0 / R, 0.0, v0, 0.0, 0.0], H, 1.0), "coulomb", K + 5, **options
+    )
     expected, distance = _expected(v0, a, H, K + 5)
     assert np.abs(speeds - expected).max() <= 1e-6 * v0  # at rest from step K on
     assert abs(x[0] - distance) <= 1e-6 * distance
@@ -116,8 +122,7 @@ def test_rolling_elliptic_cone_follows_the_invariant_ray() -> None:
     a = G * mu**2 * kappa / sigma
     v0 = (K - 0.5) * a * H
     w0 = v0 / (kappa + R)
-    speeds, x = _roll(_ball(R, [0.0, w0, 0.0, v0, 0.0, 0.0], H, mu), "coulomb", K + 5,
-                      rolling=mu_r)  # fmt: skip
+    speeds, x = _roll(_ball(R, [0.0, w0, 0.0, v0, 0.0, 0.0], H, mu), "coulomb", K + 5, rolling=mu_r)
     expected, distance = _expected(v0, a, H, K + 5)
     # the interior-point solves leave ~5e-8 m/s per step in these slow velocities (the
     # Coulomb fixed point sits on the coupled cone's boundary; measured 3e-6 of v0), and
@@ -133,9 +138,14 @@ def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str) -> None
     radius, mu_t, h, K = 0.1, 0.02, 2e-3, 40
     alpha = mu_t * G / (K_SPHERE * radius**2)
     w0 = (K - 0.5) * alpha * h
-    sim = Simulator(_ball(radius, [0.0, 0.0, w0, 0.0, 0.0, 0.0], h, 0.5), "maximal", "coulomb",
-                    SOLVER, dt=h, model_options={"solver_tol": 1e-10, "torsion": mu_t,
-                                                 "spin_cone": cone})  # fmt: skip
+    sim = Simulator(
+        _ball(radius, [0.0, 0.0, w0, 0.0, 0.0, 0.0], h, 0.5),
+        "maximal",
+        "coulomb",
+        SOLVER,
+        dt=h,
+        model_options={"solver_tol": 1e-10, "torsion": mu_t, "spin_cone": cone},
+    )
     state = sim.initial_state()
     spins = []
     for j in range(K + 5):
@@ -154,9 +164,14 @@ def test_anitescu_hart_spinning_contact_lifts_off_at_mu_t_omega() -> None:
     """The convex relaxation's spurious normal velocity on the torsional row: one step of a
     spinning sphere separates at ``u_n = mu_t |w_n|`` (end-of-step spin)."""
     radius, mu_t, h = 0.1, 0.02, 2e-3
-    sim = Simulator(_ball(radius, [0.0, 0.0, 30.0, 0.0, 0.0, 0.0], h, 0.5), "maximal",
-                    "anitescu-hart", SOLVER, dt=h,
-                    model_options={"cone": "soc", "solver_tol": 1e-10, "torsion": mu_t})  # fmt: skip
+    sim = Simulator(
+        _ball(radius, [0.0, 0.0, 30.0, 0.0, 0.0, 0.0], h, 0.5),
+        "maximal",
+        "anitescu-hart",
+        SOLVER,
+        dt=h,
+        model_options={"cone": "soc", "solver_tol": 1e-10, "torsion": mu_t},
+    )
     state, record = sim.step(sim.initial_state(), 0)
     _, phi = sim.formulation.maximal(state)
     assert record.solution.lambda_N[0] > 0
@@ -171,11 +186,17 @@ def test_soft_matches_mujoco_condim_6() -> None:
     qvel = (0.3, 0.1, -0.2, 1.0, -2.0, 5.0)
     for cone, solver, tol in (("elliptic", SOLVER, 1e-6), ("pyramidal", "nsgs", 1e-9)):
         for condim, tors, roll in ((4, 0.02, 0.0), (6, 0.02, 0.01)):
-            m = matched(*sphere, 0.098, qvel, cone=cone, condim=condim, torsion=tors,
-                        rolling=roll)  # fmt: skip
+            m = matched(*sphere, 0.098, qvel, cone=cone, condim=condim, torsion=tors, rolling=roll)
             assert m.data.ncon == 1
-            model = make_model("soft", solver, cone=cone, torsion=tors, rolling=roll,
-                               solver_tol=1e-10 if solver == SOLVER else 1e-13, max_iter=100000)  # fmt: skip
+            model = make_model(
+                "soft",
+                solver,
+                cone=cone,
+                torsion=tors,
+                rolling=roll,
+                solver_tol=1e-10 if solver == SOLVER else 1e-13,
+                max_iter=100000,
+            )
             sol = model.solve(m.problem, {})
             v_ref = mujoco_next_velocity(m)
             assert np.abs(sol.v - v_ref).max() <= tol * np.abs(v_ref).max()
@@ -192,8 +213,8 @@ def test_bad_options_and_reduced_coordinates_get_one_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="spin_cone"):
         make_model("soft", SOLVER, rolling=0.1, spin_cone="separate")
     scene = _ball(0.1, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], 1e-3, 0.5)
-    from contactlab.problem import StepProblem
     from contactlab.models.spin import angular_rows
+    from contactlab.problem import StepProblem
 
     sim = Simulator(scene, "maximal", "coulomb", "nsgs")
     problem = sim.formulation.assemble(sim.initial_state(), 1e-3, None)
