@@ -171,6 +171,12 @@ RUN_AGGREGATES: tuple[Metric, ...] = (
     Metric("max_dissipation_violation", "N s", "largest dissipation_violation"),
     Metric("max_normal_complementarity", "N s m/s", "largest normal_complementarity"),
     Metric("max_contacts", "", "largest n_contacts"),
+    Metric(
+        "self_consistency",
+        "m",
+        "largest gap between the run's body positions and those of the same model at h/8 "
+        "at the common times (contactlab.consistency; null unless asked for, e.g. by study 9)",
+    ),
 )
 
 
@@ -253,7 +259,9 @@ def contact_metrics(
     -------
     ``normal_complementarity``, ``normal_feasibility``, ``cone_violation``,
     ``dissipation_violation``, ``n_sliding`` (see :data:`STEP_METRICS`).
-    Without contacts every value is 0.
+    Without contacts every value is 0.  A solution with torsional and rolling friction
+    (its ``report`` carries the angular rows) has the cone and dissipation metrics
+    measured on the wide cone (:mod:`contactlab.wide_metrics`).
     """
     nc = problem.n_contacts
     out = dict.fromkeys(
@@ -279,6 +287,13 @@ def contact_metrics(
         return out  # frictionless problem or model
     lam_t = _blocks(solution.lambda_T, nc)
     slip = _blocks(T @ v, nc)
+    report = solution.report
+    if all(hasattr(report, k) for k in ("rows", "impulse", "mu", "cone")):
+        # torsional and rolling friction: the same metrics on the wide cone
+        from contactlab.wide_metrics import wide_contact_metrics
+
+        out.update(wide_contact_metrics(lam_n, lam_t, slip, mu, report, v, slip_threshold))
+        return out
     lam_t_norm = np.linalg.norm(lam_t, axis=1)
     out["cone_violation"] = float(np.max(np.maximum(lam_t_norm - mu * lam_n, 0.0)))
     speed = np.linalg.norm(slip, axis=1)

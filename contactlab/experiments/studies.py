@@ -25,6 +25,7 @@ from contactlab.errors import ConfigurationError
 from contactlab.experiments import analyses as A
 from contactlab.experiments import analyses_integrators as I8
 from contactlab.experiments import analyses_joints as J
+from contactlab.experiments import study9 as S9
 from contactlab.experiments.grid import load_grid
 from contactlab.experiments.sweep import run_grid
 
@@ -74,7 +75,10 @@ class Study:
     slug: str
     title: str
     expected: str
-    analysis: Analysis
+    analysis: Analysis | None
+    #: a study that runs its own experiments instead of a sweep grid: ``(spec.toml, report
+    #: folder, short) -> (measurements, findings)`` (study 9)
+    custom: Callable[[Path, Path, bool], tuple[pd.DataFrame, str]] | None = None
 
     @property
     def folder(self) -> str:
@@ -127,6 +131,14 @@ STUDIES: dict[int, Study] = {
             "ArtiSynth integrators and soft constraints on friction scenes",
             I8.EXPECTED_8,
             I8.integrators,
+        ),
+        Study(
+            9,
+            "contact-models",
+            "Contact models compared (Le Lidec et al., T-RO 2024)",
+            S9.EXPECTED,
+            None,
+            S9.run,
         ),
     )
 }
@@ -181,6 +193,8 @@ def run_study(
     """
     study = get_study(number)
     folder = resolve_root(root)
+    if study.custom is not None:
+        return _run_custom(study, folder, root, out, short)
     spec = folder / study.folder / "spec.toml"
     if not spec.is_file():
         raise ConfigurationError(
@@ -200,6 +214,7 @@ def run_study(
             shutil.copyfile(sweep_dir / name, report / name)
     for png in (sweep_dir / "plots").glob("*.png"):
         shutil.copyfile(png, report / "plots" / png.name)
+    assert study.analysis is not None
     measured, findings = study.analysis(result.table, sweep_dir, report)
     measured.to_csv(report / "measurements.csv", index=False)
     command = regenerate_command(number, short, root, out)
@@ -217,6 +232,36 @@ def run_study(
         f"(`skipped.csv`); this invocation took {time.perf_counter() - start:.0f} s on a "
         "2-core machine (runs already on disk are reused).\n"
         f"{incomplete}\n"
+        f"## Expected\n\n{study.expected}\n\n## Measured\n\n{findings}\n"
+    )
+    return report
+
+
+def _run_custom(
+    study: Study, folder: Path, root: Path | str, out: Path | str | None, short: bool
+) -> Path:
+    """Run a study with its own experiments (no sweep grid) and write its report."""
+    assert study.custom is not None
+    report = Path(out) if out is not None else folder / study.folder
+    spec = folder / study.folder / "spec.toml"
+    if not spec.is_file():
+        raise ConfigurationError(
+            f"study {study.number} has no specification {str(spec)!r}; pass --root FOLDER "
+            f"holding {study.folder}/spec.toml"
+        )
+    report.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    measured, findings = study.custom(spec, report, short)
+    measured.to_csv(report / "measurements.csv", index=False)
+    command = regenerate_command(study.number, short, root, out)
+    (report / "README.md").write_text(
+        f"# Study {study.number}: {study.title}\n\n"
+        f"Regenerate: `{command}` (specification: "
+        f"`{(Path(root) / study.folder / 'spec.toml').as_posix()}`"
+        f"{', short version' if short else ''}); the experiments are defined in "
+        "`contactlab/experiments/study9.py` (docs/study-9.md). "
+        f"{len(measured)} rows; this invocation took {time.perf_counter() - start:.0f} s on a "
+        "2-core machine shared with other work.\n\n"
         f"## Expected\n\n{study.expected}\n\n## Measured\n\n{findings}\n"
     )
     return report

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction_cone import pyramid_rows
+from contactlab.errors import ConfigurationError
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
@@ -53,6 +54,7 @@ from contactlab.models.common import (
     pyramid_to_tangent,
     stack_rows,
 )
+from contactlab.models.spin import SPIN_DEFAULTS, check_spin_options, solve_rigid, spin_active
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
 from solvers.frictional import problem_kind
@@ -67,19 +69,30 @@ class AnitescuHart(SolvingModel):
     form : ``"dual"`` (impulses, eq. (1.88), default) or ``"primal"`` (velocities).
     cone : ``"pyramid"`` (``directions`` sides, default) or ``"soc"`` (exact cone).
     directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
+    torsion, rolling, spin_cone : torsional and rolling friction (MuJoCo's ``condim`` 4 and
+        6, coefficients in metres; :mod:`contactlab.models.spin`), with ``cone="soc"``; the
+        widened cone goes to the SOC QP backends.
     """
 
     forms = ("qp",)
-    defaults = {"form": "dual", "cone": "pyramid", "directions": None}
+    defaults = {"form": "dual", "cone": "pyramid", "directions": None, **SPIN_DEFAULTS}
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
         check_form(options["form"])
         check_directions(options["directions"])
         check_cone(options["cone"], ("pyramid", "soc"))
+        check_spin_options(options)
+        if spin_active(options) and options["cone"] != "soc":
+            raise ConfigurationError(
+                "model 'anitescu-hart': torsion and rolling widen the exact cone; use "
+                f"cone='soc' (got cone={options['cone']!r})"
+            )
 
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        if spin_active(options):
+            return [("soc_qp",)]
         # last: the cone complementarity problem itself, for the frictional-contact backends
         ccp = (problem_kind("ccp", options["cone"]),)
         if options["cone"] == "soc":
@@ -87,6 +100,8 @@ class AnitescuHart(SolvingModel):
         return [("qp",) if options["form"] == "primal" else ("rows_qp",), ccp]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if spin_active(self.options):
+            return solve_rigid(self, problem, "ccp", cache)
         k = int(self.options["directions"] or problem.directions)
         soc = self.options["cone"] == "soc"
         if self.route[0].startswith("fc_"):

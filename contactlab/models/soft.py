@@ -55,6 +55,9 @@ cone : ``"elliptic"`` (default) or ``"pyramidal"``.
 impratio : ratio of the friction to the normal impedance (>= 1e-15, default 1).
 margin : contacts with ``r >= margin`` [m] carry no force (default 0, MuJoCo's).
 diag : ``"auto"``, ``"mujoco"`` or ``"exact"``.
+torsion, rolling, spin_cone : MuJoCo's torsional and rolling friction (``condim`` 4 and 6,
+    coefficients in metres; :mod:`contactlab.models.spin`).  Elliptic: the wide cone goes to
+    the SOC QP backends; pyramidal: ``2 (d - 1)`` edges per contact, every backend that fits.
 """
 
 from __future__ import annotations
@@ -69,7 +72,16 @@ from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.box_rows import ImpulseMemory, warm_local
+from contactlab.models.common import MassInverse
 from contactlab.models.fc_route import local_step
+from contactlab.models.spin import (
+    SPIN_DEFAULTS,
+    _as_solution,
+    check_spin_options,
+    cone_qp,
+    spin_active,
+    wide_step,
+)
 from contactlab.problem import StepProblem, StepSolution
 from solvers import FrictionalContact
 from solvers.frictional import problem_kind
@@ -180,6 +192,7 @@ class Soft(SolvingModel):
         "impratio": 1.0,
         "margin": 0.0,
         "diag": "auto",
+        **SPIN_DEFAULTS,
     }
 
     @classmethod
@@ -212,11 +225,22 @@ class Soft(SolvingModel):
                 f"option diag must be 'auto', 'mujoco' or 'exact', got {options['diag']!r}"
             )
 
+        check_spin_options(options)
+        if spin_active(options) and options["spin_cone"] != "elliptic":
+            raise ConfigurationError(
+                "model 'soft': MuJoCo's torsional and rolling friction share one cone; "
+                f"spin_cone must be 'elliptic', got {options['spin_cone']!r}"
+            )
+
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
+        if spin_active(options) and options["cone"] == "elliptic":
+            return [("soc_qp",)]
         return [(problem_kind("ccp", "soc"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+        if spin_active(self.options):
+            return solve_soft(self, problem)
         nc = problem.n_contacts
         contacts = problem.contacts
         if nc and contacts is None:
@@ -402,3 +426,94 @@ def _restrict(problem: StepProblem, keep: NDArray[np.int64]) -> StepProblem:
         G_error=problem.G_error,
         joint_friction=problem.joint_friction,
     )
+
+
+def solve_soft(model: Any, problem: StepProblem) -> StepSolution:
+    """MuJoCo's soft contacts with ``condim`` 4/6 rows (elliptic or pyramidal cone)."""
+    o = model.options
+    contacts = problem.contacts
+    if problem.n_contacts and contacts is None:
+        raise IncompatibleError(
+            "model 'soft' needs the contact distances of the step (contact_geometry)"
+        )
+    dist_all = np.asarray(contacts.distance, float) if contacts is not None else np.zeros(0)
+    active = np.flatnonzero(dist_all < float(o["margin"]))
+    sub = _restrict(problem, active)
+    h = sub.h
+    wide = wide_step(sub, float(o["torsion"]), float(o["rolling"]))
+    nc, d = wide.nc, wide.d
+    minv = MassInverse(sub.M)
+    W = minv.delassus(wide.C)
+    W = (0.5 * (W + W.T)).tocsr()
+    free = np.asarray(wide.C @ minv.vec(sub.f))
+    vel = np.asarray(wide.C @ sub.v)
+    dist = dist_all[active]
+    solimp = clamp_solimp(tuple(o["solimp"]))
+    imp = impedance(dist - float(o["margin"]), solimp)
+    k, bdamp = stiffness_damping(tuple(o["solref"]), solimp[1], h)
+    weights = None if o["diag"] == "exact" else body_weights(sub)
+    if weights is None and o["diag"] == "mujoco":
+        raise ConfigurationError(
+            "model 'soft': diag='mujoco' needs the maximal layout; use diag='exact' or 'auto'"
+        )
+    mu = np.asarray(sub.mu, float)
+    ratio = float(o["impratio"])
+    # targets J v + h a_ref on the contact rows; joints and limits keep their rows (hard)
+    target = np.concatenate([np.zeros(d * nc), sub.g, sub.l])  # type: ignore[arg-type]
+    if nc:
+        vb = vel[: d * nc].reshape(nc, d)
+        tgt = vb * (1.0 - h * bdamp)
+        tgt[:, 0] -= h * k * imp * dist
+        target[: d * nc] = tgt.ravel()
+    q = free - target
+    diagW = W.diagonal()
+    mg, ml = wide.mg, wide.ml
+    if o["cone"] == "elliptic":
+        a_n = weights[0] if weights is not None else diagW[0 : d * nc : d]
+        R_n = np.maximum(MIN_VAL, (1.0 - imp) / imp * a_n)
+        R_t = R_n / ratio
+        Rb = np.zeros((nc, d))
+        Rb[:, 0] = R_n
+        # MuJoCo: R_j = R_t mu^2 / mu_j^2 (R_t on the sliding rows)
+        coef = wide.scale
+        Rb[:, 1:] = R_t[:, None] * (mu[:, None] ** 2) / np.maximum(MIN_VAL, coef**2)
+        Rvec = np.concatenate([Rb.ravel(), np.zeros(mg + ml)])
+        Wr = (W + sp.diags(Rvec)).tocsr()
+        qp, Sc = cone_qp(Wr, q, wide, "elliptic")
+        res = model.run(qp)
+        z = np.asarray(Sc @ res.x[: W.shape[0]])
+    else:
+        # pyramidal: 2 (d - 1) edges J_n +- mu_j J_j per contact, one common regularizer
+        ne = 2 * (d - 1)
+        E3 = np.zeros((nc, ne, d))
+        E3[:, :, 0] = 1.0
+        for j in range(d - 1):
+            E3[:, 2 * j, j + 1] = wide.scale[:, j]
+            E3[:, 2 * j + 1, j + 1] = -wide.scale[:, j]
+        ms = mg + ml
+        E = sp.block_diag(
+            [
+                sp.block_diag(list(E3), format="csr") if nc else sp.csr_matrix((0, 0)),
+                sp.identity(ms, format="csr"),
+            ],
+            format="csr",
+        )
+        E = sp.csr_matrix(E, shape=(ne * nc + ms, d * nc + ms))
+        We = (E @ W @ E.T).tocsr()
+        if weights is not None:
+            a_e = weights[0] * (1.0 + mu * mu)
+        else:
+            a_e = We.diagonal()[0 : ne * nc : ne]
+        R0 = np.maximum(MIN_VAL, (1.0 - imp) / imp * a_e)
+        mu_r = mu * np.sqrt(1.0 / ratio)
+        Rpy = np.maximum(MIN_VAL, 2.0 * mu_r * mu_r * R0)
+        Rvec = np.concatenate([np.repeat(Rpy, ne), np.zeros(ms)])
+        Wr = (We + sp.diags(Rvec)).tocsr()
+        Wr = 0.5 * (Wr + Wr.T)
+        qe = np.asarray(E @ q)
+        row_lo = np.concatenate([np.zeros(ne * nc), np.full(mg, -np.inf), np.zeros(ml)])
+        fc = FrictionalContact(Wr.tocsr(), qe, np.zeros(0), "ccp", "soc", 4, row_lo)
+        res = model.run(fc)
+        z = np.asarray(E.T @ res.x)
+    v = minv.vec(sub.f + np.asarray(wide.C.T @ z))
+    return _as_solution(model, problem, wide, z, v, active)

@@ -48,11 +48,14 @@ def mjcf(
     solimp: tuple[float, ...],
     cone: str,
     impratio: float = 1.0,
+    condim: int = 3,
+    torsion: float = 0.0,
+    rolling: float = 0.0,
 ) -> str:
     """The MJCF of one free body over a plane (both geoms with the same contact parameters)."""
     ref = " ".join(repr(float(x)) for x in solref)
     imp = " ".join(repr(float(x)) for x in solimp)
-    geom = f'condim="3" friction="{mu} 0 0" solref="{ref}" solimp="{imp}"'
+    geom = f'condim="{condim}" friction="{mu} {torsion} {rolling}" solref="{ref}" solimp="{imp}"'
     sz = " ".join(repr(float(s)) for s in size)
     return f"""
 <mujoco>
@@ -85,11 +88,14 @@ def matched(
     solimp: tuple[float, ...] = (0.9, 0.95, 0.001, 0.5, 2.0),
     cone: str = "elliptic",
     impratio: float = 1.0,
+    condim: int = 3,
+    torsion: float = 0.0,
+    rolling: float = 0.0,
 ) -> Matched:
     """The body at centre height ``height`` with velocity ``qvel`` (world linear, angular)."""
     model = mujoco.MjModel.from_xml_string(
         mjcf(shape, size, mass, inertia, h=h, mu=mu, solref=solref, solimp=solimp, cone=cone,
-             impratio=impratio)
+             impratio=impratio, condim=condim, torsion=torsion, rolling=rolling)
     )  # fmt: skip
     data = mujoco.MjData(model)
     data.qpos[:] = [0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0]
@@ -131,6 +137,17 @@ def mujoco_forces(m: Matched) -> np.ndarray:
         mujoco.mj_contactForce(m.model, m.data, i, buf)
         out[i] = buf[:3]
     # a flipped frame flips its tangents too: the world force is unchanged
+    return out
+
+
+def mujoco_forces_wide(m: Matched, dim: int) -> np.ndarray:
+    """(nc, dim) contact forces and torques in the contact frames: normal, t1, t2, then the
+    torsional and two rolling torques (``condim`` 4 and 6) [N, N m]."""
+    out = np.zeros((m.data.ncon, dim))
+    buf = np.zeros(6)
+    for i in range(m.data.ncon):
+        mujoco.mj_contactForce(m.model, m.data, i, buf)
+        out[i] = buf[:dim]
     return out
 
 
