@@ -65,6 +65,9 @@ class ReducedFormulation(Formulation):
         its step rotation, the angular gyroscopic term explicit), "rotated"
         (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
         as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
+    compiled : take the compiled contact step (:mod:`contactlab.reduced.compiled_step`)
+        when the scene, the model and the solver are in its scope (default); ``False``
+        steps through the general layers.
     """
 
     has_joint_drift = False
@@ -82,6 +85,7 @@ class ReducedFormulation(Formulation):
         constraints: Sequence[ReducedConstraint] = (),
         stabilization: str = "velocity",
         coriolis: str = "rotated_linear",
+        compiled: bool = True,
     ) -> None:
         super().__init__(scene)
         if coriolis not in dyn.CORIOLIS_FORMS:
@@ -96,6 +100,7 @@ class ReducedFormulation(Formulation):
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        self.compiled = bool(compiled)
 
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
@@ -109,6 +114,16 @@ class ReducedFormulation(Formulation):
         return self._state(0.0, q, qdot)
 
     # -- step ------------------------------------------------------------
+    def compiled_step(self, model: Any, collide: Any) -> Any:
+        """The compiled contact step for ``model`` and the collision function ``collide``
+        (:class:`~contactlab.reduced.compiled_step.CompiledContactStep`), or ``None`` when
+        the set-up is outside its scope or ``compiled=False``."""
+        if not self.compiled:
+            return None
+        from contactlab.reduced.compiled_step import compiled_step_for
+
+        return compiled_step_for(self, model, collide)
+
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)

@@ -1,0 +1,839 @@
+"""Compiled kernels of the reduced contact step (:mod:`contactlab.reduced.compiled_step`).
+
+Two calls per step over flat arrays:
+
+* :func:`plane_contacts`: forward kinematics of the tree at ``q``, the world
+  poses of the collision shapes, their contacts with the ground planes (the
+  conventions and the order of :class:`contactlab.collision.Collider`) and
+  whether any two shapes that may collide come within reach of each other
+  (then the driver asks the general collider for that step).
+* :func:`contact_step`: the step of :class:`~contactlab.reduced.formulation.ReducedFormulation`
+  with the box-friction LCP solved by projected Gauss--Seidel
+  (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
+  free momentum (``coriolis="rotated_linear"``, joint springs and dampers
+  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the Cholesky factor
+  of ``M`` reused for ``W = C M^-1 C^T`` and the free velocity, the sweeps in
+  height order from the carried-over impulses, the velocity, the exponential
+  update of free joints and the state metrics of the new state.
+
+Node kinds (per tree joint): ``FIXED``, ``REVOLUTE``, ``PRISMATIC`` (the codes
+of :mod:`contactlab.reduced._kernels`), and the free joint as a spherical and a
+translational joint, translation first (``FREE_TF``: ``Q = [[R(r), t]]``,
+``q = (t, r)``) or rotation first (``FREE_RF``: ``Q = [[R(r), R t]]``,
+``q = (r, t)``), ``r`` a rotation vector (Grassia's chart switch past pi).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contactlab.collision.convex import no_hull, signed_distance_v
+from contactlab.collision.hulls import _reduce
+from contactlab.contact.rows import _tangent_basis
+from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.reduced import _kernels
+from solvers.jit import njit
+
+FIXED, REVOLUTE, PRISMATIC, FREE_TF, FREE_RF = 0, 1, 2, 3, 4
+#: shape kinds (as :mod:`contactlab.collision.table`)
+SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
+#: most contacts of one hull with one plane (:data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
+MAX_MESH = 8
+
+#: [m] added to the margin when deciding whether two shapes may touch (the narrow phases
+#: of other kinds than hulls measure their distances their own way, to rounding)
+SLACK = 1e-6
+#: statuses of :func:`contact_step`
+OPTIMAL, MAX_ITERATIONS, NUMERICAL_ERROR, NOT_SPD, DECOUPLED = 0, 1, 2, 3, 4
+
+
+# ----------------------------------------------------------------------------
+# SO(3) / SE(3)
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _sinc(t):  # noqa: ANN001, ANN202
+    """``a = sin t / t``, ``b = (1 - cos t) / t^2``, ``c = (t - sin t) / t^3``."""
+    if t < 1e-3:
+        t2 = t * t
+        return (
+            1.0 - t2 / 6.0 + t2 * t2 / 120.0,
+            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
+        )
+    s, c = np.sin(t), np.cos(t)
+    return s / t, (1.0 - c) / (t * t), (t - s) / (t * t * t)
+
+
+@njit(cache=True)
+def _skew(w, W):  # noqa: ANN001, ANN202
+    W[0, 0], W[0, 1], W[0, 2] = 0.0, -w[2], w[1]
+    W[1, 0], W[1, 1], W[1, 2] = w[2], 0.0, -w[0]
+    W[2, 0], W[2, 1], W[2, 2] = -w[1], w[0], 0.0
+
+
+@njit(cache=True)
+def _rodrigues(w, ca, cb, out):  # noqa: ANN001, ANN202
+    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3)."""
+    W = np.empty((3, 3))
+    _skew(w, W)
+    W2 = W @ W
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = ca * W[i, j] + cb * W2[i, j]
+        out[i, i] += 1.0
+
+
+@njit(cache=True)
+def _exp_so3(w, R):  # noqa: ANN001, ANN202
+    a, b, _ = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    _rodrigues(w, a, b, R)
+
+
+@njit(cache=True)
+def _right_jacobian(w, Jr):  # noqa: ANN001, ANN202
+    """``J_r(w) = I - b [w] + c [w]^2``."""
+    _, b, c = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    _rodrigues(w, -b, c, Jr)
+
+
+@njit(cache=True)
+def _log_so3(R, w):  # noqa: ANN001, ANN202
+    """Rotation vector (``|w| <= pi``) of ``R`` through its unit quaternion (Shepperd)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q0 = 0.25 * s
+        q1 = (R[2, 1] - R[1, 2]) / s
+        q2 = (R[0, 2] - R[2, 0]) / s
+        q3 = (R[1, 0] - R[0, 1]) / s
+    elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q0 = (R[2, 1] - R[1, 2]) / s
+        q1 = 0.25 * s
+        q2 = (R[0, 1] + R[1, 0]) / s
+        q3 = (R[0, 2] + R[2, 0]) / s
+    elif R[1, 1] >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q0 = (R[0, 2] - R[2, 0]) / s
+        q1 = (R[0, 1] + R[1, 0]) / s
+        q2 = 0.25 * s
+        q3 = (R[1, 2] + R[2, 1]) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q0 = (R[1, 0] - R[0, 1]) / s
+        q1 = (R[0, 2] + R[2, 0]) / s
+        q2 = (R[1, 2] + R[2, 1]) / s
+        q3 = 0.25 * s
+    if q0 < 0.0:
+        q0, q1, q2, q3 = -q0, -q1, -q2, -q3
+    sv = np.sqrt(q1 * q1 + q2 * q2 + q3 * q3)
+    if sv < 1e-12:
+        scale = 2.0 / max(q0, 1e-300)
+    else:
+        scale = 2.0 * np.arctan2(sv, q0) / sv
+    w[0], w[1], w[2] = scale * q1, scale * q2, scale * q3
+
+
+@njit(cache=True)
+def _chart(R, guess, w):  # noqa: ANN001, ANN202
+    """Rotation vector of ``R`` on the branch ``r + 2 pi k r/|r|`` nearest ``guess``
+    (:meth:`SphericalExpJoint.chart`)."""
+    _log_so3(R, w)
+    theta = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if theta < 1e-12:
+        return
+    g = (guess[0] * w[0] + guess[1] * w[1] + guess[2] * w[2]) / theta
+    k = np.round((g - theta) / (2.0 * np.pi))
+    scale = 1.0 + 2.0 * np.pi * k / theta
+    for i in range(3):
+        w[i] *= scale
+
+
+@njit(cache=True)
+def _exp_se3(phi, E):  # noqa: ANN001, ANN202
+    w = phi[:3]
+    a, b, c = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    R = np.empty((3, 3))
+    V = np.empty((3, 3))
+    _rodrigues(w, a, b, R)
+    _rodrigues(w, b, c, V)
+    for i in range(4):
+        for j in range(4):
+            E[i, j] = 0.0
+    E[3, 3] = 1.0
+    for i in range(3):
+        acc = 0.0
+        for j in range(3):
+            E[i, j] = R[i, j]
+            acc += V[i, j] * phi[3 + j]
+        E[i, 3] = acc
+
+
+# ----------------------------------------------------------------------------
+# joint maps and kinematics
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _free_maps(kind, a, q, Q, S):  # noqa: ANN001, ANN202
+    """``Q`` (4, 4) and ``S`` (6, 6) of a free node at ``q[a:a+6]`` (module docstring)."""
+    if kind == FREE_TF:
+        t, r = q[a : a + 3], q[a + 3 : a + 6]
+    else:
+        r, t = q[a : a + 3], q[a + 3 : a + 6]
+    R = np.empty((3, 3))
+    Jr = np.empty((3, 3))
+    _exp_so3(r, R)
+    _right_jacobian(r, Jr)
+    for i in range(4):
+        for j in range(4):
+            Q[i, j] = 0.0
+    Q[3, 3] = 1.0
+    for i in range(6):
+        for j in range(6):
+            S[i, j] = 0.0
+    for i in range(3):
+        for j in range(3):
+            Q[i, j] = R[i, j]
+    if kind == FREE_TF:
+        for i in range(3):
+            Q[i, 3] = t[i]
+            for j in range(3):
+                S[3 + i, j] = R[j, i]  # translation: (0; R^T)
+                S[i, 3 + j] = Jr[i, j]  # rotation: (J_r; 0)
+    else:
+        T = np.empty((3, 3))
+        _skew(t, T)
+        for i in range(3):
+            Q[i, 3] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+            S[3 + i, 3 + i] = 1.0  # translation: (0; I)
+            for j in range(3):
+                S[i, j] = Jr[i, j]  # rotation: (J_r; -[t] J_r)
+                S[3 + i, j] = -(T[i, 0] * Jr[0, j] + T[i, 1] * Jr[1, j] + T[i, 2] * Jr[2, j])
+
+
+@njit(cache=True)
+def _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot):  # noqa: ANN001, ANN202
+    """Joint maps at ``q`` and the recursion of :func:`_kernels.kinematics` (``Sdot = 0``:
+    revolute and prismatic joints have none, free joints hold their twist over a step)."""
+    n = kind.shape[0]
+    Q = np.empty((n, 4, 4))
+    S = np.zeros((n, 6, 6))
+    Sd = np.zeros((n, 6, 6))
+    codes = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        codes[i] = kind[i] if kind[i] <= PRISMATIC else 4
+    _kernels.evaluate_simple(codes, axis, q, dof0, Q, S)
+    for i in range(n):
+        if kind[i] > PRISMATIC:
+            _free_maps(kind[i], dof0[i], q, Q[i], S[i])
+    return _kernels.kinematics(parent, Fp, Fci, AdFc, Q, S, Sd, ndof, dof0, qdot)
+
+
+@njit(cache=True)
+def _shape_poses(E, node, pose, W):  # noqa: ANN001, ANN202
+    """World poses ``E[node] @ pose`` of the dynamic shapes."""
+    for s in range(node.shape[0]):
+        k = node[s]
+        for i in range(3):
+            for j in range(4):
+                acc = E[k, i, 3] if j == 3 else 0.0
+                for m in range(3):
+                    acc += E[k, i, m] * pose[s, m, j]
+                W[s, i, j] = acc
+        W[s, 3, 0], W[s, 3, 1], W[s, 3, 2], W[s, 3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+# ----------------------------------------------------------------------------
+# contacts with the ground planes
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _point_plane(x, radius, n, off, margin, shape, plane, out_p, out_d, out_s, out_pl, c):  # noqa: ANN001, ANN202
+    """A sphere of ``radius`` at ``x`` against ``n . x <= off`` (:func:`points_plane`)."""
+    dist = x[0] * n[0] + x[1] * n[1] + x[2] * n[2] - off - radius
+    if dist < margin:
+        for i in range(3):
+            out_p[c, i] = x[i] - radius * n[i] - 0.5 * dist * n[i]
+        out_d[c] = dist
+        out_s[c] = shape
+        out_pl[c] = plane
+        return c + 1
+    return c
+
+
+@njit(cache=True)
+def plane_contacts(  # noqa: ANN201, PLR0913
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, hull_v, hull_vs, hull_ns, hull_nb,
+    pl_n, pl_off, margin, near_a, near_b,
+):  # fmt: skip
+    """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
+    with the planes ``n . x <= off`` and whether a candidate shape pair ``(near_a, near_b)`` comes within
+    ``margin`` of touching (bounding spheres ``s_radius``, then the GJK distance of
+    :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
+
+    Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
+    capsule, box, mesh), then plane, then shape (a capsule's first end spheres, then
+    its second ones; a box's corners in ``(-1, 1)^3`` order).  Returns the shape
+    index, plane index, point and distance of each contact and the flag.
+    """
+    ns = s_node.shape[0]
+    W = np.empty((ns, 4, 4))
+    _shape_poses(E, s_node, s_pose, W)
+    near = False
+    for k in range(near_a.shape[0]):
+        a, b = near_a[k], near_b[k]
+        d2 = 0.0
+        for i in range(3):
+            e = W[a, i, 3] - W[b, i, 3]
+            d2 += e * e
+        reach = s_radius[a] + s_radius[b] + margin
+        if d2 >= reach * reach:
+            continue
+        ka, kb = s_kind[a], s_kind[b]
+        ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
+        rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
+        ha, hb = s_hull[a], s_hull[b]
+        HA = (
+            (hull_v[hull_vs[ha] : hull_vs[ha + 1]], hull_ns[hull_vs[ha] : hull_vs[ha + 1] + 1], hull_nb)
+            if ka == MESH
+            else no_hull()
+        )
+        HB = (
+            (hull_v[hull_vs[hb] : hull_vs[hb + 1]], hull_ns[hull_vs[hb] : hull_vs[hb + 1] + 1], hull_nb)
+            if kb == MESH
+            else no_hull()
+        )
+        cutoff = margin + ra + rb + SLACK
+        found, d, _, _, _ = signed_distance_v(
+            ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], HA,
+            kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], HB, cutoff,
+        )  # fmt: skip
+        if found and d - ra - rb < margin + SLACK:
+            near = True
+            break
+    npl = pl_n.shape[0]
+    cap = 0
+    for s in range(ns):
+        kd = s_kind[s]
+        if kd == SPHERE:
+            cap += 1
+        elif kd == CAPSULE:
+            cap += 2
+        elif kd == BOX:
+            cap += 8
+        elif kd == MESH:
+            cap += MAX_MESH
+    cap *= npl
+    P = np.empty((cap, 3))
+    D = np.empty(cap)
+    SH = np.empty(cap, dtype=np.int64)
+    PL = np.empty(cap, dtype=np.int64)
+    c = 0
+    x = np.empty(3)
+    most = 1
+    for h in range(hull_vs.shape[0] - 1):
+        most = max(most, hull_vs[h + 1] - hull_vs[h])
+    CP = np.empty((most, 3))
+    CD = np.empty(most)
+    keep = np.empty(most, dtype=np.int64)
+    for kd in (SPHERE, CAPSULE, BOX, MESH):
+        for p in range(npl):
+            nrm = pl_n[p]
+            off = pl_off[p]
+            if kd == CAPSULE:
+                for end in (-1.0, 1.0):
+                    for s in range(ns):
+                        if s_kind[s] != CAPSULE:
+                            continue
+                        for i in range(3):
+                            x[i] = W[s, i, 3] + end * s_size[s, 1] * W[s, i, 2]
+                        c = _point_plane(x, s_size[s, 0], nrm, off, margin, s, p, P, D, SH, PL, c)
+                continue
+            for s in range(ns):
+                if s_kind[s] != kd:
+                    continue
+                if kd == SPHERE:
+                    for i in range(3):
+                        x[i] = W[s, i, 3]
+                    c = _point_plane(x, s_size[s, 0], nrm, off, margin, s, p, P, D, SH, PL, c)
+                elif kd == BOX:
+                    for si in (-1.0, 1.0):
+                        for sj in (-1.0, 1.0):
+                            for sk in (-1.0, 1.0):
+                                lx, ly, lz = si * s_size[s, 0], sj * s_size[s, 1], sk * s_size[s, 2]
+                                for i in range(3):
+                                    x[i] = W[s, i, 0] * lx + W[s, i, 1] * ly + W[s, i, 2] * lz
+                                    x[i] += W[s, i, 3]
+                                c = _point_plane(x, 0.0, nrm, off, margin, s, p, P, D, SH, PL, c)
+                else:  # a hull's vertices (:func:`contactlab.collision.hulls._plane_kernel`)
+                    h = s_hull[s]
+                    l0 = W[s, 0, 0] * nrm[0] + W[s, 1, 0] * nrm[1] + W[s, 2, 0] * nrm[2]
+                    l1 = W[s, 0, 1] * nrm[0] + W[s, 1, 1] * nrm[1] + W[s, 2, 1] * nrm[2]
+                    l2 = W[s, 0, 2] * nrm[0] + W[s, 1, 2] * nrm[1] + W[s, 2, 2] * nrm[2]
+                    base = W[s, 0, 3] * nrm[0] + W[s, 1, 3] * nrm[1] + W[s, 2, 3] * nrm[2] - off
+                    m = 0
+                    for v in range(hull_vs[h], hull_vs[h + 1]):
+                        dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
+                        if dist < margin:
+                            for i in range(3):
+                                xi = W[s, i, 3] + W[s, i, 0] * hull_v[v, 0]
+                                xi += W[s, i, 1] * hull_v[v, 1] + W[s, i, 2] * hull_v[v, 2]
+                                CP[m, i] = xi - 0.5 * dist * nrm[i]
+                            CD[m] = dist
+                            m += 1
+                    cnt = _reduce(CP, CD, m, nrm, keep)
+                    for j in range(cnt):
+                        for i in range(3):
+                            P[c, i] = CP[keep[j], i]
+                        D[c] = CD[keep[j]]
+                        SH[c] = s
+                        PL[c] = p
+                        c += 1
+    return SH[:c].copy(), PL[:c].copy(), P[:c].copy(), D[:c].copy(), near
+
+
+# ----------------------------------------------------------------------------
+# the step
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _cholesky(A, L):  # noqa: ANN001, ANN202
+    """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def _forward(L, b):  # noqa: ANN001, ANN202
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _backward(L, b):  # noqa: ANN001, ANN202
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
+    """``sign [x x m, m]`` of direction ``d`` at ``point`` in body ``k``'s frame."""
+    x = np.empty(3)
+    m = np.empty(3)
+    for j in range(3):
+        x[j] = 0.0
+        m[j] = 0.0
+        for i in range(3):
+            x[j] += E[k, i, j] * (point[i] - E[k, i, 3])
+            m[j] += d[i] * E[k, i, j]
+    row6[0] = sign * (x[1] * m[2] - x[2] * m[1])
+    row6[1] = sign * (x[2] * m[0] - x[0] * m[2])
+    row6[2] = sign * (x[0] * m[1] - x[1] * m[0])
+    for j in range(3):
+        row6[3 + j] = sign * m[j]
+
+
+@njit(cache=True)
+def _natural(W, qv, z, owner, mu_row, lo, hi):  # noqa: ANN001, ANN202
+    """``max |z - Pi(z - w)|`` (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
+    m = qv.shape[0]
+    worst = 0.0
+    for a in range(m):
+        w = qv[a]
+        for j in range(m):
+            w += W[a, j] * z[j]
+        if owner[a] >= 0:
+            hb = mu_row[a] * max(z[owner[a]], 0.0)
+            la = -hb
+        else:
+            la, hb = lo[a], hi[a]
+        worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+    return worst
+
+
+@njit(cache=True)
+def _sweeps(W, qv, z, owner, mu_row, lo, hi, omega, sweeps):  # noqa: ANN001, ANN202
+    """Projected Gauss--Seidel sweeps (:func:`solvers.backends.pgs_kernel.pgs_sweeps`,
+    one row per unit); the largest pre-update residual of the last sweep."""
+    m = qv.shape[0]
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for a in range(m):
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                z[a] = 0.0
+                continue
+            w = qv[a]
+            for j in range(m):
+                w += W[a, j] * z[j]
+            if owner[a] >= 0:
+                hb = mu_row[a] * max(z[owner[a]], 0.0)
+                la = -hb
+            else:
+                la, hb = lo[a], hi[a]
+            worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+            za = z[a] - omega * w / W[a, a]
+            z[a] = min(max(za, la), hb)
+    return worst
+
+
+@njit(cache=True)
+def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    tol, max_iter, omega, check_every,
+):  # fmt: skip
+    """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
+    (``c_node_b`` = -1 for the world), normals from B toward A.
+
+    Returns ``q+``, ``qdot+``, the impulses ``z`` on the rows ``[N; T]``, the
+    friction impulses as world vectors, ``N v - c`` and ``T v`` at the new
+    velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
+    complementarity) and the natural-map residual.
+    """
+    n = kind.shape[0]
+    nq = q.shape[0]
+    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    J, Jd = _kernels.jacobians(parent, X, Sb, Sbd, ndof, dof0, qdot, nq)
+    # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
+    M = np.zeros((nq, nq))
+    f = np.zeros(nq)
+    p = np.empty(6)
+    acc = np.empty(6)
+    Rt = np.empty((3, 3))
+    mw = np.empty(3)
+    for i in range(n):
+        r0 = 6 * i
+        ns = n_support[i]
+        for r in range(6):
+            m_r = inertia[i, r]
+            for u in range(ns):
+                cu = support[i, u]
+                x = m_r * J[r0 + r, cu]
+                if x == 0.0:
+                    continue
+                for v in range(u, ns):
+                    cv = support[i, v]
+                    M[cu, cv] += x * J[r0 + r, cv]
+        # bias acceleration Jdot qdot of the node
+        for r in range(6):
+            s = 0.0
+            for u in range(ns):
+                s += Jd[r0 + r, support[i, u]] * qdot[support[i, u]]
+            acc[r] = s
+        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
+        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
+        # angular: I w - h w x I w; linear: exp(-h [w]) m v
+        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
+        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
+        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
+        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
+        _exp_so3(mw, Rt)
+        for a in range(3):
+            p[3 + a] = 0.0
+            for b in range(3):
+                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
+        # gravity (0, R^T m g) minus the inertia times the bias acceleration
+        for a in range(3):
+            g = 0.0
+            for b in range(3):
+                g += E[i, b, a] * gravity[b]
+            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
+            p[a] -= h * inertia[i, a] * acc[a]
+        for u in range(ns):
+            cu = support[i, u]
+            s = 0.0
+            for r in range(6):
+                s += J[r0 + r, cu] * p[r]
+            f[cu] += s
+    for a in range(nq):
+        f[a] += armature[a] * qdot[a] + h * (-stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a])
+        f[a] += h * (damping[a] * qdot[a])
+        M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
+        for b in range(a + 1, nq):
+            M[b, a] = M[a, b]
+    L = np.empty((nq, nq))
+    nc = dist.shape[0]
+    m = 3 * nc
+    z = np.zeros(m)
+    friction = np.zeros((nc, 3))
+    gap = np.zeros(nc)
+    slip = np.zeros(2 * nc)
+    res = np.zeros(4)
+    if not _cholesky(M, L):
+        return q, qdot, z, friction, gap, slip, NOT_SPD, 0, res
+    u_free = f.copy()
+    _forward(L, u_free)
+    _backward(L, u_free)
+    # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
+    t1, t2 = _tangent_basis(normal)
+    C = np.zeros((m, nq))
+    dvec = np.empty(3)
+    row6 = np.empty(6)
+    for k in range(nc):
+        for side in range(2):
+            node = c_node_a[k] if side == 0 else c_node_b[k]
+            if node < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            r0 = 6 * node
+            for dd in range(3):
+                for i in range(3):
+                    dvec[i] = normal[k, i] if dd == 0 else (t1[k, i] if dd == 1 else t2[k, i])
+                _wrench_row(E, node, point[k], dvec, sign, row6)
+                row = k if dd == 0 else nc + 2 * k + dd - 1
+                for u in range(n_support[node]):
+                    cu = support[node, u]
+                    s = 0.0
+                    for r in range(6):
+                        s += row6[r] * J[r0 + r, cu]
+                    C[row, cu] += s
+    b = np.zeros(m)
+    for k in range(nc):
+        d = dist[k]
+        b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+    # -- W = C M^-1 C^T by the factor, q = C M^-1 f - b ---------------------------------
+    Y = np.empty((m, nq))
+    for r in range(m):
+        for a in range(nq):
+            Y[r, a] = C[r, a]
+        _forward(L, Y[r])
+    Wm = np.empty((m, m))
+    for r in range(m):
+        for s_ in range(r, m):
+            acc_ = 0.0
+            for a in range(nq):
+                acc_ += Y[r, a] * Y[s_, a]
+            Wm[r, s_] = acc_
+            Wm[s_, r] = acc_
+    qv = np.empty(m)
+    for r in range(m):
+        acc_ = -b[r]
+        for a in range(nq):
+            acc_ += C[r, a] * u_free[a]
+        qv[r] = acc_
+    # -- rows in height order: per contact its normal and tangent rows, lowest first ----
+    up = np.argsort(point[:, 2], kind="mergesort")
+    order = np.empty(m, dtype=np.int64)
+    for j in range(nc):
+        k = up[j]
+        order[3 * j] = k
+        order[3 * j + 1] = nc + 2 * k
+        order[3 * j + 2] = nc + 2 * k + 1
+    inv = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        inv[order[j]] = j
+    Wp = np.empty((m, m))
+    qp = np.empty(m)
+    lo = np.empty(m)
+    hi = np.empty(m)
+    owner = np.full(m, -1, dtype=np.int64)
+    mu_row = np.zeros(m)
+    for j in range(m):
+        qp[j] = qv[order[j]]
+        for l_ in range(m):
+            Wp[j, l_] = Wm[order[j], order[l_]]
+    for k in range(nc):
+        jn = inv[k]
+        lo[jn], hi[jn] = 0.0, np.inf
+        for t in range(2):
+            jt = inv[nc + 2 * k + t]
+            lo[jt], hi[jt] = -np.inf, np.inf
+            owner[jt] = jn
+            mu_row[jt] = mu[k]
+    dmax = 0.0
+    for j in range(m):
+        dmax = max(dmax, Wp[j, j])
+    for j in range(m):
+        if Wp[j, j] <= 1e-24 * dmax:  # a decoupled row: the general solver's closed form
+            return q, qdot, z, friction, gap, slip, DECOUPLED, 0, res
+    # -- warm start carried over from the recorded contacts ------------------------------
+    zp = np.zeros(m)
+    if carry:
+        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
+        for k in range(nc):
+            zp[inv[k]] = zn[k]
+            zp[inv[nc + 2 * k]] = zt[2 * k]
+            zp[inv[nc + 2 * k + 1]] = zt[2 * k + 1]
+    for j in range(m):
+        zp[j] = min(max(zp[j], lo[j]), hi[j])
+    # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
+    status = MAX_ITERATIONS
+    sweeps = 0
+    residual = _natural(Wp, qp, zp, owner, mu_row, lo, hi)
+    if residual <= tol:
+        status = OPTIMAL
+    else:
+        while True:
+            if sweeps >= max_iter:
+                status = MAX_ITERATIONS
+                break
+            chunk = min(check_every, max_iter - sweeps)
+            estimate = _sweeps(Wp, qp, zp, owner, mu_row, lo, hi, omega, chunk)
+            sweeps += chunk
+            if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
+                residual = _natural(Wp, qp, zp, owner, mu_row, lo, hi)
+            if not np.isfinite(residual):
+                status = NUMERICAL_ERROR
+                break
+            if residual <= tol:
+                status = OPTIMAL
+                break
+    # -- residuals of the LCP (solvers.residuals.lcp_residuals) -------------------------
+    primal = dual = comp = 0.0
+    for j in range(m):
+        w = qp[j]
+        for l_ in range(m):
+            w += Wp[j, l_] * zp[l_]
+        if owner[j] >= 0:
+            hb = mu_row[j] * max(zp[owner[j]], 0.0)
+            la = -hb
+        else:
+            la, hb = lo[j], hi[j]
+        primal = max(primal, la - zp[j], zp[j] - hb)
+        wp_, wm_ = max(w, 0.0), max(-w, 0.0)
+        if la == -np.inf:
+            dual = max(dual, wp_)
+        if hb == np.inf:
+            dual = max(dual, wm_)
+        comp = max(comp, min(abs(zp[j] - la), wp_), min(abs(hb - zp[j]), wm_))
+    res[0], res[1], res[2], res[3] = primal, dual, comp, residual
+    for j in range(m):
+        z[order[j]] = zp[j]
+    # -- velocities v = M^-1 (f + C^T z) and positions ------------------------------------
+    v = np.zeros(nq)
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += C[r, a] * z[r]
+    _forward(L, v)
+    _backward(L, v)
+    for a in range(nq):
+        v[a] += u_free[a]
+    for k in range(nc):
+        s = -b[k]
+        for a in range(nq):
+            s += C[k, a] * v[a]
+        gap[k] = s
+        for t in range(2):
+            s = 0.0
+            for a in range(nq):
+                s += C[nc + 2 * k + t, a] * v[a]
+            slip[2 * k + t] = s
+    friction = friction_vectors(z[nc:].copy(), t1, t2)
+    q_new, v_new = advance(kind, q, v, h)
+    return q_new, v_new, z, friction, gap, slip, status, sweeps, res
+
+
+@njit(cache=True)
+def advance(kind, q, qdot, h):  # noqa: ANN001, ANN201
+    """:meth:`Tree.advance`: ``q + h qdot`` on revolute and prismatic joints; a free joint
+    moves by ``Q exp(h [S qdot])``, re-charted, keeping its joint twist, then switches its
+    rotation chart past pi (:meth:`SphericalExpJoint.reparameterize`)."""
+    q_new = q + h * qdot
+    v_new = qdot.copy()
+    dof = 0
+    Q = np.empty((4, 4))
+    S = np.empty((6, 6))
+    Qn = np.empty((4, 4))
+    ex = np.empty((4, 4))
+    psi = np.empty(6)
+    r = np.empty(3)
+    guess = np.empty(3)
+    Jr = np.empty((3, 3))
+    for i in range(kind.shape[0]):
+        k = kind[i]
+        if k <= PRISMATIC:
+            dof += 0 if k == FIXED else 1
+            continue
+        a = dof
+        dof += 6
+        _free_maps(k, a, q, Q, S)
+        for x in range(6):
+            psi[x] = 0.0
+            for y in range(6):
+                psi[x] += S[x, y] * qdot[a + y]
+        for x in range(6):
+            psi[x] *= h
+        _exp_se3(psi, ex)
+        for x in range(6):
+            psi[x] /= h
+        Qn[:] = Q @ ex
+        ro = a + 3 if k == FREE_TF else a  # rotation coordinates
+        to = a if k == FREE_TF else a + 3  # translation coordinates
+        for x in range(3):
+            guess[x] = q[ro + x] + h * qdot[ro + x]
+        _chart(Qn[:3, :3], guess, r)
+        for x in range(3):
+            q_new[ro + x] = r[x]
+        for x in range(3):
+            if k == FREE_TF:
+                q_new[to + x] = Qn[x, 3]
+            else:
+                q_new[to + x] = Qn[0, x] * Qn[0, 3] + Qn[1, x] * Qn[1, 3] + Qn[2, x] * Qn[2, 3]
+        _free_maps(k, a, q_new, Q, S)
+        v_new[a : a + 6] = np.linalg.solve(S, psi)
+        # chart switch past pi (the translation coordinates keep their values)
+        theta = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+        if theta > np.pi:
+            _right_jacobian(r, Jr)
+            om = Jr @ v_new[ro : ro + 3]
+            r2 = r * (1.0 - 2.0 * np.pi / theta)
+            _right_jacobian(r2, Jr)
+            v_new[ro : ro + 3] = np.linalg.solve(Jr, om)
+            q_new[ro : ro + 3] = r2
+    return q_new, v_new
+
+
+@njit(cache=True)
+def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, inertia, gravity):  # noqa: ANN001, ANN201
+    """Body transforms and twists (tree order) at ``(q, qdot)``, the kinetic energy of the
+    bodies, the gravity energy ``-sum m g . p`` and the world linear and angular momenta."""
+    E, _, _, _, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    n = kind.shape[0]
+    kinetic = 0.0
+    grav = 0.0
+    mom = np.zeros(6)
+    lin = np.empty(3)
+    for i in range(n):
+        for r in range(6):
+            kinetic += 0.5 * inertia[i, r] * V[i, r] * V[i, r]
+        for a in range(3):
+            grav -= inertia[i, 3] * E[i, a, 3] * gravity[a]
+        for a in range(3):
+            s = 0.0
+            t = 0.0
+            for b in range(3):
+                s += E[i, a, b] * V[i, 3 + b]
+                t += E[i, a, b] * inertia[i, b] * V[i, b]
+            lin[a] = inertia[i, 3] * s
+            mom[a] += lin[a]
+            mom[3 + a] += t
+        px, py, pz = E[i, 0, 3], E[i, 1, 3], E[i, 2, 3]
+        mom[3] += py * lin[2] - pz * lin[1]
+        mom[4] += pz * lin[0] - px * lin[2]
+        mom[5] += px * lin[1] - py * lin[0]
+    return E, V, kinetic, grav, mom

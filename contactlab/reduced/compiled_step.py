@@ -1,0 +1,486 @@
+"""The compiled contact step of the reduced formulation for robots on the ground.
+
+A reduced-coordinate step with box friction solved by ``pgs`` poses and
+solves, through the general layers, one LCP per step: the formulation
+assembles ``M_r``, the free momentum and the contact rows as ``scipy.sparse``
+matrices, the model builds the Delassus matrix ``C M^-1 C^T``, the solver
+layer runs the sweeps.  Each of those stages is compiled, but the Python
+between them (thousands of calls per step) costs a thousand times MuJoCo's
+whole step on a quadruped.
+
+:class:`CompiledContactStep` runs the same step as two compiled calls over
+flat arrays (:mod:`contactlab.reduced._step_kernels`): the contacts of the
+robot's shapes with the ground planes, then the kinematics, ``M_r`` and the
+free momentum, the contact rows, the Cholesky factor of ``M`` reused for
+``C M^-1 C^T`` and the free velocity, the projected Gauss--Seidel sweeps, the
+velocity and the position update.  It poses the same problem as the general
+path and solves it by the same method with the same stopping rule, from the
+same warm start (the impulses recorded under the model's cache key,
+carried over by contact identity): the solutions agree to the solver's
+tolerance.  A step it cannot take (two of the robot's shapes within reach
+of each other, a decoupled LCP row, a singular ``M``) returns ``None`` and
+the simulator takes the general path for that step; the two share their
+warm starts.
+
+It applies when, at set-up, the scene, formulation, model and solver are all
+in its scope (:func:`compiled_step_for`); otherwise nothing changes.  The
+records keep their columns; a record's ``problem`` and ``solution`` are
+built on first access (the problem by the formulation's own
+:meth:`~ReducedFormulation.assemble`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
+from contactlab.contact import identity
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.reduced import _kernels
+from contactlab.reduced import _step_kernels as K
+from contactlab.scene import State
+
+from contactlab.simulator import StepRecord
+
+if TYPE_CHECKING:
+    from contactlab.models.base import ContactModel
+    from contactlab.reduced.formulation import ReducedFormulation
+    from contactlab.simulator import Simulator
+
+Array = np.ndarray
+
+#: the model's cache key of its recorded impulses (:class:`BoxFriction`, box cone)
+MEMORY_KEY = "box-friction:box"
+_STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
+
+
+def _scope(formulation: Any, model: Any, collide: Any) -> str:
+    """Why the compiled step does not apply (empty when it does)."""
+    from contactlab.collision import collide as default_collide
+    from contactlab.models.box_friction import BoxFriction
+    from contactlab.reduced.formulation import ReducedFormulation
+    from contactlab.reduced.joints import CompositeJoint, TranslationalJoint
+    from contactlab.reduced.spherical import SphericalExpJoint
+
+    if type(formulation) is not ReducedFormulation:
+        return "formulation"
+    f = formulation
+    if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
+        return "formulation options"
+    if f.constraints or f.joint_layout is not None or f.joint_torque is not None:
+        return "constraints, joint friction or joint torques"
+    scene = f.scene
+    if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
+        return "force elements or restitution"
+    if type(model) is not BoxFriction or model.route != ("block_lcp",):
+        return "model"
+    opts = model.options
+    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
+        return "model options or solver"
+    if opts["solver_settings"] or scene.contact.directions != 4:
+        return "solver settings"
+    if collide is not default_collide:
+        return "collision function"
+    tree = f.tree
+    for joint, code in zip(tree.joints, tree.codes, strict=True):
+        if code != _kernels.OTHER:
+            continue
+        free = (
+            type(joint) is CompositeJoint
+            and {type(joint.first), type(joint.second)} == {SphericalExpJoint, TranslationalJoint}
+            and getattr(
+                joint.first if type(joint.first) is SphericalExpJoint else joint.second,
+                "switch_angle",
+                0.0,
+            )
+            == np.pi
+        )
+        if not free:
+            return f"joint {type(joint).__name__}"
+    from contactlab.collision.table import ShapeTable
+
+    tab = ShapeTable.from_scene(scene)
+    if np.any(tab.body < 0):
+        return "static shapes other than planes"
+    return ""
+
+
+def compiled_step_for(
+    formulation: ReducedFormulation, model: ContactModel, collide: Any
+) -> CompiledContactStep | None:
+    """The compiled step of this set-up, or ``None`` when it is outside its scope."""
+    if collide is None or _scope(formulation, model, collide):
+        return None
+    return CompiledContactStep(formulation, model)
+
+
+class CompiledContactStep:
+    """The step of a reduced formulation with box friction by ``pgs`` (module docstring)."""
+
+    def __init__(self, formulation: ReducedFormulation, model: ContactModel) -> None:
+        from contactlab.collision.table import MESH, ShapeTable
+        from contactlab.reduced.spherical import SphericalExpJoint
+        from contactlab.simulator import excluded_pairs
+
+        self.formulation = formulation
+        self.model = model
+        scene = formulation.scene
+        tree = formulation.tree
+        self.scene = scene
+        n = tree.n
+        kind = tree.codes.copy()
+        for i in np.flatnonzero(tree.codes == _kernels.OTHER):
+            first = tree.joints[i].first  # type: ignore[attr-defined]
+            kind[i] = K.FREE_RF if type(first) is SphericalExpJoint else K.FREE_TF
+        # the nodes' coordinates and the coordinates that move each node (its ancestors')
+        support = np.zeros((n, tree.nq), dtype=np.int64)
+        count = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            chain, k = [], i
+            while k >= 0:
+                chain += list(range(tree.dof0[k], tree.dof0[k] + tree.ndof[k]))
+                k = int(tree.parent[k])
+            chain.sort()
+            count[i] = len(chain)
+            support[i, : len(chain)] = chain
+        node_of_body = np.empty(scene.n_bodies, dtype=np.int64)
+        node_of_body[tree.body] = np.arange(n)
+        self._node_of_body = node_of_body
+        self._body_of_node = np.asarray(tree.body, dtype=np.int64)
+        self._identity_order = bool(np.all(tree.body == np.arange(n)))
+        f64 = np.ascontiguousarray
+        self._tree = (
+            kind.astype(np.int64),
+            f64(tree.axes, dtype=float),
+            f64(tree.parent, dtype=np.int64),
+            f64(tree.frame_parent, dtype=float),
+            f64(tree.frame_child_inv, dtype=float),
+            f64(tree.ad_frame_child, dtype=float),
+            f64(tree.ndof, dtype=np.int64),
+            f64(tree.dof0, dtype=np.int64),
+        )
+        self._inertia = f64(tree.inertia, dtype=float)
+        self._support = support
+        self._count = count
+        self._dofs = tuple(
+            f64(tree.per_dof(a), dtype=float) for a in ("stiffness", "damping", "rest", "armature")
+        )
+        self._gravity = f64(scene.gravity, dtype=float)
+        # -- collision: the dynamic shapes against the ground planes -----------------
+        tab = ShapeTable.from_scene(scene)
+        self._table = tab
+        self.margin = float(scene.contact.margin)
+        radius = np.zeros(tab.n_shapes)
+        for s in range(tab.n_shapes):
+            r, hh = tab.size[s, 0], tab.size[s, 1]
+            kd = int(tab.kind[s])
+            if kd == MESH:
+                h = tab.hull[s]
+                v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
+                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
+            elif kd == K.SPHERE:
+                radius[s] = r
+            elif kd == K.CAPSULE:
+                radius[s] = r + hh
+            elif kd == K.CYLINDER:
+                radius[s] = np.hypot(r, hh)
+            else:
+                radius[s] = float(np.linalg.norm(tab.size[s]))
+        # shape pairs on different bodies that may collide: when two come within reach,
+        # the step asks the general collider (body-body narrow phases)
+        nb = scene.n_bodies
+        excluded = excluded_pairs(scene)
+        self._excluded = excluded
+        i, j = np.triu_indices(tab.n_shapes, 1)
+        bi, bj = tab.body[i], tab.body[j]
+        keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
+        self._near = (f64(i[keep], dtype=np.int64), f64(j[keep], dtype=np.int64))
+        self._radius = radius
+        self._cylinders = np.flatnonzero(tab.kind == K.CYLINDER)
+        self._shape_args = (
+            f64(tab.body, dtype=np.int64),
+            f64(tab.kind, dtype=np.int64),
+            f64(tab.pose, dtype=float),
+            f64(tab.size, dtype=float),
+            f64(tab.hull, dtype=np.int64),
+            radius,
+            f64(tab.hulls.vertices, dtype=float),
+            f64(tab.hulls.vertex_start, dtype=np.int64),
+            f64(tab.hulls.neighbour_start, dtype=np.int64),
+            f64(tab.hulls.neighbours, dtype=np.int64),
+            f64(tab.plane_normal, dtype=float).reshape(-1, 3),
+            f64(tab.plane_offset, dtype=float).reshape(-1),
+        )
+        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
+
+        params = scene.contact
+        self._beta_given = params.stabilization
+        self._feedback = DEFAULT_FEEDBACK_FRACTION
+        self._max_corr = float(params.max_correction)
+        self._no_ids = np.zeros(0, dtype=np.int64)
+        self._no_friction = np.zeros((0, 3))
+
+    # ------------------------------------------------------------------
+    def contacts(self, E: Array) -> tuple[ContactSet, bool]:
+        """The contacts of the step at body transforms ``E`` (scene order) and whether they
+        are the plane contacts alone (``False``: from the general collider)."""
+        a = self._shape_args
+        sh, pl, point, dist, near = K.plane_contacts(
+            np.ascontiguousarray(E), *a, self.margin, *self._near
+        )
+        if near:
+            from contactlab.collision import collide
+            from contactlab.simulator import drop_jointed
+
+            return drop_jointed(collide(self.scene, E), self.scene, self._excluded), False
+        tab = self._table
+        if self._cylinders.size:
+            sh, pl, point, dist = self._with_cylinders(E, sh, pl, point, dist)
+        nc = sh.size
+        return (
+            ContactSet(
+                point=point,
+                normal=tab.plane_normal[pl],
+                distance=dist,
+                body_a=tab.body[sh],
+                body_b=np.full(nc, -1, dtype=np.int64),
+                shape_a=tab.local[sh],
+                shape_b=tab.plane_local[pl],
+                mu=tab.mu_table[tab.material[sh], tab.plane_material[pl]],
+            ),
+            True,
+        )
+
+    def _with_cylinders(
+        self, E: Array, sh: Array, pl: Array, point: Array, dist: Array
+    ) -> tuple[Array, Array, Array, Array]:
+        """The cylinders' plane contacts (:func:`primitives.cylinder_plane`) in their place,
+        between the boxes' and the meshes'."""
+        from contactlab.collision.primitives import cylinder_plane
+
+        tab = self._table
+        cyl = self._cylinders
+        npl = tab.plane_normal.shape[0]
+        s, p = np.tile(cyl, npl), np.repeat(np.arange(npl), cyl.size)
+        W = E[tab.body[s]] @ tab.pose[s]
+        pair, cp, _, cd = cylinder_plane(
+            W, tab.size[s], tab.plane_normal[p], tab.plane_offset[p], self.margin
+        )
+        split = int(np.searchsorted(tab.kind[sh] == K.MESH, True))
+        return (
+            np.concatenate([sh[:split], s[pair], sh[split:]]),
+            np.concatenate([pl[:split], p[pair], pl[split:]]),
+            np.concatenate([point[:split], cp, point[split:]]),
+            np.concatenate([dist[:split], cd, dist[split:]]),
+        )
+
+    # ------------------------------------------------------------------
+    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
+        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        h = sim.dt
+        start = time.perf_counter()
+        E = np.asarray(state.E, dtype=float)
+        contacts, _ = self.contacts(E)
+        collided = time.perf_counter()
+        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
+        memory = state.cache.get(MEMORY_KEY)
+        nc = len(contacts)
+        carry = nc > 0 and getattr(memory, "ids", None) is not None
+        if carry:
+            old_ids = np.ascontiguousarray(memory.ids, dtype=np.int64)  # type: ignore[union-attr]
+            old_normal = np.ascontiguousarray(memory.normal_impulse, dtype=float)  # type: ignore[union-attr]
+            old_friction = np.ascontiguousarray(memory.friction, dtype=float)  # type: ignore[union-attr]
+        else:
+            old_ids, old_normal, old_friction = self._no_ids, np.zeros(0), self._no_friction
+        beta = self._beta_given if self._beta_given is not None else self._feedback / h
+        node = self._node_of_body
+        model = self.model
+        cap = model.options["max_iter"]
+        q = np.ascontiguousarray(state.q, dtype=float)
+        qdot = np.ascontiguousarray(state.qdot, dtype=float)
+        assembled = time.perf_counter()
+        out = K.contact_step(
+            *self._tree,
+            self._inertia,
+            self._support,
+            self._count,
+            *self._dofs,
+            self._gravity,
+            q,
+            qdot,
+            float(h),
+            node[contacts.body_a],
+            np.where(contacts.body_b >= 0, node[np.maximum(contacts.body_b, 0)], -1),
+            np.ascontiguousarray(contacts.point, dtype=float),
+            np.ascontiguousarray(contacts.normal, dtype=float),
+            np.ascontiguousarray(contacts.distance, dtype=float),
+            np.ascontiguousarray(contacts.mu, dtype=float),
+            float(beta),
+            self._max_corr,
+            carry,
+            old_ids,
+            np.argsort(old_ids, kind="stable"),
+            old_normal,
+            old_friction,
+            np.ascontiguousarray(track.ids, dtype=np.int64),
+            np.ascontiguousarray(track.origin, dtype=np.int64),
+            float(model.tol),  # type: ignore[attr-defined]
+            10000 if cap is None else int(cap),
+            1.0,
+            8,
+        )
+        q_new, v_new, z, friction, gap, slip, code, sweeps, res = out
+        if code in (K.NOT_SPD, K.DECOUPLED):
+            return None  # the general path's closed forms and messages
+        solved = time.perf_counter()
+        status = _STATUS.get(int(code), "numerical_error")
+        if status not in M.USABLE_STATUSES:
+            raise sim._failure(index, state.t, f"solver status {status!r}")
+        if not np.all(np.isfinite(v_new)):
+            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+        E_t, V_t, kinetic, gravity, mom = K.state_kinematics(
+            *self._tree, q_new, v_new, self._inertia, self._gravity
+        )
+        if self._identity_order:
+            E_s, phi_s = E_t, V_t
+        else:
+            E_s = np.empty_like(E_t)
+            phi_s = np.empty_like(V_t)
+            E_s[self._body_of_node] = E_t
+            phi_s[self._body_of_node] = V_t
+        stiffness, _, rest, armature = self._dofs
+        from contactlab.models.box_rows import ImpulseMemory
+
+        slices = {
+            "G": slice(0, 0),
+            "N": slice(0, nc),
+            "T": slice(nc, 3 * nc),
+            "L": slice(3 * nc, 3 * nc),
+        }
+        memory_new = ImpulseMemory(
+            z, slices, np.array(track.ids) if nc else None,
+            z[:nc].copy() if nc else None, friction if nc else None,
+        )  # fmt: skip
+        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
+        new_state = State(state.t + h, E_s, phi_s, q_new, v_new, cache)
+        new_state.check_finite()
+        kinetic += 0.5 * float(np.dot(armature * v_new, v_new))
+        spring = 0.5 * float(np.dot(stiffness * (q_new - rest), q_new - rest))
+        potential = gravity + spring
+        lam_n = z[:nc]
+        row: dict[str, Any] = {
+            "step": index,
+            "t": float(new_state.t),
+            "h": h,
+            "kinetic_energy": float(kinetic),
+            "potential_energy": float(potential),
+            "total_energy": float(kinetic + potential),
+            "linear_momentum_x": float(mom[0]),
+            "linear_momentum_y": float(mom[1]),
+            "linear_momentum_z": float(mom[2]),
+            "angular_momentum_x": float(mom[3]),
+            "angular_momentum_y": float(mom[4]),
+            "angular_momentum_z": float(mom[5]),
+            "constraint_error": 0.0,
+            "status": status,
+            "solve_time_s": solved - assembled,
+            "model_setup_time_s": 0.0,
+            "iterations": int(sweeps),
+            "outer_iterations": 0,
+            "n_contacts": nc,
+            "penetration": M.penetration(contacts),
+        }
+        row.update(_contact_metrics(lam_n, z[nc:], gap, slip, contacts.mu, sim.slip_threshold))
+        row["solver_residual"] = float(max(res[0], res[1], res[2]))
+        row["collision_time_s"] = collided - start
+        row["assembly_time_s"] = assembled - collided
+        row["step_time_s"] = time.perf_counter() - start
+        record = _Record(
+            self.formulation, state, contacts, track, index, h, row,
+            (v_new, z, status, int(sweeps), solved - assembled, float(row["solver_residual"])),
+        )  # fmt: skip
+        if sim.strict and status in M.UNCONVERGED_STATUSES:
+            raise sim._strict_failure(index, state.t, row, record.solution)
+        return new_state, record
+
+
+def _contact_metrics(
+    lam_n: Array, lam_t: Array, gap: Array, slip: Array, mu: Array, threshold: float
+) -> dict[str, float]:
+    """:func:`contactlab.metrics.contact_metrics` from ``N v - c`` and ``T v``."""
+    nc = lam_n.size
+    out = dict.fromkeys(
+        (
+            "normal_complementarity",
+            "normal_feasibility",
+            "cone_violation",
+            "dissipation_violation",
+            "n_sliding",
+        ),
+        0.0,
+    )
+    if nc == 0:
+        return out
+    out["normal_complementarity"] = float(np.max(np.abs(lam_n * gap)))
+    out["normal_feasibility"] = float(max(-gap.min(), 0.0))
+    lt = lam_t.reshape(nc, 2)
+    sl = slip.reshape(nc, 2)
+    out["cone_violation"] = float(np.max(np.maximum(np.hypot(lt[:, 0], lt[:, 1]) - mu * lam_n, 0)))
+    speed = np.hypot(sl[:, 0], sl[:, 1])
+    sliding = speed > threshold
+    out["n_sliding"] = float(np.count_nonzero(sliding))
+    if np.any(sliding):
+        direction = sl[sliding] / speed[sliding, None]
+        ideal = -(mu[sliding] * lam_n[sliding])[:, None] * direction
+        out["dissipation_violation"] = float(np.max(np.linalg.norm(lt[sliding] - ideal, axis=1)))
+    return out
+
+
+class _Record(StepRecord):
+    """A step record whose problem and solution are built when first read: the problem by
+    the formulation's :meth:`~ReducedFormulation.assemble` (the same problem), the solution
+    from the compiled step's velocities and impulses."""
+
+    def __init__(  # noqa: PLR0913
+        self,
+        formulation: ReducedFormulation,
+        state: State,
+        contacts: ContactSet,
+        track: Any,
+        index: int,
+        h: float,
+        row: dict[str, Any],
+        solved: tuple[Array, Array, str, int, float, float],
+    ) -> None:
+        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
+        self.contacts = contacts
+        self._from = (formulation, state, track, solved)
+        self._problem: StepProblem | None = None
+        self._solution: StepSolution | None = None
+
+    @property  # type: ignore[override]
+    def problem(self) -> StepProblem:
+        if self._problem is None:
+            formulation, state, track, _ = self._from
+            problem = formulation.assemble(state, self.h, self.contacts)
+            problem.contact_ids, problem.contact_origin = track.ids, track.origin
+            self._problem = problem
+        return self._problem
+
+    @property  # type: ignore[override]
+    def solution(self) -> StepSolution:
+        if self._solution is None:
+            v, z, status, sweeps, seconds, residual = self._from[3]
+            nc = len(self.contacts) if self.contacts is not None else 0
+            self._solution = StepSolution(
+                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(), lambda_T=z[nc:].copy(),
+                status=status, iterations=sweeps, solve_time=seconds, residual=residual,
+            )  # fmt: skip
+        return self._solution
+
+
+__all__ = ["CompiledContactStep", "compiled_step_for"]
