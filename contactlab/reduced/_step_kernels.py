@@ -261,12 +261,12 @@ def _point_plane(x, radius, n, off, margin, shape, plane, out_p, out_d, out_s, o
 
 @njit(cache=True)
 def plane_contacts(  # noqa: ANN201, PLR0913
-    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, hull_v, hull_vs, hull_ns, hull_nb,
+    E, s_node, s_kind, s_pose, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
     pl_n, pl_off, margin, near_a, near_b,
 ):  # fmt: skip
     """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
     with the planes ``n . x <= off`` and whether a candidate shape pair ``(near_a, near_b)`` comes within
-    ``margin`` of touching (bounding spheres ``s_radius``, then the GJK distance of
+    ``margin`` of touching (world bounding boxes, then the GJK distance of
     :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
 
     Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
@@ -277,15 +277,32 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     ns = s_node.shape[0]
     W = np.empty((ns, 4, 4))
     _shape_poses(E, s_node, s_pose, W)
+    # world bounding boxes grown by margin / 2 (ShapeTable.aabbs): the broad phase
+    ext = np.empty((ns, 3))
+    for s in range(ns):
+        kd = s_kind[s]
+        r, hh = s_size[s, 0], s_size[s, 1]
+        for i in range(3):
+            if kd == BOX or kd == MESH:
+                e = 0.0
+                for j in range(3):
+                    e += abs(W[s, i, j]) * s_size[s, j]
+            elif kd == SPHERE:
+                e = r
+            elif kd == CAPSULE:
+                e = abs(W[s, i, 2]) * hh + r
+            else:
+                e = abs(W[s, i, 2]) * hh + r * np.sqrt(min(max(1.0 - W[s, i, 2] ** 2, 0.0), 1.0))
+            ext[s, i] = e + 0.5 * margin + SLACK
     near = False
     for k in range(near_a.shape[0]):
         a, b = near_a[k], near_b[k]
-        d2 = 0.0
+        apart = False
         for i in range(3):
-            e = W[a, i, 3] - W[b, i, 3]
-            d2 += e * e
-        reach = s_radius[a] + s_radius[b] + margin
-        if d2 >= reach * reach:
+            if abs(W[a, i, 3] - W[b, i, 3]) > ext[a, i] + ext[b, i]:
+                apart = True
+                break
+        if apart:
             continue
         ka, kb = s_kind[a], s_kind[b]
         ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
@@ -454,14 +471,21 @@ def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _natural(W, qv, z, owner, mu_row, lo, hi):  # noqa: ANN001, ANN202
-    """``max |z - Pi(z - w)|`` (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
-    m = qv.shape[0]
+def _row_dot(C, r, v):  # noqa: ANN001, ANN202
+    acc = 0.0
+    for a in range(v.shape[0]):
+        acc += C[r, a] * v[a]
+    return acc
+
+
+@njit(cache=True)
+def _natural(C, b, v, z, owner, mu_row, lo, hi, order):  # noqa: ANN001, ANN202
+    """``max |z - Pi(z - w)|`` with ``w = C v - b``
+    (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
     worst = 0.0
-    for a in range(m):
-        w = qv[a]
-        for j in range(m):
-            w += W[a, j] * z[j]
+    for j in range(order.shape[0]):
+        a = order[j]
+        w = _row_dot(C, a, v) - b[a]
         if owner[a] >= 0:
             hb = mu_row[a] * max(z[owner[a]], 0.0)
             la = -hb
@@ -472,29 +496,35 @@ def _natural(W, qv, z, owner, mu_row, lo, hi):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _sweeps(W, qv, z, owner, mu_row, lo, hi, omega, sweeps):  # noqa: ANN001, ANN202
-    """Projected Gauss--Seidel sweeps (:func:`solvers.backends.pgs_kernel.pgs_sweeps`,
-    one row per unit); the largest pre-update residual of the last sweep."""
-    m = qv.shape[0]
+def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
+    """Projected Gauss--Seidel sweeps over the rows in ``order``
+    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit), each row's
+    ``w = W z + q`` read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after its update;
+    the largest pre-update residual of the last sweep."""
+    nq = v.shape[0]
     worst = 0.0
     for _ in range(sweeps):
         worst = 0.0
-        for a in range(m):
+        for j in range(order.shape[0]):
+            a = order[j]
             if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
                 worst = max(worst, abs(z[a]))
+                dz = -z[a]
                 z[a] = 0.0
-                continue
-            w = qv[a]
-            for j in range(m):
-                w += W[a, j] * z[j]
-            if owner[a] >= 0:
-                hb = mu_row[a] * max(z[owner[a]], 0.0)
-                la = -hb
             else:
-                la, hb = lo[a], hi[a]
-            worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
-            za = z[a] - omega * w / W[a, a]
-            z[a] = min(max(za, la), hb)
+                w = _row_dot(C, a, v) - b[a]
+                if owner[a] >= 0:
+                    hb = mu_row[a] * max(z[owner[a]], 0.0)
+                    la = -hb
+                else:
+                    la, hb = lo[a], hi[a]
+                worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+                za = min(max(z[a] - omega * w / diag[a], la), hb)
+                dz = za - z[a]
+                z[a] = za
+            if dz != 0.0:
+                for k in range(nq):
+                    v[k] += Kr[a, k] * dz
     return worst
 
 
@@ -615,26 +645,19 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for k in range(nc):
         d = dist[k]
         b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
-    # -- W = C M^-1 C^T by the factor, q = C M^-1 f - b ---------------------------------
-    Y = np.empty((m, nq))
+    # -- K = M^-1 C^T by the factor: W = C K is never formed, a row of W z is C_r v ----
+    # with v = M^-1 (f + C^T z) kept up to date (the same LCP, w = W z + q = C v - b)
+    Kr = np.empty((m, nq))
+    diag = np.empty(m)
     for r in range(m):
         for a in range(nq):
-            Y[r, a] = C[r, a]
-        _forward(L, Y[r])
-    Wm = np.empty((m, m))
-    for r in range(m):
-        for s_ in range(r, m):
-            acc_ = 0.0
-            for a in range(nq):
-                acc_ += Y[r, a] * Y[s_, a]
-            Wm[r, s_] = acc_
-            Wm[s_, r] = acc_
-    qv = np.empty(m)
-    for r in range(m):
-        acc_ = -b[r]
+            Kr[r, a] = C[r, a]
+        _forward(L, Kr[r])
+        acc_ = 0.0
         for a in range(nq):
-            acc_ += C[r, a] * u_free[a]
-        qv[r] = acc_
+            acc_ += Kr[r, a] * Kr[r, a]
+        diag[r] = acc_
+        _backward(L, Kr[r])
     # -- rows in height order: per contact its normal and tangent rows, lowest first ----
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)
@@ -643,47 +666,41 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         order[3 * j] = k
         order[3 * j + 1] = nc + 2 * k
         order[3 * j + 2] = nc + 2 * k + 1
-    inv = np.empty(m, dtype=np.int64)
-    for j in range(m):
-        inv[order[j]] = j
-    Wp = np.empty((m, m))
-    qp = np.empty(m)
     lo = np.empty(m)
     hi = np.empty(m)
     owner = np.full(m, -1, dtype=np.int64)
     mu_row = np.zeros(m)
-    for j in range(m):
-        qp[j] = qv[order[j]]
-        for l_ in range(m):
-            Wp[j, l_] = Wm[order[j], order[l_]]
     for k in range(nc):
-        jn = inv[k]
-        lo[jn], hi[jn] = 0.0, np.inf
+        lo[k], hi[k] = 0.0, np.inf
         for t in range(2):
-            jt = inv[nc + 2 * k + t]
-            lo[jt], hi[jt] = -np.inf, np.inf
-            owner[jt] = jn
-            mu_row[jt] = mu[k]
+            r = nc + 2 * k + t
+            lo[r], hi[r] = -np.inf, np.inf
+            owner[r] = k
+            mu_row[r] = mu[k]
     dmax = 0.0
-    for j in range(m):
-        dmax = max(dmax, Wp[j, j])
-    for j in range(m):
-        if Wp[j, j] <= 1e-24 * dmax:  # a decoupled row: the general solver's closed form
+    for r in range(m):
+        dmax = max(dmax, diag[r])
+    for r in range(m):
+        if diag[r] <= 1e-24 * dmax:  # a decoupled row: the general solver's closed form
             return q, qdot, z, friction, gap, slip, DECOUPLED, 0, res
     # -- warm start carried over from the recorded contacts ------------------------------
-    zp = np.zeros(m)
     if carry:
         zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
         for k in range(nc):
-            zp[inv[k]] = zn[k]
-            zp[inv[nc + 2 * k]] = zt[2 * k]
-            zp[inv[nc + 2 * k + 1]] = zt[2 * k + 1]
-    for j in range(m):
-        zp[j] = min(max(zp[j], lo[j]), hi[j])
+            z[k] = zn[k]
+            z[nc + 2 * k] = zt[2 * k]
+            z[nc + 2 * k + 1] = zt[2 * k + 1]
+    for r in range(m):
+        z[r] = min(max(z[r], lo[r]), hi[r])
+    v = u_free.copy()
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += Kr[r, a] * z[r]
     # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
     status = MAX_ITERATIONS
     sweeps = 0
-    residual = _natural(Wp, qp, zp, owner, mu_row, lo, hi)
+    residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
     if residual <= tol:
         status = OPTIMAL
     else:
@@ -692,10 +709,16 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            estimate = _sweeps(Wp, qp, zp, owner, mu_row, lo, hi, omega, chunk)
+            estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
-                residual = _natural(Wp, qp, zp, owner, mu_row, lo, hi)
+                # the velocity afresh from the impulses (no drift of the running updates)
+                v[:] = u_free
+                for r in range(m):
+                    if z[r] != 0.0:
+                        for a in range(nq):
+                            v[a] += Kr[r, a] * z[r]
+                residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
             if not np.isfinite(residual):
                 status = NUMERICAL_ERROR
                 break
@@ -703,46 +726,33 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = OPTIMAL
                 break
     # -- residuals of the LCP (solvers.residuals.lcp_residuals) -------------------------
+    v[:] = u_free
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += Kr[r, a] * z[r]
     primal = dual = comp = 0.0
-    for j in range(m):
-        w = qp[j]
-        for l_ in range(m):
-            w += Wp[j, l_] * zp[l_]
-        if owner[j] >= 0:
-            hb = mu_row[j] * max(zp[owner[j]], 0.0)
+    for r in range(m):
+        w = -b[r]
+        for a in range(nq):
+            w += C[r, a] * v[a]
+        if owner[r] >= 0:
+            hb = mu_row[r] * max(z[owner[r]], 0.0)
             la = -hb
         else:
-            la, hb = lo[j], hi[j]
-        primal = max(primal, la - zp[j], zp[j] - hb)
+            la, hb = lo[r], hi[r]
+        primal = max(primal, la - z[r], z[r] - hb)
         wp_, wm_ = max(w, 0.0), max(-w, 0.0)
         if la == -np.inf:
             dual = max(dual, wp_)
         if hb == np.inf:
             dual = max(dual, wm_)
-        comp = max(comp, min(abs(zp[j] - la), wp_), min(abs(hb - zp[j]), wm_))
+        comp = max(comp, min(abs(z[r] - la), wp_), min(abs(hb - z[r]), wm_))
+        if r < nc:
+            gap[r] = w
+        else:
+            slip[r - nc] = w
     res[0], res[1], res[2], res[3] = primal, dual, comp, residual
-    for j in range(m):
-        z[order[j]] = zp[j]
-    # -- velocities v = M^-1 (f + C^T z) and positions ------------------------------------
-    v = np.zeros(nq)
-    for r in range(m):
-        if z[r] != 0.0:
-            for a in range(nq):
-                v[a] += C[r, a] * z[r]
-    _forward(L, v)
-    _backward(L, v)
-    for a in range(nq):
-        v[a] += u_free[a]
-    for k in range(nc):
-        s = -b[k]
-        for a in range(nq):
-            s += C[k, a] * v[a]
-        gap[k] = s
-        for t in range(2):
-            s = 0.0
-            for a in range(nq):
-                s += C[nc + 2 * k + t, a] * v[a]
-            slip[2 * k + t] = s
     friction = friction_vectors(z[nc:].copy(), t1, t2)
     q_new, v_new = advance(kind, q, v, h)
     return q_new, v_new, z, friction, gap, slip, status, sweeps, res
@@ -837,3 +847,89 @@ def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, ine
         mom[4] += pz * lin[0] - px * lin[2]
         mom[5] += px * lin[1] - py * lin[0]
     return E, V, kinetic, grav, mom
+
+
+#: entries of the ``info`` array of :func:`full_step`
+(
+    I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
+    I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
+    I_PENETRATION, I_FINITE,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21)  # fmt: skip
+N_INFO = 22
+
+
+@njit(cache=True)
+def full_step(  # noqa: ANN201, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_normal, old_friction, ids, origin,
+    tol, max_iter, omega, check_every, slip_threshold,
+):  # fmt: skip
+    """:func:`contact_step` on contacts between scene bodies ``body_a``, ``body_b``, then
+    the new state's body transforms and twists in scene order and the step's measurements
+    (``info``, entries ``I_*``: solver status and sweeps, LCP residuals, energies, world
+    momenta, the contact metrics of :func:`contactlab.metrics.contact_metrics`, the
+    penetration and whether the new state is finite)."""
+    nc = dist.shape[0]
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]]
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    old_order = np.argsort(old_ids, kind="mergesort")
+    q_new, v_new, z, friction, gap, slip, status, sweeps, res = contact_step(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h,
+        node_a, node_b, point, normal, dist, mu, beta, max_corr,
+        carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+        tol, max_iter, omega, check_every,
+    )  # fmt: skip
+    info = np.zeros(N_INFO)
+    info[I_STATUS] = status
+    nb = body_of_node.shape[0]
+    E_s = np.zeros((nb, 4, 4))
+    phi_s = np.zeros((nb, 6))
+    if status == NOT_SPD or status == DECOUPLED:
+        return q_new, v_new, E_s, phi_s, z, friction, info
+    info[I_SWEEPS] = sweeps
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = res[0], res[1], res[2], res[3]
+    E, V, kinetic, grav, mom = state_kinematics(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity
+    )
+    finite = True
+    for i in range(nb):
+        E_s[body_of_node[i]] = E[i]
+        phi_s[body_of_node[i]] = V[i]
+        for r in range(6):
+            finite = finite and np.isfinite(V[i, r])
+        for r in range(3):
+            for c in range(4):
+                finite = finite and np.isfinite(E[i, r, c])
+    spring = 0.0
+    for a in range(q_new.shape[0]):
+        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
+        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
+        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
+    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
+    for r in range(6):
+        info[I_MOMENTUM + r] = mom[r]
+    info[I_FINITE] = 1.0 if finite else 0.0
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        lam = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
+        s0, s1 = slip[2 * k], slip[2 * k + 1]
+        speed = np.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * lam) * s0 / speed
+            i1 = -(mu[k] * lam) * s1 / speed
+            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    return q_new, v_new, E_s, phi_s, z, friction, info

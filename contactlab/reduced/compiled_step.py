@@ -39,6 +39,7 @@ import numpy as np
 from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.models.box_rows import ImpulseMemory
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import _kernels
 from contactlab.reduced import _step_kernels as K
@@ -122,7 +123,7 @@ class CompiledContactStep:
     """The step of a reduced formulation with box friction by ``pgs`` (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel) -> None:
-        from contactlab.collision.table import MESH, ShapeTable
+        from contactlab.collision.table import ShapeTable
         from contactlab.reduced.spherical import SphericalExpJoint
         from contactlab.simulator import excluded_pairs
 
@@ -174,22 +175,6 @@ class CompiledContactStep:
         tab = ShapeTable.from_scene(scene)
         self._table = tab
         self.margin = float(scene.contact.margin)
-        radius = np.zeros(tab.n_shapes)
-        for s in range(tab.n_shapes):
-            r, hh = tab.size[s, 0], tab.size[s, 1]
-            kd = int(tab.kind[s])
-            if kd == MESH:
-                h = tab.hull[s]
-                v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
-                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
-            elif kd == K.SPHERE:
-                radius[s] = r
-            elif kd == K.CAPSULE:
-                radius[s] = r + hh
-            elif kd == K.CYLINDER:
-                radius[s] = np.hypot(r, hh)
-            else:
-                radius[s] = float(np.linalg.norm(tab.size[s]))
         # shape pairs on different bodies that may collide: when two come within reach,
         # the step asks the general collider (body-body narrow phases)
         nb = scene.n_bodies
@@ -199,7 +184,6 @@ class CompiledContactStep:
         bi, bj = tab.body[i], tab.body[j]
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
         self._near = (f64(i[keep], dtype=np.int64), f64(j[keep], dtype=np.int64))
-        self._radius = radius
         self._cylinders = np.flatnonzero(tab.kind == K.CYLINDER)
         self._shape_args = (
             f64(tab.body, dtype=np.int64),
@@ -207,7 +191,6 @@ class CompiledContactStep:
             f64(tab.pose, dtype=float),
             f64(tab.size, dtype=float),
             f64(tab.hull, dtype=np.int64),
-            radius,
             f64(tab.hulls.vertices, dtype=float),
             f64(tab.hulls.vertex_start, dtype=np.int64),
             f64(tab.hulls.neighbour_start, dtype=np.int64),
@@ -222,7 +205,9 @@ class CompiledContactStep:
         self._feedback = DEFAULT_FEEDBACK_FRACTION
         self._max_corr = float(params.max_correction)
         self._no_ids = np.zeros(0, dtype=np.int64)
+        self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
+        self._slice_cache: dict[int, dict[str, slice]] = {}
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
@@ -283,161 +268,100 @@ class CompiledContactStep:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
         start = time.perf_counter()
-        E = np.asarray(state.E, dtype=float)
-        contacts, _ = self.contacts(E)
+        contacts, _ = self.contacts(state.E)
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
         memory = state.cache.get(MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
-            old_ids = np.ascontiguousarray(memory.ids, dtype=np.int64)  # type: ignore[union-attr]
-            old_normal = np.ascontiguousarray(memory.normal_impulse, dtype=float)  # type: ignore[union-attr]
-            old_friction = np.ascontiguousarray(memory.friction, dtype=float)  # type: ignore[union-attr]
+            old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
         else:
-            old_ids, old_normal, old_friction = self._no_ids, np.zeros(0), self._no_friction
+            old = (self._no_ids, self._no_normal, self._no_friction)
         beta = self._beta_given if self._beta_given is not None else self._feedback / h
-        node = self._node_of_body
         model = self.model
         cap = model.options["max_iter"]
-        q = np.ascontiguousarray(state.q, dtype=float)
-        qdot = np.ascontiguousarray(state.qdot, dtype=float)
         assembled = time.perf_counter()
-        out = K.contact_step(
-            *self._tree,
-            self._inertia,
-            self._support,
-            self._count,
-            *self._dofs,
-            self._gravity,
-            q,
-            qdot,
-            float(h),
-            node[contacts.body_a],
-            np.where(contacts.body_b >= 0, node[np.maximum(contacts.body_b, 0)], -1),
-            np.ascontiguousarray(contacts.point, dtype=float),
-            np.ascontiguousarray(contacts.normal, dtype=float),
-            np.ascontiguousarray(contacts.distance, dtype=float),
-            np.ascontiguousarray(contacts.mu, dtype=float),
-            float(beta),
-            self._max_corr,
-            carry,
-            old_ids,
-            np.argsort(old_ids, kind="stable"),
-            old_normal,
-            old_friction,
-            np.ascontiguousarray(track.ids, dtype=np.int64),
-            np.ascontiguousarray(track.origin, dtype=np.int64),
-            float(model.tol),  # type: ignore[attr-defined]
-            10000 if cap is None else int(cap),
-            1.0,
-            8,
-        )
-        q_new, v_new, z, friction, gap, slip, code, sweeps, res = out
+        q_new, v_new, E, phi, z, friction, info = K.full_step(
+            *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
+            state.q, state.qdot, h, self._node_of_body, self._body_of_node,
+            contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
+            contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
+            track.ids, track.origin, model.tol, 10000 if cap is None else cap, 1.0, 8,
+            sim.slip_threshold,
+        )  # fmt: skip
+        code = int(info[K.I_STATUS])
         if code in (K.NOT_SPD, K.DECOUPLED):
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        status = _STATUS.get(int(code), "numerical_error")
+        status = _STATUS.get(code, "numerical_error")
         if status not in M.USABLE_STATUSES:
             raise sim._failure(index, state.t, f"solver status {status!r}")
-        if not np.all(np.isfinite(v_new)):
-            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-        E_t, V_t, kinetic, gravity, mom = K.state_kinematics(
-            *self._tree, q_new, v_new, self._inertia, self._gravity
-        )
-        if self._identity_order:
-            E_s, phi_s = E_t, V_t
-        else:
-            E_s = np.empty_like(E_t)
-            phi_s = np.empty_like(V_t)
-            E_s[self._body_of_node] = E_t
-            phi_s[self._body_of_node] = V_t
-        stiffness, _, rest, armature = self._dofs
-        from contactlab.models.box_rows import ImpulseMemory
-
-        slices = {
-            "G": slice(0, 0),
-            "N": slice(0, nc),
-            "T": slice(nc, 3 * nc),
-            "L": slice(3 * nc, 3 * nc),
-        }
+        if not info[K.I_FINITE]:
+            if not np.all(np.isfinite(v_new)):
+                raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+            State(state.t + h, E, phi, q_new, v_new).check_finite()
         memory_new = ImpulseMemory(
-            z, slices, np.array(track.ids) if nc else None,
-            z[:nc].copy() if nc else None, friction if nc else None,
+            z, self._slices(nc), track.ids if nc else None,
+            z[:nc] if nc else None, friction if nc else None,
         )  # fmt: skip
         cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
-        new_state = State(state.t + h, E_s, phi_s, q_new, v_new, cache)
-        new_state.check_finite()
-        kinetic += 0.5 * float(np.dot(armature * v_new, v_new))
-        spring = 0.5 * float(np.dot(stiffness * (q_new - rest), q_new - rest))
-        potential = gravity + spring
-        lam_n = z[:nc]
+        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
+        kinetic = float(info[K.I_KINETIC])
+        potential = float(info[K.I_GRAVITY] + info[K.I_SPRING])
+        mom = info[K.I_MOMENTUM : K.I_MOMENTUM + 6].tolist()
+        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
         row: dict[str, Any] = {
             "step": index,
             "t": float(new_state.t),
             "h": h,
-            "kinetic_energy": float(kinetic),
-            "potential_energy": float(potential),
-            "total_energy": float(kinetic + potential),
-            "linear_momentum_x": float(mom[0]),
-            "linear_momentum_y": float(mom[1]),
-            "linear_momentum_z": float(mom[2]),
-            "angular_momentum_x": float(mom[3]),
-            "angular_momentum_y": float(mom[4]),
-            "angular_momentum_z": float(mom[5]),
+            "kinetic_energy": kinetic,
+            "potential_energy": potential,
+            "total_energy": kinetic + potential,
+            "linear_momentum_x": mom[0],
+            "linear_momentum_y": mom[1],
+            "linear_momentum_z": mom[2],
+            "angular_momentum_x": mom[3],
+            "angular_momentum_y": mom[4],
+            "angular_momentum_z": mom[5],
             "constraint_error": 0.0,
             "status": status,
             "solve_time_s": solved - assembled,
             "model_setup_time_s": 0.0,
-            "iterations": int(sweeps),
+            "iterations": int(info[K.I_SWEEPS]),
             "outer_iterations": 0,
             "n_contacts": nc,
-            "penetration": M.penetration(contacts),
+            "penetration": float(info[K.I_PENETRATION]),
+            "normal_complementarity": float(info[K.I_NORMAL_COMP]),
+            "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
+            "cone_violation": float(info[K.I_CONE]),
+            "dissipation_violation": float(info[K.I_DISSIPATION]),
+            "n_sliding": float(info[K.I_SLIDING]),
+            "solver_residual": residual,
+            "collision_time_s": collided - start,
+            "assembly_time_s": assembled - collided,
         }
-        row.update(_contact_metrics(lam_n, z[nc:], gap, slip, contacts.mu, sim.slip_threshold))
-        row["solver_residual"] = float(max(res[0], res[1], res[2]))
-        row["collision_time_s"] = collided - start
-        row["assembly_time_s"] = assembled - collided
         row["step_time_s"] = time.perf_counter() - start
         record = _Record(
             self.formulation, state, contacts, track, index, h, row,
-            (v_new, z, status, int(sweeps), solved - assembled, float(row["solver_residual"])),
+            (v_new, z, status, row["iterations"], solved - assembled, residual),
         )  # fmt: skip
         if sim.strict and status in M.UNCONVERGED_STATUSES:
             raise sim._strict_failure(index, state.t, row, record.solution)
         return new_state, record
 
-
-def _contact_metrics(
-    lam_n: Array, lam_t: Array, gap: Array, slip: Array, mu: Array, threshold: float
-) -> dict[str, float]:
-    """:func:`contactlab.metrics.contact_metrics` from ``N v - c`` and ``T v``."""
-    nc = lam_n.size
-    out = dict.fromkeys(
-        (
-            "normal_complementarity",
-            "normal_feasibility",
-            "cone_violation",
-            "dissipation_violation",
-            "n_sliding",
-        ),
-        0.0,
-    )
-    if nc == 0:
-        return out
-    out["normal_complementarity"] = float(np.max(np.abs(lam_n * gap)))
-    out["normal_feasibility"] = float(max(-gap.min(), 0.0))
-    lt = lam_t.reshape(nc, 2)
-    sl = slip.reshape(nc, 2)
-    out["cone_violation"] = float(np.max(np.maximum(np.hypot(lt[:, 0], lt[:, 1]) - mu * lam_n, 0)))
-    speed = np.hypot(sl[:, 0], sl[:, 1])
-    sliding = speed > threshold
-    out["n_sliding"] = float(np.count_nonzero(sliding))
-    if np.any(sliding):
-        direction = sl[sliding] / speed[sliding, None]
-        ideal = -(mu[sliding] * lam_n[sliding])[:, None] * direction
-        out["dissipation_violation"] = float(np.max(np.linalg.norm(lt[sliding] - ideal, axis=1)))
-    return out
+    def _slices(self, nc: int) -> dict[str, slice]:
+        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G and L rows)."""
+        s = self._slice_cache.get(nc)
+        if s is None:
+            s = {
+                "G": slice(0, 0),
+                "N": slice(0, nc),
+                "T": slice(nc, 3 * nc),
+                "L": slice(3 * nc, 3 * nc),
+            }
+            self._slice_cache[nc] = s
+        return dict(s)
 
 
 class _Record(StepRecord):
