@@ -29,6 +29,7 @@ import numpy as np
 
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.hulls import _reduce
+from contactlab.collision.primitives import CYLINDER_RIM_SAMPLES
 from contactlab.contact.rows import _tangent_basis
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.reduced import _kernels
@@ -43,6 +44,8 @@ MAX_MESH = 8
 #: [m] added to the margin when deciding whether two shapes may touch (the narrow phases
 #: of other kinds than hulls measure their distances their own way, to rounding)
 SLACK = 1e-6
+#: rim samples per cylinder cap (:data:`contactlab.collision.primitives.CYLINDER_RIM_SAMPLES`)
+RIM = CYLINDER_RIM_SAMPLES
 #: statuses of :func:`contact_step`
 OPTIMAL, MAX_ITERATIONS, NUMERICAL_ERROR, NOT_SPD, DECOUPLED = 0, 1, 2, 3, 4
 
@@ -260,6 +263,55 @@ def _point_plane(x, radius, n, off, margin, shape, plane, out_p, out_d, out_s, o
 
 
 @njit(cache=True)
+def _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c):  # noqa: ANN001, ANN202, PLR0913
+    """The cylinders' rim points against the planes, in the order of
+    :func:`contactlab.collision.primitives.cylinder_plane` over the rows (plane, cylinder):
+    per cap (bottom, then top) the deepest rim points of all rows, then their rim samples
+    (those within half a sample spacing of the deepest point left out)."""
+    ns = s_kind.shape[0]
+    npl = pl_n.shape[0]
+    spacing = 2.0 * np.pi / RIM
+    x = np.empty(3)
+    u = np.empty(3)
+    for sign in (-1.0, 1.0):
+        for part in range(2):
+            for p in range(npl):
+                nrm = pl_n[p]
+                for s in range(ns):
+                    if s_kind[s] != CYLINDER:
+                        continue
+                    r, hh = s_size[s, 0], s_size[s, 1]
+                    na = nrm[0] * W[s, 0, 2] + nrm[1] * W[s, 1, 2] + nrm[2] * W[s, 2, 2]
+                    for i in range(3):
+                        u[i] = nrm[i] - na * W[s, i, 2]
+                    ln = np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+                    defined = ln > 1e-6
+                    for i in range(3):
+                        u[i] = -u[i] / (ln if defined else 1.0)
+                    if part == 0:
+                        if defined:
+                            for i in range(3):
+                                x[i] = W[s, i, 3] + sign * hh * W[s, i, 2] + r * u[i]
+                            c = _point_plane(x, 0.0, nrm, pl_off[p], margin, s, p, P, D, SH, PL, c)
+                        continue
+                    ang_u = np.arctan2(
+                        u[0] * W[s, 0, 1] + u[1] * W[s, 1, 1] + u[2] * W[s, 2, 1],
+                        u[0] * W[s, 0, 0] + u[1] * W[s, 1, 0] + u[2] * W[s, 2, 0],
+                    )
+                    for j in range(RIM):
+                        angle = 2.0 * np.pi * j / RIM
+                        gap = abs((angle - ang_u + np.pi) % (2.0 * np.pi) - np.pi)
+                        if defined and gap < 0.5 * spacing:
+                            continue
+                        ca, sa = np.cos(angle), np.sin(angle)
+                        for i in range(3):
+                            x[i] = W[s, i, 3] + sign * hh * W[s, i, 2]
+                            x[i] += r * (ca * W[s, i, 0] + sa * W[s, i, 1])
+                        c = _point_plane(x, 0.0, nrm, pl_off[p], margin, s, p, P, D, SH, PL, c)
+    return c
+
+
+@njit(cache=True)
 def plane_contacts(  # noqa: ANN201, PLR0913
     E, s_node, s_kind, s_pose, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
     pl_n, pl_off, margin, near_a, near_b,
@@ -270,7 +322,7 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
 
     Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
-    capsule, box, mesh), then plane, then shape (a capsule's first end spheres, then
+    capsule, box, cylinder, mesh), then plane, then shape (a capsule's first end spheres, then
     its second ones; a box's corners in ``(-1, 1)^3`` order).  Returns the shape
     index, plane index, point and distance of each contact and the flag.
     """
@@ -336,6 +388,8 @@ def plane_contacts(  # noqa: ANN201, PLR0913
             cap += 2
         elif kd == BOX:
             cap += 8
+        elif kd == CYLINDER:
+            cap += 2 * (1 + RIM)
         elif kd == MESH:
             cap += MAX_MESH
     cap *= npl
@@ -351,7 +405,10 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     CP = np.empty((most, 3))
     CD = np.empty(most)
     keep = np.empty(most, dtype=np.int64)
-    for kd in (SPHERE, CAPSULE, BOX, MESH):
+    for kd in (SPHERE, CAPSULE, BOX, CYLINDER, MESH):
+        if kd == CYLINDER:
+            c = _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c)
+            continue
         for p in range(npl):
             nrm = pl_n[p]
             off = pl_off[p]
@@ -410,6 +467,29 @@ def plane_contacts(  # noqa: ANN201, PLR0913
 # ----------------------------------------------------------------------------
 # the step
 # ----------------------------------------------------------------------------
+@njit(cache=True)
+def _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq):  # noqa: ANN001, ANN202
+    """``J_mr`` (6 n, nq), rows in tree order, filled on each node's support only (the
+    coordinates of its ancestors and its own): ``J_i = X_i J_p + Sb_i`` (Alg. 1)."""
+    n = parent.shape[0]
+    J = np.zeros((6 * n, nq))
+    for i in range(n):
+        p = parent[i]
+        r0 = 6 * i
+        if p >= 0:
+            for u in range(n_support[p]):
+                c = support[p, u]
+                for r in range(6):
+                    acc = 0.0
+                    for k in range(6):
+                        acc += X[i, r, k] * J[6 * p + k, c]
+                    J[r0 + r, c] = acc
+        for c in range(ndof[i]):
+            for r in range(6):
+                J[r0 + r, dof0[i] + c] = Sb[i, r, c]
+    return J
+
+
 @njit(cache=True)
 def _cholesky(A, L):  # noqa: ANN001, ANN202
     """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
@@ -547,7 +627,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     n = kind.shape[0]
     nq = q.shape[0]
     E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
-    J, Jd = _kernels.jacobians(parent, X, Sb, Sbd, ndof, dof0, qdot, nq)
+    J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
+    _, bias = _kernels.jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
     M = np.zeros((nq, nq))
     f = np.zeros(nq)
@@ -570,10 +651,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                     M[cu, cv] += x * J[r0 + r, cv]
         # bias acceleration Jdot qdot of the node
         for r in range(6):
-            s = 0.0
-            for u in range(ns):
-                s += Jd[r0 + r, support[i, u]] * qdot[support[i, u]]
-            acc[r] = s
+            acc[r] = bias[i, r]
         w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
         Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
         # angular: I w - h w x I w; linear: exp(-h [w]) m v

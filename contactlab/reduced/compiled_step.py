@@ -184,7 +184,6 @@ class CompiledContactStep:
         bi, bj = tab.body[i], tab.body[j]
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
         self._near = (f64(i[keep], dtype=np.int64), f64(j[keep], dtype=np.int64))
-        self._cylinders = np.flatnonzero(tab.kind == K.CYLINDER)
         self._shape_args = (
             f64(tab.body, dtype=np.int64),
             f64(tab.kind, dtype=np.int64),
@@ -223,8 +222,6 @@ class CompiledContactStep:
 
             return drop_jointed(collide(self.scene, E), self.scene, self._excluded), False
         tab = self._table
-        if self._cylinders.size:
-            sh, pl, point, dist = self._with_cylinders(E, sh, pl, point, dist)
         nc = sh.size
         return (
             ContactSet(
@@ -238,29 +235,6 @@ class CompiledContactStep:
                 mu=tab.mu_table[tab.material[sh], tab.plane_material[pl]],
             ),
             True,
-        )
-
-    def _with_cylinders(
-        self, E: Array, sh: Array, pl: Array, point: Array, dist: Array
-    ) -> tuple[Array, Array, Array, Array]:
-        """The cylinders' plane contacts (:func:`primitives.cylinder_plane`) in their place,
-        between the boxes' and the meshes'."""
-        from contactlab.collision.primitives import cylinder_plane
-
-        tab = self._table
-        cyl = self._cylinders
-        npl = tab.plane_normal.shape[0]
-        s, p = np.tile(cyl, npl), np.repeat(np.arange(npl), cyl.size)
-        W = E[tab.body[s]] @ tab.pose[s]
-        pair, cp, _, cd = cylinder_plane(
-            W, tab.size[s], tab.plane_normal[p], tab.plane_offset[p], self.margin
-        )
-        split = int(np.searchsorted(tab.kind[sh] == K.MESH, True))
-        return (
-            np.concatenate([sh[:split], s[pair], sh[split:]]),
-            np.concatenate([pl[:split], p[pair], pl[split:]]),
-            np.concatenate([point[:split], cp, point[split:]]),
-            np.concatenate([dist[:split], cd, dist[split:]]),
         )
 
     # ------------------------------------------------------------------
