@@ -313,12 +313,13 @@ def _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c): 
 
 @njit(cache=True)
 def plane_contacts(  # noqa: ANN201, PLR0913
-    E, s_node, s_kind, s_pose, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, hull_v, hull_vs, hull_ns, hull_nb,
     pl_n, pl_off, margin, near_a, near_b,
 ):  # fmt: skip
     """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
     with the planes ``n . x <= off`` and whether a candidate shape pair ``(near_a, near_b)`` comes within
-    ``margin`` of touching (world bounding boxes, then the GJK distance of
+    ``margin`` of touching (bounding spheres ``s_radius`` and world bounding boxes, then
+    the GJK distance of
     :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
 
     Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
@@ -349,6 +350,13 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     near = False
     for k in range(near_a.shape[0]):
         a, b = near_a[k], near_b[k]
+        d2 = 0.0
+        for i in range(3):
+            e = W[a, i, 3] - W[b, i, 3]
+            d2 += e * e
+        reach = s_radius[a] + s_radius[b] + margin + SLACK
+        if d2 >= reach * reach:
+            continue
         apart = False
         for i in range(3):
             if abs(W[a, i, 3] - W[b, i, 3]) > ext[a, i] + ext[b, i]:
@@ -619,7 +627,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
     (``c_node_b`` = -1 for the world), normals from B toward A.
 
-    Returns ``q+``, ``qdot+``, the impulses ``z`` on the rows ``[N; T]``, the
+    Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
+    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the rows ``[N; T]``, the
     friction impulses as world vectors, ``N v - c`` and ``T v`` at the new
     velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
     complementarity) and the natural-map residual.
@@ -692,7 +701,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     slip = np.zeros(2 * nc)
     res = np.zeros(4)
     if not _cholesky(M, L):
-        return q, qdot, z, friction, gap, slip, NOT_SPD, 0, res
+        return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
     u_free = f.copy()
     _forward(L, u_free)
     _backward(L, u_free)
@@ -760,7 +769,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         dmax = max(dmax, diag[r])
     for r in range(m):
         if diag[r] <= 1e-24 * dmax:  # a decoupled row: the general solver's closed form
-            return q, qdot, z, friction, gap, slip, DECOUPLED, 0, res
+            return q, qdot, qdot, z, friction, gap, slip, DECOUPLED, 0, res
     # -- warm start carried over from the recorded contacts ------------------------------
     if carry:
         zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
@@ -833,7 +842,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     res[0], res[1], res[2], res[3] = primal, dual, comp, residual
     friction = friction_vectors(z[nc:].copy(), t1, t2)
     q_new, v_new = advance(kind, q, v, h)
-    return q_new, v_new, z, friction, gap, slip, status, sweeps, res
+    return q_new, v_new, v, z, friction, gap, slip, status, sweeps, res
 
 
 @njit(cache=True)
@@ -956,7 +965,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         node_a[k] = node_of_body[body_a[k]]
         node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
     old_order = np.argsort(old_ids, kind="mergesort")
-    q_new, v_new, z, friction, gap, slip, status, sweeps, res = contact_step(
+    q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
         stiffness, damping, rest, armature, gravity, q, qdot, h,
         node_a, node_b, point, normal, dist, mu, beta, max_corr,
@@ -969,7 +978,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     E_s = np.zeros((nb, 4, 4))
     phi_s = np.zeros((nb, 6))
     if status == NOT_SPD or status == DECOUPLED:
-        return q_new, v_new, E_s, phi_s, z, friction, info
+        return q_new, v_new, v, E_s, phi_s, z, friction, info
     info[I_SWEEPS] = sweeps
     info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = res[0], res[1], res[2], res[3]
     E, V, kinetic, grav, mom = state_kinematics(
@@ -1010,4 +1019,4 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
             e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
             info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
     info[I_PENETRATION] = pen
-    return q_new, v_new, E_s, phi_s, z, friction, info
+    return q_new, v_new, v, E_s, phi_s, z, friction, info

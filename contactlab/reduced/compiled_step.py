@@ -175,6 +175,23 @@ class CompiledContactStep:
         tab = ShapeTable.from_scene(scene)
         self._table = tab
         self.margin = float(scene.contact.margin)
+        # bounding radii of the shapes about their frames' origins
+        radius = np.zeros(tab.n_shapes)
+        for s in range(tab.n_shapes):
+            r, hh = tab.size[s, 0], tab.size[s, 1]
+            kd = int(tab.kind[s])
+            if kd == K.MESH:
+                h = tab.hull[s]
+                v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
+                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
+            elif kd == K.SPHERE:
+                radius[s] = r
+            elif kd == K.CAPSULE:
+                radius[s] = r + hh
+            elif kd == K.CYLINDER:
+                radius[s] = np.hypot(r, hh)
+            else:
+                radius[s] = float(np.linalg.norm(tab.size[s]))
         # shape pairs on different bodies that may collide: when two come within reach,
         # the step asks the general collider (body-body narrow phases)
         nb = scene.n_bodies
@@ -190,6 +207,7 @@ class CompiledContactStep:
             f64(tab.pose, dtype=float),
             f64(tab.size, dtype=float),
             f64(tab.hull, dtype=np.int64),
+            radius,
             f64(tab.hulls.vertices, dtype=float),
             f64(tab.hulls.vertex_start, dtype=np.int64),
             f64(tab.hulls.neighbour_start, dtype=np.int64),
@@ -256,7 +274,7 @@ class CompiledContactStep:
         model = self.model
         cap = model.options["max_iter"]
         assembled = time.perf_counter()
-        q_new, v_new, E, phi, z, friction, info = K.full_step(
+        q_new, v_new, v, E, phi, z, friction, info = K.full_step(
             *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
             state.q, state.qdot, h, self._node_of_body, self._body_of_node,
             contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
@@ -272,7 +290,7 @@ class CompiledContactStep:
         if status not in M.USABLE_STATUSES:
             raise sim._failure(index, state.t, f"solver status {status!r}")
         if not info[K.I_FINITE]:
-            if not np.all(np.isfinite(v_new)):
+            if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
             State(state.t + h, E, phi, q_new, v_new).check_finite()
         memory_new = ImpulseMemory(
@@ -318,7 +336,7 @@ class CompiledContactStep:
         row["step_time_s"] = time.perf_counter() - start
         record = _Record(
             self.formulation, state, contacts, track, index, h, row,
-            (v_new, z, status, row["iterations"], solved - assembled, residual),
+            (v, z, status, row["iterations"], solved - assembled, residual),
         )  # fmt: skip
         if sim.strict and status in M.UNCONVERGED_STATUSES:
             raise sim._strict_failure(index, state.t, row, record.solution)
