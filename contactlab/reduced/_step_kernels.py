@@ -317,9 +317,9 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     pl_n, pl_off, margin, near_a, near_b,
 ):  # fmt: skip
     """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
-    with the planes ``n . x <= off`` and whether a candidate shape pair ``(near_a, near_b)`` comes within
-    ``margin`` of touching (bounding spheres ``s_radius`` and world bounding boxes, then
-    the GJK distance of
+    with the planes ``n . x <= off`` and whether a candidate shape pair
+    ``(near_a, near_b)`` comes within ``margin`` of touching (bounding spheres
+    ``s_radius`` and world bounding boxes, then the GJK distance of
     :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
 
     Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
@@ -369,12 +369,20 @@ def plane_contacts(  # noqa: ANN201, PLR0913
         rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
         ha, hb = s_hull[a], s_hull[b]
         HA = (
-            (hull_v[hull_vs[ha] : hull_vs[ha + 1]], hull_ns[hull_vs[ha] : hull_vs[ha + 1] + 1], hull_nb)
+            (
+                hull_v[hull_vs[ha] : hull_vs[ha + 1]],
+                hull_ns[hull_vs[ha] : hull_vs[ha + 1] + 1],
+                hull_nb,
+            )
             if ka == MESH
             else no_hull()
         )
         HB = (
-            (hull_v[hull_vs[hb] : hull_vs[hb + 1]], hull_ns[hull_vs[hb] : hull_vs[hb + 1] + 1], hull_nb)
+            (
+                hull_v[hull_vs[hb] : hull_vs[hb + 1]],
+                hull_ns[hull_vs[hb] : hull_vs[hb + 1] + 1],
+                hull_nb,
+            )
             if kb == MESH
             else no_hull()
         )
@@ -628,9 +636,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     (``c_node_b`` = -1 for the world), normals from B toward A.
 
     Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
-    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the rows ``[N; T]``, the
-    friction impulses as world vectors, ``N v - c`` and ``T v`` at the new
-    velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
+    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
+    rows ``[N; T]``, the friction impulses as world vectors, ``N v - c`` and ``T v`` at
+    the new velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
     complementarity) and the natural-map residual.
     """
     n = kind.shape[0]
@@ -687,7 +695,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 s += J[r0 + r, cu] * p[r]
             f[cu] += s
     for a in range(nq):
-        f[a] += armature[a] * qdot[a] + h * (-stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a])
+        f[a] += armature[a] * qdot[a] + h * (
+            -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
+        )
         f[a] += h * (damping[a] * qdot[a])
         M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
         for b in range(a + 1, nq):

@@ -44,7 +44,6 @@ from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import _kernels
 from contactlab.reduced import _step_kernels as K
 from contactlab.scene import State
-
 from contactlab.simulator import StepRecord
 
 if TYPE_CHECKING:
@@ -140,14 +139,15 @@ class CompiledContactStep:
         # the nodes' coordinates and the coordinates that move each node (its ancestors')
         support = np.zeros((n, tree.nq), dtype=np.int64)
         count = np.zeros(n, dtype=np.int64)
-        for i in range(n):
-            chain, k = [], i
+        for node in range(n):
+            chain: list[int] = []
+            k = node
             while k >= 0:
-                chain += list(range(tree.dof0[k], tree.dof0[k] + tree.ndof[k]))
+                chain += range(int(tree.dof0[k]), int(tree.dof0[k] + tree.ndof[k]))
                 k = int(tree.parent[k])
             chain.sort()
-            count[i] = len(chain)
-            support[i, : len(chain)] = chain
+            count[node] = len(chain)
+            support[node, : len(chain)] = chain
         node_of_body = np.empty(scene.n_bodies, dtype=np.int64)
         node_of_body[tree.body] = np.arange(n)
         self._node_of_body = node_of_body
@@ -197,10 +197,10 @@ class CompiledContactStep:
         nb = scene.n_bodies
         excluded = excluded_pairs(scene)
         self._excluded = excluded
-        i, j = np.triu_indices(tab.n_shapes, 1)
-        bi, bj = tab.body[i], tab.body[j]
+        first, second = np.triu_indices(tab.n_shapes, 1)
+        bi, bj = tab.body[first], tab.body[second]
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
-        self._near = (f64(i[keep], dtype=np.int64), f64(j[keep], dtype=np.int64))
+        self._near = (f64(first[keep], dtype=np.int64), f64(second[keep], dtype=np.int64))
         self._shape_args = (
             f64(tab.body, dtype=np.int64),
             f64(tab.kind, dtype=np.int64),
@@ -271,7 +271,7 @@ class CompiledContactStep:
         else:
             old = (self._no_ids, self._no_normal, self._no_friction)
         beta = self._beta_given if self._beta_given is not None else self._feedback / h
-        model = self.model
+        model: Any = self.model
         cap = model.options["max_iter"]
         assembled = time.perf_counter()
         q_new, v_new, v, E, phi, z, friction, info = K.full_step(
@@ -378,8 +378,8 @@ class _Record(StepRecord):
         self._problem: StepProblem | None = None
         self._solution: StepSolution | None = None
 
-    @property  # type: ignore[override]
-    def problem(self) -> StepProblem:
+    @property
+    def problem(self) -> StepProblem:  # type: ignore[override]
         if self._problem is None:
             formulation, state, track, _ = self._from
             problem = formulation.assemble(state, self.h, self.contacts)
@@ -387,8 +387,8 @@ class _Record(StepRecord):
             self._problem = problem
         return self._problem
 
-    @property  # type: ignore[override]
-    def solution(self) -> StepSolution:
+    @property
+    def solution(self) -> StepSolution:  # type: ignore[override]
         if self._solution is None:
             v, z, status, sweeps, seconds, residual = self._from[3]
             nc = len(self.contacts) if self.contacts is not None else 0
