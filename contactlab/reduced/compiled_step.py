@@ -58,6 +58,31 @@ MEMORY_KEY = "box-friction:box"
 _STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
 
 
+#: joint kinds of the scenes the compiled step takes
+SCOPE_JOINTS = frozenset({"fixed", "revolute", "prismatic", "free"})
+
+
+def scene_in_scope(scene: Any) -> bool:
+    """Whether a scene's joints, forces and geometry are in the compiled step's scope
+    (the model and solver aside): a tree of fixed, revolute, prismatic and free joints
+    without friction, no loop closures, constraints, joint torques or force elements, no
+    restitution, planes as the only static shapes."""
+    from contactlab.shapes import Plane
+
+    return bool(
+        all(
+            j.kind in SCOPE_JOINTS and j.friction is None and not j.closes_loop
+            for j in scene.joints
+        )
+        and not scene.constraints
+        and scene.joint_torque is None
+        and not scene.forces
+        and scene.contact.restitution == 0.0
+        and not scene.contact.restitution_pairs
+        and all(isinstance(s, Plane) for s in scene.static_shapes)
+    )
+
+
 def _scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the compiled step does not apply (empty when it does)."""
     from contactlab.collision import collide as default_collide
