@@ -263,7 +263,22 @@ class CompiledContactStep:
             from contactlab.collision import collide
             from contactlab.simulator import drop_jointed
 
-            return drop_jointed(collide(self.scene, E), self.scene, self._excluded), False
+            general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
+            # the kernel's array layouts (one compiled signature)
+            c = np.ascontiguousarray
+            return (
+                ContactSet(
+                    point=c(general.point, dtype=float),
+                    normal=c(general.normal, dtype=float),
+                    distance=c(general.distance, dtype=float),
+                    body_a=c(general.body_a, dtype=np.int64),
+                    body_b=c(general.body_b, dtype=np.int64),
+                    shape_a=general.shape_a,
+                    shape_b=general.shape_b,
+                    mu=c(general.mu, dtype=float),
+                ),
+                False,
+            )
         tab = self._table
         nc = sh.size
         return (
