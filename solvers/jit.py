@@ -62,6 +62,7 @@ KERNEL_MODULES: dict[str, float | None] = {
     "contactlab.reduced._fast": 15.0,
     "contactlab.reduced._derivative_kernels": 12.0,
     "contactlab.reduced._general_kernels": 13.0,
+    "contactlab.reduced._step_kernels": None,
     "solvers.backends.pgs_kernel": 4.0,
     "solvers.backends.fc_kernels": 8.0,
     "solvers.backends.fc_local": 4.0,
