@@ -299,7 +299,7 @@ def section_urdf(args: argparse.Namespace) -> tuple[list[str], pd.DataFrame]:
 STEP_TARGET = 10.0
 STEP_SCENES = ("solo12-stand", "solo12-collapse", "humanoid-topple")
 #: the routes timed besides the default one: (model, solver)
-ALTERNATIVES = (("box-friction", "pgs"), ("anitescu-hart", "ipm"), ("coulomb", "ipm"))
+ALTERNATIVES = (("box-friction", "osqp"), ("anitescu-hart", "ipm"), ("coulomb", "ipm"))
 
 
 def time_contactlab(

@@ -21,10 +21,19 @@ Array = NDArray[np.float64]
 Collide = Callable[[Scene, Array], Any]
 
 
+def can_collide(scene: Scene) -> bool:
+    """Whether ``scene`` has collision geometry with collision switched on.
+
+    A scene may keep shapes for mass properties and drawing but switch
+    collision off (``Scene.collision = False``).
+    """
+    if not scene.collision:
+        return False
+    return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
+
+
 def collision_function(scene: Scene) -> Collide | None:
     """The collision of ``scene`` (``None`` when it has nothing that can collide)."""
-    from contactlab.scenario import can_collide
-
     if not can_collide(scene):
         return None
     from contactlab.collision import collide

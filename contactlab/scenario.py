@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from contactlab.contact_pairs import can_collide
 from contactlab.docstrings import parameter_docs, summary
 from contactlab.errors import (
     ConfigurationError,
@@ -52,21 +53,17 @@ CONTACTS = ("box-friction", "pgs")
 #: coordinates, where the joint rows are swept with the contacts, 5 in reduced ones),
 #: OSQP solves every step of it in both formulations (docs/guide/solvers.md).
 MECHANISM_CONTACTS = ("box-friction", "osqp")
+#: ... for a robot in reduced coordinates (a tree of fixed, revolute, prismatic and free
+#: joints on the ground, :func:`contactlab.reduced.compiled_step.scene_in_scope`): box
+#: friction by PGS, taken by the compiled contact step.  On the robot scenarios it solves
+#: every step of solo12-stand, solo12-collapse and allegro-grasp (1000, 1000 and 600) and
+#: 1477 of humanoid-topple's 1500 at 0.1-0.5 ms a step, where OSQP's route takes 25-95 ms
+#: and leaves some steps of each at its cap (results/benchmarks/robots.md).
+ROBOT_CONTACTS = ("box-friction", "pgs")
 #: ... for a scene with joint limits (unilateral rows) but no contact geometry.
 LIMITS = ("frictionless", "pgs")
 #: ... for a scene with joint friction, per formulation.
 JOINT_FRICTION = {"reduced": ("bisp", "pgs"), "maximal": ("joint-friction-sp", "pgs")}
-
-
-def can_collide(scene: Scene) -> bool:
-    """Whether ``scene`` has collision geometry with collision switched on.
-
-    A scene may keep shapes for mass properties and drawing but switch
-    collision off (``Scene.collision = False``).
-    """
-    if not scene.collision:
-        return False
-    return bool(scene.static_shapes) or any(b.shapes for b in scene.bodies)
 
 
 def conserves_energy(scene: Scene) -> bool:
@@ -117,7 +114,8 @@ def default_setup(
     scenario's own order).  Joint friction needs its own model (``bisp`` in
     reduced coordinates, ``joint-friction-sp`` in maximal ones); contact
     geometry needs a friction model and an iterative backend (OSQP when bodies
-    are joined to each other, :data:`MECHANISM_CONTACTS`); joint limits
+    are joined to each other, :data:`MECHANISM_CONTACTS`, but PGS for a robot in
+    reduced coordinates, :data:`ROBOT_CONTACTS`); joint limits
     alone need a backend for inequality rows; joints and equality
     constraints alone are one KKT solve.
     """
@@ -127,6 +125,15 @@ def default_setup(
         return Setup(form, model, solver, "the scene has joint friction")
     if can_collide(scene):
         if any(j.parent is not None for j in scene.joints):
+            from contactlab.reduced.compiled_step import scene_in_scope
+
+            if form == "reduced" and scene_in_scope(scene):
+                return Setup(
+                    form,
+                    *ROBOT_CONTACTS,
+                    "the scene is a robot on the ground in reduced coordinates "
+                    "(the compiled box-friction step)",
+                )
             return Setup(
                 form,
                 *MECHANISM_CONTACTS,

@@ -179,6 +179,9 @@ class Simulator:
         self.collide = collide if collide is not None else collision_function(scene)
         self._excluded = excluded_pairs(scene)
         self.slip_threshold = slip_threshold
+        # a formulation may take whole steps in compiled code for this model and collision
+        compiled = getattr(self.formulation, "compiled_step", None)
+        self.compiled = None if compiled is None else compiled(self.model, self.collide)
 
     @property
     def names(self) -> tuple[str, str, str]:
@@ -219,6 +222,10 @@ class Simulator:
         StateError
             If the new state holds non-finite numbers.
         """
+        if self.compiled is not None:
+            done = self.compiled.step(self, state, index)
+            if done is not None:  # else a step the compiled path leaves to the general one
+                return done  # type: ignore[no-any-return]
         h = self.dt
         start = time.perf_counter()
         contacts = None

@@ -313,11 +313,33 @@ def _box_studies() -> None:
                 simulator.run(steps=steps)
 
 
+def _robot_steps() -> None:
+    """A box on a free joint with a sphere on a hinge, on the ground, in reduced
+    coordinates with box friction by PGS: the compiled contact step."""
+    from contactlab.bodies import body_from_shape
+    from contactlab.scene import JointSpec
+    from contactlab.shapes import Box, Plane, Sphere
+    from contactlab.simulator import Simulator
+
+    base, _ = body_from_shape("base", Box(half_extents=np.array([0.1, 0.1, 0.05])), mass=1.0)
+    ball, _ = body_from_shape("ball", Sphere(radius=0.05), mass=0.2)
+    joints = (
+        JointSpec("root", "free", None, "base", frame_parent=se3.make_transform(None, [0, 0, 0.1])),
+        JointSpec(
+            "hinge", "revolute", "base", "ball", axis=[0.0, 1.0, 0.0],
+            frame_parent=se3.make_transform(None, [0.2, 0.0, 0.0]), stiffness=1.0, damping=0.1,
+        ),
+    )  # fmt: skip
+    scene = Scene("warmup-robot", (base, ball), joints=joints, static_shapes=(Plane(),))
+    Simulator(scene, "reduced", "box-friction", "pgs").run(steps=2)
+
+
 #: The warm-up steps, by label (module-level functions: they run in worker processes).
 STEPS: dict[str, Callable[[], None]] = {
     "scenarios (box stack, joint-friction crank, torus chain)": _scenario_steps,
     "cylinder on two boxes": _cylinder_steps,
     "mesh cube on a box": _mesh_steps,
+    "robot in reduced coordinates (compiled contact step)": _robot_steps,
     "hybrid dynamics recursion": _recursion,
     "model recursions and derivatives": _model_recursions,
     "frictional-contact backends": _frictional_backends,

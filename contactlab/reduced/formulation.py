@@ -74,6 +74,9 @@ class ReducedFormulation(Formulation):
     substep_angle : [rad] "midpoint" without contacts or constraints: split each
         step so that no coordinate moves more than this per substep (``None``,
         default: one step).
+    compiled : take the compiled contact step (:mod:`contactlab.reduced.compiled_step`)
+        when the scene, the model and the solver are in its scope (default); ``False``
+        steps through the general layers.
     """
 
     has_joint_drift = False
@@ -95,6 +98,7 @@ class ReducedFormulation(Formulation):
         rtol: float = 1e-6,
         atol: float = 1e-9,
         substep_angle: float | None = None,
+        compiled: bool = True,
     ) -> None:
         super().__init__(scene)
         if coriolis not in dyn.CORIOLIS_FORMS:
@@ -121,6 +125,7 @@ class ReducedFormulation(Formulation):
         self.stepper = (
             None if integrator == steppers.DEFAULT else steppers.Stepper(self, integrator)
         )
+        self.compiled = bool(compiled)
 
     @classmethod
     def check_options(cls, options: Any) -> None:
@@ -140,6 +145,18 @@ class ReducedFormulation(Formulation):
         return self._state(0.0, q, qdot)
 
     # -- step ------------------------------------------------------------
+    def compiled_step(self, model: Any, collide: Any) -> Any:
+        """The compiled contact step for ``model`` and the collision function ``collide``
+        (:class:`~contactlab.reduced.compiled_step.CompiledContactStep`), or ``None`` when
+        the set-up is outside its scope, ``compiled=False`` or the integrator is not the
+        linearly implicit step the compiled one reproduces."""
+        # subclasses (hyper-reduced) step otherwise
+        if type(self) is not ReducedFormulation or not self.compiled or self.stepper is not None:
+            return None
+        from contactlab.reduced.compiled_step import compiled_step_for
+
+        return compiled_step_for(self, model, collide)
+
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         tree = self.tree
         q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)

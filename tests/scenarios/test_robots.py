@@ -1,7 +1,7 @@
 """Robots of ``example-robot-data`` on their default route (``scenarios/robots.py``).
 
 Each scenario runs on the route ``default_setup`` gives it (box friction by
-OSQP: contact geometry and bodies joined to each other), short runs:
+PGS, the compiled step of a robot in reduced coordinates), short runs:
 
 * ``solo12-stand``: the PD drives hold the standing pose.  The base sinks by the
   static deflection of the drives: with the weight ``W = m g`` shared by the
@@ -39,12 +39,10 @@ G = 9.81
 
 def _run(name: str, duration: float):
     run = simulate(name, {"duration": duration}, progress=False)
-    assert (run.model, run.solver) == ("box-friction", "osqp")
+    assert (run.model, run.solver) == ("box-friction", "pgs")
     assert run.n_steps == round(duration / run.dt)
-    # every step's contact problem is solved: OSQP either certifies its tolerance or
-    # stops at its iteration cap (a few steps of the first contact and of impacts) with
-    # the step's residual (complementarity, feasibility; worst 2e-5 on the collapse's
-    # impacts) far below the impulses' scale, the weight's impulse per step m g h
+    # every step's contact problem is solved, the step's residual (complementarity,
+    # feasibility) far below the impulses' scale, the weight's impulse per step m g h
     # (0.025 N s for Solo-12, 0.3 N s for G1)
     assert run.steps["solver_residual"].max() < 1e-4
     return run

@@ -1,0 +1,1035 @@
+"""Compiled kernels of the reduced contact step (:mod:`contactlab.reduced.compiled_step`).
+
+Two calls per step over flat arrays:
+
+* :func:`plane_contacts`: forward kinematics of the tree at ``q``, the world
+  poses of the collision shapes, their contacts with the ground planes (the
+  conventions and the order of :class:`contactlab.collision.Collider`) and
+  whether any two shapes that may collide come within reach of each other
+  (then the driver asks the general collider for that step).
+* :func:`contact_step`: the step of :class:`~contactlab.reduced.formulation.ReducedFormulation`
+  with the box-friction LCP solved by projected Gauss--Seidel
+  (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
+  free momentum (``coriolis="rotated_linear"``, joint springs and dampers
+  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the Cholesky factor
+  of ``M`` reused for ``W = C M^-1 C^T`` and the free velocity, the sweeps in
+  height order from the carried-over impulses, the velocity, the exponential
+  update of free joints and the state metrics of the new state.
+
+Node kinds (per tree joint): ``FIXED``, ``REVOLUTE``, ``PRISMATIC`` (the codes
+of :mod:`contactlab.reduced._kernels`), and the free joint as a spherical and a
+translational joint, translation first (``FREE_TF``: ``Q = [[R(r), t]]``,
+``q = (t, r)``) or rotation first (``FREE_RF``: ``Q = [[R(r), R t]]``,
+``q = (r, t)``), ``r`` a rotation vector (Grassia's chart switch past pi).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contactlab.collision.convex import no_hull, signed_distance_v
+from contactlab.collision.hulls import _reduce
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
+from contactlab.contact.rows import _tangent_basis
+from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.reduced import _kernels
+from solvers.jit import njit
+
+#: CPU seconds of a cold compilation of these kernels (not measured).
+COMPILE_SECONDS: float | None = None
+
+FIXED, REVOLUTE, PRISMATIC, FREE_TF, FREE_RF = 0, 1, 2, 3, 4
+#: shape kinds (as :mod:`contactlab.collision.shape_table`)
+SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
+#: most contacts of one hull with one plane (:data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
+MAX_MESH = 8
+
+#: [m] added to the margin when deciding whether two shapes may touch (the narrow phases
+#: of other kinds than hulls measure their distances their own way, to rounding)
+SLACK = 1e-6
+#: rim samples per cylinder cap (:data:`contactlab.collision.round_shapes.CYLINDER_RIM_SAMPLES`)
+RIM = CYLINDER_RIM_SAMPLES
+#: statuses of :func:`contact_step`
+OPTIMAL, MAX_ITERATIONS, NUMERICAL_ERROR, NOT_SPD, DECOUPLED = 0, 1, 2, 3, 4
+
+
+# ----------------------------------------------------------------------------
+# SO(3) / SE(3)
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _sinc(t):  # noqa: ANN001, ANN202
+    """``a = sin t / t``, ``b = (1 - cos t) / t^2``, ``c = (t - sin t) / t^3``."""
+    if t < 1e-3:
+        t2 = t * t
+        return (
+            1.0 - t2 / 6.0 + t2 * t2 / 120.0,
+            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
+        )
+    s, c = np.sin(t), np.cos(t)
+    return s / t, (1.0 - c) / (t * t), (t - s) / (t * t * t)
+
+
+@njit(cache=True)
+def _skew(w, W):  # noqa: ANN001, ANN202
+    W[0, 0], W[0, 1], W[0, 2] = 0.0, -w[2], w[1]
+    W[1, 0], W[1, 1], W[1, 2] = w[2], 0.0, -w[0]
+    W[2, 0], W[2, 1], W[2, 2] = -w[1], w[0], 0.0
+
+
+@njit(cache=True)
+def _rodrigues(w, ca, cb, out):  # noqa: ANN001, ANN202
+    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3)."""
+    W = np.empty((3, 3))
+    _skew(w, W)
+    W2 = W @ W
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = ca * W[i, j] + cb * W2[i, j]
+        out[i, i] += 1.0
+
+
+@njit(cache=True)
+def _exp_so3(w, R):  # noqa: ANN001, ANN202
+    a, b, _ = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    _rodrigues(w, a, b, R)
+
+
+@njit(cache=True)
+def _right_jacobian(w, Jr):  # noqa: ANN001, ANN202
+    """``J_r(w) = I - b [w] + c [w]^2``."""
+    _, b, c = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    _rodrigues(w, -b, c, Jr)
+
+
+@njit(cache=True)
+def _log_so3(R, w):  # noqa: ANN001, ANN202
+    """Rotation vector (``|w| <= pi``) of ``R`` through its unit quaternion (Shepperd)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q0 = 0.25 * s
+        q1 = (R[2, 1] - R[1, 2]) / s
+        q2 = (R[0, 2] - R[2, 0]) / s
+        q3 = (R[1, 0] - R[0, 1]) / s
+    elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q0 = (R[2, 1] - R[1, 2]) / s
+        q1 = 0.25 * s
+        q2 = (R[0, 1] + R[1, 0]) / s
+        q3 = (R[0, 2] + R[2, 0]) / s
+    elif R[1, 1] >= R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q0 = (R[0, 2] - R[2, 0]) / s
+        q1 = (R[0, 1] + R[1, 0]) / s
+        q2 = 0.25 * s
+        q3 = (R[1, 2] + R[2, 1]) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q0 = (R[1, 0] - R[0, 1]) / s
+        q1 = (R[0, 2] + R[2, 0]) / s
+        q2 = (R[1, 2] + R[2, 1]) / s
+        q3 = 0.25 * s
+    if q0 < 0.0:
+        q0, q1, q2, q3 = -q0, -q1, -q2, -q3
+    sv = np.sqrt(q1 * q1 + q2 * q2 + q3 * q3)
+    if sv < 1e-12:
+        scale = 2.0 / max(q0, 1e-300)
+    else:
+        scale = 2.0 * np.arctan2(sv, q0) / sv
+    w[0], w[1], w[2] = scale * q1, scale * q2, scale * q3
+
+
+@njit(cache=True)
+def _chart(R, guess, w):  # noqa: ANN001, ANN202
+    """Rotation vector of ``R`` on the branch ``r + 2 pi k r/|r|`` nearest ``guess``
+    (:meth:`SphericalExpJoint.chart`)."""
+    _log_so3(R, w)
+    theta = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if theta < 1e-12:
+        return
+    g = (guess[0] * w[0] + guess[1] * w[1] + guess[2] * w[2]) / theta
+    k = np.round((g - theta) / (2.0 * np.pi))
+    scale = 1.0 + 2.0 * np.pi * k / theta
+    for i in range(3):
+        w[i] *= scale
+
+
+@njit(cache=True)
+def _exp_se3(phi, E):  # noqa: ANN001, ANN202
+    w = phi[:3]
+    a, b, c = _sinc(np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]))
+    R = np.empty((3, 3))
+    V = np.empty((3, 3))
+    _rodrigues(w, a, b, R)
+    _rodrigues(w, b, c, V)
+    for i in range(4):
+        for j in range(4):
+            E[i, j] = 0.0
+    E[3, 3] = 1.0
+    for i in range(3):
+        acc = 0.0
+        for j in range(3):
+            E[i, j] = R[i, j]
+            acc += V[i, j] * phi[3 + j]
+        E[i, 3] = acc
+
+
+# ----------------------------------------------------------------------------
+# joint maps and kinematics
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _free_maps(kind, a, q, Q, S):  # noqa: ANN001, ANN202
+    """``Q`` (4, 4) and ``S`` (6, 6) of a free node at ``q[a:a+6]`` (module docstring)."""
+    if kind == FREE_TF:
+        t, r = q[a : a + 3], q[a + 3 : a + 6]
+    else:
+        r, t = q[a : a + 3], q[a + 3 : a + 6]
+    R = np.empty((3, 3))
+    Jr = np.empty((3, 3))
+    _exp_so3(r, R)
+    _right_jacobian(r, Jr)
+    for i in range(4):
+        for j in range(4):
+            Q[i, j] = 0.0
+    Q[3, 3] = 1.0
+    for i in range(6):
+        for j in range(6):
+            S[i, j] = 0.0
+    for i in range(3):
+        for j in range(3):
+            Q[i, j] = R[i, j]
+    if kind == FREE_TF:
+        for i in range(3):
+            Q[i, 3] = t[i]
+            for j in range(3):
+                S[3 + i, j] = R[j, i]  # translation: (0; R^T)
+                S[i, 3 + j] = Jr[i, j]  # rotation: (J_r; 0)
+    else:
+        T = np.empty((3, 3))
+        _skew(t, T)
+        for i in range(3):
+            Q[i, 3] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+            S[3 + i, 3 + i] = 1.0  # translation: (0; I)
+            for j in range(3):
+                S[i, j] = Jr[i, j]  # rotation: (J_r; -[t] J_r)
+                S[3 + i, j] = -(T[i, 0] * Jr[0, j] + T[i, 1] * Jr[1, j] + T[i, 2] * Jr[2, j])
+
+
+@njit(cache=True)
+def _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot):  # noqa: ANN001, ANN202
+    """Joint maps at ``q`` and the recursion of :func:`_kernels.kinematics` (``Sdot = 0``:
+    revolute and prismatic joints have none, free joints hold their twist over a step)."""
+    n = kind.shape[0]
+    Q = np.empty((n, 4, 4))
+    S = np.zeros((n, 6, 6))
+    Sd = np.zeros((n, 6, 6))
+    codes = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        codes[i] = kind[i] if kind[i] <= PRISMATIC else 4
+    _kernels.evaluate_simple(codes, axis, q, dof0, Q, S)
+    for i in range(n):
+        if kind[i] > PRISMATIC:
+            _free_maps(kind[i], dof0[i], q, Q[i], S[i])
+    return _kernels.kinematics(parent, Fp, Fci, AdFc, Q, S, Sd, ndof, dof0, qdot)
+
+
+@njit(cache=True)
+def _shape_poses(E, node, pose, W):  # noqa: ANN001, ANN202
+    """World poses ``E[node] @ pose`` of the dynamic shapes."""
+    for s in range(node.shape[0]):
+        k = node[s]
+        for i in range(3):
+            for j in range(4):
+                acc = E[k, i, 3] if j == 3 else 0.0
+                for m in range(3):
+                    acc += E[k, i, m] * pose[s, m, j]
+                W[s, i, j] = acc
+        W[s, 3, 0], W[s, 3, 1], W[s, 3, 2], W[s, 3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+# ----------------------------------------------------------------------------
+# contacts with the ground planes
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _point_plane(x, radius, n, off, margin, shape, plane, out_p, out_d, out_s, out_pl, c):  # noqa: ANN001, ANN202
+    """A sphere of ``radius`` at ``x`` against ``n . x <= off`` (:func:`points_plane`)."""
+    dist = x[0] * n[0] + x[1] * n[1] + x[2] * n[2] - off - radius
+    if dist < margin:
+        for i in range(3):
+            out_p[c, i] = x[i] - radius * n[i] - 0.5 * dist * n[i]
+        out_d[c] = dist
+        out_s[c] = shape
+        out_pl[c] = plane
+        return c + 1
+    return c
+
+
+@njit(cache=True)
+def _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c):  # noqa: ANN001, ANN202, PLR0913
+    """The cylinders' rim points against the planes, in the order of
+    :func:`contactlab.collision.round_shapes.cylinder_plane` over the rows (plane, cylinder):
+    per cap (bottom, then top) the deepest rim points of all rows, then their rim samples
+    (those within half a sample spacing of the deepest point left out)."""
+    ns = s_kind.shape[0]
+    npl = pl_n.shape[0]
+    spacing = 2.0 * np.pi / RIM
+    x = np.empty(3)
+    u = np.empty(3)
+    for sign in (-1.0, 1.0):
+        for part in range(2):
+            for p in range(npl):
+                nrm = pl_n[p]
+                for s in range(ns):
+                    if s_kind[s] != CYLINDER:
+                        continue
+                    r, hh = s_size[s, 0], s_size[s, 1]
+                    na = nrm[0] * W[s, 0, 2] + nrm[1] * W[s, 1, 2] + nrm[2] * W[s, 2, 2]
+                    for i in range(3):
+                        u[i] = nrm[i] - na * W[s, i, 2]
+                    ln = np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+                    defined = ln > 1e-6
+                    for i in range(3):
+                        u[i] = -u[i] / (ln if defined else 1.0)
+                    if part == 0:
+                        if defined:
+                            for i in range(3):
+                                x[i] = W[s, i, 3] + sign * hh * W[s, i, 2] + r * u[i]
+                            c = _point_plane(x, 0.0, nrm, pl_off[p], margin, s, p, P, D, SH, PL, c)
+                        continue
+                    ang_u = np.arctan2(
+                        u[0] * W[s, 0, 1] + u[1] * W[s, 1, 1] + u[2] * W[s, 2, 1],
+                        u[0] * W[s, 0, 0] + u[1] * W[s, 1, 0] + u[2] * W[s, 2, 0],
+                    )
+                    for j in range(RIM):
+                        angle = 2.0 * np.pi * j / RIM
+                        gap = abs((angle - ang_u + np.pi) % (2.0 * np.pi) - np.pi)
+                        if defined and gap < 0.5 * spacing:
+                            continue
+                        ca, sa = np.cos(angle), np.sin(angle)
+                        for i in range(3):
+                            x[i] = W[s, i, 3] + sign * hh * W[s, i, 2]
+                            x[i] += r * (ca * W[s, i, 0] + sa * W[s, i, 1])
+                        c = _point_plane(x, 0.0, nrm, pl_off[p], margin, s, p, P, D, SH, PL, c)
+    return c
+
+
+@njit(cache=True)
+def plane_contacts(  # noqa: ANN201, PLR0913
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, hull_v, hull_vs, hull_ns, hull_nb,
+    pl_n, pl_off, margin, near_a, near_b,
+):  # fmt: skip
+    """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
+    with the planes ``n . x <= off`` and whether a candidate shape pair
+    ``(near_a, near_b)`` comes within ``margin`` of touching (bounding spheres
+    ``s_radius`` and world bounding boxes, then the GJK distance of
+    :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
+
+    Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
+    capsule, box, cylinder, mesh), then plane, then shape (a capsule's first end spheres, then
+    its second ones; a box's corners in ``(-1, 1)^3`` order).  Returns the shape
+    index, plane index, point and distance of each contact and the flag.
+    """
+    ns = s_node.shape[0]
+    W = np.empty((ns, 4, 4))
+    _shape_poses(E, s_node, s_pose, W)
+    # world bounding boxes grown by margin / 2 (ShapeTable.aabbs): the broad phase
+    ext = np.empty((ns, 3))
+    for s in range(ns):
+        kd = s_kind[s]
+        r, hh = s_size[s, 0], s_size[s, 1]
+        for i in range(3):
+            if kd == BOX or kd == MESH:
+                e = 0.0
+                for j in range(3):
+                    e += abs(W[s, i, j]) * s_size[s, j]
+            elif kd == SPHERE:
+                e = r
+            elif kd == CAPSULE:
+                e = abs(W[s, i, 2]) * hh + r
+            else:
+                e = abs(W[s, i, 2]) * hh + r * np.sqrt(min(max(1.0 - W[s, i, 2] ** 2, 0.0), 1.0))
+            ext[s, i] = e + 0.5 * margin + SLACK
+    near = False
+    for k in range(near_a.shape[0]):
+        a, b = near_a[k], near_b[k]
+        d2 = 0.0
+        for i in range(3):
+            e = W[a, i, 3] - W[b, i, 3]
+            d2 += e * e
+        reach = s_radius[a] + s_radius[b] + margin + SLACK
+        if d2 >= reach * reach:
+            continue
+        apart = False
+        for i in range(3):
+            if abs(W[a, i, 3] - W[b, i, 3]) > ext[a, i] + ext[b, i]:
+                apart = True
+                break
+        if apart:
+            continue
+        ka, kb = s_kind[a], s_kind[b]
+        ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
+        rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
+        ha, hb = s_hull[a], s_hull[b]
+        HA = (
+            (
+                hull_v[hull_vs[ha] : hull_vs[ha + 1]],
+                hull_ns[hull_vs[ha] : hull_vs[ha + 1] + 1],
+                hull_nb,
+            )
+            if ka == MESH
+            else no_hull()
+        )
+        HB = (
+            (
+                hull_v[hull_vs[hb] : hull_vs[hb + 1]],
+                hull_ns[hull_vs[hb] : hull_vs[hb + 1] + 1],
+                hull_nb,
+            )
+            if kb == MESH
+            else no_hull()
+        )
+        cutoff = margin + ra + rb + SLACK
+        found, d, _, _, _ = signed_distance_v(
+            ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], HA,
+            kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], HB, cutoff,
+        )  # fmt: skip
+        if found and d - ra - rb < margin + SLACK:
+            near = True
+            break
+    npl = pl_n.shape[0]
+    cap = 0
+    for s in range(ns):
+        kd = s_kind[s]
+        if kd == SPHERE:
+            cap += 1
+        elif kd == CAPSULE:
+            cap += 2
+        elif kd == BOX:
+            cap += 8
+        elif kd == CYLINDER:
+            cap += 2 * (1 + RIM)
+        elif kd == MESH:
+            cap += MAX_MESH
+    cap *= npl
+    P = np.empty((cap, 3))
+    D = np.empty(cap)
+    SH = np.empty(cap, dtype=np.int64)
+    PL = np.empty(cap, dtype=np.int64)
+    c = 0
+    x = np.empty(3)
+    most = 1
+    for h in range(hull_vs.shape[0] - 1):
+        most = max(most, hull_vs[h + 1] - hull_vs[h])
+    CP = np.empty((most, 3))
+    CD = np.empty(most)
+    keep = np.empty(most, dtype=np.int64)
+    for kd in (SPHERE, CAPSULE, BOX, CYLINDER, MESH):
+        if kd == CYLINDER:
+            c = _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c)
+            continue
+        for p in range(npl):
+            nrm = pl_n[p]
+            off = pl_off[p]
+            if kd == CAPSULE:
+                for end in (-1.0, 1.0):
+                    for s in range(ns):
+                        if s_kind[s] != CAPSULE:
+                            continue
+                        for i in range(3):
+                            x[i] = W[s, i, 3] + end * s_size[s, 1] * W[s, i, 2]
+                        c = _point_plane(x, s_size[s, 0], nrm, off, margin, s, p, P, D, SH, PL, c)
+                continue
+            for s in range(ns):
+                if s_kind[s] != kd:
+                    continue
+                if kd == SPHERE:
+                    for i in range(3):
+                        x[i] = W[s, i, 3]
+                    c = _point_plane(x, s_size[s, 0], nrm, off, margin, s, p, P, D, SH, PL, c)
+                elif kd == BOX:
+                    for si in (-1.0, 1.0):
+                        for sj in (-1.0, 1.0):
+                            for sk in (-1.0, 1.0):
+                                lx, ly, lz = si * s_size[s, 0], sj * s_size[s, 1], sk * s_size[s, 2]
+                                for i in range(3):
+                                    x[i] = W[s, i, 0] * lx + W[s, i, 1] * ly + W[s, i, 2] * lz
+                                    x[i] += W[s, i, 3]
+                                c = _point_plane(x, 0.0, nrm, off, margin, s, p, P, D, SH, PL, c)
+                else:  # a hull's vertices (:func:`contactlab.collision.hulls._plane_kernel`)
+                    h = s_hull[s]
+                    l0 = W[s, 0, 0] * nrm[0] + W[s, 1, 0] * nrm[1] + W[s, 2, 0] * nrm[2]
+                    l1 = W[s, 0, 1] * nrm[0] + W[s, 1, 1] * nrm[1] + W[s, 2, 1] * nrm[2]
+                    l2 = W[s, 0, 2] * nrm[0] + W[s, 1, 2] * nrm[1] + W[s, 2, 2] * nrm[2]
+                    base = W[s, 0, 3] * nrm[0] + W[s, 1, 3] * nrm[1] + W[s, 2, 3] * nrm[2] - off
+                    m = 0
+                    for v in range(hull_vs[h], hull_vs[h + 1]):
+                        dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
+                        if dist < margin:
+                            for i in range(3):
+                                xi = W[s, i, 3] + W[s, i, 0] * hull_v[v, 0]
+                                xi += W[s, i, 1] * hull_v[v, 1] + W[s, i, 2] * hull_v[v, 2]
+                                CP[m, i] = xi - 0.5 * dist * nrm[i]
+                            CD[m] = dist
+                            m += 1
+                    cnt = _reduce(CP, CD, m, nrm, keep)
+                    for j in range(cnt):
+                        for i in range(3):
+                            P[c, i] = CP[keep[j], i]
+                        D[c] = CD[keep[j]]
+                        SH[c] = s
+                        PL[c] = p
+                        c += 1
+    return SH[:c].copy(), PL[:c].copy(), P[:c].copy(), D[:c].copy(), near
+
+
+# ----------------------------------------------------------------------------
+# the step
+# ----------------------------------------------------------------------------
+@njit(cache=True)
+def _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq):  # noqa: ANN001, ANN202
+    """``J_mr`` (6 n, nq), rows in tree order, filled on each node's support only (the
+    coordinates of its ancestors and its own): ``J_i = X_i J_p + Sb_i`` (Alg. 1)."""
+    n = parent.shape[0]
+    J = np.zeros((6 * n, nq))
+    for i in range(n):
+        p = parent[i]
+        r0 = 6 * i
+        if p >= 0:
+            for u in range(n_support[p]):
+                c = support[p, u]
+                for r in range(6):
+                    acc = 0.0
+                    for k in range(6):
+                        acc += X[i, r, k] * J[6 * p + k, c]
+                    J[r0 + r, c] = acc
+        for c in range(ndof[i]):
+            for r in range(6):
+                J[r0 + r, dof0[i] + c] = Sb[i, r, c]
+    return J
+
+
+@njit(cache=True)
+def _cholesky(A, L):  # noqa: ANN001, ANN202
+    """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def _forward(L, b):  # noqa: ANN001, ANN202
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _backward(L, b):  # noqa: ANN001, ANN202
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
+    """``sign [x x m, m]`` of direction ``d`` at ``point`` in body ``k``'s frame."""
+    x = np.empty(3)
+    m = np.empty(3)
+    for j in range(3):
+        x[j] = 0.0
+        m[j] = 0.0
+        for i in range(3):
+            x[j] += E[k, i, j] * (point[i] - E[k, i, 3])
+            m[j] += d[i] * E[k, i, j]
+    row6[0] = sign * (x[1] * m[2] - x[2] * m[1])
+    row6[1] = sign * (x[2] * m[0] - x[0] * m[2])
+    row6[2] = sign * (x[0] * m[1] - x[1] * m[0])
+    for j in range(3):
+        row6[3 + j] = sign * m[j]
+
+
+@njit(cache=True)
+def _row_dot(C, r, v):  # noqa: ANN001, ANN202
+    acc = 0.0
+    for a in range(v.shape[0]):
+        acc += C[r, a] * v[a]
+    return acc
+
+
+@njit(cache=True)
+def _natural(C, b, v, z, owner, mu_row, lo, hi, order):  # noqa: ANN001, ANN202
+    """``max |z - Pi(z - w)|`` with ``w = C v - b``
+    (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
+    worst = 0.0
+    for j in range(order.shape[0]):
+        a = order[j]
+        w = _row_dot(C, a, v) - b[a]
+        if owner[a] >= 0:
+            hb = mu_row[a] * max(z[owner[a]], 0.0)
+            la = -hb
+        else:
+            la, hb = lo[a], hi[a]
+        worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+    return worst
+
+
+@njit(cache=True)
+def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
+    """Projected Gauss--Seidel sweeps over the rows in ``order``
+    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit), each row's
+    ``w = W z + q`` read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after its update;
+    the largest pre-update residual of the last sweep."""
+    nq = v.shape[0]
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for j in range(order.shape[0]):
+            a = order[j]
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                dz = -z[a]
+                z[a] = 0.0
+            else:
+                w = _row_dot(C, a, v) - b[a]
+                if owner[a] >= 0:
+                    hb = mu_row[a] * max(z[owner[a]], 0.0)
+                    la = -hb
+                else:
+                    la, hb = lo[a], hi[a]
+                worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+                za = min(max(z[a] - omega * w / diag[a], la), hb)
+                dz = za - z[a]
+                z[a] = za
+            if dz != 0.0:
+                for k in range(nq):
+                    v[k] += Kr[a, k] * dz
+    return worst
+
+
+@njit(cache=True)
+def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    tol, max_iter, omega, check_every,
+):  # fmt: skip
+    """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
+    (``c_node_b`` = -1 for the world), normals from B toward A.
+
+    Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
+    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
+    rows ``[N; T]``, the friction impulses as world vectors, ``N v - c`` and ``T v`` at
+    the new velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
+    complementarity) and the natural-map residual.
+    """
+    n = kind.shape[0]
+    nq = q.shape[0]
+    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
+    _, bias = _kernels.jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, qdot)
+    # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
+    M = np.zeros((nq, nq))
+    f = np.zeros(nq)
+    p = np.empty(6)
+    acc = np.empty(6)
+    Rt = np.empty((3, 3))
+    mw = np.empty(3)
+    for i in range(n):
+        r0 = 6 * i
+        ns = n_support[i]
+        for r in range(6):
+            m_r = inertia[i, r]
+            for u in range(ns):
+                cu = support[i, u]
+                x = m_r * J[r0 + r, cu]
+                if x == 0.0:
+                    continue
+                for v in range(u, ns):
+                    cv = support[i, v]
+                    M[cu, cv] += x * J[r0 + r, cv]
+        # bias acceleration Jdot qdot of the node
+        for r in range(6):
+            acc[r] = bias[i, r]
+        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
+        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
+        # angular: I w - h w x I w; linear: exp(-h [w]) m v
+        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
+        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
+        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
+        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
+        _exp_so3(mw, Rt)
+        for a in range(3):
+            p[3 + a] = 0.0
+            for b in range(3):
+                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
+        # gravity (0, R^T m g) minus the inertia times the bias acceleration
+        for a in range(3):
+            g = 0.0
+            for b in range(3):
+                g += E[i, b, a] * gravity[b]
+            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
+            p[a] -= h * inertia[i, a] * acc[a]
+        for u in range(ns):
+            cu = support[i, u]
+            s = 0.0
+            for r in range(6):
+                s += J[r0 + r, cu] * p[r]
+            f[cu] += s
+    for a in range(nq):
+        f[a] += armature[a] * qdot[a] + h * (
+            -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
+        )
+        f[a] += h * (damping[a] * qdot[a])
+        M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
+        for b in range(a + 1, nq):
+            M[b, a] = M[a, b]
+    L = np.empty((nq, nq))
+    nc = dist.shape[0]
+    m = 3 * nc
+    z = np.zeros(m)
+    friction = np.zeros((nc, 3))
+    gap = np.zeros(nc)
+    slip = np.zeros(2 * nc)
+    res = np.zeros(4)
+    if not _cholesky(M, L):
+        return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
+    u_free = f.copy()
+    _forward(L, u_free)
+    _backward(L, u_free)
+    # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
+    t1, t2 = _tangent_basis(normal)
+    C = np.zeros((m, nq))
+    dvec = np.empty(3)
+    row6 = np.empty(6)
+    for k in range(nc):
+        for side in range(2):
+            node = c_node_a[k] if side == 0 else c_node_b[k]
+            if node < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            r0 = 6 * node
+            for dd in range(3):
+                for i in range(3):
+                    dvec[i] = normal[k, i] if dd == 0 else (t1[k, i] if dd == 1 else t2[k, i])
+                _wrench_row(E, node, point[k], dvec, sign, row6)
+                row = k if dd == 0 else nc + 2 * k + dd - 1
+                for u in range(n_support[node]):
+                    cu = support[node, u]
+                    s = 0.0
+                    for r in range(6):
+                        s += row6[r] * J[r0 + r, cu]
+                    C[row, cu] += s
+    b = np.zeros(m)
+    for k in range(nc):
+        d = dist[k]
+        b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+    # -- K = M^-1 C^T by the factor: W = C K is never formed, a row of W z is C_r v ----
+    # with v = M^-1 (f + C^T z) kept up to date (the same LCP, w = W z + q = C v - b)
+    Kr = np.empty((m, nq))
+    diag = np.empty(m)
+    for r in range(m):
+        for a in range(nq):
+            Kr[r, a] = C[r, a]
+        _forward(L, Kr[r])
+        acc_ = 0.0
+        for a in range(nq):
+            acc_ += Kr[r, a] * Kr[r, a]
+        diag[r] = acc_
+        _backward(L, Kr[r])
+    # -- rows in height order: per contact its normal and tangent rows, lowest first ----
+    up = np.argsort(point[:, 2], kind="mergesort")
+    order = np.empty(m, dtype=np.int64)
+    for j in range(nc):
+        k = up[j]
+        order[3 * j] = k
+        order[3 * j + 1] = nc + 2 * k
+        order[3 * j + 2] = nc + 2 * k + 1
+    lo = np.empty(m)
+    hi = np.empty(m)
+    owner = np.full(m, -1, dtype=np.int64)
+    mu_row = np.zeros(m)
+    for k in range(nc):
+        lo[k], hi[k] = 0.0, np.inf
+        for t in range(2):
+            r = nc + 2 * k + t
+            lo[r], hi[r] = -np.inf, np.inf
+            owner[r] = k
+            mu_row[r] = mu[k]
+    dmax = 0.0
+    for r in range(m):
+        dmax = max(dmax, diag[r])
+    for r in range(m):
+        if diag[r] <= 1e-24 * dmax:  # a decoupled row: the general solver's closed form
+            return q, qdot, qdot, z, friction, gap, slip, DECOUPLED, 0, res
+    # -- warm start carried over from the recorded contacts ------------------------------
+    if carry:
+        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
+        for k in range(nc):
+            z[k] = zn[k]
+            z[nc + 2 * k] = zt[2 * k]
+            z[nc + 2 * k + 1] = zt[2 * k + 1]
+    for r in range(m):
+        z[r] = min(max(z[r], lo[r]), hi[r])
+    v = u_free.copy()
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += Kr[r, a] * z[r]
+    # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
+    status = MAX_ITERATIONS
+    sweeps = 0
+    residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
+    if residual <= tol:
+        status = OPTIMAL
+    else:
+        while True:
+            if sweeps >= max_iter:
+                status = MAX_ITERATIONS
+                break
+            chunk = min(check_every, max_iter - sweeps)
+            estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
+            sweeps += chunk
+            if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
+                # the velocity afresh from the impulses (no drift of the running updates)
+                v[:] = u_free
+                for r in range(m):
+                    if z[r] != 0.0:
+                        for a in range(nq):
+                            v[a] += Kr[r, a] * z[r]
+                residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
+            if not np.isfinite(residual):
+                status = NUMERICAL_ERROR
+                break
+            if residual <= tol:
+                status = OPTIMAL
+                break
+    # -- residuals of the LCP (solvers.residuals.lcp_residuals) -------------------------
+    v[:] = u_free
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += Kr[r, a] * z[r]
+    primal = dual = comp = 0.0
+    for r in range(m):
+        w = -b[r]
+        for a in range(nq):
+            w += C[r, a] * v[a]
+        if owner[r] >= 0:
+            hb = mu_row[r] * max(z[owner[r]], 0.0)
+            la = -hb
+        else:
+            la, hb = lo[r], hi[r]
+        primal = max(primal, la - z[r], z[r] - hb)
+        wp_, wm_ = max(w, 0.0), max(-w, 0.0)
+        if la == -np.inf:
+            dual = max(dual, wp_)
+        if hb == np.inf:
+            dual = max(dual, wm_)
+        comp = max(comp, min(abs(z[r] - la), wp_), min(abs(hb - z[r]), wm_))
+        if r < nc:
+            gap[r] = w
+        else:
+            slip[r - nc] = w
+    res[0], res[1], res[2], res[3] = primal, dual, comp, residual
+    friction = friction_vectors(z[nc:].copy(), t1, t2)
+    q_new, v_new = advance(kind, q, v, h)
+    return q_new, v_new, v, z, friction, gap, slip, status, sweeps, res
+
+
+@njit(cache=True)
+def advance(kind, q, qdot, h):  # noqa: ANN001, ANN201
+    """:meth:`Tree.advance`: ``q + h qdot`` on revolute and prismatic joints; a free joint
+    moves by ``Q exp(h [S qdot])``, re-charted, keeping its joint twist, then switches its
+    rotation chart past pi (:meth:`SphericalExpJoint.reparameterize`)."""
+    q_new = q + h * qdot
+    v_new = qdot.copy()
+    dof = 0
+    Q = np.empty((4, 4))
+    S = np.empty((6, 6))
+    Qn = np.empty((4, 4))
+    ex = np.empty((4, 4))
+    psi = np.empty(6)
+    r = np.empty(3)
+    guess = np.empty(3)
+    Jr = np.empty((3, 3))
+    for i in range(kind.shape[0]):
+        k = kind[i]
+        if k <= PRISMATIC:
+            dof += 0 if k == FIXED else 1
+            continue
+        a = dof
+        dof += 6
+        _free_maps(k, a, q, Q, S)
+        for x in range(6):
+            psi[x] = 0.0
+            for y in range(6):
+                psi[x] += S[x, y] * qdot[a + y]
+        for x in range(6):
+            psi[x] *= h
+        _exp_se3(psi, ex)
+        for x in range(6):
+            psi[x] /= h
+        Qn[:] = Q @ ex
+        ro = a + 3 if k == FREE_TF else a  # rotation coordinates
+        to = a if k == FREE_TF else a + 3  # translation coordinates
+        for x in range(3):
+            guess[x] = q[ro + x] + h * qdot[ro + x]
+        _chart(Qn[:3, :3], guess, r)
+        for x in range(3):
+            q_new[ro + x] = r[x]
+        for x in range(3):
+            if k == FREE_TF:
+                q_new[to + x] = Qn[x, 3]
+            else:
+                q_new[to + x] = Qn[0, x] * Qn[0, 3] + Qn[1, x] * Qn[1, 3] + Qn[2, x] * Qn[2, 3]
+        _free_maps(k, a, q_new, Q, S)
+        v_new[a : a + 6] = np.linalg.solve(S, psi)
+        # chart switch past pi (the translation coordinates keep their values)
+        theta = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+        if theta > np.pi:
+            _right_jacobian(r, Jr)
+            om = Jr @ v_new[ro : ro + 3]
+            r2 = r * (1.0 - 2.0 * np.pi / theta)
+            _right_jacobian(r2, Jr)
+            v_new[ro : ro + 3] = np.linalg.solve(Jr, om)
+            q_new[ro : ro + 3] = r2
+    return q_new, v_new
+
+
+@njit(cache=True)
+def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, inertia, gravity):  # noqa: ANN001, ANN201
+    """Body transforms and twists (tree order) at ``(q, qdot)``, the kinetic energy of the
+    bodies, the gravity energy ``-sum m g . p`` and the world linear and angular momenta."""
+    E, _, _, _, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    n = kind.shape[0]
+    kinetic = 0.0
+    grav = 0.0
+    mom = np.zeros(6)
+    lin = np.empty(3)
+    for i in range(n):
+        for r in range(6):
+            kinetic += 0.5 * inertia[i, r] * V[i, r] * V[i, r]
+        for a in range(3):
+            grav -= inertia[i, 3] * E[i, a, 3] * gravity[a]
+        for a in range(3):
+            s = 0.0
+            t = 0.0
+            for b in range(3):
+                s += E[i, a, b] * V[i, 3 + b]
+                t += E[i, a, b] * inertia[i, b] * V[i, b]
+            lin[a] = inertia[i, 3] * s
+            mom[a] += lin[a]
+            mom[3 + a] += t
+        px, py, pz = E[i, 0, 3], E[i, 1, 3], E[i, 2, 3]
+        mom[3] += py * lin[2] - pz * lin[1]
+        mom[4] += pz * lin[0] - px * lin[2]
+        mom[5] += px * lin[1] - py * lin[0]
+    return E, V, kinetic, grav, mom
+
+
+#: entries of the ``info`` array of :func:`full_step`
+(
+    I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
+    I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
+    I_PENETRATION, I_FINITE,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21)  # fmt: skip
+N_INFO = 22
+
+
+@njit(cache=True)
+def full_step(  # noqa: ANN201, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_normal, old_friction, ids, origin,
+    tol, max_iter, omega, check_every, slip_threshold,
+):  # fmt: skip
+    """:func:`contact_step` on contacts between scene bodies ``body_a``, ``body_b``, then
+    the new state's body transforms and twists in scene order and the step's measurements
+    (``info``, entries ``I_*``: solver status and sweeps, LCP residuals, energies, world
+    momenta, the contact metrics of :func:`contactlab.metrics.contact_metrics`, the
+    penetration and whether the new state is finite)."""
+    nc = dist.shape[0]
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]]
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    old_order = np.argsort(old_ids, kind="mergesort")
+    q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h,
+        node_a, node_b, point, normal, dist, mu, beta, max_corr,
+        carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+        tol, max_iter, omega, check_every,
+    )  # fmt: skip
+    info = np.zeros(N_INFO)
+    info[I_STATUS] = status
+    nb = body_of_node.shape[0]
+    E_s = np.zeros((nb, 4, 4))
+    phi_s = np.zeros((nb, 6))
+    if status == NOT_SPD or status == DECOUPLED:
+        return q_new, v_new, v, E_s, phi_s, z, friction, info
+    info[I_SWEEPS] = sweeps
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = res[0], res[1], res[2], res[3]
+    E, V, kinetic, grav, mom = state_kinematics(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity
+    )
+    finite = True
+    for i in range(nb):
+        E_s[body_of_node[i]] = E[i]
+        phi_s[body_of_node[i]] = V[i]
+        for r in range(6):
+            finite = finite and np.isfinite(V[i, r])
+        for r in range(3):
+            for c in range(4):
+                finite = finite and np.isfinite(E[i, r, c])
+    spring = 0.0
+    for a in range(q_new.shape[0]):
+        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
+        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
+        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
+    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
+    for r in range(6):
+        info[I_MOMENTUM + r] = mom[r]
+    info[I_FINITE] = 1.0 if finite else 0.0
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        lam = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
+        s0, s1 = slip[2 * k], slip[2 * k + 1]
+        speed = np.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * lam) * s0 / speed
+            i1 = -(mu[k] * lam) * s1 / speed
+            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    return q_new, v_new, v, E_s, phi_s, z, friction, info

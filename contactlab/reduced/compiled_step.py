@@ -1,0 +1,440 @@
+"""The compiled contact step of the reduced formulation for robots on the ground.
+
+A reduced-coordinate step with box friction solved by ``pgs`` poses and
+solves, through the general layers, one LCP per step: the formulation
+assembles ``M_r``, the free momentum and the contact rows as ``scipy.sparse``
+matrices, the model builds the Delassus matrix ``C M^-1 C^T``, the solver
+layer runs the sweeps.  Each of those stages is compiled, but the Python
+between them (thousands of calls per step) costs a thousand times MuJoCo's
+whole step on a quadruped.
+
+:class:`CompiledContactStep` runs the same step as two compiled calls over
+flat arrays (:mod:`contactlab.reduced._step_kernels`): the contacts of the
+robot's shapes with the ground planes, then the kinematics, ``M_r`` and the
+free momentum, the contact rows, the Cholesky factor of ``M`` reused for
+``C M^-1 C^T`` and the free velocity, the projected Gauss--Seidel sweeps, the
+velocity and the position update.  It poses the same problem as the general
+path and solves it by the same method with the same stopping rule, from the
+same warm start (the impulses recorded under the model's cache key,
+carried over by contact identity): the solutions agree to the solver's
+tolerance.  A step it cannot take (two of the robot's shapes within reach
+of each other, a decoupled LCP row, a singular ``M``) returns ``None`` and
+the simulator takes the general path for that step; the two share their
+warm starts.
+
+It applies when, at set-up, the scene, formulation, model and solver are all
+in its scope (:func:`compiled_step_for`); otherwise nothing changes.  The
+records keep their columns; a record's ``problem`` and ``solution`` are
+built on first access (the problem by the formulation's own
+:meth:`~ReducedFormulation.assemble`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
+from contactlab.contact import identity
+from contactlab.models.box_rows import ImpulseMemory
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.reduced import _kernels
+from contactlab.reduced import _step_kernels as K
+from contactlab.runs import StepRecord
+from contactlab.scene import State
+
+if TYPE_CHECKING:
+    from contactlab.models.base import ContactModel
+    from contactlab.reduced.formulation import ReducedFormulation
+    from contactlab.simulator import Simulator
+
+Array = np.ndarray
+
+#: the model's cache key of its recorded impulses (:class:`BoxFriction`, box cone)
+MEMORY_KEY = "box-friction:box"
+_STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
+
+
+#: joint kinds of the scenes the compiled step takes
+SCOPE_JOINTS = frozenset({"fixed", "revolute", "prismatic", "free"})
+
+
+def scene_in_scope(scene: Any) -> bool:
+    """Whether a scene's joints, forces and geometry are in the compiled step's scope
+    (the model and solver aside): a tree of fixed, revolute, prismatic and free joints
+    without friction, no loop closures, constraints, joint torques or force elements, no
+    restitution, planes as the only static shapes."""
+    from contactlab.shapes import Plane
+
+    return bool(
+        all(
+            j.kind in SCOPE_JOINTS and j.friction is None and not j.closes_loop
+            for j in scene.joints
+        )
+        and not scene.constraints
+        and scene.joint_torque is None
+        and not scene.forces
+        and scene.contact.restitution == 0.0
+        and not scene.contact.restitution_pairs
+        and all(isinstance(s, Plane) for s in scene.static_shapes)
+    )
+
+
+def _scope(formulation: Any, model: Any, collide: Any) -> str:
+    """Why the compiled step does not apply (empty when it does)."""
+    from contactlab.collision import collide as default_collide
+    from contactlab.joints.maps import CompositeJoint, TranslationalJoint
+    from contactlab.joints.spherical import SphericalExpJoint
+    from contactlab.models.box_friction import BoxFriction
+
+    # the formulation asks only for itself: ReducedFormulation.compiled_step, exact type
+    f = formulation
+    if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
+        return "formulation options"
+    if f.constraints or f.joint_layout is not None or f.joint_torque is not None:
+        return "constraints, joint friction or joint torques"
+    scene = f.scene
+    if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
+        return "force elements or restitution"
+    if type(model) is not BoxFriction or model.route != ("block_lcp",):
+        return "model"
+    opts = model.options
+    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
+        return "model options or solver"
+    if opts["solver_settings"] or scene.contact.directions != 4:
+        return "solver settings"
+    if collide is not default_collide:
+        return "collision function"
+    tree = f.tree
+    for joint, code in zip(tree.joints, tree.codes, strict=True):
+        if code != _kernels.OTHER:
+            continue
+        free = (
+            type(joint) is CompositeJoint
+            and {type(joint.first), type(joint.second)} == {SphericalExpJoint, TranslationalJoint}
+            and getattr(
+                joint.first if type(joint.first) is SphericalExpJoint else joint.second,
+                "switch_angle",
+                0.0,
+            )
+            == np.pi
+        )
+        if not free:
+            return f"joint {type(joint).__name__}"
+    from contactlab.collision.shape_table import ShapeTable
+
+    tab = ShapeTable.from_scene(scene)
+    if np.any(tab.body < 0):
+        return "static shapes other than planes"
+    return ""
+
+
+def compiled_step_for(
+    formulation: ReducedFormulation, model: ContactModel, collide: Any
+) -> CompiledContactStep | None:
+    """The compiled step of this set-up, or ``None`` when it is outside its scope."""
+    if collide is None or _scope(formulation, model, collide):
+        return None
+    return CompiledContactStep(formulation, model)
+
+
+class CompiledContactStep:
+    """The step of a reduced formulation with box friction by ``pgs`` (module docstring)."""
+
+    def __init__(self, formulation: ReducedFormulation, model: ContactModel) -> None:
+        from contactlab.collision.shape_table import ShapeTable
+        from contactlab.contact_pairs import excluded_pairs
+        from contactlab.joints.spherical import SphericalExpJoint
+
+        self.formulation = formulation
+        self.model = model
+        scene = formulation.scene
+        tree = formulation.tree
+        self.scene = scene
+        n = tree.n
+        kind = tree.codes.copy()
+        for i in np.flatnonzero(tree.codes == _kernels.OTHER):
+            first = tree.joints[i].first  # type: ignore[attr-defined]
+            kind[i] = K.FREE_RF if type(first) is SphericalExpJoint else K.FREE_TF
+        # the nodes' coordinates and the coordinates that move each node (its ancestors')
+        support = np.zeros((n, tree.nq), dtype=np.int64)
+        count = np.zeros(n, dtype=np.int64)
+        for node in range(n):
+            chain: list[int] = []
+            k = node
+            while k >= 0:
+                chain += range(int(tree.dof0[k]), int(tree.dof0[k] + tree.ndof[k]))
+                k = int(tree.parent[k])
+            chain.sort()
+            count[node] = len(chain)
+            support[node, : len(chain)] = chain
+        node_of_body = np.empty(scene.n_bodies, dtype=np.int64)
+        node_of_body[tree.body] = np.arange(n)
+        self._node_of_body = node_of_body
+        self._body_of_node = np.asarray(tree.body, dtype=np.int64)
+        self._identity_order = bool(np.all(tree.body == np.arange(n)))
+        f64 = np.ascontiguousarray
+        self._tree = (
+            kind.astype(np.int64),
+            f64(tree.axes, dtype=float),
+            f64(tree.parent, dtype=np.int64),
+            f64(tree.frame_parent, dtype=float),
+            f64(tree.frame_child_inv, dtype=float),
+            f64(tree.ad_frame_child, dtype=float),
+            f64(tree.ndof, dtype=np.int64),
+            f64(tree.dof0, dtype=np.int64),
+        )
+        self._inertia = f64(tree.inertia, dtype=float)
+        self._support = support
+        self._count = count
+        self._dofs = tuple(
+            f64(tree.per_dof(a), dtype=float) for a in ("stiffness", "damping", "rest", "armature")
+        )
+        self._gravity = f64(scene.gravity, dtype=float)
+        # -- collision: the dynamic shapes against the ground planes -----------------
+        tab = ShapeTable.from_scene(scene)
+        self._table = tab
+        self.margin = float(scene.contact.margin)
+        # bounding radii of the shapes about their frames' origins
+        radius = np.zeros(tab.n_shapes)
+        for s in range(tab.n_shapes):
+            r, hh = tab.size[s, 0], tab.size[s, 1]
+            kd = int(tab.kind[s])
+            if kd == K.MESH:
+                h = tab.hull[s]
+                v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
+                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
+            elif kd == K.SPHERE:
+                radius[s] = r
+            elif kd == K.CAPSULE:
+                radius[s] = r + hh
+            elif kd == K.CYLINDER:
+                radius[s] = np.hypot(r, hh)
+            else:
+                radius[s] = float(np.linalg.norm(tab.size[s]))
+        # shape pairs on different bodies that may collide: when two come within reach,
+        # the step asks the general collider (body-body narrow phases)
+        nb = scene.n_bodies
+        excluded = excluded_pairs(scene)
+        self._excluded = excluded
+        first, second = np.triu_indices(tab.n_shapes, 1)
+        bi, bj = tab.body[first], tab.body[second]
+        keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
+        self._near = (f64(first[keep], dtype=np.int64), f64(second[keep], dtype=np.int64))
+        self._shape_args = (
+            f64(tab.body, dtype=np.int64),
+            f64(tab.kind, dtype=np.int64),
+            f64(tab.pose, dtype=float),
+            f64(tab.size, dtype=float),
+            f64(tab.hull, dtype=np.int64),
+            radius,
+            f64(tab.hulls.vertices, dtype=float),
+            f64(tab.hulls.vertex_start, dtype=np.int64),
+            f64(tab.hulls.neighbour_start, dtype=np.int64),
+            f64(tab.hulls.neighbours, dtype=np.int64),
+            f64(tab.plane_normal, dtype=float).reshape(-1, 3),
+            f64(tab.plane_offset, dtype=float).reshape(-1),
+        )
+        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
+
+        params = scene.contact
+        self._beta_given = params.stabilization
+        self._feedback = DEFAULT_FEEDBACK_FRACTION
+        self._max_corr = float(params.max_correction)
+        self._no_ids = np.zeros(0, dtype=np.int64)
+        self._no_normal = np.zeros(0)
+        self._no_friction = np.zeros((0, 3))
+        self._slice_cache: dict[int, dict[str, slice]] = {}
+
+    # ------------------------------------------------------------------
+    def contacts(self, E: Array) -> tuple[ContactSet, bool]:
+        """The contacts of the step at body transforms ``E`` (scene order) and whether they
+        are the plane contacts alone (``False``: from the general collider)."""
+        a = self._shape_args
+        sh, pl, point, dist, near = K.plane_contacts(
+            np.ascontiguousarray(E), *a, self.margin, *self._near
+        )
+        if near:
+            from contactlab.collision import collide
+            from contactlab.contact_pairs import drop_jointed
+
+            general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
+            # the kernel's array layouts (one compiled signature)
+            c = np.ascontiguousarray
+            return (
+                ContactSet(
+                    point=c(general.point, dtype=float),
+                    normal=c(general.normal, dtype=float),
+                    distance=c(general.distance, dtype=float),
+                    body_a=c(general.body_a, dtype=np.int64),
+                    body_b=c(general.body_b, dtype=np.int64),
+                    shape_a=general.shape_a,
+                    shape_b=general.shape_b,
+                    mu=c(general.mu, dtype=float),
+                ),
+                False,
+            )
+        tab = self._table
+        nc = sh.size
+        return (
+            ContactSet(
+                point=point,
+                normal=tab.plane_normal[pl],
+                distance=dist,
+                body_a=tab.body[sh],
+                body_b=np.full(nc, -1, dtype=np.int64),
+                shape_a=tab.local[sh],
+                shape_b=tab.plane_local[pl],
+                mu=tab.mu_table[tab.material[sh], tab.plane_material[pl]],
+            ),
+            True,
+        )
+
+    # ------------------------------------------------------------------
+    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
+        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        h = sim.dt
+        start = time.perf_counter()
+        contacts, _ = self.contacts(state.E)
+        collided = time.perf_counter()
+        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
+        memory = state.cache.get(MEMORY_KEY)
+        nc = len(contacts)
+        carry = nc > 0 and getattr(memory, "ids", None) is not None
+        if carry:
+            old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
+        else:
+            old = (self._no_ids, self._no_normal, self._no_friction)
+        beta = self._beta_given if self._beta_given is not None else self._feedback / h
+        model: Any = self.model
+        cap = model.options["max_iter"]
+        assembled = time.perf_counter()
+        q_new, v_new, v, E, phi, z, friction, info = K.full_step(
+            *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
+            state.q, state.qdot, h, self._node_of_body, self._body_of_node,
+            contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
+            contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
+            track.ids, track.origin, model.tol, 10000 if cap is None else cap, 1.0, 8,
+            sim.slip_threshold,
+        )  # fmt: skip
+        code = int(info[K.I_STATUS])
+        if code in (K.NOT_SPD, K.DECOUPLED):
+            return None  # the general path's closed forms and messages
+        solved = time.perf_counter()
+        status = _STATUS.get(code, "numerical_error")
+        if status not in M.USABLE_STATUSES:
+            raise sim._failure(index, state.t, f"solver status {status!r}")
+        if not info[K.I_FINITE]:
+            if not np.all(np.isfinite(v)):
+                raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+            State(state.t + h, E, phi, q_new, v_new).check_finite()
+        memory_new = ImpulseMemory(
+            z, self._slices(nc), track.ids if nc else None,
+            z[:nc] if nc else None, friction if nc else None,
+        )  # fmt: skip
+        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
+        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
+        kinetic = float(info[K.I_KINETIC])
+        potential = float(info[K.I_GRAVITY] + info[K.I_SPRING])
+        mom = info[K.I_MOMENTUM : K.I_MOMENTUM + 6].tolist()
+        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
+        row: dict[str, Any] = {
+            "step": index,
+            "t": float(new_state.t),
+            "h": h,
+            "kinetic_energy": kinetic,
+            "potential_energy": potential,
+            "total_energy": kinetic + potential,
+            "linear_momentum_x": mom[0],
+            "linear_momentum_y": mom[1],
+            "linear_momentum_z": mom[2],
+            "angular_momentum_x": mom[3],
+            "angular_momentum_y": mom[4],
+            "angular_momentum_z": mom[5],
+            "constraint_error": 0.0,
+            "status": status,
+            "solve_time_s": solved - assembled,
+            "model_setup_time_s": 0.0,
+            "iterations": int(info[K.I_SWEEPS]),
+            "outer_iterations": 0,
+            "n_contacts": nc,
+            "penetration": float(info[K.I_PENETRATION]),
+            "normal_complementarity": float(info[K.I_NORMAL_COMP]),
+            "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
+            "cone_violation": float(info[K.I_CONE]),
+            "dissipation_violation": float(info[K.I_DISSIPATION]),
+            "n_sliding": float(info[K.I_SLIDING]),
+            "solver_residual": residual,
+            "collision_time_s": collided - start,
+            "assembly_time_s": assembled - collided,
+        }
+        row["step_time_s"] = time.perf_counter() - start
+        record = _Record(
+            self.formulation, state, contacts, track, index, h, row,
+            (v, z, status, row["iterations"], solved - assembled, residual),
+        )  # fmt: skip
+        if sim.strict and status in M.UNCONVERGED_STATUSES:
+            raise sim._strict_failure(index, state.t, row, record.solution)
+        return new_state, record
+
+    def _slices(self, nc: int) -> dict[str, slice]:
+        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G and L rows)."""
+        s = self._slice_cache.get(nc)
+        if s is None:
+            s = {
+                "G": slice(0, 0),
+                "N": slice(0, nc),
+                "T": slice(nc, 3 * nc),
+                "L": slice(3 * nc, 3 * nc),
+            }
+            self._slice_cache[nc] = s
+        return dict(s)
+
+
+class _Record(StepRecord):
+    """A step record whose problem and solution are built when first read: the problem by
+    the formulation's :meth:`~ReducedFormulation.assemble` (the same problem), the solution
+    from the compiled step's velocities and impulses."""
+
+    def __init__(  # noqa: PLR0913
+        self,
+        formulation: ReducedFormulation,
+        state: State,
+        contacts: ContactSet,
+        track: Any,
+        index: int,
+        h: float,
+        row: dict[str, Any],
+        solved: tuple[Array, Array, str, int, float, float],
+    ) -> None:
+        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
+        self.contacts = contacts
+        self._from = (formulation, state, track, solved)
+        self._problem: StepProblem | None = None
+        self._solution: StepSolution | None = None
+
+    @property
+    def problem(self) -> StepProblem:  # type: ignore[override]
+        if self._problem is None:
+            formulation, state, track, _ = self._from
+            problem = formulation.assemble(state, self.h, self.contacts)
+            self._problem = replace(problem, contact_ids=track.ids, contact_origin=track.origin)
+        return self._problem
+
+    @property
+    def solution(self) -> StepSolution:  # type: ignore[override]
+        if self._solution is None:
+            v, z, status, sweeps, seconds, residual = self._from[3]
+            nc = len(self.contacts) if self.contacts is not None else 0
+            self._solution = StepSolution(
+                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(), lambda_T=z[nc:].copy(),
+                status=status, iterations=sweeps, solve_time=seconds, residual=residual,
+            )  # fmt: skip
+        return self._solution
+
+
+__all__ = ["CompiledContactStep", "compiled_step_for"]

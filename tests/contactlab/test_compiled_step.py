@@ -1,0 +1,212 @@
+"""The compiled reduced contact step (:mod:`contactlab.reduced.compiled_step`).
+
+Facts: it is the same step as the general path (the formulation's problem solved by
+the same method), so the two trajectories agree to 1e-10 when both solve every LCP
+to 1e-12 (each solution is then exact to its tolerance; the difference left is the
+rounding of two summation orders carried through the run); its plane contacts are the
+general collider's; its solutions satisfy the box-friction conditions; it is taken
+exactly for the set-ups in its scope.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab import se3
+from contactlab.bodies import body_from_shape
+from contactlab.scene import ContactParams, JointSpec, Scene
+from contactlab.shapes import Box, Capsule, Plane, Sphere
+from contactlab.simulator import Simulator, drop_jointed, excluded_pairs
+
+#: both paths solve every LCP to this natural-map residual
+TIGHT = {"solver_tol": 1e-12}
+#: agreement of the two trajectories (q and qdot) [rad, m, rad/s, m/s]
+AGREE = 1e-10
+
+
+def _robots_installed() -> bool:
+    from scenarios.robots import ROBOTS
+
+    return ROBOTS is not None
+
+
+robots = pytest.mark.skipif(not _robots_installed(), reason="example-robot-data not installed")
+
+
+def _pair(scene: Scene, **kw: object) -> tuple[Simulator, Simulator]:
+    args = {"formulation": "reduced", "model": "box-friction", "solver": "pgs", "dt": 1e-3}
+    fast = Simulator(scene, model_options=TIGHT, **args, **kw)  # type: ignore[arg-type]
+    general = Simulator(
+        scene,
+        model_options=TIGHT,
+        formulation_options={"compiled": False},
+        **args,  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+    return fast, general
+
+
+def _agree(scene: Scene, steps: int) -> tuple[float, int, list[np.ndarray]]:
+    """Largest difference of ``(q, qdot)`` over ``steps`` steps, the most contacts of a
+    step, and the compiled run's coordinates."""
+    fast, general = _pair(scene)
+    assert fast.compiled is not None and general.compiled is None
+    a, b = fast.initial_state(), general.initial_state()
+    worst, most, qs = 0.0, 0, []
+    for i in range(steps):
+        a, ra = fast.step(a, i)
+        b, rb = general.step(b, i)
+        assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
+        most = max(most, ra.metrics["n_contacts"])
+        qa, qb = np.asarray(a.q), np.asarray(b.q)
+        worst = max(worst, np.abs(qa - qb).max(), np.abs(np.asarray(a.qdot) - b.qdot).max())
+        qs.append(qa)
+    return worst, most, qs
+
+
+@robots
+@pytest.mark.parametrize(
+    ("name", "steps"), [("solo12-stand", 60), ("solo12-collapse", 60), ("allegro-grasp", 80)]
+)
+def test_robot_trajectories_equal_the_general_path(name: str, steps: int) -> None:
+    """The robot scenes step as on the general path: q and qdot within 1e-10."""
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario(name).build()
+    worst, most, _ = _agree(scene, steps)
+    assert most > 0  # the run has contacts
+    assert worst <= AGREE
+
+
+def _tree_scene() -> Scene:
+    """A floating box with a capsule arm (revolute, PD drive, armature), a sphere on a
+    prismatic slider at the arm's end and a box leg (revolute, damped), spinning about z
+    through the chart switch of its rotation coordinates and dropping onto the ground."""
+    base, _ = body_from_shape("base", Box(half_extents=np.array([0.15, 0.1, 0.05])), mass=2.0)
+    arm, _ = body_from_shape("arm", Capsule(radius=0.03, half_height=0.08), mass=0.3)
+    ball, _ = body_from_shape("ball", Sphere(radius=0.04), mass=0.2)
+    leg, _ = body_from_shape("leg", Box(half_extents=np.array([0.02, 0.02, 0.07])), mass=0.25)
+    t = se3.make_transform
+    joints = (
+        JointSpec(
+            "root", "free", None, "base", frame_parent=t(None, [0.0, 0.0, 0.45]),
+            q0=[0.0, 0.0, 3.0, 0.0, 0.0, 0.0], qdot0=[0.0, 0.0, 9.0, 0.2, 0.0, -1.0],
+        ),
+        JointSpec(
+            "shoulder", "revolute", "base", "arm", axis=[0.0, 1.0, 0.0],
+            frame_parent=t(None, [0.15, 0.0, 0.0]), frame_child=t(None, [0.0, 0.0, 0.11]),
+            q0=[0.3], stiffness=5.0, damping=0.1, rest=[0.3], armature=0.01,
+        ),
+        JointSpec(
+            "slider", "prismatic", "arm", "ball", axis=[0.0, 0.0, 1.0],
+            frame_parent=t(None, [0.0, 0.0, -0.12]), stiffness=50.0, damping=1.0,
+        ),
+        JointSpec(
+            "hip", "revolute", "base", "leg", axis=[1.0, 0.0, 0.0],
+            frame_parent=t(None, [-0.12, 0.0, -0.05]), frame_child=t(None, [0.0, 0.0, 0.08]),
+            q0=[-0.4], damping=0.05, armature=0.02,
+        ),
+    )  # fmt: skip
+    return Scene(
+        "tree-on-ground",
+        (base, arm, ball, leg),
+        joints=joints,
+        static_shapes=(Plane(),),
+        contact=ContactParams(mu=0.6),
+    )
+
+
+def test_hand_built_tree_equals_the_general_path() -> None:
+    """A tree of boxes, a capsule and a sphere on free, revolute and prismatic joints
+    (springs, dampers, armature) lands as on the general path, through a chart switch."""
+    worst, most, qs = _agree(_tree_scene(), 250)
+    assert most >= 3
+    assert worst <= AGREE
+    # the rotation coordinates went past pi and were switched to the antipodal chart
+    r = np.array([q[:3] for q in qs])
+    assert np.any(np.einsum("ij,ij->i", r[1:], r[:-1]) < 0.0)
+
+
+def test_plane_contacts_equal_the_general_collider() -> None:
+    """The compiled contacts with the ground are the collider's: same bodies, points,
+    normals and distances, in the same order, at every state of a run."""
+    scene = _tree_scene()
+    sim = Simulator(scene, "reduced", "box-friction", "pgs", dt=1e-3)
+    assert sim.compiled is not None
+    from contactlab.collision import collide
+
+    state = sim.initial_state()
+    checked = 0
+    for i in range(250):
+        ours, plain = sim.compiled.contacts(state.E)
+        theirs = drop_jointed(collide(scene, state.E), scene, excluded_pairs(scene))
+        if plain:
+            assert len(ours) == len(theirs)
+            np.testing.assert_array_equal(ours.body_a, theirs.body_a)
+            np.testing.assert_array_equal(ours.body_b, theirs.body_b)
+            np.testing.assert_array_equal(ours.shape_a, theirs.shape_a)
+            np.testing.assert_allclose(ours.point, theirs.point, rtol=0, atol=1e-15)
+            np.testing.assert_allclose(ours.normal, theirs.normal, rtol=0, atol=0)
+            np.testing.assert_allclose(ours.distance, theirs.distance, rtol=0, atol=1e-15)
+            np.testing.assert_array_equal(ours.mu, theirs.mu)
+            checked += len(ours) > 0
+        state, _ = sim.step(state, i)
+    assert checked > 50
+
+
+def test_solutions_satisfy_box_friction() -> None:
+    """Each step's impulses and velocities solve the box-friction LCP of the formulation's
+    own problem (the record's ``problem``): ``lambda_N >= 0``, ``N v >= c`` and their
+    product zero, ``|lambda_T,k| <= mu lambda_N`` with ``T v`` zero inside the box, all to
+    the solver's tolerance scaled by the problem."""
+    scene = _tree_scene()
+    sim = Simulator(scene, "reduced", "box-friction", "pgs", dt=1e-3, model_options=TIGHT)
+    state = sim.initial_state()
+    seen = 0
+    for i in range(200):
+        state, rec = sim.step(state, i)
+        nc = rec.metrics["n_contacts"]
+        if nc == 0 or rec.metrics["status"] != "optimal":
+            continue
+        seen += 1
+        p, s = rec.problem, rec.solution
+        assert p.N is not None and p.T is not None and p.c is not None and p.mu is not None
+        gap = p.N @ s.v - p.c
+        lam_n, lam_t = s.lambda_N, s.lambda_T.reshape(nc, 2)
+        slip = (p.T @ s.v).reshape(nc, 2)
+        assert lam_n.min() >= 0.0
+        assert gap.min() >= -1e-9
+        assert np.max(np.abs(lam_n * gap)) <= 1e-9
+        bound = p.mu[:, None] * lam_n[:, None]
+        assert np.all(np.abs(lam_t) <= bound + 1e-12)
+        inside = np.abs(lam_t) < bound - 1e-9
+        assert np.all(np.abs(slip[inside]) <= 1e-9)
+        # the record's metrics are those the general metrics compute from the record
+        from contactlab import metrics as M
+
+        ref = M.contact_metrics(p, s, sim.slip_threshold)
+        for key, value in ref.items():
+            assert rec.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert seen > 20
+
+
+def test_scope() -> None:
+    """Taken for reduced / box-friction / pgs with the default collision; not for another
+    model, solver, cone or formulation option, nor for scenes with joint torques."""
+    scene = _tree_scene()
+    assert Simulator(scene, "reduced", "box-friction", "pgs").compiled is not None
+    assert Simulator(scene, "reduced", "box-friction", "osqp").compiled is None
+    assert Simulator(scene, "reduced", "anitescu-hart", "ipm").compiled is None
+    assert (
+        Simulator(scene, "reduced", "box-friction", "pgs", model_options={"cone": "disc"}).compiled
+        is None
+    )
+    assert (
+        Simulator(
+            scene, "reduced", "box-friction", "pgs", formulation_options={"coriolis": "explicit"}
+        ).compiled
+        is None
+    )
+    torque = scene.with_(joint_torque=lambda t, q, qdot: np.zeros(q.shape))
+    assert Simulator(torque, "reduced", "box-friction", "pgs").compiled is None
