@@ -35,8 +35,8 @@ largest eigenvalue of ``W`` (power iteration), ``m = η`` the proximal floor and
 ``κ = L / m``; every ``period`` iterations, when the relative primal residual
 ``||r - z|| / ||z||`` and the relative dual residual ``ρ ||z - z_old|| / ||y||``
 differ by more than ``ratio``, ``ρ`` is multiplied (primal larger) or divided by
-``κ^τ``, within ``[1e-4 L, 1e4 L]``.  Settings: ``eta`` (default ``1e-6 L``), ``rho`` (the first penalty),
-``power`` ``p`` (0.2), ``tau`` (0.05), ``ratio`` (10), ``period`` (5).
+``κ^τ``, within ``[1e-4 L, 1e4 L]``.  Settings: ``eta`` (default ``1e-6 L``), ``rho``
+(the first penalty), ``power`` ``p`` (0.2), ``tau`` (0.05), ``ratio`` (10), ``period`` (5).
 
 Stopping test: the natural map of :func:`~solvers.backends.fc_kernels.natural_map` on
 ``z`` (every iterate is checked); the iterate returned is the best one seen.  Status:
@@ -412,6 +412,8 @@ class PADMMBackend(FrictionBackend):
         t0 = time.perf_counter()
         law, kind = _codes(problem)
         r = _start(problem, opts)
+        if problem.n == 0:
+            return RawSolution(r, None, "optimal", "padmm: no rows", 0, 0.0, 0.0)
         data = _structure(problem)
         Lmax = _power(data[0], data[1], data[2], data[3], data[4], data[5], problem.n)
         Lmax = Lmax if Lmax > 0.0 else 1.0
