@@ -16,9 +16,11 @@ Sections (``results/benchmarks/contact_speed.md``):
 
 ``batch``
     ``--copies`` copies (default 64) of a 20-box pile (seeds 0.., ``coulomb`` / ``nsgs``,
-    islands on) for ``--batch-steps`` steps: one :class:`contactlab.batch.Batch` in this
-    process against the same number of separate ``contactlab run`` processes (measured on
-    ``--separate`` of them, default 8, and scaled): steps per second of all copies.
+    islands on) for ``--batch-steps`` steps (default 100: the cubes land from step 20 on):
+    one :class:`contactlab.batch.Batch` in this process against the same number of
+    separate ``contactlab run`` processes and of separate simulators run one after another
+    in this process (each measured on ``--separate`` of them, default 8, and scaled):
+    steps per second of all copies.
 
 Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``.
 Times are wall clock on a shared machine: the load average before and after is recorded.
@@ -156,6 +158,14 @@ def batch_section(copies: int, steps: int, separate: int) -> str:
     t0 = time.perf_counter()
     Batch(scenes, "maximal", "coulomb", "nsgs").run(steps=steps)
     batch_s = time.perf_counter() - t0
+    from contactlab.simulator import Simulator
+
+    t0 = time.perf_counter()
+    for scene in scenes[:separate]:
+        Simulator(scene, "maximal", "coulomb", "nsgs", model_options={"islands": True}).run(
+            steps=steps
+        )
+    in_process = (time.perf_counter() - t0) / separate
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     times = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,7 +196,8 @@ def batch_section(copies: int, steps: int, separate: int) -> str:
                 f"| {copies} separate `contactlab run` (mean of {separate} measured: "
                 f"{one:.1f} s each) | {copies * one:.1f} | {total / (copies * one):.0f} |",
                 "",
-                f"Throughput ratio: {copies * one / batch_s:.1f}x.",
+                f"Throughput ratio: {copies * one / batch_s:.1f}x against separate processes, "
+                f"{copies * in_process / batch_s:.2f}x against separate simulators in one process.",
             ]
         )
         + "\n"
@@ -199,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--backends", default="padmm")
     ap.add_argument("--copies", type=int, default=64)
-    ap.add_argument("--batch-steps", type=int, default=50)
+    ap.add_argument("--batch-steps", type=int, default=100)
     ap.add_argument("--separate", type=int, default=8)
     ap.add_argument("--only", choices=("coulomb", "batch"))
     ap.add_argument("--out", type=Path, default=OUT)

@@ -68,6 +68,8 @@ KERNEL_MODULES: dict[str, float | None] = {
     "solvers.backends.fc_ipm": 2.0,
     "solvers.backends.fc_newton": 2.0,
     "solvers.backends.block_cholesky": None,
+    "solvers.backends.fc_padmm": None,
+    "solvers.islands": None,
 }
 
 
