@@ -117,7 +117,7 @@ def coulomb_section(boxes: int, steps: int, backends: list[str]) -> str:
         f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared).",
         "",
         "| solver | steps met tol | median ms | p90 ms | µs / contact | median iterations "
-        "| max |u - u_ipm| [m/s] |",
+        "| max ‖u − u_ipm‖∞ [m/s] |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, vals in per.items():
