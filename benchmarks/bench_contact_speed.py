@@ -198,6 +198,9 @@ def batch_section(copies: int, steps: int, separate: int) -> str:
                 f"| one batch in one process | {batch_s:.1f} | {total / batch_s:.0f} |",
                 f"| {copies} separate `contactlab run` (mean of {separate} measured: "
                 f"{one:.1f} s each) | {copies * one:.1f} | {total / (copies * one):.0f} |",
+                f"| {copies} separate simulators one after another in this process (mean of "
+                f"{separate} measured: {in_process:.2f} s each) | {copies * in_process:.1f} "
+                f"| {total / (copies * in_process):.0f} |",
                 "",
                 f"Throughput ratio: {copies * one / batch_s:.1f}x against separate processes, "
                 f"{copies * in_process / batch_s:.2f}x against separate simulators in one process.",
