@@ -169,7 +169,7 @@ def _frictional_backends() -> None:
     for law in ("coulomb", "ccp"):
         for cone in ("soc", "pyramid"):
             problem = FrictionalContact(W, q, [0.5, 0.5], law=law, cone=cone)
-            for name in ("nsgs", "apgd", "admm", "ipm"):
+            for name in ("nsgs", "apgd", "admm", "ipm", "padmm"):
                 try:
                     solvers.solve(problem, name)
                 except (solvers.IncompatibleProblem, solvers.SolverNotFound):
@@ -220,6 +220,10 @@ def _frictional_backends() -> None:
         )
         first = solvers.solve(blocks, "ipm")
         solvers.solve(blocks, "ipm", warm_start=1.01 * first.x)
+        solvers.solve(blocks, "padmm")  # its block Cholesky of sigma M + C'C
+    from solvers.islands import island_labels
+
+    island_labels(blocks)
     for name in ("nsgs", "ipm"):
         try:
             cold = solvers.solve(factored, name)

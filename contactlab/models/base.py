@@ -138,6 +138,8 @@ class SolvingModel(ContactModel):
         1e-6, what the benchmarks measured).
     max_iter : iteration cap of every inner solve (backend default if ``None``).
     solver_settings : dict passed unchanged to the backend (e.g. ``{"omega": 1.2}``).
+    islands : solve a frictional-contact problem island by island (default ``False``;
+        :mod:`solvers.islands`).
     """
 
     defaults: ClassVar[dict[str, Any]] = {}
@@ -149,6 +151,7 @@ class SolvingModel(ContactModel):
         "solver_tol": None,
         "max_iter": None,
         "solver_settings": None,
+        "islands": False,
     }
 
     def __init__(self, solver: str, **options: Any) -> None:
@@ -205,6 +208,10 @@ class SolvingModel(ContactModel):
         cap = merged["max_iter"]
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise ConfigurationError(f"option max_iter must be a positive integer, got {cap!r}")
+        if not isinstance(merged["islands"], bool):
+            raise ConfigurationError(
+                f"option islands must be true or false, got {merged['islands']!r}"
+            )
         cls.check_options(merged)
         return merged
 
@@ -239,7 +246,12 @@ class SolvingModel(ContactModel):
         """
         if warm is not None and not self.backend.supports_warm_start:
             warm = None
-        res = solvers.solve(
+        solve: Callable[..., SolverResult] = solvers.solve
+        if self.options["islands"] and isinstance(problem, FrictionalContact):
+            from solvers.islands import solve_islands
+
+            solve = solve_islands
+        res = solve(
             problem,
             self.solver,
             tol=self.tol,

@@ -369,12 +369,3 @@ def local_warm_start(  # type: ignore[no-untyped-def]  # pragma: no cover
     for k in range(order.shape[0]):
         out[k] = z[order[k]]
     return out
-
-
-@njit(cache=True)
-def nonnegative_finite(x):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Every entry of ``x`` finite and ``>= 0``."""
-    for i in range(x.shape[0]):
-        if not (x[i] >= 0.0 and x[i] < np.inf):
-            return False
-    return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from solvers.backends.base import Backend, SolveOptions
 from solvers.backends.cvxpy_ import CVXPY_BACKENDS
+from solvers.backends.fc_padmm import PADMMBackend
 from solvers.backends.friction import FRICTION_BACKENDS
 from solvers.backends.kkt import KKTBackend
 from solvers.backends.lemke import LemkeBackend
@@ -23,6 +24,7 @@ BACKENDS: list[type[Backend]] = [
     LemkeBackend,
     PrincipalPivotingBackend,
     *FRICTION_BACKENDS,
+    PADMMBackend,
     *CVXPY_BACKENDS,
     *QPSOLVERS_BACKENDS,
 ]

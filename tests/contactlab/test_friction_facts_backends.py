@@ -52,6 +52,9 @@ CAPPED: dict[tuple[str, Any, str], str] = {
     # Gauss-Seidel on the stack's redundant corner contacts: natural map 5.1e-7 after
     # 10,000 sweeps, short of the 1e-8 asked for
     ("box-friction", "disc", "nsgs"): "5.1e-7 after 10,000 sweeps",
+    # proximal ADMM on the same corners: natural map 1.1e-7 when 500 iterations bring no
+    # 10 % gain (stalled, reported as such), short of the 1e-8 asked for
+    ("box-friction", "disc", "padmm"): "stalled at 1.1e-7 after 709 iterations",
 }
 
 #: pairs that need other model options to be solved accurately, with why
@@ -68,7 +71,7 @@ OPTIONS_FOR: dict[tuple[str, str], dict[str, Any]] = {
     **{
         (model, name): {"solver_tol": 1e-8}
         for model in ("anitescu-hart", "box-friction", "coulomb")
-        for name in ("nsgs", "apgd", "admm", "ipm")
+        for name in ("nsgs", "apgd", "admm", "ipm", "padmm")
     },
 }
 
@@ -139,7 +142,7 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
             assert name == "kkt"
             continue
         key = (model, options.get("cone"), name)
-        if key in CAPPED and sol.status == "max_iterations":
+        if key in CAPPED and sol.status in ("max_iterations", "stalled"):
             # honestly capped (whether the cap is reached depends on the last bits of the
             # sweeps; converged, it must agree like any other backend)
             continue
