@@ -189,9 +189,15 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=1.0, help="T [s] (default 1)")
     p.add_argument("--knots", type=int, default=40, help="intervals K (default 40)")
     p.add_argument("--via", action="append", help="TIME:VALUES, a via-point on a knot")
-    p.add_argument("--lower", help="lower joint limits (L-BFGS-B), e.g. --lower=-120deg")
-    p.add_argument("--upper", help="upper joint limits (L-BFGS-B)")
-    p.add_argument("--method", default="BFGS", choices=METHODS)
+    p.add_argument("--lower", help="lower joint limits, e.g. --lower=-120deg")
+    p.add_argument("--upper", help="upper joint limits")
+    p.add_argument(
+        "--method",
+        default="Newton",
+        choices=METHODS,
+        help="Newton (default) or Gauss-Newton: banded, exact derivatives, take limits; "
+        "L-BFGS-B or BFGS: scipy quasi-Newton (BFGS switches to L-BFGS-B with limits)",
+    )
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--out", type=Path, help="results folder (default results/scratch/...)")
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
@@ -221,7 +227,8 @@ def _cmd(args: argparse.Namespace) -> int:
         via=parse_via(args.via, nq),
         **{key: value for key, value in given.items() if value is not None},
     )
-    method = "L-BFGS-B" if (args.lower or args.upper) else args.method
+    limited = bool(args.lower or args.upper)
+    method = "L-BFGS-B" if limited and args.method == "BFGS" else args.method
     result = optimize(problem, method=method, max_iterations=args.max_iterations)
     out = args.out or SCRATCH / f"optimize-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
     write_results(

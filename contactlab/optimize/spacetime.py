@@ -38,6 +38,7 @@ import scipy.linalg
 import scipy.optimize
 
 from contactlab.errors import ConfigurationError
+from contactlab.optimize import gauss_newton
 from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.model import Model
 from contactlab.reduced.tree import Array
@@ -48,7 +49,10 @@ MAX_UNKNOWNS = 5_000
 #: Largest boundary error or joint-limit excursion [rad or m] of an ``optimal`` result.
 CONSTRAINT_TOL = 1e-8
 
-METHODS = ("L-BFGS-B", "BFGS")
+#: ``Newton`` and ``Gauss-Newton``: :mod:`contactlab.optimize.gauss_newton` (banded, take
+#: joint limits); ``L-BFGS-B`` (takes joint limits) and ``BFGS``: scipy, preconditioned.
+METHODS = ("Newton", "Gauss-Newton", "L-BFGS-B", "BFGS")
+BANDED = ("Newton", "Gauss-Newton")
 
 
 def _vector(value: Any, nq: int, name: str, default: float | None = None) -> Array:
@@ -323,15 +327,18 @@ def _preconditioner(problem: SpacetimeProblem, x: Array, diagonal: bool) -> Arra
 
 def optimize(
     problem: SpacetimeProblem,
-    method: str = "BFGS",
+    method: str = "Newton",
     max_iterations: int = 1000,
     tolerance: float = 1e-12,
     restart_every: int = 25,
     check_gradient: bool = True,
 ) -> SpacetimeResult:
-    """Minimize the squared torque of ``problem`` with scipy (``method`` in :data:`METHODS`).
+    """Minimize the squared torque of ``problem`` (``method`` in :data:`METHODS`).
 
-    The quasi-Newton method runs in the variables preconditioned by the
+    ``Newton`` (default) and ``Gauss-Newton`` factor the banded Hessian
+    (:func:`contactlab.optimize.gauss_newton.solve`; ``Newton`` adds the
+    residual curvature to ``J^T J``) and take joint limits by projection.
+    The scipy quasi-Newton method runs in the variables preconditioned by the
     Gauss-Newton Hessian (:func:`_preconditioner`), restarted with a fresh
     preconditioner every ``restart_every`` iterations.  It stops as
     ``"optimal"`` when the predicted decrease ``g^T H^{-1} g / 2`` falls
@@ -342,8 +349,10 @@ def optimize(
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())
-    if has_limits and method != "L-BFGS-B":
-        raise ConfigurationError("joint limits need method 'L-BFGS-B' (BFGS takes no bounds)")
+    if has_limits and method == "BFGS":
+        raise ConfigurationError(
+            "joint limits need method 'L-BFGS-B', 'Newton' or 'Gauss-Newton' (BFGS takes no bounds)"
+        )
     x = problem.initial_guess()
     initial_cost = problem.cost(x)
     check = problem.gradient_check(x) if check_gradient else float("nan")
@@ -355,7 +364,12 @@ def optimize(
     nit = nfev = 0
     status, message = "max_iterations", "iteration limit reached"
     start = time.perf_counter()
-    while True:
+    if method in BANDED:
+        x, nit, nfev, status, message = gauss_newton.solve(
+            problem, x, lower, upper, max_iterations, tolerance, initial_cost, history,
+            exact_hessian=method == "Newton",
+        )  # fmt: skip
+    while method not in BANDED:
         T = _preconditioner(problem, x, diagonal=has_limits)
         f, g = problem.cost_and_gradient(x)
         gz = T.T @ g
