@@ -80,16 +80,17 @@ def _knot_columns(K: int) -> Array:
 
 
 def residual_curvature(
-    problem: SpacetimeProblem, x: Array, r: Array, step: float = 1e-6
+    problem: SpacetimeProblem, x: Array, r: Array, step: float = 1e-7
 ) -> scipy.sparse.csc_matrix:
     """``sum_i r_i d^2 r_i / dx^2``: the term the Gauss-Newton matrix ``J^T J`` omits.
 
     At knot ``k`` it is the Hessian of ``phi = r_k . tau_k(q, qdot, qddot) s_k`` in
     ``(q, qdot, qddot)``, chained through the difference formulas (linear, so no
     other term).  ``tau`` is linear in ``qddot``; the ``(q, qdot)`` rows and the
-    ``(q, qddot)`` block are central differences of the exact gradient
+    ``(q, qddot)`` block are forward differences of the exact gradient
     ``(dtau/dq^T l, dtau/dqdot^T l, M l)`` (``l = s_k r_k``), relative error about
-    ``step^2``; the result is symmetrized.  Block pentadiagonal like ``J^T J``.
+    ``step`` (it steers the steps, not the solution); the result is symmetrized.
+    Block pentadiagonal like ``J^T J``.
     """
     Q = problem.positions(x)
     qdot, qddot = problem.rates(Q)
@@ -106,16 +107,13 @@ def residual_curvature(
     blocks = np.empty((K + 1, 3 * nq, 3 * nq))
     for k in range(K + 1):
         Hk = np.zeros((3 * nq, 3 * nq))
+        dq, dqd, M = inverse_dynamics_derivatives(model, Q[k], qdot[k], qddot[k])
+        base = np.concatenate([dq.T @ lam[k], dqd.T @ lam[k], M @ lam[k]])
         for j in range(2 * nq):
             e = np.zeros(2 * nq)
             e[j] = step
-            grads = []
-            for sign in (1.0, -1.0):
-                dq, dqd, M = inverse_dynamics_derivatives(
-                    model, Q[k] + sign * e[:nq], qdot[k] + sign * e[nq:], qddot[k]
-                )
-                grads.append(np.concatenate([dq.T @ lam[k], dqd.T @ lam[k], M @ lam[k]]))
-            Hk[:, j] = (grads[0] - grads[1]) / (2 * step)
+            dq, dqd, M = inverse_dynamics_derivatives(model, Q[k] + e[:nq], qdot[k] + e[nq:], qddot[k])
+            Hk[:, j] = (np.concatenate([dq.T @ lam[k], dqd.T @ lam[k], M @ lam[k]]) - base) / step
         Hk[:, 2 * nq :] = Hk[2 * nq :, :].T  # d(grad)/d qddot from the symmetric block
         Hk = 0.5 * (Hk + Hk.T)
         blocks[k] = L.T @ Hk @ L
@@ -194,6 +192,17 @@ def solve(
         ab[0] += 1e-14 * scale
         pg = projected_gradient(g, x, lower, upper)
         released = bool(np.any(active & (pg != 0.0)))
+        # the undamped Newton decrement g^T H^-1 g / 2 decides optimality (where H_F > 0)
+        decrement = np.inf
+        try:
+            factor = scipy.linalg.cholesky_banded(ab, lower=True)
+            decrement = 0.25 * float(gf @ scipy.linalg.cho_solve_banded((factor, True), gf))
+        except np.linalg.LinAlgError:
+            pass
+        if decrement <= tolerance * initial_cost and not released:
+            return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
+        if nit >= max_iterations:
+            return x, nit, nfev, "max_iterations", "iteration limit reached"
         accepted = False
         for _ in range(60):
             damped = ab.copy()
@@ -205,12 +214,6 @@ def solve(
                 continue
             d = -0.5 * scipy.linalg.cho_solve_banded((factor, True), gf)
             d[active] = 0.0
-            if mu == 0.0 or not exact_hessian:
-                decrement = -0.5 * float(gf @ d)  # g^T H^{-1} g / 2
-                if decrement <= tolerance * initial_cost and not released:
-                    return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
-            if nit >= max_iterations:
-                return x, nit, nfev, "max_iterations", "iteration limit reached"
             trial = np.clip(x + d, lower, upper)
             p = trial - x
             predicted = -(float(g @ p) + float(p @ (H @ p)))  # f - (f + g.p + p.H p)
@@ -225,7 +228,7 @@ def solve(
                 if mu < 1e-10:
                     mu = 0.0
                 break
-            if predicted <= 1e3 * np.finfo(float).eps * max(f, initial_cost) and not released:
+            if decrement <= 1e3 * np.finfo(float).eps * max(f, initial_cost) and not released:
                 return x, nit, nfev, "optimal", "no further decrease at machine precision"
             mu, grow = max(grow * mu, 1e-8), 2.0 * grow
         if not accepted:

@@ -39,6 +39,7 @@ import scipy.optimize
 
 from contactlab.errors import ConfigurationError
 from contactlab.optimize import gauss_newton
+from contactlab.reduced._fast import REVOLUTE
 from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.model import Model
 from contactlab.reduced.tree import Array
@@ -82,7 +83,12 @@ class SpacetimeProblem:
     q_start, q_end : (nq,) end positions [rad or m].
     qdot_start, qdot_end : (nq,) end velocities (default rest).
     via : ``{time [s]: (nq,) position}``; each time must fall on a knot.
-    lower, upper : (nq,) joint limits applied at every free knot (L-BFGS-B only).
+    lower, upper : (nq,) joint limits applied at every free knot (not with BFGS).
+    wind : let revolute coordinates turn freely.  By default (``False``) the
+        ``Newton`` and ``Gauss-Newton`` methods keep each revolute coordinate
+        without a limit within half a turn of the range of its fixed positions
+        (start, end, via-points): ``[min - pi, max + pi]``.  The scipy methods
+        ignore it.
     """
 
     model: Model
@@ -96,6 +102,7 @@ class SpacetimeProblem:
     via: dict[float, Array] = field(default_factory=dict)
     lower: Array = None  # type: ignore[assignment]
     upper: Array = None  # type: ignore[assignment]
+    wind: bool = False
     _fixed: Array = field(init=False, repr=False)
     _values: Array = field(init=False, repr=False)
 
@@ -145,6 +152,22 @@ class SpacetimeProblem:
             values[round(k)] = _vector(q, nq, f"via-point at {t} s")
         put(self, "_fixed", fixed)
         put(self, "_values", values)
+
+    def turn_bounds(self) -> tuple[Array, Array]:
+        """(nq,) lower and upper bounds: the joint limits, and unless :attr:`wind`, half a
+        turn beyond the range of the fixed positions for a revolute coordinate without one."""
+        lower, upper = self.lower.copy(), self.upper.copy()
+        if self.wind:
+            return lower, upper
+        topo = self.model.topo
+        revolute = np.zeros(self.model.nq, dtype=bool)
+        revolute[topo[topo[:, 1] == REVOLUTE, 2]] = True
+        rows = self._fixed.all(axis=1)
+        low = self._values[rows].min(axis=0) - np.pi
+        high = self._values[rows].max(axis=0) + np.pi
+        lower = np.where(revolute & np.isinf(lower), low, lower)
+        upper = np.where(revolute & np.isinf(upper), high, upper)
+        return lower, upper
 
     # -- trajectory ----------------------------------------------------------
     @property
@@ -332,6 +355,7 @@ def optimize(
     tolerance: float = 1e-12,
     restart_every: int = 25,
     check_gradient: bool = True,
+    initial: Array | None = None,
 ) -> SpacetimeResult:
     """Minimize the squared torque of ``problem`` (``method`` in :data:`METHODS`).
 
@@ -345,6 +369,8 @@ def optimize(
     below ``tolerance`` times the initial cost, as ``"max_iterations"``
     after ``max_iterations`` iterations.  ``check_gradient`` compares the
     analytic gradient with central differences at the initial guess.
+    ``initial`` (K+1, nq) knots replace the straight-line initial guess (its
+    fixed knots are ignored; its free entries are clipped to the limits).
     """
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -354,13 +380,23 @@ def optimize(
             "joint limits need method 'L-BFGS-B', 'Newton' or 'Gauss-Newton' (BFGS takes no bounds)"
         )
     x = problem.initial_guess()
+    if initial is not None:
+        start_knots = np.asarray(initial, dtype=float)
+        if start_knots.shape != problem._fixed.shape or not np.all(np.isfinite(start_knots)):
+            raise ConfigurationError(
+                f"initial must be {problem._fixed.shape} finite knot positions (K+1, nq), "
+                f"got {start_knots.shape}"
+            )
+        x = start_knots[~problem._fixed]
+    mask = ~problem._fixed
+    shape = (problem.knots + 1, problem.model.nq)
+    bounds = problem.turn_bounds() if method in BANDED else (problem.lower, problem.upper)
+    lower = np.broadcast_to(bounds[0], shape)[mask]
+    upper = np.broadcast_to(bounds[1], shape)[mask]
+    x = np.clip(x, lower, upper)
     initial_cost = problem.cost(x)
     check = problem.gradient_check(x) if check_gradient else float("nan")
     history = [initial_cost]
-    mask = ~problem._fixed
-    shape = (problem.knots + 1, problem.model.nq)
-    lower = np.broadcast_to(problem.lower, shape)[mask]
-    upper = np.broadcast_to(problem.upper, shape)[mask]
     nit = nfev = 0
     status, message = "max_iterations", "iteration limit reached"
     start = time.perf_counter()
