@@ -210,7 +210,7 @@ def solve(
             try:
                 factor = scipy.linalg.cholesky_banded(damped, lower=True)
             except np.linalg.LinAlgError:
-                mu, grow = max(grow * mu, 1e-8), 2.0 * grow
+                mu = max(4.0 * mu, 1e-8)
                 continue
             d = -0.5 * scipy.linalg.cho_solve_banded((factor, True), gf)
             d[active] = 0.0
@@ -223,7 +223,7 @@ def solve(
             rho = (f - f_trial) / predicted if predicted > 0 else -1.0
             if rho > 1e-4:
                 accepted = True
-                mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                mu *= max(0.1, 1.0 - (2.0 * rho - 1.0) ** 3)
                 grow = 2.0
                 if mu < 1e-10:
                     mu = 0.0

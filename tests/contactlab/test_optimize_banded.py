@@ -118,7 +118,8 @@ def test_newton_and_bfgs_reach_the_same_optimum(arm3: Model) -> None:
 
     The problem is not convex (a light triple pendulum has many nearly passive
     motions), so both start from the same point in one basin: the Newton
-    optimum with every free knot moved by up to 0.05 rad.  Both stop when the
+    optimum with every free knot moved by up to 0.01 rad (at 0.05 rad BFGS can
+    leave for another basin).  Both stop when the
     predicted decrease ``g^T H^-1 g / 2`` is below 1e-12 of the initial cost,
     i.e. within ``sqrt(2e-12 f0 / lambda_min(H))`` of the minimizer (the
     tolerances 1e-5 rad and 1e-8 of the cost bound it with margin).
@@ -127,11 +128,10 @@ def test_newton_and_bfgs_reach_the_same_optimum(arm3: Model) -> None:
     problem = SpacetimeProblem(arm3, 1.0, 20, np.zeros(3), q1)
     first = optimize(problem, check_gradient=False)
     assert first.status == "optimal"
-    start = first.q + 0.05 * np.random.default_rng(2).uniform(-1, 1, first.q.shape)
+    start = first.q + 0.01 * np.random.default_rng(2).uniform(-1, 1, first.q.shape)
     newton = optimize(problem, method="Newton", check_gradient=False, initial=start)
     bfgs = optimize(problem, method="BFGS", check_gradient=False, initial=start)
     assert newton.status == bfgs.status == "optimal"
-    print(np.abs(newton.q - bfgs.q).max(), abs(newton.cost - bfgs.cost) / newton.cost, np.abs(newton.q - first.q).max())
     np.testing.assert_allclose(newton.q, bfgs.q, atol=1e-5)
     assert abs(newton.cost - bfgs.cost) <= 1e-8 * newton.cost
 
@@ -154,11 +154,17 @@ def test_arm_optimum_does_not_wind(arm3: Model) -> None:
 
 
 def test_ten_link_chain_converges() -> None:
-    """A 10-link chain (10 unknowns per knot) reaches a first-order point."""
+    """A hanging 10-link chain (10 unknowns per knot) swung to a bent pose: a first-order point.
+
+    The projected gradient (half-turn bounds) falls below 1e-6 of the initial
+    gradient; the cost below the straight-line guess's.
+    """
     model = _chain(10)
-    end = np.zeros(10)
-    end[:3] = [0.4, -0.3, 0.2]
-    problem = SpacetimeProblem(model, 0.6, 10, np.zeros(10), end)
+    start = np.zeros(10)
+    start[0] = np.pi / 2
+    end = start.copy()
+    end[:3] += [0.4, -0.3, 0.2]
+    problem = SpacetimeProblem(model, 0.6, 10, start, end)
     result = optimize(problem, check_gradient=False)
     assert result.status == "optimal"
     x0 = problem.initial_guess()
