@@ -45,8 +45,10 @@ def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
     result = optimize(problem, method=method, max_iterations=max_iterations, check_gradient=False)
     wall = time.perf_counter() - start
     mask = ~problem._fixed
-    low, high = problem.turn_bounds() if method in ("Newton", "Gauss-Newton") else (
-        problem.lower, problem.upper
+    low, high = (
+        problem.turn_bounds()
+        if method in ("Newton", "Gauss-Newton")
+        else (problem.lower, problem.upper)
     )
     x = result.q[mask]
     g = problem.cost_and_gradient(x)[1]

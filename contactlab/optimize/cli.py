@@ -134,6 +134,7 @@ def write_results(
                 "via": {str(t): q for t, q in problem.via.items()},
                 "lower": problem.lower,
                 "upper": problem.upper,
+                "wind": problem.wind,
                 "unknowns": problem.n_free,
             },
             "method": result.method,
@@ -198,6 +199,12 @@ def _setup(p: argparse.ArgumentParser) -> None:
         help="Newton (default) or Gauss-Newton: banded, exact derivatives, take limits; "
         "L-BFGS-B or BFGS: scipy quasi-Newton (BFGS switches to L-BFGS-B with limits)",
     )
+    p.add_argument(
+        "--wind",
+        action="store_true",
+        help="let revolute joints turn freely (Newton and Gauss-Newton otherwise keep each "
+        "within half a turn of the range of its start, end and via positions)",
+    )
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--out", type=Path, help="results folder (default results/scratch/...)")
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
@@ -212,7 +219,7 @@ def _cmd(args: argparse.Namespace) -> int:
     scene = scenario.build(**parameters)
     model = Model.from_scene(scene)
     nq = model.nq
-    given = {
+    given: dict[str, Any] = {
         "qdot_start": parse_values(args.start_velocity, nq, "--start-velocity"),
         "qdot_end": parse_values(args.end_velocity, nq, "--end-velocity"),
         "lower": parse_values(args.lower, nq, "--lower"),
@@ -225,6 +232,7 @@ def _cmd(args: argparse.Namespace) -> int:
         parse_values(args.start, nq, "--start"),  # type: ignore[arg-type]
         parse_values(args.end, nq, "--end"),  # type: ignore[arg-type]
         via=parse_via(args.via, nq),
+        wind=args.wind,
         **{key: value for key, value in given.items() if value is not None},
     )
     limited = bool(args.lower or args.upper)

@@ -102,7 +102,11 @@ def residual_curvature(
     zero = np.zeros((nq, nq))
     # (q, qdot, qddot)_k = L (q_{k-1}, q_k, q_{k+1})
     L = np.block(
-        [[zero, eye, zero], [-eye / (2 * h), zero, eye / (2 * h)], [eye / h**2, -2 * eye / h**2, eye / h**2]]
+        [
+            [zero, eye, zero],
+            [-eye / (2 * h), zero, eye / (2 * h)],
+            [eye / h**2, -2 * eye / h**2, eye / h**2],
+        ]
     )
     blocks = np.empty((K + 1, 3 * nq, 3 * nq))
     for k in range(K + 1):
@@ -112,7 +116,9 @@ def residual_curvature(
         for j in range(2 * nq):
             e = np.zeros(2 * nq)
             e[j] = step
-            dq, dqd, M = inverse_dynamics_derivatives(model, Q[k] + e[:nq], qdot[k] + e[nq:], qddot[k])
+            dq, dqd, M = inverse_dynamics_derivatives(
+                model, Q[k] + e[:nq], qdot[k] + e[nq:], qddot[k]
+            )
             Hk[:, j] = (np.concatenate([dq.T @ lam[k], dqd.T @ lam[k], M @ lam[k]]) - base) / step
         Hk[:, 2 * nq :] = Hk[2 * nq :, :].T  # d(grad)/d qddot from the symmetric block
         Hk = 0.5 * (Hk + Hk.T)

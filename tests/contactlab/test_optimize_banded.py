@@ -31,9 +31,11 @@ def arm3() -> Model:
 
 
 def _perturbed(arm: Model) -> tuple[SpacetimeProblem, np.ndarray]:
+    a = np.array
     problem = SpacetimeProblem(
-        arm, 0.6, 12, [0.0, 0.0], [1.0, -0.5], [0.3, 0.1], [-0.2, 0.4], via={0.3: [0.5, 0.2]}
-    )
+        arm, 0.6, 12, a([0.0, 0.0]), a([1.0, -0.5]), a([0.3, 0.1]), a([-0.2, 0.4]),
+        via={0.3: a([0.5, 0.2])},
+    )  # fmt: skip
     x = problem.initial_guess() + 0.1 * np.random.default_rng(1).standard_normal(problem.n_free)
     return problem, x
 
@@ -93,7 +95,7 @@ def test_optimum_with_limits_and_via_point_meets_first_order_conditions(
     limit = np.deg2rad(60.0)
     q1 = np.array([np.pi / 3, -np.pi / 4, np.pi / 6])
     problem = SpacetimeProblem(
-        arm3, 0.8, 16, np.zeros(3), q1, via={0.4: [0.6, 0.0, 0.0]},
+        arm3, 0.8, 16, np.zeros(3), q1, via={0.4: np.array([0.6, 0.0, 0.0])},
         lower=np.full(3, -limit), upper=np.full(3, limit),
     )  # fmt: skip
     result = optimize(problem, method=method, check_gradient=False)
