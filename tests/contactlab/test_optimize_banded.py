@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from contactlab.cli import main
 from contactlab.optimize import SpacetimeProblem, optimize
 from contactlab.optimize.gauss_newton import (
     banded_lower,
@@ -180,3 +184,17 @@ def test_ten_link_chain_converges() -> None:
     )
     assert np.abs(pg).max() <= 1e-6 * np.abs(g0).max()
     assert result.cost < result.initial_cost
+
+
+def test_cli_limits_run_the_banded_newton(tmp_path: Path) -> None:
+    """``--upper`` with the default method: Newton, optimal, no knot above the limit (1e-8)."""
+    out = tmp_path / "limited"
+    code = main(
+        ["optimize", "pendulum", "--start", "0", "--end", "30deg", "--upper", "35deg",
+         "--duration", "0.4", "--knots", "8", "--out", str(out), "--no-animation"]
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["method"] == "Newton" and summary["status"] == "optimal"
+    assert summary["problem"]["wind"] is False
+    assert np.load(out / "trajectory.npz")["q"].max() <= np.deg2rad(35) + 1e-8
