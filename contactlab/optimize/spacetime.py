@@ -23,8 +23,9 @@ limits).  The cost is the trapezoidal rule of Guenter and Rose's energy,
 ``w_0 = w_K = 1/2`` and 1 otherwise.  Its exact gradient chains
 ``dtau/dq``, ``dtau/dqdot`` and ``dtau/dqddot = M``
 (:func:`contactlab.reduced.derivatives.inverse_dynamics_derivatives`)
-through the difference formulas.  scipy's L-BFGS-B (default, takes joint
-limits) or BFGS minimizes it.
+through the difference formulas.  The default ``Newton`` method factors the
+banded Hessian (:mod:`contactlab.optimize.gauss_newton`, takes joint limits);
+scipy's L-BFGS-B (takes joint limits) or BFGS are the alternatives.
 """
 
 from __future__ import annotations
