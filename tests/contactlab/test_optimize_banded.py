@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from contactlab.cli import main
+from contactlab.errors import ConfigurationError
 from contactlab.optimize import SpacetimeProblem, optimize
 from contactlab.optimize.gauss_newton import (
     banded_lower,
@@ -198,3 +199,17 @@ def test_cli_limits_run_the_banded_newton(tmp_path: Path) -> None:
     assert summary["method"] == "Newton" and summary["status"] == "optimal"
     assert summary["problem"]["wind"] is False
     assert np.load(out / "trajectory.npz")["q"].max() <= np.deg2rad(35) + 1e-8
+
+
+def test_wind_lifts_the_half_turn_bounds_and_bad_initial_knots_are_named(arm2: Model) -> None:
+    """``wind=True`` leaves the limits as given; ``initial`` of the wrong shape is refused."""
+    a = np.array
+    problem = SpacetimeProblem(arm2, 0.5, 10, a([0.0, 0.0]), a([1.0, -1.0]), wind=True)
+    low, high = problem.turn_bounds()
+    assert np.all(np.isinf(low)) and np.all(np.isinf(high))
+    bounded = SpacetimeProblem(arm2, 0.5, 10, a([0.0, 0.0]), a([1.0, -1.0]), upper=a([2.0, np.inf]))
+    low, high = bounded.turn_bounds()
+    np.testing.assert_allclose(high, [2.0, np.pi])
+    np.testing.assert_allclose(low, [-np.pi, -1.0 - np.pi])
+    with pytest.raises(ConfigurationError, match=r"initial must be \(11, 2\) finite knot"):
+        optimize(problem, initial=np.zeros((10, 2)))
