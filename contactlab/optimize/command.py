@@ -134,6 +134,7 @@ def write_results(
                 "via": {str(t): q for t, q in problem.via.items()},
                 "lower": problem.lower,
                 "upper": problem.upper,
+                "wind": problem.wind,
                 "unknowns": problem.n_free,
             },
             "method": result.method,
@@ -189,9 +190,21 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=1.0, help="T [s] (default 1)")
     p.add_argument("--knots", type=int, default=40, help="intervals K (default 40)")
     p.add_argument("--via", action="append", help="TIME:VALUES, a via-point on a knot")
-    p.add_argument("--lower", help="lower joint limits (L-BFGS-B), e.g. --lower=-120deg")
-    p.add_argument("--upper", help="upper joint limits (L-BFGS-B)")
-    p.add_argument("--method", default="BFGS", choices=METHODS)
+    p.add_argument("--lower", help="lower joint limits, e.g. --lower=-120deg")
+    p.add_argument("--upper", help="upper joint limits")
+    p.add_argument(
+        "--method",
+        default="Newton",
+        choices=METHODS,
+        help="Newton (default) or Gauss-Newton: banded, exact derivatives, take limits; "
+        "L-BFGS-B or BFGS: scipy quasi-Newton (BFGS switches to L-BFGS-B with limits)",
+    )
+    p.add_argument(
+        "--wind",
+        action="store_true",
+        help="let revolute joints turn freely (Newton and Gauss-Newton otherwise keep each "
+        "within half a turn of the range of its start, end and via positions)",
+    )
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--out", type=Path, help="results folder (default results/scratch/...)")
     p.add_argument("--force", action="store_true", help="replace an existing results folder")
@@ -206,7 +219,7 @@ def _cmd(args: argparse.Namespace) -> int:
     scene = scenario.build(**parameters)
     model = Model.from_scene(scene)
     nq = model.nq
-    given = {
+    given: dict[str, Any] = {
         "qdot_start": parse_values(args.start_velocity, nq, "--start-velocity"),
         "qdot_end": parse_values(args.end_velocity, nq, "--end-velocity"),
         "lower": parse_values(args.lower, nq, "--lower"),
@@ -219,9 +232,11 @@ def _cmd(args: argparse.Namespace) -> int:
         parse_values(args.start, nq, "--start"),  # type: ignore[arg-type]
         parse_values(args.end, nq, "--end"),  # type: ignore[arg-type]
         via=parse_via(args.via, nq),
+        wind=args.wind,
         **{key: value for key, value in given.items() if value is not None},
     )
-    method = "L-BFGS-B" if (args.lower or args.upper) else args.method
+    limited = bool(args.lower or args.upper)
+    method = "L-BFGS-B" if limited and args.method == "BFGS" else args.method
     result = optimize(problem, method=method, max_iterations=args.max_iterations)
     out = args.out or SCRATCH / f"optimize-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
     write_results(

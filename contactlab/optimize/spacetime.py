@@ -23,8 +23,9 @@ limits).  The cost is the trapezoidal rule of Guenter and Rose's energy,
 ``w_0 = w_K = 1/2`` and 1 otherwise.  Its exact gradient chains
 ``dtau/dq``, ``dtau/dqdot`` and ``dtau/dqddot = M``
 (:func:`contactlab.reduced.derivatives.inverse_dynamics_derivatives`)
-through the difference formulas.  scipy's L-BFGS-B (default, takes joint
-limits) or BFGS minimizes it.
+through the difference formulas.  The default ``Newton`` method factors the
+banded Hessian (:mod:`contactlab.optimize.gauss_newton`, takes joint limits);
+scipy's L-BFGS-B (takes joint limits) or BFGS are the alternatives.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import scipy.linalg
 import scipy.optimize
 
 from contactlab.errors import ConfigurationError
+from contactlab.optimize import gauss_newton
+from contactlab.reduced._fast import REVOLUTE
 from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.model import Model
 from contactlab.reduced.tree import Array
@@ -48,7 +51,10 @@ MAX_UNKNOWNS = 5_000
 #: Largest boundary error or joint-limit excursion [rad or m] of an ``optimal`` result.
 CONSTRAINT_TOL = 1e-8
 
-METHODS = ("L-BFGS-B", "BFGS")
+#: ``Newton`` and ``Gauss-Newton``: :mod:`contactlab.optimize.gauss_newton` (banded, take
+#: joint limits); ``L-BFGS-B`` (takes joint limits) and ``BFGS``: scipy, preconditioned.
+METHODS = ("Newton", "Gauss-Newton", "L-BFGS-B", "BFGS")
+BANDED = ("Newton", "Gauss-Newton")
 
 
 def _vector(value: Any, nq: int, name: str, default: float | None = None) -> Array:
@@ -78,7 +84,12 @@ class SpacetimeProblem:
     q_start, q_end : (nq,) end positions [rad or m].
     qdot_start, qdot_end : (nq,) end velocities (default rest).
     via : ``{time [s]: (nq,) position}``; each time must fall on a knot.
-    lower, upper : (nq,) joint limits applied at every free knot (L-BFGS-B only).
+    lower, upper : (nq,) joint limits applied at every free knot (not with BFGS).
+    wind : let revolute coordinates turn freely.  By default (``False``) the
+        ``Newton`` and ``Gauss-Newton`` methods keep each revolute coordinate
+        without a limit within half a turn of the range of its fixed positions
+        (start, end, via-points): ``[min - pi, max + pi]``.  The scipy methods
+        ignore it.
     """
 
     model: Model
@@ -92,6 +103,7 @@ class SpacetimeProblem:
     via: dict[float, Array] = field(default_factory=dict)
     lower: Array = None  # type: ignore[assignment]
     upper: Array = None  # type: ignore[assignment]
+    wind: bool = False
     _fixed: Array = field(init=False, repr=False)
     _values: Array = field(init=False, repr=False)
 
@@ -141,6 +153,22 @@ class SpacetimeProblem:
             values[round(k)] = _vector(q, nq, f"via-point at {t} s")
         put(self, "_fixed", fixed)
         put(self, "_values", values)
+
+    def turn_bounds(self) -> tuple[Array, Array]:
+        """(nq,) lower and upper bounds: the joint limits, and unless :attr:`wind`, half a
+        turn beyond the range of the fixed positions for a revolute coordinate without one."""
+        lower, upper = self.lower.copy(), self.upper.copy()
+        if self.wind:
+            return lower, upper
+        topo = self.model.topo
+        revolute = np.zeros(self.model.nq, dtype=bool)
+        revolute[topo[topo[:, 1] == REVOLUTE, 2]] = True
+        rows = self._fixed.all(axis=1)
+        low = self._values[rows].min(axis=0) - np.pi
+        high = self._values[rows].max(axis=0) + np.pi
+        lower = np.where(revolute & np.isinf(lower), low, lower)
+        upper = np.where(revolute & np.isinf(upper), high, upper)
+        return lower, upper
 
     # -- trajectory ----------------------------------------------------------
     @property
@@ -323,39 +351,62 @@ def _preconditioner(problem: SpacetimeProblem, x: Array, diagonal: bool) -> Arra
 
 def optimize(
     problem: SpacetimeProblem,
-    method: str = "BFGS",
+    method: str = "Newton",
     max_iterations: int = 1000,
     tolerance: float = 1e-12,
     restart_every: int = 25,
     check_gradient: bool = True,
+    initial: Array | None = None,
 ) -> SpacetimeResult:
-    """Minimize the squared torque of ``problem`` with scipy (``method`` in :data:`METHODS`).
+    """Minimize the squared torque of ``problem`` (``method`` in :data:`METHODS`).
 
-    The quasi-Newton method runs in the variables preconditioned by the
+    ``Newton`` (default) and ``Gauss-Newton`` factor the banded Hessian
+    (:func:`contactlab.optimize.gauss_newton.solve`; ``Newton`` adds the
+    residual curvature to ``J^T J``) and take joint limits by projection.
+    The scipy quasi-Newton method runs in the variables preconditioned by the
     Gauss-Newton Hessian (:func:`_preconditioner`), restarted with a fresh
     preconditioner every ``restart_every`` iterations.  It stops as
     ``"optimal"`` when the predicted decrease ``g^T H^{-1} g / 2`` falls
     below ``tolerance`` times the initial cost, as ``"max_iterations"``
     after ``max_iterations`` iterations.  ``check_gradient`` compares the
     analytic gradient with central differences at the initial guess.
+    ``initial`` (K+1, nq) knots replace the straight-line initial guess (its
+    fixed knots are ignored; its free entries are clipped to the limits).
     """
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())
-    if has_limits and method != "L-BFGS-B":
-        raise ConfigurationError("joint limits need method 'L-BFGS-B' (BFGS takes no bounds)")
+    if has_limits and method == "BFGS":
+        raise ConfigurationError(
+            "joint limits need method 'L-BFGS-B', 'Newton' or 'Gauss-Newton' (BFGS takes no bounds)"
+        )
     x = problem.initial_guess()
+    if initial is not None:
+        start_knots = np.asarray(initial, dtype=float)
+        if start_knots.shape != problem._fixed.shape or not np.all(np.isfinite(start_knots)):
+            raise ConfigurationError(
+                f"initial must be {problem._fixed.shape} finite knot positions (K+1, nq), "
+                f"got {start_knots.shape}"
+            )
+        x = start_knots[~problem._fixed]
+    mask = ~problem._fixed
+    shape = (problem.knots + 1, problem.model.nq)
+    bounds = problem.turn_bounds() if method in BANDED else (problem.lower, problem.upper)
+    lower = np.broadcast_to(bounds[0], shape)[mask]
+    upper = np.broadcast_to(bounds[1], shape)[mask]
+    x = np.clip(x, lower, upper)
     initial_cost = problem.cost(x)
     check = problem.gradient_check(x) if check_gradient else float("nan")
     history = [initial_cost]
-    mask = ~problem._fixed
-    shape = (problem.knots + 1, problem.model.nq)
-    lower = np.broadcast_to(problem.lower, shape)[mask]
-    upper = np.broadcast_to(problem.upper, shape)[mask]
     nit = nfev = 0
     status, message = "max_iterations", "iteration limit reached"
     start = time.perf_counter()
-    while True:
+    if method in BANDED:
+        x, nit, nfev, status, message = gauss_newton.solve(
+            problem, x, lower, upper, max_iterations, tolerance, initial_cost, history,
+            exact_hessian=method == "Newton",
+        )  # fmt: skip
+    while method not in BANDED:
         T = _preconditioner(problem, x, diagonal=has_limits)
         f, g = problem.cost_and_gradient(x)
         gz = T.T @ g
