@@ -495,6 +495,7 @@ if ROBOTS is not None:
         free = JointSpec(
             "box_free", "free", None, "box",
             frame_parent=se3.make_transform(None, [front, y0, half[2]]), frame_child=np.eye(4),
+            params={"order": "translation_first"},  # q: world position, then rotation vector
         )  # fmt: skip
         table = Box(
             half_extents=[0.6, 0.5, 0.025], pose=se3.make_transform(None, [0.4, 0.0, -0.025])

@@ -52,7 +52,13 @@ def _run(name: str, duration: float):
 
 def test_robot_scenarios_are_registered():
     names = set(load_scenarios())
-    assert {"solo12-stand", "solo12-collapse", "humanoid-topple", "allegro-grasp"} <= names
+    assert {
+        "solo12-stand",
+        "solo12-collapse",
+        "humanoid-topple",
+        "allegro-grasp",
+        "arm-push",
+    } <= names
 
 
 def _foot_prediction(scene) -> float:
@@ -131,3 +137,89 @@ def test_allegro_fingers_stop_on_the_ball():
         assert fingers & {f"link_{first + k}" for k in range(4)}, touching
     start, end = run.trajectory["position"][[0, -1], ball]
     assert np.linalg.norm(end - start) < scene.extras["ball_radius"]
+
+
+def test_arm_pushes_the_box_which_then_slides_at_mu_g():
+    """``arm-push`` (a short stroke at 4 ms steps): the box rests until the flange pushes
+    it, gains speed only on steps the flange pushes, moves along the push, and once the
+    flange has slowed faster than friction can slow the box, slides free with the
+    deceleration ``mu g`` of Coulomb's law and stops.
+
+    On a level table a box sliding along x (the friction pyramid's first direction)
+    meets the friction impulse ``mu sum(lambda_n)`` against its motion, and its normal
+    impulses carry its weight, ``sum(lambda_n) = m g h``: so ``dv = -mu g h`` per step,
+    exactly up to the solver's tolerance (1e-6 relative).  Before the push nothing
+    loads the box but its weight, which the normal contacts carry: it stays where it
+    is, to rounding (1e-9 m).
+    """
+    from contactlab.runspec import build_simulator
+
+    params = {"stroke": 0.1, "duration": 0.45, "dt": 4e-3}
+    sim = build_simulator("arm-push", params)
+    assert (sim.names[1], sim.names[2]) == ("box-friction", "osqp")
+    scene = sim.scene
+    tree = Tree.from_scene(scene)
+    box, flange = scene.body_index("box"), scene.body_index("wrist_3_link")
+    dofs = tree.dofs("box_free")  # translation first: world displacement, rotation vector
+    h, mu = scene.dt, scene.contact.mu
+    mass = scene.bodies[box].mass
+    half = scene.extras["box_half_extents"]
+
+    def flange_front(state) -> float:
+        E = sim.formulation.maximal(state)[0][flange]
+        points = np.vstack([robots.shape_points(s) for s in scene.bodies[flange].shapes])
+        return float((points @ E[:3, :3].T + E[:3, 3])[:, 0].max())
+
+    state = sim.initial_state()
+    x = [state.q[dofs][:3].copy()]
+    v = [state.qdot[dofs][:3].copy()]
+    front0 = flange_front(state)
+    gap0 = sim.formulation.maximal(state)[0][box][0, 3] - half[0] - front0
+    pushed, table_normal, statuses, friction = [], [], [], []
+    for i in range(round(scene.duration / h)):
+        state, record = sim.step(state, i)
+        contacts, solution = record.problem.contacts, record.solution
+        on_box = (contacts.body_a == box) | (contacts.body_b == box)
+        with_world = (contacts.body_a < 0) | (contacts.body_b < 0)
+        lam_n = solution.lambda_N
+        lam_t = solution.lambda_T.reshape(-1, 2)
+        table = on_box & with_world
+        friction.append(lam_t[table].sum(axis=0))
+        pushed.append(lam_n[on_box & ~with_world].sum())
+        table_normal.append(lam_n[table].sum())
+        statuses.append(solution.status)
+        x.append(state.q[dofs][:3].copy())
+        v.append(state.qdot[dofs][:3].copy())
+    x, v, pushed, table_normal, friction = map(np.array, (x, v, pushed, table_normal, friction))
+    # Coulomb's bound on the table's total friction impulse on the box, per direction,
+    # to ten times the model's relative tolerance 1e-6 on the impulses (scale m g h).
+    # Per contact the bound is not determined: the four corners' share of the weight is
+    # statically indeterminate, and the solution's split of it (hence of the friction
+    # bounds) may differ from the one its friction is bounded by
+    assert np.all(np.abs(friction) <= mu * table_normal[:, None] + 1e-5 * mass * G * h)
+    assert set(statuses) <= {"optimal", "max_iterations"}
+    assert statuses.count("max_iterations") <= 0.05 * len(statuses)
+
+    first = int(np.argmax(pushed > 0))
+    last = len(pushed) - 1 - int(np.argmax(pushed[::-1] > 0))
+    assert 0 < first < last < len(pushed) - 3
+    # at rest until the first push
+    assert np.abs(x[: first + 1] - x[0]).max() < 1e-9
+    # speed gained only on steps the flange pushes
+    gained = np.diff(v[:, 0]) > 1e-9
+    assert not np.any(gained & (pushed <= 0))
+    # after the last push: sliding free at mu g while it moves, then at rest
+    moving = [k for k in range(last + 1, len(pushed)) if v[k + 1, 0] > 1e-9]
+    assert len(moving) >= 3
+    decel = -np.diff(v[:, 0])[moving] / h
+    assert np.allclose(decel, mu * G, rtol=1e-6), decel / (mu * G)
+    assert np.allclose(table_normal[moving], mass * G * h, rtol=1e-6)
+    stopped = moving[-1] + 2
+    assert np.abs(v[stopped:]).max() < 1e-9
+    # moved along the push: the flange's travel beyond the initial gap, plus a free
+    # slide no longer than the fastest release allows (speed^2 / (2 mu g))
+    travel = flange_front(state) - front0
+    shift = x[-1] - x[0]
+    speed = get_scenario("arm-push").defaults()["speed"]
+    assert travel - gap0 - 1e-3 <= shift[0] <= travel - gap0 + speed**2 / (2 * mu * G)
+    assert abs(shift[1]) < 1e-3 * shift[0] and abs(shift[2]) < 1e-9
