@@ -148,7 +148,8 @@ def lowest_point(scene: Scene, q: Array | None = None) -> float:
         for shape in body.shapes:
             p = shape_points(shape)
             if len(p):
-                low = min(low, float((p @ E[i, :3, 2] + E[i, 2, 3]).min()))
+                # world height of body point p: (R p)_z = R[2, :] . p, plus p_z
+                low = min(low, float((p @ E[i, 2, :3] + E[i, 2, 3]).min()))
     return low
 
 
@@ -319,7 +320,7 @@ if ROBOTS is not None:
         tree = Tree.from_scene(hand)
         E = forward_kinematics(tree, tree.initial_coordinates()[0]).E
         palm = hand.bodies[0]
-        top = max(float((shape_points(s) @ E[0, :3, 2] + E[0, 2, 3]).max()) for s in palm.shapes)
+        top = max(float((shape_points(s) @ E[0, 2, :3] + E[0, 2, 3]).max()) for s in palm.shapes)
         roots = [E[hand.body_index(f"link_{i}.0"), :3, 3] for i in (1, 5, 9)]
         centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + 1e-3])
         centre[1] = float(np.mean([r[1] for r in roots]))
@@ -431,7 +432,7 @@ if ROBOTS is not None:
         dt : step [s].
 
         The UR5 (fixed base on the table top, z = 0) holds its flange pointing
-        down 1 cm above the table, 2 cm behind the box.  After 0.05 s the
+        down 1 cm above the table, 2 mm behind the box.  After 0.05 s the
         reference moves the flange along +x: its speed rises to ``speed``
         over 0.1 s, holds, and falls to 0 over the last 0.06 s of the stroke;
         the flange meets the box and pushes it, and when the flange slows
@@ -439,9 +440,11 @@ if ROBOTS is not None:
         on its own and stops.  The joint references come from the arm's
         inverse kinematics along the stroke; each drive is
         ``tau = kp (q_ref - q) + kd (qdot_ref - qdot) + g(q_ref)`` (with the
-        arm's gravity torque ``g``).  Reduced coordinates only: the moving
-        reference is a joint torque, which the maximal formulation reads only
-        when every tree joint has one coordinate, and the box's free joint has six.
+        arm's gravity torque ``g``).  Reduced coordinates only: the maximal
+        formulation carries the arm's joints and drives, but the moving
+        reference is an applied joint torque (``Scene.joint_torque``), which it
+        reads back from the bodies only when every tree joint has one
+        coordinate; the box's free joint has six and the base's weld none.
         """
         from contactlab import se3
         from contactlab.bodies import body_from_shape
@@ -468,7 +471,7 @@ if ROBOTS is not None:
         below = float(((hull - centre) @ axis).max())  # flange face below its centre
         radius = float(np.linalg.norm(np.cross(hull - centre, axis), axis=1).max())
         down = np.array([0.0, 0.0, -1.0])
-        x0, y0, clearance, gap = 0.35, 0.109, 0.01, 0.02
+        x0, y0, clearance, gap = 0.35, 0.109, 0.01, 0.002
         height = clearance + below
         # inverse kinematics every 5 mm along the stroke (the reference interpolates)
         xs = np.linspace(0.0, stroke, int(np.ceil(stroke / 5e-3)) + 1)
@@ -488,7 +491,7 @@ if ROBOTS is not None:
             gravity.append(model.bias_forces(full, zero)[dofs])
         G = np.array(gravity)
         dQ = np.gradient(Q, xs, axis=0)
-        # the box 2 cm ahead of the flange, resting on the table (bottom face at z = 0)
+        # the box 2 mm ahead of the flange, resting on the table (bottom face at z = 0)
         half = np.array([0.05, 0.06, 0.04])
         box, _ = body_from_shape("box", Box(half_extents=half), mass=box_mass)
         front = x0 + radius + gap + half[0]

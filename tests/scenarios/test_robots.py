@@ -223,3 +223,112 @@ def test_arm_pushes_the_box_which_then_slides_at_mu_g():
     speed = get_scenario("arm-push").defaults()["speed"]
     assert travel - gap0 - 1e-3 <= shift[0] <= travel - gap0 + speed**2 / (2 * mu * G)
     assert abs(shift[1]) < 1e-3 * shift[0] and abs(shift[2]) < 1e-9
+
+
+def _mechanics(name: str, params: dict, steps: int):
+    """Run ``steps`` steps of ``name``; per step the total and kinetic energy, the deepest
+    contact, the solver status, the robot's centre of mass (all bodies) and the height of
+    the trunk's (body 0) lowest hull point; the first and the last are the initial and
+    final state's."""
+    from contactlab.runspec import build_simulator
+
+    sim = build_simulator(name, params)
+    assert (sim.names[1], sim.names[2]) == ("box-friction", "osqp")
+    mass = np.array([b.mass for b in sim.scene.bodies])
+
+    def com(state) -> np.ndarray:
+        E = sim.formulation.maximal(state)[0]
+        return mass @ E[:, :3, 3] / mass.sum()
+
+    trunk = np.vstack([robots.shape_points(s) for s in sim.scene.bodies[0].shapes])
+
+    def trunk_low(state) -> float:
+        E = sim.formulation.maximal(state)[0][0]
+        return float((trunk @ E[2, :3]).min() + E[2, 3])
+
+    state = sim.initial_state()
+    out: dict[str, list] = {"com": [com(state)], "trunk": [trunk_low(state)]}
+    for key in ("energy", "kinetic", "depth", "status"):
+        out[key] = []
+    for i in range(steps):
+        state, record = sim.step(state, i)
+        out["energy"].append(record.metrics["total_energy"])
+        out["kinetic"].append(record.metrics["kinetic_energy"])
+        out["depth"].append(record.metrics["penetration"])
+        out["status"].append(record.metrics["status"])
+        out["com"].append(com(state))
+        out["trunk"].append(trunk_low(state))
+    return sim, state, {k: np.array(v) for k, v in out.items()}
+
+
+def _energy_never_rises(energy, depth, weight: float) -> None:
+    """Unpowered robot, plastic contacts with friction: no step adds mechanical energy
+    beyond the work of the penetration feedback, which lifts a body by at most the
+    depth it corrects (so at most ``weight * depth``), plus rounding of the total."""
+    rises = np.diff(energy)
+    allowance = weight * depth[1:] + 1e-12 * np.abs(energy[1:])
+    assert np.all(rises <= allowance), rises.max()
+
+
+def test_solo12_collapses_symmetrically_onto_its_trunk():
+    """``solo12-collapse`` at 2 ms steps to 0.3 s: the unpowered legs fold and the trunk
+    lands and rests on the ground.
+
+    * Solo-12 and its standing pose are mirror-symmetric front/back and left/right, so
+      the ground's horizontal impulses cancel and the centre of mass comes straight
+      down: it moves sideways by less than 1e-9 m until the trunk lands (measured
+      1e-12), less than 1 mm after (the trunk's impact, 8 hull contacts chosen per
+      pair, is not exactly symmetric; measured 4e-5 m);
+    * the trunk ends level, resting on its hull's flat bottom: the base at the
+      hull's depth below the trunk's centre of mass (25 mm) to 1 mm;
+    * no step adds energy (the robot is unpowered, the contacts plastic);
+    * no contact is deeper than the distance a point falling from the robot's height
+      covers in one step, ``h sqrt(2 g z)`` (the gap-aware contact rows stop points at
+      the surface to first order within a step).
+    """
+    params = {"dt": 2e-3}
+    sim, state, run = _mechanics("solo12-collapse", params, 150)
+    scene = sim.scene
+    assert np.sum(run["status"] == "max_iterations") <= 0.05 * len(run["status"])
+    weight = sum(b.mass for b in scene.bodies) * G
+    _energy_never_rises(run["energy"], run["depth"], weight)
+    com = run["com"]
+    assert run["depth"].max() <= params["dt"] * np.sqrt(2 * G * com[0, 2])
+    drift = np.abs(com[:, :2] - com[0, :2]).max(axis=1)
+    falling = run["trunk"] > 0.01  # the trunk more than 1 cm above the ground
+    assert falling[:50].all() and not falling[-1]
+    assert drift[falling].max() < 1e-9
+    assert drift.max() < 1e-3
+    trunk = np.vstack([robots.shape_points(s) for s in scene.bodies[0].shapes])
+    bottom = -trunk[:, 2].min()
+    E = sim.formulation.maximal(state)[0]
+    assert abs(E[0, 2, 3] - bottom) < 1e-3
+    assert abs(E[0, 2, 0]) < 1e-2 and abs(E[0, 2, 1]) < 1e-2  # level: tilt below 0.01 rad
+    # at rest: the 4.4 J of the fall (m g times the 0.18 m the centre of mass came down)
+    # spent but for less than 1e-3 J
+    assert run["kinetic"][-1] < 1e-3
+
+
+def test_humanoid_lands_and_tips_forward_without_gaining_energy():
+    """``humanoid-topple``, its first 40 ms (1 ms steps): the G1 drops 1 mm onto its feet
+    and starts tipping in the direction of its initial tilt.
+
+    * no step adds energy: the robot is unpowered and the contacts plastic (the landing
+      takes 0.3 J of the 233 J);
+    * the robot and its pose are mirror-symmetric left/right and the tilt turns about
+      the world y axis, so the centre of mass moves forward (+x) and its sideways
+      motion stays below 1e-3 of its forward motion (measured 3e-5: the model's
+      left and right halves differ slightly);
+    * no contact is deeper than the distance a point falling from the robot's height
+      covers in one step, ``h sqrt(2 g z)``.
+    """
+    sim, _, run = _mechanics("humanoid-topple", {}, 40)
+    scene = sim.scene
+    assert np.sum(run["status"] == "optimal") >= 0.9 * len(run["status"])
+    weight = sum(b.mass for b in scene.bodies) * G
+    _energy_never_rises(run["energy"], run["depth"], weight)
+    start, end = run["com"][0], run["com"][-1]
+    assert run["depth"].max() <= scene.dt * np.sqrt(2 * G * start[2])
+    forward = end[0] - start[0]
+    assert forward > 0.5 * scene.params["tilt_rate"] * start[2] * 0.04  # half the initial pace
+    assert abs(end[1] - start[1]) < 1e-3 * forward
