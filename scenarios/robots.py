@@ -10,7 +10,7 @@
 * ``arm-push``: a UR5 arm on a fixed base, driven by PD along a joint
   trajectory, whose tool pushes a box across a table.
 * ``allegro-grasp``: the Allegro hand, palm up, closing its fingers on a ball
-  lying in the palm.
+  dropped into the palm.
 
 The URDF files are read by :func:`contactlab.reduced.urdf.load_urdf` with
 ``collision="convex"`` (every mesh collides as its convex hull).  The module
@@ -269,22 +269,24 @@ if ROBOTS is not None:
         mass: float = 0.05,
         kp: float = 0.5,
         kd: float = 0.01,
+        drop: float = 0.02,
         duration: float = 0.6,
         dt: float = 1e-3,
     ) -> Scene:
-        """The Allegro hand, palm up, closing its fingers on a ball lying in the palm.
+        """The Allegro hand, palm up, closing its fingers on a ball dropped into the palm.
 
         radius : ball radius [m].
         mass : ball mass [kg].
         kp : drive stiffness of the finger joints [N m/rad].
         kd : drive damping [N m s/rad].
+        drop : height of the ball above the palm's highest point at the start [m].
         duration : run duration [s].
         dt : step [s].
 
         The hand (palm fixed, 16 joints) starts open; PD drives pull the
         fingers and the thumb toward a closed fist (``ALLEGRO_CLOSED``), which
-        the ball blocks: the fingers stop on it, short of their targets.
-        Friction 1.0.
+        the ball, released ``drop`` above the palm, blocks: the fingers stop on
+        it, short of their targets.  Friction 1.0.
         """
         from contactlab import se3
         from contactlab.bodies import body_from_shape
@@ -292,9 +294,10 @@ if ROBOTS is not None:
         from contactlab.scene import JointSpec
         from contactlab.shapes import Sphere
 
-        if not (radius > 0 and mass > 0):
+        if not (radius > 0 and mass > 0 and drop >= 0):
             raise ConfigurationError(
-                f"allegro-grasp: radius and mass must be positive, got {radius}, {mass}"
+                f"allegro-grasp: radius and mass must be positive and drop >= 0, got {radius}, "
+                f"{mass}, {drop}"
             )
         hand = load_robot("allegro_hand_description/urdf/allegro_right_hand.urdf", fixed_base=True)
         # palm up: the hand's x axis (the palm's normal) along the world z axis,
@@ -322,7 +325,7 @@ if ROBOTS is not None:
         palm = hand.bodies[0]
         top = max(float((shape_points(s) @ E[0, 2, :3] + E[0, 2, 3]).max()) for s in palm.shapes)
         roots = [E[hand.body_index(f"link_{i}.0"), :3, 3] for i in (1, 5, 9)]
-        centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + 1e-3])
+        centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + drop])
         centre[1] = float(np.mean([r[1] for r in roots]))
         ball, _ = body_from_shape("ball", Sphere(radius=radius), mass=mass)
         free = JointSpec(
@@ -465,7 +468,7 @@ if ROBOTS is not None:
         # the flange: the hull of wrist_3_link; its axis is the wrist_3 joint's
         flange = arm.body_index("wrist_3_link")
         spec = next(j for j in arm.joints if j.name == "wrist_3_joint")
-        axis = np.asarray(spec.frame_child)[:3, :3] @ build_joint(spec).axis
+        axis = np.asarray(spec.frame_child)[:3, :3] @ build_joint(spec).S(np.zeros(1))[:3, 0]
         hull = shape_points(arm.bodies[flange].shapes[0])
         centre = hull.mean(axis=0)
         below = float(((hull - centre) @ axis).max())  # flange face below its centre
@@ -501,7 +504,8 @@ if ROBOTS is not None:
             params={"order": "translation_first"},  # q: world position, then rotation vector
         )  # fmt: skip
         table = Box(
-            half_extents=[0.6, 0.5, 0.025], pose=se3.make_transform(None, [0.4, 0.0, -0.025])
+            half_extents=np.array([0.6, 0.5, 0.025]),
+            pose=se3.make_transform(None, [0.4, 0.0, -0.025]),
         )
         start, hold = Q[0], 0.05
         scene = set_joints(arm, dict(zip(UR5_JOINTS, start)), kp=kp, kd=kd)

@@ -18,6 +18,11 @@ OSQP: contact geometry and bodies joined to each other), short runs:
   and the middle finger end short of their targets by more than
   0.05 rad, moving at less than 1 % of the speed their drives would give them
   unobstructed, touching the ball, which stays in the palm.
+* ``arm-push``: the box rests until the flange pushes it, gains speed only while
+  pushed, and slides free at Coulomb's ``mu g`` (each test's docstring).
+* ``solo12-collapse`` and ``humanoid-topple``: unpowered robots never gain energy;
+  their mirror symmetry keeps the centre of mass on its line; the collapse ends with
+  the trunk level and at rest on the ground.
 """
 
 from __future__ import annotations
