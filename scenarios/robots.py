@@ -10,7 +10,7 @@
 * ``arm-push``: a UR5 arm on a fixed base, driven by PD along a joint
   trajectory, whose tool pushes a box across a table.
 * ``allegro-grasp``: the Allegro hand, palm up, closing its fingers on a ball
-  lying in the palm.
+  dropped into the palm.
 
 The URDF files are read by :func:`contactlab.reduced.urdf.load_urdf` with
 ``collision="convex"`` (every mesh collides as its convex hull).  The module
@@ -32,6 +32,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -147,7 +148,8 @@ def lowest_point(scene: Scene, q: Array | None = None) -> float:
         for shape in body.shapes:
             p = shape_points(shape)
             if len(p):
-                low = min(low, float((p @ E[i, :3, 2] + E[i, 2, 3]).min()))
+                # world height of body point p: (R p)_z = R[2, :] . p, plus p_z
+                low = min(low, float((p @ E[i, 2, :3] + E[i, 2, 3]).min()))
     return low
 
 
@@ -267,22 +269,24 @@ if ROBOTS is not None:
         mass: float = 0.05,
         kp: float = 0.5,
         kd: float = 0.01,
+        drop: float = 0.02,
         duration: float = 0.6,
         dt: float = 1e-3,
     ) -> Scene:
-        """The Allegro hand, palm up, closing its fingers on a ball lying in the palm.
+        """The Allegro hand, palm up, closing its fingers on a ball dropped into the palm.
 
         radius : ball radius [m].
         mass : ball mass [kg].
         kp : drive stiffness of the finger joints [N m/rad].
         kd : drive damping [N m s/rad].
+        drop : height of the ball above the palm's highest point at the start [m].
         duration : run duration [s].
         dt : step [s].
 
         The hand (palm fixed, 16 joints) starts open; PD drives pull the
         fingers and the thumb toward a closed fist (``ALLEGRO_CLOSED``), which
-        the ball blocks: the fingers stop on it, short of their targets.
-        Friction 1.0.
+        the ball, released ``drop`` above the palm, blocks: the fingers stop on
+        it, short of their targets.  Friction 1.0.
         """
         from contactlab import se3
         from contactlab.bodies import body_from_shape
@@ -290,9 +294,10 @@ if ROBOTS is not None:
         from contactlab.scene import JointSpec
         from contactlab.shapes import Sphere
 
-        if not (radius > 0 and mass > 0):
+        if not (radius > 0 and mass > 0 and drop >= 0):
             raise ConfigurationError(
-                f"allegro-grasp: radius and mass must be positive, got {radius}, {mass}"
+                f"allegro-grasp: radius and mass must be positive and drop >= 0, got {radius}, "
+                f"{mass}, {drop}"
             )
         hand = load_robot("allegro_hand_description/urdf/allegro_right_hand.urdf", fixed_base=True)
         # palm up: the hand's x axis (the palm's normal) along the world z axis,
@@ -318,9 +323,9 @@ if ROBOTS is not None:
         tree = Tree.from_scene(hand)
         E = forward_kinematics(tree, tree.initial_coordinates()[0]).E
         palm = hand.bodies[0]
-        top = max(float((shape_points(s) @ E[0, :3, 2] + E[0, 2, 3]).max()) for s in palm.shapes)
+        top = max(float((shape_points(s) @ E[0, 2, :3] + E[0, 2, 3]).max()) for s in palm.shapes)
         roots = [E[hand.body_index(f"link_{i}.0"), :3, 3] for i in (1, 5, 9)]
-        centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + 1e-3])
+        centre = np.array([np.mean([r[0] for r in roots]) + 0.6 * radius, 0.0, top + radius + drop])
         centre[1] = float(np.mean([r[1] for r in roots]))
         ball, _ = body_from_shape("ball", Sphere(radius=radius), mass=mass)
         free = JointSpec(
@@ -332,4 +337,203 @@ if ROBOTS is not None:
         return scene.with_(
             dt=dt, duration=duration, contact=replace(scene.contact, mu=1.0),
             extras={**scene.extras, "targets": targets, "ball_radius": radius},
+        )  # fmt: skip
+
+
+#: UR5's six joints, base to flange.
+UR5_JOINTS = (
+    "shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
+    "wrist_1_joint", "wrist_2_joint", "wrist_3_joint",
+)  # fmt: skip
+
+
+def smooth_stroke(
+    t: Array, stroke: float, speed: float, ramp_up: float, ramp_down: float
+) -> tuple[Array, Array]:
+    """Position and speed along a straight stroke of length ``stroke`` [m] at times ``t``
+    (from 0): the speed rises as ``speed (1 - cos(pi t / ramp_up)) / 2``, holds ``speed``,
+    and falls back to 0 over ``ramp_down`` the same way (a continuous acceleration)."""
+    t = np.asarray(t, dtype=float)
+    d_up, d_down = 0.5 * speed * ramp_up, 0.5 * speed * ramp_down
+    cruise = (stroke - d_up - d_down) / speed
+    if cruise < 0:
+        raise ConfigurationError(
+            f"a stroke of {stroke} m is shorter than the speed ramps ({d_up + d_down:.3g} m at "
+            f"{speed} m/s); give a longer stroke or a lower speed"
+        )
+    t1, t2 = ramp_up, ramp_up + cruise
+    t3 = t2 + ramp_down
+    tc = np.clip(t, 0.0, t3)
+    up = np.minimum(tc, t1)
+    x = 0.5 * speed * (up - ramp_up / np.pi * np.sin(np.pi * up / ramp_up))
+    v = np.where(tc < t1, 0.5 * speed * (1 - np.cos(np.pi * up / ramp_up)), speed)
+    x = x + speed * np.clip(tc - t1, 0.0, cruise)
+    down = np.clip(tc - t2, 0.0, ramp_down)
+    x = x + 0.5 * speed * (down + ramp_down / np.pi * np.sin(np.pi * down / ramp_down))
+    v = np.where(tc > t2, 0.5 * speed * (1 + np.cos(np.pi * down / ramp_down)), v)
+    v = np.where(t >= t3, 0.0, v)
+    return x, v
+
+
+def point_ik(
+    tree: Any,
+    dofs: Array,
+    body: int,
+    point: Array,
+    axis: Array,
+    target: Array,
+    direction: Array,
+    seed: Array,
+) -> Array:
+    """Coordinates ``q`` (``seed`` changed on ``dofs`` only) that put the body-frame
+    ``point`` of body ``body`` at ``target`` with its body-frame ``axis`` along the world
+    ``direction``: Gauss-Newton on the six residuals, central-difference Jacobian."""
+    from contactlab.reduced import forward_kinematics
+
+    def residual(q: Array) -> Array:
+        E = forward_kinematics(tree, q).E[body]
+        return np.r_[E[:3, :3] @ point + E[:3, 3] - target, E[:3, :3] @ axis - direction]
+
+    q = np.array(seed, dtype=float)
+    for _ in range(50):
+        r = residual(q)
+        if np.linalg.norm(r) < 1e-12:
+            return q
+        J = np.zeros((6, len(dofs)))
+        for c, i in enumerate(dofs):
+            dq = np.zeros_like(q)
+            dq[i] = 1e-7
+            J[:, c] = (residual(q + dq) - residual(q - dq)) / 2e-7
+        q[dofs] -= np.linalg.lstsq(J, r, rcond=1e-10)[0]
+    if np.linalg.norm(residual(q)) > 1e-9:
+        raise ConfigurationError(f"the arm cannot reach {np.round(target, 3).tolist()} m")
+    return q
+
+
+if ROBOTS is not None:
+
+    @scenario("arm-push", formulations=("reduced",))
+    def arm_push(
+        speed: float = 0.4,
+        stroke: float = 0.2,
+        mu: float = 0.5,
+        box_mass: float = 0.5,
+        kp: float = 3000.0,
+        kd: float = 60.0,
+        duration: float = 0.8,
+        dt: float = 1e-3,
+    ) -> Scene:
+        """A UR5 arm whose flange pushes a box across a table, driven by PD along a trajectory.
+
+        speed : cruise speed of the flange along the push [m/s].
+        stroke : travel of the flange [m].
+        mu : friction coefficient of every contact (box on table, flange on box).
+        box_mass : mass of the box [kg] (10 x 12 x 8 cm).
+        kp : drive stiffness of the six joints [N m/rad].
+        kd : drive damping [N m s/rad].
+        duration : run duration [s].
+        dt : step [s].
+
+        The UR5 (fixed base on the table top, z = 0) holds its flange pointing
+        down 1 cm above the table, 2 mm behind the box.  After 0.05 s the
+        reference moves the flange along +x: its speed rises to ``speed``
+        over 0.1 s, holds, and falls to 0 over the last 0.06 s of the stroke;
+        the flange meets the box and pushes it, and when the flange slows
+        faster than friction can slow the box (``mu g``), the box slides off
+        on its own and stops.  The joint references come from the arm's
+        inverse kinematics along the stroke; each drive is
+        ``tau = kp (q_ref - q) + kd (qdot_ref - qdot) + g(q_ref)`` (with the
+        arm's gravity torque ``g``).  Reduced coordinates only: the maximal
+        formulation carries the arm's joints and drives, but the moving
+        reference is an applied joint torque (``Scene.joint_torque``), which it
+        reads back from the bodies only when every tree joint has one
+        coordinate; the box's free joint has six and the base's weld none.
+        """
+        from contactlab import se3
+        from contactlab.bodies import body_from_shape
+        from contactlab.reduced import Tree
+        from contactlab.reduced.model import Model
+        from contactlab.joints.kinds import build_joint
+        from contactlab.scene import JointSpec
+        from contactlab.shapes import Box
+
+        for name, value in (("speed", speed), ("stroke", stroke), ("box_mass", box_mass)):
+            if not (np.isfinite(value) and value > 0):
+                raise ConfigurationError(f"arm-push: {name} must be positive, got {value}")
+        if not (np.isfinite(mu) and mu >= 0):
+            raise ConfigurationError(f"arm-push: mu must be >= 0, got {mu}")
+        arm = load_robot("ur_description/urdf/ur5_robot.urdf", fixed_base=True)
+        tree = Tree.from_scene(arm)
+        dofs = np.array([tree.dofs(j).start for j in UR5_JOINTS])
+        # the flange: the hull of wrist_3_link; its axis is the wrist_3 joint's
+        flange = arm.body_index("wrist_3_link")
+        spec = next(j for j in arm.joints if j.name == "wrist_3_joint")
+        axis = np.asarray(spec.frame_child)[:3, :3] @ build_joint(spec).S(np.zeros(1))[:3, 0]
+        hull = shape_points(arm.bodies[flange].shapes[0])
+        centre = hull.mean(axis=0)
+        below = float(((hull - centre) @ axis).max())  # flange face below its centre
+        radius = float(np.linalg.norm(np.cross(hull - centre, axis), axis=1).max())
+        down = np.array([0.0, 0.0, -1.0])
+        x0, y0, clearance, gap = 0.35, 0.109, 0.01, 0.002
+        height = clearance + below
+        # inverse kinematics every 5 mm along the stroke (the reference interpolates)
+        xs = np.linspace(0.0, stroke, int(np.ceil(stroke / 5e-3)) + 1)
+        q = tree.initial_coordinates()[0]
+        q[dofs] = [0.0, -1.2, 2.0, -2.4, -0.5 * np.pi, 0.0]
+        path = []
+        for x in xs:
+            q = point_ik(tree, dofs, flange, centre, axis, np.array([x0 + x, y0, height]), down, q)
+            path.append(q[dofs].copy())
+        Q = np.array(path)
+        model = Model.from_scene(arm)
+        zero = np.zeros(tree.nq)
+        gravity = []
+        for row in Q:
+            full = tree.initial_coordinates()[0]
+            full[dofs] = row
+            gravity.append(model.bias_forces(full, zero)[dofs])
+        G = np.array(gravity)
+        dQ = np.gradient(Q, xs, axis=0)
+        # the box 2 mm ahead of the flange, resting on the table (bottom face at z = 0)
+        half = np.array([0.05, 0.06, 0.04])
+        box, _ = body_from_shape("box", Box(half_extents=half), mass=box_mass)
+        front = x0 + radius + gap + half[0]
+        free = JointSpec(
+            "box_free", "free", None, "box",
+            frame_parent=se3.make_transform(None, [front, y0, half[2]]), frame_child=np.eye(4),
+            params={"order": "translation_first"},  # q: world position, then rotation vector
+        )  # fmt: skip
+        table = Box(
+            half_extents=np.array([0.6, 0.5, 0.025]),
+            pose=se3.make_transform(None, [0.4, 0.0, -0.025]),
+        )
+        start, hold = Q[0], 0.05
+        scene = set_joints(arm, dict(zip(UR5_JOINTS, start)), kp=kp, kd=kd)
+        scene = scene.with_(
+            bodies=(*scene.bodies, box),
+            joints=(*scene.joints, free),
+            static_shapes=(table,),
+            # the base is bolted to the table
+            exclude_pairs=(*scene.exclude_pairs, ("world", None)),
+        )
+        scene = without_initial_overlaps(scene)
+        full_tree = Tree.from_scene(scene)
+        arm_dofs = np.array([full_tree.dofs(j).start for j in UR5_JOINTS])
+        nq = full_tree.nq
+
+        def drive(t: float, q: Array, qdot: Array) -> Array:
+            s, v = smooth_stroke(np.array([t - hold]), stroke, speed, 0.1, 0.06)
+            ref = np.array([np.interp(s[0], xs, Q[:, k]) for k in range(6)])
+            rate = np.array([np.interp(s[0], xs, dQ[:, k]) for k in range(6)]) * v[0]
+            g = np.array([np.interp(s[0], xs, G[:, k]) for k in range(6)])
+            tau = np.zeros(nq)
+            tau[arm_dofs] = kp * (ref - start) + kd * rate + g
+            return tau
+
+        return scene.with_(
+            dt=dt, duration=duration, contact=replace(scene.contact, mu=mu), joint_torque=drive,
+            extras={
+                **scene.extras, "kp": kp, "kd": kd, "box_half_extents": half, "flange_path": Q,
+                "stroke_x": x0 + xs, "hold": hold, "box_front_gap": gap,
+            },
         )  # fmt: skip
