@@ -62,15 +62,16 @@ def test_default_formulations_that_refuse_the_options_are_listed_as_not_fitting(
     tmp_path: Path,
 ) -> None:
     """``pendulum`` runs in maximal and reduced coordinates; only the maximal one has
-    integrators, so without ``formulations`` the reduced runs are reported, not refused."""
+    the option ``jacobian``, so without ``formulations`` the reduced runs are reported,
+    not refused."""
     out = tmp_path / "cmp"
     result = compare(
         "pendulum", "kkt", models="frictionless", duration=DURATION, out=out, quiet=True,
-        formulation_options={"integrator": "trapezoidal"},
+        formulation_options={"jacobian": "symmetric"},
     )  # fmt: skip
     assert result.table["formulation"].tolist() == ["maximal"]
     skipped = result.skipped.set_index("formulation")
-    assert "has no option 'integrator'" in skipped.loc["reduced", "reason"]
+    assert "has no option 'jacobian'" in skipped.loc["reduced", "reason"]
     assert "reduced/frictionless/kkt" in (out / "comparison.md").read_text()
 
 
