@@ -451,9 +451,9 @@ if ROBOTS is not None:
         """
         from contactlab import se3
         from contactlab.bodies import body_from_shape
+        from contactlab.joints.kinds import build_joint
         from contactlab.reduced import Tree
         from contactlab.reduced.model import Model
-        from contactlab.joints.kinds import build_joint
         from contactlab.scene import JointSpec
         from contactlab.shapes import Box
 

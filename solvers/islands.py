@@ -31,11 +31,11 @@ from numpy.typing import NDArray
 
 from solvers.frictional import FrictionalContact, residuals_and_velocity
 from solvers.jit import njit
+from solvers.result import STATUSES, SolverResult
+from solvers.verdict import verdict
 
 #: CPU seconds of a cold compilation of these kernels (not measured).
 COMPILE_SECONDS: float | None = None
-from solvers.result import STATUSES, SolverResult
-from solvers.verdict import verdict
 
 IVec = NDArray[np.int64]
 
@@ -161,8 +161,8 @@ def solve_islands(
     islands' (order of :data:`~solvers.result.STATUSES`), iterations and times are
     summed, the residuals and measures are the whole problem's.
     """
-    from solvers.dispatch import solve
     from solvers.backend_registry import get_backend
+    from solvers.dispatch import solve
 
     parts = split(problem)
     if len(parts) == 1:

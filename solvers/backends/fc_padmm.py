@@ -56,7 +56,6 @@ from numpy.typing import NDArray
 
 from solvers.backends.base import SolveOptions
 from solvers.backends.block_cholesky import factor_shifted, solve
-from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
 from solvers.backends.friction import (
     FrictionBackend,
     _codes,
@@ -68,10 +67,11 @@ from solvers.backends.friction import (
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
+from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
+from solvers.result import RawSolution
 
 #: CPU seconds of a cold compilation of these kernels (not measured).
 COMPILE_SECONDS: float | None = None
-from solvers.result import RawSolution
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
