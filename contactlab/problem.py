@@ -11,12 +11,14 @@ reduced: ``qdot``) the step is
 .. math::
 
     M v^+ = f + G^T \\lambda_G + N^T \\lambda_N + T^T \\lambda_T + L^T \\lambda_L
+        + D^T \\lambda_D
 
     G v^+ = g, \\quad N v^+ \\ge c, \\quad L v^+ \\ge l_{rhs}
 
 with the normal impulses ``lambda_N >= 0`` complementary to ``N v+ - c``, the
 friction impulses on the tangent rows ``T`` bounded by the friction model, and
-``L`` other unilateral rows (joint limits) with ``lambda_L >= 0``.  All
+``L`` other unilateral rows (joint limits) with ``lambda_L >= 0``, and the
+dry-friction rows ``D`` of joint coordinates with ``|lambda_D| <= d``.  All
 impulses are [N s] (generalized).  Signs: impulses push along +row, so contact
 impulses are non-negative (Sueda's notes eqs. 1.79–1.88; the seed's eq. 1.84 is
 written with the opposite sign of ``N^T alpha``, a transcription slip).
@@ -162,6 +164,12 @@ class StepProblem:
         Required when there are contacts.
     mu : (nc,) friction coefficients, finite and non-negative (zeros if left out).
     L, l : (ml, n) other unilateral rows (joint limits) and right-hand side.
+    D, d : (md, n) dry-friction rows of joint coordinates (a coordinate's
+        ``JointSpec.dry_friction``) and their impulse bounds ``h f_max`` (md,)
+        [N m s or N s], finite and non-negative: ``|lambda_D| <= d``, the impulse
+        opposing the row's velocity ``D v^+`` when at its bound, the velocity zero
+        inside.  Only models that declare ``carries_dry_friction`` are paired with
+        a scene that has them.
     contacts : the contact set that produced N and T (points, normals,
         distances, bodies and shapes, one entry per contact), or ``None``.
     contact_ids : (nc,) stable contact identities: a contact persisting from
@@ -193,6 +201,8 @@ class StepProblem:
     mu: Array = _FILLED
     L: sp.csr_matrix = _FILLED
     l: Array = _FILLED
+    D: sp.csr_matrix = _FILLED
+    d: Array = _FILLED
     contacts: ContactSet | None = None
     contact_ids: IntArray = _FILLED
     contact_origin: IntArray = _FILLED
@@ -210,7 +220,7 @@ class StepProblem:
         fill("M", M)
         fill("f", _vector(self.f, "f", n, "generalized velocity (M is n x n)"))
         fill("v", _vector(self.v, "v", n, "generalized velocity (M is n x n)"))
-        for rows, rhs in (("G", "g"), ("N", "c"), ("L", "l")):
+        for rows, rhs in (("G", "g"), ("N", "c"), ("L", "l"), ("D", "d")):
             given = getattr(self, rows)
             if given is None:
                 fill(rows, _empty_rows(n))
@@ -224,6 +234,10 @@ class StepProblem:
             matrix = _rows(given, rows, n)
             fill(rows, matrix)
             fill(rhs, _vector(getattr(self, rhs), rhs, matrix.shape[0], f"row of {rows}"))
+        if not (np.all(np.isfinite(self.d)) and np.all(self.d >= 0)):
+            raise ConfigurationError(
+                "StepProblem.d must hold finite non-negative dry-friction impulse bounds"
+            )
         nc, mg = self.N.shape[0], self.G.shape[0]
         ids = (
             np.arange(nc, dtype=np.int64)
@@ -294,7 +308,7 @@ class StepSolution:
     """What a contact model returns for one step.
 
     v : (n,) velocities at the end of the step.
-    lambda_G, lambda_N, lambda_T, lambda_L : impulses on the rows of the
+    lambda_G, lambda_N, lambda_T, lambda_L, lambda_D : impulses on the rows of the
         problem [N s]; ``lambda_T`` is (2 nc,) in the ``T`` basis whatever
         cone representation the model used internally.
     status : shared solver status of the step ("optimal", "max_iterations", ...).
@@ -316,6 +330,7 @@ class StepSolution:
     lambda_N: Array
     lambda_T: Array
     lambda_L: Array = field(default_factory=lambda: np.zeros(0))
+    lambda_D: Array = field(default_factory=lambda: np.zeros(0))
     status: str = "optimal"
     iterations: int = 0
     outer_iterations: int = 0

@@ -171,6 +171,13 @@ class JointSpec:
         for every coordinate of the joint or one value per coordinate, >= 0:
         ``diag(armature)`` is added to the reduced mass matrix (MuJoCo's
         ``armature``; the maximal formulation refuses a joint with one).
+    dry_friction : constant Coulomb friction bound per coordinate [N m or N], a
+        scalar for every coordinate of the joint or one value per coordinate, >= 0:
+        the joint's friction force opposes its motion and never exceeds this bound,
+        and holds the joint still while the other forces on it stay within it
+        (MuJoCo's ``frictionloss``, URDF's ``<dynamics friction>``).  Reduced
+        formulation, carried by the box-friction model (:mod:`contactlab.reduced.dry_friction`);
+        unlike ``friction`` it does not grow with the joint's load.
     friction : per-joint friction description (joint contact geometry and
         coefficient) used by joint-friction models, or ``None``.
     closes_loop : ``True`` for a joint that closes a kinematic loop; the
@@ -192,6 +199,7 @@ class JointSpec:
     rest: Any = None  # array-like on input, a float array after validation
     armature: Any = 0.0  # a number or array-like on input, a float array after validation
     friction: Any = None
+    dry_friction: Any = 0.0  # a number or array-like on input, a float array after validation
     closes_loop: bool = False
 
     def __post_init__(self) -> None:
@@ -224,6 +232,14 @@ class JointSpec:
             )
         armature.setflags(write=False)
         object.__setattr__(self, "armature", armature)
+        dry = np.atleast_1d(np.array(self.dry_friction, dtype=float))
+        if dry.ndim != 1 or not np.all(np.isfinite(dry)) or np.any(dry < 0):
+            raise ConfigurationError(
+                f"joint {self.name!r}: dry_friction must be finite and >= 0 [N m or N], one "
+                f"number or one per coordinate, got {self.dry_friction!r}"
+            )
+        dry.setflags(write=False)
+        object.__setattr__(self, "dry_friction", dry)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from contactlab.divergence import DivergenceGuard, scene_bounds
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
+    IncompatibleError,
     StepFailure,
 )
 from contactlab.formulation import (
@@ -176,6 +177,14 @@ class Simulator:
             provides = formulation_class(formulation).provides
             check_pairing(formulation, provides, self.model.name, self.model.needs)
             self.formulation = make_formulation(formulation, scene, **self.formulation_options)
+        if getattr(self.formulation, "dry_friction", None) is not None and not getattr(
+            self.model, "carries_dry_friction", False
+        ):
+            raise IncompatibleError(
+                f"scene {scene.name!r} has joints with dry friction "
+                f"({', '.join(j.name for j in scene.joints if np.any(j.dry_friction > 0))}), "
+                f"which model {self.model.name!r} does not carry; run it with --model box-friction"
+            )
         self.collide = collide if collide is not None else collision_function(scene)
         self._excluded = excluded_pairs(scene)
         self.slip_threshold = slip_threshold

@@ -127,6 +127,13 @@ class MaximalFormulation(Formulation):
                 f"joint {rotor!r} has armature (rotor inertia on its coordinate), which the "
                 "maximal formulation cannot represent (no joint coordinates); use the reduced one"
             )
+        dry = next((j.name for j in scene.joints if np.any(j.dry_friction > 0)), None)
+        if dry is not None:
+            raise ConfigurationError(
+                f"joint {dry!r} has dry friction (a constant friction bound on its coordinates), "
+                "which the maximal formulation cannot represent (no joint coordinates); use the "
+                "reduced one"
+            )
         self.integrator = integ.check_integrator(integrator)
         self.jacobian = integ.check_jacobian(jacobian)
         self.projection = integrator != integ.DEFAULT if projection is None else bool(projection)

@@ -54,6 +54,10 @@ class ContactModel(ABC):
     #: :data:`contactlab.problem.CAPABILITIES`); checked against the formulation's
     #: ``provides`` when the simulator is built
     needs: tuple[str, ...] = ()
+    #: whether the model solves the dry-friction rows ``D`` of joint coordinates
+    #: (:attr:`~contactlab.problem.StepProblem.D`); a scene with them is paired only
+    #: with a model that does (checked when the simulator is built)
+    carries_dry_friction: bool = False
 
     def __init__(self, solver: str, **options: Any) -> None:
         self.solver = solver
@@ -370,6 +374,7 @@ def make_solution(
         lambda_N=rows.part(lam, "N"),
         lambda_T=lambda_T,
         lambda_L=rows.part(lam, "L"),
+        lambda_D=rows.part(lam, "D"),
         status=status,
         iterations=int(sum(r.iterations for r in results)),
         outer_iterations=outer,

@@ -71,6 +71,8 @@ class BoxFriction(SolvingModel):
     With ``nsgs`` or ``admm`` the same law is posed as the Coulomb
     frictional-contact problem with the box or exact cone
     (:mod:`contactlab.models.fc_route`).
+    Dry friction of joint coordinates (``StepProblem.D``, MuJoCo's ``frictionloss``)
+    is carried by the LCP and QP routes as box rows ``|lambda_D| <= d``.
     row_order : order of the LCP rows handed to LCP backends: ``"height"``
         (default; bilateral rows, then each contact's normal and tangent rows
         together, contacts from the lowest point up, see :func:`height_order`)
@@ -81,6 +83,12 @@ class BoxFriction(SolvingModel):
 
     forms = ("lcp", "qp")
     defaults = {"cone": "box", "tol": 1e-6, "max_outer": 100, "row_order": "height"}
+
+    @property
+    def carries_dry_friction(self) -> bool:  # type: ignore[override]
+        """The LCP and QP routes bound the dry-friction rows of joints like any box row;
+        the frictional-contact route (``nsgs``, ``admm``) has no such rows."""
+        return self.route != ("fc_coulomb",)
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:

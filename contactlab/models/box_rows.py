@@ -25,15 +25,20 @@ from contactlab.problem import StepProblem
 
 
 def box_rows(problem: StepProblem) -> Rows:
-    """``C = [G; N; T; L]`` and ``b = [g; c; 0; l]`` (tangent rows unbounded here)."""
+    """``C = [G; N; T; L; D]`` and ``b = [g; c; 0; l; 0]`` (tangent rows unbounded here,
+    the dry-friction rows ``D`` in their bounds ``-d <= lambda_D <= d``)."""
     d = problem
-    return stack_rows(
+    rows = stack_rows(
         problem.n,
         ("G", d.G, d.g, "free"),
         ("N", d.N, d.c, "nonneg"),
         ("T", d.T, np.zeros(d.T.shape[0]), "free"),
         ("L", d.L, d.l, "nonneg"),
+        ("D", d.D, np.zeros(d.D.shape[0]), "free"),
     )
+    rows.lo[rows.slices["D"]] = -d.d
+    rows.hi[rows.slices["D"]] = d.d
+    return rows
 
 
 @dataclass
@@ -127,14 +132,14 @@ def continued_from(old_ids: NDArray[np.int64], problem: StepProblem) -> NDArray[
 def warm_impulses(old: Any, rows: Rows, problem: StepProblem) -> Array | None:
     """The warm start of this step's impulses from the previous step's, or ``None``.
 
-    Bilateral (``G``) and limit (``L``) impulses carry over when their row
-    counts are unchanged, contact impulses per persistent contact id
+    Bilateral (``G``), limit (``L``) and dry-friction (``D``) impulses carry over
+    when their row counts are unchanged, contact impulses per persistent contact id
     (:func:`carried_over`).
     """
     if not isinstance(old, ImpulseMemory):
         return None
     z = np.zeros(rows.m)
-    for name in ("G", "L"):
+    for name in ("G", "L", "D"):
         new_s, old_s = rows.slices.get(name), old.slices.get(name)
         if (
             new_s is not None

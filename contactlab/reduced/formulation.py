@@ -40,6 +40,7 @@ from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced import steppers
 from contactlab.reduced.constraints import ReducedConstraint, scene_constraints
+from contactlab.reduced.dry_friction import dry_friction
 from contactlab.reduced.kinematics import forward_kinematics
 from contactlab.reduced.traversal_reactions import traversal_maps
 from contactlab.reduced.tree import Array, Tree
@@ -113,6 +114,8 @@ class ReducedFormulation(Formulation):
         self.constraints = scene_constraints(scene, self.tree, stabilization) + list(constraints)
         #: joint-contact layout of the joints with friction (``None`` without any)
         self.joint_layout = joint_friction_layout(scene)
+        #: the coordinates with dry friction (rows ``D`` of every step), ``None`` without any
+        self.dry_friction = dry_friction(scene, self.tree)
         self.integrator = steppers.check_integrator(integrator)
         self.rtol, self.atol = float(rtol), float(atol)
         self.substep_angle = None if substep_angle is None else float(substep_angle)
@@ -151,7 +154,12 @@ class ReducedFormulation(Formulation):
         the set-up is outside its scope, ``compiled=False`` or the integrator is not the
         linearly implicit step the compiled one reproduces."""
         # subclasses (hyper-reduced) step otherwise
-        if type(self) is not ReducedFormulation or not self.compiled or self.stepper is not None:
+        if (
+            type(self) is not ReducedFormulation
+            or not self.compiled
+            or self.stepper is not None
+            or self.dry_friction is not None
+        ):
             return None
         from contactlab.reduced.compiled_step import compiled_step_for
 
@@ -182,6 +190,8 @@ class ReducedFormulation(Formulation):
         if uni:
             rows["L"] = sp.csr_matrix(np.vstack([r[0] for r in uni]))
             rows["l"] = np.concatenate([r[1] for r in uni])
+        if self.dry_friction is not None:
+            rows["D"], rows["d"] = self.dry_friction.rows(tree.nq, h)
         N_m = T_m = sp.csr_matrix((0, 6 * self.scene.n_bodies))
         if contacts is not None and len(contacts) > 0:
             from contactlab.contact.rows import contact_restitution, contact_rows

@@ -258,6 +258,8 @@ class HyperReducedFormulation(ReducedFormulation):
             mu=full.mu,
             L=full.L @ Bs,
             l=full.l,
+            D=full.D @ Bs,
+            d=full.d,
             contacts=full.contacts,
             directions=full.directions,
             G_owner=full.G_owner,

@@ -24,7 +24,9 @@ what is not imported.  The user guide is ``docs/mjcf.md``.
   product of their screws (:class:`ScrewChainJoint`), which the reduced
   formulation expands to revolute and prismatic nodes with massless links.
 * **Per-coordinate dynamics** (``dof_*`` arrays): ``armature`` (rotor inertia
-  on the diagonal of M), ``damping``, ``stiffness`` with ``springref``.
+  on the diagonal of M), ``damping``, ``stiffness`` with ``springref``, and
+  ``frictionloss`` as the coordinate's dry friction (``JointSpec.dry_friction``,
+  a constant bound, :mod:`contactlab.reduced.dry_friction`) on hinges and slides.
 * **Massless bodies** without joints merge into their parent.  MuJoCo compiles
   a massless body on joints when a body with mass is welded to it: the joints
   then move that body (one such body; several are an error), and the massless
@@ -270,6 +272,7 @@ def _joint_spec(
     stiffness, rest = parts.spring(model, joints)
     dynamics: dict[str, Any] = {
         "armature": np.asarray(model.dof_armature[dofs], dtype=float),
+        "dry_friction": np.asarray(model.dof_frictionloss[dofs], dtype=float),
         "damping": _per_coordinate(np.asarray(model.dof_damping[dofs], dtype=float)),
         "stiffness": stiffness,
         "rest": rest,
@@ -286,6 +289,8 @@ def _joint_spec(
                 "coordinates are exponential coordinates",
             )
             dynamics.update(armature=0.0, damping=0.0)
+        if kind in ("free", "spherical"):
+            dynamics.update(dry_friction=0.0)  # reported by parts.report_model_features
         # a free joint moves the body frame itself; the others act at jnt_pos
         at = se3.make_transform(None, np.asarray(model.jnt_pos[j], dtype=float))
         if kind == "free":

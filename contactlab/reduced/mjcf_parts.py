@@ -114,17 +114,17 @@ def geom_type(model: Any, g: int) -> str:
 
 
 def report_model_features(model: Any, report: Report) -> None:
-    """Report what the scene will not carry: joint frictionloss, ball/free springs,
+    """Report what the scene will not carry: ball/free frictionloss and springs,
     tendons, fluid forces, gravity compensation, contact pairs and excludes."""
     for j in range(model.njnt):
         adr, t = int(model.jnt_dofadr[j]), int(model.jnt_type[j])
         n = {0: 6, 1: 3}.get(t, 1)
-        if np.any(model.dof_frictionloss[adr : adr + n] > 0):
+        if t in (0, 1) and np.any(model.dof_frictionloss[adr : adr + n] > 0):
             report.add(
-                "joint frictionloss",
+                "frictionloss of ball and free joints",
                 _joint(model, j),
-                "MuJoCo bounds the friction torque by a constant; contactlab's joint friction "
-                "(JointSpec.friction) bounds it by mu times the joint's load",
+                "MuJoCo bounds the angular (and world linear) velocities' friction, contactlab's "
+                "coordinates are exponential coordinates (hinges and slides carry it)",
             )
         if t in (0, 1) and model.jnt_stiffness[j] > 0:
             report.add(

@@ -190,7 +190,12 @@ class Stepper:
     ) -> tuple[Array, Array]:
         form = self.f
         jt = form.joint_torque
-        if not (contacts or form.constraints or form.joint_layout is not None):
+        if not (
+            contacts
+            or form.constraints
+            or form.joint_layout is not None
+            or form.dry_friction is not None
+        ):
             # nothing to constrain: the whole step (and its substeps) here
             tau = None if jt is None else (lambda t, q, v: np.asarray(jt(t, q, v), dtype=float))
             q, v = step_midpoint(self.tree, kin.q, kin.qdot, h, form.substep_angle, tau, state.t)
@@ -209,11 +214,19 @@ class Stepper:
         from contactlab.reduced.integrators import simulate_adaptive
 
         f = self.f
-        if contacts or f.constraints or f.joint_layout is not None:
+        if contacts or f.constraints or f.joint_layout is not None or f.dry_friction is not None:
             what = (
                 "contacts"
                 if contacts
-                else ("constraint rows" if f.constraints else "joints with friction")
+                else (
+                    "constraint rows"
+                    if f.constraints
+                    else (
+                        "joints with friction"
+                        if f.joint_layout is not None
+                        else "joints with dry friction"
+                    )
+                )
             )
             raise ConfigurationError(
                 f"integrator 'dop853' integrates the smooth equations of motion, but scene "

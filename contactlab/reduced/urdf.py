@@ -325,6 +325,7 @@ def load_urdf(
     *,
     fixed_base: bool = True,
     joint_limits: bool = False,
+    dry_friction: bool = False,
     collision: str = "model",
     package_dirs: str | Path | Sequence[str | Path] | None = None,
     mesh_dir: str | Path | None = None,
@@ -341,6 +342,10 @@ def load_urdf(
         coordinates the root link's position then its rotation vector).
     joint_limits : add :class:`JointLimit` constraints for limited revolute and
         prismatic joints (the scene then runs in the reduced formulation only).
+    dry_friction : carry ``<dynamics friction>`` as the joints' constant Coulomb
+        friction (``JointSpec.dry_friction``; reduced formulation, box-friction
+        model).  Default ``False``: the friction is reported and left out, as
+        Pinocchio's dynamics leave it out.
     collision : ``"model"`` (the geometry as written; a mesh that is not a
         closed solid becomes its convex hull, with a warning), ``"convex"``
         (every mesh by its convex hull) or ``"none"`` (no collision
@@ -368,6 +373,13 @@ def load_urdf(
     _check_tree(robot, what)
     robot_name = name or robot.name or "urdf"
     notes = {f"{k} not represented": v for k, v in _unread(xml).items()}
+    friction_note = "<dynamics friction> (Coulomb joint friction) not represented"
+    if dry_friction and friction_note in notes:
+        del notes[friction_note]
+    elif friction_note in notes:
+        notes[friction_note + " (load with dry_friction=True to carry it)"] = notes.pop(
+            friction_note
+        )
 
     links = {link.name: link for link in robot.links}
     root = _root(robot, what)
@@ -405,7 +417,7 @@ def load_urdf(
             )
         )
     joints, constraints = _moving_joints(
-        robot, moving, frame_in_body, segments, joint_limits, notes
+        robot, moving, frame_in_body, segments, joint_limits, notes, dry_friction
     )
     specs += joints
 
@@ -465,6 +477,7 @@ def _moving_joints(
     segments: dict[str, _Segment],
     joint_limits: bool,
     notes: dict[str, list[str]],
+    dry_friction: bool = False,
 ) -> tuple[list[JointSpec], list[Any]]:
     """The specs of the moving joints, their limits (on request) and mimic couplings."""
     specs: list[JointSpec] = []
@@ -481,6 +494,9 @@ def _moving_joints(
         body, link_frame = frame_in_body(j.parent)
         origin = np.eye(4) if j.origin is None else np.asarray(j.origin, dtype=float)
         damping = 0.0 if j.dynamics is None or j.dynamics.damping is None else j.dynamics.damping
+        friction = 0.0
+        if dry_friction and j.dynamics is not None and j.dynamics.friction is not None:
+            friction = float(j.dynamics.friction)
         axis = j.axis if kind in ("revolute", "prismatic") else None
         specs.append(
             JointSpec(
@@ -493,6 +509,7 @@ def _moving_joints(
                 axis=axis,
                 params=params,
                 damping=float(damping),
+                dry_friction=friction,
                 q0=mimic_q0.get(j.name),
             )
         )

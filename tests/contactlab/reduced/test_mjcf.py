@@ -102,8 +102,10 @@ def test_bad_models_get_one_clear_error(xml, match):
 
 def test_unsupported_features_warn_once_each_and_strict_refuses():
     xml = (
-        "<mujoco><worldbody><body name='b'><joint name='j' type='hinge' frictionloss='1'/>"
+        "<mujoco><worldbody><body name='b'><joint name='j' type='hinge'/>"
         "<geom type='ellipsoid' size='0.1 0.2 0.3'/><geom type='sphere' size='0.1'/>"
+        "<body name='c' pos='0 0 -0.5'><joint name='jb' type='ball' frictionloss='1'/>"
+        "<geom type='sphere' size='0.1'/></body>"
         "</body></worldbody><tendon><fixed name='t' stiffness='10'><joint joint='j' coef='1'/>"
         "</fixed>"
         "</tendon></mujoco>"
@@ -113,7 +115,7 @@ def test_unsupported_features_warn_once_each_and_strict_refuses():
     lines = sorted(str(w.message) for w in caught)
     assert len(lines) == 3
     assert "ellipsoid geoms not imported (ellipsoid 0 of body 'b')" in lines[0]
-    assert "joint frictionloss not imported ('j')" in lines[1]
+    assert "frictionloss of ball and free joints not imported ('jb')" in lines[1]
     assert (
         "tendon stiffness, damping, frictionloss, armature and limits not imported ('t')"
         in (lines[2])
@@ -121,7 +123,7 @@ def test_unsupported_features_warn_once_each_and_strict_refuses():
     assert len(scene.bodies[0].shapes) == 1  # the sphere; the ellipsoid is left out
     with pytest.raises(
         ConfigurationError,
-        match=r"strict=True\):\nMJCF joint frictionloss[^\n]*\n"
+        match=r"strict=True\):\nMJCF frictionloss of ball[^\n]*\n"
         r"MJCF tendon stiffness[^\n]*\nMJCF ellipsoid",
     ):
         load_mjcf(xml, strict=True)

@@ -339,7 +339,8 @@ def test_unrepresented_elements_are_reported_one_line_per_feature() -> None:
     lines = sorted(str(w.message) for w in record)
     assert all("\n" not in line and line.startswith("URDF robot 'r': ") for line in lines)
     expect = [
-        "<dynamics friction> (Coulomb joint friction) not represented: 'j'",
+        "<dynamics friction> (Coulomb joint friction) not represented (load with "
+        "dry_friction=True to carry it): 'j'",
         "<gazebo> not represented: 'a'",
         "<limit effort/velocity> (actuator limits) not represented: 'j'",
         "<link><contact> not represented: 'a'",
