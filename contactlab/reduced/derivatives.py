@@ -37,6 +37,10 @@ from contactlab.reduced.tree import Array
 
 _FD_STEP = 1e-6
 _NO_MAPS = np.zeros((0, 6, 6, 8))
+_NOT_DEFINITE = (
+    "the mass matrix is not positive definite: a joint moves no mass (check massless "
+    "chains or degenerate joint axes)"
+)
 
 
 def _fallback_columns(
@@ -90,11 +94,12 @@ def inverse_dynamics_derivatives(
     qdot = _as_vector(qdot, nq, "qdot")
     qddot = _as_vector(qddot, nq, "qddot")
     if composite is None:
-        composite = model.screw_only
-    if composite and not model.screw_only:
+        composite = not model.has_other_joints
+    if composite and model.has_other_joints:
         raise ConfigurationError(
-            "the composite derivative form needs a tree of revolute, prismatic and fixed "
-            "nodes; this model has spherical or Python-evaluated joints (use composite=False)"
+            "the composite derivative form needs a tree of revolute, prismatic, spherical, free "
+            "and fixed joints (and those built of them); this model has joints evaluated "
+            "from their maps each call (use composite=False)"
         )
     if generated not in ("analytic", "differences"):
         raise ConfigurationError(
@@ -111,7 +116,7 @@ def inverse_dynamics_derivatives(
         model.node_wrenches(wrenches),
     )
     if composite:
-        return _derivative_kernels.inverse_dynamics_derivatives_composite(*args)  # type: ignore[no-any-return]
+        return _derivative_kernels.composite_derivatives(*args, False)  # type: ignore[no-any-return]
     left = model.other_coordinates
     dext = _NO_MAPS
     if model.has_other_joints and generated == "analytic":
@@ -127,7 +132,33 @@ def inverse_dynamics_derivatives(
 def forward_dynamics_derivatives(
     model: Model, q: Array, qdot: Array, tau: Array | None = None, wrenches: Array | None = None
 ) -> tuple[Array, Array, Array]:
-    """``(dqddot/dq, dqddot/dqdot, dqddot/dtau = M^{-1})``, each (nq, nq)."""
+    """``(dqddot/dq, dqddot/dqdot, dqddot/dtau = M^{-1})``, each (nq, nq).
+
+    Trees without joints evaluated from their maps each call (the composite form's
+    domain) take one compiled call: ``qddot`` from the composite inertias, the
+    inverse-dynamics partials at ``qddot`` and ``-M^{-1}`` times them by the same
+    Cholesky factor of ``M``.  Other trees: the forward dynamics, the recursive
+    partials and a dense factorization.
+    """
+    if not model.has_other_joints:
+        nq = model.nq
+        q = _as_vector(q, nq, "q")
+        qdot = _as_vector(qdot, nq, "qdot")
+        tau = np.zeros(nq) if tau is None else _as_vector(tau, nq, "tau")
+        out = _derivative_kernels.composite_derivatives(
+            model.topo,
+            model.geom,
+            model.dofp,
+            model.joint_maps(q, qdot),
+            q,
+            qdot,
+            tau,
+            model.node_wrenches(wrenches),
+            True,
+        )
+        if nq and not np.isfinite(out[2][0, 0]):
+            raise SingularSystemError(_NOT_DEFINITE)
+        return out  # type: ignore[no-any-return]
     qddot = model.forward_dynamics(q, qdot, tau, wrenches)
     dq, dqd, M = inverse_dynamics_derivatives(model, q, qdot, qddot, wrenches)
     if model.nq == 0:
@@ -136,8 +167,5 @@ def forward_dynamics_derivatives(
         np.linalg.cholesky(M)
         Minv = np.linalg.inv(M)
     except np.linalg.LinAlgError as err:
-        raise SingularSystemError(
-            "the mass matrix is not positive definite: a joint moves no mass (check massless "
-            "chains or degenerate joint axes)"
-        ) from err
+        raise SingularSystemError(_NOT_DEFINITE) from err
     return -Minv @ dq, -Minv @ dqd, Minv
