@@ -345,6 +345,59 @@ def _jr_second_apply(r, u, e, y, co, out, t1, t2):  # noqa: ANN001, ANN202, PLR0
 
 
 @njit(cache=True)
+def _world_inertia(g, R, p, out):  # noqa: ANN001, ANN202
+    """Spatial inertia at the world origin of a body at ``(R, p)`` (centre of mass ``p``).
+
+    ``[[R J R^T - m [p]^2, m [p]], [m [p]^T, m 1]]`` (angular first), ``J`` the
+    principal moments ``geom[INERTIA:INERTIA + 3]``.
+    """
+    j0, j1, j2, m = g[INERTIA], g[INERTIA + 1], g[INERTIA + 2], g[INERTIA + 3]
+    p0, p1, p2 = p[0], p[1], p[2]
+    pp = p0 * p0 + p1 * p1 + p2 * p2
+    for r in range(3):
+        for k in range(r, 3):
+            s = R[r, 0] * j0 * R[k, 0] + R[r, 1] * j1 * R[k, 1] + R[r, 2] * j2 * R[k, 2]
+            s -= m * (p[r] * p[k] - (pp if r == k else 0.0))
+            out[r, k] = s
+            out[k, r] = s
+        for k in range(3):
+            out[r + 3, k + 3] = m if r == k else 0.0
+    out[0, 3] = out[3, 0] = 0.0
+    out[1, 4] = out[4, 1] = 0.0
+    out[2, 5] = out[5, 2] = 0.0
+    out[0, 4] = out[4, 0] = -m * p2
+    out[0, 5] = out[5, 0] = m * p1
+    out[1, 3] = out[3, 1] = m * p2
+    out[1, 5] = out[5, 1] = -m * p0
+    out[2, 3] = out[3, 2] = -m * p1
+    out[2, 4] = out[4, 2] = m * p0
+
+
+@njit(cache=True)
+def _wrench_to_world_add(R, p, f, out, t3):  # noqa: ANN001, ANN202
+    """``out += (R f_w + p x (R f_v), R f_v)``: a body wrench at the world origin."""
+    for r in range(3):
+        t3[r] = R[r, 0] * f[3] + R[r, 1] * f[4] + R[r, 2] * f[5]
+        out[r] += R[r, 0] * f[0] + R[r, 1] * f[1] + R[r, 2] * f[2]
+        out[r + 3] += t3[r]
+    _cross_add(1.0, p, t3, out)
+
+
+@njit(cache=True)
+def _inertia_ad(Iw, v, P):  # noqa: ANN001, ANN202
+    """``P = Iw ad(v)`` with ``ad(v) = [[[w], 0], [[n], [w]]]`` (18 nonzeros)."""
+    w0, w1, w2, n0, n1, n2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    for r in range(6):
+        i0, i1, i2, i3, i4, i5 = Iw[r, 0], Iw[r, 1], Iw[r, 2], Iw[r, 3], Iw[r, 4], Iw[r, 5]
+        P[r, 0] = i1 * w2 - i2 * w1 + i4 * n2 - i5 * n1
+        P[r, 1] = -i0 * w2 + i2 * w0 - i3 * n2 + i5 * n0
+        P[r, 2] = i0 * w1 - i1 * w0 + i3 * n1 - i4 * n0
+        P[r, 3] = i4 * w2 - i5 * w1
+        P[r, 4] = -i3 * w2 + i5 * w0
+        P[r, 5] = i3 * w1 - i4 * w0
+
+
+@njit(cache=True)
 def _cholesky(M, L):  # noqa: ANN001, ANN202
     """Lower ``L`` with ``L L^T = M``; False when ``M`` is not positive definite."""
     n = M.shape[0]
@@ -426,8 +479,6 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
     Ic = np.zeros((n, 6, 6))
     B = np.zeros((n, 6, 6))
     F = np.zeros((n, 6))
-    Xw = np.zeros((6, 6))
-    Ib = np.zeros((6, 6))
     T = np.empty((6, 6))
     tt = np.empty(3)
     h = np.empty(6)
@@ -502,45 +553,22 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
             if g[INERTIA + 3] == 0.0:
                 continue  # a massless node (intermediate link of a composite joint)
         massive[i] = True
-        # Xw = Ad(E_i^{-1}) = [[R^T, 0], [[t] R^T, R^T]], t = -R^T p  (world -> body)
-        for r in range(3):
-            tt[r] = -(R[i, 0, r] * pw[i, 0] + R[i, 1, r] * pw[i, 1] + R[i, 2, r] * pw[i, 2])
-            for k in range(3):
-                Xw[r, k] = R[i, k, r]
-                Xw[r + 3, k + 3] = R[i, k, r]
-        for k in range(3):
-            Xw[3, k] = tt[1] * Xw[2, k] - tt[2] * Xw[1, k]
-            Xw[4, k] = tt[2] * Xw[0, k] - tt[0] * Xw[2, k]
-            Xw[5, k] = tt[0] * Xw[1, k] - tt[1] * Xw[0, k]
-        # world inertia Iw = Xw^T Ib Xw; f = Iw A - bias, bias = ad(V)^T Iw V + Xw^T fext_b
-        for r in range(6):
-            Ib[r, r] = g[INERTIA + r]
-        _congruence_add(Xw, Ib, Iw[i], T)
+        _world_inertia(g, R[i], pw[i], Iw[i])
+        # f = Iw A - bias, bias = ad(V)^T Iw V + Ad(E_i)^* fext_b
         _sym_matvec(Iw[i], V[i], h)
         _adt_mul(V[i], h, bias[i])
         if fext.shape[0] > 0:
-            _xt_mul_add(Xw, fext[i], bias[i])
+            _wrench_to_world_add(R[i], pw[i], fext[i], bias[i], tt)
         _sym_matvec(Iw[i], A[i], F[i])
         for r in range(6):
             F[i, r] -= bias[i, r]
             for m in range(6):
                 Ic[i, r, m] = Iw[i, r, m]
-        # B = I ad(V) + ad(V)^T I + C(I V), C(y) = [[[y_w], [y_v]], [[y_v], 0]]
-        for col in range(6):
-            for r in range(6):
-                t2[r] = 0.0
-            t2[col] = 1.0
-            _ad_mul(V[i], t2, t1)  # ad(V) e_col
-            for r in range(6):
-                s = 0.0
-                for m in range(6):
-                    s += Iw[i, r, m] * t1[m]
-                B[i, r, col] = s
-            for r in range(6):
-                t1[r] = Iw[i, r, col]
-            _adt_mul(V[i], t1, t2)  # ad(V)^T I e_col
-            for r in range(6):
-                B[i, r, col] += t2[r]
+        # B = P + P^T + C(I V), P = I ad(V), C(y) = [[[y_w], [y_v]], [[y_v], 0]]
+        _inertia_ad(Iw[i], V[i], T)
+        for r in range(6):
+            for m in range(6):
+                B[i, r, m] = T[r, m] + T[m, r]
         hw0, hw1, hw2, hv0, hv1, hv2 = h[0], h[1], h[2], h[3], h[4], h[5]
         B[i, 0, 1] -= hw2
         B[i, 0, 2] += hw1
