@@ -459,38 +459,31 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
     n = topo.shape[0]
     nq = dofp.shape[1]
     _check_lengths(dofp, q, qd, x)
+    # a few allocations, sliced (each call allocates its own: a model can be shared by threads)
     scr = np.empty((6, 3, 3))
-    X = np.empty((n, 6, 6))
-    Sb = np.zeros((n, 6, 6))
-    c = np.empty((n, 6))
-    R = np.empty((n, 3, 3))
-    pw = np.empty((n, 3))
+    m66 = np.zeros((5, n, 6, 6))
+    X, Sb, Iw, Ic, B = m66[0], m66[1], m66[2], m66[3], m66[4]
+    m33 = np.empty((4, n, 3, 3))
+    R, Jr, J1 = m33[0], m33[1], m33[2]  # J_r and dJ_r[qd] of spherical nodes
     S = np.zeros((n, 3, 6))  # world columns of each node (up to three)
-    Jr = np.empty((n, 3, 3))  # J_r and dJ_r[qd] of spherical nodes
-    J1 = np.empty((n, 3, 3))
-    nu = np.zeros(nq)
-    alpha = np.zeros(nq)
-    V = np.zeros((n, 6))
-    A = np.zeros((n, 6))
-    cor = np.zeros((n, 6))  # ad(V_i) S_i nu_i
-    Iw = np.zeros((n, 6, 6))
-    bias = np.zeros((n, 6))
+    m6 = np.zeros((7, n, 6))
+    c, V, A, F, bias = m6[0], m6[1], m6[2], m6[3], m6[4]
+    cor = m6[5]  # ad(V_i) S_i nu_i
+    pw = m6[6, :, :3]
+    na = np.zeros((2, nq))
+    nu, alpha = na[0], na[1]
     massive = np.zeros(n, dtype=np.bool_)
-    Ic = np.zeros((n, 6, 6))
-    B = np.zeros((n, 6, 6))
-    F = np.zeros((n, 6))
     T = np.empty((6, 6))
-    tt = np.empty(3)
-    h = np.empty(6)
-    sv = np.empty(6)
-    t1 = np.empty(6)
-    t2 = np.empty(6)
-    ag = np.zeros(6)
+    vec = np.zeros((12, 6))  # small vectors (rows)
+    tt, h, sv, t1, t2, ag = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5]
+    psi, chi, ak, G, H = vec[6], vec[7], vec[8], vec[9], vec[10]
     for r in range(3):
         ag[r + 3] = -geom[n, r]
+    spherical = False
     for i in range(n):
         node_kinematics(i, topo, geom, ext, q, qd, X, Sb, c, scr)
         kind, k0, nd = topo[i, KIND], topo[i, DOF0], topo[i, NDOF]
+        spherical = spherical or kind == SPHERICAL
         g = geom[i]
         xx = X[i]
         pl = scr[2, 1]  # translation of L = frame_parent Q frame_child^{-1}; R_L = x[:3, :3]^T
@@ -598,9 +591,8 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
                     B[pa, r, m] += B[i, r, m]
     # per column: its node, u = Ic S, w = B^T S (row vectors of the entries below)
     col_node = np.empty(nq, dtype=np.int64)
-    Sc = np.empty((nq, 6))
-    u = np.empty((nq, 6))
-    w = np.empty((nq, 6))
+    cols = np.empty((3, nq, 6))
+    Sc, u, w = cols[0], cols[1], cols[2]
     for j in range(n):
         k0, nd = topo[j, DOF0], topo[j, NDOF]
         for a in range(nd):
@@ -692,11 +684,6 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
                     F[pa, r] += F[i, r]
     out_q = np.zeros((nq, nq))
     out_qd = np.zeros((nq, nq))
-    psi = np.empty(6)
-    chi = np.empty(6)
-    ak = np.empty(6)
-    G = np.empty(6)
-    H = np.empty(6)
     for m in range(nq):
         k = col_node[m]
         s_k = Sc[m]
@@ -742,6 +729,47 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
                 out_qd[j0 + b, m] = _dot6(Sc[j0 + b], H)
             j = topo[j, PARENT]
     # spherical nodes: from local to the coordinates (chain rule, see above)
+    if spherical:
+        _spherical_maps(topo, q, qd, qdd, Jr, J1, Sc, F, Ml, out_q, out_qd)
+    for k in range(nq):
+        out_q[k, k] += dofp[0, k]
+        out_qd[k, k] += dofp[1, k]
+    if not forward:
+        return out_q, out_qd, Mq
+    # M^{-1} = L^{-T} L^{-1}; dqdd/dx = -M^{-1} dtau/dx
+    Li = np.zeros((nq, nq))
+    for j in range(nq):
+        Li[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, nq):
+            s = 0.0
+            for k in range(j, i):
+                s += L[i, k] * Li[k, j]
+            Li[i, j] = -s / L[i, i]
+    Minv = np.zeros((nq, nq))
+    for i in range(nq):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, nq):
+                s += Li[k, i] * Li[k, j]
+            Minv[i, j] = s
+            Minv[j, i] = s
+    np.dot(Minv, out_q, L)  # L and Li are free again
+    np.dot(Minv, out_qd, Li)
+    for i in range(nq):
+        for j in range(nq):
+            L[i, j] = -L[i, j]
+            Li[i, j] = -Li[i, j]
+    return L, Li, Minv
+
+
+@njit(cache=True)
+def _spherical_maps(topo, q, qd, qdd, Jr, J1, Sc, F, Ml, out_q, out_qd):  # noqa: ANN001, ANN202, PLR0913
+    """The local partials of spherical nodes' columns and rows to their coordinates (in place):
+    ``dtau/dq = T^T (D_x T + D_nu N_v + M_loc N_a) + G``, ``dtau/dqd = T^T (D_nu T + M_loc N_c)``
+    (see :func:`composite_derivatives`)."""
+    n = topo.shape[0]
+    nq = out_q.shape[0]
+    t1 = np.empty(6)
     Jd = np.empty((3, 3, 3))  # dJ_r[e_a]
     Nv = np.empty((3, 3))
     Nc = np.empty((3, 3))
@@ -805,29 +833,6 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
             for r in range(3):
                 for a in range(3):
                     out_q[k0 + r, k0 + a] += Gs[j, r, a]
-    for k in range(nq):
-        out_q[k, k] += dofp[0, k]
-        out_qd[k, k] += dofp[1, k]
-    if not forward:
-        return out_q, out_qd, Mq
-    # M^{-1} = L^{-T} L^{-1}; dqdd/dx = -M^{-1} dtau/dx
-    Li = np.zeros((nq, nq))
-    for j in range(nq):
-        Li[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, nq):
-            s = 0.0
-            for k in range(j, i):
-                s += L[i, k] * Li[k, j]
-            Li[i, j] = -s / L[i, i]
-    Minv = np.zeros((nq, nq))
-    for i in range(nq):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(i, nq):
-                s += Li[k, i] * Li[k, j]
-            Minv[i, j] = s
-            Minv[j, i] = s
-    return -(Minv @ out_q), -(Minv @ out_qd), Minv
 
 
 @njit(cache=True)

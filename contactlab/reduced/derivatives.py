@@ -43,6 +43,21 @@ _NOT_DEFINITE = (
 )
 
 
+_F64 = np.dtype(np.float64)
+_UNIT = (8,)
+
+
+def _ready(model: Model, *xs: object) -> bool:
+    """Whether the model has no ``OTHER`` joints and every ``x`` is a contiguous float64
+    vector (lengths are checked by the compiled call)."""
+    if model.has_other_joints:
+        return False
+    for x in xs:
+        if type(x) is not np.ndarray or x.dtype is not _F64 or x.strides != _UNIT:
+            return False
+    return True
+
+
 def _fallback_columns(
     model: Model,
     q: Array,
@@ -89,6 +104,14 @@ def inverse_dynamics_derivatives(
     (:mod:`contactlab.reduced.generated_derivatives`); "differences" takes
     their columns by central differences like those of other Python joints.
     """
+    if composite is not False and wrenches is None and _ready(model, q, qdot, qddot):
+        try:  # contiguous float64 vectors: straight to the compiled call (it checks lengths)
+            return _derivative_kernels.composite_derivatives(  # type: ignore[no-any-return]
+                model.topo, model.geom, model.dofp, model.joint_maps(q, qdot), q, qdot, qddot,
+                model.node_wrenches(None), False,
+            )  # fmt: skip
+        except ValueError:
+            pass  # converted and checked below
     nq = model.nq
     q = _as_vector(q, nq, "q")
     qdot = _as_vector(qdot, nq, "qdot")
@@ -142,20 +165,28 @@ def forward_dynamics_derivatives(
     """
     if not model.has_other_joints:
         nq = model.nq
-        q = _as_vector(q, nq, "q")
-        qdot = _as_vector(qdot, nq, "qdot")
-        tau = np.zeros(nq) if tau is None else _as_vector(tau, nq, "tau")
-        out = _derivative_kernels.composite_derivatives(
-            model.topo,
-            model.geom,
-            model.dofp,
-            model.joint_maps(q, qdot),
-            q,
-            qdot,
-            tau,
-            model.node_wrenches(wrenches),
-            True,
-        )
+        if tau is None:
+            tau = np.zeros(nq)
+        if not _ready(model, q, qdot, tau):  # converted and checked (lengths: the kernel)
+            q = _as_vector(q, nq, "q")
+            qdot = _as_vector(qdot, nq, "qdot")
+            tau = _as_vector(tau, nq, "tau")
+        try:
+            out = _derivative_kernels.composite_derivatives(
+                model.topo,
+                model.geom,
+                model.dofp,
+                model.joint_maps(q, qdot),
+                q,
+                qdot,
+                tau,
+                model.node_wrenches(wrenches),
+                True,
+            )
+        except ValueError:  # a wrong length, named here
+            for x, name in ((q, "q"), (qdot, "qdot"), (tau, "tau")):
+                _as_vector(x, nq, name)  # type: ignore[arg-type]
+            raise
         if nq and not np.isfinite(out[2][0, 0]):
             raise SingularSystemError(_NOT_DEFINITE)
         return out  # type: ignore[no-any-return]
