@@ -770,18 +770,12 @@ def _spherical_maps(topo, q, qd, qdd, Jr, J1, Sc, F, Ml, out_q, out_qd):  # noqa
     n = topo.shape[0]
     nq = out_q.shape[0]
     t1 = np.empty(6)
-    Jd = np.empty((3, 3, 3))  # dJ_r[e_a]
-    Nv = np.empty((3, 3))
-    Nc = np.empty((3, 3))
-    Na = np.empty((3, 3))
-    Gs = np.empty((n, 3, 3))  # G of each spherical node
-    W3 = np.empty((3, 3))
-    J0 = np.empty((3, 3))
-    ea = np.zeros(3)
     co = np.empty(6)
-    v3 = np.empty(3)
-    s3 = np.empty(3)
-    s4 = np.empty(3)
+    m3 = np.zeros((9, 3, 3))
+    Jd = m3[:3]  # dJ_r[e_a]
+    Nv, Nc, Na, W3, J0 = m3[3], m3[4], m3[5], m3[6], m3[7]
+    ea, v3, s3, s4 = m3[8, 0], m3[8, 1], m3[8, 2], t1[3:]
+    Gs = np.empty((n, 3, 3))  # G of each spherical node
     for j in range(n):
         if topo[j, KIND] != SPHERICAL:
             continue

@@ -44,6 +44,8 @@ _NOT_DEFINITE = (
 
 
 _F64 = np.dtype(np.float64)
+_NO_EXT = np.zeros((0, 88))  # the joint maps of a model without OTHER nodes
+_NO_WRENCHES = np.zeros((0, 6))
 _UNIT = (8,)
 
 
@@ -107,8 +109,7 @@ def inverse_dynamics_derivatives(
     if composite is not False and wrenches is None and _ready(model, q, qdot, qddot):
         try:  # contiguous float64 vectors: straight to the compiled call (it checks lengths)
             return _derivative_kernels.composite_derivatives(  # type: ignore[no-any-return]
-                model.topo, model.geom, model.dofp, model.joint_maps(q, qdot), q, qdot, qddot,
-                model.node_wrenches(None), False,
+                model.topo, model.geom, model.dofp, _NO_EXT, q, qdot, qddot, _NO_WRENCHES, False,
             )  # fmt: skip
         except ValueError:
             pass  # converted and checked below
