@@ -48,10 +48,8 @@ from contactlab.reduced._fast import (
     _adt_mul,
     _check_lengths,
     _coefficients,
-    _congruence_add,
     _x_mul,
     _xt_mul_add,
-    _right_jacobian_rate,
     body_force_diff,
     node_kinematics,
     right_jacobian_terms,
@@ -322,7 +320,8 @@ def _cross(a, b, out):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _jr_second_apply(r, u, e, y, co, out, t1, t2):  # noqa: ANN001, ANN202, PLR0913
     """``out = d^2 J_r[u, e] y`` (see :func:`~contactlab.reduced._fast.right_jacobian_terms`)
-    by cross products: ``[a] y = a x y``; ``co = (b, c, b1, c1, b2, c2)``; ``t1``, ``t2`` scratch."""
+    by cross products, ``[a] y = a x y``; ``co = (b, c, b1, c1, b2, c2)``; ``t1``, ``t2``
+    scratch."""
     _, c, b1, c1, b2, c2 = co[0], co[1], co[2], co[3], co[4], co[5]
     qu = r[0] * u[0] + r[1] * u[1] + r[2] * u[2]
     qe = r[0] * e[0] + r[1] * e[1] + r[2] * e[2]
@@ -395,6 +394,35 @@ def _inertia_ad(Iw, v, P):  # noqa: ANN001, ANN202
         P[r, 3] = i4 * w2 - i5 * w1
         P[r, 4] = -i3 * w2 + i5 * w0
         P[r, 5] = i3 * w1 - i4 * w0
+
+
+@njit(cache=True)
+def _djr_axis(r, a, co, out):  # noqa: ANN001, ANN202
+    """``out = dJ_r[e_a] = -b1 r_a [r] - b [e_a] + c1 r_a [r]^2 + c ([e_a][r] + [r][e_a])``
+    with ``[r]^2 = r r^T - |r|^2 1``, ``[e][r] + [r][e] = r e^T + e r^T - 2 (r.e) 1`` and the
+    coefficients ``co = (b, c, b1, c1, ...)`` of ``r``."""
+    b, c, b1, c1 = co[0], co[1], co[2], co[3]
+    ra = r[a]
+    rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+    out[0, 0] = out[1, 1] = out[2, 2] = 0.0
+    out[0, 1], out[0, 2], out[1, 2] = -r[2], r[1], -r[0]
+    out[1, 0], out[2, 0], out[2, 1] = r[2], -r[1], r[0]
+    for i in range(3):
+        for k in range(3):
+            d = 1.0 if i == k else 0.0
+            v = -b1 * ra * out[i, k] + c1 * ra * (r[i] * r[k] - rr * d)
+            v += c * ((r[i] if k == a else 0.0) + (r[k] if i == a else 0.0) - 2.0 * ra * d)
+            out[i, k] = v
+    # - b [e_a]
+    if a == 0:
+        out[1, 2] += b
+        out[2, 1] -= b
+    elif a == 1:
+        out[0, 2] -= b
+        out[2, 0] += b
+    else:
+        out[0, 1] += b
+        out[1, 0] -= b
 
 
 @njit(cache=True)
@@ -612,7 +640,8 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
     Ml = np.zeros((nq, nq))
     for m in range(nq):
         k = col_node[m]
-        for row in range(topo[k, DOF0], topo[topo[k, END] - 1, DOF0] + topo[topo[k, END] - 1, NDOF]):
+        last = topo[k, END] - 1
+        for row in range(topo[k, DOF0], topo[last, DOF0] + topo[last, NDOF]):
             Ml[row, m] = Ml[m, row] = _dot6(u[row], Sc[m])
     # ... in the coordinates: M = T^T M_loc T (+ armature)
     Mq = Ml.copy()
@@ -660,7 +689,9 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
             if kind == SPHERICAL:
                 for a in range(3):
                     alpha[k0 + a] += (
-                        Jr[i, a, 0] * qdd[k0] + Jr[i, a, 1] * qdd[k0 + 1] + Jr[i, a, 2] * qdd[k0 + 2]
+                        Jr[i, a, 0] * qdd[k0]
+                        + Jr[i, a, 1] * qdd[k0 + 1]
+                        + Jr[i, a, 2] * qdd[k0 + 2]
                     )
             elif nd == 1:
                 alpha[k0] = qdd[k0]
@@ -771,10 +802,10 @@ def _spherical_maps(topo, q, qd, qdd, Jr, J1, Sc, F, Ml, out_q, out_qd):  # noqa
     nq = out_q.shape[0]
     t1 = np.empty(6)
     co = np.empty(6)
-    m3 = np.zeros((9, 3, 3))
+    m3 = np.zeros((7, 3, 3))
     Jd = m3[:3]  # dJ_r[e_a]
-    Nv, Nc, Na, W3, J0 = m3[3], m3[4], m3[5], m3[6], m3[7]
-    ea, v3, s3, s4 = m3[8, 0], m3[8, 1], m3[8, 2], t1[3:]
+    Nv, Nc, Na = m3[3], m3[4], m3[5]
+    ea, v3, s3, s4 = m3[6, 0], m3[6, 1], m3[6, 2], t1[3:]
     Gs = np.empty((n, 3, 3))  # G of each spherical node
     for j in range(n):
         if topo[j, KIND] != SPHERICAL:
@@ -791,7 +822,7 @@ def _spherical_maps(topo, q, qd, qdd, Jr, J1, Sc, F, Ml, out_q, out_qd):  # noqa
         for a in range(3):
             ea[:] = 0.0
             ea[a] = 1.0
-            _right_jacobian_rate(rj, ea, J0, Jd[a], W3)
+            _djr_axis(rj, a, co, Jd[a])
             _jr_second_apply(rj, ea, rd, rd, co, v3, s3, s4)
             for r in range(3):
                 nv = Jd[a, r, 0] * rd[0] + Jd[a, r, 1] * rd[1] + Jd[a, r, 2] * rd[2]

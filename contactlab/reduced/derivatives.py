@@ -106,7 +106,20 @@ def inverse_dynamics_derivatives(
     (:mod:`contactlab.reduced.generated_derivatives`); "differences" takes
     their columns by central differences like those of other Python joints.
     """
-    if composite is not False and wrenches is None and _ready(model, q, qdot, qddot):
+    if (  # contiguous float64 vectors on a model without OTHER nodes: the checks inline
+        composite is not False
+        and wrenches is None
+        and model._ext_none
+        and type(q) is np.ndarray
+        and type(qdot) is np.ndarray
+        and type(qddot) is np.ndarray
+        and q.dtype is _F64
+        and qdot.dtype is _F64
+        and qddot.dtype is _F64
+        and q.strides == _UNIT
+        and qdot.strides == _UNIT
+        and qddot.strides == _UNIT
+    ):
         try:  # contiguous float64 vectors: straight to the compiled call (it checks lengths)
             return _derivative_kernels.composite_derivatives(  # type: ignore[no-any-return]
                 model.topo, model.geom, model.dofp, _NO_EXT, q, qdot, qddot, _NO_WRENCHES, False,

@@ -181,7 +181,9 @@ ROTATION_FIRST = ["free", "revolute", "spherical", "revolute", "spherical", "cyl
 REL_BALL = 1e-7
 
 
-@pytest.mark.parametrize("kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"])
+@pytest.mark.parametrize(
+    "kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"]
+)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_free_and_spherical_composite_form_matches_central_differences(
     kinds: list[str], seed: int
@@ -204,7 +206,9 @@ def test_free_and_spherical_composite_form_matches_central_differences(
         np.testing.assert_allclose(g, o, rtol=0, atol=1e-12 * np.abs(o).max())
 
 
-@pytest.mark.parametrize("kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"])
+@pytest.mark.parametrize(
+    "kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"]
+)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_forward_derivatives_with_free_and_spherical_joints(kinds: list[str], seed: int) -> None:
     """The one-call forward-dynamics partials: central differences of the forward dynamics
