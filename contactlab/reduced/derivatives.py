@@ -5,7 +5,10 @@ and joint springs/dampers included):
 
 - ``dtau/dq`` and ``dtau/dqdot`` by the recursive partials of Guenter and
   Rose (Guenter & Rose), re-derived for body twists and every elementary node
-  (:mod:`contactlab.reduced._derivative_kernels`), one compiled call;
+  (:mod:`contactlab.reduced._derivative_kernels`), one compiled call; on trees
+  without ``OTHER`` nodes (revolute, prismatic, fixed, spherical and free joints)
+  in their composite world-frame form, O(1) per matrix entry
+  (:func:`~contactlab.reduced._derivative_kernels.composite_derivatives`);
 - ``dtau/dqddot = M`` by the composite-rigid-body algorithm.
 
 Forward dynamics ``qddot = FD(q, qdot, tau)`` is the inverse map, so with
@@ -98,9 +101,10 @@ def inverse_dynamics_derivatives(
     """``(dtau/dq, dtau/dqdot, dtau/dqddot = M)``, each (nq, nq), row = torque, column = variable.
 
     ``wrenches`` (nb, 6) are body-frame wrenches held fixed in the body frames.
-    ``composite`` chooses the O(1)-per-entry world-frame form (trees of
-    revolute, prismatic and fixed nodes only; the default there) or the
-    per-coordinate recursion (any tree; the default otherwise).
+    ``composite`` chooses the O(1)-per-entry world-frame form (trees without
+    ``OTHER`` nodes: revolute, prismatic, fixed, spherical and free joints and those
+    built of them; the default there) or the per-coordinate recursion (any tree; the
+    default otherwise).
     ``generated``: "analytic" (default) differentiates the joint maps of joints
     generated from their transform symbolically
     (:mod:`contactlab.reduced.generated_derivatives`); "differences" takes
