@@ -316,3 +316,20 @@ def test_floating_base_derivatives_match_pinocchio_on_solo12(seed: int) -> None:
     ref_qd = data.ddq_dv - Minv_p @ springs[1]
     for got, ref in ((fq, ref_q), (fqd, ref_qd), (Minv, Minv_p)):
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+def test_forward_derivatives_refuse_a_singular_mass_matrix() -> None:
+    """At |r| = 2 pi the rotation vector's J_r is singular, so is M = J_r^T M_loc J_r (two zero
+    eigenvalues): one SingularSystemError, no NaN matrices."""
+    from contactlab.errors import SingularSystemError
+
+    scene = Scene(
+        "ball",
+        (Body("a", 1.0, np.array([0.1, 0.2, 0.3])),),
+        (JointSpec("ja", "spherical", None, "a"),),
+    )
+    model = Model.from_scene(scene)
+    q = np.array([2 * np.pi, 0.0, 0.0])
+    assert np.linalg.eigvalsh(model.mass_matrix(q))[1] < 1e-12
+    with pytest.raises(SingularSystemError, match="not positive definite"):
+        forward_dynamics_derivatives(model, q, np.zeros(3))
