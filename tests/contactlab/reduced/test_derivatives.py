@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from importlib import metadata
 
 import numpy as np
 import pytest
@@ -166,3 +167,169 @@ def test_derivatives_match_pinocchio(shape: str) -> None:
     np.testing.assert_allclose(fq, data.ddq_dq, atol=1e-9)
     np.testing.assert_allclose(fqd, data.ddq_dv, atol=1e-9)
     np.testing.assert_allclose(Minv, np.triu(data.Minv) + np.triu(data.Minv, 1).T, atol=1e-9)
+
+
+# -- free and spherical joints in the composite form -------------------------------
+
+# Trees of free (both coordinate orders), spherical and screw joints: no joint evaluated
+# from its maps, so the composite form (local body-frame columns, chain rule through J_r).
+BALL = ["free_translation_first", "spherical", "revolute", "spherical", "prismatic",
+        "fixed", "revolute", "spherical", "universal", "revolute"]  # fmt: skip
+ROTATION_FIRST = ["free", "revolute", "spherical", "revolute", "spherical", "cylindrical"]
+# Central differences at h = 1e-5 on these trees: truncation h^2 |f'''| / 6 and rounding
+# 1e-16 |f| / h both stay near 1e-11 of the scale, far below the 1e-7 asked.
+REL_BALL = 1e-7
+
+
+@pytest.mark.parametrize(
+    "kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"]
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_free_and_spherical_composite_form_matches_central_differences(
+    kinds: list[str], seed: int
+) -> None:
+    """dtau/dq, dtau/dqdot, M of the composite form with free and spherical joints: central
+    differences of the inverse dynamics (1e-7 of the scale) and the per-coordinate recursion
+    of Guenter & Rose (1e-12), with body wrenches, springs and dampers."""
+    model = Model(springy_tree(seed, kinds))
+    assert not model.has_other_joints and not model.screw_only
+    q, qd, qdd, w = _state(model, seed)
+    got = inverse_dynamics_derivatives(model, q, qd, qdd, w)
+    ref = (
+        central(lambda x: model.inverse_dynamics(x, qd, qdd, w), q),
+        central(lambda x: model.inverse_dynamics(q, x, qdd, w), qd),
+        central(lambda x: model.inverse_dynamics(q, qd, x, w), qdd),
+    )
+    other = inverse_dynamics_derivatives(model, q, qd, qdd, w, composite=False)
+    for g, r, o in zip(got, ref, other):
+        np.testing.assert_allclose(g, r, rtol=0, atol=REL_BALL * np.abs(r).max())
+        np.testing.assert_allclose(g, o, rtol=0, atol=1e-12 * np.abs(o).max())
+
+
+@pytest.mark.parametrize(
+    "kinds", [BALL, ROTATION_FIRST], ids=["translation-first", "rotation-first"]
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forward_derivatives_with_free_and_spherical_joints(kinds: list[str], seed: int) -> None:
+    """The one-call forward-dynamics partials: central differences of the forward dynamics
+    (1e-7 of the scale) and -M^-1 times the recursion's inverse-dynamics partials at the
+    forward dynamics' qddot (1e-10)."""
+    model = Model(springy_tree(seed, kinds))
+    q, qd, _, w = _state(model, seed)
+    tau = np.random.default_rng(seed).standard_normal(model.nq)
+    got = forward_dynamics_derivatives(model, q, qd, tau, w)
+    ref = (
+        central(lambda x: model.forward_dynamics(x, qd, tau, w), q),
+        central(lambda x: model.forward_dynamics(q, x, tau, w), qd),
+        central(lambda x: model.forward_dynamics(q, qd, x, w), tau),
+    )
+    qdd = model.forward_dynamics(q, qd, tau, w)
+    dq, dqd, M = inverse_dynamics_derivatives(model, q, qd, qdd, w, composite=False)
+    Minv = np.linalg.inv(M)
+    for g, r, o in zip(got, ref, (-Minv @ dq, -Minv @ dqd, Minv)):
+        np.testing.assert_allclose(g, r, rtol=0, atol=REL_BALL * np.abs(r).max())
+        np.testing.assert_allclose(g, o, rtol=0, atol=1e-10 * np.abs(o).max())
+
+
+def test_derivatives_name_a_wrong_length() -> None:
+    """A vector of the wrong length gets one error naming it and the length asked."""
+    from contactlab.errors import ConfigurationError
+
+    model = Model(springy_tree(0, BALL))
+    q, qd, _, _ = _state(model, 0)
+    with pytest.raises(ConfigurationError, match="tau must have shape"):
+        forward_dynamics_derivatives(model, q, qd, np.zeros(model.nq + 1))
+    with pytest.raises(ConfigurationError, match="qddot must have shape"):
+        inverse_dynamics_derivatives(model, q, qd, np.zeros(model.nq - 1))
+
+
+try:
+    metadata.distribution("example-robot-data")
+    HAS_ERD = True
+except metadata.PackageNotFoundError:
+    HAS_ERD = False
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+@pytest.mark.skipif(not (HAS_PIN and HAS_ERD), reason="needs pinocchio and example-robot-data")
+@pytest.mark.parametrize("seed", [0, 1])
+def test_floating_base_derivatives_match_pinocchio_on_solo12(seed: int) -> None:
+    """solo12 on a free joint: RNEA and ABA derivatives equal Pinocchio's (free flyer) to 1e-9
+    of their scale.
+
+    The coordinates differ (position and rotation vector here; Pinocchio differentiates
+    along body-frame twists, v = T(q) qdot), so the state has the base at rest and level
+    (rotation vector 0, base velocity 0, base acceleration or base torque 0), where T = 1
+    and the only terms of the chain rule left are the derivatives of T^T and T^-1 along the
+    rotation vector: dtau/dq = dtau_dq + [[0, -[tau_lin]], [0, -[tau_ang]/2]] (J_r's
+    derivative at 0 is -[.]/2) and dqddot/dq = ddq_dq + [[0, -[a_lin]], [0, -[a_ang]/2]],
+    both in the base rows and rotation columns (tau, a the base's wrench and acceleration).
+    """
+    import warnings
+
+    import pinocchio as pin
+
+    from contactlab.reduced.pinocchio_ import PinocchioCoordinates
+    from contactlab.reduced.urdf import load_urdf
+    from contactlab.reduced.urdf_geometry import example_robot_data
+
+    path = example_robot_data() / "solo_description/robots/solo12.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Model.from_scene(load_urdf(path, collision="none", fixed_base=False))
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    data = pm.createData()
+    peer = PinocchioCoordinates(model.tree, pm)
+    rng = np.random.default_rng(seed)
+    q, qd, qdd = model.random_state(rng)
+    q[3:6] = 0.0  # level base: R = J_r = 1
+    qd[:6] = 0.0  # base at rest
+    qdd[:6] = 0.0
+    springs = np.diag(model.dofp[0]), np.diag(model.dofp[1])
+    assert not model.dofp[3].any()  # no rotor inertia in the file (Pinocchio's armature 0)
+    qp = peer.configuration(q)
+    T, _ = peer.velocity_map(q, qd)
+    np.testing.assert_allclose(T, np.eye(model.nq), atol=1e-15)
+
+    dq, dqd, M = inverse_dynamics_derivatives(model, q, qd, qdd)
+    pin.computeRNEADerivatives(pm, data, qp, qd, qdd)
+    tau = pin.rnea(pm, data, qp, qd, qdd)
+    ref_q = data.dtau_dq.copy()
+    ref_q[0:3, 3:6] += -_skew(tau[0:3])
+    ref_q[3:6, 3:6] += -0.5 * _skew(tau[3:6])
+    Mp = np.triu(data.M) + np.triu(data.M, 1).T
+    for got, ref in ((dq - springs[0], ref_q), (dqd - springs[1], data.dtau_dv), (M, Mp)):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+    tau = np.concatenate([np.zeros(6), rng.uniform(-1, 1, model.nq - 6)])  # base unactuated
+    fq, fqd, Minv = forward_dynamics_derivatives(model, q, qd, tau)
+    damping = model.dofp[1] * qd  # Pinocchio's ABA leaves joint damping out
+    pin.computeABADerivatives(pm, data, qp, qd, tau - damping)
+    a = pin.aba(pm, data, qp, qd, tau - damping)
+    ref_q = data.ddq_dq.copy()
+    ref_q[0:3, 3:6] += -_skew(a[0:3])
+    ref_q[3:6, 3:6] += -0.5 * _skew(a[3:6])
+    Minv_p = np.triu(data.Minv) + np.triu(data.Minv, 1).T
+    ref_qd = data.ddq_dv - Minv_p @ springs[1]
+    for got, ref in ((fq, ref_q), (fqd, ref_qd), (Minv, Minv_p)):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+def test_forward_derivatives_refuse_a_singular_mass_matrix() -> None:
+    """At |r| = 2 pi the rotation vector's J_r is singular, so is M = J_r^T M_loc J_r (two zero
+    eigenvalues): one SingularSystemError, no NaN matrices."""
+    from contactlab.errors import SingularSystemError
+
+    scene = Scene(
+        "ball",
+        (Body("a", 1.0, np.array([0.1, 0.2, 0.3])),),
+        (JointSpec("ja", "spherical", None, "a"),),
+    )
+    model = Model.from_scene(scene)
+    q = np.array([2 * np.pi, 0.0, 0.0])
+    assert np.linalg.eigvalsh(model.mass_matrix(q))[1] < 1e-12
+    with pytest.raises(SingularSystemError, match="not positive definite"):
+        forward_dynamics_derivatives(model, q, np.zeros(3))
