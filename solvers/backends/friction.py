@@ -94,6 +94,11 @@ def _codes(problem: FrictionalContact) -> tuple[int, int]:
     return (0 if problem.law == "ccp" else 1), (0 if problem.cone == "soc" else 1)
 
 
+def _wide(problem: FrictionalContact) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The cone code and flat arrays of a wide problem (:mod:`solvers.numerics.fc_wide`)."""
+    return problem.sep, problem.offsets, problem.mu_rows, problem.family  # type: ignore[attr-defined]
+
+
 def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) -> None:
     if settings:
         raise ProblemError(
@@ -153,6 +158,8 @@ class FrictionBackend(Backend):
     accepts_fc: ClassVar[bool] = True
     #: Whether the Coulomb law (not only the CCP) is solved natively.
     solves_coulomb: ClassVar[bool] = True
+    #: Whether wide cones (torsional and rolling rows) are solved natively.
+    accepts_fc_wide: ClassVar[bool] = False
     supports_warm_start = True
     tolerance = 1e-6
     default_tol = 1e-6
@@ -168,11 +175,12 @@ class FrictionBackend(Backend):
     def check_fc(self, problem: FrictionalContact) -> None:
         """Raise :class:`IncompatibleProblem` unless every normal diagonal entry is positive."""
         diag = problem.diagonal()
-        bad = np.flatnonzero(diag[: 3 * problem.nc : 3] <= 0.0)
+        normals = problem.offsets[:-1] if problem.is_wide else np.arange(0, 3 * problem.nc, 3)  # type: ignore[attr-defined]
+        bad = np.flatnonzero(diag[normals] <= 0.0)
         if bad.size:
             raise IncompatibleProblem(
                 f"{self.name} needs a positive normal diagonal of W; contact {int(bad[0])} has "
-                f"W_nn = {diag[3 * bad[0]]:g}; drop the contact or regularise W"
+                f"W_nn = {diag[normals[bad[0]]]:g}; drop the contact or regularise W"
             )
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
@@ -185,6 +193,7 @@ class FrictionBackend(Backend):
 class NSGSBackend(FrictionBackend):
     """Block nonsmooth Gauss--Seidel with exact local solvers."""
 
+    accepts_fc_wide = True
     name = "nsgs"
     description = "nonsmooth block Gauss-Seidel, exact local solvers (CCP and Coulomb)"
 
@@ -201,9 +210,22 @@ class NSGSBackend(FrictionBackend):
         t0 = time.perf_counter()
         law, kind = _codes(problem)
         r = _start(problem, opts)
-        args = (*_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
-        t1 = time.perf_counter()
-        sweeps, res = nsgs(*args, problem.nc, r, omega, opts.tol, cap, direct)
+        if problem.is_wide:
+            from solvers.numerics.fc_wide import nsgs_wide
+
+            if direct:
+                raise ProblemError(
+                    "direct", "wide cones take the shifted sweep only; drop direct=True"
+                )
+            t1 = time.perf_counter()
+            sweeps, res = nsgs_wide(
+                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
+                omega, opts.tol, cap,
+            )  # fmt: skip
+        else:
+            args = (*_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo)
+            t1 = time.perf_counter()
+            sweeps, res = nsgs(*args, problem.nc, r, omega, opts.tol, cap, direct)
         t2 = time.perf_counter()
         msg = f"nsgs: natural-map residual {res:.3e} after {sweeps} sweeps (tol {opts.tol:g})"
         status = _status(res, opts.tol, sweeps >= cap)
@@ -213,6 +235,7 @@ class NSGSBackend(FrictionBackend):
 class APGDBackend(FrictionBackend):
     """Accelerated projected gradient (Nesterov) with adaptive step and restart."""
 
+    accepts_fc_wide = True
     name = "apgd"
     description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
 
@@ -225,10 +248,18 @@ class APGDBackend(FrictionBackend):
         law, kind = _codes(problem)
         r = _start(problem, opts)
         t1 = time.perf_counter()
-        it, res = apgd(
-            *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
-            problem.nc, r, opts.tol, cap,
-        )  # fmt: skip
+        if problem.is_wide:
+            from solvers.numerics.fc_wide import apgd_wide
+
+            it, res = apgd_wide(
+                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
+                opts.tol, cap,
+            )  # fmt: skip
+        else:
+            it, res = apgd(
+                *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
+                problem.nc, r, opts.tol, cap,
+            )  # fmt: skip
         t2 = time.perf_counter()
         msg = f"apgd: natural-map residual {res:.3e} after {it} iterations (tol {opts.tol:g})"
         return RawSolution(
@@ -239,6 +270,7 @@ class APGDBackend(FrictionBackend):
 class ADMMBackend(FrictionBackend):
     """ADMM with an adaptive penalty."""
 
+    accepts_fc_wide = True
     name = "admm"
     kind = "admm"
     description = "ADMM with adaptive penalty (CCP and Coulomb)"
@@ -257,10 +289,18 @@ class ADMMBackend(FrictionBackend):
         law, kind = _codes(problem)
         r = _start(problem, opts)
         t1 = time.perf_counter()
-        it, res, rho_end = admm(
-            *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
-            problem.nc, r, rho, opts.tol, cap,
-        )  # fmt: skip
+        if problem.is_wide:
+            from solvers.numerics.fc_wide import admm_wide
+
+            it, res, rho_end = admm_wide(
+                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
+                rho, opts.tol, cap,
+            )  # fmt: skip
+        else:
+            it, res, rho_end = admm(
+                *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
+                problem.nc, r, rho, opts.tol, cap,
+            )  # fmt: skip
         t2 = time.perf_counter()
         msg = (
             f"admm: natural-map residual {res:.3e} after {it} iterations "
