@@ -194,16 +194,12 @@ class WideFrictionalContact(FrictionalContact):
 
     def support(self, u: ArrayLike) -> Vec:
         """``(nc,)`` dual norm ``h(u_T)`` of each contact's tangential velocity."""
-        from solvers.numerics.fc_wide import support
+        from solvers.numerics.fc_wide import support_all
 
         u = np.ascontiguousarray(u, dtype=np.float64)
-        off = self.offsets
-        return np.array(
-            [
-                support(self.sep, self.mu_rows, self.family, int(off[i]), int(off[i + 1] - off[i]), u, int(off[i]))
-                for i in range(self.nc)
-            ]
-        )  # fmt: skip
+        out = np.empty(self.nc)
+        support_all(self.sep, self.offsets, self.mu_rows, self.family, self.nc, u, out)
+        return out
 
     def residuals_and_velocity(self, r: Vec) -> tuple[dict[str, float], Vec]:
         """Natural map (of the law), Signorini and cone measures, and ``u = W r + q``.

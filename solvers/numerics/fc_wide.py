@@ -528,6 +528,14 @@ def natural_map_wide(
 
 
 @njit(cache=True)
+def support_all(sep: int, off: IVec, mr: Vec, fam: IVec, nc: int, u: Vec, out: Vec) -> None:
+    """``out[i] = h(u_T)`` of every contact."""
+    for i in range(nc):
+        s = off[i]
+        out[i] = support(sep, mr, fam, s, off[i + 1] - s, u, s)
+
+
+@njit(cache=True)
 def shift_wide(sep: int, off: IVec, mr: Vec, fam: IVec, nc: int, q: Vec, u: Vec, qs: Vec) -> None:
     """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_T)`` per contact."""
     for i in range(nc):
