@@ -128,13 +128,13 @@ class WideFrictionalContact(FrictionalContact):
         mr[off[:-1]] = 1.0  # the normal rows' entries are unused
         if cone == "separate" and m:
             same = (self.family[1:] == self.family[:-1]) & (self.family[1:] != 0)
-            bad = np.flatnonzero(same & (mr[1:] != mr[:-1]))
-            if bad.size:
+            clash = np.flatnonzero(same & (mr[1:] != mr[:-1]))
+            if clash.size:
+                j = int(clash[0])
                 raise ProblemError(
                     "mu_rows",
-                    f"the separate cone takes one coefficient per family; rows {int(bad[0])} "
-                    f"and {int(bad[0]) + 1} of one family differ ({mr[bad[0]]} and "
-                    f"{mr[bad[0] + 1]})",
+                    f"the separate cone takes one coefficient per family; rows {j} and "
+                    f"{j + 1} of one family differ ({mr[j]} and {mr[j + 1]})",
                 )
         self.mu_rows = mr
         self.offsets = off

@@ -381,12 +381,12 @@ def ccp_elliptic(mr: Vec, s: int, d: int, A: Vec, b: Vec, r: Vec) -> bool:
         return True
     # Linv = L^-1 (lower triangular)
     Li = np.zeros((p, p))
-    for c in range(p):
-        for i in range(c, p):
-            acc = 1.0 if i == c else 0.0
-            for k in range(c, i):
-                acc -= Lc[i, k] * Li[k, c]
-            Li[i, c] = acc / Lc[i, i]
+    for col in range(p):
+        for i in range(col, p):
+            acc = 1.0 if i == col else 0.0
+            for k in range(col, i):
+                acc -= Lc[i, k] * Li[k, col]
+            Li[i, col] = acc / Lc[i, i]
     # Mr = Linv R Linv'
     Mr = np.empty((p, p))
     for i in range(p):
