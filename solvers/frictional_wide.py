@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from solvers.errors import ProblemError
@@ -245,8 +244,8 @@ class WideFrictionalContact(FrictionalContact):
 
 
 def wide_problem(
-    W: sp.spmatrix,
-    q: Vec,
+    W: Matrix,
+    q: ArrayLike,
     dims: ArrayLike,
     coefficients: ArrayLike,
     law: str,

@@ -154,11 +154,11 @@ def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str, solver:
         model_options={"solver_tol": 1e-10, "max_iter": 100000, "torsion": mu_t, "spin_cone": cone},
     )
     state = sim.initial_state()
-    spins = []
+    spin_list = []
     for j in range(K + 5):
         state, _ = sim.step(state, j)
-        spins.append(sim.formulation.maximal(state)[1][0, 2])
-    spins = np.array(spins)
+        spin_list.append(sim.formulation.maximal(state)[1][0, 2])
+    spins = np.array(spin_list)
     expected = np.maximum(w0 - alpha * h * np.arange(1, K + 6), 0.0)
     assert np.abs(spins - expected).max() <= 1e-6 * w0
     # the spin stops in step K, and the measured deceleration puts the stop at w0 / alpha
