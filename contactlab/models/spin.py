@@ -56,6 +56,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.models.box_rows import continued_from
 from contactlab.models.common import MassInverse
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks, WideFrictionalContact
@@ -395,9 +396,25 @@ def solve_rigid(
     z = np.zeros(W.shape[0])
     outer = 0
     if model.route[0].startswith("fc_wide"):
-        # the frictional-contact backends: both laws natively on the wide cone
-        res = model.run(wide_fc(W, q, wide, law, cone))
+        # the frictional-contact backends: both laws natively on the wide cone, warm-started
+        # per persisting contact from the previous step's impulses (same wide rows)
+        warm = None
+        memory = None if cache is None else cache.get("spin:impulses")
+        if memory is not None and memory[2] == d:
+            old_ids, old_z, _ = memory
+            src = continued_from(np.asarray(old_ids), problem)
+            warm = np.zeros(W.shape[0])
+            blocks = warm[: d * nc].reshape(nc, d)
+            hit = src >= 0
+            blocks[hit] = old_z[src[hit]]
+        res = model.run(wide_fc(W, q, wide, law, cone), warm)
         z = np.asarray(res.x)
+        if cache is not None:
+            cache["spin:impulses"] = (
+                np.asarray(problem.contact_ids).copy(),
+                z[: d * nc].reshape(nc, d).copy(),
+                d,
+            )
         v = minv.vec(problem.f + np.asarray(wide.C.T @ z))
         sol = _as_solution(model, problem, wide, z, v, np.arange(nc))
         sol.outer_iterations = 1
