@@ -269,3 +269,13 @@ def test_wide_problem_fits_only_the_wide_backends():
     assert "ipm" not in solvers.fitting_backends(p)
     with pytest.raises(solvers.IncompatibleProblem):
         solvers.solve(p, "ipm")
+
+
+def test_fclib_refuses_a_wide_problem(tmp_path):
+    pytest.importorskip("h5py")
+    from solvers.fclib import FCLIBError, write
+
+    p = wide_problem(np.eye(4), [-1.0, 0.1, 0.0, 0.2], [4], [0.5, 0.5, 0.1], "ccp", "elliptic")
+    with pytest.raises(FCLIBError, match="three rows per contact"):
+        write(tmp_path / "wide.hdf5", p)
+    assert not list(tmp_path.iterdir())  # nothing written
