@@ -21,7 +21,7 @@ backends' capability flags, through the problem kinds registered here
 ``fc_wide_ccp`` / ``fc_wide_coulomb``
     the CCP / the Coulomb law on wide cones (torsional and rolling rows,
     :class:`~solvers.frictional_wide.WideFrictionalContact`): backends with
-    ``accepts_fc_wide`` (``nsgs``, ``apgd``, ``admm``), natively; the SOC QP backends
+    ``accepts_fc_wide`` (``nsgs``, ``apgd``, ``admm``, ``padmm``), natively; the SOC QP backends
     take the CCP as the model's own QP with chained cones
     (:func:`contactlab.models.spin.cone_qp`), not through this layer.
 

@@ -71,7 +71,8 @@ class AnitescuHart(SolvingModel):
     directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
     torsion, rolling, spin_cone : torsional and rolling friction (MuJoCo's ``condim`` 4 and
         6, coefficients in metres; :mod:`contactlab.models.spin`), with ``cone="soc"``; the
-        widened cone goes to the SOC QP backends or to ``nsgs``, ``apgd`` and ``admm``.
+        widened cone goes to the SOC QP backends or to ``nsgs``, ``apgd``, ``admm``
+        and ``padmm``.
     """
 
     forms = ("qp",)

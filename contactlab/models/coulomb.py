@@ -26,7 +26,7 @@ directions : pyramid sides (even, >= 4); ``None`` uses the scene's.
 torsion, rolling, spin_cone : torsional and rolling friction (MuJoCo's ``condim`` 4 and 6,
     coefficients in metres; :mod:`contactlab.models.spin`); with either > 0 the exact cone
     is widened and the problem goes to the SOC QP backends (De Saxcé's fixed point around
-    them) or natively to ``nsgs``, ``apgd`` and ``admm``.
+    them) or natively to ``nsgs``, ``apgd``, ``admm`` and ``padmm``.
 """
 
 from __future__ import annotations

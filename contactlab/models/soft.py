@@ -57,7 +57,7 @@ margin : contacts with ``r >= margin`` [m] carry no force (default 0, MuJoCo's).
 diag : ``"auto"``, ``"mujoco"`` or ``"exact"``.
 torsion, rolling, spin_cone : MuJoCo's torsional and rolling friction (``condim`` 4 and 6,
     coefficients in metres; :mod:`contactlab.models.spin`).  Elliptic: the wide cone goes to
-    the SOC QP backends or to ``nsgs``, ``apgd`` and ``admm`` (the regularized CCP on the
+    the SOC QP backends or to ``nsgs``, ``apgd``, ``admm`` and ``padmm`` (the regularized CCP on the
     wide cone); pyramidal: ``2 (d - 1)`` edges per contact, every backend that fits.
 """
 

@@ -39,10 +39,10 @@ Solvers.  Two routes.  The SOC QP backends (``cvxpy`` with Clarabel, ECOS or SCS
 the wide elliptic and separate cones as a QP with a chain of 3-dimensional cones
 (``||(x_1..x_k)|| <= x_0`` as ``||(x_1, x_2)|| <= a_1``, ``||(a_1, x_3)|| <= a_2``, ...;
 :func:`cone_qp`), Coulomb's law by the fixed point on De Saxcé's shift around them.  The
-frictional-contact backends ``nsgs``, ``apgd`` and ``admm`` take the wide problem itself
+frictional-contact backends ``nsgs``, ``apgd``, ``admm`` and ``padmm`` take the wide problem
 (:class:`solvers.WideFrictionalContact`, kinds ``fc_wide_ccp`` and ``fc_wide_coulomb``:
 the contact rows with one coefficient per row, the cone ``spin_cone``; :func:`wide_fc`),
-both laws natively.  ``ipm`` and ``padmm`` take 3-row contacts only; ``soft`` with the
+both laws natively.  ``ipm`` takes 3-row contacts only; ``soft`` with the
 pyramidal cone needs no wide cone (its edges are scalar unilateral rows).
 """
 

@@ -57,7 +57,7 @@ G = 9.81
 K_SPHERE = 0.4
 SOLVER = "cvxpy:clarabel"
 #: the SOC QP route and the frictional-contact backends that take wide cones natively
-SOLVERS = [SOLVER, "nsgs", "apgd", "admm"]
+SOLVERS = [SOLVER, "nsgs", "apgd", "admm", "padmm"]
 
 
 def _ball(radius: float, phi: list[float], h: float, mu: float) -> Scene:
@@ -194,7 +194,7 @@ def test_soft_matches_mujoco_condim_6() -> None:
     qvel = (0.3, 0.1, -0.2, 1.0, -2.0, 5.0)
     cases = [("elliptic", SOLVER, 1e-6), ("pyramidal", "nsgs", 1e-9)]
     # the wide elliptic cone natively (the regularized CCP: W + R is definite, so to 1e-9)
-    cases += [("elliptic", name, 1e-9) for name in ("nsgs", "apgd", "admm")]
+    cases += [("elliptic", name, 1e-9) for name in ("nsgs", "apgd", "admm", "padmm")]
     for cone, solver, tol in cases:
         for condim, tors, roll in ((4, 0.02, 0.0), (6, 0.02, 0.01)):
             m = matched(*sphere, 0.098, qvel, cone=cone, condim=condim, torsion=tors, rolling=roll)

@@ -58,7 +58,7 @@ def test_ccp_equals_the_soc_route(d: int, cone: str) -> None:
         W, q, wide = _problem(rng, d)
         ref = _soc_route(W, q, wide, cone)
         problem = wide_fc(sp.csr_matrix(W), q, wide, "ccp", cone)
-        for name in ("nsgs", "apgd", "admm"):
+        for name in ("nsgs", "apgd", "admm", "padmm"):
             res = solvers.solve(problem, name, tol=1e-12, max_iter=400000)
             assert res.status == "optimal", res.message
             assert np.abs(res.x - ref).max() <= 1e-6 * (1 + np.abs(ref).max()), name
@@ -81,7 +81,7 @@ def test_coulomb_equals_the_soc_routes_fixed_point(cone: str) -> None:
             break
     assert done
     problem = wide_fc(sp.csr_matrix(W), q, wide, "coulomb", cone)
-    for name in ("nsgs", "apgd", "admm"):
+    for name in ("nsgs", "apgd", "admm", "padmm"):
         res = solvers.solve(problem, name, tol=1e-12, max_iter=400000)
         assert res.status == "optimal", res.message
         assert np.abs(res.x - ref).max() <= 1e-6 * (1 + np.abs(ref).max()), name
