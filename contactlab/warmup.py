@@ -174,6 +174,19 @@ def _frictional_backends() -> None:
                     solvers.solve(problem, name)
                 except (solvers.IncompatibleProblem, solvers.SolverNotFound):
                     continue  # a backend that does not take this law and cone
+    # wide cones (torsional and rolling rows): both laws, both cones, the four backends
+    from solvers.frictional_wide import wide_problem
+
+    Ww = np.eye(11) + 0.1 * np.ones((11, 11))
+    qw = np.array([-1.0, 0.3, 0.0, 0.1, -0.5, 0.0, 0.2, 0.0, 0.1, -0.1, 0.0])
+    for law in ("coulomb", "ccp"):
+        for cone in ("elliptic", "separate"):
+            wide = wide_problem(
+                Ww, qw, [4, 6], [0.5, 0.5, 0.02, 0.5, 0.5, 0.02, 0.01, 0.01], law, cone, [0.0]
+            )
+            for name in ("nsgs", "apgd", "admm", "padmm"):
+                solvers.solve(wide, name)
+            wide.support(qw)
     # a problem given by its factor W = C diag(d) C' only, as the maximal route hands
     # it to the velocity-form backends (the velocity goes through the factor)
     import scipy.sparse as sp

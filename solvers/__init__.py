@@ -30,6 +30,7 @@ from solvers.fitting import (
     register_kind,
 )
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact
+from solvers.frictional_wide import WideFrictionalContact
 from solvers.problems import LCP, QP, FrictionBlocks, SOCBlocks
 from solvers.result import STATUSES, SolverResult
 
@@ -43,6 +44,7 @@ __all__ = [
     "FrictionBlocks",
     "FrictionalContact",
     "GlobalFrictionalContact",
+    "WideFrictionalContact",
     "IncompatibleProblem",
     "ProblemError",
     "SOCBlocks",

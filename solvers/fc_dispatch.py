@@ -18,6 +18,12 @@ backends' capability flags, through the problem kinds registered here
     :data:`FC_COULOMB_TO_LCP`);
 ``fc_coulomb_pyramid``
     the Coulomb law with a pyramid: ``accepts_fc`` and ``solves_coulomb`` only.
+``fc_wide_ccp`` / ``fc_wide_coulomb``
+    the CCP / the Coulomb law on wide cones (torsional and rolling rows,
+    :class:`~solvers.frictional_wide.WideFrictionalContact`): backends with
+    ``accepts_fc_wide`` (``nsgs``, ``apgd``, ``admm``, ``padmm``), natively; the SOC QP backends
+    take the CCP as the model's own QP with chained cones
+    (:func:`contactlab.models.spin.cone_qp`), not through this layer.
 
 A global problem is first reduced to the local one
 (:data:`GLOBAL_TO_LOCAL`).  Every result carries the conversions applied,
@@ -73,6 +79,16 @@ for _kind in (
         "fc_coulomb_pyramid",
         "Coulomb frictional-contact problem with a pyramid",
         (_NATIVE_COULOMB,),
+    ),
+    ProblemKind(
+        "fc_wide_ccp",
+        "frictional-contact CCP with torsional/rolling rows (wide cones)",
+        (Route({"accepts_fc_wide": True}),),
+    ),
+    ProblemKind(
+        "fc_wide_coulomb",
+        "Coulomb frictional-contact problem with torsional/rolling rows (wide cones)",
+        (Route({"accepts_fc_wide": True, "solves_coulomb": True}),),
     ),
 ):
     register_kind(_kind)

@@ -226,6 +226,12 @@ def write(
 ) -> None:
     """Write ``problem`` (and an optional solution ``{"r", "u", "v"}``) as an FCLIB file."""
     h5py = _h5py()
+    if isinstance(problem, FrictionalContact) and problem.is_wide:
+        raise FCLIBError(
+            "problem",
+            "FCLIB's format has three rows per contact; a problem with torsional or rolling "
+            "rows (WideFrictionalContact) cannot be written",
+        )
     if isinstance(problem, FrictionalContact) and problem.row_lo.size:
         raise FCLIBError(
             "problem",

@@ -150,6 +150,9 @@ class FrictionalContact:
         work on the velocity form (``ipm``); not checked against ``W``.
     """
 
+    #: whether contacts have wide cones (:class:`solvers.frictional_wide.WideFrictionalContact`)
+    is_wide = False
+
     def __init__(
         self,
         W: Matrix | None,
@@ -395,6 +398,8 @@ def fc_residuals(problem: FrictionalContact, r: Vec) -> dict[str, float]:
 
 def residuals_and_velocity(problem: FrictionalContact, r: Vec) -> tuple[dict[str, float], Vec]:
     """:func:`fc_residuals` and the velocity ``u = W r + q`` they were measured at."""
+    if problem.is_wide:
+        return problem.residuals_and_velocity(r)  # type: ignore[attr-defined,no-any-return]
     nc = problem.nc
     law = 0 if problem.law == "ccp" else 1
     if problem._W is None and problem.cone == "soc":

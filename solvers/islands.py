@@ -164,6 +164,8 @@ def solve_islands(
     from solvers.backend_registry import get_backend
     from solvers.dispatch import solve
 
+    if problem.is_wide:  # wide cones: not split (the splitting reads three rows per contact)
+        return solve(problem, backend, tol=tol, warm_start=warm_start, **kwargs)
     parts = split(problem)
     if len(parts) == 1:
         return solve(problem, backend, tol=tol, warm_start=warm_start, **kwargs)

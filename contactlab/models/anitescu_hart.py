@@ -71,7 +71,8 @@ class AnitescuHart(SolvingModel):
     directions : number of pyramid directions (even, >= 4); ``None`` uses the scene's.
     torsion, rolling, spin_cone : torsional and rolling friction (MuJoCo's ``condim`` 4 and
         6, coefficients in metres; :mod:`contactlab.models.spin`), with ``cone="soc"``; the
-        widened cone goes to the SOC QP backends.
+        widened cone goes to the SOC QP backends or to ``nsgs``, ``apgd``, ``admm``
+        and ``padmm``.
     """
 
     forms = ("qp",)
@@ -92,7 +93,7 @@ class AnitescuHart(SolvingModel):
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         if spin_active(options):
-            return [("soc_qp",)]
+            return [("soc_qp",), ("fc_wide_ccp",)]
         # last: the cone complementarity problem itself, for the frictional-contact backends
         ccp = (problem_kind("ccp", options["cone"]),)
         if options["cone"] == "soc":

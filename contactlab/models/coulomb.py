@@ -25,7 +25,8 @@ cone : ``"soc"`` (exact cone, default), ``"box"`` (``|lambda_T,k| <= mu lambda_N
 directions : pyramid sides (even, >= 4); ``None`` uses the scene's.
 torsion, rolling, spin_cone : torsional and rolling friction (MuJoCo's ``condim`` 4 and 6,
     coefficients in metres; :mod:`contactlab.models.spin`); with either > 0 the exact cone
-    is widened and the problem goes to the SOC QP backends.
+    is widened and the problem goes to the SOC QP backends (De Saxcé's fixed point around
+    them) or natively to ``nsgs``, ``apgd``, ``admm`` and ``padmm``.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class Coulomb(SolvingModel):
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         if spin_active(options):
-            return [("soc_qp",)]
+            return [("soc_qp",), ("fc_wide_coulomb",)]
         return [(problem_kind("coulomb", options["cone"]),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:

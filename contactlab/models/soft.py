@@ -57,7 +57,8 @@ margin : contacts with ``r >= margin`` [m] carry no force (default 0, MuJoCo's).
 diag : ``"auto"``, ``"mujoco"`` or ``"exact"``.
 torsion, rolling, spin_cone : MuJoCo's torsional and rolling friction (``condim`` 4 and 6,
     coefficients in metres; :mod:`contactlab.models.spin`).  Elliptic: the wide cone goes to
-    the SOC QP backends; pyramidal: ``2 (d - 1)`` edges per contact, every backend that fits.
+    the SOC QP backends or to ``nsgs``, ``apgd``, ``admm`` and ``padmm`` (the regularized CCP on the
+    wide cone); pyramidal: ``2 (d - 1)`` edges per contact, every backend that fits.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from contactlab.models.spin import (
     check_spin_options,
     cone_qp,
     spin_active,
+    wide_fc,
     wide_step,
 )
 from contactlab.problem import StepProblem, StepSolution
@@ -235,7 +237,7 @@ class Soft(SolvingModel):
     @classmethod
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         if spin_active(options) and options["cone"] == "elliptic":
-            return [("soc_qp",)]
+            return [("soc_qp",), ("fc_wide_ccp",)]
         return [(problem_kind("ccp", "soc"),)]
 
     def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
@@ -479,9 +481,13 @@ def solve_soft(model: Any, problem: StepProblem) -> StepSolution:
         Rb[:, 1:] = R_t[:, None] * (mu[:, None] ** 2) / np.maximum(MIN_VAL, coef**2)
         Rvec = np.concatenate([Rb.ravel(), np.zeros(mg + ml)])
         Wr = (W + sp.diags(Rvec)).tocsr()
-        qp, Sc = cone_qp(Wr, q, wide, "elliptic")
-        res = model.run(qp)
-        z = np.asarray(Sc @ res.x[: W.shape[0]])
+        if model.route[0] == "fc_wide_ccp":
+            res = model.run(wide_fc(Wr, q, wide, "ccp", "elliptic"))
+            z = np.asarray(res.x)
+        else:
+            qp, Sc = cone_qp(Wr, q, wide, "elliptic")
+            res = model.run(qp)
+            z = np.asarray(Sc @ res.x[: W.shape[0]])
     else:
         # pyramidal: 2 (d - 1) edges J_n +- mu_j J_j per contact, one common regularizer
         ne = 2 * (d - 1)

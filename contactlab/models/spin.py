@@ -35,12 +35,15 @@ problem's ``N`` and ``T``, with no access to the formulation.  Reduced coordinat
 expose that layout: a model with ``torsion`` or ``rolling`` on a reduced formulation
 gets one error naming the fix.
 
-Solvers.  The wide elliptic and separate cones are posed as a QP with second-order
-cones, a chain of 3-dimensional cones (``||(x_1..x_k)|| <= x_0`` as
-``||(x_1, x_2)|| <= a_1``, ``||(a_1, x_3)|| <= a_2``, ...): the SOC QP backends fit
-(``cvxpy`` with Clarabel, ECOS or SCS).  The frictional-contact backends (``nsgs``,
-``apgd``, ``admm``, ``ipm``) take 3-row contacts only; they solve ``soft`` with the
-pyramidal cone, whose edges are scalar unilateral rows.
+Solvers.  Two routes.  The SOC QP backends (``cvxpy`` with Clarabel, ECOS or SCS) take
+the wide elliptic and separate cones as a QP with a chain of 3-dimensional cones
+(``||(x_1..x_k)|| <= x_0`` as ``||(x_1, x_2)|| <= a_1``, ``||(a_1, x_3)|| <= a_2``, ...;
+:func:`cone_qp`), Coulomb's law by the fixed point on De Saxcé's shift around them.  The
+frictional-contact backends ``nsgs``, ``apgd``, ``admm`` and ``padmm`` take the wide problem
+(:class:`solvers.WideFrictionalContact`, kinds ``fc_wide_ccp`` and ``fc_wide_coulomb``:
+the contact rows with one coefficient per row, the cone ``spin_cone``; :func:`wide_fc`),
+both laws natively.  ``ipm`` takes 3-row contacts only; ``soft`` with the
+pyramidal cone needs no wide cone (its edges are scalar unilateral rows).
 """
 
 from __future__ import annotations
@@ -53,9 +56,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.models.box_rows import continued_from
 from contactlab.models.common import MassInverse
 from contactlab.problem import StepProblem, StepSolution
-from solvers import QP, SOCBlocks
+from solvers import QP, SOCBlocks, WideFrictionalContact
 
 Array = NDArray[np.float64]
 
@@ -180,6 +184,25 @@ def wide_step(problem: StepProblem, torsion: float, rolling: float) -> WideStep:
     return WideStep(
         C, b, scale, np.asarray(comps), d, nc, problem.G.shape[0], problem.L.shape[0], S
     )
+
+
+#: the family label (:mod:`solvers.frictional_wide`) of each component t1, t2, s, r1, r2
+_FAMILY = np.array([1, 1, 2, 3, 3], dtype=np.int64)
+
+
+def wide_fc(
+    W: sp.csr_matrix, q: Array, wide: WideStep, law: str, cone: str
+) -> WideFrictionalContact:
+    """The wide rows as the solver layer's frictional-contact problem: ``d`` rows per
+    contact with their coefficients (``mu``, ``mu_t``, ``mu_r``), then ``G`` (bilateral) and
+    ``L`` (unilateral) as scalar rows."""
+    nc, d = wide.nc, wide.d
+    mr = np.ones((nc, d))
+    mr[:, 1:] = wide.scale
+    family = np.tile(np.concatenate([[0], _FAMILY[wide.comps]]), nc)
+    row_lo = np.concatenate([np.full(wide.mg, -np.inf), np.zeros(wide.ml)])
+    offsets = np.arange(nc + 1, dtype=np.int64) * d
+    return WideFrictionalContact(W, q, offsets, mr.ravel(), law, cone, row_lo, family)
 
 
 def _groups(comps: Array, cone: str) -> list[list[int]]:
@@ -372,6 +395,30 @@ def solve_rigid(
         shift = np.array([old[where[int(o)]] if int(o) in where else 0.0 for o in origin])
     z = np.zeros(W.shape[0])
     outer = 0
+    if model.route[0].startswith("fc_wide"):
+        # the frictional-contact backends: both laws natively on the wide cone, warm-started
+        # per persisting contact from the previous step's impulses (same wide rows)
+        warm = None
+        memory = None if cache is None else cache.get("spin:impulses")
+        if memory is not None and memory[2] == d:
+            old_ids, old_z, _ = memory
+            src = continued_from(np.asarray(old_ids), problem)
+            warm = np.zeros(W.shape[0])
+            blocks = warm[: d * nc].reshape(nc, d)
+            hit = src >= 0
+            blocks[hit] = old_z[src[hit]]
+        res = model.run(wide_fc(W, q, wide, law, cone), warm)
+        z = np.asarray(res.x)
+        if cache is not None:
+            cache["spin:impulses"] = (
+                np.asarray(problem.contact_ids).copy(),
+                z[: d * nc].reshape(nc, d).copy(),
+                d,
+            )
+        v = minv.vec(problem.f + np.asarray(wide.C.T @ z))
+        sol = _as_solution(model, problem, wide, z, v, np.arange(nc))
+        sol.outer_iterations = 1
+        return sol
     while True:
         qs = q.copy()
         qs[0 : d * nc : d] += shift

@@ -38,6 +38,10 @@ differ by more than ``ratio``, ``ρ`` is multiplied (primal larger) or divided b
 ``κ^τ``, within ``[1e-4 L, 1e4 L]``.  Settings: ``eta`` (default ``1e-6 L``), ``rho``
 (the first penalty), ``power`` ``p`` (0.2), ``tau`` (0.05), ``ratio`` (10), ``period`` (5).
 
+Wide cones (torsional and rolling rows, :class:`~solvers.frictional_wide.WideFrictionalContact`):
+the same iteration with the projection, shift and natural map of
+:mod:`solvers.numerics.fc_wide`, on the dense ``W`` (no factor is given).
+
 Stopping test: the natural map of :func:`~solvers.numerics.fc_kernels.natural_map` on
 ``z`` (every iterate is checked); the iterate returned is the best one seen.  Status:
 ``optimal`` within ``tol``; ``max_iterations`` at the cap; ``stalled`` when the best
@@ -56,11 +60,12 @@ from numpy.typing import NDArray
 
 from solvers.backends.base import SolveOptions
 from solvers.backends.block_cholesky import factor_shifted, solve
-from solvers.backends.friction import (
+from solvers.backends.fc_base import (
     FrictionBackend,
     _codes,
     _no_settings,
     _start,
+    _wide,
     floored,
     rounding_floor,
 )
@@ -68,6 +73,7 @@ from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
 from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
+from solvers.numerics.fc_wide import natural_map_wide, project_all_wide, shift_wide
 from solvers.result import RawSolution
 
 #: CPU seconds of a cold compilation of these kernels (not measured).
@@ -230,15 +236,43 @@ def _power(dense: bool, Wd: Vec, ptr: IVec, idx: IVec, val: Vec, d: Vec, n: int)
 
 
 @njit(cache=True)
+def _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The projection onto the cones: 3-row or wide."""
+    if wide:
+        project_all_wide(sep, off, mr, fam, row_lo, nc, x, out)
+    else:
+        _project_all(kind, mu, dirs, row_lo, nc, x, out)
+
+
+@njit(cache=True)
+def _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The natural map: 3-row or wide."""
+    if wide:
+        return natural_map_wide(law, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
+    return natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
+
+
+@njit(cache=True)
+def _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """De Saxcé's shift: 3-row or wide."""
+    if wide:
+        shift_wide(sep, off, mr, fam, nc, q, u, qs)
+    else:
+        _shift(kind, mu, dirs, nc, q, u, qs)
+
+
+@njit(cache=True)
 def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     dense, Wd, ptr, idx, val, d, base, diag_slot, values, first, second, lptr, lrows,
     rptr, rcols, rslot, L, perm, q, law, kind, mu, dirs, row_lo, nc, r, tol, max_iter,
-    eta, rho, tau, ratio, period, stall, floor, lmax,
+    eta, rho, tau, ratio, period, stall, floor, lmax, wide, sep, off, mr, fam,
 ):  # fmt: skip
     """The iteration of the module docstring; ``r`` (warm start in, solution out).
 
     Returns ``(iterations, residual, final ρ, reason)`` with ``reason`` 0: met ``tol``,
-    1: the cap, 2: stalled, 3: a factorisation failed, 4: not finite.
+    1: the cap, 2: stalled, 3: a factorisation failed, 4: not finite.  ``wide = 1``: the
+    contacts have wide cones (``sep``, ``off``, ``mr``, ``fam`` of
+    :mod:`solvers.numerics.fc_wide`; ``kind``, ``mu``, ``dirs`` unused).
     """
     n = q.shape[0]
     nv = d.shape[0]
@@ -247,12 +281,12 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     tv2 = np.empty(nv)
     Ld = np.empty(Wd.shape)
     z = np.empty(n)
-    _project_all(kind, mu, dirs, row_lo, nc, r, z)
+    _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
     u = np.empty(n)
     _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
     for i in range(n):
         u[i] += q[i]
-    res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
+    res = _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
     res = max(res, floor * np.max(np.abs(z)))
     best = z.copy()
     best_res = res
@@ -261,7 +295,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         return 0, res, rho, 0 if res <= tol else 4
     qs = q.copy()
     if law == 1:
-        _shift(kind, mu, dirs, nc, q, u, qs)
+        _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
     y = np.empty(n)
     for i in range(n):
         y[i] = -(u[i] + qs[i] - q[i])
@@ -299,7 +333,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         for i in range(n):
             zold[i] = z[i]
             xy[i] = x[i] + y[i] / rho
-        _project_all(kind, mu, dirs, row_lo, nc, xy, z)
+        _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xy, z)
         prim = 0.0
         dual = 0.0
         zn = 0.0
@@ -313,7 +347,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
         for i in range(n):
             u[i] += q[i]
-        res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
+        res = _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
         res = max(res, floor * np.max(np.abs(z)))
         if not math.isfinite(res):
             reason = 4
@@ -331,7 +365,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
             reason = 2
             break
         if law == 1:
-            _shift(kind, mu, dirs, nc, q, u, qs)
+            _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
         if it % period == 0:
             p_rel = math.sqrt(prim) / max(math.sqrt(zn), 1e-300)
             d_rel = math.sqrt(dual) / max(math.sqrt(yn), 1e-300)
@@ -396,6 +430,8 @@ class PADMMBackend(FrictionBackend):
     description = "proximal ADMM, spectral penalty, De Saxce's law directly (CCP and Coulomb)"
     #: The models pass ``W = C diag(d) C'`` as its factor (maximal coordinates).
     uses_fc_factor = True
+    #: Wide cones (torsional and rolling rows) with the dense ``W`` (up to ``DENSE_ROWS``).
+    accepts_fc_wide = True
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
         settings = dict(opts.settings)
@@ -430,9 +466,13 @@ class PADMMBackend(FrictionBackend):
         qnorm = float(np.linalg.norm(problem.q))
         floor = rounding_floor(problem, qnorm)
         t1 = time.perf_counter()
+        if problem.is_wide:
+            wide = (1, *_wide(problem))
+        else:
+            wide = (0, 0, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64))
         it, res, rho_end, reason = padmm(
             *data, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc,
-            r, float(opts.tol), cap, eta, rho, tau, ratio, period, stall, floor, Lmax,
+            r, float(opts.tol), cap, eta, rho, tau, ratio, period, stall, floor, Lmax, *wide,
         )  # fmt: skip
         t2 = time.perf_counter()
         res = floored(float(res), r, floor)

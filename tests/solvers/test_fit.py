@@ -37,6 +37,7 @@ from solvers import (
 from solvers import conversions as cv
 from solvers import fitting as fit_module
 from solvers.backends.base import Backend
+from solvers.frictional_wide import wide_problem
 from solvers.verdict import verdict
 
 INF = np.inf
@@ -83,6 +84,23 @@ PROBLEMS: dict[str, QP | LCP | FrictionalContact] = {
     "fc_coulomb": FrictionalContact(BLOCK, [-1.0, 0.8, -0.1], [0.3], law="coulomb", cone="box"),
     "fc_coulomb_pyramid": FrictionalContact(
         BLOCK, [-1.0, 0.8, -0.1], [0.3], law="coulomb", cone="pyramid", directions=6
+    ),
+    # a contact with torsional and rolling rows (MuJoCo's condim 6, elliptic cone)
+    "fc_wide_ccp": wide_problem(
+        np.eye(6) + 0.1,
+        [-1.0, 0.8, -0.1, 0.05, 0.02, 0.0],
+        [6],
+        [0.3, 0.3, 0.01, 0.02, 0.02],
+        "ccp",
+        "elliptic",
+    ),
+    "fc_wide_coulomb": wide_problem(
+        np.eye(6) + 0.1,
+        [-1.0, 0.8, -0.1, 0.05, 0.02, 0.0],
+        [6],
+        [0.3, 0.3, 0.01, 0.02, 0.02],
+        "coulomb",
+        "separate",
     ),
 }
 

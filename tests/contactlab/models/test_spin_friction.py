@@ -56,6 +56,8 @@ pytest.importorskip("cvxpy")
 G = 9.81
 K_SPHERE = 0.4
 SOLVER = "cvxpy:clarabel"
+#: the SOC QP route and the frictional-contact backends that take wide cones natively
+SOLVERS = [SOLVER, "nsgs", "apgd", "admm", "padmm"]
 
 
 def _ball(radius: float, phi: list[float], h: float, mu: float) -> Scene:
@@ -71,11 +73,12 @@ def _ball(radius: float, phi: list[float], h: float, mu: float) -> Scene:
     )
 
 
-def _roll(scene: Scene, model: str, steps: int, **options: object) -> tuple[np.ndarray, np.ndarray]:
+def _roll(
+    scene: Scene, model: str, steps: int, solver: str = SOLVER, **options: object
+) -> tuple[np.ndarray, np.ndarray]:
     """World centre speeds after each step and the final centre position."""
-    sim = Simulator(
-        scene, "maximal", model, SOLVER, dt=scene.dt, model_options={"solver_tol": 1e-10, **options}
-    )
+    opts = {"solver_tol": 1e-10, "max_iter": 100000, **options}
+    sim = Simulator(scene, "maximal", model, solver, dt=scene.dt, model_options=opts)
     state = sim.initial_state()
     speeds = []
     for j in range(steps):
@@ -98,14 +101,15 @@ def _expected(v0: float, a: float, h: float, steps: int) -> tuple[np.ndarray, fl
     return speeds, distance
 
 
-def test_rolling_resistance_separate_cones_stops_at_analytic_distance() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rolling_resistance_separate_cones_stops_at_analytic_distance(solver: str) -> None:
     a, K = 0.08, 50
     mu_r = a * 7.0 * R / (5.0 * G)
     v0 = (K - 0.5) * a * H
     assert K * a**2 * H**2 / (G * R) < 2e-7
     options = {"rolling": mu_r, "spin_cone": "separate"}
     speeds, x = _roll(
-        _ball(R, [0.0, v0 / R, 0.0, v0, 0.0, 0.0], H, 1.0), "coulomb", K + 5, **options
+        _ball(R, [0.0, v0 / R, 0.0, v0, 0.0, 0.0], H, 1.0), "coulomb", K + 5, solver, **options
     )
     expected, distance = _expected(v0, a, H, K + 5)
     assert np.abs(speeds - expected).max() <= 1e-6 * v0  # at rest from step K on
@@ -114,7 +118,8 @@ def test_rolling_resistance_separate_cones_stops_at_analytic_distance() -> None:
     assert abs(x[2] - R) <= 1e-6 * R
 
 
-def test_rolling_elliptic_cone_follows_the_invariant_ray() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rolling_elliptic_cone_follows_the_invariant_ray(solver: str) -> None:
     mu, mu_r, K = 0.1, 0.05, 50
     k = K_SPHERE
     kappa = max(np.roots([R * mu**2, R**2 * mu**2 * (1 + k) - mu_r**2, -R * mu_r**2]).real)
@@ -122,7 +127,8 @@ def test_rolling_elliptic_cone_follows_the_invariant_ray() -> None:
     a = G * mu**2 * kappa / sigma
     v0 = (K - 0.5) * a * H
     w0 = v0 / (kappa + R)
-    speeds, x = _roll(_ball(R, [0.0, w0, 0.0, v0, 0.0, 0.0], H, mu), "coulomb", K + 5, rolling=mu_r)
+    scene = _ball(R, [0.0, w0, 0.0, v0, 0.0, 0.0], H, mu)
+    speeds, x = _roll(scene, "coulomb", K + 5, solver, rolling=mu_r)
     expected, distance = _expected(v0, a, H, K + 5)
     # the interior-point solves leave ~5e-8 m/s per step in these slow velocities (the
     # Coulomb fixed point sits on the coupled cone's boundary; measured 3e-6 of v0), and
@@ -133,8 +139,9 @@ def test_rolling_elliptic_cone_follows_the_invariant_ray() -> None:
     assert a < (1 - 1e-4) * 5 * mu_r * G / (7 * R)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("cone", ["elliptic", "separate"])
-def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str) -> None:
+def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str, solver: str) -> None:
     radius, mu_t, h, K = 0.1, 0.02, 2e-3, 40
     alpha = mu_t * G / (K_SPHERE * radius**2)
     w0 = (K - 0.5) * alpha * h
@@ -142,16 +149,16 @@ def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str) -> None
         _ball(radius, [0.0, 0.0, w0, 0.0, 0.0, 0.0], h, 0.5),
         "maximal",
         "coulomb",
-        SOLVER,
+        solver,
         dt=h,
-        model_options={"solver_tol": 1e-10, "torsion": mu_t, "spin_cone": cone},
+        model_options={"solver_tol": 1e-10, "max_iter": 100000, "torsion": mu_t, "spin_cone": cone},
     )
     state = sim.initial_state()
-    spins = []
+    spin_list = []
     for j in range(K + 5):
         state, _ = sim.step(state, j)
-        spins.append(sim.formulation.maximal(state)[1][0, 2])
-    spins = np.array(spins)
+        spin_list.append(sim.formulation.maximal(state)[1][0, 2])
+    spins = np.array(spin_list)
     expected = np.maximum(w0 - alpha * h * np.arange(1, K + 6), 0.0)
     assert np.abs(spins - expected).max() <= 1e-6 * w0
     # the spin stops in step K, and the measured deceleration puts the stop at w0 / alpha
@@ -160,7 +167,8 @@ def test_torsion_stops_a_spinning_sphere_at_the_analytic_time(cone: str) -> None
     assert abs(w0 / decel - w0 / alpha) <= 1e-6 * w0 / alpha
 
 
-def test_anitescu_hart_spinning_contact_lifts_off_at_mu_t_omega() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_anitescu_hart_spinning_contact_lifts_off_at_mu_t_omega(solver: str) -> None:
     """The convex relaxation's spurious normal velocity on the torsional row: one step of a
     spinning sphere separates at ``u_n = mu_t |w_n|`` (end-of-step spin)."""
     radius, mu_t, h = 0.1, 0.02, 2e-3
@@ -168,9 +176,9 @@ def test_anitescu_hart_spinning_contact_lifts_off_at_mu_t_omega() -> None:
         _ball(radius, [0.0, 0.0, 30.0, 0.0, 0.0, 0.0], h, 0.5),
         "maximal",
         "anitescu-hart",
-        SOLVER,
+        solver,
         dt=h,
-        model_options={"cone": "soc", "solver_tol": 1e-10, "torsion": mu_t},
+        model_options={"cone": "soc", "solver_tol": 1e-10, "max_iter": 100000, "torsion": mu_t},
     )
     state, record = sim.step(sim.initial_state(), 0)
     _, phi = sim.formulation.maximal(state)
@@ -184,7 +192,10 @@ def test_soft_matches_mujoco_condim_6() -> None:
 
     sphere = ("sphere", (0.1,), 2.0, (0.008, 0.008, 0.008))
     qvel = (0.3, 0.1, -0.2, 1.0, -2.0, 5.0)
-    for cone, solver, tol in (("elliptic", SOLVER, 1e-6), ("pyramidal", "nsgs", 1e-9)):
+    cases = [("elliptic", SOLVER, 1e-6), ("pyramidal", "nsgs", 1e-9)]
+    # the wide elliptic cone natively (the regularized CCP: W + R is definite, so to 1e-9)
+    cases += [("elliptic", name, 1e-9) for name in ("nsgs", "apgd", "admm", "padmm")]
+    for cone, solver, tol in cases:
         for condim, tors, roll in ((4, 0.02, 0.0), (6, 0.02, 0.01)):
             m = matched(*sphere, 0.098, qvel, cone=cone, condim=condim, torsion=tors, rolling=roll)
             assert m.data.ncon == 1

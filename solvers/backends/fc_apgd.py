@@ -1,0 +1,55 @@
+"""``apgd``: Nesterov's accelerated projected gradient with restart
+(:func:`solvers.numerics.fc_kernels.apgd`; wide cones :func:`solvers.numerics.fc_wide.apgd_wide`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from solvers.backends.base import SolveOptions
+from solvers.backends.fc_base import (
+    FrictionBackend,
+    _codes,
+    _csr,
+    _no_settings,
+    _start,
+    _status,
+    _wide,
+)
+from solvers.frictional import FrictionalContact
+from solvers.result import RawSolution
+
+
+class APGDBackend(FrictionBackend):
+    """Accelerated projected gradient (Nesterov) with adaptive step and restart."""
+
+    accepts_fc_wide = True
+    name = "apgd"
+    description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
+
+    def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
+        from solvers.numerics.fc_kernels import apgd
+
+        _no_settings(self.name, dict(opts.settings), ())
+        cap = 20000 if opts.max_iter is None else int(opts.max_iter)
+        t0 = time.perf_counter()
+        law, kind = _codes(problem)
+        r = _start(problem, opts)
+        t1 = time.perf_counter()
+        if problem.is_wide:
+            from solvers.numerics.fc_wide import apgd_wide
+
+            it, res = apgd_wide(
+                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
+                opts.tol, cap,
+            )  # fmt: skip
+        else:
+            it, res = apgd(
+                *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
+                problem.nc, r, opts.tol, cap,
+            )  # fmt: skip
+        t2 = time.perf_counter()
+        msg = f"apgd: natural-map residual {res:.3e} after {it} iterations (tol {opts.tol:g})"
+        return RawSolution(
+            r, None, _status(res, opts.tol, it >= cap), msg, int(it), t1 - t0, t2 - t1
+        )
