@@ -630,13 +630,18 @@ def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps): 
 @njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_limit,
     tol, max_iter, omega, check_every,
 ):  # fmt: skip
     """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
-    (``c_node_b`` = -1 for the world), normals from B toward A.
+    and ``c_node_b`` (-1 for the world), normals from B toward A.  ``tau`` (nq,) the
+    applied joint forces of the step; the limit rows ``lim_sign e_dof . qdot+ >=
+    lim_sign (lim_bound - q_dof) / h`` (:class:`~contactlab.reduced.constraints.JointLimit`:
+    sign +1 a lower bound, -1 an upper one) follow the contact rows, warm-started from
+    ``old_limit`` when it has as many rows.
 
     Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
     joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
@@ -698,6 +703,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 s += J[r0 + r, cu] * p[r]
             f[cu] += s
     for a in range(nq):
+        f[a] += h * tau[a]
         f[a] += armature[a] * qdot[a] + h * (
             -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
         )
@@ -707,7 +713,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             M[b, a] = M[a, b]
     L = np.empty((nq, nq))
     nc = dist.shape[0]
-    m = 3 * nc
+    ml = lim_dof.shape[0]
+    m = 3 * nc + ml
     z = np.zeros(m)
     friction = np.zeros((nc, 3))
     gap = np.zeros(nc)
@@ -745,6 +752,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for k in range(nc):
         d = dist[k]
         b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+    for j in range(ml):
+        r = 3 * nc + j
+        C[r, lim_dof[j]] = lim_sign[j]
+        b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
     # -- K = M^-1 C^T by the factor: W = C K is never formed, a row of W z is C_r v ----
     # with v = M^-1 (f + C^T z) kept up to date (the same LCP, w = W z + q = C v - b)
     Kr = np.empty((m, nq))
@@ -766,6 +777,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         order[3 * j] = k
         order[3 * j + 1] = nc + 2 * k
         order[3 * j + 2] = nc + 2 * k + 1
+    for r in range(3 * nc, m):
+        order[r] = r
     lo = np.empty(m)
     hi = np.empty(m)
     owner = np.full(m, -1, dtype=np.int64)
@@ -777,6 +790,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             lo[r], hi[r] = -np.inf, np.inf
             owner[r] = k
             mu_row[r] = mu[k]
+    for r in range(3 * nc, m):
+        lo[r], hi[r] = 0.0, np.inf
     dmax = 0.0
     for r in range(m):
         dmax = max(dmax, diag[r])
@@ -790,6 +805,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[k] = zn[k]
             z[nc + 2 * k] = zt[2 * k]
             z[nc + 2 * k + 1] = zt[2 * k + 1]
+    if old_limit.shape[0] == ml:
+        for j in range(ml):
+            z[3 * nc + j] = old_limit[j]
     for r in range(m):
         z[r] = min(max(z[r], lo[r]), hi[r])
     v = u_free.copy()
@@ -850,7 +868,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         comp = max(comp, min(abs(z[r] - la), wp_), min(abs(hb - z[r]), wm_))
         if r < nc:
             gap[r] = w
-        else:
+        elif r < 3 * nc:
             slip[r - nc] = w
     res[0], res[1], res[2], res[3] = primal, dual, comp, residual
     friction = friction_vectors(z[nc:].copy(), t1, t2)
@@ -953,17 +971,18 @@ def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, ine
 (
     I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
     I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
-    I_PENETRATION, I_FINITE,
-) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21)  # fmt: skip
-N_INFO = 22
+    I_PENETRATION, I_FINITE, I_LIMIT,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21, 22)  # fmt: skip
+N_INFO = 23
 
 
 @njit(cache=True)
 def full_step(  # noqa: ANN201, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_limit,
     tol, max_iter, omega, check_every, slip_threshold,
 ):  # fmt: skip
     """:func:`contact_step` on contacts between scene bodies ``body_a``, ``body_b``, then
@@ -975,14 +994,15 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     node_a = np.empty(nc, dtype=np.int64)
     node_b = np.empty(nc, dtype=np.int64)
     for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]]
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
         node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
     old_order = np.argsort(old_ids, kind="mergesort")
     q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
         node_a, node_b, point, normal, dist, mu, beta, max_corr,
         carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+        lim_dof, lim_sign, lim_bound, old_limit,
         tol, max_iter, omega, check_every,
     )  # fmt: skip
     info = np.zeros(N_INFO)
@@ -1032,4 +1052,9 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
             e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
             info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
     info[I_PENETRATION] = pen
+    # the joint limits' violation at the new coordinates (the constraint error)
+    worst = 0.0
+    for j in range(lim_dof.shape[0]):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
     return q_new, v_new, v, E_s, phi_s, z, friction, info
