@@ -226,8 +226,10 @@ class CompiledContactStep:
         # -- collision: the dynamic shapes against the ground planes -----------------
         tab = ShapeTable.from_scene(scene)
         self._table = tab
-        #: static shapes other than planes (a table): the general collider finds the contacts
-        self._general = bool(np.any(tab.body < 0))
+        # the planes' static indices and materials (one dummy entry without planes)
+        some = tab.plane_local.size > 0
+        self._plane_local = tab.plane_local if some else np.zeros(1, dtype=np.int64)
+        self._plane_material = tab.plane_material if some else np.zeros(1, dtype=np.int64)
         self.margin = float(scene.contact.margin)
         # bounding radii of the shapes about their frames' origins
         radius = np.zeros(tab.n_shapes)
@@ -252,9 +254,14 @@ class CompiledContactStep:
         excluded = excluded_pairs(scene)
         self._excluded = excluded
         first, second = np.triu_indices(tab.n_shapes, 1)
-        bi, bj = tab.body[first], tab.body[second]
+        bi = np.where(tab.body[first] < 0, nb, tab.body[first])
+        bj = np.where(tab.body[second] < 0, nb, tab.body[second])
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
         self._near = (f64(first[keep], dtype=np.int64), f64(second[keep], dtype=np.int64))
+        # shapes that meet the planes: dynamic, on bodies not excluded from the world
+        body = np.where(tab.body < 0, nb, tab.body)
+        planes = (tab.body >= 0) & ~np.isin(body * (nb + 1) + nb, excluded)
+        hs = tab.hulls
         self._shape_args = (
             f64(tab.body, dtype=np.int64),
             f64(tab.kind, dtype=np.int64),
@@ -262,10 +269,16 @@ class CompiledContactStep:
             f64(tab.size, dtype=float),
             f64(tab.hull, dtype=np.int64),
             radius,
-            f64(tab.hulls.vertices, dtype=float),
-            f64(tab.hulls.vertex_start, dtype=np.int64),
-            f64(tab.hulls.neighbour_start, dtype=np.int64),
-            f64(tab.hulls.neighbours, dtype=np.int64),
+            planes,
+            f64(hs.vertices, dtype=float),
+            f64(hs.vertex_start, dtype=np.int64),
+            f64(hs.normals, dtype=float),
+            f64(hs.face_start, dtype=np.int64),
+            f64(hs.face_vertices, dtype=np.int64),
+            f64(hs.face_vertex_start, dtype=np.int64),
+            f64(hs.neighbour_start, dtype=np.int64),
+            f64(hs.neighbours, dtype=np.int64),
+            int(hs.max_face_vertices),
             f64(tab.plane_normal, dtype=float).reshape(-1, 3),
             f64(tab.plane_offset, dtype=float).reshape(-1),
         )
@@ -283,14 +296,12 @@ class CompiledContactStep:
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
         """The contacts of the step at body transforms ``E`` (scene order) and whether they
-        are the plane contacts alone (``False``: from the general collider)."""
-        if self._general:
-            near = True
-        else:
-            sh, pl, point, dist, near = K.plane_contacts(
-                np.ascontiguousarray(E), *self._shape_args, self.margin, *self._near
-            )
-        if near:
+        are the compiled collision's (``False``: from the general collider, when two shapes
+        of kinds it does not pair come within reach)."""
+        sa, sb, pl, point, normal, dist, fallback = K.step_contacts(
+            np.ascontiguousarray(E), *self._shape_args, self.margin, *self._near
+        )
+        if fallback:
             from contactlab.collision import collide
             from contactlab.contact_pairs import drop_jointed
 
@@ -311,17 +322,37 @@ class CompiledContactStep:
                 False,
             )
         tab = self._table
-        nc = sh.size
+        if not np.any(sb >= 0):  # the ground planes' contacts alone
+            return (
+                ContactSet(
+                    point=point,
+                    normal=normal,
+                    distance=dist,
+                    body_a=tab.body[sa],
+                    body_b=np.full(sa.size, -1, dtype=np.int64),
+                    shape_a=tab.local[sa],
+                    shape_b=tab.plane_local[pl],
+                    mu=tab.mu_table[tab.material[sa], tab.plane_material[pl]],
+                ),
+                True,
+            )
+        pair = sb >= 0
+        other = np.where(pair, sb, 0)
+        plane = np.where(pair, 0, pl)
         return (
             ContactSet(
                 point=point,
-                normal=tab.plane_normal[pl],
+                normal=normal,
                 distance=dist,
-                body_a=tab.body[sh],
-                body_b=np.full(nc, -1, dtype=np.int64),
-                shape_a=tab.local[sh],
-                shape_b=tab.plane_local[pl],
-                mu=tab.mu_table[tab.material[sh], tab.plane_material[pl]],
+                body_a=tab.body[sa],
+                body_b=np.where(pair, tab.body[other], -1),
+                shape_a=tab.local[sa],
+                shape_b=np.where(pair, tab.local[other], self._plane_local[plane]),
+                mu=np.where(
+                    pair,
+                    tab.mu_table[tab.material[sa], tab.material[other]],
+                    tab.mu_table[tab.material[sa], self._plane_material[plane]],
+                ),
             ),
             True,
         )
