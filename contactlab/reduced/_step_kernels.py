@@ -82,14 +82,18 @@ def _skew(w, W):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _rodrigues(w, ca, cb, out):  # noqa: ANN001, ANN202
-    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3)."""
-    W = np.empty((3, 3))
-    _skew(w, W)
-    W2 = W @ W
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = ca * W[i, j] + cb * W2[i, j]
-        out[i, i] += 1.0
+    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3), with ``[w]^2 = w w^T - |w|^2 I``."""
+    x, y, z = w[0], w[1], w[2]
+    n2 = x * x + y * y + z * z
+    out[0, 0] = 1.0 + cb * (x * x - n2)
+    out[1, 1] = 1.0 + cb * (y * y - n2)
+    out[2, 2] = 1.0 + cb * (z * z - n2)
+    out[0, 1] = -ca * z + cb * x * y
+    out[1, 0] = ca * z + cb * x * y
+    out[0, 2] = ca * y + cb * x * z
+    out[2, 0] = -ca * y + cb * x * z
+    out[1, 2] = -ca * x + cb * y * z
+    out[2, 1] = ca * x + cb * y * z
 
 
 @njit(cache=True)
@@ -746,19 +750,19 @@ def _backward(L, b):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
     """``sign [x x m, m]`` of direction ``d`` at ``point`` in body ``k``'s frame."""
-    x = np.empty(3)
-    m = np.empty(3)
-    for j in range(3):
-        x[j] = 0.0
-        m[j] = 0.0
-        for i in range(3):
-            x[j] += E[k, i, j] * (point[i] - E[k, i, 3])
-            m[j] += d[i] * E[k, i, j]
-    row6[0] = sign * (x[1] * m[2] - x[2] * m[1])
-    row6[1] = sign * (x[2] * m[0] - x[0] * m[2])
-    row6[2] = sign * (x[0] * m[1] - x[1] * m[0])
-    for j in range(3):
-        row6[3 + j] = sign * m[j]
+    r0, r1, r2 = point[0] - E[k, 0, 3], point[1] - E[k, 1, 3], point[2] - E[k, 2, 3]
+    x0 = E[k, 0, 0] * r0 + E[k, 1, 0] * r1 + E[k, 2, 0] * r2
+    x1 = E[k, 0, 1] * r0 + E[k, 1, 1] * r1 + E[k, 2, 1] * r2
+    x2 = E[k, 0, 2] * r0 + E[k, 1, 2] * r1 + E[k, 2, 2] * r2
+    m0 = d[0] * E[k, 0, 0] + d[1] * E[k, 1, 0] + d[2] * E[k, 2, 0]
+    m1 = d[0] * E[k, 0, 1] + d[1] * E[k, 1, 1] + d[2] * E[k, 2, 1]
+    m2 = d[0] * E[k, 0, 2] + d[1] * E[k, 1, 2] + d[2] * E[k, 2, 2]
+    row6[0] = sign * (x1 * m2 - x2 * m1)
+    row6[1] = sign * (x2 * m0 - x0 * m2)
+    row6[2] = sign * (x0 * m1 - x1 * m0)
+    row6[3] = sign * m0
+    row6[4] = sign * m1
+    row6[5] = sign * m2
 
 
 @njit(cache=True)
