@@ -2,11 +2,13 @@
 
 Two calls per step over flat arrays:
 
-* :func:`plane_contacts`: forward kinematics of the tree at ``q``, the world
-  poses of the collision shapes, their contacts with the ground planes (the
-  conventions and the order of :class:`contactlab.collision.Collider`) and
-  whether any two shapes that may collide come within reach of each other
-  (then the driver asks the general collider for that step).
+* :func:`step_contacts`: the world poses of the collision shapes at the body
+  transforms, their contacts with the ground planes and with each other
+  (sphere--sphere, sphere--box, box--box and any shape against a mesh's hull,
+  static shapes included; the narrow phases, conventions and order of
+  :class:`contactlab.collision.Collider`) and whether two shapes of other kinds
+  come within reach of each other (then the driver asks the general collider
+  for that step).
 * :func:`contact_step`: the step of :class:`~contactlab.reduced.formulation.ReducedFormulation`
   with the box-friction LCP solved by projected Gauss--Seidel
   (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
@@ -27,8 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
-from contactlab.collision.hulls import _reduce
+from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.rows import _tangent_basis
 from contactlab.models.delassus import carried_impulses, friction_vectors
@@ -79,14 +82,18 @@ def _skew(w, W):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _rodrigues(w, ca, cb, out):  # noqa: ANN001, ANN202
-    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3)."""
-    W = np.empty((3, 3))
-    _skew(w, W)
-    W2 = W @ W
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = ca * W[i, j] + cb * W2[i, j]
-        out[i, i] += 1.0
+    """``I + ca [w] + cb [w]^2`` into ``out`` (3, 3), with ``[w]^2 = w w^T - |w|^2 I``."""
+    x, y, z = w[0], w[1], w[2]
+    n2 = x * x + y * y + z * z
+    out[0, 0] = 1.0 + cb * (x * x - n2)
+    out[1, 1] = 1.0 + cb * (y * y - n2)
+    out[2, 2] = 1.0 + cb * (z * z - n2)
+    out[0, 1] = -ca * z + cb * x * y
+    out[1, 0] = ca * z + cb * x * y
+    out[0, 2] = ca * y + cb * x * z
+    out[2, 0] = -ca * y + cb * x * z
+    out[1, 2] = -ca * x + cb * y * z
+    out[2, 1] = ca * x + cb * y * z
 
 
 @njit(cache=True)
@@ -236,9 +243,14 @@ def _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot):  #
 
 @njit(cache=True)
 def _shape_poses(E, node, pose, W):  # noqa: ANN001, ANN202
-    """World poses ``E[node] @ pose`` of the dynamic shapes."""
+    """World poses ``E[node] @ pose`` of the shapes (a static shape's, ``node`` -1: its pose)."""
     for s in range(node.shape[0]):
         k = node[s]
+        if k < 0:
+            for i in range(4):
+                for j in range(4):
+                    W[s, i, j] = pose[s, i, j]
+            continue
         for i in range(3):
             for j in range(4):
                 acc = E[k, i, 3] if j == 3 else 0.0
@@ -315,20 +327,96 @@ def _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c): 
 
 
 @njit(cache=True)
-def plane_contacts(  # noqa: ANN201, PLR0913
-    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, hull_v, hull_vs, hull_ns, hull_nb,
+def _sphere_sphere(ca, ra, cb, rb, margin, P, N, D, c):  # noqa: ANN001, ANN202
+    """:func:`contactlab.collision.round_shapes.sphere_sphere` of one pair."""
+    d0, d1, d2 = ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]
+    L = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if L > 1e-12:
+        n0, n1, n2 = d0 / L, d1 / L, d2 / L
+    else:
+        n0, n1, n2 = 0.0, 0.0, 1.0
+    dist = L - ra - rb
+    if not dist < margin:
+        return c
+    n = (n0, n1, n2)
+    for i in range(3):
+        N[c, i] = n[i]
+        P[c, i] = 0.5 * ((ca[i] - ra * n[i]) + (cb[i] + rb * n[i]))
+    D[c] = dist
+    return c + 1
+
+
+@njit(cache=True)
+def _sphere_box(ca, r, Rb, pb, h, margin, P, N, D, c):  # noqa: ANN001, ANN202
+    """:func:`contactlab.collision.boxes.sphere_box` of one pair (box axes the columns of
+    ``Rb``)."""
+    cl = np.empty(3)
+    q = np.empty(3)
+    diff = np.empty(3)
+    for i in range(3):
+        acc = 0.0
+        for j in range(3):
+            acc += Rb[j, i] * (ca[j] - pb[j])
+        cl[i] = acc
+        q[i] = min(max(acc, -h[i]), h[i])
+        diff[i] = acc - q[i]
+    L = np.sqrt(diff[0] * diff[0] + diff[1] * diff[1] + diff[2] * diff[2])
+    nl = np.zeros(3)
+    if L > 1e-12:
+        for i in range(3):
+            nl[i] = diff[i] / L
+        dist = L - r
+    else:  # the centre inside: out through the nearest face
+        k = 0
+        best = h[0] - abs(cl[0])
+        for i in range(1, 3):
+            dep = h[i] - abs(cl[i])
+            if dep < best:
+                best, k = dep, i
+        sign = 1.0 if cl[k] >= 0.0 else -1.0
+        nl[k] = sign
+        q[k] = sign * h[k]
+        dist = -best - r
+    if not dist < margin:
+        return c
+    for i in range(3):
+        n_i = 0.0
+        ob = 0.0
+        for j in range(3):
+            n_i += Rb[i, j] * nl[j]
+            ob += Rb[i, j] * q[j]
+        ob += pb[i]
+        N[c, i] = n_i
+        P[c, i] = 0.5 * (ob + (ca[i] - r * n_i))
+    D[c] = dist
+    return c + 1
+
+
+@njit(cache=True)
+def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
+    hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
     pl_n, pl_off, margin, near_a, near_b,
 ):  # fmt: skip
-    """The contacts of the dynamic shapes (on bodies ``s_node`` of the transforms ``E``)
-    with the planes ``n . x <= off`` and whether a candidate shape pair
-    ``(near_a, near_b)`` comes within ``margin`` of touching (bounding spheres
-    ``s_radius`` and world bounding boxes, then the GJK distance of
-    :func:`contactlab.collision.convex.signed_distance_v`, as the narrow phase measures it).
+    """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
+    static shapes) with the planes ``n . x <= off`` and with each other, as
+    :class:`contactlab.collision.Collider` finds them, in its order.
 
-    Contacts are ordered as :meth:`Collider._planes` orders them: by kind (sphere,
-    capsule, box, cylinder, mesh), then plane, then shape (a capsule's first end spheres, then
-    its second ones; a box's corners in ``(-1, 1)^3`` order).  Returns the shape
-    index, plane index, point and distance of each contact and the flag.
+    Plane contacts (shapes with ``s_planes``) first, ordered as :meth:`Collider._planes`
+    orders them: by kind (sphere, capsule, box, cylinder, mesh), then plane, then shape (a
+    capsule's first end spheres, then its second ones; a box's corners in ``(-1, 1)^3``
+    order).  Then the candidate pairs ``(near_a, near_b)`` (shape pairs on different bodies
+    that may collide, sorted) whose bounding spheres and world bounding boxes grown by
+    ``margin / 2`` (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
+    kind is the lower, grouped by kind pair in ascending order, through the collider's
+    narrow phases (sphere--sphere, sphere--box, box--box, any kind against a mesh's hull);
+    the contacts whose first shape is static last, with the shapes exchanged and the
+    normal negated.  A candidate pair of any other kinds within ``margin`` of touching
+    (the GJK distance of :func:`contactlab.collision.convex.signed_distance_v`) sets the
+    returned flag: the driver then asks the general collider.
+
+    Returns per contact its first shape, its second shape (-1 for a plane), its plane
+    (-1 for a shape pair), point, normal and distance, and the flag.
     """
     ns = s_node.shape[0]
     W = np.empty((ns, 4, 4))
@@ -350,8 +438,12 @@ def plane_contacts(  # noqa: ANN201, PLR0913
             else:
                 e = abs(W[s, i, 2]) * hh + r * np.sqrt(min(max(1.0 - W[s, i, 2] ** 2, 0.0), 1.0))
             ext[s, i] = e + 0.5 * margin + SLACK
-    near = False
-    for k in range(near_a.shape[0]):
+    fallback = False
+    npair = near_a.shape[0]
+    cand = np.empty(npair, dtype=np.int64)
+    code = np.empty(npair, dtype=np.int64)
+    m_c = 0
+    for k in range(npair):
         a, b = near_a[k], near_b[k]
         d2 = 0.0
         for i in range(3):
@@ -368,35 +460,27 @@ def plane_contacts(  # noqa: ANN201, PLR0913
         if apart:
             continue
         ka, kb = s_kind[a], s_kind[b]
+        lo_k, hi_k = min(ka, kb), max(ka, kb)
+        if (
+            hi_k == MESH
+            or (lo_k == SPHERE and (hi_k == SPHERE or hi_k == BOX))
+            or (lo_k == BOX and hi_k == BOX)
+        ):
+            cand[m_c] = k
+            code[m_c] = lo_k * 8 + hi_k
+            m_c += 1
+            continue
+        if fallback:
+            continue
         ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
         rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
-        ha, hb = s_hull[a], s_hull[b]
-        HA = (
-            (
-                hull_v[hull_vs[ha] : hull_vs[ha + 1]],
-                hull_ns[hull_vs[ha] : hull_vs[ha + 1] + 1],
-                hull_nb,
-            )
-            if ka == MESH
-            else no_hull()
-        )
-        HB = (
-            (
-                hull_v[hull_vs[hb] : hull_vs[hb + 1]],
-                hull_ns[hull_vs[hb] : hull_vs[hb + 1] + 1],
-                hull_nb,
-            )
-            if kb == MESH
-            else no_hull()
-        )
         cutoff = margin + ra + rb + SLACK
         found, d, _, _, _ = signed_distance_v(
-            ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], HA,
-            kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], HB, cutoff,
+            ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], no_hull(),
+            kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], no_hull(), cutoff,
         )  # fmt: skip
         if found and d - ra - rb < margin + SLACK:
-            near = True
-            break
+            fallback = True
     npl = pl_n.shape[0]
     cap = 0
     for s in range(ns):
@@ -412,9 +496,12 @@ def plane_contacts(  # noqa: ANN201, PLR0913
         elif kd == MESH:
             cap += MAX_MESH
     cap *= npl
+    cap += m_c * max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS)
     P = np.empty((cap, 3))
+    NRM = np.empty((cap, 3))
     D = np.empty(cap)
     SH = np.empty(cap, dtype=np.int64)
+    SB = np.full(cap, -1, dtype=np.int64)
     PL = np.empty(cap, dtype=np.int64)
     c = 0
     x = np.empty(3)
@@ -424,9 +511,14 @@ def plane_contacts(  # noqa: ANN201, PLR0913
     CP = np.empty((most, 3))
     CD = np.empty(most)
     keep = np.empty(most, dtype=np.int64)
+    # cylinders and plane-less shapes: the planes' rows of the excluded shapes are skipped
+    kind_p = s_kind.copy()
+    for s in range(ns):
+        if not s_planes[s]:
+            kind_p[s] = -1
     for kd in (SPHERE, CAPSULE, BOX, CYLINDER, MESH):
         if kd == CYLINDER:
-            c = _cylinders_plane(W, s_kind, s_size, pl_n, pl_off, margin, P, D, SH, PL, c)
+            c = _cylinders_plane(W, kind_p, s_size, pl_n, pl_off, margin, P, D, SH, PL, c)
             continue
         for p in range(npl):
             nrm = pl_n[p]
@@ -434,14 +526,14 @@ def plane_contacts(  # noqa: ANN201, PLR0913
             if kd == CAPSULE:
                 for end in (-1.0, 1.0):
                     for s in range(ns):
-                        if s_kind[s] != CAPSULE:
+                        if kind_p[s] != CAPSULE:
                             continue
                         for i in range(3):
                             x[i] = W[s, i, 3] + end * s_size[s, 1] * W[s, i, 2]
                         c = _point_plane(x, s_size[s, 0], nrm, off, margin, s, p, P, D, SH, PL, c)
                 continue
             for s in range(ns):
-                if s_kind[s] != kd:
+                if kind_p[s] != kd:
                     continue
                 if kd == SPHERE:
                     for i in range(3):
@@ -480,7 +572,111 @@ def plane_contacts(  # noqa: ANN201, PLR0913
                         SH[c] = s
                         PL[c] = p
                         c += 1
-    return SH[:c].copy(), PL[:c].copy(), P[:c].copy(), D[:c].copy(), near
+    for j in range(c):
+        for i in range(3):
+            NRM[j, i] = pl_n[PL[j], i]
+    # -- shape pairs: by kind pair, then in candidate order --------------------------
+    if m_c > 0:
+        by_code = np.argsort(code[:m_c], kind="mergesort")
+        size = 2 * max(max_face, RIM) + 8
+        FA = np.zeros((size, 3))
+        FB = np.zeros((size, 3))
+        poly = np.zeros((size, 3))
+        buf = np.zeros((size, 3))
+        MCP = np.zeros((size + 1, 3))
+        MCD = np.zeros(size + 1)
+        mkeep = np.zeros(size + 1, dtype=np.int64)
+        work = np.empty((9, 3))
+        pts = np.zeros((max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS), 3))
+        nms = np.zeros((max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS), 3))
+        dss = np.zeros(max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS))
+        RA = np.empty((3, 3))
+        RB = np.empty((3, 3))
+        pA = np.empty(3)
+        pB = np.empty(3)
+        first = c
+        flipped = np.zeros(cap, dtype=np.bool_)
+        for t in range(m_c):
+            k = cand[by_code[t]]
+            a, b = near_a[k], near_b[k]
+            if s_kind[a] > s_kind[b]:
+                a, b = b, a
+            ka, kb = s_kind[a], s_kind[b]
+            for i in range(3):
+                pA[i] = W[a, i, 3]
+                pB[i] = W[b, i, 3]
+                for j in range(3):
+                    RA[i, j] = W[a, i, j]
+                    RB[i, j] = W[b, i, j]
+            c0 = c
+            if kb == MESH:
+                cnt = _mesh_pair(
+                    ka, RA, pA, s_size[a], s_hull[a], kb, RB, pB, s_size[b], s_hull[b],
+                    hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb,
+                    margin, pts, nms, dss, FA, FB, poly, buf, MCP, MCD, mkeep,
+                )  # fmt: skip
+                for j in range(cnt):
+                    for i in range(3):
+                        P[c, i] = pts[j, i]
+                        NRM[c, i] = nms[j, i]
+                    D[c] = dss[j]
+                    c += 1
+            elif kb == BOX and ka == BOX:
+                cnt = _box_box_pair(
+                    RA.T.copy(), pA, s_size[a], RB.T.copy(), pB, s_size[b], margin,
+                    pts, nms, dss, poly, buf, work,
+                )  # fmt: skip
+                for j in range(cnt):
+                    for i in range(3):
+                        P[c, i] = pts[j, i]
+                        NRM[c, i] = nms[j, i]
+                    D[c] = dss[j]
+                    c += 1
+            elif kb == BOX:
+                c = _sphere_box(pA, s_size[a, 0], RB, pB, s_size[b], margin, P, NRM, D, c)
+            else:
+                c = _sphere_sphere(pA, s_size[a, 0], pB, s_size[b, 0], margin, P, NRM, D, c)
+            static_a = s_node[a] < 0
+            for j in range(c0, c):
+                SH[j], SB[j], PL[j] = a, b, -1
+                flipped[j] = static_a
+        # the contacts whose first shape is static go last, exchanged (static geometry is B)
+        n_flip = 0
+        for j in range(first, c):
+            n_flip += 1 if flipped[j] else 0
+        if n_flip > 0:
+            order = np.empty(c - first, dtype=np.int64)
+            u = 0
+            for j in range(first, c):
+                if not flipped[j]:
+                    order[u] = j
+                    u += 1
+            for j in range(first, c):
+                if flipped[j]:
+                    order[u] = j
+                    u += 1
+            P2, N2, D2 = P[first:c].copy(), NRM[first:c].copy(), D[first:c].copy()
+            A2, B2 = SH[first:c].copy(), SB[first:c].copy()
+            for u in range(c - first):
+                j = order[u] - first
+                t = first + u
+                for i in range(3):
+                    P[t, i] = P2[j, i]
+                    NRM[t, i] = -N2[j, i] if flipped[order[u]] else N2[j, i]
+                D[t] = D2[j]
+                if flipped[order[u]]:
+                    SH[t], SB[t] = B2[j], A2[j]
+                else:
+                    SH[t], SB[t] = A2[j], B2[j]
+    return (
+        SH[:c].copy(),
+        SB[:c].copy(),
+        PL[:c].copy(),
+        P[:c].copy(),
+        NRM[:c].copy(),
+        D[:c].copy(),
+        fallback,
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -554,19 +750,19 @@ def _backward(L, b):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
     """``sign [x x m, m]`` of direction ``d`` at ``point`` in body ``k``'s frame."""
-    x = np.empty(3)
-    m = np.empty(3)
-    for j in range(3):
-        x[j] = 0.0
-        m[j] = 0.0
-        for i in range(3):
-            x[j] += E[k, i, j] * (point[i] - E[k, i, 3])
-            m[j] += d[i] * E[k, i, j]
-    row6[0] = sign * (x[1] * m[2] - x[2] * m[1])
-    row6[1] = sign * (x[2] * m[0] - x[0] * m[2])
-    row6[2] = sign * (x[0] * m[1] - x[1] * m[0])
-    for j in range(3):
-        row6[3 + j] = sign * m[j]
+    r0, r1, r2 = point[0] - E[k, 0, 3], point[1] - E[k, 1, 3], point[2] - E[k, 2, 3]
+    x0 = E[k, 0, 0] * r0 + E[k, 1, 0] * r1 + E[k, 2, 0] * r2
+    x1 = E[k, 0, 1] * r0 + E[k, 1, 1] * r1 + E[k, 2, 1] * r2
+    x2 = E[k, 0, 2] * r0 + E[k, 1, 2] * r1 + E[k, 2, 2] * r2
+    m0 = d[0] * E[k, 0, 0] + d[1] * E[k, 1, 0] + d[2] * E[k, 2, 0]
+    m1 = d[0] * E[k, 0, 1] + d[1] * E[k, 1, 1] + d[2] * E[k, 2, 1]
+    m2 = d[0] * E[k, 0, 2] + d[1] * E[k, 1, 2] + d[2] * E[k, 2, 2]
+    row6[0] = sign * (x1 * m2 - x2 * m1)
+    row6[1] = sign * (x2 * m0 - x0 * m2)
+    row6[2] = sign * (x0 * m1 - x1 * m0)
+    row6[3] = sign * m0
+    row6[4] = sign * m1
+    row6[5] = sign * m2
 
 
 @njit(cache=True)
@@ -630,13 +826,18 @@ def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps): 
 @njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_limit,
     tol, max_iter, omega, check_every,
 ):  # fmt: skip
     """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
-    (``c_node_b`` = -1 for the world), normals from B toward A.
+    and ``c_node_b`` (-1 for the world), normals from B toward A.  ``tau`` (nq,) the
+    applied joint forces of the step; the limit rows ``lim_sign e_dof . qdot+ >=
+    lim_sign (lim_bound - q_dof) / h`` (:class:`~contactlab.reduced.constraints.JointLimit`:
+    sign +1 a lower bound, -1 an upper one) follow the contact rows, warm-started from
+    ``old_limit`` when it has as many rows.
 
     Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
     joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
@@ -698,6 +899,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 s += J[r0 + r, cu] * p[r]
             f[cu] += s
     for a in range(nq):
+        f[a] += h * tau[a]
         f[a] += armature[a] * qdot[a] + h * (
             -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
         )
@@ -707,7 +909,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             M[b, a] = M[a, b]
     L = np.empty((nq, nq))
     nc = dist.shape[0]
-    m = 3 * nc
+    ml = lim_dof.shape[0]
+    m = 3 * nc + ml
     z = np.zeros(m)
     friction = np.zeros((nc, 3))
     gap = np.zeros(nc)
@@ -745,6 +948,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for k in range(nc):
         d = dist[k]
         b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+    for j in range(ml):
+        r = 3 * nc + j
+        C[r, lim_dof[j]] = lim_sign[j]
+        b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
     # -- K = M^-1 C^T by the factor: W = C K is never formed, a row of W z is C_r v ----
     # with v = M^-1 (f + C^T z) kept up to date (the same LCP, w = W z + q = C v - b)
     Kr = np.empty((m, nq))
@@ -766,6 +973,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         order[3 * j] = k
         order[3 * j + 1] = nc + 2 * k
         order[3 * j + 2] = nc + 2 * k + 1
+    for r in range(3 * nc, m):
+        order[r] = r
     lo = np.empty(m)
     hi = np.empty(m)
     owner = np.full(m, -1, dtype=np.int64)
@@ -777,6 +986,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             lo[r], hi[r] = -np.inf, np.inf
             owner[r] = k
             mu_row[r] = mu[k]
+    for r in range(3 * nc, m):
+        lo[r], hi[r] = 0.0, np.inf
     dmax = 0.0
     for r in range(m):
         dmax = max(dmax, diag[r])
@@ -790,6 +1001,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[k] = zn[k]
             z[nc + 2 * k] = zt[2 * k]
             z[nc + 2 * k + 1] = zt[2 * k + 1]
+    if old_limit.shape[0] == ml:
+        for j in range(ml):
+            z[3 * nc + j] = old_limit[j]
     for r in range(m):
         z[r] = min(max(z[r], lo[r]), hi[r])
     v = u_free.copy()
@@ -850,7 +1064,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         comp = max(comp, min(abs(z[r] - la), wp_), min(abs(hb - z[r]), wm_))
         if r < nc:
             gap[r] = w
-        else:
+        elif r < 3 * nc:
             slip[r - nc] = w
     res[0], res[1], res[2], res[3] = primal, dual, comp, residual
     friction = friction_vectors(z[nc:].copy(), t1, t2)
@@ -953,17 +1167,18 @@ def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, ine
 (
     I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
     I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
-    I_PENETRATION, I_FINITE,
-) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21)  # fmt: skip
-N_INFO = 22
+    I_PENETRATION, I_FINITE, I_LIMIT,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21, 22)  # fmt: skip
+N_INFO = 23
 
 
 @njit(cache=True)
 def full_step(  # noqa: ANN201, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_limit,
     tol, max_iter, omega, check_every, slip_threshold,
 ):  # fmt: skip
     """:func:`contact_step` on contacts between scene bodies ``body_a``, ``body_b``, then
@@ -975,14 +1190,15 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     node_a = np.empty(nc, dtype=np.int64)
     node_b = np.empty(nc, dtype=np.int64)
     for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]]
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
         node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
     old_order = np.argsort(old_ids, kind="mergesort")
     q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
         node_a, node_b, point, normal, dist, mu, beta, max_corr,
         carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+        lim_dof, lim_sign, lim_bound, old_limit,
         tol, max_iter, omega, check_every,
     )  # fmt: skip
     info = np.zeros(N_INFO)
@@ -1032,4 +1248,9 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
             e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
             info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
     info[I_PENETRATION] = pen
+    # the joint limits' violation at the new coordinates (the constraint error)
+    worst = 0.0
+    for j in range(lim_dof.shape[0]):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
     return q_new, v_new, v, E_s, phi_s, z, friction, info

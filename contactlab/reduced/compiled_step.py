@@ -13,14 +13,21 @@ flat arrays (:mod:`contactlab.reduced._step_kernels`): the contacts of the
 robot's shapes with the ground planes, then the kinematics, ``M_r`` and the
 free momentum, the contact rows, the Cholesky factor of ``M`` reused for
 ``C M^-1 C^T`` and the free velocity, the projected Gauss--Seidel sweeps, the
-velocity and the position update.  It poses the same problem as the general
-path and solves it by the same method with the same stopping rule, from the
-same warm start (the impulses recorded under the model's cache key,
-carried over by contact identity): the solutions agree to the solver's
-tolerance.  A step it cannot take (two of the robot's shapes within reach
-of each other, a decoupled LCP row, a singular ``M``) returns ``None`` and
-the simulator takes the general path for that step; the two share their
-warm starts.
+velocity and the position update.  Joint springs and dampers (PD drives) are
+implicit as in the formulation; applied joint torques (``Scene.joint_torque``,
+a moving drive reference) are evaluated once per step and enter the free
+momentum; joint limits (:class:`~contactlab.reduced.constraints.JointLimit`)
+are unilateral rows after the contact rows, as :func:`box_rows` orders them.
+It poses the same problem as the general path and solves it by the same method
+with the same stopping rule, from the same warm start (the impulses recorded
+under the model's cache key, carried over by contact identity; the limit
+impulses when the rows are as many): the solutions agree to the solver's
+tolerance.  When two of the robot's shapes come within reach of each other,
+or the scene has static shapes other than planes, the contacts of the step
+come from the general collider (the rest of the step stays compiled).  A step
+it cannot take (a decoupled LCP row, a singular ``M``, joint torques of the
+wrong shape) returns ``None`` and the simulator takes the general path for
+that step; the two share their warm starts.
 
 It applies when, at set-up, the scene, formulation, model and solver are all
 in its scope (:func:`compiled_step_for`); otherwise nothing changes.  The
@@ -64,10 +71,17 @@ SCOPE_JOINTS = frozenset({"fixed", "revolute", "prismatic", "free"})
 
 
 def scene_in_scope(scene: Any) -> bool:
-    """Whether a scene's joints, forces and geometry are in the compiled step's scope
-    (the model and solver aside): a tree of fixed, revolute, prismatic and free joints
-    without friction, no loop closures, constraints, joint torques or force elements, no
-    restitution, planes as the only static shapes."""
+    """Whether a scene is a robot on the ground that the default route sends to the
+    compiled step (the model and solver aside): a tree of fixed, revolute, prismatic and
+    free joints without friction, no loop closures, joint limits as the only constraints
+    (joint torques and PD drives allowed), no force elements, no restitution, planes as the
+    only static shapes.
+
+    The compiled step also takes scenes with other static shapes (their contacts come from
+    the general collider) when box friction by ``pgs`` is chosen; they are not sent to it
+    by default: on ``arm-push`` (a table, a box pushed by an arm) projected Gauss--Seidel
+    leaves one step of 800 at its sweep cap (docs/robots.md)."""
+    from contactlab.reduced.constraints import JointLimit
     from contactlab.shapes import Plane
 
     return bool(
@@ -75,8 +89,7 @@ def scene_in_scope(scene: Any) -> bool:
             j.kind in SCOPE_JOINTS and j.friction is None and not j.closes_loop
             for j in scene.joints
         )
-        and not scene.constraints
-        and scene.joint_torque is None
+        and all(type(c) is JointLimit for c in scene.constraints)
         and not scene.forces
         and scene.contact.restitution == 0.0
         and not scene.contact.restitution_pairs
@@ -90,13 +103,14 @@ def _scope(formulation: Any, model: Any, collide: Any) -> str:
     from contactlab.joints.maps import CompositeJoint, TranslationalJoint
     from contactlab.joints.spherical import SphericalExpJoint
     from contactlab.models.box_friction import BoxFriction
+    from contactlab.reduced.constraints import JointLimit
 
     # the formulation asks only for itself: ReducedFormulation.compiled_step, exact type
     f = formulation
     if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
         return "formulation options"
-    if f.constraints or f.joint_layout is not None or f.joint_torque is not None:
-        return "constraints, joint friction or joint torques"
+    if any(type(c) is not JointLimit for c in f.constraints) or f.joint_layout is not None:
+        return "constraints other than joint limits, or joint friction"
     scene = f.scene
     if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
         return "force elements or restitution"
@@ -125,11 +139,6 @@ def _scope(formulation: Any, model: Any, collide: Any) -> str:
         )
         if not free:
             return f"joint {type(joint).__name__}"
-    from contactlab.collision.shape_table import ShapeTable
-
-    tab = ShapeTable.from_scene(scene)
-    if np.any(tab.body < 0):
-        return "static shapes other than planes"
     return ""
 
 
@@ -189,6 +198,25 @@ class CompiledContactStep:
             f64(tree.dof0, dtype=np.int64),
         )
         self._inertia = f64(tree.inertia, dtype=float)
+        # joint limits: per JointLimit its lower rows, then its upper rows (JointLimit.rows)
+        dofs: list[int] = []
+        signs: list[float] = []
+        bounds: list[float] = []
+        for c in formulation.constraints:
+            idx = np.arange(c.dofs.start, c.dofs.stop)  # type: ignore[attr-defined]
+            k = idx.size
+            for sign, bound in ((1.0, c.lower), (-1.0, c.upper)):  # type: ignore[attr-defined]
+                dofs += idx.tolist()
+                signs += [sign] * k
+                bounds += np.broadcast_to(np.asarray(bound, dtype=float), (k,)).tolist()
+        self._limits = (
+            np.asarray(dofs, dtype=np.int64),
+            np.asarray(signs, dtype=float),
+            np.asarray(bounds, dtype=float),
+        )
+        self._nq = int(tree.nq)
+        self._no_tau = np.zeros(tree.nq)
+        self._torque = formulation.joint_torque
         self._support = support
         self._count = count
         self._dofs = tuple(
@@ -198,6 +226,10 @@ class CompiledContactStep:
         # -- collision: the dynamic shapes against the ground planes -----------------
         tab = ShapeTable.from_scene(scene)
         self._table = tab
+        # the planes' static indices and materials (one dummy entry without planes)
+        some = tab.plane_local.size > 0
+        self._plane_local = tab.plane_local if some else np.zeros(1, dtype=np.int64)
+        self._plane_material = tab.plane_material if some else np.zeros(1, dtype=np.int64)
         self.margin = float(scene.contact.margin)
         # bounding radii of the shapes about their frames' origins
         radius = np.zeros(tab.n_shapes)
@@ -222,9 +254,14 @@ class CompiledContactStep:
         excluded = excluded_pairs(scene)
         self._excluded = excluded
         first, second = np.triu_indices(tab.n_shapes, 1)
-        bi, bj = tab.body[first], tab.body[second]
+        bi = np.where(tab.body[first] < 0, nb, tab.body[first])
+        bj = np.where(tab.body[second] < 0, nb, tab.body[second])
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
         self._near = (f64(first[keep], dtype=np.int64), f64(second[keep], dtype=np.int64))
+        # shapes that meet the planes: dynamic, on bodies not excluded from the world
+        body = np.where(tab.body < 0, nb, tab.body)
+        planes = (tab.body >= 0) & ~np.isin(body * (nb + 1) + nb, excluded)
+        hs = tab.hulls
         self._shape_args = (
             f64(tab.body, dtype=np.int64),
             f64(tab.kind, dtype=np.int64),
@@ -232,10 +269,16 @@ class CompiledContactStep:
             f64(tab.size, dtype=float),
             f64(tab.hull, dtype=np.int64),
             radius,
-            f64(tab.hulls.vertices, dtype=float),
-            f64(tab.hulls.vertex_start, dtype=np.int64),
-            f64(tab.hulls.neighbour_start, dtype=np.int64),
-            f64(tab.hulls.neighbours, dtype=np.int64),
+            planes,
+            f64(hs.vertices, dtype=float),
+            f64(hs.vertex_start, dtype=np.int64),
+            f64(hs.normals, dtype=float),
+            f64(hs.face_start, dtype=np.int64),
+            f64(hs.face_vertices, dtype=np.int64),
+            f64(hs.face_vertex_start, dtype=np.int64),
+            f64(hs.neighbour_start, dtype=np.int64),
+            f64(hs.neighbours, dtype=np.int64),
+            int(hs.max_face_vertices),
             f64(tab.plane_normal, dtype=float).reshape(-1, 3),
             f64(tab.plane_offset, dtype=float).reshape(-1),
         )
@@ -253,12 +296,12 @@ class CompiledContactStep:
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
         """The contacts of the step at body transforms ``E`` (scene order) and whether they
-        are the plane contacts alone (``False``: from the general collider)."""
-        a = self._shape_args
-        sh, pl, point, dist, near = K.plane_contacts(
-            np.ascontiguousarray(E), *a, self.margin, *self._near
+        are the compiled collision's (``False``: from the general collider, when two shapes
+        of kinds it does not pair come within reach)."""
+        sa, sb, pl, point, normal, dist, fallback = K.step_contacts(
+            np.ascontiguousarray(E), *self._shape_args, self.margin, *self._near
         )
-        if near:
+        if fallback:
             from contactlab.collision import collide
             from contactlab.contact_pairs import drop_jointed
 
@@ -279,17 +322,37 @@ class CompiledContactStep:
                 False,
             )
         tab = self._table
-        nc = sh.size
+        if not np.any(sb >= 0):  # the ground planes' contacts alone
+            return (
+                ContactSet(
+                    point=point,
+                    normal=normal,
+                    distance=dist,
+                    body_a=tab.body[sa],
+                    body_b=np.full(sa.size, -1, dtype=np.int64),
+                    shape_a=tab.local[sa],
+                    shape_b=tab.plane_local[pl],
+                    mu=tab.mu_table[tab.material[sa], tab.plane_material[pl]],
+                ),
+                True,
+            )
+        pair = sb >= 0
+        other = np.where(pair, sb, 0)
+        plane = np.where(pair, 0, pl)
         return (
             ContactSet(
                 point=point,
-                normal=tab.plane_normal[pl],
+                normal=normal,
                 distance=dist,
-                body_a=tab.body[sh],
-                body_b=np.full(nc, -1, dtype=np.int64),
-                shape_a=tab.local[sh],
-                shape_b=tab.plane_local[pl],
-                mu=tab.mu_table[tab.material[sh], tab.plane_material[pl]],
+                body_a=tab.body[sa],
+                body_b=np.where(pair, tab.body[other], -1),
+                shape_a=tab.local[sa],
+                shape_b=np.where(pair, tab.local[other], self._plane_local[plane]),
+                mu=np.where(
+                    pair,
+                    tab.mu_table[tab.material[sa], tab.material[other]],
+                    tab.mu_table[tab.material[sa], self._plane_material[plane]],
+                ),
             ),
             True,
         )
@@ -312,14 +375,27 @@ class CompiledContactStep:
         beta = self._beta_given if self._beta_given is not None else self._feedback / h
         model: Any = self.model
         cap = model.options["max_iter"]
+        if self._torque is None:
+            tau = self._no_tau
+        else:
+            q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
+            tau = np.asarray(self._torque(state.t, q, qdot), dtype=float)
+            if tau.shape != (self._nq,):
+                return None  # the general path's broadcasting and messages
+            tau = np.ascontiguousarray(tau)
+        old_limit = self._no_normal
+        if self._limits[0].size and isinstance(memory, ImpulseMemory):
+            part = memory.slices.get("L")
+            if part is not None:
+                old_limit = np.ascontiguousarray(memory.z[part], dtype=float)
         assembled = time.perf_counter()
         q_new, v_new, v, E, phi, z, friction, info = K.full_step(
             *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
-            state.q, state.qdot, h, self._node_of_body, self._body_of_node,
+            state.q, state.qdot, h, tau, self._node_of_body, self._body_of_node,
             contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
             contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
-            track.ids, track.origin, model.tol, 10000 if cap is None else cap, 1.0, 8,
-            sim.slip_threshold,
+            track.ids, track.origin, *self._limits, old_limit,
+            model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold,
         )  # fmt: skip
         code = int(info[K.I_STATUS])
         if code in (K.NOT_SPD, K.DECOUPLED):
@@ -355,7 +431,7 @@ class CompiledContactStep:
             "angular_momentum_x": mom[3],
             "angular_momentum_y": mom[4],
             "angular_momentum_z": mom[5],
-            "constraint_error": 0.0,
+            "constraint_error": float(info[K.I_LIMIT]),
             "status": status,
             "solve_time_s": solved - assembled,
             "model_setup_time_s": 0.0,
@@ -382,14 +458,15 @@ class CompiledContactStep:
         return new_state, record
 
     def _slices(self, nc: int) -> dict[str, slice]:
-        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G and L rows)."""
+        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G rows)."""
         s = self._slice_cache.get(nc)
         if s is None:
+            ml = self._limits[0].size
             s = {
                 "G": slice(0, 0),
                 "N": slice(0, nc),
                 "T": slice(nc, 3 * nc),
-                "L": slice(3 * nc, 3 * nc),
+                "L": slice(3 * nc, 3 * nc + ml),
             }
             self._slice_cache[nc] = s
         return dict(s)
@@ -431,7 +508,8 @@ class _Record(StepRecord):
             v, z, status, sweeps, seconds, residual = self._from[3]
             nc = len(self.contacts) if self.contacts is not None else 0
             self._solution = StepSolution(
-                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(), lambda_T=z[nc:].copy(),
+                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(),
+                lambda_T=z[nc : 3 * nc].copy(), lambda_L=z[3 * nc :].copy(),
                 status=status, iterations=sweeps, solve_time=seconds, residual=residual,
             )  # fmt: skip
         return self._solution

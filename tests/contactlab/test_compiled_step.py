@@ -146,6 +146,7 @@ def test_plane_contacts_equal_the_general_collider() -> None:
             np.testing.assert_array_equal(ours.body_a, theirs.body_a)
             np.testing.assert_array_equal(ours.body_b, theirs.body_b)
             np.testing.assert_array_equal(ours.shape_a, theirs.shape_a)
+            np.testing.assert_array_equal(ours.shape_b, theirs.shape_b)
             np.testing.assert_allclose(ours.point, theirs.point, rtol=0, atol=1e-15)
             np.testing.assert_allclose(ours.normal, theirs.normal, rtol=0, atol=0)
             np.testing.assert_allclose(ours.distance, theirs.distance, rtol=0, atol=1e-15)
@@ -208,5 +209,183 @@ def test_scope() -> None:
         ).compiled
         is None
     )
+    # joint torques and joint limits are in its scope (the rows and forces of the kernel)
     torque = scene.with_(joint_torque=lambda t, q, qdot: np.zeros(q.shape))
-    assert Simulator(torque, "reduced", "box-friction", "pgs").compiled is None
+    assert Simulator(torque, "reduced", "box-friction", "pgs").compiled is not None
+    assert Simulator(_limited_scene(), "reduced", "box-friction", "pgs").compiled is not None
+    # other constraints are not
+    from contactlab.reduced.constraints import Coupling
+
+    coupled = scene.with_(constraints=(Coupling("shoulder", "hip", 1.0),))
+    assert Simulator(coupled, "reduced", "box-friction", "pgs").compiled is None
+
+
+#: the joint limits of :func:`_limited_scene` (joint, lower, upper) [rad, m]
+LIMITS = (("shoulder", 0.15, 0.45), ("slider", -0.01, 0.015), ("hip", -0.6, -0.2))
+
+
+def _limited_scene() -> Scene:
+    """:func:`_tree_scene` with limits on its three one-coordinate joints and a sinusoidal
+    applied torque on the shoulder (``Scene.joint_torque``) beside its PD drive."""
+    from contactlab.reduced.constraints import JointLimit
+
+    def torque(t: float, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+        tau = np.zeros(q.shape)
+        tau[6] = 0.5 * np.sin(20.0 * t)  # the shoulder's coordinate (after the free joint's 6)
+        return tau
+
+    return _tree_scene().with_(
+        constraints=tuple(JointLimit(j, lo, up) for j, lo, up in LIMITS), joint_torque=torque
+    )
+
+
+def test_torques_and_limits_equal_the_general_path() -> None:
+    """With applied joint torques, PD drives and joint limits the compiled step follows the
+    general path (the formulation's problem with its limit rows ``L``, solved by the solver
+    layer's PGS): q and qdot within 1e-10 over 250 steps, limit rows active on the way, the
+    limit impulses and the constraint error (the limits' violation) the same."""
+    fast, general = _pair(_limited_scene())
+    assert fast.compiled is not None and general.compiled is None
+    a, b = fast.initial_state(), general.initial_state()
+    worst, active = 0.0, 0
+    for i in range(250):
+        a, ra = fast.step(a, i)
+        b, rb = general.step(b, i)
+        qa, qb = np.asarray(a.q), np.asarray(b.q)
+        worst = max(worst, np.abs(qa - qb).max(), np.abs(np.asarray(a.qdot) - b.qdot).max())
+        la, lb = ra.solution.lambda_L, rb.solution.lambda_L
+        assert la.shape == lb.shape == (6,)
+        np.testing.assert_allclose(la, lb, rtol=0, atol=1e-9)
+        assert ra.metrics["constraint_error"] == pytest.approx(
+            rb.metrics["constraint_error"], abs=1e-12
+        )
+        active += int((la > 1e-9).sum())
+    assert active > 20
+    assert worst <= AGREE
+
+
+def test_joint_limits_hold() -> None:
+    """A limit row with a positive impulse holds its joint at the limit after the step
+    (``q+ = bound``: its row ``qdot+ = (bound - q)/h`` is tight, to the solver tolerance
+    times h), every coordinate stays inside its limits to the same tolerance, and each
+    step's impulses solve the LCP of its own problem's limit rows (``lambda_L >= 0``,
+    ``L v >= l``, complementary)."""
+
+    scene = _limited_scene()
+    sim = Simulator(scene, "reduced", "box-friction", "pgs", dt=1e-3, model_options=TIGHT)
+    assert sim.compiled is not None
+    dof = {"shoulder": 6, "slider": 7, "hip": 8}
+    rows = [(dof[j], 1.0, lo) for j, lo, _ in LIMITS] + [(dof[j], -1.0, up) for j, _, up in LIMITS]
+    # JointLimit rows: per limit its lower row, then its upper row
+    order = [0, 3, 1, 4, 2, 5]
+    state = sim.initial_state()
+    held = 0
+    for i in range(250):
+        state, rec = sim.step(state, i)
+        q = np.asarray(state.q)
+        lam = rec.solution.lambda_L
+        p = rec.problem
+        assert p.L is not None and p.l is not None
+        w = p.L @ rec.solution.v - p.l
+        assert lam.min() >= 0.0
+        assert w.min() >= -1e-9
+        assert np.max(np.abs(lam * w)) <= 1e-9
+        for k, (d, sign, bound) in enumerate(rows[j] for j in order):
+            assert sign * (q[d] - bound) >= -1e-11
+            if lam[k] > 1e-9:
+                assert q[d] == pytest.approx(bound, abs=1e-11)
+                held += 1
+    assert held > 20
+
+
+@robots
+def test_arm_push_equals_the_general_path() -> None:
+    """``arm-push`` (PD drives along a moving reference as applied joint torques, a table,
+    the flange pushing the box) takes the compiled step and follows the general path over
+    its first 150 steps (the flange meets the box at step 128): q and qdot within 1e-10.
+    (Further on, steps where both leave PGS at its sweep cap short of 1e-12 let the two
+    drift apart by more than the bound.)"""
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario("arm-push").build()
+    worst, most, _ = _agree(scene, 150)
+    assert most >= 7  # the box's four corners on the table and the flange on the box
+    assert worst <= AGREE
+
+
+@robots
+@pytest.mark.parametrize(
+    ("name", "steps", "kinds"),
+    [
+        ("allegro-grasp", 300, {"sphere-sphere", "sphere-box", "box-box"}),
+        ("arm-push", 250, {"box-box", "box-mesh"}),
+        ("humanoid-topple", 300, {"mesh-mesh"}),
+    ],
+)
+def test_link_contacts_equal_the_general_collider(name: str, steps: int, kinds: set) -> None:
+    """The compiled collision finds the collider's contacts between the robot's links, with
+    an object and with a static table (the robot scenes' shape pairs ``kinds``), at every
+    state of a run, without asking the general collider: the same bodies, shapes and
+    friction in the same order, points and distances to 1e-12 m.  Normals agree to 1e-8:
+    the kernel places each shape by its own product ``E @ pose``, which differs from
+    NumPy's by an ulp, and a contact normal between nearly parallel hull faces (found by
+    GJK/EPA) moves by up to 1e4 times that."""
+    from contactlab.collision import collide
+    from contactlab.collision.shape_table import KIND_NAMES
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario(name).build()
+    sim = Simulator(scene, "reduced", "box-friction", "pgs")
+    assert sim.compiled is not None
+    tab = sim.compiled._table
+    excluded = excluded_pairs(scene)
+    state = sim.initial_state()
+    seen: set[str] = set()
+    for i in range(steps):
+        ours, compiled = sim.compiled.contacts(state.E)
+        theirs = drop_jointed(collide(scene, state.E), scene, excluded)
+        assert compiled
+        assert len(ours) == len(theirs)
+        for field in ("body_a", "body_b", "shape_a", "shape_b", "mu"):
+            np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field))
+        np.testing.assert_allclose(ours.point, theirs.point, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ours.distance, theirs.distance, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ours.normal, theirs.normal, rtol=0, atol=1e-8)
+        for a, b, sa, sb in zip(ours.body_a, ours.body_b, ours.shape_a, ours.shape_b):
+            if b == -1 and not isinstance(scene.static_shapes[sb], Box):
+                continue  # a plane
+            ka = _kind(tab, a, sa)
+            kb = _kind(tab, b, sb)
+            seen.add("-".join(KIND_NAMES[k] for k in sorted((ka, kb))))
+        state, _ = sim.step(state, i)
+    assert kinds <= seen
+
+
+def _kind(tab: object, body: int, local: int) -> int:
+    """The shape-table kind of shape ``local`` of ``body`` (-1: a static shape)."""
+    rows = np.flatnonzero((tab.body == body) & (tab.local == local))  # type: ignore[attr-defined]
+    return int(tab.kind[rows[0]])  # type: ignore[attr-defined]
+
+
+@robots
+def test_humanoid_link_contact_steps_solve_the_general_problem() -> None:
+    """From each state of a humanoid's fall where its links touch each other, the compiled
+    step and the general path (the collider, the formulation's problem, the solver layer's
+    PGS) take the same step: q and qdot within 1e-10 with both solving to 1e-12."""
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario("humanoid-topple").build()
+    fast, general = _pair(scene)
+    state = fast.initial_state()
+    checked, worst = 0, 0.0
+    for i in range(300):
+        new, rec = fast.step(state, i)
+        if rec.contacts is not None and np.any(rec.contacts.body_b >= 0):
+            other, _ = general.step(state, i)
+            q1, q2 = np.asarray(new.q), np.asarray(other.q)
+            worst = max(worst, np.abs(q1 - q2).max())
+            worst = max(worst, np.abs(np.asarray(new.qdot) - np.asarray(other.qdot)).max())
+            checked += 1
+        state = new
+    assert checked > 20
+    assert worst <= AGREE
