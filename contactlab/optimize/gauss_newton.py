@@ -149,95 +149,6 @@ def projected_gradient(g: Array, x: Array, lower: Array, upper: Array) -> Array:
     return out
 
 
-def _band_solve(factor: Array, b: Array) -> Array:
-    return scipy.linalg.cho_solve_banded((factor, True), b)
-
-
-def _try_cholesky(ab: Array) -> Array | None:
-    try:
-        return scipy.linalg.cholesky_banded(ab, lower=True)
-    except np.linalg.LinAlgError:
-        return None
-
-
-def trust_region_step(ab: Array, g: Array, radius: float) -> tuple[Array, bool]:
-    """The minimizer of ``g.s + s.A s / 2`` over ``|s| <= radius`` (Moré & Sorensen, 1983).
-
-    ``ab`` is the symmetric banded ``A`` (lower form, any inertia).  The step is
-    ``s = -(A + mu I)^-1 g`` with the least ``mu >= max(0, -lambda_min)`` that
-    puts it inside the ball; ``mu`` solves ``1/|s(mu)| = 1/radius`` by Newton's
-    method (each trial one banded Cholesky).  Where ``A`` is not positive
-    definite, ``lambda_min`` and its eigenvector come from LAPACK's banded
-    eigensolver; in the hard case the step is completed along that eigenvector
-    to the boundary.  Returns the step and whether it is the Newton step.
-    """
-    n = ab.shape[1]
-    factor = _try_cholesky(ab)
-    low = 0.0
-    vector = None
-    if factor is not None:
-        s = -_band_solve(factor, g)
-        if np.linalg.norm(s) <= radius:
-            return s, True
-        mu = 0.0
-    else:
-        w, v = scipy.linalg.eig_banded(ab, lower=True, select="i", select_range=(0, 0))
-        low, vector = max(0.0, -float(w[0])), v[:, 0]
-        scale = float(np.abs(ab[0]).max(initial=1.0))
-        mu = low + 1e-10 * (low + scale)
-        factor = None
-    first = vector is not None
-    for _ in range(60):
-        shifted = ab.copy()
-        shifted[0] += mu
-        factor = _try_cholesky(shifted)
-        if factor is None:  # mu at the edge of rounding: move up
-            low = mu
-            mu = 2.0 * mu + 1e-12 * (1.0 + float(np.abs(ab[0]).max(initial=1.0)))
-            continue
-        s = -_band_solve(factor, g)
-        norm = float(np.linalg.norm(s))
-        if abs(norm - radius) <= 0.1 * radius:
-            return s, False
-        if norm < radius and first and vector is not None:
-            # hard case: the shifted step is short of the boundary; add the eigenvector
-            sv, vv = float(s @ vector), float(vector @ vector)
-            tau = (-sv + np.sqrt(sv * sv + vv * (radius**2 - norm**2))) / vv
-            return s + tau * vector, False
-        first = False
-        w_ = scipy.linalg.solve_banded((factor.shape[0] - 1, 0), factor, s)
-        new = mu + (norm / float(np.linalg.norm(w_))) ** 2 * (norm - radius) / radius
-        mu = new if new > low else 0.5 * (mu + low)
-    return s, False
-
-
-
-def _BAND_COLS(ab: Array) -> Array:
-    return np.broadcast_to(np.arange(ab.shape[1]), ab.shape)
-
-
-def _BAND_PARTNERS(ab: Array) -> Array:
-    rows = np.arange(ab.shape[0])[:, None] + np.arange(ab.shape[1])
-    return np.minimum(rows, ab.shape[1] - 1)
-
-
-def _held_identity(ab: Array, held: Array) -> Array:
-    """``ab`` with the rows and columns of ``held`` made the identity."""
-    out = ab.copy()
-    out[held[_BAND_COLS(ab)] | held[_BAND_PARTNERS(ab)]] = 0.0
-    out[0, held] = 1.0
-    return out
-
-
-def _band_matvec(ab: Array, v: Array) -> Array:
-    """``A v`` for the symmetric ``A`` in lower banded form."""
-    n = ab.shape[1]
-    out = ab[0] * v
-    for band in range(1, ab.shape[0]):
-        out[band:] += ab[band, : n - band] * v[: n - band]
-        out[: n - band] += ab[band, : n - band] * v[band:]
-    return out
-
 def solve(
     problem: SpacetimeProblem,
     x: Array,
@@ -251,97 +162,83 @@ def solve(
 ) -> tuple[Array, int, int, str, str]:
     """Minimize from ``x`` (inside the box); returns ``x, nit, nfev, status, message``.
 
-    A trust-region Newton method in the variables scaled by ``D = sqrt(diag(J^T J))``
-    (finite-difference accelerations make the raw Hessian scale like ``h^-4``).
     The model Hessian is ``2 (J^T J + S)`` with ``S`` from
     :func:`residual_curvature` (Newton), or ``2 J^T J`` (Gauss-Newton) when
-    ``exact_hessian`` is false.  Each step solves the trust-region subproblem
-    exactly (:func:`trust_region_step`), so directions of negative curvature
-    are followed to the boundary of the region instead of being damped away;
-    the radius grows after good agreement of actual and predicted decrease and
-    shrinks after poor agreement.
-
-    Joint limits (projected Newton, Bertsekas 1982): a variable within
-    ``eps = min(1e-3, |x - P(x - D^-2 g)|)`` of a bound that its gradient
-    pushes outward is held (moved onto the bound, excluded from the
-    subproblem); the others take the trust-region step; the trial point is
-    projected on the box, so every iterate is feasible.  Stops as
-    ``"optimal"`` when the Newton decrement ``g_F^T H_F^{-1} g_F / 2`` over the
-    free variables (``H_F`` positive definite: a local minimum) falls below
-    ``tolerance`` times the initial cost and every held variable sits on its
-    bound with its gradient pushing outward.
+    ``exact_hessian`` is false.  Where the Hessian over the free variables is
+    not positive definite, ``mu diag(J^T J)`` is added with the least ``mu``
+    in ``{0, 1e-6, 1e-5, ...}`` that makes its banded Cholesky succeed
+    (Levenberg-Marquardt).  Stops as ``"optimal"`` when the predicted decrease
+    ``g_F^T H_F^{-1} g_F / 2`` over the free variables falls below
+    ``tolerance`` times the initial cost and no variable held at a bound would
+    be released.
     """
     nit = nfev = 0
     r, J = sparse_jacobian(problem, x)
     f = float(r @ r)
     nfev += 1
-    radius = -1.0
+    mu, grow = 0.0, 2.0
     while True:
         g = 2.0 * (J.T @ r)
         JTJ = (J.T @ J).tocsc()
         base = JTJ.diagonal().copy()
-        D = np.sqrt(np.maximum(base, 1e-30 * float(base.max(initial=1.0)) + 1e-300))
+        scale = float(base.max(initial=0.0))
         H = JTJ + residual_curvature(problem, x, r) if exact_hessian else JTJ
-        H2 = 2.0 * H  # the Hessian of the model of f
         # epsilon-active set: near a bound with the gradient pushing outward
-        eps = min(1e-8, float(np.abs(x - np.clip(x - g / (2.0 * D**2), lower, upper)).max()))
+        eps = min(1e-8, float(np.abs(x - np.clip(x - g / (2 * base), lower, upper)).max()))
         active = ((x - lower <= eps) & (g > 0)) | ((upper - x <= eps) & (g < 0))
-        full = banded_lower(H2)
-        full /= D[_BAND_COLS(full)] * D[_BAND_PARTNERS(full)]
-        gs_all = g / D
-        ab = _held_identity(full, active)
-        gs = np.where(active, 0.0, gs_all)
+        gf = np.where(active, 0.0, g)
+        ab = banded_lower(H)
+        if active.any():
+            # rows and columns of held variables become the identity (the band is kept)
+            cols = np.arange(ab.shape[1])
+            for band in range(ab.shape[0]):
+                held = active[cols] | active[np.minimum(cols + band, len(cols) - 1)]
+                ab[band, held] = 0.0
+            ab[0, active] = scale
+        ab[0] += 1e-14 * scale
         pg = projected_gradient(g, x, lower, upper)
-        settled = not np.any(active & (pg != 0.0))
+        released = bool(np.any(active & (pg != 0.0)))
+        # the undamped Newton decrement g^T H^-1 g / 2 decides optimality (where H_F > 0)
         decrement = np.inf
-        factor = _try_cholesky(ab)
-        if factor is not None:
-            decrement = 0.5 * float(gs @ _band_solve(factor, gs))
-        if decrement <= tolerance * initial_cost and settled:
+        try:
+            factor = scipy.linalg.cholesky_banded(ab, lower=True)
+            decrement = 0.25 * float(gf @ scipy.linalg.cho_solve_banded((factor, True), gf))
+        except np.linalg.LinAlgError:
+            pass
+        if decrement <= tolerance * initial_cost and not released:
             return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
         if nit >= max_iterations:
             return x, nit, nfev, "max_iterations", "iteration limit reached"
-        if radius < 0:
-            radius = float(np.sqrt(f))
-        # scaled room to the bounds
-        room_low, room_high = (lower - x) * D, (upper - x) * D
         accepted = False
         for _ in range(60):
-            held = active.copy()
-            move = np.zeros_like(x)  # scaled moves of the variables a bound stops
-            for _ in range(20):
-                ab = _held_identity(full, held)
-                rhs = np.where(held, 0.0, gs_all + _band_matvec(full, move))
-                s, newton = trust_region_step(ab, rhs, radius)
-                s = np.where(held, move, s)
-                crossing = ~held & ((s < room_low) | (s > room_high))
-                if not crossing.any():
-                    break
-                held |= crossing
-                move = np.where(crossing, np.clip(s, room_low, room_high), move)
-            p = s / D
-            trial = np.clip(x + p, lower, upper)
+            damped = ab.copy()
+            damped[0] += mu * np.where(active, 0.0, base)
+            try:
+                factor = scipy.linalg.cholesky_banded(damped, lower=True)
+            except np.linalg.LinAlgError:
+                mu = max(4.0 * mu, 1e-8)
+                continue
+            d = -0.5 * scipy.linalg.cho_solve_banded((factor, True), gf)
+            d[active] = 0.0
+            trial = np.clip(x + d, lower, upper)
             p = trial - x
-            predicted = -(float(g @ p) + 0.5 * float(p @ (H2 @ p)))
-            length = float(np.linalg.norm(s[~held])) if (~held).any() else 0.0
-            if predicted > 0:
-                r_trial = residuals(problem, trial)
-                nfev += 1
-                f_trial = float(r_trial @ r_trial)
-                rho = (f - f_trial) / predicted
-            else:
-                f_trial, rho = f, -1.0
-            if rho < 0.25:
-                radius = 0.25 * min(radius, max(length, 1e-3 * radius))
-            elif rho > 0.75 and not newton and length >= 0.9 * radius:
-                radius *= 2.0
-            if rho > 1e-4 and f_trial < f:
+            predicted = -(float(g @ p) + float(p @ (H @ p)))  # f - (f + g.p + p.H p)
+            r_trial = residuals(problem, trial)
+            nfev += 1
+            f_trial = float(r_trial @ r_trial)
+            rho = (f - f_trial) / predicted if predicted > 0 else -1.0
+            if rho > 1e-4:
                 accepted = True
+                mu *= max(0.1, 1.0 - (2.0 * rho - 1.0) ** 3)
+                grow = 2.0
+                if mu < 1e-10:
+                    mu = 0.0
                 break
-            if decrement <= 1e3 * np.finfo(float).eps * max(f, initial_cost) and settled:
+            if decrement <= 1e3 * np.finfo(float).eps * max(f, initial_cost) and not released:
                 return x, nit, nfev, "optimal", "no further decrease at machine precision"
+            mu, grow = max(grow * mu, 1e-8), 2.0 * grow
         if not accepted:
-            return x, nit, nfev, "failed", "no decrease after shrinking the trust region"
+            return x, nit, nfev, "failed", "no decrease after raising the damping"
         x = trial
         nit += 1
         r, J = sparse_jacobian(problem, x)

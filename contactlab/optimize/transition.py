@@ -27,10 +27,12 @@ and the foot constraints' Jacobians from the body Jacobian
 (``d p/dq = R J_nu``, ``d e/dq = (tr(A) I - A^T) J_omega / 2`` with
 ``A = R_0^T R``).  Each iteration solves the equality-constrained
 Gauss-Newton subproblem's KKT system, whose matrix is banded (knot after knot,
-each coupled to its two neighbours), by a sparse LU, and globalizes with an
-l1 merit function and backtracking.  It stops when the constraints hold to
-``1e-10`` and the Lagrangian gradient, with least-squares multipliers, is
-below ``tolerance`` of the initial gradient.
+each coupled to its two neighbours), by a sparse LU, restores the constraints
+at the trial point with the same factorization (every accepted iterate keeps
+the feet in place and the base unactuated to ``1e-10``) and accepts it when
+the cost falls, with Levenberg-Marquardt damping.  It stops when the
+Lagrangian gradient, with least-squares multipliers, is below ``tolerance``
+of the initial gradient.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class ContactTransition:
     q_start, q_end : (nq,) standing poses; the feet must be at the same poses in both.
     feet : names of the bodies held (each gets a 6-component contact wrench).
     via : ``{time [s]: (nq,) pose}`` on interior knots (feet in place there too).
+    lower, upper : (nq,) joint limits (``inf`` for none), held at every free knot.
     """
 
     def __init__(
@@ -79,9 +82,14 @@ class ContactTransition:
         q_end: Array,
         feet: tuple[str, ...],
         via: dict[float, Array] | None = None,
+        lower: Array | None = None,
+        upper: Array | None = None,
     ) -> None:
         self.model = model
-        self.path = SpacetimeProblem(model, duration, knots, q_start, q_end, via=via or {}, wind=True)
+        self.path = SpacetimeProblem(
+            model, duration, knots, q_start, q_end, via=via or {}, wind=True, lower=lower,
+            upper=upper,
+        )  # fmt: skip
         tree = model.tree
         names = [b.name for b in tree.scene.bodies]
         missing = [f for f in feet if f not in names]
@@ -100,10 +108,14 @@ class ContactTransition:
         self.base = np.arange(start, start + 6)
         self.joints = np.setdiff1d(np.arange(model.nq), self.base)
         self.feet = tuple(feet)
+        self._n_bodies = tree.scene.n_bodies
         self.foot_bodies = np.array([names.index(f) for f in feet])
         E0 = forward_kinematics(tree, self.path.q_start).E[self.foot_bodies]
         self.foot_poses = E0
-        for name, q in (("end", self.path.q_end), *((f"via {t}", v) for t, v in self.path.via.items())):
+        for name, q in (
+            ("end", self.path.q_end),
+            *((f"via {t}", v) for t, v in self.path.via.items()),
+        ):
             error = np.abs(self.foot_error(np.asarray(q, dtype=float))).max()
             if error > FEET_TOL:
                 raise ConfigurationError(
@@ -126,8 +138,17 @@ class ContactTransition:
         lam = x[self.n_q :].reshape(self.path.knots + 1, len(self.feet), 6)
         return Q, lam
 
+    def bounds(self) -> tuple[Array, Array]:
+        """Lower and upper bounds of the unknowns (the contact wrenches are free)."""
+        mask = ~self.path._fixed
+        shape = mask.shape
+        lo = np.broadcast_to(self.path.lower, shape)[mask]
+        hi = np.broadcast_to(self.path.upper, shape)[mask]
+        inf = np.full(self.n_lambda, np.inf)
+        return np.concatenate([lo, -inf]), np.concatenate([hi, inf])
+
     def _wrenches(self, lam_k: Array) -> Array:
-        W = np.zeros((self.model.tree.scene.n_bodies, 6))
+        W = np.zeros((self._n_bodies, 6))
         W[self.foot_bodies] = lam_k
         return W
 
@@ -218,7 +239,9 @@ class ContactTransition:
             for j in range(6 * nf):
                 unit = np.zeros((nf, 6))
                 unit.flat[j] = 1.0
-                dl[:, j] = model.inverse_dynamics(Q[k], qdot[k], qddot[k], self._wrenches(unit)) - tau0
+                dl[:, j] = (
+                    model.inverse_dynamics(Q[k], qdot[k], qddot[k], self._wrenches(unit)) - tau0
+                )
             blocks = (M / h**2 - dqd / (2 * h), dq - 2 * M / h**2, M / h**2 + dqd / (2 * h))
             res[k] = s[k] * tau[self.joints]
             cons_base[k] = tau[self.base]
@@ -250,7 +273,9 @@ class ContactTransition:
             cols_c.append(np.tile(k * nq + np.arange(nq), 6 * nf))
             vals_c.append(jac.ravel())
         n_cols = lam_col0 + self.n_lambda
-        keep = np.concatenate([np.flatnonzero(~self.path._fixed.ravel()), lam_col0 + np.arange(self.n_lambda)])
+        keep = np.concatenate(
+            [np.flatnonzero(~self.path._fixed.ravel()), lam_col0 + np.arange(self.n_lambda)]
+        )
         Jr = scipy.sparse.csc_matrix(
             (np.concatenate(vals_r), (np.concatenate(rows_r), np.concatenate(cols_r))),
             shape=((K + 1) * na, n_cols),
@@ -261,6 +286,73 @@ class ContactTransition:
             shape=(n_c, n_cols),
         )[:, keep]
         return res.ravel(), np.concatenate([cons_base.ravel(), *feet]), Jr.tocsc(), Jc.tocsc()
+
+    def curvature(self, x: Array, weights: Array, step: float = 1e-7) -> scipy.sparse.csc_matrix:
+        """``sum_k d^2 (l_k . tau_k) / dx^2`` over the unknowns, ``l_k`` (K+1, nq) = ``weights``.
+
+        The Lagrangian's second-order term in the torques: ``l_k`` holds
+        ``2 s_k r_k`` on the joint rows (the residual curvature) and the base
+        multipliers on the base rows.  Per knot the Hessian of ``l . tau`` in
+        ``(q, qdot, qddot, lambda)``: ``tau`` is linear in ``qddot`` and in
+        ``lambda``, so the ``qddot`` block is ``M``'s and the ``lambda`` columns are
+        ``(dtau/dq(e_j) - dtau/dq(0))^T l`` (the derivatives with unit wrenches);
+        the ``(q, qdot)`` columns are forward differences of the exact gradient
+        ``(dtau/dq^T l, dtau/dqdot^T l, M l)`` (relative error about ``step``);
+        symmetrized and chained through the difference formulas.
+        """
+        Q, lam = self.split(x)
+        qdot, qddot = self.path.rates(Q)
+        model, h, K = self.model, self.path.h, self.path.knots
+        nq, nf = model.nq, len(self.feet)
+        nl = 6 * nf
+        eye = np.eye(nq)
+        L = np.zeros((3 * nq + nl, 3 * nq + nl))
+        L[:nq, nq : 2 * nq] = eye
+        L[nq : 2 * nq, :nq], L[nq : 2 * nq, 2 * nq : 3 * nq] = -eye / (2 * h), eye / (2 * h)
+        L[2 * nq : 3 * nq, :nq] = eye / h**2
+        L[2 * nq : 3 * nq, nq : 2 * nq] = -2 * eye / h**2
+        L[2 * nq : 3 * nq, 2 * nq : 3 * nq] = eye / h**2
+        L[3 * nq :, 3 * nq :] = np.eye(nl)
+        knot = np.arange(K + 1)[:, None] + np.array([-1, 0, 1])
+        knot[0, 0], knot[K, 2] = 1, K - 1
+        lam_col0 = (K + 1) * nq
+        rows, cols, vals = [], [], []
+        for k in range(K + 1):
+            l = weights[k]
+            W = self._wrenches(lam[k])
+
+            def grad(q: Array, qd: Array, W: Array = W, l: Array = l, k: int = k) -> Array:
+                dq, dqd, M = inverse_dynamics_derivatives(model, q, qd, qddot[k], W)
+                return np.concatenate([dq.T @ l, dqd.T @ l, M @ l])
+
+            base = grad(Q[k], qdot[k])
+            Hk = np.zeros((3 * nq + nl, 3 * nq + nl))
+            for j in range(2 * nq):
+                e = np.zeros(2 * nq)
+                e[j] = step
+                Hk[: 3 * nq, j] = (grad(Q[k] + e[:nq], qdot[k] + e[nq:]) - base) / step
+            zero = grad(Q[k], qdot[k], W=np.zeros_like(W))
+            for j in range(nl):
+                unit = np.zeros((nf, 6))
+                unit.flat[j] = 1.0
+                col = grad(Q[k], qdot[k], W=self._wrenches(unit)) - zero
+                Hk[: 2 * nq, 3 * nq + j] = col[: 2 * nq]
+            Hk[:, 2 * nq : 3 * nq] = Hk[2 * nq : 3 * nq, :].T
+            Hk[3 * nq :, : 2 * nq] = Hk[: 2 * nq, 3 * nq :].T
+            Hk = 0.5 * (Hk + Hk.T)
+            B = L.T @ Hk @ L
+            idx = np.concatenate(
+                [(knot[k][:, None] * nq + np.arange(nq)).ravel(), lam_col0 + k * nl + np.arange(nl)]
+            )
+            rows.append(np.repeat(idx, len(idx)))
+            cols.append(np.tile(idx, len(idx)))
+            vals.append(B.ravel())
+        n = lam_col0 + self.n_lambda
+        full = scipy.sparse.csc_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+        )
+        keep = self._keep()
+        return full[keep][:, keep].tocsc()
 
     def _keep(self) -> Array:
         lam_col0 = (self.path.knots + 1) * self.model.nq
@@ -317,8 +409,14 @@ class TransitionResult:
 
 
 def _kkt_factor(H: scipy.sparse.spmatrix, A: scipy.sparse.spmatrix) -> scipy.sparse.linalg.SuperLU:
-    """Sparse LU of ``[[H, A^T], [A, 0]]`` (banded when the unknowns go knot by knot)."""
-    return scipy.sparse.linalg.splu(scipy.sparse.bmat([[H, A.T], [A, None]], format="csc"))
+    """Sparse LU of ``[[H, A^T], [A, -delta I]]`` (banded when the unknowns go knot by knot).
+
+    ``delta = 1e-9 / max diag(H)`` regularizes constraints that are dependent (a held
+    joint and the foot it moves); it perturbs ``A H^-1 A^T`` by about 1e-9 of itself.
+    """
+    delta = 1e-9 / max(float(H.diagonal().max()), 1e-300)
+    reg = scipy.sparse.identity(A.shape[0], format="csc") * -delta
+    return scipy.sparse.linalg.splu(scipy.sparse.bmat([[H, A.T], [A, reg]], format="csc"))
 
 
 def _kkt_solve(
@@ -337,11 +435,23 @@ def multipliers(g: Array, A: scipy.sparse.spmatrix) -> tuple[Array, Array]:
     return y, g + A.T @ y
 
 
+def _with_bounds(
+    c: Array, Jc: scipy.sparse.csc_matrix, x: Array, held: Array, bound: Array
+) -> tuple[Array, scipy.sparse.csc_matrix]:
+    """The constraints with the held variables' ``x_i - bound_i = 0`` appended."""
+    idx = np.flatnonzero(held)
+    rows = scipy.sparse.csc_matrix(
+        (np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), len(x))
+    )
+    return np.concatenate([c, x[idx] - bound[idx]]), scipy.sparse.vstack([Jc, rows]).tocsc()
+
+
 def solve(
     problem: ContactTransition,
     x: Array | None = None,
     max_iterations: int = 200,
     tolerance: float = 1e-7,
+    exact_hessian: bool = False,
 ) -> TransitionResult:
     """Minimize from ``x`` (default :meth:`ContactTransition.initial_guess`).
 
@@ -352,12 +462,22 @@ def solve(
     from the same factorization (so every accepted iterate keeps the feet in
     place and carries the base to ``1e-10``), and accepts it when the cost falls.
     ``mu`` follows the ratio of actual to predicted decrease (Levenberg-Marquardt).
+    Joint limits: a primal active set.  A variable the step would carry past a
+    limit is held on it (the equality ``x_i = bound`` joins the constraints and
+    the step is solved again); a held variable whose multiplier has the wrong
+    sign (the cost would fall by leaving the bound) is released.
     Stops as ``"optimal"`` when the largest entry of the Lagrangian gradient, with
     least-squares multipliers, is below ``tolerance`` times the cost gradient's at
-    the start.
+    the start, every bound multiplier has the right sign and the constraints hold.
+    ``exact_hessian`` adds :meth:`ContactTransition.curvature` (the torques'
+    second-order term, weighted by the residuals and the base multipliers; the
+    feet's is left out) to ``H``; it costs about ``2 nq + 6 feet`` derivative calls
+    per knot and iteration.
     """
     start = time.perf_counter()
     x = problem.initial_guess() if x is None else np.array(x, dtype=float)
+    lower, upper = problem.bounds()
+    x = np.clip(x, lower, upper)
     r, c, Jr, Jc = problem.jacobians(x)
     n = len(x)
     f = float(r @ r)
@@ -368,24 +488,53 @@ def solve(
     nit = nfev = 0
     status, message = "max_iterations", "iteration limit reached"
     feasible = 1e-10
+    at_low, at_high = x <= lower, x >= upper
+    held = at_low | at_high
+    bound = np.where(at_low, lower, upper)
+    stationarity = np.inf
     while True:
         g = 2.0 * (Jr.T @ r)
-        _, lag = multipliers(g, Jc)
+        C, A = _with_bounds(c, Jc, x, held, bound)
+        y, lag = multipliers(g, A)
+        z = y[len(c) :]
+        idx = np.flatnonzero(held)
+        wrong = np.zeros(n, dtype=bool)
+        wrong[idx] = np.where(bound[idx] == lower[idx], z > 0, z < 0)
         stationarity = float(np.abs(lag).max()) / g0
-        if stationarity <= tolerance and float(np.abs(c).max()) <= feasible:
+        if stationarity <= tolerance and float(np.abs(c).max()) <= feasible and not wrong.any():
             status, message = "optimal", "Lagrangian gradient below tolerance, constraints met"
             break
         if nit >= max_iterations:
             break
+        if wrong.any() and stationarity <= 1e-3:
+            held &= ~wrong  # leave the bounds the cost pulls away from
         JTJ = (Jr.T @ Jr).tocsc()
         diag = JTJ.diagonal()
         floor = 1e-12 * max(float(diag.max()), 1.0)
+        S = None
+        if exact_hessian:
+            nk = problem.path.knots + 1
+            weights = np.zeros((nk, problem.model.nq))
+            weights[:, problem.joints] = 2.0 * (
+                np.sqrt(problem.path.weights())[:, None] * r.reshape(nk, -1)
+            )
+            weights[:, problem.base] = y[: 6 * nk].reshape(nk, 6)
+            S = problem.curvature(x, weights)
         accepted = False
         for _ in range(30):
             H = 2.0 * (JTJ + scipy.sparse.diags(mu * diag + floor))
-            lu = _kkt_factor(H, Jc)
-            d = lu.solve(np.concatenate([-g, -c]))[:n]
-            trial = x + d
+            if S is not None:
+                H = H + S
+            for _ in range(20):  # hold the variables the step would carry past a limit
+                C, A = _with_bounds(c, Jc, x, held, bound)
+                lu = _kkt_factor(H, A)
+                d = lu.solve(np.concatenate([-g, -C]))[:n]
+                trial = x + d
+                past = ~held & ((trial < lower) | (trial > upper))
+                if not past.any():
+                    break
+                bound = np.where(past, np.where(trial < lower, lower, upper), bound)
+                held |= past
             restored = False
             for _ in range(10):  # restore the constraints at the trial point
                 try:
@@ -394,15 +543,19 @@ def solve(
                 except (FloatingPointError, OverflowError, ConfigurationError):
                     break  # a step far outside the model's range: damp it
                 nfev += 1
-                if float(np.abs(c_t).max()) <= feasible:
+                C_t = np.concatenate([c_t, trial[held] - bound[held]])
+                if float(np.abs(C_t).max()) <= feasible and np.all(
+                    (trial >= lower - feasible) & (trial <= upper + feasible)
+                ):
                     restored = True
                     break
-                trial = trial + lu.solve(np.concatenate([np.zeros(n), -c_t]))[:n]
+                trial = trial + lu.solve(np.concatenate([np.zeros(n), -C_t]))[:n]
             if not restored:
                 mu = max(10.0 * mu, 1e-8)
                 continue
+            trial = np.clip(trial, lower, upper)
             p = trial - x
-            predicted = -(float(g @ p) + float(p @ (JTJ @ p)))
+            predicted = -(float(g @ p) + 0.5 * float(p @ (H @ p)))
             f_t = float(r_t @ r_t)
             rho = (f - f_t) / predicted if predicted > 0 else -1.0
             if f_t < f and rho > 1e-4:
