@@ -90,9 +90,10 @@ def humanoid_squat(
     keep = np.concatenate([np.arange(tree.dofs(j).start, tree.dofs(j).stop) for j in arms])
     probe = ContactTransition(model, duration, knots, start, start, G1_FEET)
     end = probe.place_on_feet(end, keep=keep)
-    if not limits:
-        lower, upper = None, None
-    return ContactTransition(model, duration, knots, start, end, G1_FEET, lower=lower, upper=upper)
+    return ContactTransition(
+        model, duration, knots, start, end, G1_FEET,
+        lower=lower if limits else None, upper=upper if limits else None,
+    )  # fmt: skip
 
 
 #: name -> builder of a :class:`ContactTransition` (``contactlab optimize NAME``).

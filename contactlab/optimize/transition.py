@@ -87,8 +87,9 @@ class ContactTransition:
     ) -> None:
         self.model = model
         self.path = SpacetimeProblem(
-            model, duration, knots, q_start, q_end, via=via or {}, wind=True, lower=lower,
-            upper=upper,
+            model, duration, knots, q_start, q_end, via=via or {}, wind=True,
+            lower=lower,  # type: ignore[arg-type]
+            upper=upper,  # type: ignore[arg-type]
         )  # fmt: skip
         tree = model.tree
         names = [b.name for b in tree.scene.bodies]
@@ -224,8 +225,12 @@ class ContactTransition:
         s = np.sqrt(self.path.weights())
         knot = np.arange(K + 1)[:, None] + np.array([-1, 0, 1])
         knot[0, 0], knot[K, 2] = 1, K - 1  # ghost knots folded (rest or given end velocities)
-        rows_r, cols_r, vals_r = [], [], []
-        rows_c, cols_c, vals_c = [], [], []
+        rows_r: list[Array] = []
+        cols_r: list[Array] = []
+        vals_r: list[Array] = []
+        rows_c: list[Array] = []
+        cols_c: list[Array] = []
+        vals_c: list[Array] = []
         res = np.empty((K + 1, len(self.joints)))
         cons_base = np.empty((K + 1, 6))
         na = len(self.joints)
@@ -265,12 +270,12 @@ class ContactTransition:
                 cols_.append(np.tile(lcols, len(sel)))
                 vals.append((scale * dl[sel]).ravel())
         feet = []
-        for i, k in enumerate(self.free_knots):
-            err, jac = self.foot_jacobian(Q[k])
+        for i, kf in enumerate(self.free_knots):
+            err, jac = self.foot_jacobian(Q[kf])
             feet.append(err)
             rr = 6 * (K + 1) + i * 6 * nf + np.arange(6 * nf)
             rows_c.append(np.repeat(rr, nq))
-            cols_c.append(np.tile(k * nq + np.arange(nq), 6 * nf))
+            cols_c.append(np.tile(kf * nq + np.arange(nq), 6 * nf))
             vals_c.append(jac.ravel())
         n_cols = lam_col0 + self.n_lambda
         keep = np.concatenate(
@@ -536,19 +541,28 @@ def solve(
                 bound = np.where(past, np.where(trial < lower, lower, upper), bound)
                 held |= past
             restored = False
-            for _ in range(10):  # restore the constraints at the trial point
+            worst = np.inf
+            for _ in range(40):  # restore the constraints at the trial point (linear rate)
                 try:
                     with np.errstate(all="raise"):
                         r_t, c_t = problem.evaluate(trial)
                 except (FloatingPointError, OverflowError, ConfigurationError):
                     break  # a step far outside the model's range: damp it
                 nfev += 1
+                past = ~held & ((trial < lower) | (trial > upper))
+                if past.any():  # a correction crossed a limit: hold it there and refactor
+                    bound = np.where(past, np.where(trial < lower, lower, upper), bound)
+                    held |= past
+                    C, A = _with_bounds(c, Jc, x, held, bound)
+                    lu = _kkt_factor(H, A)
                 C_t = np.concatenate([c_t, trial[held] - bound[held]])
-                if float(np.abs(C_t).max()) <= feasible and np.all(
-                    (trial >= lower - feasible) & (trial <= upper + feasible)
-                ):
+                error = float(np.abs(C_t).max())
+                if error <= feasible:
                     restored = True
                     break
+                if error > worst:  # the corrections no longer contract: damp the step
+                    break
+                worst = error
                 trial = trial + lu.solve(np.concatenate([np.zeros(n), -C_t]))[:n]
             if not restored:
                 mu = max(10.0 * mu, 1e-8)
