@@ -86,7 +86,7 @@ def transition_rows(knots: list[int], max_iterations: int) -> list[dict[str, obj
         result = solve(problem, max_iterations=max_iterations)
         rows.append(
             {
-                "limits": "URDF (arms, waist)" if limits else "none",
+                "limits": "URDF" if limits else "none",
                 "dof": problem.model.nq,
                 "knots": k,
                 "unknowns": problem.n_unknowns,
@@ -114,9 +114,8 @@ def write_transition(rows: list[dict[str, object]]) -> None:
         "",
         "Unitree G1 (29 joints + floating base = 35 coordinates) from a light stance to a "
         "deeper one with arms raised and waist turned, 1 s, both feet welded (6-component "
-        "contact wrench each), without joint limits and with the URDF's on the arms and waist "
-        "(the legs follow the base and the welded feet); Gauss-Newton SQP with constraint "
-        "restoration "
+        "contact wrench each), without joint limits and with the URDF's (the default); "
+        "Gauss-Newton SQP with constraint restoration and an active set for the limits "
         "(`contactlab/optimize/transition.py`). kkt = max |Lagrangian gradient| / max |cost "
         "gradient at the initial guess|; feasibility = largest foot-pose [m, rad] or base-wrench "
         "[N, N m] error. Targets: converged (kkt <= 1e-6, feasibility <= 1e-8) within 60 s.",

@@ -220,7 +220,7 @@ def _transition(args: argparse.Namespace) -> int:
     if args.start or args.end or args.via or args.lower or args.upper:
         raise ConfigurationError(
             f"{args.scenario} fixes its own poses and limits: drop --start/--end/--via/--lower/"
-            "--upper (it takes --set knots=N, --set duration=T, --set limits=true)"
+            "--upper (it takes --set knots=N, --set duration=T, --set limits=false)"
         )
     problem = transition(args.scenario, **parameters)
     result = solve(problem, max_iterations=args.max_iterations)

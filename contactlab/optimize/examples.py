@@ -4,7 +4,8 @@
   35 coordinates) standing on slightly bent legs lowers itself into a
   deeper stance while raising both arms forward and turning its waist, in
   1 s, both feet welded to the ground (each foot a 6-component contact
-  wrench), joint limits from the URDF.
+  wrench), joint limits from the URDF (``limits=False``, ``--set limits=false``,
+  drops them: the welded feet can then carry any posture and joints wind).
 
 The robot comes from the ``humanoid-topple`` scenario (found through the
 scenario registry); its joint limits are read from the URDF's ``<limit>``
@@ -54,7 +55,7 @@ def _set(tree: object, q: Array, values: dict[str, float]) -> Array:
 
 
 def humanoid_squat(
-    knots: int = 20, duration: float = 1.0, limits: bool = False
+    knots: int = 20, duration: float = 1.0, limits: bool = True
 ) -> ContactTransition:
     """G1 from a light stance to a deeper one, arms raised and waist turned, feet welded."""
     from contactlab.reduced.urdf_geometry import example_robot_data
@@ -63,12 +64,6 @@ def humanoid_squat(
     model = Model.from_scene(get_scenario("humanoid-topple").build())
     tree = model.tree
     lower, upper = urdf_limits(example_robot_data() / G1_URDF, model)
-    # the legs follow the base (each foot welded: six joints, six conditions); their
-    # limits are left to the stance, the waist's and arms' are held
-    for side in ("left", "right"):
-        for joint in ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll"):
-            i = tree.dofs(f"{side}_{joint}_joint").start
-            lower[i], upper[i] = -np.inf, np.inf
     q0 = tree.initial_coordinates()[0]
 
     def legs(hip: float) -> dict[str, float]:

@@ -526,7 +526,9 @@ def solve(
             weights[:, problem.base] = y[: 6 * nk].reshape(nk, 6)
             S = problem.curvature(x, weights)
         accepted = False
+        held0, bound0 = held.copy(), bound.copy()
         for _ in range(30):
+            held, bound = held0.copy(), bound0.copy()  # a rejected trial's holds are undone
             H = 2.0 * (JTJ + scipy.sparse.diags(mu * diag + floor))
             if S is not None:
                 H = H + S

@@ -75,3 +75,18 @@ def test_end_pose_off_the_feet_is_refused(squat: ContactTransition) -> None:
     moved[squat.joints[3]] += 0.1  # the left knee, with the base unchanged
     with pytest.raises(ConfigurationError, match="moves a foot"):
         ContactTransition(squat.model, 0.4, 4, squat.path.q_start, moved, squat.feet)
+
+
+def test_iterates_with_urdf_limits_stay_within_them(squat: ContactTransition) -> None:
+    """With the URDF's joint limits every returned knot lies within them to 1e-8 (the active
+    set holds a variable on the limit it would cross, and restoration corrections that cross
+    one are held too), while the feet stay at their start poses to 1e-8."""
+    problem = squat  # built with the URDF limits (the default)
+    assert np.isfinite(problem.path.lower[problem.joints]).all()
+    result = solve(problem, max_iterations=10)
+    assert result.nit >= 1 and result.cost < result.initial_cost
+    assert np.all(result.q >= problem.path.lower - 1e-8)
+    assert np.all(result.q <= problem.path.upper + 1e-8)
+    for q in result.q:
+        E = forward_kinematics(problem.model.tree, q).E[problem.foot_bodies]
+        np.testing.assert_allclose(E[:, :3, 3], problem.foot_poses[:, :3, 3], atol=1e-8, rtol=0)
