@@ -181,10 +181,10 @@ def _setup(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--start",
-        required=True,
-        help="start positions, e.g. 0,0,0 or 90deg,0,0 (a leading minus needs --start=-10deg,...)",
+        help="start positions, e.g. 0,0,0 or 90deg,0,0 (a leading minus needs --start=-10deg,...); "
+        "not for a built-in transition (humanoid-squat)",
     )
-    p.add_argument("--end", required=True, help="end positions")
+    p.add_argument("--end", help="end positions")
     p.add_argument("--start-velocity", help="start velocities (default rest)")
     p.add_argument("--end-velocity", help="end velocities (default rest)")
     p.add_argument("--duration", type=float, default=1.0, help="T [s] (default 1)")
@@ -211,8 +211,75 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-animation", action="store_true", help="skip animation.gif")
 
 
+def _transition(args: argparse.Namespace) -> int:
+    """A built-in whole-body transition (:mod:`contactlab.optimize.examples`)."""
+    from contactlab.optimize.examples import transition
+    from contactlab.optimize.transition import solve
+
+    parameters = parse_assignments(args.params, "--set")
+    if args.start or args.end or args.via or args.lower or args.upper:
+        raise ConfigurationError(
+            f"{args.scenario} fixes its own poses and limits: drop --start/--end/--via/--lower/"
+            "--upper (it takes --set knots=N, --set duration=T, --set limits=false)"
+        )
+    problem = transition(args.scenario, **parameters)
+    result = solve(problem, max_iterations=args.max_iterations)
+    out = args.out or SCRATCH / f"optimize-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
+    tree = problem.model.tree
+    with atomic_folder(out, args.force) as tmp:
+        E = np.array([forward_kinematics(tree, q).E for q in result.q])
+        np.savez_compressed(
+            tmp / "trajectory.npz",
+            t=result.t,
+            body_names=np.array([b.name for b in tree.scene.bodies]),
+            position=E[:, :, :3, 3],
+            rotation=E[:, :, :3, :3],
+            q=result.q,
+            qdot=result.qdot,
+            qddot=result.qddot,
+            tau=result.tau,
+            wrenches=result.wrenches,
+        )
+        summary = {
+            "scenario": args.scenario,
+            "parameters": parameters,
+            "kind": "spacetime optimization, floating base with welded feet",
+            "feet": list(problem.feet),
+            "unknowns": problem.n_unknowns,
+            "status": result.status,
+            "message": result.message,
+            "cost": result.cost,
+            "initial_cost": result.initial_cost,
+            "iterations": result.nit,
+            "function_evaluations": result.nfev,
+            "kkt": result.kkt,
+            "feasibility": result.feasibility,
+            "wall_time_s": result.wall_time_s,
+            "versions": package_versions(),
+            "git": git_commit(),
+            "command": ["contactlab", *args.argv],
+        }
+        (tmp / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    print(
+        f"{result.status}: cost {result.cost:.6g} (from {result.initial_cost:.6g}) in "
+        f"{result.nit} iterations, {result.wall_time_s:.1f} s; Lagrangian gradient "
+        f"{result.kkt:.1e} of the initial gradient; constraints met to "
+        f"{result.feasibility:.1e}; results in {out}"
+    )
+    return 0
+
+
 def _cmd(args: argparse.Namespace) -> int:
+    from contactlab.optimize.examples import TRANSITIONS
     from contactlab.scenario import get_scenario
+
+    if args.scenario in TRANSITIONS:
+        return _transition(args)
+    if args.start is None or args.end is None:
+        raise ConfigurationError(
+            f"optimize {args.scenario} needs --start and --end positions (or a built-in "
+            f"transition: {', '.join(TRANSITIONS)})"
+        )
 
     scenario = get_scenario(args.scenario)
     parameters = parse_assignments(args.params, "--set")

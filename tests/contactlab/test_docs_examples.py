@@ -90,6 +90,10 @@ def _check_names(args: argparse.Namespace) -> None:
         scenario = args.source  # fclib export takes a scenario or a run folder
     # a model file or a page's own Python file (``sliding.py:build``) is not in the repository
     if scenario is not None and not re.search(r"[/\\]|\.(urdf|xml)$|\.py:\w+$", scenario):
+        from contactlab.optimize.examples import TRANSITIONS
+
+        if scenario in TRANSITIONS:  # ``contactlab optimize`` also takes a built-in transition
+            return
         get_scenario(scenario).resolve(parse_assignments(getattr(args, "params", []), "--set"))
 
     def names(*keys: str) -> list[str]:
