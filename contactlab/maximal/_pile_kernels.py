@@ -408,31 +408,3 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     friction = friction_vectors(lam_flat, t1, t2)
     return v[:n].reshape(nb, 6), out, friction, info
 
-
-@njit(cache=True)
-def posed_problem(mdiag, E, phi, gravity, h, iterations, a, b, point, normal, dist, beta, max_corr):  # noqa: ANN001, ANN201
-    """The dense rows ``C`` (3 nc, 6 nb) in the order ``[N; T]``, ``M^-1`` (6 nb), the free
-    momentum ``f``, the right-hand side ``b`` and the diagonal blocks of ``W`` (nc, 9)
-    this module's step poses (the tests compare them with the general path's problem)."""
-    nb = mdiag.shape[0]
-    nc = a.shape[0]
-    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
-    dinv = np.empty(6 * nb)
-    for k in range(nb):
-        for j in range(6):
-            dinv[6 * k + j] = 1.0 / mdiag[k, j]
-    J, _, A, _, _ = _rows(a, b, E, point, normal, dinv)
-    C = np.zeros((3 * nc, 6 * nb))
-    rhs = np.zeros(3 * nc)
-    for i in range(nc):
-        d = dist[i]
-        rhs[i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
-        for dd in range(3):
-            row = i if dd == 0 else nc + 2 * i + dd - 1
-            for side in range(2):
-                body = a[i] if side == 0 else b[i]
-                if body < 0:
-                    continue
-                for j in range(6):
-                    C[row, 6 * body + j] = J[3 * i + dd, 6 * side + j]
-    return C, dinv, f, rhs, A
