@@ -30,6 +30,7 @@ import numpy as np
 
 from contactlab.contact.rows import _direction_in_body, _tangent_basis
 from contactlab.maximal.assembly import _midpoint_free_momentum
+from contactlab.se3 import _SMALL_ANGLE
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from solvers.backends.pgs_kernel import local_contact_solve
 from solvers.jit import njit
@@ -50,9 +51,10 @@ DECOUPLED_DIAG = 1e-24
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
     I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_NORMAL_COMP, I_NORMAL_FEAS,
-    I_CONE, I_DISSIPATION, I_SLIDING, I_PENETRATION, I_UNITS,
-) = range(13)  # fmt: skip
-N_INFO = 13
+    I_CONE, I_DISSIPATION, I_SLIDING, I_PENETRATION, I_UNITS, I_KINETIC, I_POTENTIAL,
+    I_LINEAR, _, _, I_ANGULAR, _, _,
+) = range(21)  # fmt: skip
+N_INFO = 21
 
 
 @njit(cache=True)
@@ -110,6 +112,71 @@ def _rows(a, b, E, point, normal, dinv):  # noqa: ANN001, ANN202
                         acc += dinv[6 * body + j] * (J[3 * i + d1, s + j] * J[3 * i + d2, s + j])
                 A[i, 3 * d1 + d2] = acc
     return J, DJ, A, t1, t2
+
+
+@njit(cache=True)
+def _integrate(E, phi, h, out):  # noqa: ANN001, ANN202
+    """``out = E exp(h [phi])`` body by body (:func:`contactlab.se3.integrate`)."""
+    R = np.empty((3, 3))
+    V = np.empty((3, 3))
+    W = np.zeros((3, 3))
+    t = np.empty(3)
+    for k in range(E.shape[0]):
+        w0, w1, w2 = h * phi[k, 0], h * phi[k, 1], h * phi[k, 2]
+        u0, u1, u2 = h * phi[k, 3], h * phi[k, 4], h * phi[k, 5]
+        theta = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        t2 = theta * theta
+        if theta < _SMALL_ANGLE:
+            a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+            b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+            c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        else:
+            a = np.sin(theta) / theta
+            sh = np.sin(0.5 * theta) / theta
+            b = 2.0 * sh * sh
+            c = (theta - np.sin(theta)) / (theta * theta * theta)
+        # [w] and [w]^2
+        W[0, 1], W[0, 2], W[1, 2] = -w2, w1, -w0
+        W[1, 0], W[2, 0], W[2, 1] = w2, -w1, w0
+        for i in range(3):
+            for j in range(3):
+                ww = W[i, 0] * W[0, j] + W[i, 1] * W[1, j] + W[i, 2] * W[2, j]
+                one = 1.0 if i == j else 0.0
+                R[i, j] = one + a * W[i, j] + b * ww
+                V[i, j] = one + b * W[i, j] + c * ww
+        for i in range(3):
+            t[i] = V[i, 0] * u0 + V[i, 1] * u1 + V[i, 2] * u2
+        for i in range(3):
+            for j in range(3):
+                out[k, i, j] = E[k, i, 0] * R[0, j] + E[k, i, 1] * R[1, j] + E[k, i, 2] * R[2, j]
+            out[k, i, 3] = E[k, i, 0] * t[0] + E[k, i, 1] * t[1] + E[k, i, 2] * t[2] + E[k, i, 3]
+            out[k, 3, i] = 0.0
+        out[k, 3, 3] = 1.0
+
+
+@njit(cache=True)
+def _state_metrics(mdiag, E, phi, gravity, info):  # noqa: ANN001, ANN202
+    """Kinetic and gravity energy and the world momenta (:func:`contactlab.metrics.state_metrics`)."""
+    kinetic = 0.0
+    potential = 0.0
+    for k in range(E.shape[0]):
+        for j in range(6):
+            kinetic += mdiag[k, j] * phi[k, j] * phi[k, j]
+        m = mdiag[k, 3]
+        potential -= m * (E[k, 0, 3] * gravity[0] + E[k, 1, 3] * gravity[1] + E[k, 2, 3] * gravity[2])
+        for i in range(3):
+            lin = m * (E[k, i, 0] * phi[k, 3] + E[k, i, 1] * phi[k, 4] + E[k, i, 2] * phi[k, 5])
+            info[I_LINEAR + i] += lin
+        l0 = m * (E[k, 0, 0] * phi[k, 3] + E[k, 0, 1] * phi[k, 4] + E[k, 0, 2] * phi[k, 5])
+        l1 = m * (E[k, 1, 0] * phi[k, 3] + E[k, 1, 1] * phi[k, 4] + E[k, 1, 2] * phi[k, 5])
+        l2 = m * (E[k, 2, 0] * phi[k, 3] + E[k, 2, 1] * phi[k, 4] + E[k, 2, 2] * phi[k, 5])
+        p0, p1, p2 = E[k, 0, 3], E[k, 1, 3], E[k, 2, 3]
+        h0, h1, h2 = mdiag[k, 0] * phi[k, 0], mdiag[k, 1] * phi[k, 1], mdiag[k, 2] * phi[k, 2]
+        info[I_ANGULAR + 0] += p1 * l2 - p2 * l1 + E[k, 0, 0] * h0 + E[k, 0, 1] * h1 + E[k, 0, 2] * h2
+        info[I_ANGULAR + 1] += p2 * l0 - p0 * l2 + E[k, 1, 0] * h0 + E[k, 1, 1] * h1 + E[k, 1, 2] * h2
+        info[I_ANGULAR + 2] += p0 * l1 - p1 * l0 + E[k, 2, 0] * h0 + E[k, 2, 1] * h1 + E[k, 2, 2] * h2
+    info[I_KINETIC] = 0.5 * kinetic
+    info[I_POTENTIAL] = potential
 
 
 @njit(cache=True)
@@ -274,9 +341,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     recorded impulses ``old_*`` (:func:`contactlab.models.delassus.carried_impulses`)
     when ``carry``.
 
-    Returns the new twists (nb, 6), the impulses ``z`` on the rows ``[N; T]``
-    (``nc + 2 nc``), the friction impulses as world vectors (nc, 3) and ``info``
-    (the entries ``I_*``).
+    Returns the new twists (nb, 6), the new transforms ``E exp(h [phi])``, the impulses
+    ``z`` on the rows ``[N; T]`` (``nc + 2 nc``), the friction impulses as world vectors
+    (nc, 3) and ``info`` (the entries ``I_*``: status, sweeps, residuals, contact metrics,
+    energies and world momenta of the new state).
     """
     nb = mdiag.shape[0]
     n = 6 * nb
@@ -308,7 +376,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for r in range(m3):
         if diag[r] <= DECOUPLED_DIAG * dmax:
             info[I_STATUS] = DECOUPLED
-            return phi.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+            return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
     # the contacts solved as one unit (solvers.backends.pgs.contact_units)
     unit = np.zeros(nc, dtype=np.bool_)
     units = 0
@@ -406,5 +474,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         lam_flat[2 * i] = z[3 * i + 1]
         lam_flat[2 * i + 1] = z[3 * i + 2]
     friction = friction_vectors(lam_flat, t1, t2)
-    return v[:n].reshape(nb, 6), out, friction, info
+    phi_new = v[:n].copy().reshape(nb, 6)
+    E_new = np.empty_like(E)
+    _integrate(E, phi_new, h, E_new)
+    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    return phi_new, E_new, out, friction, info
 
