@@ -238,7 +238,9 @@ def pgs_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int) 
             mj = [r for r in both if "mujoco" in r]
             if mj:
                 ours = sum(r["cpu"] for r in mj) / sum(r["contacts"] for r in mj)
-                theirs = sum(r["mujoco"] for r in mj) / max(sum(r["mujoco_contacts"] for r in mj), 1)
+                theirs = sum(r["mujoco"] for r in mj) / max(
+                    sum(r["mujoco_contacts"] for r in mj), 1
+                )
                 mj_ms = np.median([r["mujoco"] for r in mj])
                 mj_cells = f"{1e3 * mj_ms:.2f} | {1e6 * theirs:.2f} | {ours / theirs:.2f}"
             else:

@@ -30,8 +30,8 @@ import numpy as np
 
 from contactlab.contact.rows import _direction_in_body, _tangent_basis
 from contactlab.maximal.assembly import _midpoint_free_momentum
-from contactlab.se3 import _SMALL_ANGLE
 from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.se3 import _SMALL_ANGLE
 from solvers.backends.pgs_kernel import local_contact_solve
 from solvers.jit import njit
 
@@ -156,14 +156,17 @@ def _integrate(E, phi, h, out):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _state_metrics(mdiag, E, phi, gravity, info):  # noqa: ANN001, ANN202
-    """Kinetic and gravity energy and the world momenta (:func:`contactlab.metrics.state_metrics`)."""
+    """Kinetic and gravity energy and the world momenta
+    (:func:`contactlab.metrics.state_metrics`)."""
     kinetic = 0.0
     potential = 0.0
     for k in range(E.shape[0]):
         for j in range(6):
             kinetic += mdiag[k, j] * phi[k, j] * phi[k, j]
         m = mdiag[k, 3]
-        potential -= m * (E[k, 0, 3] * gravity[0] + E[k, 1, 3] * gravity[1] + E[k, 2, 3] * gravity[2])
+        potential -= m * (
+            E[k, 0, 3] * gravity[0] + E[k, 1, 3] * gravity[1] + E[k, 2, 3] * gravity[2]
+        )
         for i in range(3):
             lin = m * (E[k, i, 0] * phi[k, 3] + E[k, i, 1] * phi[k, 4] + E[k, i, 2] * phi[k, 5])
             info[I_LINEAR + i] += lin
@@ -172,9 +175,15 @@ def _state_metrics(mdiag, E, phi, gravity, info):  # noqa: ANN001, ANN202
         l2 = m * (E[k, 2, 0] * phi[k, 3] + E[k, 2, 1] * phi[k, 4] + E[k, 2, 2] * phi[k, 5])
         p0, p1, p2 = E[k, 0, 3], E[k, 1, 3], E[k, 2, 3]
         h0, h1, h2 = mdiag[k, 0] * phi[k, 0], mdiag[k, 1] * phi[k, 1], mdiag[k, 2] * phi[k, 2]
-        info[I_ANGULAR + 0] += p1 * l2 - p2 * l1 + E[k, 0, 0] * h0 + E[k, 0, 1] * h1 + E[k, 0, 2] * h2
-        info[I_ANGULAR + 1] += p2 * l0 - p0 * l2 + E[k, 1, 0] * h0 + E[k, 1, 1] * h1 + E[k, 1, 2] * h2
-        info[I_ANGULAR + 2] += p0 * l1 - p1 * l0 + E[k, 2, 0] * h0 + E[k, 2, 1] * h1 + E[k, 2, 2] * h2
+        info[I_ANGULAR + 0] += (
+            p1 * l2 - p2 * l1 + E[k, 0, 0] * h0 + E[k, 0, 1] * h1 + E[k, 0, 2] * h2
+        )
+        info[I_ANGULAR + 1] += (
+            p2 * l0 - p0 * l2 + E[k, 1, 0] * h0 + E[k, 1, 1] * h1 + E[k, 1, 2] * h2
+        )
+        info[I_ANGULAR + 2] += (
+            p0 * l1 - p1 * l0 + E[k, 2, 0] * h0 + E[k, 2, 1] * h1 + E[k, 2, 2] * h2
+        )
     info[I_KINETIC] = 0.5 * kinetic
     info[I_POTENTIAL] = potential
 
@@ -203,7 +212,8 @@ def _velocity(J, ca, cb, f, dinv, z, v):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _natural(J, ca, cb, rhs, v, z, mu3):  # noqa: ANN001, ANN202
-    """``max |z - Pi(z - w)|`` over the rows (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
+    """``max |z - Pi(z - w)|`` over the rows
+    (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
     worst = 0.0
     for r in range(z.shape[0]):
         pa, pb = ca[r], cb[r]
@@ -479,4 +489,3 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     _integrate(E, phi_new, h, E_new)
     _state_metrics(mdiag, E_new, phi_new, gravity, info)
     return phi_new, E_new, out, friction, info
-

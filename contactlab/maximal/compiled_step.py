@@ -152,16 +152,16 @@ class CompiledContactStep:
         contacts = self.contacts(state.E)
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory = state.cache.get(MEMORY_KEY)
+        memory: Any = state.cache.get(MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
-            ids = np.ascontiguousarray(memory.ids, dtype=np.int64)  # type: ignore[union-attr]
+            ids = np.ascontiguousarray(memory.ids, dtype=np.int64)
             old = (
                 ids,
                 np.argsort(ids, kind="stable"),
-                np.ascontiguousarray(memory.normal_impulse, dtype=float),  # type: ignore[union-attr]
-                np.ascontiguousarray(memory.friction, dtype=float),  # type: ignore[union-attr]
+                np.ascontiguousarray(memory.normal_impulse, dtype=np.float64),
+                np.ascontiguousarray(memory.friction, dtype=np.float64),
             )
         else:
             old = (self._no_ids, self._no_ids, self._no_normal, self._no_friction)

@@ -176,7 +176,10 @@ def test_scope() -> None:
     assert Simulator(bouncy, "maximal", "box-friction", "pgs").compiled is None
     chain = get_scenario("chain-floor").build()
     assert Simulator(chain, "maximal", "box-friction", "pgs").compiled is None
-    assert Simulator(pile, "maximal", "box-friction", "pgs", collide=lambda s, E: None).compiled is None
+    assert (
+        Simulator(pile, "maximal", "box-friction", "pgs", collide=lambda s, E: None).compiled
+        is None
+    )
 
 
 def test_a_step_it_cannot_take_goes_through_the_general_path(monkeypatch) -> None:  # noqa: ANN001
