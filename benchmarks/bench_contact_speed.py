@@ -18,8 +18,10 @@ Sections (``results/benchmarks/contact_speed.md``):
     Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
     contact step, :mod:`contactlab.maximal.compiled_step`) on ``box-pile`` of 50, 200 and
     1000 cubes (``--pgs-sizes``), h = 5 ms, default tolerance: from the drop (t = 0,
-    ``--drop-steps`` steps: the fall, the landing and the start of rest) and at rest (the
-    ``stacked`` layout, built at rest at exact contact, ``--rest-steps`` steps).  Per
+    ``--drop-steps`` steps: the fall, the landing and the start of rest), at rest (the
+    ``stacked`` layout, built at rest at exact contact, ``--rest-steps`` steps) and, for
+    ``--landed-sizes`` (default 200), landed: dropped and stepped ``--settle`` seconds
+    (default 2) untimed, then ``--rest-steps`` steps.  Per
     phase: contacts, Gauss--Seidel sweeps, steps that did not converge (capped), the
     step's thread CPU time and µs per contact, the share of the step outside compiled
     code (:func:`solvers.jit.kernel_accounting`), the general layers' step
@@ -164,10 +166,10 @@ def coulomb_section(boxes: int, steps: int, backends: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pgs_phase(n: int, layout: str, steps: int, every: int) -> dict[str, Any]:
-    """Step ``box-pile`` (``n`` cubes, ``layout``) by the default route; per step its
-    thread CPU time, contacts, sweeps, status and time inside compiled code; the general
-    route and MuJoCo on every ``every``-th pose."""
+def _pgs_phase(n: int, layout: str, steps: int, every: int, settle: float = 0.0) -> dict[str, Any]:
+    """Step ``box-pile`` (``n`` cubes, ``layout``) by the default route, after ``settle``
+    seconds untimed; per step its thread CPU time, contacts, sweeps, status and time
+    inside compiled code; the general route and MuJoCo on every ``every``-th pose."""
     from benchmarks.bench_friction import mujoco_step
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -179,9 +181,12 @@ def _pgs_phase(n: int, layout: str, steps: int, every: int) -> dict[str, Any]:
     general = Simulator(scene, formulation_options={"compiled": False})
     state = fast.initial_state()
     fast.step(state, 0)  # kernels loaded
+    first = int(round(settle / scene.dt))
+    for i in range(first):  # landing, untimed
+        state, _ = fast.step(state, i)
     rows: list[dict[str, Any]] = []
     with kernel_accounting() as account:
-        for i in range(steps):
+        for i in range(first, first + steps):
             before = state
             account.reset()
             t0 = time.thread_time()
@@ -205,12 +210,20 @@ def _pgs_phase(n: int, layout: str, steps: int, every: int) -> dict[str, Any]:
     return {"rows": rows, "speed": float(np.abs(state.phi).max())}
 
 
-def pgs_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int) -> str:
+def pgs_section(
+    sizes: list[int],
+    drop_steps: int,
+    rest_steps: int,
+    every: int,
+    landed: list[int] | None = None,
+    settle: float = 2.0,
+) -> str:
     load0 = os.getloadavg()[0]
     lines = [
         f"## {PGS_HEAD}: box-pile from the drop "
-        f"({drop_steps} steps from t = 0) and at rest (layout `stacked`, {rest_steps} "
-        "steps), h = 5 ms, default tolerance 1e-6",
+        f"({drop_steps} steps from t = 0), at rest (layout `stacked`, {rest_steps} "
+        f"steps) and landed (dropped, {settle:g} s untimed, then {rest_steps} steps), "
+        "h = 5 ms, default tolerance 1e-6",
         "",
         "| n | phase | steps with contacts | contacts (median) | sweeps median / max | capped "
         "| step ms (median) | µs / contact | outside compiled | sampled: step ms "
@@ -220,8 +233,11 @@ def pgs_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int) 
         "| ---: | ---: |",
     ]
     for n in sizes:
-        for phase, layout, steps in (("drop", "drop", drop_steps), ("rest", "stacked", rest_steps)):
-            out = _pgs_phase(n, layout, steps, every)
+        phases = [("drop", "drop", drop_steps, 0.0), ("rest", "stacked", rest_steps, 0.0)]
+        if n in (landed or []):
+            phases.append((f"landed {settle:g} s", "drop", rest_steps, settle))
+        for phase, layout, steps, wait in phases:
+            out = _pgs_phase(n, layout, steps, every, wait)
             rows = [r for r in out["rows"] if r["contacts"] > 0]
             if not rows:
                 continue
@@ -338,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--drop-steps", type=int, default=100)
     ap.add_argument("--rest-steps", type=int, default=30)
     ap.add_argument("--pose-every", type=int, default=5)
+    ap.add_argument("--landed-sizes", default="200")
+    ap.add_argument("--settle", type=float, default=2.0)
     ap.add_argument("--only", choices=("coulomb", "pgs", "batch"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -346,7 +364,12 @@ def main(argv: list[str] | None = None) -> None:
         parts.append(coulomb_section(args.boxes, args.steps, args.backends.split(",")))
     if args.only in (None, "pgs"):
         sizes = [int(x) for x in args.pgs_sizes.split(",")]
-        parts.append(pgs_section(sizes, args.drop_steps, args.rest_steps, args.pose_every))
+        landed = [int(x) for x in args.landed_sizes.split(",") if x]
+        parts.append(
+            pgs_section(
+                sizes, args.drop_steps, args.rest_steps, args.pose_every, landed, args.settle
+            )
+        )
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
     args.out.parent.mkdir(parents=True, exist_ok=True)
