@@ -10,12 +10,13 @@ Facts:
   residual of the box-friction LCP at ``z`` is within the solver's tolerance on every
   step it reports ``optimal``;
 * it is the same Gauss--Seidel (same row order, projections, local solves, warm
-  start and stopping rule) with ``W z`` read from the bodies' twists: the two
-  trajectories of a 12-cube drop agree to 1e-10 over 100 steps (drop, landing, rest)
-  at the default tolerance.  The two evaluate ``W z`` by sums in different orders,
-  so their iterates differ by rounding, which the pile's dynamics carry forward
-  (2e-15 after the first contacts, 7e-11 after 100 steps on this pile); the first
-  two facts do not depend on that;
+  start and stopping rule) with ``W z`` read from the bodies' twists: along a 12-cube
+  drop (fall, landing, rest; 100 steps at the default tolerance), from each state
+  the compiled step gives the general step's next state to 1e-10.  The two evaluate
+  ``W z`` by sums in different orders, so their iterates differ by rounding, which a
+  whole run carries forward through the pile's dynamics (2e-15 after the first
+  contacts, 7e-11 to 1.6e-10 after 100 steps depending on the BLAS kernels); two
+  whole runs are held to 1e-8.  The first two facts do not depend on that;
 * it is taken exactly for the set-ups in its scope, and a step it cannot take goes
   through the general path with the same warm starts.
 """
@@ -32,8 +33,10 @@ from contactlab.models.common import MassInverse
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
 
-#: agreement of the two trajectories (E and phi) [m, rad/s, m/s]
+#: agreement of one step from the same state (E and phi) [m, rad/s, m/s]
 AGREE = 1e-10
+#: agreement of two whole runs of 100 steps, each from its own states
+RUN_AGREE = 1e-8
 #: agreement of the posed problems, relative to the largest entry
 POSED = 1e-12
 
@@ -45,25 +48,33 @@ def _pair(scene, **kw):  # noqa: ANN001, ANN202
     return fast, general
 
 
-def test_pile_trajectory_equals_the_general_path() -> None:
-    """A 12-cube drop: E and phi within 1e-10 over 100 steps; same contacts and metrics."""
+def test_pile_steps_equal_the_general_paths() -> None:
+    """A 12-cube drop (fall, landing, rest; 100 steps): from each state of the general
+    path's run, the compiled step gives the general step's E and phi within 1e-10, with
+    the same contacts, status and metrics; and the two runs, each from its own states,
+    stay within 1e-8 of each other."""
     scene = get_scenario("box-pile").build(n=12, seed=0)
     fast, general = _pair(scene)
     assert fast.compiled is not None and general.compiled is None
     a, b = fast.initial_state(), general.initial_state()
-    worst, most = 0.0, 0
+    step_worst, run_worst, most = 0.0, 0.0, 0
     for i in range(100):
-        a, ra = fast.step(a, i)
+        one, ro = fast.step(b, i)  # the compiled step from the general path's state
         b, rb = general.step(b, i)
-        assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
-        assert ra.metrics["status"] == rb.metrics["status"]
-        assert set(ra.metrics) == set(rb.metrics)
-        most = max(most, ra.metrics["n_contacts"])
-        worst = max(worst, np.abs(a.E - b.E).max(), np.abs(a.phi - b.phi).max())
+        a, _ = fast.step(a, i)
+        assert ro.metrics["n_contacts"] == rb.metrics["n_contacts"]
+        assert ro.metrics["status"] == rb.metrics["status"]
+        assert set(ro.metrics) == set(rb.metrics)
+        most = max(most, ro.metrics["n_contacts"])
+        step_worst = max(step_worst, np.abs(one.E - b.E).max(), np.abs(one.phi - b.phi).max())
+        run_worst = max(run_worst, np.abs(a.E - b.E).max(), np.abs(a.phi - b.phi).max())
         for key in ("kinetic_energy", "potential_energy", "linear_momentum_z", "penetration"):
-            assert ra.metrics[key] == pytest.approx(rb.metrics[key], rel=1e-8, abs=1e-10)
+            assert ro.metrics[key] == pytest.approx(rb.metrics[key], rel=1e-8, abs=1e-10)
     assert most >= 30  # the cubes landed on the ground and on each other
-    assert worst <= AGREE
+    assert step_worst <= AGREE
+    # each run carries its own rounding through the pile's dynamics (7e-11 to 1.6e-10 after
+    # 100 steps, depending on the BLAS kernels of the general path's products)
+    assert run_worst <= RUN_AGREE
 
 
 def _general_lcp(problem):  # noqa: ANN001, ANN202
