@@ -258,7 +258,7 @@ def pgs_section(
                     sum(r["mujoco_contacts"] for r in mj), 1
                 )
                 mj_ms = np.median([r["mujoco"] for r in mj])
-                mj_cells = f"{1e3 * mj_ms:.2f} | {1e6 * theirs:.2f} | {ours / theirs:.2f}"
+                mj_cells = f"{1e3 * mj_ms:.2f} | {1e6 * theirs:.2f} | {ours / theirs:.3g}"
             else:
                 mj_cells = "n/a | n/a | n/a"
             lines.append(
