@@ -80,6 +80,9 @@ def scope(formulation: Any, model: Any, collide: Any) -> str:
         return "force elements or joint torques"
     if scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
         return "restitution"
+    beta, cap = scene.contact.stabilization, scene.contact.max_correction
+    if (beta is not None and not (np.isfinite(beta) and beta >= 0.0)) or not cap >= 0.0:
+        return "contact parameters (the general path names the bad value)"
     if type(model) is not BoxFriction or model.route != ("block_lcp",):
         return "model"
     opts = model.options
