@@ -23,6 +23,8 @@ Facts:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -166,7 +168,7 @@ def test_scope() -> None:
     assert Simulator(pile).compiled is not None  # the scene's default route
     assert build_simulator(RunSpec("box-pile", {"n": 4})).compiled is not None
     assert Simulator(get_scenario("box-stack").build(n=2)).compiled is not None
-    outside = [
+    outside: list[dict[str, Any]] = [
         {"formulation_options": {"compiled": False}},
         {"formulation_options": {"coriolis": "rotated"}},
         {"formulation_options": {"integrator": "implicit-euler"}},
@@ -178,8 +180,10 @@ def test_scope() -> None:
         {"model": "frictionless"},
     ]
     for kw in outside:
-        args = {"formulation": "maximal", "model": "box-friction", "solver": "pgs", **kw}
-        assert Simulator(pile, **args).compiled is None, kw  # type: ignore[arg-type]
+        args: dict[str, Any] = {
+            "formulation": "maximal", "model": "box-friction", "solver": "pgs", **kw
+        }  # fmt: skip
+        assert Simulator(pile, **args).compiled is None, kw
     bouncy = get_scenario("box-pile").build(n=4)
     from dataclasses import replace
 
@@ -200,7 +204,7 @@ def test_a_step_it_cannot_take_goes_through_the_general_path(monkeypatch) -> Non
     fast, general = _pair(scene)
     a, b = fast.initial_state(), general.initial_state()
     original = K.contact_step
-    declined = []
+    declined: list[bool] = []
 
     def decline_every_fourth(*args):  # noqa: ANN002, ANN202
         out = original(*args)
