@@ -14,6 +14,21 @@ Sections (``results/benchmarks/contact_speed.md``):
     The solve is the whole of the difference between two routes' steps (collision and
     assembly are shared), so ``ipm``'s full step time is reported beside it.
 
+``pgs``
+    Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
+    contact step, :mod:`contactlab.maximal.compiled_step`) on ``box-pile`` of 50, 200 and
+    1000 cubes (``--pgs-sizes``), h = 5 ms, default tolerance: from the drop (t = 0,
+    ``--drop-steps`` steps: the fall, the landing and the start of rest), at rest (the
+    ``stacked`` layout, built at rest at exact contact, ``--rest-steps`` steps) and, for
+    ``--landed-sizes`` (default 200), landed: dropped and stepped ``--settle`` seconds
+    (default 2) untimed, then ``--rest-steps`` steps.  Per
+    phase: contacts, Gauss--Seidel sweeps, steps that did not converge (capped), the
+    step's thread CPU time and µs per contact, the share of the step outside compiled
+    code (:func:`solvers.jit.kernel_accounting`), the general layers' step
+    (``compiled=False``) and MuJoCo's step (Newton, elliptic cones;
+    :func:`bench_friction.mujoco_step`) on the same poses, every ``--pose-every``-th step,
+    in the same process.
+
 ``batch``
     ``--copies`` copies (default 64) of a 20-box pile (seeds 0.., ``coulomb`` / ``nsgs``,
     islands on) for ``--batch-steps`` steps (default 100: the cubes land from step 20 on):
@@ -22,7 +37,8 @@ Sections (``results/benchmarks/contact_speed.md``):
     in this process (each measured on ``--separate`` of them, default 8, and scaled):
     steps per second of all copies.
 
-Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``.
+Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``
+(``--only pgs`` writes the ``pgs`` section alone into ``--out``).
 Times are wall clock on a shared machine: the load average before and after is recorded.
 """
 
@@ -42,6 +58,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "contact_speed.md"
 TOL = 1e-6
+#: the heading of the ``pgs`` section (after "## ")
+PGS_HEAD = "Box friction / `pgs` (the compiled maximal step)"
 
 
 def record_drop(boxes: int, steps: int) -> tuple[Any, list[dict[str, Any]]]:
@@ -148,6 +166,120 @@ def coulomb_section(boxes: int, steps: int, backends: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pgs_phase(n: int, layout: str, steps: int, every: int, settle: float = 0.0) -> dict[str, Any]:
+    """Step ``box-pile`` (``n`` cubes, ``layout``) by the default route, after ``settle``
+    seconds untimed; per step its thread CPU time, contacts, sweeps, status and time
+    inside compiled code; the general route and MuJoCo on every ``every``-th pose."""
+    from benchmarks.bench_friction import mujoco_step
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import Simulator
+    from solvers.jit import kernel_accounting
+
+    scene = get_scenario("box-pile").build(n=n, layout=layout)
+    fast = Simulator(scene)
+    assert fast.compiled is not None, "the default route of box-pile is the compiled step"
+    general = Simulator(scene, formulation_options={"compiled": False})
+    state = fast.initial_state()
+    fast.step(state, 0)  # kernels loaded
+    first = int(round(settle / scene.dt))
+    for i in range(first):  # landing, untimed
+        state, _ = fast.step(state, i)
+    rows: list[dict[str, Any]] = []
+    with kernel_accounting() as account:
+        for i in range(first, first + steps):
+            before = state
+            account.reset()
+            t0 = time.thread_time()
+            state, record = fast.step(state, i)
+            cpu = time.thread_time() - t0
+            m = record.metrics
+            row = {
+                "cpu": cpu, "inside": account.seconds, "contacts": m["n_contacts"],
+                "sweeps": m["iterations"], "status": m["status"],
+            }  # fmt: skip
+            if m["n_contacts"] > 0 and i % every == 0:
+                t0 = time.thread_time()
+                _, rg = general.step(before, i)
+                row["general"] = time.thread_time() - t0
+                row["general_sweeps"] = rg.metrics["iterations"]
+                mj = mujoco_step(scene, before, scene.dt, 1)
+                if mj is not None:
+                    row["mujoco"] = 1e-3 * mj["step_ms"]
+                    row["mujoco_contacts"] = mj["contacts"]
+            rows.append(row)
+    return {"rows": rows, "speed": float(np.abs(state.phi).max())}
+
+
+def pgs_section(
+    sizes: list[int],
+    drop_steps: int,
+    rest_steps: int,
+    every: int,
+    landed: list[int] | None = None,
+    settle: float = 2.0,
+) -> str:
+    load0 = os.getloadavg()[0]
+    lines = [
+        f"## {PGS_HEAD}: box-pile from the drop "
+        f"({drop_steps} steps from t = 0), at rest (layout `stacked`, {rest_steps} "
+        f"steps) and landed (dropped, {settle:g} s untimed, then {rest_steps} steps), "
+        "h = 5 ms, default tolerance 1e-6",
+        "",
+        "| n | phase | steps with contacts | contacts (median) | sweeps median / max | capped "
+        "| step ms (median) | µs / contact | outside compiled | sampled: step ms "
+        "| sampled: general route ms | sampled: MuJoCo ms | MuJoCo µs / contact "
+        "| × MuJoCo per contact |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |",
+    ]
+    for n in sizes:
+        phases = [("drop", "drop", drop_steps, 0.0), ("rest", "stacked", rest_steps, 0.0)]
+        if n in (landed or []):
+            phases.append((f"landed {settle:g} s", "drop", rest_steps, settle))
+        for phase, layout, steps, wait in phases:
+            out = _pgs_phase(n, layout, steps, every, wait)
+            rows = [r for r in out["rows"] if r["contacts"] > 0]
+            if not rows:
+                continue
+            nc = np.array([r["contacts"] for r in rows], dtype=float)
+            cpu = np.array([r["cpu"] for r in rows])
+            sweeps = np.array([r["sweeps"] for r in rows])
+            capped = sum(r["status"] != "optimal" for r in rows)
+            outside = 1.0 - np.sum([r["inside"] for r in rows]) / np.sum(cpu)
+            per = 1e6 * np.sum(cpu) / np.sum(nc)
+            # the general route and MuJoCo against this route on the same sampled poses
+            both = [r for r in rows if "general" in r]
+            gen_ms = f"{1e3 * np.median([r['general'] for r in both]):.1f}" if both else "n/a"
+            same_ms = f"{1e3 * np.median([r['cpu'] for r in both]):.2f}" if both else "n/a"
+            mj = [r for r in both if "mujoco" in r]
+            if mj:
+                ours = sum(r["cpu"] for r in mj) / sum(r["contacts"] for r in mj)
+                theirs = sum(r["mujoco"] for r in mj) / max(
+                    sum(r["mujoco_contacts"] for r in mj), 1
+                )
+                mj_ms = np.median([r["mujoco"] for r in mj])
+                mj_cells = f"{1e3 * mj_ms:.2f} | {1e6 * theirs:.2f} | {ours / theirs:.3g}"
+            else:
+                mj_cells = "n/a | n/a | n/a"
+            lines.append(
+                f"| {n} | {phase} | {len(rows)} | {np.median(nc):.0f} "
+                f"| {np.median(sweeps):.0f} / {sweeps.max()} | {capped} "
+                f"| {1e3 * np.median(cpu):.2f} | {per:.2f} | {100 * outside:.0f} % "
+                f"| {same_ms} | {gen_ms} | {mj_cells} |"
+            )
+    load1 = os.getloadavg()[0]
+    lines += [
+        "",
+        f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). Times are "
+        "thread CPU time. `µs / contact`: all the phase's step time over all its contacts. "
+        f"`sampled`: every {every}-th step with contacts, stepped also by the general "
+        "layers (`compiled=False`, from the same state and warm start) and by MuJoCo "
+        "(its own contacts); `× MuJoCo per contact` compares the two on those poses "
+        "(time over contacts, summed over the sampled poses).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def batch_section(copies: int, steps: int, separate: int) -> str:
     from contactlab.batch import Batch
     from contactlab.commands import EXIT_UNCONVERGED
@@ -218,15 +350,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--copies", type=int, default=64)
     ap.add_argument("--batch-steps", type=int, default=100)
     ap.add_argument("--separate", type=int, default=8)
-    ap.add_argument("--only", choices=("coulomb", "batch"))
+    ap.add_argument("--pgs-sizes", default="50,200,1000")
+    ap.add_argument("--drop-steps", type=int, default=100)
+    ap.add_argument("--rest-steps", type=int, default=30)
+    ap.add_argument("--pose-every", type=int, default=5)
+    ap.add_argument("--landed-sizes", default="200")
+    ap.add_argument("--settle", type=float, default=2.0)
+    ap.add_argument("--only", choices=("coulomb", "pgs", "batch"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     parts = ["# Contact stepping speed\n", "Written by `benchmarks/bench_contact_speed.py`.\n"]
     if args.only in (None, "coulomb"):
         parts.append(coulomb_section(args.boxes, args.steps, args.backends.split(",")))
+    if args.only in (None, "pgs"):
+        sizes = [int(x) for x in args.pgs_sizes.split(",")]
+        landed = [int(x) for x in args.landed_sizes.split(",") if x]
+        parts.append(
+            pgs_section(
+                sizes, args.drop_steps, args.rest_steps, args.pose_every, landed, args.settle
+            )
+        )
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.only == "pgs" and args.out.exists():
+        # the other sections stay: the pgs section replaces its previous version
+        old = args.out.read_text().split("\n## ")
+        kept = [old[0].rstrip("\n") + "\n"] + [
+            "## " + part.rstrip("\n") + "\n" for part in old[1:] if not part.startswith(PGS_HEAD)
+        ]
+        parts = kept + parts[2:]
     args.out.write_text("\n".join(parts))
     print(args.out.read_text())
 

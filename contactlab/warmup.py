@@ -312,7 +312,8 @@ def _demo_runs() -> None:
 
 def _box_studies() -> None:
     """The box scenes of studies 1 and 4 (short): the incline, a stack and a small pile,
-    with the models and solvers those studies pair."""
+    with the models and solvers those studies pair (box friction by ``pgs`` both in the
+    compiled maximal step and through the general layers)."""
     from contactlab.errors import ContactlabError
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -328,6 +329,11 @@ def _box_studies() -> None:
                 except ContactlabError:  # a pair that does not fit: nothing to warm
                     continue
                 simulator.run(steps=steps)
+                if simulator.compiled is not None:  # the general layers of the same pair
+                    general = {"compiled": False}
+                    Simulator(scene, "maximal", model, solver, formulation_options=general).run(
+                        steps=steps
+                    )
 
 
 def _robot_steps() -> None:

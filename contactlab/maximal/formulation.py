@@ -94,6 +94,9 @@ class MaximalFormulation(Formulation):
         joint and contact normal, or a mapping from joint/constraint names and
         ``"contacts"`` to numbers; 0 (default) is the hard constraint.
     compliance_damping : [s] ``beta`` of the soft constraints, same forms.
+    compiled : take the compiled contact step (:mod:`contactlab.maximal.compiled_step`)
+        when the scene, the model and the solver are in its scope (default); ``False``
+        steps through the general layers.
     """
 
     has_joint_drift = True
@@ -112,8 +115,10 @@ class MaximalFormulation(Formulation):
         projection: bool | None = None,
         compliance: float | Mapping[str, float] = 0.0,
         compliance_damping: float | Mapping[str, float] = 0.0,
+        compiled: bool = True,
     ) -> None:
         super().__init__(scene)
+        self.compiled = bool(compiled)
         degenerate = [b.name for b in scene.bodies if not b.physical]
         if degenerate:
             raise ConfigurationError(
@@ -236,6 +241,16 @@ class MaximalFormulation(Formulation):
         return stack_rows(self.constraints, E, phi, with_bias)
 
     # -- step ------------------------------------------------------------
+    def compiled_step(self, model: Any, collide: Any) -> Any:
+        """The compiled contact step for ``model`` and the collision function ``collide``
+        (:class:`~contactlab.maximal.compiled_step.CompiledContactStep`), or ``None`` when
+        the set-up is outside its scope or ``compiled=False``."""
+        if type(self) is not MaximalFormulation or not self.compiled:
+            return None
+        from contactlab.maximal.compiled_step import compiled_step_for
+
+        return compiled_step_for(self, model, collide)
+
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
         if self.integrator == integ.DEFAULT:

@@ -9,10 +9,15 @@ from contactlab.simulator import Simulator
 
 
 def test_solve_time_covers_the_model_and_splits_off_its_setup() -> None:
-    """On a 3-box stack by box friction (PGS): per step, ``solve_time_s`` is the model's
-    set-up plus the solver layer's time, and the three parts fit inside the step."""
+    """On a 3-box stack by box friction (PGS) through the general layers: per step,
+    ``solve_time_s`` is the model's set-up plus the solver layer's time, and the three
+    parts fit inside the step."""
     scene = get_scenario("box-stack").build(n=3)
-    sim = Simulator(scene, "maximal", "box-friction", "pgs", dt=0.01)
+    # the general layers (the default route of this scene is the compiled step, which has
+    # no model set-up and no solver layer)
+    sim = Simulator(
+        scene, "maximal", "box-friction", "pgs", dt=0.01, formulation_options={"compiled": False}
+    )
     state = sim.initial_state()
     for i in range(5):
         state, rec = sim.step(state, i)

@@ -57,10 +57,19 @@ def test_bad_tolerance_is_one_clear_error() -> None:
 
 def test_default_request_reaches_the_solver() -> None:
     scene = get_scenario("box-stack").build(n=2)
-    sim = Simulator(scene, "maximal", "box-friction", "pgs", dt=0.01)
-    state = sim.initial_state()
+    # through the solver layer (the default route of the stack is the compiled maximal
+    # step, which has no inner results; its own tolerance is checked below)
+    sim = Simulator(
+        scene, "maximal", "box-friction", "pgs", dt=0.01, formulation_options={"compiled": False}
+    )
+    fast = Simulator(scene, "maximal", "box-friction", "pgs", dt=0.01)
+    assert fast.compiled is not None and fast.model.tol == 1e-6
+    state = fast_state = sim.initial_state()
     for i in range(3):
         state, record = sim.step(state, i)
+        fast_state, fast_record = fast.step(fast_state, i)
+        assert fast_record.metrics["status"] == "optimal"
+        assert fast_record.metrics["solver_residual"] <= 1e-6
     inner = record.solution.results
     assert inner and all(r.status == "optimal" for r in inner)
     # stopped at the default request: residual within 1e-6 (the layer's own measure)

@@ -1,0 +1,491 @@
+"""Compiled kernels of the maximal contact step (:mod:`contactlab.maximal.compiled_step`).
+
+One call, :func:`contact_step`, takes a step of free rigid bodies from their
+contacts: the free momentum (the formulation's midpoint rule,
+:func:`contactlab.maximal.assembly._midpoint_free_momentum`), the contact rows as
+flat arrays (per contact its normal and two tangent rows over the twelve
+columns of its two bodies, :func:`contactlab.contact.rows._rows_csr`'s rows), the
+diagonal blocks of the Delassus matrix ``W = C M^-1 C^T``, the warm start carried
+over by contact identity, the projected Gauss--Seidel sweeps of
+:mod:`solvers.backends.pgs_kernel` and the residuals and contact metrics of the
+solution.
+
+Body-velocity Gauss--Seidel.  ``W`` is never formed: with ``v = M^-1 (f + C^T z)``
+kept up to date (one twist per body), row ``i``'s ``w_i = (W z + q)_i`` is
+``C_i v - b_i``, twelve products, and an update ``dz`` of its impulse moves the two
+bodies' twists by ``M^-1 C_i^T dz``, twelve more.  That is Gauss--Seidel on ``W``
+algebraically, in the same row order (contacts from the lowest point up, each
+contact's normal row then its tangent rows), with the same projections, the same
+exact local solve of the strongly coupled contacts
+(:func:`solvers.backends.pgs_kernel.local_contact_solve`, on the contact's 3x3
+block of ``W`` and chosen by the same test, :data:`solvers.backends.pgs.COUPLING`),
+and the same stopping rule; the sums differ in their order, so the iterates agree
+with the general path's to rounding only.  The twists are recomputed from the
+impulses before each exact residual (no drift of the running updates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contactlab.contact.rows import _direction_in_body, _tangent_basis
+from contactlab.maximal.assembly import _midpoint_free_momentum
+from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.se3 import _SMALL_ANGLE
+from solvers.backends.pgs_kernel import local_contact_solve
+from solvers.jit import njit
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 20.0
+
+#: statuses of :func:`contact_step`
+OPTIMAL, MAX_ITERATIONS, NUMERICAL_ERROR, DECOUPLED = 0, 1, 2, 3
+#: a contact is one unit solved exactly when ``mu |W_nt| > COUPLING W_nn``
+#: (:data:`solvers.backends.pgs.COUPLING`)
+COUPLING = 0.5
+#: a row whose diagonal is at most this fraction of the largest is decoupled
+#: (:data:`solvers.backends.pgs.DECOUPLED_DIAG`): the general solver's closed form
+DECOUPLED_DIAG = 1e-24
+
+#: entries of the ``info`` array returned by :func:`contact_step`
+(
+    I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_NORMAL_COMP, I_NORMAL_FEAS,
+    I_CONE, I_DISSIPATION, I_SLIDING, I_PENETRATION, I_UNITS, I_KINETIC, I_POTENTIAL,
+    I_LINEAR, _, _, I_ANGULAR, _, _,
+) = range(21)  # fmt: skip
+N_INFO = 21
+
+
+@njit(cache=True)
+def _rows(a, b, E, point, normal, dinv):  # noqa: ANN001, ANN202
+    """Per contact ``i`` its rows ``r = 3 i + d`` in ``J`` (3 nc, 12): normal, ``t1``, ``t2``
+    (:func:`contactlab.contact.rows._rows_csr`'s rows) over body ``a``'s six columns then
+    body ``b``'s (negated; zero for the world), ``M^-1 J^T`` as ``DJ``, the 3x3 diagonal
+    blocks ``A`` (nc, 9) of ``W`` and the tangents."""
+    nc = a.shape[0]
+    t1, t2 = _tangent_basis(normal)
+    dirs = np.empty((nc, 3, 3))
+    for i in range(nc):
+        for k in range(3):
+            dirs[i, 0, k] = normal[i, k]
+            dirs[i, 1, k] = t1[i, k]
+            dirs[i, 2, k] = t2[i, k]
+    J = np.zeros((3 * nc, 12))
+    DJ = np.zeros((3 * nc, 12))
+    A = np.zeros((nc, 9))
+    x = np.empty(3)
+    m = np.empty(3)
+    for i in range(nc):
+        for side in range(2):
+            body = a[i] if side == 0 else b[i]
+            if body < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            s = 6 * side
+            for j in range(3):
+                x[j] = 0.0
+                for k in range(3):
+                    x[j] += E[body, k, j] * (point[i, k] - E[body, k, 3])
+            for d in range(3):
+                r = 3 * i + d
+                _direction_in_body(dirs, E, i, d, body, m)
+                J[r, s + 0] = sign * (x[1] * m[2] - x[2] * m[1])
+                J[r, s + 1] = sign * (x[2] * m[0] - x[0] * m[2])
+                J[r, s + 2] = sign * (x[0] * m[1] - x[1] * m[0])
+                for j in range(3):
+                    J[r, s + 3 + j] = sign * m[j]
+                for j in range(6):
+                    DJ[r, s + j] = dinv[6 * body + j] * J[r, s + j]
+        # the block of W, summed over the columns from the lower body's up (as the
+        # general construction's sparse accumulator), the same products for W_ij and W_ji
+        lower_first = b[i] < 0 or a[i] < b[i]
+        for d1 in range(3):
+            for d2 in range(3):
+                acc = 0.0
+                for side in range(2):
+                    s = 6 * side if lower_first else 6 * (1 - side)
+                    body = a[i] if s == 0 else b[i]
+                    if body < 0:
+                        continue
+                    for j in range(6):
+                        acc += dinv[6 * body + j] * (J[3 * i + d1, s + j] * J[3 * i + d2, s + j])
+                A[i, 3 * d1 + d2] = acc
+    return J, DJ, A, t1, t2
+
+
+@njit(cache=True)
+def _integrate(E, phi, h, out):  # noqa: ANN001, ANN202
+    """``out = E exp(h [phi])`` body by body (:func:`contactlab.se3.integrate`)."""
+    R = np.empty((3, 3))
+    V = np.empty((3, 3))
+    W = np.zeros((3, 3))
+    t = np.empty(3)
+    for k in range(E.shape[0]):
+        w0, w1, w2 = h * phi[k, 0], h * phi[k, 1], h * phi[k, 2]
+        u0, u1, u2 = h * phi[k, 3], h * phi[k, 4], h * phi[k, 5]
+        theta = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        t2 = theta * theta
+        if theta < _SMALL_ANGLE:
+            a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+            b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+            c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        else:
+            a = np.sin(theta) / theta
+            sh = np.sin(0.5 * theta) / theta
+            b = 2.0 * sh * sh
+            c = (theta - np.sin(theta)) / (theta * theta * theta)
+        # [w] and [w]^2
+        W[0, 1], W[0, 2], W[1, 2] = -w2, w1, -w0
+        W[1, 0], W[2, 0], W[2, 1] = w2, -w1, w0
+        for i in range(3):
+            for j in range(3):
+                ww = W[i, 0] * W[0, j] + W[i, 1] * W[1, j] + W[i, 2] * W[2, j]
+                one = 1.0 if i == j else 0.0
+                R[i, j] = one + a * W[i, j] + b * ww
+                V[i, j] = one + b * W[i, j] + c * ww
+        for i in range(3):
+            t[i] = V[i, 0] * u0 + V[i, 1] * u1 + V[i, 2] * u2
+        for i in range(3):
+            for j in range(3):
+                out[k, i, j] = E[k, i, 0] * R[0, j] + E[k, i, 1] * R[1, j] + E[k, i, 2] * R[2, j]
+            out[k, i, 3] = E[k, i, 0] * t[0] + E[k, i, 1] * t[1] + E[k, i, 2] * t[2] + E[k, i, 3]
+            out[k, 3, i] = 0.0
+        out[k, 3, 3] = 1.0
+
+
+@njit(cache=True)
+def _state_metrics(mdiag, E, phi, gravity, info):  # noqa: ANN001, ANN202
+    """Kinetic and gravity energy and the world momenta
+    (:func:`contactlab.metrics.state_metrics`)."""
+    kinetic = 0.0
+    potential = 0.0
+    for k in range(E.shape[0]):
+        for j in range(6):
+            kinetic += mdiag[k, j] * phi[k, j] * phi[k, j]
+        m = mdiag[k, 3]
+        potential -= m * (
+            E[k, 0, 3] * gravity[0] + E[k, 1, 3] * gravity[1] + E[k, 2, 3] * gravity[2]
+        )
+        for i in range(3):
+            lin = m * (E[k, i, 0] * phi[k, 3] + E[k, i, 1] * phi[k, 4] + E[k, i, 2] * phi[k, 5])
+            info[I_LINEAR + i] += lin
+        l0 = m * (E[k, 0, 0] * phi[k, 3] + E[k, 0, 1] * phi[k, 4] + E[k, 0, 2] * phi[k, 5])
+        l1 = m * (E[k, 1, 0] * phi[k, 3] + E[k, 1, 1] * phi[k, 4] + E[k, 1, 2] * phi[k, 5])
+        l2 = m * (E[k, 2, 0] * phi[k, 3] + E[k, 2, 1] * phi[k, 4] + E[k, 2, 2] * phi[k, 5])
+        p0, p1, p2 = E[k, 0, 3], E[k, 1, 3], E[k, 2, 3]
+        h0, h1, h2 = mdiag[k, 0] * phi[k, 0], mdiag[k, 1] * phi[k, 1], mdiag[k, 2] * phi[k, 2]
+        info[I_ANGULAR + 0] += (
+            p1 * l2 - p2 * l1 + E[k, 0, 0] * h0 + E[k, 0, 1] * h1 + E[k, 0, 2] * h2
+        )
+        info[I_ANGULAR + 1] += (
+            p2 * l0 - p0 * l2 + E[k, 1, 0] * h0 + E[k, 1, 1] * h1 + E[k, 1, 2] * h2
+        )
+        info[I_ANGULAR + 2] += (
+            p0 * l1 - p1 * l0 + E[k, 2, 0] * h0 + E[k, 2, 1] * h1 + E[k, 2, 2] * h2
+        )
+    info[I_KINETIC] = 0.5 * kinetic
+    info[I_POTENTIAL] = potential
+
+
+@njit(cache=True)
+def _velocity(J, ca, cb, f, dinv, z, v):  # noqa: ANN001, ANN202
+    """``v = M^-1 (f + C^T z)`` afresh (``v`` with the world's zero slot last)."""
+    n = f.shape[0]
+    for k in range(n):
+        v[k] = f[k]
+    for k in range(n, v.shape[0]):
+        v[k] = 0.0
+    for r in range(z.shape[0]):
+        zr = z[r]
+        if zr == 0.0:
+            continue
+        pa, pb = ca[r], cb[r]
+        for j in range(6):
+            v[pa + j] += J[r, j] * zr
+        if pb < n:
+            for j in range(6):
+                v[pb + j] += J[r, 6 + j] * zr
+    for k in range(n):
+        v[k] *= dinv[k]
+
+
+@njit(cache=True)
+def _natural(J, ca, cb, rhs, v, z, mu3):  # noqa: ANN001, ANN202
+    """``max |z - Pi(z - w)|`` over the rows
+    (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
+    worst = 0.0
+    for r in range(z.shape[0]):
+        pa, pb = ca[r], cb[r]
+        w = -rhs[r]
+        acc = 0.0
+        for j in range(6):
+            acc += J[r, j] * v[pa + j]
+        for j in range(6):
+            acc += J[r, 6 + j] * v[pb + j]
+        w += acc
+        if r % 3 == 0:
+            lo, hi = 0.0, np.inf
+        else:
+            hi = mu3[r] * max(z[r - r % 3], 0.0)
+            lo = -hi
+        worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
+    return worst
+
+
+@njit(cache=True)
+def _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, sweeps):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
+    """``sweeps`` projected Gauss--Seidel sweeps over the contacts in the order ``up``
+    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`): row ``r = 3 i + d`` is contact
+    ``i``'s normal (``d = 0``) or tangent row, ``ca[r]``, ``cb[r]`` the first entries of
+    its two bodies' twists in ``v`` (the world's zero slot last); a contact with
+    ``unit[i]`` is solved exactly on its block ``A[i]``.  Returns the largest
+    pre-update residual of the last sweep."""
+    rl = np.zeros(3)
+    x = np.zeros(3)
+    S = np.zeros((3, 3))
+    sb = np.zeros(3)
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for j in range(up.shape[0]):
+            i = up[j]
+            r0 = 3 * i
+            if unit[i]:
+                m_i = mu3[r0 + 1]
+                for d in range(3):
+                    r = r0 + d
+                    pa, pb = ca[r], cb[r]
+                    acc = 0.0
+                    for k in range(6):
+                        acc += J[r, k] * v[pa + k]
+                    for k in range(6):
+                        acc += J[r, 6 + k] * v[pb + k]
+                    w = acc - rhs[r]
+                    if d == 0:
+                        lo, hi = 0.0, np.inf
+                    else:
+                        hi = m_i * max(z[r0], 0.0)
+                        lo = -hi
+                    worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
+                    rl[d] = w
+                for d in range(3):
+                    for e in range(3):
+                        rl[d] -= A[i, 3 * d + e] * z[r0 + e]
+                solved = local_contact_solve(A[i], rl, 3, m_i, x, S, sb)
+                for d in range(3):
+                    r = r0 + d
+                    if solved:
+                        if d == 0:
+                            zr = max(z[r] + omega * (x[0] - z[r]), 0.0)
+                        else:
+                            zn = z[r0]
+                            zr = z[r] + omega * (x[d] - z[r])
+                            zr = min(max(zr, -m_i * zn), m_i * zn)
+                    else:  # the general row update (no shortcut for a zero bound)
+                        pa, pb = ca[r], cb[r]
+                        acc = 0.0
+                        for k in range(6):
+                            acc += J[r, k] * v[pa + k]
+                        for k in range(6):
+                            acc += J[r, 6 + k] * v[pb + k]
+                        w = acc - rhs[r]
+                        if d == 0:
+                            lo, hi = 0.0, np.inf
+                        else:
+                            hi = m_i * max(z[r0], 0.0)
+                            lo = -hi
+                        zr = min(max(z[r] - omega * w / diag[r], lo), hi)
+                    dz = zr - z[r]
+                    z[r] = zr
+                    if dz != 0.0:
+                        pa, pb = ca[r], cb[r]
+                        for k in range(6):
+                            v[pa + k] += DJ[r, k] * dz
+                        for k in range(6):
+                            v[pb + k] += DJ[r, 6 + k] * dz
+                continue
+            for d in range(3):
+                r = r0 + d
+                pa, pb = ca[r], cb[r]
+                if d > 0 and mu3[r] * z[r0] <= 0.0:
+                    worst = max(worst, abs(z[r]))
+                    dz = -z[r]
+                    z[r] = 0.0
+                else:
+                    acc = 0.0
+                    for k in range(6):
+                        acc += J[r, k] * v[pa + k]
+                    for k in range(6):
+                        acc += J[r, 6 + k] * v[pb + k]
+                    w = acc - rhs[r]
+                    if d == 0:
+                        lo, hi = 0.0, np.inf
+                    else:
+                        hi = mu3[r] * max(z[r0], 0.0)
+                        lo = -hi
+                    worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
+                    zr = min(max(z[r] - omega * w / diag[r], lo), hi)
+                    dz = zr - z[r]
+                    z[r] = zr
+                if dz != 0.0:
+                    for k in range(6):
+                        v[pa + k] += DJ[r, k] * dz
+                    for k in range(6):
+                        v[pb + k] += DJ[r, 6 + k] * dz
+    return worst
+
+
+@njit(cache=True)
+def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    mdiag, E, phi, gravity, h, iterations,
+    a, b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    tol, max_iter, omega, check_every, slip_threshold,
+):  # fmt: skip
+    """One step of free bodies with box friction by projected Gauss--Seidel (module docstring).
+
+    ``mdiag`` (nb, 6) the diagonal mass, ``E`` (nb, 4, 4), ``phi`` (nb, 6) the state;
+    contacts on bodies ``a`` and ``b`` (``-1``: the world), normals from B toward A;
+    ``beta`` and ``max_corr`` the penetration feedback; the warm start from the
+    recorded impulses ``old_*`` (:func:`contactlab.models.delassus.carried_impulses`)
+    when ``carry``.
+
+    Returns the new twists (nb, 6), the new transforms ``E exp(h [phi])``, the impulses
+    ``z`` on the rows ``[N; T]`` (``nc + 2 nc``), the friction impulses as world vectors
+    (nc, 3) and ``info`` (the entries ``I_*``: status, sweeps, residuals, contact metrics,
+    energies and world momenta of the new state).
+    """
+    nb = mdiag.shape[0]
+    n = 6 * nb
+    nc = a.shape[0]
+    m3 = 3 * nc
+    info = np.zeros(N_INFO)
+    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
+    dinv = np.empty(n)
+    for k in range(nb):
+        for j in range(6):
+            dinv[6 * k + j] = 1.0 / mdiag[k, j]
+    J, DJ, A, t1, t2 = _rows(a, b, E, point, normal, dinv)
+    rhs = np.zeros(m3)
+    diag = np.empty(m3)
+    mu3 = np.empty(m3)
+    ca = np.empty(m3, dtype=np.int64)
+    cb = np.empty(m3, dtype=np.int64)
+    dmax = 0.0
+    for i in range(nc):
+        d = dist[i]
+        rhs[3 * i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+        for k in range(3):
+            r = 3 * i + k
+            diag[r] = A[i, 4 * k]
+            dmax = max(dmax, diag[r])
+            mu3[r] = mu[i]
+            ca[r] = 6 * a[i]
+            cb[r] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
+    for r in range(m3):
+        if diag[r] <= DECOUPLED_DIAG * dmax:
+            info[I_STATUS] = DECOUPLED
+            return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+    # the contacts solved as one unit (solvers.backends.pgs.contact_units)
+    unit = np.zeros(nc, dtype=np.bool_)
+    units = 0
+    for i in range(nc):
+        coupling = max(abs(A[i, 1]), abs(A[i, 2]))
+        if mu[i] * coupling > COUPLING * A[i, 0] and mu[i] > 0.0:
+            unit[i] = True
+            units += 1
+    up = np.argsort(point[:, 2], kind="mergesort")
+    # warm start carried over from the recorded contacts, clipped to the bounds
+    z = np.zeros(m3)
+    if carry:
+        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
+        for i in range(nc):
+            z[3 * i] = max(zn[i], 0.0)
+            z[3 * i + 1] = zt[2 * i]
+            z[3 * i + 2] = zt[2 * i + 1]
+    # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
+    v = np.empty(n + 6)
+    _velocity(J, ca, cb, f, dinv, z, v)
+    status = MAX_ITERATIONS
+    sweeps = 0
+    residual = _natural(J, ca, cb, rhs, v, z, mu3)
+    if residual <= tol:
+        status = OPTIMAL
+    else:
+        while True:
+            if sweeps >= max_iter:
+                status = MAX_ITERATIONS
+                break
+            chunk = min(check_every, max_iter - sweeps)
+            estimate = _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, chunk)
+            sweeps += chunk
+            if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
+                _velocity(J, ca, cb, f, dinv, z, v)
+                residual = _natural(J, ca, cb, rhs, v, z, mu3)
+            if not np.isfinite(residual):
+                status = NUMERICAL_ERROR
+                break
+            if residual <= tol:
+                status = OPTIMAL
+                break
+    _velocity(J, ca, cb, f, dinv, z, v)
+    # -- residuals of the LCP (solvers.residuals.lcp_residuals) and contact metrics -----
+    primal = dual = comp = 0.0
+    n_comp = n_feas = cone = dissipation = pen = 0.0
+    sliding = 0
+    slip = np.empty(3)
+    for i in range(nc):
+        for d in range(3):
+            r = 3 * i + d
+            acc = 0.0
+            for k in range(6):
+                acc += J[r, k] * v[ca[r] + k]
+            for k in range(6):
+                acc += J[r, 6 + k] * v[cb[r] + k]
+            w = acc - rhs[r]
+            if d == 0:
+                lo, hi = 0.0, np.inf
+            else:
+                hi = mu[i] * max(z[3 * i], 0.0)
+                lo = -hi
+            primal = max(primal, lo - z[r], z[r] - hi)
+            wp, wm = max(w, 0.0), max(-w, 0.0)
+            if lo == -np.inf:
+                dual = max(dual, wp)
+            if hi == np.inf:
+                dual = max(dual, wm)
+            comp = max(comp, min(abs(z[r] - lo), wp), min(abs(hi - z[r]), wm))
+            slip[d] = w
+        zn_i, z1, z2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
+        n_comp = max(n_comp, abs(zn_i * slip[0]))
+        n_feas = max(n_feas, -slip[0])
+        cone = max(cone, np.sqrt(z1 * z1 + z2 * z2) - mu[i] * zn_i)
+        speed = np.sqrt(slip[1] * slip[1] + slip[2] * slip[2])
+        if speed > slip_threshold:
+            sliding += 1
+            s = mu[i] * zn_i / speed
+            e1 = z1 + s * slip[1]
+            e2 = z2 + s * slip[2]
+            dissipation = max(dissipation, np.sqrt(e1 * e1 + e2 * e2))
+        pen = max(pen, -dist[i])
+    info[I_STATUS] = status
+    info[I_SWEEPS] = sweeps
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = primal, dual, comp, residual
+    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = n_comp, n_feas
+    info[I_CONE], info[I_DISSIPATION] = cone, dissipation
+    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = sliding, pen, units
+    out = np.empty(m3)
+    lam_flat = np.empty(2 * nc)
+    for i in range(nc):
+        out[i] = z[3 * i]
+        out[nc + 2 * i] = z[3 * i + 1]
+        out[nc + 2 * i + 1] = z[3 * i + 2]
+        lam_flat[2 * i] = z[3 * i + 1]
+        lam_flat[2 * i + 1] = z[3 * i + 2]
+    friction = friction_vectors(lam_flat, t1, t2)
+    phi_new = v[:n].copy().reshape(nb, 6)
+    E_new = np.empty_like(E)
+    _integrate(E, phi_new, h, E_new)
+    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    return phi_new, E_new, out, friction, info

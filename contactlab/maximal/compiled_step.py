@@ -1,0 +1,299 @@
+"""The compiled contact step of the maximal formulation for free rigid bodies.
+
+A maximal-coordinate step with box friction solved by ``pgs`` poses and solves,
+through the general layers, one LCP per step: the formulation assembles ``M``,
+the free momentum and the contact rows as ``scipy.sparse`` matrices, the model
+builds the Delassus matrix ``C M^-1 C^T`` and permutes it to the height order, the
+solver layer classifies the rows and runs the sweeps over the CSR rows of ``W``.
+On a pile of a few hundred cubes that costs several times MuJoCo's whole step.
+
+:class:`CompiledContactStep` takes the same step with the scene's collision (its
+compiled narrow phases), the contact identities (:mod:`contactlab.contact.identity`)
+and one compiled call over flat arrays (:mod:`contactlab.maximal._pile_kernels`):
+the free momentum, the contact rows, the 3x3 diagonal blocks of ``W``, the warm
+start, projected Gauss--Seidel on the bodies' twists (each row update twelve
+products to read its ``w`` and twelve to move the two twists; ``W`` is never
+formed), the residuals and the contact metrics, ``E <- E exp(h [phi])`` and the state's
+energies and momenta.  It
+poses the same problem as the general path (the tests compare ``W`` and ``q``) and
+solves it by the same method, in the same row order, with the same stopping rule
+and tolerance, from the same warm start (the impulses recorded under the model's
+cache key, carried over by contact identity): the solutions agree to the solver's
+tolerance.  A step it cannot take (a decoupled row) returns ``None`` and the
+simulator takes the general path for that step; the two share their warm starts.
+
+It applies when, at set-up, the scene, formulation, model and solver are all in its
+scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
+force elements or restitution; the maximal formulation's default step (linearly
+implicit, midpoint gyroscopic term, no compliance); ``box-friction`` with the box
+cone and the height order solved by ``pgs`` with its default settings; the scene's
+own collision.  Otherwise nothing changes.  The records keep their columns; a
+record's ``problem`` and ``solution`` are built on first access (the problem by the
+formulation's own :meth:`~MaximalFormulation.assemble`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
+from contactlab.contact import identity
+from contactlab.maximal import _pile_kernels as K
+from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
+from contactlab.models.box_rows import ImpulseMemory
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.runs import StepRecord
+from contactlab.scene import State
+
+if TYPE_CHECKING:
+    from contactlab.maximal.formulation import MaximalFormulation
+    from contactlab.models.base import ContactModel
+    from contactlab.simulator import Simulator
+
+Array = np.ndarray
+
+#: the model's cache key of its recorded impulses (:class:`BoxFriction`, box cone)
+MEMORY_KEY = "box-friction:box"
+_STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
+
+
+def scope(formulation: Any, model: Any, collide: Any) -> str:
+    """Why the compiled step does not apply to this set-up (empty when it does)."""
+    from contactlab.collision import collide as default_collide
+    from contactlab.maximal import integrators as integ
+    from contactlab.models.box_friction import BoxFriction
+
+    f = formulation
+    if f.integrator != integ.DEFAULT or f.coriolis != "midpoint" or f.projection:
+        return "formulation options"
+    if f.constraints or f.limits is not None or f.joint_layout is not None or f.soft.any:
+        return "constraints, joint limits, joint friction or compliance"
+    scene = f.scene
+    if scene.joints or scene.constraints or scene.attachments or f.attach is not None:
+        return "joints, constraints or attachments"
+    if scene.forces or scene.joint_torque is not None:
+        return "force elements or joint torques"
+    if scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
+        return "restitution"
+    beta, cap = scene.contact.stabilization, scene.contact.max_correction
+    if (beta is not None and not (np.isfinite(beta) and beta >= 0.0)) or not cap >= 0.0:
+        return "contact parameters (the general path names the bad value)"
+    if type(model) is not BoxFriction or model.route != ("block_lcp",):
+        return "model"
+    opts = model.options
+    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
+        return "model options or solver"
+    if opts["solver_settings"]:
+        return "solver settings"
+    if collide is not default_collide:
+        return "collision function"
+    return ""
+
+
+def compiled_step_for(
+    formulation: MaximalFormulation, model: ContactModel, collide: Any
+) -> CompiledContactStep | None:
+    """The compiled step of this set-up, or ``None`` when it is outside its scope."""
+    if collide is None or scope(formulation, model, collide):
+        return None
+    return CompiledContactStep(formulation, model, collide)
+
+
+class CompiledContactStep:
+    """The step of free bodies with box friction by ``pgs`` (module docstring)."""
+
+    def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
+        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
+        from contactlab.contact_pairs import excluded_pairs
+
+        self.formulation = formulation
+        self.model = model
+        self.collide = collide
+        scene = formulation.scene
+        self.scene = scene
+        self._excluded = excluded_pairs(scene)
+        self._mdiag = np.ascontiguousarray(formulation.mass_diagonal, dtype=float)
+        self._gravity = np.ascontiguousarray(scene.gravity, dtype=float)
+        params = scene.contact
+        self._beta_given = params.stabilization
+        self._feedback = DEFAULT_FEEDBACK_FRACTION
+        self._max_corr = float(params.max_correction)
+        self._no_ids = np.zeros(0, dtype=np.int64)
+        self._no_normal = np.zeros(0)
+        self._no_friction = np.zeros((0, 3))
+        self._slice_cache: dict[int, dict[str, slice]] = {}
+        #: per step: seconds in the collision, in the compiled step, and in all
+        #: (read by benchmarks; the last step only)
+        self.last_times: dict[str, float] = {}
+
+    def contacts(self, E: Array) -> ContactSet:
+        """The scene's contacts at body transforms ``E``, in the kernel's array layouts."""
+        from contactlab.contact_pairs import drop_jointed
+
+        found = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
+        c = np.ascontiguousarray
+        return ContactSet(
+            point=c(found.point, dtype=float),
+            normal=c(found.normal, dtype=float),
+            distance=c(found.distance, dtype=float),
+            body_a=c(found.body_a, dtype=np.int64),
+            body_b=c(found.body_b, dtype=np.int64),
+            shape_a=found.shape_a,
+            shape_b=found.shape_b,
+            mu=c(found.mu, dtype=float),
+        )
+
+    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
+        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        h = sim.dt
+        start = time.perf_counter()
+        contacts = self.contacts(state.E)
+        collided = time.perf_counter()
+        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
+        memory: Any = state.cache.get(MEMORY_KEY)
+        nc = len(contacts)
+        carry = nc > 0 and getattr(memory, "ids", None) is not None
+        if carry:
+            ids = np.ascontiguousarray(memory.ids, dtype=np.int64)
+            old = (
+                ids,
+                np.argsort(ids, kind="stable"),
+                np.ascontiguousarray(memory.normal_impulse, dtype=np.float64),
+                np.ascontiguousarray(memory.friction, dtype=np.float64),
+            )
+        else:
+            old = (self._no_ids, self._no_ids, self._no_normal, self._no_friction)
+        beta = self._beta_given if self._beta_given is not None else self._feedback / h
+        model: Any = self.model
+        cap = model.options["max_iter"]
+        assembled = time.perf_counter()
+        phi, E, z, friction, info = K.contact_step(
+            self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
+            h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
+            contacts.normal, contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
+            np.ascontiguousarray(track.ids, dtype=np.int64),
+            np.ascontiguousarray(track.origin, dtype=np.int64),
+            model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold,
+        )  # fmt: skip
+        code = int(info[K.I_STATUS])
+        if code == K.DECOUPLED:
+            return None  # the general path's closed forms and messages
+        solved = time.perf_counter()
+        status = _STATUS.get(code, "numerical_error")
+        if status not in M.USABLE_STATUSES:
+            raise sim._failure(index, state.t, f"solver status {status!r}")
+        if not np.all(np.isfinite(phi)):
+            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+        memory_new = ImpulseMemory(
+            z, self._slices(nc), track.ids if nc else None,
+            z[:nc].copy() if nc else None, friction if nc else None,
+        )  # fmt: skip
+        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
+        new_state = State(state.t + h, E, phi, cache=cache)
+        new_state.check_finite()
+        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
+        row: dict[str, Any] = {"step": index, "t": float(new_state.t), "h": h}
+        kinetic, potential = float(info[K.I_KINETIC]), float(info[K.I_POTENTIAL])
+        lin = info[K.I_LINEAR : K.I_LINEAR + 3].tolist()
+        ang = info[K.I_ANGULAR : K.I_ANGULAR + 3].tolist()
+        row.update(
+            kinetic_energy=kinetic, potential_energy=potential,
+            total_energy=kinetic + potential,
+            linear_momentum_x=lin[0], linear_momentum_y=lin[1], linear_momentum_z=lin[2],
+            angular_momentum_x=ang[0], angular_momentum_y=ang[1], angular_momentum_z=ang[2],
+            constraint_error=0.0,
+        )  # fmt: skip
+        row.update(
+            status=status,
+            solve_time_s=solved - assembled,
+            model_setup_time_s=0.0,
+            iterations=int(info[K.I_SWEEPS]),
+            outer_iterations=0,
+            n_contacts=nc,
+            penetration=float(info[K.I_PENETRATION]),
+            normal_complementarity=float(info[K.I_NORMAL_COMP]),
+            normal_feasibility=float(info[K.I_NORMAL_FEAS]),
+            cone_violation=float(info[K.I_CONE]),
+            dissipation_violation=float(info[K.I_DISSIPATION]),
+            n_sliding=float(info[K.I_SLIDING]),
+            solver_residual=residual,
+            collision_time_s=collided - start,
+            assembly_time_s=assembled - collided,
+        )
+        row["step_time_s"] = time.perf_counter() - start
+        self.last_times = {
+            "collision": collided - start,
+            "kernel": solved - assembled,
+            "step": row["step_time_s"],
+            "units": float(info[K.I_UNITS]),
+        }
+        record = _Record(
+            self.formulation, state, contacts, track, index, h, row,
+            (phi.reshape(-1), z, status, row["iterations"], solved - assembled, residual),
+        )  # fmt: skip
+        if sim.strict and status in M.UNCONVERGED_STATUSES:
+            raise sim._strict_failure(index, state.t, row, record.solution)
+        return new_state, record
+
+    def _slices(self, nc: int) -> dict[str, slice]:
+        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G and L rows)."""
+        s = self._slice_cache.get(nc)
+        if s is None:
+            s = {
+                "G": slice(0, 0),
+                "N": slice(0, nc),
+                "T": slice(nc, 3 * nc),
+                "L": slice(3 * nc, 3 * nc),
+            }
+            self._slice_cache[nc] = s
+        return dict(s)
+
+
+class _Record(StepRecord):
+    """A step record whose problem and solution are built when first read: the problem by
+    the formulation's :meth:`~MaximalFormulation.assemble` (the same problem), the solution
+    from the compiled step's velocities and impulses."""
+
+    def __init__(  # noqa: PLR0913
+        self,
+        formulation: MaximalFormulation,
+        state: State,
+        contacts: ContactSet,
+        track: Any,
+        index: int,
+        h: float,
+        row: dict[str, Any],
+        solved: tuple[Array, Array, str, int, float, float],
+    ) -> None:
+        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
+        self.contacts = contacts
+        self._from = (formulation, state, track, solved)
+        self._problem: StepProblem | None = None
+        self._solution: StepSolution | None = None
+
+    @property
+    def problem(self) -> StepProblem:  # type: ignore[override]
+        if self._problem is None:
+            formulation, state, track, _ = self._from
+            problem = formulation.assemble(state, self.h, self.contacts)
+            self._problem = replace(problem, contact_ids=track.ids, contact_origin=track.origin)
+        return self._problem
+
+    @property
+    def solution(self) -> StepSolution:  # type: ignore[override]
+        if self._solution is None:
+            v, z, status, sweeps, seconds, residual = self._from[3]
+            nc = len(self.contacts) if self.contacts is not None else 0
+            self._solution = StepSolution(
+                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(), lambda_T=z[nc:].copy(),
+                status=status, iterations=sweeps, solve_time=seconds, residual=residual,
+            )  # fmt: skip
+        return self._solution
+
+
+__all__ = ["CompiledContactStep", "compiled_step_for", "scope"]
