@@ -254,7 +254,9 @@ def _cmd(args: argparse.Namespace) -> int:
         f"{result.nit} iterations; gradient check {result.gradient_check_initial:.1e}; "
         f"boundary error {result.boundary_error:.1e}; results in {out}"
     )
-    return 0
+    # results written, but not an optimum that meets every constraint: exit 3, as `run`
+    # does for steps that missed their tolerance
+    return 0 if result.status == "optimal" else 3
 
 
 register_command("optimize", "least-squared-torque trajectory between two states", _setup, _cmd)
