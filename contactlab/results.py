@@ -476,13 +476,35 @@ def read_summary_file(root: Path) -> dict[str, Any]:
     return summary
 
 
+def check_summary_steps(root: Path, summary: Mapping[str, Any]) -> None:
+    """Raise :class:`ResultsError` unless the summary of a run with a step table records
+    its step count (an optimization records its kind instead: its rows are knots)."""
+    recorded = summary.get("steps")
+    if summary.get("kind") != "spacetime optimization" and (
+        isinstance(recorded, bool) or not isinstance(recorded, int) or recorded < 0
+    ):
+        what = "no 'steps'" if recorded is None else f"'steps' is {recorded!r}, not a count"
+        raise ResultsError(
+            f"{str(root / SUMMARY)!r} is not a run summary ({what}); write the run again "
+            "with `contactlab run`"
+        )
+
+
 def read_steps_file(root: Path) -> pd.DataFrame:
     """The per-step table ``steps.csv`` of the run folder ``root``."""
     path = _require(root, STEPS)
     try:
-        return pd.read_csv(path, dtype={"status": str})
+        steps = pd.read_csv(path, dtype={"status": str})
     except (OSError, ValueError, pd.errors.ParserError) as err:
         raise _corrupt(path, err) from err
+    if "t" not in steps:
+        raise _corrupt(path, KeyError("no column 't'"))
+    t = pd.to_numeric(steps["t"], errors="coerce").to_numpy(dtype=float)
+    if len(t) and not (np.isfinite(t).all() and np.all(np.diff(t) >= 0)):
+        bad = ~np.isfinite(t) | np.concatenate([[False], np.diff(t) < 0])
+        row = int(np.argmax(bad))
+        raise _corrupt(path, ValueError(f"column 't' is not finite and increasing at row {row}"))
+    return steps
 
 
 def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
@@ -531,11 +553,15 @@ def check_run_files(
     summary records (T+1 for an optimization: one per knot).  A truncated or
     altered file is named, never plotted.
     """
+    check_summary_steps(root, summary)
     traj_path = root / TRAJECTORY
     t = np.asarray(trajectory["t"])
     if t.ndim != 1:
         raise _corrupt(traj_path, ValueError(f"'t' has shape {t.shape}, not (frames,)"))
     frames = t.shape[0]
+    if t.dtype.kind == "f" and np.isfinite(t).all() and np.any(np.diff(t) < 0):
+        frame = int(np.argmax(np.diff(t) < 0)) + 1
+        raise _corrupt(traj_path, ValueError(f"'t' decreases at frame {frame}"))
     for key in ("position", "rotation"):
         if key not in trajectory:
             raise _corrupt(traj_path, KeyError(f"no array {key!r}"))
@@ -596,6 +622,7 @@ def plot_run(folder: Path | str) -> list[Path]:
         raise _missing_folder(root)
     summary = read_summary_file(root)
     steps = read_steps_file(root)
+    check_summary_steps(root, summary)
     if (root / TRAJECTORY).exists():  # the files must agree before anything is drawn
         check_run_files(root, summary, steps, read_trajectory_file(root))
     elif isinstance(summary.get("steps"), int) and len(steps) != summary["steps"]:

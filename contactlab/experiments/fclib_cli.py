@@ -26,7 +26,12 @@ import pandas as pd
 
 from contactlab.commands import parse_assignments, parse_option_value, register_command
 from contactlab.errors import ConfigurationError, ResultsError
-from contactlab.results import atomic_file, check_writable, read_summary_file
+from contactlab.results import (
+    atomic_file,
+    check_summary_steps,
+    check_writable,
+    read_summary_file,
+)
 
 
 def _setup(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +86,18 @@ def export(args: argparse.Namespace) -> list[Path]:
                 f"{str(summary_path)!r} is not a run summary (no {err}); pass a results "
                 "folder written by `contactlab run`, or a scenario name"
             ) from err
-        dt = dt or s.get("dt")
+        check_summary_steps(source, s)
+        recorded_dt = s.get("dt")
+        if recorded_dt is not None and (
+            isinstance(recorded_dt, bool)
+            or not isinstance(recorded_dt, (int, float))
+            or not recorded_dt > 0
+        ):
+            raise ResultsError(
+                f"{str(summary_path)!r} is not a run summary ('dt' is {recorded_dt!r}, not a "
+                "step size); pass a results folder written by `contactlab run`"
+            )
+        dt = dt or recorded_dt
         steps = steps or s.get("steps")
     scene = get_scenario(name).build(**params)
     sim = Simulator(scene, "maximal", model, solver, dt=dt, model_options=options)
