@@ -512,6 +512,7 @@ def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
     path = _require(root, TRAJECTORY)
     try:
         with np.load(path, allow_pickle=False) as data:
+            _check_member_sizes(path, data)
             trajectory = {key: data[key] for key in data.files}
     except (OSError, ValueError, EOFError, KeyError) as err:
         raise _corrupt(path, err) from err
@@ -522,6 +523,28 @@ def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
     if "t" not in trajectory:
         raise _corrupt(path, KeyError("no array 't'"))
     return trajectory
+
+
+def _check_member_sizes(path: Path, data: Any) -> None:
+    """Refuse an ``.npz`` member whose header claims more bytes than the member holds
+    (read from the headers, before anything is allocated)."""
+    from numpy.lib import format as npformat
+
+    for info in data.zip.infolist():
+        with data.zip.open(info) as member:
+            version = npformat.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = npformat.read_array_header_1_0(member)
+            else:
+                shape, _, dtype = npformat.read_array_header_2_0(member)
+            if dtype.hasobject:
+                continue  # refused when loaded (no pickles)
+            claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if claimed > info.file_size:
+                raise ValueError(
+                    f"member {info.filename!r} claims shape {shape} ({claimed:.3g} bytes) but "
+                    f"holds {info.file_size} bytes"
+                )
 
 
 def load_run(folder: Path | str) -> RunData:
@@ -591,6 +614,17 @@ def check_run_files(
             frame = int(np.argwhere(~np.isfinite(values.reshape(frames, -1)).all(axis=1))[0, 0])
             raise _corrupt(
                 traj_path, ValueError(f"{key!r} holds non-finite numbers from frame {frame}")
+            )
+    rotation = np.asarray(trajectory["rotation"], dtype=float)
+    if rotation.size:
+        # rotation matrices: R^T R = I up to round-off (1e-6 leaves room for float32 copies)
+        defect = np.abs(np.einsum("...ji,...jk->...ik", rotation, rotation) - np.eye(3))
+        worst = defect.reshape(frames, -1).max(axis=1)
+        if np.any(worst > 1e-6):
+            frame = int(np.argmax(worst > 1e-6))
+            raise _corrupt(
+                traj_path,
+                ValueError(f"'rotation' holds no rotation matrix at frame {frame} (R^T R != I)"),
             )
     recorded = summary.get("steps")
     steps_path = root / STEPS
