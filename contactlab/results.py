@@ -178,6 +178,15 @@ def summarize(
 _TEMPORARY_EXTRA = 1 + 5 + 24 + 1 + 10 + 1 + 8 + 8
 
 
+def _exists(path: Path) -> bool:
+    """``path.exists()`` that answers False for a name the file system refuses (too long)."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def check_name_length(path: Path | str, what: str = "--out") -> Path:
     """Raise :class:`ResultsError` if a name in ``path`` is longer than the file system allows.
 
@@ -186,7 +195,7 @@ def check_name_length(path: Path | str, what: str = "--out") -> Path:
     """
     target = Path(path)
     ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
+    while not _exists(ancestor) and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     try:
         limit = os.pathconf(ancestor if str(ancestor) else ".", "PC_NAME_MAX")

@@ -18,6 +18,7 @@ Dolan--Moré profile ``profile.png``.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -134,13 +135,37 @@ def solve_files(args: argparse.Namespace) -> pd.DataFrame:
     from solvers import fclib, solve
     from solvers.fc_dispatch import fitting_backends
 
+    from solvers.errors import SolverError
+
+    if not (args.tol > 0 and math.isfinite(args.tol)):
+        raise ConfigurationError(f"--tol must be a positive number, got {args.tol}")
+    if args.max_iter is not None and args.max_iter < 1:
+        raise ConfigurationError(f"--max-iter must be an integer >= 1, got {args.max_iter}")
+    problems = [(path, fclib.read(path).problem) for path in args.files]  # all read first
     rows = []
-    for path in args.files:
-        problem = fclib.read(path).problem
+    for path, problem in problems:
         names = args.solvers or fitting_backends(problem)
         for name in names:
             t0 = time.perf_counter()
-            res = solve(problem, name, tol=args.tol, max_iter=args.max_iter)
+            try:
+                res = solve(problem, name, tol=args.tol, max_iter=args.max_iter)
+            except SolverError as err:
+                # a backend that refuses this problem (a zero normal diagonal) is a failed
+                # row of the table, named with its reason, not the end of the benchmark
+                rows.append(
+                    {
+                        "file": path.name,
+                        "solver": name,
+                        "status": "failed",
+                        "success": False,
+                        "solve_time_ms": float("nan"),
+                        "iterations_mean": float("nan"),
+                        "natural_map": float("nan"),
+                        "contacts": int(getattr(problem, "nc", 0)),
+                        "message": " ".join(str(err).split()),
+                    }
+                )
+                continue
             wall = time.perf_counter() - t0
             natural = res.residuals.get("natural_map", float("nan"))
             rows.append(
@@ -153,6 +178,7 @@ def solve_files(args: argparse.Namespace) -> pd.DataFrame:
                     "iterations_mean": float(res.iterations),
                     "natural_map": natural,
                     "contacts": int(getattr(problem, "nc", 0)),
+                    "message": "",
                 }
             )
     return pd.DataFrame(rows)

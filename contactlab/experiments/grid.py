@@ -168,11 +168,25 @@ def load_spec(path: Path | str) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigurationError(f"sweep specification {str(path)!r} does not exist")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} is not text (byte {err.start} is not UTF-8); "
+            "give a TOML file"
+        ) from err
+    except OSError as err:
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} cannot be read: {err.strerror}"
+        ) from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigurationError(
             f"sweep specification {str(path)!r} is not valid TOML: {err}"
         ) from err
+
+
+#: Most runs one specification may expand to: each is a folder on disk and a process
+#: task, and the grid is expanded and checked in memory before the first run.
+MAX_RUNS = 100_000
 
 
 def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -> Grid:
@@ -200,6 +214,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
     runs: list[RunSpec] = []
     skipped: list[dict[str, Any]] = []
     seen: set[str] = set()
+    planned = 0
     for entry in entries:
         entry = dict(entry)
         if "name" not in entry:
@@ -237,7 +252,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         except UnknownNameError as err:
             err.args = (f"{where}: {err}; correct the sweep specification",)
             raise
-        dims = itertools.product(
+        axes = [
             _product(grid_params, f"{where}: params."),
             formulations,
             models,
@@ -246,7 +261,14 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
             dts,
             seeds,
             _product(cfg.get("formulation_options", {}), f"{where}: formulation_options."),
-        )
+        ]
+        planned += math.prod(len(axis) for axis in axes)
+        if planned > MAX_RUNS:
+            raise ConfigurationError(
+                f"{where}: the sweep specification expands to {planned:,} runs or more, beyond "
+                f"the limit of {MAX_RUNS:,}; give fewer values per grid dimension"
+            )
+        dims = itertools.product(*axes)
         for params, form, model, options, solver, dt, seed, form_options in dims:
             if form_options:
                 from contactlab.formulation import formulation_class, formulation_names
@@ -336,6 +358,11 @@ def load_grid(path: Path | str, out: Path | str | None = None, short: bool = Fal
     data = load_spec(path)
     if short:
         data = shorten(data)
+    if not data.get("scenarios"):
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} lists no [[scenarios]]; add at least one "
+            '(a [[scenarios]] table with name = "...")'
+        )
     grid = expand(data, path.parent, out)
     if out is None and "out" not in data.get("sweep", {}):
         grid.out = path.parent / path.stem
