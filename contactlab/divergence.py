@@ -505,6 +505,8 @@ class DivergenceGuard:
 
     def _check_speed(self, index: int, t: float, phi: Array) -> None:
         b = self.bounds
+        if phi.shape[0] == 0:  # a scene without bodies moves nothing
+            return
         fall = b.gravity * float(b.masses.sum()) * (b.initial_speed * t + 0.5 * b.gravity * t * t)
         budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
         linear = np.linalg.norm(phi[:, 3:], axis=1)

@@ -380,16 +380,18 @@ def file_scenario(name: str) -> Scenario:
     from contactlab.modelfiles import model_builder, python_builder
 
     if name.rpartition(":")[0].endswith(".py"):
+        from contactlab.userfiles import guarded
+
         builder = python_builder(name)
         if isinstance(builder, Scenario):
             return Scenario(
                 name,
-                builder.builder,
+                guarded(builder.builder, name),
                 builder.parameters,
                 builder.description,
                 builder.formulations,
             )
-        return scenario(name, formulations=("maximal", "reduced"))(builder)
+        return scenario(name, formulations=("maximal", "reduced"))(guarded(builder, name))
     build, params, description = model_builder(name)
     return Scenario(
         name,
