@@ -295,12 +295,11 @@ class Scenario:
             with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
                 scene = self.builder(**values)
         except ContactlabError as err:
-            given = {k: overrides[k] for k in overrides}
             text = str(err)
-            if given and not any(k in text for k in given) and type(err) in _RENAMEABLE:
+            if overrides and not any(k in text for k in overrides) and type(err) in _RENAMEABLE:
                 # the builder's own message names what it checked (a joint's q0, a body's
                 # mass), not the parameter the user gave: name both
-                shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+                shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
                 raise type(err)(f"scenario {self.name!r} with {shown}: {text}") from err
             raise
         except (ValueError, OverflowError, ArithmeticError, TypeError) as err:

@@ -133,9 +133,8 @@ def export(args: argparse.Namespace) -> list[Path]:
 def solve_files(args: argparse.Namespace) -> pd.DataFrame:
     """One row per (file, backend): success, time [ms], iterations, residual."""
     from solvers import fclib, solve
-    from solvers.fc_dispatch import fitting_backends
-
     from solvers.errors import SolverError
+    from solvers.fc_dispatch import fitting_backends
 
     if not (args.tol > 0 and math.isfinite(args.tol)):
         raise ConfigurationError(f"--tol must be a positive number, got {args.tol}")

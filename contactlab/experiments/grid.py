@@ -252,23 +252,19 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         except UnknownNameError as err:
             err.args = (f"{where}: {err}; correct the sweep specification",)
             raise
-        axes = [
-            _product(grid_params, f"{where}: params."),
-            formulations,
-            models,
-            _product(cfg.get("model_options", {}), f"{where}: model_options."),
-            solvers,
-            dts,
-            seeds,
-            _product(cfg.get("formulation_options", {}), f"{where}: formulation_options."),
-        ]
-        planned += math.prod(len(axis) for axis in axes)
+        grid_rows = _product(grid_params, f"{where}: params.")
+        option_rows = _product(cfg.get("model_options", {}), f"{where}: model_options.")
+        form_rows = _product(cfg.get("formulation_options", {}), f"{where}: formulation_options.")
+        sizes = (grid_rows, formulations, models, option_rows, solvers, dts, seeds, form_rows)
+        planned += math.prod(len(axis) for axis in sizes)
         if planned > MAX_RUNS:
             raise ConfigurationError(
                 f"{where}: the sweep specification expands to {planned:,} runs or more, beyond "
                 f"the limit of {MAX_RUNS:,}; give fewer values per grid dimension"
             )
-        dims = itertools.product(*axes)
+        dims = itertools.product(
+            grid_rows, formulations, models, option_rows, solvers, dts, seeds, form_rows
+        )
         for params, form, model, options, solver, dt, seed, form_options in dims:
             if form_options:
                 from contactlab.formulation import formulation_class, formulation_names

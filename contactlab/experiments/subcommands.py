@@ -234,7 +234,6 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
 
 def _cmd_studies(args: argparse.Namespace) -> int:
     from contactlab.experiments.studies import STUDIES, get_study, run_study
-
     from contactlab.results import check_writable
 
     numbers = args.numbers or list(STUDIES)

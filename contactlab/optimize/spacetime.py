@@ -385,7 +385,11 @@ def optimize(
     """
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if isinstance(max_iterations, bool) or int(max_iterations) != max_iterations or max_iterations < 1:
+    if (
+        isinstance(max_iterations, bool)
+        or int(max_iterations) != max_iterations
+        or max_iterations < 1
+    ):
         raise ConfigurationError(
             f"--max-iterations must be an integer >= 1, got {max_iterations!r}"
         )

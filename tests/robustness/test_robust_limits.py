@@ -67,10 +67,13 @@ LINES = [
         r"--end: '1e300' is beyond the limit of 1e\+06 in magnitude",
     ),
     (
-        ["optimize", "pendulum", "--start", "0", "--end", "1", "--start-velocity", "-1e7"],
+        ["optimize", "pendulum", "--start", "0", "--end", "1", "--start-velocity=-1e7"],
         r"--start-velocity: '-1e7' is beyond the limit",
     ),
-    (["run", "pendulum", "--out", "d/" + "x" * 300 + "/e"], r"--out name 'x{20}\.\.\.' is 300 bytes"),
+    (
+        ["run", "pendulum", "--out", "d/" + "x" * 300 + "/e"],
+        r"--out name 'x{20}\.\.\.' is 300 bytes",
+    ),
     (["studies", "1", "--short", "--out", "x" * 300], r"--out name 'x{20}\.\.\.' is 300 bytes"),
 ]
 
@@ -129,7 +132,9 @@ def test_sweep_grid_beyond_the_run_limit_is_refused_before_expansion(workdir, ca
         '[[scenarios]]\nname = "ball-drop"\n'
     )
     outcome = call(["sweep", "s.toml", "--quiet", "--out", "sw"], capsys)
-    assert_one_line(outcome, 2, rf"expands to [\d,]+ runs or more, beyond the limit of {MAX_RUNS:,}")
+    assert_one_line(
+        outcome, 2, rf"expands to [\d,]+ runs or more, beyond the limit of {MAX_RUNS:,}"
+    )
     _only(workdir, "s.toml")
 
 
@@ -210,7 +215,8 @@ DAMAGE = {
     "time-decreasing": (_time_reversed, r"trajectory\.npz.*'t' decreases at frame 1"),
     "steps-nan-time": (
         _steps_nan_time,
-        r"steps\.csv' is unreadable or corrupt \(column 't' is not finite and increasing at row 2\)",
+        r"steps\.csv' is unreadable or corrupt \(column 't' is not finite and increasing "
+        r"at row 2\)",
     ),
     "summary-steps-not-a-count": (
         _summary_without_steps,
