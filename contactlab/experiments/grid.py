@@ -52,6 +52,7 @@ from typing import Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.runspec import RunSpec, check_fits, check_names, scenario_values
+from contactlab.trajectory import MAX_STEPS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -240,6 +241,13 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         where = f"scenario {sc.name!r}"
         dts = [_positive_seconds(v, "dt", where) for v in _axis(cfg, "dt", None, where)]
         duration = _positive_seconds(cfg.get("duration"), "duration", where)
+        for dt in dts:  # the step limit of one run, for the whole grid before its first run
+            if dt is not None and duration is not None and duration / dt > MAX_STEPS:
+                raise ConfigurationError(
+                    f"{where}: a duration of {duration:g} s at dt = {dt:g} s is "
+                    f"{duration / dt:.3g} steps, more than the limit of {MAX_STEPS:,} steps per "
+                    "run; use a larger dt or a shorter duration"
+                )
         seeds = [_seed(v, where) for v in _axis(cfg, "seeds", 0, where)]
         strict = cfg.get("strict", False)
         if not isinstance(strict, bool):

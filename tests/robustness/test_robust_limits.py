@@ -380,3 +380,15 @@ def test_interrupt_during_start_up_is_exit_130_without_traceback(monkeypatch, ca
     err = capsys.readouterr().err
     assert code == 130
     assert err.splitlines() == ["contactlab: interrupted; nothing was written"]
+
+
+def test_sweep_whose_runs_exceed_the_step_limit_is_refused_before_any_run(workdir, capsys):
+    (workdir / "s.toml").write_text(
+        '[sweep]\nmodels = ["anitescu-hart"]\nsolvers = ["osqp"]\nduration = 0.05\n'
+        'dt = [0.01, 1e-12]\n[[scenarios]]\nname = "ball-drop"\n'
+    )
+    outcome = call(["sweep", "s.toml", "--quiet", "--out", "sw"], capsys)
+    assert_one_line(
+        outcome, 2, r"a duration of 0\.05 s at dt = 1e-12 s is 5e\+10 steps, more than the limit"
+    )
+    _only(workdir, "s.toml")
