@@ -133,7 +133,7 @@ def export(args: argparse.Namespace) -> list[Path]:
 def solve_files(args: argparse.Namespace) -> pd.DataFrame:
     """One row per (file, backend): success, time [ms], iterations, residual."""
     from solvers import fclib, solve
-    from solvers.errors import SolverError
+    from solvers.errors import SolverError, SolverNotFound
     from solvers.fc_dispatch import fitting_backends
 
     if not (args.tol > 0 and math.isfinite(args.tol)):
@@ -148,6 +148,8 @@ def solve_files(args: argparse.Namespace) -> pd.DataFrame:
             t0 = time.perf_counter()
             try:
                 res = solve(problem, name, tol=args.tol, max_iter=args.max_iter)
+            except SolverNotFound:
+                raise  # a misspelt --solvers name is the user's mistake, not a failed row
             except SolverError as err:
                 # a backend that refuses this problem (a zero normal diagonal) is a failed
                 # row of the table, named with its reason, not the end of the benchmark

@@ -311,6 +311,7 @@ def test_model_file_error_names_the_file(workdir, capsys):
         (["--tol", "-1"], r"--tol must be a positive number, got -1"),
         (["--tol", "nan"], r"--tol must be a positive number, got nan"),
         (["--max-iter", "0"], r"--max-iter must be an integer >= 1, got 0"),
+        (["--solvers", "nope"], r"unknown backend 'nope'"),
     ],
 )
 def test_fclib_solve_options_are_checked(extra, pattern, workdir, capsys):
