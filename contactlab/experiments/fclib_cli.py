@@ -57,10 +57,8 @@ def _setup(parser: argparse.ArgumentParser) -> None:
 
 def export(args: argparse.Namespace) -> list[Path]:
     """Write the step problems; returns the files."""
-    from contactlab.models.fc_route import local_problem
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
-    from solvers import fclib
 
     source = Path(args.source)
     params: dict[str, Any] = {
@@ -108,7 +106,33 @@ def export(args: argparse.Namespace) -> list[Path]:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ResultsError(f"--out {str(args.out)!r} cannot be created: {err.strerror}") from err
-    files = []
+    files: list[Path] = []
+    try:
+        _export_steps(args, sim, state, n_steps, name, params, model, solver, files)
+    except KeyboardInterrupt as err:
+        # every file written before the Ctrl-C is whole (written beside and renamed)
+        raise KeyboardInterrupt(
+            f"interrupted; the {len(files)} FCLIB files written before it are kept in "
+            f"{str(args.out)!r}"
+        ) from err
+    return files
+
+
+def _export_steps(
+    args: argparse.Namespace,
+    sim: Any,
+    state: Any,
+    n_steps: int,
+    name: str,
+    params: dict[str, Any],
+    model: str,
+    solver: str,
+    files: list[Path],
+) -> None:
+    """Step ``sim`` and append each written FCLIB file to ``files``."""
+    from contactlab.models.fc_route import local_problem
+    from solvers import fclib
+
     for i in range(n_steps):
         state, record = sim.step(state, i)
         if record.problem.n_contacts == 0:
@@ -127,7 +151,6 @@ def export(args: argparse.Namespace) -> list[Path]:
             math_info=f"{args.law} law, {args.cone} cone",
         )
         files.append(path)
-    return files
 
 
 def solve_files(args: argparse.Namespace) -> pd.DataFrame:

@@ -393,3 +393,26 @@ def test_sweep_whose_runs_exceed_the_step_limit_is_refused_before_any_run(workdi
         outcome, 2, r"a duration of 0\.05 s at dt = 1e-12 s is 5e\+10 steps, more than the limit"
     )
     _only(workdir, "s.toml")
+
+
+def test_fclib_export_interrupted_keeps_and_counts_the_finished_files(workdir, monkeypatch, capsys):
+    pytest.importorskip("h5py")
+    from solvers import fclib
+
+    real_write = fclib.write
+    written = []
+
+    def write_then_interrupt(path, *args, **kwargs):
+        if len(written) == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the third file is due
+        real_write(path, *args, **kwargs)
+        written.append(path)
+
+    monkeypatch.setattr(fclib, "write", write_then_interrupt)
+    outcome = call(["fclib", "export", "box-stack", "--steps", "6", "--out", "f"], capsys)
+    assert outcome.code == 130
+    assert outcome.error_lines == [
+        "contactlab: interrupted; the 2 FCLIB files written before it are kept in 'f'"
+    ]
+    assert sorted((workdir / "f").iterdir()) == sorted(workdir / p for p in written)
+    assert leftovers(workdir) == []
