@@ -1,5 +1,5 @@
 """``python -m contactlab`` runs the command line (see :mod:`contactlab.cli`)."""
 
-from contactlab.cli import main
+from contactlab.launch import main
 
 raise SystemExit(main())

@@ -29,8 +29,10 @@ the problem and the fix, and exit code 2.
   unconverged (status `max_iterations`, `stalled`, `time_limit` or `optimal_inaccurate`,
   each with its best iterate and residual; counted under `unconverged` in `summary.json`
   and printed). `compare` and `sweep`: a run has such steps, or failed or diverged (the
-  table's `status`, `unconverged_steps` and `message` say which).
-- **130**: interrupted (Ctrl-C); what was finished is kept where the message says.
+  table's `status`, `unconverged_steps` and `message` say which). `optimize`: the
+  trajectory was written but its status is not `optimal` (`max_iterations`, `infeasible`).
+- **130**: interrupted (Ctrl-C, also while the program is still starting); what was
+  finished is kept where the message says.
 
 `--strict` (on `run`, `compare`, `sweep`; `strict = true` in a sweep specification;
 `RunSpec(strict=True)`, `simulate(..., strict=True)` in Python) makes the first step

@@ -357,11 +357,41 @@ def scene_bounds(
     ):
         if not np.isfinite(value):
             raise ConfigurationError(
-                f"scene {scene.name!r} is too large to bound: its {what} is {value:g} (a "
-                "parameter beyond floating-point range?); choose parameters in range, or pass "
+                f"scene {scene.name!r} is too large to bound: its {what} is {value:g} "
+                f"({suspect_parameters(scene)}); choose parameters in range, or pass "
                 "--no-divergence-guard to run it unguarded"
             )
     return bounds
+
+
+#: a parameter this large (or small, but nonzero) is named as the likely cause of a scene
+#: whose scales or initial state leave the floating-point range
+EXTREME = 1e100
+
+
+def suspect_parameters(scene: Scene) -> str:
+    """The scene's numeric parameters beyond :data:`EXTREME` in magnitude (or below its
+    inverse), as ``"height=1e+300"`` text, or a general hint when none is."""
+    found = extreme_parameters(scene)
+    if found:
+        return "the parameter " + ", ".join(found) + " is beyond floating-point range"
+    return "a parameter beyond floating-point range?"
+
+
+def extreme_parameters(scene: Scene) -> list[str]:
+    """``key=value`` of the scene's numeric parameters beyond :data:`EXTREME` in magnitude,
+    or nonzero below its inverse."""
+    found = []
+    for key, value in (scene.params or {}).items():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (int, float, np.number)):
+                continue
+            size = abs(float(item))
+            if not np.isfinite(size) or size > EXTREME or 0 < size < 1 / EXTREME:
+                found.append(f"{key}={value!r}")
+                break
+    return found
 
 
 def _scene_bounds(
@@ -475,6 +505,8 @@ class DivergenceGuard:
 
     def _check_speed(self, index: int, t: float, phi: Array) -> None:
         b = self.bounds
+        if phi.shape[0] == 0:  # a scene without bodies moves nothing
+            return
         fall = b.gravity * float(b.masses.sum()) * (b.initial_speed * t + 0.5 * b.gravity * t * t)
         budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
         linear = np.linalg.norm(phi[:, 3:], axis=1)

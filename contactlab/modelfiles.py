@@ -110,7 +110,18 @@ def model_builder(name: str) -> tuple[Callable[..., Scene], list[FileParameter],
 
     def build(ground: bool = False, height: float = 0.0, duration: float = 2.0, **kw: Any) -> Scene:
         given = {k: (None if options[k].default is None and v == "" else v) for k, v in kw.items()}
-        scene = loader(path, **given)
+        try:
+            scene = loader(path, **given)
+        except ConfigurationError as err:
+            if path.name in str(err) or type(err) is not ConfigurationError:
+                raise
+            # the loader names the link or shape; the user named the file
+            raise ConfigurationError(f"model file {name!r}: {err}") from err
+        if not scene.bodies:
+            raise ConfigurationError(
+                f"model file {name!r} describes no bodies; check that it is the model you "
+                f"meant ({loader.__name__} reads it)"
+            )
         return place(scene, ground=ground, height=height).with_(duration=duration)
 
     return build, params, f"model file {path.name} ({loader.__name__})"

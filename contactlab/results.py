@@ -178,6 +178,15 @@ def summarize(
 _TEMPORARY_EXTRA = 1 + 5 + 24 + 1 + 10 + 1 + 8 + 8
 
 
+def _exists(path: Path) -> bool:
+    """``path.exists()`` that answers False for a name the file system refuses (too long)."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def check_name_length(path: Path | str, what: str = "--out") -> Path:
     """Raise :class:`ResultsError` if a name in ``path`` is longer than the file system allows.
 
@@ -186,7 +195,7 @@ def check_name_length(path: Path | str, what: str = "--out") -> Path:
     """
     target = Path(path)
     ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
+    while not _exists(ancestor) and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     try:
         limit = os.pathconf(ancestor if str(ancestor) else ".", "PC_NAME_MAX")
@@ -476,13 +485,35 @@ def read_summary_file(root: Path) -> dict[str, Any]:
     return summary
 
 
+def check_summary_steps(root: Path, summary: Mapping[str, Any]) -> None:
+    """Raise :class:`ResultsError` unless the summary of a run with a step table records
+    its step count (an optimization records its kind instead: its rows are knots)."""
+    recorded = summary.get("steps")
+    if summary.get("kind") != "spacetime optimization" and (
+        isinstance(recorded, bool) or not isinstance(recorded, int) or recorded < 0
+    ):
+        what = "no 'steps'" if recorded is None else f"'steps' is {recorded!r}, not a count"
+        raise ResultsError(
+            f"{str(root / SUMMARY)!r} is not a run summary ({what}); write the run again "
+            "with `contactlab run`"
+        )
+
+
 def read_steps_file(root: Path) -> pd.DataFrame:
     """The per-step table ``steps.csv`` of the run folder ``root``."""
     path = _require(root, STEPS)
     try:
-        return pd.read_csv(path, dtype={"status": str})
+        steps = pd.read_csv(path, dtype={"status": str})
     except (OSError, ValueError, pd.errors.ParserError) as err:
         raise _corrupt(path, err) from err
+    if "t" not in steps:
+        raise _corrupt(path, KeyError("no column 't'"))
+    t = pd.to_numeric(steps["t"], errors="coerce").to_numpy(dtype=float)
+    if len(t) and not (np.isfinite(t).all() and np.all(np.diff(t) >= 0)):
+        bad = ~np.isfinite(t) | np.concatenate([[False], np.diff(t) < 0])
+        row = int(np.argmax(bad))
+        raise _corrupt(path, ValueError(f"column 't' is not finite and increasing at row {row}"))
+    return steps
 
 
 def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
@@ -490,6 +521,7 @@ def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
     path = _require(root, TRAJECTORY)
     try:
         with np.load(path, allow_pickle=False) as data:
+            _check_member_sizes(path, data)
             trajectory = {key: data[key] for key in data.files}
     except (OSError, ValueError, EOFError, KeyError) as err:
         raise _corrupt(path, err) from err
@@ -500,6 +532,28 @@ def read_trajectory_file(root: Path) -> dict[str, NDArray[Any]]:
     if "t" not in trajectory:
         raise _corrupt(path, KeyError("no array 't'"))
     return trajectory
+
+
+def _check_member_sizes(path: Path, data: Any) -> None:
+    """Refuse an ``.npz`` member whose header claims more bytes than the member holds
+    (read from the headers, before anything is allocated)."""
+    from numpy.lib import format as npformat
+
+    for info in data.zip.infolist():
+        with data.zip.open(info) as member:
+            version = npformat.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = npformat.read_array_header_1_0(member)
+            else:
+                shape, _, dtype = npformat.read_array_header_2_0(member)
+            if dtype.hasobject:
+                continue  # refused when loaded (no pickles)
+            claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if claimed > info.file_size:
+                raise ValueError(
+                    f"member {info.filename!r} claims shape {shape} ({claimed:.3g} bytes) but "
+                    f"holds {info.file_size} bytes"
+                )
 
 
 def load_run(folder: Path | str) -> RunData:
@@ -531,11 +585,15 @@ def check_run_files(
     summary records (T+1 for an optimization: one per knot).  A truncated or
     altered file is named, never plotted.
     """
+    check_summary_steps(root, summary)
     traj_path = root / TRAJECTORY
     t = np.asarray(trajectory["t"])
     if t.ndim != 1:
         raise _corrupt(traj_path, ValueError(f"'t' has shape {t.shape}, not (frames,)"))
     frames = t.shape[0]
+    if t.dtype.kind == "f" and np.isfinite(t).all() and np.any(np.diff(t) < 0):
+        frame = int(np.argmax(np.diff(t) < 0)) + 1
+        raise _corrupt(traj_path, ValueError(f"'t' decreases at frame {frame}"))
     for key in ("position", "rotation"):
         if key not in trajectory:
             raise _corrupt(traj_path, KeyError(f"no array {key!r}"))
@@ -565,6 +623,17 @@ def check_run_files(
             frame = int(np.argwhere(~np.isfinite(values.reshape(frames, -1)).all(axis=1))[0, 0])
             raise _corrupt(
                 traj_path, ValueError(f"{key!r} holds non-finite numbers from frame {frame}")
+            )
+    rotation = np.asarray(trajectory["rotation"], dtype=float)
+    if rotation.size:
+        # rotation matrices: R^T R = I up to round-off (1e-6 leaves room for float32 copies)
+        defect = np.abs(np.einsum("...ji,...jk->...ik", rotation, rotation) - np.eye(3))
+        worst = defect.reshape(frames, -1).max(axis=1)
+        if np.any(worst > 1e-6):
+            frame = int(np.argmax(worst > 1e-6))
+            raise _corrupt(
+                traj_path,
+                ValueError(f"'rotation' holds no rotation matrix at frame {frame} (R^T R != I)"),
             )
     recorded = summary.get("steps")
     steps_path = root / STEPS
@@ -596,6 +665,7 @@ def plot_run(folder: Path | str) -> list[Path]:
         raise _missing_folder(root)
     summary = read_summary_file(root)
     steps = read_steps_file(root)
+    check_summary_steps(root, summary)
     if (root / TRAJECTORY).exists():  # the files must agree before anything is drawn
         check_run_files(root, summary, steps, read_trajectory_file(root))
     elif isinstance(summary.get("steps"), int) and len(steps) != summary["steps"]:

@@ -33,6 +33,7 @@ from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
     ParameterError,
+    StateError,
     UnknownNameError,
 )
 from contactlab.scene import Scene
@@ -180,6 +181,9 @@ def complete_setup(
     return Setup(base.formulation, chosen_model, chosen_solver, base.reason), defaulted
 
 
+#: errors of a builder that are re-raised naming the parameters given
+_RENAMEABLE = (ConfigurationError, ParameterError, StateError)
+
 #: Largest value of a count parameter (``n``, ``n_*``, or documented as "number of ..."):
 #: each counts bodies or links, and a scene beyond it would take hours to build and step.
 MAX_COUNT = 10_000
@@ -226,6 +230,12 @@ class Parameter:
             raise ParameterError(
                 f"parameter {self.name!r} expects {self.type.__name__}, got "
                 f"{type(value).__name__} {value!r}"
+            )
+        parts = value.replace(" ", "").lower().split(",")
+        if self.type in (float, tuple, list) and any(p in ("nan", "+nan", "-nan") for p in parts):
+            raise ParameterError(
+                f"parameter {self.name!r} is NaN, which is no value; give a number, "
+                f"for example --set {self.name}={self.default}"
             )
         try:
             if self.type is bool:
@@ -284,7 +294,13 @@ class Scenario:
             # an overflow while building (mass=1e308) is an error of the values, not a warning
             with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
                 scene = self.builder(**values)
-        except ContactlabError:
+        except ContactlabError as err:
+            text = str(err)
+            if overrides and not any(k in text for k in overrides) and type(err) in _RENAMEABLE:
+                # the builder's own message names what it checked (a joint's q0, a body's
+                # mass), not the parameter the user gave: name both
+                shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+                raise type(err)(f"scenario {self.name!r} with {shown}: {text}") from err
             raise
         except (ValueError, OverflowError, ArithmeticError, TypeError) as err:
             given = ", ".join(f"{k}={overrides[k]!r}" for k in overrides) or "the defaults"
@@ -363,16 +379,18 @@ def file_scenario(name: str) -> Scenario:
     from contactlab.modelfiles import model_builder, python_builder
 
     if name.rpartition(":")[0].endswith(".py"):
+        from contactlab.userfiles import guarded
+
         builder = python_builder(name)
         if isinstance(builder, Scenario):
             return Scenario(
                 name,
-                builder.builder,
+                guarded(builder.builder, name),
                 builder.parameters,
                 builder.description,
                 builder.formulations,
             )
-        return scenario(name, formulations=("maximal", "reduced"))(builder)
+        return scenario(name, formulations=("maximal", "reduced"))(guarded(builder, name))
     build, params, description = model_builder(name)
     return Scenario(
         name,

@@ -59,6 +59,12 @@ def physical_mass(mass: float, moments: ArrayLike) -> bool:
     return bool(mass > 0 and a > 0 and a + b >= c * (1 - 1e-9))
 
 
+#: Magnitudes a body's mass [kg] and principal moments [kg m^2] may take: beyond them
+#: their inverses, squares or products with g and a length leave the floating-point range
+#: (``pendulum --set mass=1e-308`` has moments of 1e-312 whose inverse is infinite).
+MASS_RANGE = (1e-100, 1e100)
+
+
 @dataclass(frozen=True)
 class Body:
     """A rigid body: frame at its centre of mass on its principal axes.
@@ -112,6 +118,14 @@ class Body:
                 f"body {self.name!r}: inertia must be three finite principal moments "
                 f"[kg m^2], got {inertia}"
             )
+        lo, hi = MASS_RANGE
+        for what, value in (("mass", self.mass), *(("inertia", float(v)) for v in inertia)):
+            if value != 0 and not lo <= abs(value) <= hi:
+                raise ConfigurationError(
+                    f"body {self.name!r}: {what} {value:g} is outside the range {lo:g} to "
+                    f"{hi:g} [kg, kg m^2] in which its inverse and squares are finite numbers; "
+                    "change the units or the parameter that gives it"
+                )
         inertia.setflags(write=False)
         object.__setattr__(self, "inertia", inertia)
         object.__setattr__(self, "shapes", tuple(self.shapes))

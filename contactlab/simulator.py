@@ -48,11 +48,17 @@ from contactlab.contact_pairs import (
     jointed_pairs,
     scene_contacts,
 )
-from contactlab.divergence import DivergenceGuard, scene_bounds
+from contactlab.divergence import (
+    DivergenceGuard,
+    extreme_parameters,
+    scene_bounds,
+    suspect_parameters,
+)
 from contactlab.errors import (
     ConfigurationError,
     ContactlabError,
     IncompatibleError,
+    StateError,
     StepFailure,
 )
 from contactlab.formulation import (
@@ -199,8 +205,20 @@ class Simulator:
 
     def initial_state(self) -> State:
         """The formulation's state at t = 0 (checked finite)."""
-        state = self.formulation.initial_state()
-        state.check_finite()
+        # a scene whose numbers overflow (a body placed at 1e300 m, an angle of 1e300
+        # degrees) gives a non-finite state: one error naming the scene, not NumPy warnings
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                state = self.formulation.initial_state()
+            state.check_finite()
+        except StateError as err:
+            if "non-finite" not in str(err):
+                raise
+            key = str(err).split("non-finite ", 1)[-1].split(";", 1)[0]
+            raise ConfigurationError(
+                f"the initial state of scene {self.scene.name!r} has non-finite {key} "
+                f"({suspect_parameters(self.scene)}); choose parameters in range"
+            ) from err
         return state
 
     def _failure(self, index: int, t: float, what: str) -> StepFailure:
@@ -211,6 +229,12 @@ class Simulator:
             hint = (
                 "the scene's constraint rows are redundant or contradictory (a joint or "
                 "loop closure given twice?); remove the duplicate (a smaller --dt does not help)"
+            )
+        elif extreme := extreme_parameters(self.scene):
+            # a scene built from numbers beyond floating-point range fails whatever the step
+            hint = (
+                f"the scene's parameter {', '.join(extreme)} is beyond floating-point range; "
+                "choose parameters in range"
             )
         else:
             hint = (

@@ -61,7 +61,48 @@ def import_file(file: str) -> ModuleType:
     except ImportError as err:
         del sys.modules[module_name]
         raise ConfigurationError(f"Python file {file!r} cannot be imported: {err}") from err
+    except (Exception, SystemExit) as err:
+        # the user's own code failed while the file was imported: its line, not ours
+        del sys.modules[module_name]
+        raise ConfigurationError(
+            f"Python file {file!r} raised {user_failure(err, path)} while it was imported; "
+            "fix the file"
+        ) from err
     return module
+
+
+def user_failure(err: BaseException, path: Path) -> str:
+    """``"ZeroDivisionError at line 3: division by zero"``: the exception and the last line
+    of ``path`` it passed through."""
+    line = None
+    tb = err.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    where = f" at line {line}" if line is not None else ""
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}{where}" + (f": {text}" if text else "")
+
+
+def guarded(function: Any, name: str) -> Any:
+    """``function`` of the user's file ``name`` (``file.py:attribute``), whose failures
+    (any exception, ``sys.exit``) become one :class:`ConfigurationError` naming the file,
+    line and exception; ``inspect.signature`` still sees the original parameters."""
+    import functools
+
+    path = Path(name.rpartition(":")[0]).resolve()
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (ConfigurationError, KeyboardInterrupt):
+            raise
+        except (Exception, SystemExit) as err:
+            raise ConfigurationError(f"{name} raised {user_failure(err, path)}") from err
+
+    return call
 
 
 def file_object(name: str) -> Any:

@@ -52,7 +52,9 @@ def cuboid(name: str, sides_cm: tuple[float, float, float], density: float = DEN
 
 def _axis(letter: str) -> Array:
     if letter not in _AXES:
-        raise ConfigurationError(f"axis letter {letter!r} must be one of x, y, z")
+        raise ConfigurationError(
+            f"axes: the axis letter {letter!r} must be one of x, y, z (e.g. --set axes=yx)"
+        )
     return _AXES[letter]
 
 

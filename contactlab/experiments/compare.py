@@ -75,14 +75,19 @@ class Comparison:
     reused: int = 0
 
 
-def _names(value: str | Sequence[str] | None, default: Sequence[str]) -> list[str]:
+def _names(
+    value: str | Sequence[str] | None, default: Sequence[str], option: str = "names"
+) -> list[str]:
     if value is None:
         return list(default)
     if isinstance(value, str):
         value = value.split(",")
     names = [v.strip() for v in value if v.strip()]
     if not names:
-        raise ConfigurationError("an empty list of names was given; name at least one")
+        raise ConfigurationError(
+            f"{option}: an empty list of names was given; name at least one"
+            " (comma-separated, see `contactlab list`)"
+        )
     return names
 
 
@@ -158,9 +163,11 @@ def compare(
     dt, duration = base.dt, base.duration
     sc = get_scenario(scenario)
     params = sc.resolve(base.params)
-    solver_list = _names(solvers, [base.solver] if base.solver else [])
-    model_list = _names(models, [base.model] if base.model else model_names())
-    form_list = _names(formulations, [base.formulation] if base.formulation else sc.formulations)
+    solver_list = _names(solvers, [base.solver] if base.solver else [], "--solvers")
+    model_list = _names(models, [base.model] if base.model else model_names(), "--models")
+    form_list = _names(
+        formulations, [base.formulation] if base.formulation else sc.formulations, "--formulations"
+    )
     check_names(solver_list, model_list, form_list)
     form_options = dict(base.formulation_options)
     # the scenario's formulations that do not take the options, with the reason

@@ -18,6 +18,7 @@ Dolan--Moré profile ``profile.png``.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,12 @@ import pandas as pd
 
 from contactlab.commands import parse_assignments, parse_option_value, register_command
 from contactlab.errors import ConfigurationError, ResultsError
-from contactlab.results import atomic_file, check_writable, read_summary_file
+from contactlab.results import (
+    atomic_file,
+    check_summary_steps,
+    check_writable,
+    read_summary_file,
+)
 
 
 def _setup(parser: argparse.ArgumentParser) -> None:
@@ -51,10 +57,8 @@ def _setup(parser: argparse.ArgumentParser) -> None:
 
 def export(args: argparse.Namespace) -> list[Path]:
     """Write the step problems; returns the files."""
-    from contactlab.models.fc_route import local_problem
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
-    from solvers import fclib
 
     source = Path(args.source)
     params: dict[str, Any] = {
@@ -81,7 +85,18 @@ def export(args: argparse.Namespace) -> list[Path]:
                 f"{str(summary_path)!r} is not a run summary (no {err}); pass a results "
                 "folder written by `contactlab run`, or a scenario name"
             ) from err
-        dt = dt or s.get("dt")
+        check_summary_steps(source, s)
+        recorded_dt = s.get("dt")
+        if recorded_dt is not None and (
+            isinstance(recorded_dt, bool)
+            or not isinstance(recorded_dt, (int, float))
+            or not recorded_dt > 0
+        ):
+            raise ResultsError(
+                f"{str(summary_path)!r} is not a run summary ('dt' is {recorded_dt!r}, not a "
+                "step size); pass a results folder written by `contactlab run`"
+            )
+        dt = dt or recorded_dt
         steps = steps or s.get("steps")
     scene = get_scenario(name).build(**params)
     sim = Simulator(scene, "maximal", model, solver, dt=dt, model_options=options)
@@ -91,7 +106,33 @@ def export(args: argparse.Namespace) -> list[Path]:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ResultsError(f"--out {str(args.out)!r} cannot be created: {err.strerror}") from err
-    files = []
+    files: list[Path] = []
+    try:
+        _export_steps(args, sim, state, n_steps, name, params, model, solver, files)
+    except KeyboardInterrupt as err:
+        # every file written before the Ctrl-C is whole (written beside and renamed)
+        raise KeyboardInterrupt(
+            f"interrupted; the {len(files)} FCLIB files written before it are kept in "
+            f"{str(args.out)!r}"
+        ) from err
+    return files
+
+
+def _export_steps(
+    args: argparse.Namespace,
+    sim: Any,
+    state: Any,
+    n_steps: int,
+    name: str,
+    params: dict[str, Any],
+    model: str,
+    solver: str,
+    files: list[Path],
+) -> None:
+    """Step ``sim`` and append each written FCLIB file to ``files``."""
+    from contactlab.models.fc_route import local_problem
+    from solvers import fclib
+
     for i in range(n_steps):
         state, record = sim.step(state, i)
         if record.problem.n_contacts == 0:
@@ -110,21 +151,45 @@ def export(args: argparse.Namespace) -> list[Path]:
             math_info=f"{args.law} law, {args.cone} cone",
         )
         files.append(path)
-    return files
 
 
 def solve_files(args: argparse.Namespace) -> pd.DataFrame:
     """One row per (file, backend): success, time [ms], iterations, residual."""
     from solvers import fclib, solve
+    from solvers.errors import SolverError, SolverNotFound
     from solvers.fc_dispatch import fitting_backends
 
+    if not (args.tol > 0 and math.isfinite(args.tol)):
+        raise ConfigurationError(f"--tol must be a positive number, got {args.tol}")
+    if args.max_iter is not None and args.max_iter < 1:
+        raise ConfigurationError(f"--max-iter must be an integer >= 1, got {args.max_iter}")
+    problems = [(path, fclib.read(path).problem) for path in args.files]  # all read first
     rows = []
-    for path in args.files:
-        problem = fclib.read(path).problem
+    for path, problem in problems:
         names = args.solvers or fitting_backends(problem)
         for name in names:
             t0 = time.perf_counter()
-            res = solve(problem, name, tol=args.tol, max_iter=args.max_iter)
+            try:
+                res = solve(problem, name, tol=args.tol, max_iter=args.max_iter)
+            except SolverNotFound:
+                raise  # a misspelt --solvers name is the user's mistake, not a failed row
+            except SolverError as err:
+                # a backend that refuses this problem (a zero normal diagonal) is a failed
+                # row of the table, named with its reason, not the end of the benchmark
+                rows.append(
+                    {
+                        "file": path.name,
+                        "solver": name,
+                        "status": "failed",
+                        "success": False,
+                        "solve_time_ms": float("nan"),
+                        "iterations_mean": float("nan"),
+                        "natural_map": float("nan"),
+                        "contacts": int(getattr(problem, "nc", 0)),
+                        "message": " ".join(str(err).split()),
+                    }
+                )
+                continue
             wall = time.perf_counter() - t0
             natural = res.residuals.get("natural_map", float("nan"))
             rows.append(
@@ -137,6 +202,7 @@ def solve_files(args: argparse.Namespace) -> pd.DataFrame:
                     "iterations_mean": float(res.iterations),
                     "natural_map": natural,
                     "contacts": int(getattr(problem, "nc", 0)),
+                    "message": "",
                 }
             )
     return pd.DataFrame(rows)

@@ -52,6 +52,7 @@ from typing import Any
 
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
 from contactlab.runspec import RunSpec, check_fits, check_names, scenario_values
+from contactlab.trajectory import MAX_STEPS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -168,11 +169,25 @@ def load_spec(path: Path | str) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigurationError(f"sweep specification {str(path)!r} does not exist")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} is not text (byte {err.start} is not UTF-8); "
+            "give a TOML file"
+        ) from err
+    except OSError as err:
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} cannot be read: {err.strerror}"
+        ) from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigurationError(
             f"sweep specification {str(path)!r} is not valid TOML: {err}"
         ) from err
+
+
+#: Most runs one specification may expand to: each is a folder on disk and a process
+#: task, and the grid is expanded and checked in memory before the first run.
+MAX_RUNS = 100_000
 
 
 def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -> Grid:
@@ -200,6 +215,7 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
     runs: list[RunSpec] = []
     skipped: list[dict[str, Any]] = []
     seen: set[str] = set()
+    planned = 0
     for entry in entries:
         entry = dict(entry)
         if "name" not in entry:
@@ -225,6 +241,13 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         where = f"scenario {sc.name!r}"
         dts = [_positive_seconds(v, "dt", where) for v in _axis(cfg, "dt", None, where)]
         duration = _positive_seconds(cfg.get("duration"), "duration", where)
+        for dt in dts:  # the step limit of one run, for the whole grid before its first run
+            if dt is not None and duration is not None and duration / dt > MAX_STEPS:
+                raise ConfigurationError(
+                    f"{where}: a duration of {duration:g} s at dt = {dt:g} s is "
+                    f"{duration / dt:.3g} steps, more than the limit of {MAX_STEPS:,} steps per "
+                    "run; use a larger dt or a shorter duration"
+                )
         seeds = [_seed(v, where) for v in _axis(cfg, "seeds", 0, where)]
         strict = cfg.get("strict", False)
         if not isinstance(strict, bool):
@@ -237,15 +260,18 @@ def expand(data: Mapping[str, Any], base: Path, out: Path | str | None = None) -
         except UnknownNameError as err:
             err.args = (f"{where}: {err}; correct the sweep specification",)
             raise
+        grid_rows = _product(grid_params, f"{where}: params.")
+        option_rows = _product(cfg.get("model_options", {}), f"{where}: model_options.")
+        form_rows = _product(cfg.get("formulation_options", {}), f"{where}: formulation_options.")
+        sizes = (grid_rows, formulations, models, option_rows, solvers, dts, seeds, form_rows)
+        planned += math.prod(len(axis) for axis in sizes)
+        if planned > MAX_RUNS:
+            raise ConfigurationError(
+                f"{where}: the sweep specification expands to {planned:,} runs or more, beyond "
+                f"the limit of {MAX_RUNS:,}; give fewer values per grid dimension"
+            )
         dims = itertools.product(
-            _product(grid_params, f"{where}: params."),
-            formulations,
-            models,
-            _product(cfg.get("model_options", {}), f"{where}: model_options."),
-            solvers,
-            dts,
-            seeds,
-            _product(cfg.get("formulation_options", {}), f"{where}: formulation_options."),
+            grid_rows, formulations, models, option_rows, solvers, dts, seeds, form_rows
         )
         for params, form, model, options, solver, dt, seed, form_options in dims:
             if form_options:
@@ -336,6 +362,11 @@ def load_grid(path: Path | str, out: Path | str | None = None, short: bool = Fal
     data = load_spec(path)
     if short:
         data = shorten(data)
+    if not data.get("scenarios"):
+        raise ConfigurationError(
+            f"sweep specification {str(path)!r} lists no [[scenarios]]; add at least one "
+            '(a [[scenarios]] table with name = "...")'
+        )
     grid = expand(data, path.parent, out)
     if out is None and "out" not in data.get("sweep", {}):
         grid.out = path.parent / path.stem

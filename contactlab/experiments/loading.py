@@ -82,7 +82,15 @@ def load_run_folder(folder: Path | str) -> RunData:
         raise ConfigurationError(f"{str(folder)!r} holds no summary.json; it is not a run folder")
     if (folder / "steps.csv").exists():
         return load_run(folder)
-    return RunData(folder, read_summary_file(folder), pd.DataFrame(), {})
+    summary = read_summary_file(folder)
+    if summary.get("steps") or (folder / "trajectory.npz").exists():
+        # only a run that failed before its first step has no table
+        raise ConfigurationError(
+            f"{str(folder)!r} is not a complete results folder: steps.csv is missing "
+            f"(the summary records {summary.get('steps')} steps); write the run again with "
+            "`contactlab run`"
+        )
+    return RunData(folder, summary, pd.DataFrame(), {})
 
 
 def load_table(folder: Path | str) -> TableResults:

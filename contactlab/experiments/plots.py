@@ -111,12 +111,27 @@ def plot_series(
 
 def plot_comparison(folder: Path) -> list[Path]:
     """Time-series plots of every run of a comparison, one line per combination."""
+    from contactlab.errors import ResultsError
+
     res = load_table(folder)
+    table_path = Path(folder) / "comparison.csv"
+    if res.table.empty:
+        raise ResultsError(
+            f"{str(table_path)!r} holds no runs; run the comparison again with `contactlab "
+            "compare ... --force`"
+        )
     runs = {}
     initial_energy = {}
-    for row in res.table.itertuples():
+    for i, row in enumerate(res.table.itertuples()):
         label = f"{row.formulation}/{row.model}/{row.solver}"
-        run = load_run_folder(Path(folder) / str(row.folder))
+        run_folder = Path(folder) / str(row.folder)
+        if not isinstance(row.folder, str) or not (run_folder / "summary.json").is_file():
+            raise ResultsError(
+                f"{str(table_path)!r} row {i + 1} names the run folder {str(row.folder)!r}, "
+                "which holds no run (a damaged table?); run the comparison again with "
+                "`contactlab compare ... --force` (finished runs are reused)"
+            )
+        run = load_run_folder(run_folder)
         runs[label] = run.steps
         e0 = (run.summary.get("initial_metrics") or {}).get("total_energy")
         if e0 is not None:
@@ -254,7 +269,17 @@ def plot_sweep(folder: Path) -> list[Path]:
     folder = Path(folder)
     res = load_table(folder)
     meta_path = folder / "sweep.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as err:
+        from contactlab.errors import ResultsError
+
+        raise ResultsError(
+            f"{str(meta_path)!r} is unreadable or corrupt ({' '.join(str(err).split())}); "
+            "run the sweep again (its finished runs are reused)"
+        ) from err
     solver_cols = meta.get("compare_by", ["model", "solver"])
     problem_cols = meta.get("problem_columns", ["scenario", "params", "formulation", "dt", "seed"])
     out = folder / "plots"

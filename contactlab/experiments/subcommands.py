@@ -234,8 +234,14 @@ def _setup_studies(p: argparse.ArgumentParser) -> None:
 
 def _cmd_studies(args: argparse.Namespace) -> int:
     from contactlab.experiments.studies import STUDIES, get_study, run_study
+    from contactlab.results import check_writable
 
     numbers = args.numbers or list(STUDIES)
+    # every study named and every report folder writable before the first run
+    folders = [get_study(number).folder for number in numbers]
+    if args.out is not None:
+        for folder in folders:
+            check_writable(args.out / folder)
     for number in numbers:
         out = None if args.out is None else args.out / get_study(number).folder
         report = run_study(

@@ -139,13 +139,24 @@ def pyramid_to_tangent(beta: Array, k: int) -> Array:
     return np.column_stack([B @ cos, B @ sin]).reshape(-1)
 
 
+#: most pyramid directions per contact: every contact gets this many impulse rows, so a
+#: mistyped ``directions=1000000000`` would allocate without end
+MAX_DIRECTIONS = 1024
+
+
 def check_directions(k: object) -> None:
-    """Raise :class:`ConfigurationError` unless ``k`` is ``None`` or an even integer >= 4."""
+    """Raise :class:`ConfigurationError` unless ``k`` is ``None`` or an even integer in
+    ``[4, MAX_DIRECTIONS]``."""
     if k is None:
         return
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 4 or k % 2:
         raise ConfigurationError(
             f"option directions must be an even integer >= 4 (or None for the scene's), got {k!r}"
+        )
+    if k > MAX_DIRECTIONS:
+        raise ConfigurationError(
+            f"option directions={k} is beyond the limit of {MAX_DIRECTIONS} pyramid directions "
+            "per contact; give fewer (4 to 64 are usual)"
         )
 
 

@@ -30,6 +30,11 @@ from contactlab.results import atomic_folder, git_commit, jsonable, package_vers
 _NUMBER = re.compile(r"^\s*([-+0-9.eE]+)\s*(deg)?\s*$")
 
 
+#: Largest magnitude of a position or velocity given on the command line: the torques
+#: square differences of them over the knot interval, which overflow far beyond it.
+MAX_VALUE = 1e6
+
+
 def parse_values(text: str | None, nq: int, name: str) -> np.ndarray | None:
     """``"0, 90deg, 0.1"`` -> (nq,) [rad or m]; ``deg`` converts one entry from degrees."""
     if text is None:
@@ -42,7 +47,13 @@ def parse_values(text: str | None, nq: int, name: str) -> np.ndarray | None:
                 f"{name}: {item.strip()!r} is not a number (use e.g. 0.5 or 90deg)"
             )
         value = float(match.group(1))
-        values.append(np.deg2rad(value) if match.group(2) else value)
+        value = float(np.deg2rad(value)) if match.group(2) else value
+        if not abs(value) <= MAX_VALUE:
+            raise ConfigurationError(
+                f"{name}: {item.strip()!r} is beyond the limit of {MAX_VALUE:g} in magnitude "
+                "[rad, m or per second]; give a smaller value"
+            )
+        values.append(value)
     if len(values) == 1 and nq > 1:
         values *= nq
     if len(values) != nq:
@@ -321,7 +332,9 @@ def _cmd(args: argparse.Namespace) -> int:
         f"{result.nit} iterations; gradient check {result.gradient_check_initial:.1e}; "
         f"boundary error {result.boundary_error:.1e}; results in {out}"
     )
-    return 0
+    # results written, but not an optimum that meets every constraint: exit 3, as `run`
+    # does for steps that missed their tolerance
+    return 0 if result.status == "optimal" else 3
 
 
 register_command("optimize", "least-squared-torque trajectory between two states", _setup, _cmd)

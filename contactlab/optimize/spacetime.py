@@ -50,6 +50,9 @@ from contactlab.reduced.tree import Array
 MAX_UNKNOWNS = 5_000
 #: Largest boundary error or joint-limit excursion [rad or m] of an ``optimal`` result.
 CONSTRAINT_TOL = 1e-8
+#: Range of the duration ``T`` [s]: the torques divide by ``h^2 = (T / K)^2``, which
+#: overflows or vanishes in floating point far outside it.
+DURATION_RANGE = (1e-6, 1e6)
 
 #: ``Newton`` and ``Gauss-Newton``: :mod:`contactlab.optimize.gauss_newton` (banded, take
 #: joint limits); ``L-BFGS-B`` (takes joint limits) and ``BFGS``: scipy, preconditioned.
@@ -111,6 +114,13 @@ class SpacetimeProblem:
         nq = self.model.nq
         if not (np.isfinite(self.duration) and self.duration > 0):
             raise ConfigurationError(f"duration must be a positive time [s], got {self.duration}")
+        lo, hi = DURATION_RANGE
+        if not lo <= self.duration <= hi:
+            raise ConfigurationError(
+                f"--duration {self.duration:g} s is outside the range {lo:g} to {hi:g} s that "
+                "the torques (divided by the squared knot interval) can be computed in; "
+                "give a duration in that range"
+            )
         if int(self.knots) != self.knots or self.knots < 2:
             raise ConfigurationError(f"knots must be an integer >= 2, got {self.knots}")
         if (self.knots - 1) * nq > MAX_UNKNOWNS:
@@ -375,6 +385,14 @@ def optimize(
     """
     if method not in METHODS:
         raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if (
+        isinstance(max_iterations, bool)
+        or int(max_iterations) != max_iterations
+        or max_iterations < 1
+    ):
+        raise ConfigurationError(
+            f"--max-iterations must be an integer >= 1, got {max_iterations!r}"
+        )
     has_limits = bool(np.isfinite(problem.lower).any() or np.isfinite(problem.upper).any())
     if has_limits and method == "BFGS":
         raise ConfigurationError(
