@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.common import MassInverse
 from contactlab.problem import StepProblem, StepSolution
 from solvers import QP, SOCBlocks
@@ -347,7 +348,7 @@ def _as_solution(
 
 
 def solve_rigid(
-    model: Any, problem: StepProblem, law: str, cache: dict[str, Any] | None = None
+    model: Any, problem: StepProblem, law: str, cache: ModelMemory | None = None
 ) -> StepSolution:
     """Anitescu--Hart (``law="ccp"``) or Coulomb (``law="coulomb"``) on the wide cone.
 
@@ -364,7 +365,7 @@ def solve_rigid(
     q = free - wide.b
     nc, d = wide.nc, wide.d
     shift = np.zeros(nc)
-    memory = None if cache is None else cache.get("spin:shift")
+    memory = None if cache is None else recall(cache, "spin:shift", tuple)
     if law == "coulomb" and memory is not None and nc:
         ids, old = memory
         where = {int(i): k for k, i in enumerate(ids)}

@@ -9,7 +9,7 @@ velocities of a model's step are unique (strictly convex in the velocities:
 compares velocities, not impulses.
 
 Tolerance per backend: ten times its declared accuracy
-(``solvers.get_backend(name).tolerance``: 1e-9 Lemke, 1e-6 PGS and the
+(``solvers.get_backend(name).tolerance.accuracy``: 1e-9 Lemke, 1e-6 PGS and the
 active-set / proximal QP solvers, 1e-5 OSQP and Clarabel, 1e-4 ECOS and SCS)
 in [m/s], the velocities being of order 1 m/s.  Measured spreads are far
 smaller: below 5e-7 m/s for all backends (ECOS the loosest).
@@ -153,5 +153,5 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
             assert sol.status not in ("optimal", "optimal_inaccurate")
             continue
         assert sol.status in ("optimal", "optimal_inaccurate"), (name, sol.status)
-        tol = 10.0 * solvers.get_backend(name).tolerance
+        tol = 10.0 * solvers.get_backend(name).tolerance.accuracy
         assert np.max(np.abs(sol.v - ref.v)) < tol, (name, np.max(np.abs(sol.v - ref.v)))
