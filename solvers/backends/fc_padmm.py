@@ -67,6 +67,7 @@ from solvers.backends.friction import (
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
+from solvers.numerics.csr import csr_mul, csr_tmul
 from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
 from solvers.result import RawSolution
 
@@ -78,26 +79,6 @@ IVec = NDArray[np.int64]
 
 #: Rows up to which a problem without a factor is solved with a dense Cholesky of ``W``.
 DENSE_ROWS = 1500
-
-
-@njit(cache=True)
-def _cmul(ptr: IVec, idx: IVec, val: Vec, x: Vec, out: Vec) -> None:
-    """``out = C x``."""
-    for i in range(ptr.shape[0] - 1):
-        acc = 0.0
-        for k in range(ptr[i], ptr[i + 1]):
-            acc += val[k] * x[idx[k]]
-        out[i] = acc
-
-
-@njit(cache=True)
-def _ctmul(ptr: IVec, idx: IVec, val: Vec, x: Vec, out: Vec) -> None:
-    """``out = C' x``."""
-    out[:] = 0.0
-    for i in range(ptr.shape[0] - 1):
-        xi = x[i]
-        for k in range(ptr[i], ptr[i + 1]):
-            out[idx[k]] += val[k] * xi
 
 
 @njit(cache=True)
@@ -113,10 +94,10 @@ def _wmul(
                 acc += Wd[i, j] * x[j]
             out[i] = acc
         return
-    _ctmul(ptr, idx, val, x, tv)
+    csr_tmul(ptr, idx, val, x, tv)
     for j in range(tv.shape[0]):
         tv[j] *= d[j]
-    _cmul(ptr, idx, val, tv, out)
+    csr_mul(ptr, idx, val, tv, out)
 
 
 @njit(cache=True)
@@ -198,9 +179,9 @@ def _shifted_solve(
                 s -= Ld[k, i] * out[k]
             out[i] = s / Ld[i, i]
         return
-    _ctmul(ptr, idx, val, b, tv)
+    csr_tmul(ptr, idx, val, b, tv)
     solve(L, 6, perm, lptr, lrows, tv, tv2)
-    _cmul(ptr, idx, val, tv2, out)
+    csr_mul(ptr, idx, val, tv2, out)
     for i in range(b.shape[0]):
         out[i] = (b[i] - out[i]) / sigma
 
