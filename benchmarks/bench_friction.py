@@ -116,7 +116,7 @@ from contactlab.collision import collide
 from contactlab.commands import parse_option_value
 from contactlab.errors import StepFailure
 from contactlab.models.base import SolvingModel, model_class
-from contactlab.runspec import RunSpec, check_fits
+from contactlab.runspec import RunSpec, build_simulator, check_fits
 from contactlab.scene import State
 from contactlab.simulator import Simulator
 from solvers.jit import kernel_accounting
@@ -250,7 +250,7 @@ def user_options(model: str, solver: str, options: dict[str, Any]) -> dict[str, 
 
     An option equal to the model's default is left out, and so is a ``solver_tol``
     equal to the tolerance the model asks of ``solver`` when it is unset (its
-    ``benchmarked_tol`` or the backend's ``default_tol``): what remains is what a
+    ``benchmarked_tol`` or the backend's ``tolerance.request``): what remains is what a
     user would have to set with ``--model-option`` to get the row's figure.
     """
     cls = model_class(model)
@@ -352,7 +352,7 @@ def measure(
     """Thread CPU times [ms] and accuracy of ``steps`` timed steps after ``warmup`` steps,
     each made by the simulator of ``spec`` (:meth:`RunSpec.simulator`, as ``contactlab
     run`` builds it) from ``start``."""
-    sim = spec.simulator()
+    sim = build_simulator(spec)
     model = spec.model
     state = start
     rows: list[dict[str, float]] = []
@@ -596,7 +596,7 @@ def run_transient(
     from contactlab.models.base import SolvingModel
 
     model, solver, options = spec.model, spec.solver, dict(spec.model_options)
-    sim = spec.simulator()
+    sim = build_simulator(spec)
     tol = float(getattr(sim.model, "tol", 1e-6))
     h = sim.dt
     state = start

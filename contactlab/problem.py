@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from contactlab.csr import empty_csr
 from contactlab.errors import ConfigurationError
+from contactlab.memory import ModelMemory
 
 if TYPE_CHECKING:
     from contactlab.collision.contacts import ContactSet
@@ -316,8 +317,8 @@ class StepSolution:
         ``outer_iterations`` for staggered schemes.
     solve_time : [s] wall time spent in the solver layer.
     results : the raw :class:`solvers.SolverResult` objects, in order.
-    cache : what the model carries to the next step (warm starts only), merged
-        into ``State.cache``.
+    cache : what the model carries to the next step (warm starts only, a
+        :class:`~contactlab.memory.ModelMemory`), merged into ``State.cache``.
     report : the model's own quantities of this step, typed per model and never
         carried to the next step (``bisp`` and ``joint-friction-sp``:
         ``JointFrictionReport``; ``staggered-projections``: ``StaggeredReport``;
@@ -337,5 +338,5 @@ class StepSolution:
     solve_time: float = 0.0
     residual: float = 0.0
     results: list[SolverResult] = field(default_factory=list)
-    cache: dict[str, Any] = field(default_factory=dict)
+    cache: ModelMemory = field(default_factory=ModelMemory)
     report: Any = None

@@ -19,6 +19,7 @@ from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
+from contactlab.spec import RunSpec
 
 #: Callback run after every step; returning ``True`` stops the run early.
 StepCallback = Callable[[State, "StepRecord"], "bool | None"]
@@ -49,6 +50,12 @@ class StepRecord:
 class Run:
     """A finished (or, attached to a :class:`StepFailure`, interrupted) run.
 
+    spec : the run's :class:`~contactlab.runspec.RunSpec` with the scene's choices
+        filled in (formulation, model, solver, step size; ``scenario`` is the
+        scene's name, ``duration`` the time the run was asked to simulate); the
+        run's ``formulation``, ``model``, ``solver``, ``dt``, ``model_options``,
+        ``formulation_options``, ``strict`` and ``parameters`` read it.
+    scene : the scene that was stepped.
     steps : one row per step (columns of :data:`contactlab.metrics.STEP_METRICS`).
     trajectory : ``t`` (T+1,), ``body_names`` (nb,), ``position`` (T+1, nb, 3),
         ``rotation`` (T+1, nb, 3, 3), ``twist`` (T+1, nb, 6) body-frame twists
@@ -58,27 +65,55 @@ class Run:
         unconverged: kept with their best iterate, see :mod:`contactlab.simulator`),
         ``"stopped"`` (a callback ended it), ``"diverged"`` (the divergence
         guard stopped it) or ``"failed"``.
+    defaults : the choices taken from the scene's defaults and why (empty when all
+        were given).
     """
 
+    spec: RunSpec
     scene: Scene
-    formulation: str
-    model: str
-    solver: str
-    dt: float
-    model_options: dict[str, Any]
     steps: pd.DataFrame
     trajectory: dict[str, NDArray[Any]]
     initial_metrics: dict[str, float]
     wall_time_s: float
     status: str
     message: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
-    #: the choices taken from the scene's defaults and why (empty when all were given)
     defaults: dict[str, Any] = field(default_factory=dict)
-    #: options of the formulation (integrator, ...); empty for its defaults
-    formulation_options: dict[str, Any] = field(default_factory=dict)
-    #: whether the first unconverged step was to stop the run (``Simulator(strict=)``)
-    strict: bool = False
+
+    @property
+    def formulation(self) -> str:
+        return str(self.spec.formulation)
+
+    @property
+    def model(self) -> str:
+        return str(self.spec.model)
+
+    @property
+    def solver(self) -> str:
+        return str(self.spec.solver)
+
+    @property
+    def dt(self) -> float:
+        """Step size [s]."""
+        return float(self.spec.dt)  # type: ignore[arg-type]
+
+    @property
+    def model_options(self) -> dict[str, Any]:
+        return dict(self.spec.model_options)
+
+    @property
+    def formulation_options(self) -> dict[str, Any]:
+        """Options of the formulation (integrator, ...); empty for its defaults."""
+        return dict(self.spec.formulation_options)
+
+    @property
+    def strict(self) -> bool:
+        """Whether the first unconverged step was to stop the run (``Simulator(strict=)``)."""
+        return self.spec.strict
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The scene's parameters."""
+        return dict(self.spec.params)
 
     @property
     def n_steps(self) -> int:

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactlab import se3
 from contactlab.attachment import Attachment, attachments_of
 from contactlab.errors import ConfigurationError, StateError
+from contactlab.memory import ModelMemory
 
 Array = NDArray[np.float64]
 
@@ -528,8 +529,9 @@ class State:
     E : (nb, 4, 4) body transforms, body to world.
     phi : (nb, 6) body twists in body coordinates, angular first [rad/s, m/s].
     q, qdot : reduced coordinates and velocities, or ``None`` in maximal runs.
-    cache : solver warm starts and model memory (e.g. the previous step's
-        friction impulses); never needed for correctness.
+    cache : the model's memory, a :class:`~contactlab.memory.ModelMemory` (warm
+        starts such as the previous step's friction impulses; any mapping given is
+        copied into one); never needed for correctness.
     """
 
     t: float
@@ -537,7 +539,11 @@ class State:
     phi: Array
     q: Array | None = None
     qdot: Array | None = None
-    cache: Mapping[str, Any] = field(default_factory=dict)
+    cache: Mapping[str, Any] = field(default_factory=ModelMemory)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cache, ModelMemory):
+            object.__setattr__(self, "cache", ModelMemory(self.cache))
 
     def check_finite(self) -> None:
         """Raise :class:`StateError` naming the first non-finite array."""

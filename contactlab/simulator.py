@@ -67,11 +67,13 @@ from contactlab.formulation import (
     formulation_class,
     make_formulation,
 )
+from contactlab.memory import ModelMemory
 from contactlab.models.base import ContactModel, check_solver, make_model
 from contactlab.problem import StepSolution
 from contactlab.progress import progress_bar
 from contactlab.runs import Run, StepCallback, StepRecord
 from contactlab.scene import Scene, State
+from contactlab.spec import RunSpec
 from contactlab.step_table import StepTable
 from contactlab.trajectory import MAX_STEPS, MEMORY_SHARE, TrajectoryRecorder, run_length
 from solvers.errors import SolverError
@@ -271,7 +273,7 @@ class Simulator:
         # the stable ids are part of the problem the model receives (a new, checked problem)
         problem = replace(assembled_problem, contact_ids=track.ids, contact_origin=track.origin)
         assembled = time.perf_counter()
-        cache = dict(state.cache)
+        cache = ModelMemory(state.cache)  # the model writes into its own copy
         cache[identity.CACHE_KEY] = track
         try:
             solution = self.model.solve(problem, cache)
@@ -294,7 +296,9 @@ class Simulator:
                 index, state.t, f"non-finite velocities (status {solution.status!r})"
             )
         new_state = self.formulation.advance(state, solution, h)
-        new_state = replace(new_state, cache={**new_state.cache, **cache, **solution.cache})
+        new_state = replace(
+            new_state, cache=ModelMemory(new_state.cache).merged(cache, solution.cache)
+        )
         new_state.check_finite()
         row: dict[str, Any] = {"step": index, "t": float(new_state.t), "h": h}
         row.update(self.formulation.metrics(new_state))
@@ -423,7 +427,7 @@ class Simulator:
                         break
         except ContactlabError as err:  # StepFailure, StateError, DivergenceError, ...
             status = getattr(err, "status", "failed")
-            err.run = self._make_run(rows, recorder, initial, wall_start, status, str(err))  # type: ignore[attr-defined]
+            err.run = self._make_run(rows, recorder, initial, wall_start, n, status, str(err))  # type: ignore[attr-defined]
             raise
         finally:
             if bar is not None:
@@ -432,7 +436,7 @@ class Simulator:
         if status == "ok" and any(r["status"] != "optimal" for r in rows):
             status = "inaccurate"
             message = self._inaccurate_message(rows)
-        return self._make_run(rows, recorder, initial, wall_start, status, message)
+        return self._make_run(rows, recorder, initial, wall_start, n, status, message)
 
     def _inaccurate_message(self, rows: StepTable) -> str:
         """Which steps were not solved to optimality, the first one's cause, and a hint."""
@@ -483,6 +487,7 @@ class Simulator:
         recorder: TrajectoryRecorder,
         initial: dict[str, float],
         wall_start: float,
+        planned: int,
         status: str,
         message: str = "",
     ) -> Run:
@@ -491,21 +496,26 @@ class Simulator:
         ordered = [c for c in columns if c in steps] + [c for c in steps if c not in columns]
         steps = steps[ordered] if len(rows) else pd.DataFrame(columns=columns)
         form, model, solver = self.names
-        return Run(
-            scene=self.scene,
+        spec = RunSpec(
+            scenario=self.scene.name,
+            params=dict(self.scene.params),
             formulation=form,
             model=model,
             solver=solver,
             dt=self.dt,
+            duration=planned * self.dt,
             model_options=dict(self.model_options),
+            formulation_options=dict(self.formulation_options),
+            strict=self.strict,
+        )
+        return Run(
+            spec=spec,
+            scene=self.scene,
             steps=steps,
             trajectory=recorder.arrays(),
             initial_metrics=initial,
             wall_time_s=time.perf_counter() - wall_start,
             status=status,
             message=message,
-            parameters=dict(self.scene.params),
             defaults=dict(self.defaults),
-            formulation_options=dict(self.formulation_options),
-            strict=self.strict,
         )

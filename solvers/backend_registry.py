@@ -73,8 +73,8 @@ def backend_table() -> list[dict[str, Any]]:
                 "kind": cls.kind,
                 "forms": cls.forms(),
                 "warm_start": cls.supports_warm_start,
-                "tolerance": cls.tolerance,
-                "default_tol": cls.default_tol,
+                "tolerance": cls.tolerance.accuracy,
+                "default_tol": cls.tolerance.request,
                 "description": cls.description,
                 "origin": BACKENDS.origin(name),
             }

@@ -1,9 +1,14 @@
-"""``solve(problem, backend)``: route a problem to a backend, converting when the forms differ.
+"""``solve(problem, backend)``: carry a problem to a backend along the route the fit table gives.
 
-The layer, not the backend, computes residuals and objective, so every backend
-is measured the same way.  Conversions applied are named in the result; a
-problem a backend cannot take, with no conversion that applies, raises
-:class:`~solvers.errors.IncompatibleProblem` naming what would help.
+Which backend takes which problem, and through which conversions, is decided
+once, by :func:`solvers.fitting.plan` (the route table of
+:mod:`solvers.fitting`); this module carries out that route: the form
+conversions it names, then the standard-form normalisations an LCP backend
+without box support needs, then the backend.  A problem the table refuses
+raises :class:`~solvers.errors.IncompatibleProblem` with the table's reason and
+the backends that fit.  The layer, not the backend, computes residuals and
+objective, so every backend is measured the same way; every conversion
+applied is named in the result.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from solvers import conversions as cv
 from solvers.backend_registry import available_backends, get_backend
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError, SolverError, SolverNotFound
-from solvers.fitting import fitting_backends, kind_of
+from solvers.fitting import fitting_backends, kind_of, plan
 from solvers.frictional import FrictionalContact, GlobalFrictionalContact
 from solvers.problems import LCP, QP
 from solvers.residuals import lcp_residuals, qp_residuals
 from solvers.result import RawSolution, SolverResult
+from solvers.tolerance import requested_tol
 from solvers.verdict import verdict
 
 Vec = NDArray[np.float64]
@@ -98,8 +104,9 @@ def solve(
         ``"pgs"``, ``"lemke"``, ``"cvxpy:clarabel"``, ``"qpsolvers:quadprog"`` ...).
     tol
         Requested absolute tolerance, passed to the backend's own settings;
-        ``None``: the backend's ``default_tol`` (1e-9; ``pgs`` 1e-6, the
-        accuracy Gauss--Seidel reaches on redundant contacts).
+        ``None``: the backend's ``tolerance.request``
+        (:func:`solvers.tolerance.requested_tol`: 1e-9; ``pgs`` and the
+        frictional-contact backends 1e-6, what they reach).
     max_iter
         Iteration cap (backend default if ``None``).
     warm_start
@@ -119,10 +126,7 @@ def solve(
         unknowns or rows is solved by the layer (status ``optimal``, no backend call).
     """
     be = get_backend(backend)
-    if tol is None:
-        tol = be.default_tol
-    if tol <= 0 or not np.isfinite(tol):
-        raise ProblemError("tol", f"must be a positive finite number, got {tol}")
+    tol = requested_tol(be, tol)
     x0, y0 = _warm(warm_start)
     if max_iter is not None and not be.supports_max_iter:
         warnings.warn(
@@ -160,26 +164,36 @@ def solve(
     return _solve_lcp(problem, be, opts)
 
 
-def _check_qp(qp: QP, be: Backend) -> None:
-    if qp.soc is not None and not be.supports_soc:
+def _route(problem: QP | LCP, be: Backend) -> tuple[str, ...]:
+    """The form conversions of the route :func:`solvers.fitting.plan` gives, or its refusal."""
+    answer = plan(be, problem)
+    if not answer.ok:
+        kind = answer.kinds[0] if answer.kinds else kind_of(problem)
+        raise IncompatibleProblem(f"{answer.reason}; backends that fit: {_fitting(kind)}")
+    return answer.conversions
+
+
+def _to_lcp(qp: QP, how: str, be: Backend) -> tuple[LCP, Callable[[Vec], tuple[Vec, Vec | None]]]:
+    """The LCP of ``qp`` by conversion ``how`` (a route's first step) and its map back."""
+    if how == cv.BOUND_QP_TO_LCP:
+        bound = cv.bound_qp_to_lcp(qp)
+        if bound is None:  # the route was chosen because A is made of bound rows
+            raise ProblemError("A", "is not made of distinct unit rows (bounds on variables)")
+        return bound
+    try:
+        return cv.qp_to_dual_lcp(qp)
+    except ProblemError as err:
         raise IncompatibleProblem(
-            f"backend {be.name!r} does not handle second-order cones (QP.soc); "
-            f"cone-capable backends: {_fitting('soc_qp')}"
-        )
-    if be.equality_only and not qp.is_equality_only:
-        k = int(np.sum(qp.l != qp.u))
-        raise IncompatibleProblem(
-            f"backend {be.name!r} solves only equality-constrained QPs (l == u), this QP has "
-            f"{k} inequality rows; use osqp, a cvxpy:/qpsolvers: backend, or pgs for "
-            f"bound-constrained QPs (inequality-capable: {_fitting('qp')})"
-        )
+            f"backend {be.name!r} takes LCPs; the dual LCP of this QP needs a positive definite "
+            f"P ({err}); use a QP backend: {_fitting('rows_qp')}"
+        ) from err
 
 
 def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
-    convs: list[str] = []
+    route = _route(qp, be)
+    convs: list[str] = list(route[:1])
     t0 = time.perf_counter()
-    if be.accepts_qp:
-        _check_qp(qp, be)
+    if not route:
         scaled = cv.cost_scaled(qp) if be.equilibrate else None
         if scaled is None:
             raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
@@ -194,38 +208,19 @@ def _solve_qp(qp: QP, be: Backend, opts: SolveOptions) -> SolverResult:
             raw = _call(lambda: be.solve_qp(qs, sopts), qp.n)
             x, y = raw.x, scale.y(raw.y)
             raw.z_soc = scale.z_soc(raw.z_soc)
-    elif be.accepts_lcp:
-        if qp.soc is not None:
-            _check_qp(qp, be)
-        bound = cv.bound_qp_to_lcp(qp)
-        if bound is not None:
-            lcp, recover = bound
-            convs.append(cv.BOUND_QP_TO_LCP)
-        else:
-            try:
-                lcp, recover = cv.qp_to_dual_lcp(qp)
-            except ProblemError as err:
-                raise IncompatibleProblem(
-                    f"backend {be.name!r} takes LCPs; this QP has general rows and P is not "
-                    f"positive definite, so neither the bound-constrained nor the dual LCP form "
-                    f"applies ({err}); use a QP backend: {_fitting('rows_qp')}"
-                ) from err
-            convs.append(cv.QP_TO_DUAL_LCP)
+    else:
+        lcp, recover = _to_lcp(qp, route[0], be)
+        if route[0] == cv.QP_TO_DUAL_LCP:  # unknowns of another space: no warm start
             opts = SolveOptions(opts.tol, opts.max_iter, None, None, opts.time_limit, opts.settings)
         t_conv = time.perf_counter() - t0
         raw, more = _run_lcp(lcp, be, opts)
         convs.extend(more)
         raw.setup_time += t_conv
         x, y = recover(raw.x) if np.all(np.isfinite(raw.x)) else (np.full(qp.n, np.nan), None)
-    else:
-        raise IncompatibleProblem(
-            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
-            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(qp))}"
-        )
     finite = np.all(np.isfinite(x))
     res = qp_residuals(qp, x, y, raw.z_soc) if finite else _nan_residuals()
     obj = qp.objective(x) if finite else float("nan")
-    judged = verdict(raw.status, res, opts.tol, be.tolerance, qp.q)
+    judged = verdict(raw.status, res, opts.tol, be.tolerance.accuracy, qp.q)
     return SolverResult(
         x,
         y,
@@ -266,11 +261,12 @@ def _empty(problem: QP | LCP, be: Backend) -> SolverResult:
 
 
 def _run_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> tuple[RawSolution, list[str]]:
-    """Solve an LCP on an LCP backend, reducing it to the form the backend takes."""
-    if lcp.blocks is not None and not be.supports_friction_blocks:
-        raise IncompatibleProblem(
-            f"backend {be.name!r} does not handle friction blocks; use {_fitting('block_lcp')}"
-        )
+    """Solve an LCP on an LCP backend the route chose, in the form the backend takes.
+
+    A backend without box support gets the LCP's standard form: free rows
+    eliminated, bounds shifted (normalisations of this instance, named in the
+    result's conversions after the route's).
+    """
     if be.supports_box_lcp:
         return _call(lambda: be.solve_lcp(lcp, opts), lcp.n), []
     convs: list[str] = []
@@ -302,26 +298,21 @@ def _run_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> tuple[RawSolution, li
 
 
 def _solve_lcp(lcp: LCP, be: Backend, opts: SolveOptions) -> SolverResult:
-    if be.accepts_lcp:
+    route = _route(lcp, be)
+    if not route:
         raw, convs = _run_lcp(lcp, be, opts)
-    elif be.accepts_qp:
+    else:  # the one conversion of an LCP route: the QP of a symmetric PSD LCP
         t0 = time.perf_counter()
         qp, _ = cv.lcp_to_qp(lcp)
-        _check_qp(qp, be)
         t_conv = time.perf_counter() - t0
         raw = _call(lambda: be.solve_qp(qp, opts), qp.n)
         raw.setup_time += t_conv
         convs = [cv.LCP_TO_QP]
-    else:
-        raise IncompatibleProblem(
-            f"backend {be.name!r} accepts neither QPs nor LCPs (it takes frictional-contact "
-            f"problems, solvers.FrictionalContact); use one of {_fitting(kind_of(lcp))}"
-        )
     z = raw.x
     finite = bool(np.all(np.isfinite(z)))
     w = lcp.w(z) if finite else np.full(lcp.n, np.nan)
     res = lcp_residuals(lcp, z) if finite else _nan_residuals()
-    judged = verdict(raw.status, res, opts.tol, be.tolerance, lcp.q)
+    judged = verdict(raw.status, res, opts.tol, be.tolerance.accuracy, lcp.q)
     return SolverResult(
         z,
         None,

@@ -189,7 +189,7 @@ def solve_frictional(
     if finite:
         measures, w = residuals_and_velocity(problem, r)  # w = W r + q, computed once
     residuals = {"natural_map": measures["natural_map"]}
-    judged = verdict(raw.status, residuals, opts.tol, be.tolerance, problem.q)
+    judged = verdict(raw.status, residuals, opts.tol, be.tolerance.accuracy, problem.q)
     status = judged.status
     if not finite and status in ("optimal", "optimal_inaccurate"):
         status = "numerical_error"

@@ -21,7 +21,8 @@ Built-in kinds
 ``bound_qp`` / ``box_qp``
     PSD cost and one-sided / two-sided bounds on the variables: inequality QP
     backends that accept a singular cost; LCP backends through "bound QP ->
-    box LCP" (two-sided bounds need a box-LCP backend).
+    box LCP" (two-sided bounds need a box-LCP backend, or a pivoting one: the
+    standard form of a box has a zero diagonal block, which Lemke's method takes).
 ``rows_qp``
     PSD cost and general inequality rows: QP backends only (the dual LCP needs
     an SPD cost).
@@ -43,6 +44,10 @@ LCP backends without box support (``supports_box_lcp = False``) also go
 through "mixed lcp -> lcp" and "box lcp -> standard lcp" where a problem has
 free rows or shifted bounds; :attr:`Fit.conversions` names the form
 conversions, the result's ``conversions`` every one applied.
+
+:func:`solvers.solve` decides nothing of its own: it asks :func:`plan` for the
+route of the problem it was given and carries out that route's conversions (a
+problem refused here is refused there, with this module's reason).
 
 A new problem type (say the frictional-contact problem in FCLIB's local
 form) registers its kind with the flags its backends declare::
@@ -124,6 +129,34 @@ class Fit:
         return self.ok
 
 
+#: What a backend lacks, in words, when a route needs ``flag == value`` and it declares otherwise.
+_LACKS: dict[tuple[str, Any], str] = {
+    ("accepts_qp", True): "takes no QPs",
+    ("accepts_lcp", True): "takes no LCPs",
+    ("accepts_fc", True): "takes no frictional-contact problems",
+    ("equality_only", False): "solves only equality-constrained QPs (l == u)",
+    ("requires_definite", False): "needs a positive definite cost",
+    ("supports_soc", True): "does not handle second-order cones",
+    ("supports_box_lcp", True): "takes no box bounds",
+    ("supports_friction_blocks", True): "does not handle friction blocks",
+    ("supports_zero_diagonal", True): "divides by the diagonal (zero entries need pivoting)",
+    ("solves_coulomb", True): "solves the CCP, not the Coulomb law",
+}
+
+
+def _lacks(backend: type[Backend], routes: Iterable[Route]) -> str:
+    """``"it A; it B"``: the first thing ``backend`` lacks on each route, in words, once each."""
+    said: list[str] = []
+    for route in routes:
+        flag, value = next(
+            (f, v) for f, v in route.needs.items() if getattr(backend, f, False) != v
+        )
+        words = _LACKS.get((flag, value), f"does not declare {flag} = {value!r}")
+        if words not in said:
+            said.append(words)
+    return "; ".join(f"it {w}" for w in said)
+
+
 _QP_INEQ = {"accepts_qp": True, "equality_only": False}
 _QP_PSD = {**_QP_INEQ, "requires_definite": False}
 
@@ -160,6 +193,8 @@ for _kind in (
         (
             Route(_QP_PSD),
             Route({"accepts_lcp": True, "supports_box_lcp": True}, (cv.BOUND_QP_TO_LCP,)),
+            # box -> standard adds a zero diagonal block (the upper bounds' multipliers)
+            Route({"accepts_lcp": True, "supports_zero_diagonal": True}, (cv.BOUND_QP_TO_LCP,)),
         ),
     ),
     ProblemKind("rows_qp", "QP with PSD cost and general inequality rows", (Route(_QP_PSD),)),
@@ -215,24 +250,43 @@ def _positive_definite(P: Any) -> bool:
     return True
 
 
+#: Kinds that one cheap test of a problem's form leaves open, told apart by a costlier one
+#: (a factorisation of ``P``, the symmetry of ``M``): :func:`plan` runs that test only
+#: when a backend's answer differs between them.
+_FAMILIES: dict[str, tuple[str, ...]] = {
+    "soc_qp": ("soc_qp",),
+    "eq_qp": ("eq_qp",),
+    "rows": ("bound_qp", "box_qp", "qp", "rows_qp"),
+    "block_lcp": ("block_lcp",),
+    "lcp": ("sym_lcp", "lcp", "pivot_lcp"),
+}
+
+
+def _family(problem: QP | LCP) -> tuple[str, ...]:
+    """The kinds a :class:`QP` or :class:`LCP` may be, from tests that read no matrix."""
+    if isinstance(problem, QP):
+        if problem.soc is not None:
+            return _FAMILIES["soc_qp"]
+        return _FAMILIES["eq_qp"] if problem.is_equality_only else _FAMILIES["rows"]
+    return _FAMILIES["lcp"] if problem.blocks is None else _FAMILIES["block_lcp"]
+
+
 def kind_of(problem: Any) -> str:
     """The kind of a concrete problem (the most general kind whose routes apply to it).
 
     A :class:`QP` or :class:`LCP` is classified by its data; any other problem
     type names its kind in a ``kind`` attribute.
     """
+    if isinstance(problem, (QP, LCP)):
+        family = _family(problem)
+        if len(family) == 1:
+            return family[0]
     if isinstance(problem, QP):
-        if problem.soc is not None:
-            return "soc_qp"
-        if problem.is_equality_only:
-            return "eq_qp"
         if problem.bound_rows() is not None:
             two_sided = np.isfinite(problem.l) & np.isfinite(problem.u) & (problem.l != problem.u)
             return "box_qp" if bool(np.any(two_sided)) else "bound_qp"
         return "qp" if _positive_definite(problem.P) else "rows_qp"
     if isinstance(problem, LCP):
-        if problem.blocks is not None:
-            return "block_lcp"
         if problem.is_symmetric:
             return "sym_lcp"
         return "lcp" if bool(np.all(problem.M.diagonal() > 0)) else "pivot_lcp"
@@ -298,11 +352,32 @@ def fit(
             return Fit(
                 False,
                 (),
-                f"backend {cls.name!r} cannot take a {kind.description}; that needs {needs}",
+                f"backend {cls.name!r} cannot take a {kind.description} "
+                f"({_lacks(cls, kind.routes)}); that needs {needs}",
                 names,
             )
         convs.extend(route.conversions)
     return Fit(True, tuple(convs), "", names)
+
+
+def plan(backend: str | Backend | type[Backend], problem: QP | LCP) -> Fit:
+    """The route by which ``backend`` takes the concrete ``problem``: :func:`fit` of its kind.
+
+    The problem is classified only as far as the answer depends on it: when the
+    backend takes every kind of the problem's family through the same
+    conversions (OSQP and a QP with inequality rows, PGS and an LCP with a
+    positive diagonal), no factorisation or symmetry test runs, and
+    :attr:`Fit.kinds` names that family.  :func:`solvers.solve` follows this
+    answer and nothing else.
+    """
+    cls = _backend_class(backend)
+    family = _family(problem)
+    if len(family) > 1:
+        answers = [fit(cls, kind) for kind in family]
+        first = answers[0]
+        if first.ok and all(a.ok and a.conversions == first.conversions for a in answers):
+            return Fit(True, first.conversions, "", family)
+    return fit(cls, kind_of(problem))
 
 
 def fitting_backends(

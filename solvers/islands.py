@@ -190,7 +190,7 @@ def solve_islands(
     measures, w = residuals_and_velocity(problem, x)
     residuals = {"natural_map": measures["natural_map"]}
     status = _worst(statuses)
-    judged = verdict(status, residuals, tol, get_backend(backend).tolerance, problem.q)
+    judged = verdict(status, residuals, tol, get_backend(backend).tolerance.accuracy, problem.q)
     head = f"{len(parts)} islands, each by {backend}; natural map {residuals['natural_map']:.3e}"
     return SolverResult(
         x, None, judged.status, "; ".join([head, *messages]) + judged.note, its, setup, run,

@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from contactlab.contact.friction_cone import pyramid_rows
 from contactlab.errors import ConfigurationError
+from contactlab.memory import ModelMemory
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     MassInverse,
@@ -100,7 +101,7 @@ class AnitescuHart(SolvingModel):
             return [("soc_qp",), ccp]
         return [("qp",) if options["form"] == "primal" else ("rows_qp",), ccp]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if spin_active(self.options):
             return solve_rigid(self, problem, "ccp", cache)
         k = int(self.options["directions"] or problem.directions)

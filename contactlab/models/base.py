@@ -13,7 +13,8 @@ options (names of :func:`solvers.kinds`: a QP with general rows, a
 bound-constrained QP, a QP with cones, an LCP with friction blocks, ...) as
 alternative routes; the solver layer alone decides which backends fit a kind
 (:func:`solvers.fit`), which tolerance a backend is asked for by default
-(``Backend.default_tol``) and whether a claimed solution is plausible
+(:func:`solvers.tolerance.requested_tol`, from the backend's ``tolerance.request``
+and the model's ``benchmarked_tol``) and whether a claimed solution is plausible
 (``SolverResult.plausible``).
 """
 
@@ -29,12 +30,14 @@ import numpy as np
 
 import solvers
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.memory import ModelMemory
 from contactlab.models.common import Array, Rows, worst_status
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.userfiles import file_object, names_file_object
 from solvers import LCP, QP, FrictionalContact, SolverResult
 from solvers.fitting import describe
 from solvers.plugins import Registry
+from solvers.tolerance import requested_tol
 
 
 class ContactModel(ABC):
@@ -64,8 +67,8 @@ class ContactModel(ABC):
         self.options = options
 
     @abstractmethod
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
-        """Solve one step; ``cache`` carries warm starts between steps."""
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
+        """Solve one step; ``cache`` (the model's memory) carries warm starts between steps."""
 
     @classmethod
     def compatible_solvers(cls, **options: Any) -> list[str]:
@@ -107,7 +110,7 @@ def _logged(solve: Callable[..., StepSolution]) -> Callable[..., StepSolution]:
     (the outermost call of the model: a nested call of the same model shares it)."""
 
     @functools.wraps(solve)
-    def wrapper(self: SolvingModel, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def wrapper(self: SolvingModel, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if self._step_log is not None:  # a nested call of the same model
             return solve(self, problem, cache)
         self._step_log = _StepLog()
@@ -138,7 +141,7 @@ class SolvingModel(ContactModel):
     --------------
     solver_tol : absolute tolerance passed to every inner solve; ``None`` (default): the
         model's ``benchmarked_tol`` for the backend if it has one, else the backend's
-        ``default_tol`` (1e-9; ``pgs`` 1e-6, its declared accuracy; the friction backends
+        ``tolerance.request`` (1e-9; ``pgs`` 1e-6, its declared accuracy; the friction backends
         1e-6, what the benchmarks measured).
     max_iter : iteration cap of every inner solve (backend default if ``None``).
     solver_settings : dict passed unchanged to the backend (e.g. ``{"omega": 1.2}``).
@@ -149,7 +152,7 @@ class SolvingModel(ContactModel):
     defaults: ClassVar[dict[str, Any]] = {}
     #: The unset ``solver_tol`` of this model with a backend whose benchmark row
     #: (``benchmarks/bench_friction.py``) asks for another tolerance than the backend's
-    #: ``default_tol``: the user's default run is the benchmark's.
+    #: ``tolerance.request``: the user's default run is the benchmark's.
     benchmarked_tol: ClassVar[dict[str, float]] = {}
     common: ClassVar[dict[str, Any]] = {
         "solver_tol": None,
@@ -171,11 +174,7 @@ class SolvingModel(ContactModel):
             )
         self.backend = backend
         #: tolerance of every inner solve (``solver_tol``, or the default request)
-        self.tol = float(
-            self.options["solver_tol"]
-            if self.options["solver_tol"] is not None
-            else self.default_tolerance(backend.name)
-        )
+        self.tol = requested_tol(backend, self.options["solver_tol"], self.benchmarked_tol)
         self.route = next(r for r in self.routes(**merged) if solvers.fit(backend, r))
         #: the inner solves of the step being solved (``None`` between steps)
         self._step_log: _StepLog | None = None
@@ -192,9 +191,9 @@ class SolvingModel(ContactModel):
     def default_tolerance(cls, solver: str) -> float:
         """The tolerance of the inner solves when ``solver_tol`` is unset: the model's
         ``benchmarked_tol`` for the backend if it has one, else the backend's own
-        ``default_tol``."""
-        backend = _backend(solver)
-        return float(cls.benchmarked_tol.get(backend.name, backend.default_tol))
+        ``tolerance.request`` (resolved by :func:`solvers.tolerance.requested_tol`, as
+        :func:`solvers.solve` resolves it)."""
+        return requested_tol(_backend(solver), None, cls.benchmarked_tol)
 
     @classmethod
     def merged_options(cls, **options: Any) -> dict[str, Any]:

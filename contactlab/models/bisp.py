@@ -46,6 +46,7 @@ import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError, IncompatibleError
 from contactlab.jointfriction.local import local_multipliers
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,
@@ -119,7 +120,7 @@ class StaggeredJointFriction(SolvingModel):
     def routes(cls, **options: Any) -> list[tuple[str, ...]]:
         return [("bound_qp", "box_qp")]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         maps = problem.joint_friction
         if maps is None:
             raise IncompatibleError(
@@ -149,7 +150,7 @@ def solve_staggered(
     model: SolvingModel,
     problem: StepProblem,
     maps: JointFrictionMaps,
-    cache: dict[str, Any],
+    cache: ModelMemory,
     key: str,
 ) -> tuple[StepSolution, JointFrictionReport]:
     """Run the loop of the module docstring; ``cache[key]`` warm-starts the friction."""
@@ -165,7 +166,7 @@ def solve_staggered(
     F = sp.vstack([d.T, T_joint], format="csr")
     n_ext = d.T.shape[0]
     fqp = _FrictionQP(problem, minv, F)
-    lam = cache.get(key)
+    lam = recall(cache, key, np.ndarray)
     if lam is None or lam.shape != (F.shape[0],):
         lam = np.zeros(F.shape[0])
     W = np.asarray(maps.inertia_inv).reshape(-1, 6)[lay.child]

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_rows import (
     ImpulseMemory,
@@ -108,7 +109,7 @@ class BoxFriction(SolvingModel):
             ("fc_coulomb",),
         ]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if self.route == ("fc_coulomb",):
             cone = "box" if self.options["cone"] == "box" else "soc"
             return solve_as_fc(self, problem, cache, "coulomb", cone)
@@ -120,7 +121,7 @@ class BoxFriction(SolvingModel):
         n_idx = np.arange(rows.slices["N"].start, rows.slices["N"].stop)
         t_idx = np.arange(rows.slices["T"].start, rows.slices["T"].stop).reshape(-1, 2)
         key = f"box-friction:{self.options['cone']}"
-        prev = warm_impulses(cache.get(key), rows, problem)
+        prev = warm_impulses(recall(cache, key, ImpulseMemory), rows, problem)
         if self.route == ("block_lcp",):
             order = height_order(rows, problem.contacts, self.options["row_order"])
             inv = np.empty_like(order)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from contactlab.errors import ConfigurationError
+from contactlab.memory import ModelMemory
 from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.common import check_cone, check_directions
 from contactlab.models.fc_route import solve_as_fc
@@ -66,7 +67,7 @@ class Coulomb(SolvingModel):
             return [("soc_qp",), ("fc_wide_coulomb",)]
         return [(problem_kind("coulomb", options["cone"]),)]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if spin_active(self.options):
             return solve_rigid(self, problem, "coulomb", cache)
         k = int(self.options["directions"] or problem.directions)

@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from contactlab.contact.rows import tangent_basis
 from contactlab.csr import csr, index_dtype
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, make_solution
 from contactlab.models.box_rows import (
     ImpulseMemory,
@@ -232,7 +233,7 @@ def local_problem(
 def solve_as_fc(
     model: SolvingModel,
     problem: StepProblem,
-    cache: dict[str, Any],
+    cache: ModelMemory,
     law: str,
     cone: str,
     directions: int = 4,
@@ -248,7 +249,9 @@ def solve_as_fc(
         if contacts is not None and len(contacts)
         else (np.zeros((0, 3)), np.zeros((0, 3)))
     )
-    res = model.run(step.fc, warm_local(cache.get(key), rows, problem, order, tangents))
+    res = model.run(
+        step.fc, warm_local(recall(cache, key, ImpulseMemory), rows, problem, order, tangents)
+    )
     z = np.empty(rows.m)
     z[order] = res.x
     cache[key] = ImpulseMemory.record(z, rows, problem, tangents)
@@ -257,7 +260,7 @@ def solve_as_fc(
 
 
 def solve_frictionless_as_fc(
-    model: SolvingModel, problem: StepProblem, cache: dict[str, Any]
+    model: SolvingModel, problem: StepProblem, cache: ModelMemory
 ) -> StepSolution:
     """Solve a frictionless step as a local problem of scalar rows (:func:`frictionless_step`).
 
@@ -268,10 +271,8 @@ def solve_frictionless_as_fc(
     step = frictionless_step(problem, bool(getattr(model.backend, "uses_fc_factor", False)))
     rows, order = step.rows, step.order
     key = "fc:frictionless"
-    old = cache.get(key)
-    warm = None
-    if isinstance(old, FrictionlessMemory):
-        warm = old.warm(rows, problem)[order]
+    old = recall(cache, key, FrictionlessMemory)
+    warm = None if old is None else old.warm(rows, problem)[order]
     res = model.run(step.fc, warm)
     z = np.empty(rows.m)
     z[order] = res.x

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,
@@ -131,7 +132,7 @@ class Frictionless(SolvingModel):
         # Last: the frictional-contact backends, on a local problem of scalar rows.
         return [("eq_qp",), ("fc_ccp_soc",)]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if self.route[0].startswith("fc_"):
             from contactlab.models.fc_route import solve_frictionless_as_fc
 
@@ -140,7 +141,7 @@ class Frictionless(SolvingModel):
         form = self.options["form"]
         minv = MassInverse(problem.M) if form == "dual" else None
         key = f"frictionless:{form}"
-        sol = ContactQP(self, problem, form, minv).solve(problem.f, cache.get(key))
+        sol = ContactQP(self, problem, form, minv).solve(problem.f, recall(cache, key, tuple))
         cache[key] = (sol.v, sol.lam)
         lambda_T = np.zeros(d.T.shape[0])
         return make_solution(self, problem, sol.v, sol.rows, sol.lam, lambda_T)

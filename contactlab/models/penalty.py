@@ -67,6 +67,7 @@ import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.memory import ModelMemory
 from contactlab.models.base import ContactModel, register_model
 from contactlab.problem import StepProblem, StepSolution
 
@@ -165,7 +166,7 @@ class Penalty(ContactModel):
         cls.merged_options(**options)
         return []
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         import time
 
         start = time.perf_counter()

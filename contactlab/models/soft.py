@@ -71,6 +71,7 @@ from numpy.typing import NDArray
 
 from contactlab.contact.rows import tangent_basis
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, register_model
 from contactlab.models.box_rows import ImpulseMemory, warm_local
 from contactlab.models.common import MassInverse
@@ -240,7 +241,7 @@ class Soft(SolvingModel):
             return [("soc_qp",), ("fc_wide_ccp",)]
         return [(problem_kind("ccp", "soc"),)]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         if spin_active(self.options):
             return solve_soft(self, problem)
         nc = problem.n_contacts
@@ -261,7 +262,7 @@ class Soft(SolvingModel):
             else (np.zeros((0, 3)), np.zeros((0, 3)))
         )
         key = f"soft:{self.options['cone']}"
-        warm = warm_local(cache.get(key), step.rows, sub, step.order, tangents)
+        warm = warm_local(recall(cache, key, ImpulseMemory), step.rows, sub, step.order, tangents)
         res = self.run(soft.fc, None if warm is None else soft.drop(warm))
         z_local = soft.lift(res.x)
         v = step.velocities(problem.f, z_local)

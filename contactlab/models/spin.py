@@ -56,6 +56,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactlab.errors import ConfigurationError, IncompatibleError
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.box_rows import continued_from
 from contactlab.models.common import MassInverse
 from contactlab.problem import StepProblem, StepSolution
@@ -370,7 +371,7 @@ def _as_solution(
 
 
 def solve_rigid(
-    model: Any, problem: StepProblem, law: str, cache: dict[str, Any] | None = None
+    model: Any, problem: StepProblem, law: str, cache: ModelMemory | None = None
 ) -> StepSolution:
     """Anitescu--Hart (``law="ccp"``) or Coulomb (``law="coulomb"``) on the wide cone.
 
@@ -387,7 +388,7 @@ def solve_rigid(
     q = free - wide.b
     nc, d = wide.nc, wide.d
     shift = np.zeros(nc)
-    memory = None if cache is None else cache.get("spin:shift")
+    memory = None if cache is None else recall(cache, "spin:shift", tuple)
     if law == "coulomb" and memory is not None and nc:
         ids, old = memory
         where = {int(i): k for k, i in enumerate(ids)}
@@ -399,9 +400,9 @@ def solve_rigid(
         # the frictional-contact backends: both laws natively on the wide cone, warm-started
         # per persisting contact from the previous step's impulses (same wide rows)
         warm = None
-        memory = None if cache is None else cache.get("spin:impulses")
-        if memory is not None and memory[2] == d:
-            old_ids, old_z, _ = memory
+        impulses = None if cache is None else recall(cache, "spin:impulses", tuple)
+        if impulses is not None and impulses[2] == d:
+            old_ids, old_z, _ = impulses
             src = continued_from(np.asarray(old_ids), problem)
             warm = np.zeros(W.shape[0])
             blocks = warm[: d * nc].reshape(nc, d)

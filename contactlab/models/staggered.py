@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from contactlab.contact.friction_cone import pyramid_rows
 from contactlab.errors import ConfigurationError, IncompatibleError, UnknownNameError
+from contactlab.memory import ModelMemory, recall
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.box_friction import bounded_friction_qp
 from contactlab.models.box_rows import ImpulseMemory, carried_over, world_friction
@@ -158,7 +159,7 @@ class StaggeredProjections(SolvingModel):
         friction = {"pyramid": "rows_qp", "box": "box_qp", "soc": "soc_qp"}[options["cone"]]
         return [(contact, friction)]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         d = problem
         cone = self.options["cone"]
         k = int(self.options["directions"] or problem.directions)
@@ -173,7 +174,9 @@ class StaggeredProjections(SolvingModel):
             y, previous = start.y, start.previous
             fx = friction_qp.start(start.previous[1], contact_qp.rows, y, d.mu)
         else:
-            y, previous = warm_start(cache.get(_CACHE), contact_qp.rows, problem, minv)
+            y, previous = warm_start(
+                recall(cache, _CACHE, FrictionMemory), contact_qp.rows, problem, minv
+            )
         accel = Anderson(int(self.options["depth"])) if self.options["accelerate"] else None
         # the Anderson least squares measure the friction change by the velocity change it
         # causes, ||M^-1/2 T' dy|| with the diagonal of M^-1 (exact for maximal coordinates),
@@ -298,7 +301,7 @@ class CoupledStart:
 
     @classmethod
     def solve(
-        cls, model: SolvingModel | None, problem: StepProblem, cache: dict[str, Any], rows: Rows
+        cls, model: SolvingModel | None, problem: StepProblem, cache: ModelMemory, rows: Rows
     ) -> CoupledStart:
         """Solve the step's fixed-point law by ``model`` (``None``: no coupled start)."""
         empty = (np.zeros(problem.n), np.zeros(rows.m))

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactlab.contact.friction_cone import pyramid_rows
+from contactlab.memory import ModelMemory
 from contactlab.models.base import SolvingModel, make_solution, register_model
 from contactlab.models.common import (
     Array,
@@ -76,7 +77,7 @@ class StewartTrinkle(SolvingModel):
         # last: the Coulomb law with the pyramid for the frictional-contact backends
         return [("pivot_lcp",), (problem_kind("coulomb", "pyramid"),)]
 
-    def solve(self, problem: StepProblem, cache: dict[str, Any]) -> StepSolution:
+    def solve(self, problem: StepProblem, cache: ModelMemory) -> StepSolution:
         d = problem
         k = int(self.options["directions"] or problem.directions)
         if self.route[0].startswith("fc_"):

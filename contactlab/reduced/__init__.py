@@ -7,24 +7,12 @@ the reduced equations of motion are ``M_r qddot = f_r`` with
 recursive (O(n), compiled).
 
 The joint maps and joint kinds live in :mod:`contactlab.joints` (both formulations
-use them); they are also importable from here.
+use them); every name it exports is also importable from here.
 """
 
-from contactlab.joints.kinds import build_joint, joint_kinds, make_joint, register_joint
-from contactlab.joints.maps import (
-    CompositeJoint,
-    FixedJoint,
-    Joint,
-    PlanarJoint,
-    PrismaticJoint,
-    ProductOfExponentialsJoint,
-    RevoluteJoint,
-    RotationSequenceJoint,
-    TranslationalJoint,
-)
-from contactlab.joints.spherical import SphericalExpJoint
-from contactlab.joints.spline import SplineCurveJoint, SplineSurfaceJoint
-from contactlab.joints.transform import TransformJoint
+from typing import Any
+
+from contactlab import joints as _joints
 from contactlab.reduced.dynamics import (
     bias_forces,
     energies,
@@ -62,21 +50,12 @@ __all__ = [
     "reduced_forces",
     "simulate_adaptive",
     "step_linearly_implicit",
-    "CompositeJoint",
-    "FixedJoint",
-    "Joint",
-    "PlanarJoint",
-    "PrismaticJoint",
-    "ProductOfExponentialsJoint",
-    "RevoluteJoint",
-    "RotationSequenceJoint",
-    "SphericalExpJoint",
-    "SplineCurveJoint",
-    "SplineSurfaceJoint",
-    "TransformJoint",
-    "TranslationalJoint",
-    "build_joint",
-    "joint_kinds",
-    "make_joint",
-    "register_joint",
+    *_joints.__all__,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The names :mod:`contactlab.joints` exports, under this package's name too."""
+    if name in _joints.__all__:
+        return getattr(_joints, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,6 +35,7 @@ from contactlab.collision.contacts import ContactSet
 from contactlab.errors import ConfigurationError
 from contactlab.formulation import Formulation, register_formulation
 from contactlab.jointfriction.joint_contact_rows import joint_friction_layout
+from contactlab.memory import ModelMemory
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import dynamics as dyn
@@ -139,7 +140,7 @@ class ReducedFormulation(Formulation):
     # -- state -----------------------------------------------------------
     def _state(self, t: float, q: Array, qdot: Array, cache: Any = None) -> State:
         kin = forward_kinematics(self.tree, q, qdot)
-        return State(t, kin.E, kin.phi, q, qdot, dict(cache or {}))
+        return State(t, kin.E, kin.phi, q, qdot, ModelMemory(cache))
 
     def initial_state(self) -> State:
         """Coordinates from the joints' ``q0``/``qdot0`` (the scene's ``initial_E`` is not used)."""

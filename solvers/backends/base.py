@@ -2,9 +2,10 @@
 
 A backend declares what differs: its name, the modules it needs (checked with
 :func:`importlib.util.find_spec`, so listing backends never imports a native
-library), the forms it accepts, the tolerance it reaches with default settings
-and a ``STATUS_MAP`` from its own codes to :data:`solvers.result.STATUSES`.
-It implements ``solve_qp`` and/or ``solve_lcp``; the layer does validation,
+library), the forms it accepts, its :class:`~solvers.tolerance.Tolerance` (what
+it reaches with default settings and what it is asked for by default) and a
+``STATUS_MAP`` from its own codes to :data:`solvers.result.STATUSES`.  It
+implements ``solve_qp`` and/or ``solve_lcp``; the layer does validation,
 conversions, residuals and timing bookkeeping around it.
 """
 
@@ -19,6 +20,7 @@ from numpy.typing import NDArray
 
 from solvers.problems import LCP, QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 #: Settings that bound a duality gap, a sum of products ``y_i s_i`` over rows.  The layer's
 #: complementarity residual is per row, ``min(|y_i|, s_i)``, about the square root of the
@@ -41,8 +43,8 @@ class SolveOptions:
     Attributes
     ----------
     tol
-        Requested absolute residual tolerance (:func:`solvers.solve` fills in the
-        backend's ``default_tol`` when the caller gives none).
+        Requested absolute residual tolerance (:func:`solvers.tolerance.requested_tol`:
+        the backend's ``tolerance.request`` when the caller gives none).
     max_iter
         Iteration cap, or ``None`` for the backend's default.
     x0, y0
@@ -103,14 +105,32 @@ class Backend:
     equilibrate: ClassVar[bool] = False
     #: Whether a primal-infeasible problem is reported with status ``infeasible``.
     detects_infeasibility: ClassVar[bool] = False
-    #: Accuracy (max residual) the backend reaches on well-scaled problems: a declared
-    #: capability, used by the layer's plausibility verdict (not a request).
-    tolerance: ClassVar[float] = 1e-6
-    #: The one default request: the tolerance :func:`solvers.solve` asks for when the
-    #: caller passes none (the contact models' ``solver_tol`` left unset).
-    default_tol: ClassVar[float] = 1e-9
+    #: What the backend reaches on well-scaled problems (``accuracy``, used by the layer's
+    #: plausibility verdict) and what it is asked for when the caller names no tolerance
+    #: (``request``, :func:`solvers.tolerance.requested_tol`).  A subclass may declare a
+    #: float: its accuracy, the request staying the parent's.
+    tolerance: ClassVar[Tolerance] = Tolerance(1e-6)
     #: Backend status code -> shared status string.
     STATUS_MAP: ClassVar[dict[Any, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Read a float ``tolerance`` as the accuracy (request inherited), and an older
+        ``default_tol`` declaration as the request, into the one :class:`Tolerance`."""
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("tolerance")
+        request = cls.__dict__.get("default_tol")
+        if request is not None:
+            delattr(cls, "default_tol")
+        if isinstance(declared, Tolerance) and request is None:
+            return
+        parent = next(c.__dict__["tolerance"] for c in cls.__mro__[1:] if "tolerance" in c.__dict__)
+        if isinstance(declared, Tolerance):
+            accuracy = declared.accuracy
+        else:
+            accuracy = parent.accuracy if declared is None else float(declared)
+        if request is None:
+            request = parent.request
+        cls.tolerance = Tolerance(accuracy, float(request))
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:

@@ -20,6 +20,7 @@ from solvers.backends.base import Backend, SolveOptions, tolerance_settings
 from solvers.errors import SolverNotFound
 from solvers.problems import QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 #: cvxpy solver name -> (module, handles SOC, tolerance keywords, iteration keyword, extra)
 _SOLVERS: dict[str, tuple[str, bool, tuple[str, ...], str | None, str | None]] = {
@@ -203,7 +204,7 @@ def _make(solver: str) -> type[CvxpyBackend]:
         "required_modules": ("cvxpy", module),
         "extra": extra,
         "supports_soc": soc,
-        "tolerance": _TOLERANCE.get(solver, 1e-6),
+        "tolerance": Tolerance(_TOLERANCE.get(solver, 1e-6)),
         "detects_infeasibility": solver not in _NO_CERTIFICATES,
         "supports_max_iter": iter_key is not None,
         "supports_time_limit": solver in _TIME_KEY,

@@ -26,7 +26,7 @@ normal matrix
 (``nv x nv``: six unknowns per body, not three per contact; SPD) and two
 solves.  The pattern of ``K`` is computed once per problem (the union of the
 column sets of each cone's rows); its values are filled per iteration by a
-compiled scatter (:func:`fill_normal`) and factored by the 6x6-block
+compiled scatter (:func:`~solvers.backends.ipm_patterns.fill_normal`) and factored by the 6x6-block
 Cholesky of :mod:`solvers.backends.block_cholesky` (the bodies' blocks; about
 2.3x faster than ``qdldl``'s scalar LDL' on the 1000-box pile's ``K``, same
 fill), or by ``qdldl`` when bilateral rows border ``K`` or the unknowns do not
@@ -56,15 +56,22 @@ order); the last pattern and its factorisation's ordering and symbolic
 analysis are kept (``_SYMBOLIC``, one entry) and refactored for the next
 problem with the same pattern: a pile at rest pays the analysis once.  No
 scalar product on long vectors goes through BLAS (its thread start-up cost
-milliseconds per call on a loaded machine): :func:`dot`, :func:`gap_after`.
+milliseconds per call on a loaded machine): :mod:`solvers.backends.ipm_cones`.
+
+This module is the driver: the problem lifted onto cones, the normal matrix
+(:class:`Normal`), the velocity form and its warm start (:class:`VelocityForm`),
+and the predictor-corrector loop (:func:`ipm_ccp`, compiled whole as
+:func:`ccp_blocks`).  The normal matrix's sparse pattern is in
+:mod:`solvers.backends.ipm_patterns`, the cone algebra in
+:mod:`solvers.backends.ipm_cones`.
 
 When ``K`` is factored by blocks (no bilateral rows) and the caller's residual is the
 natural map through ``W``'s factor (:class:`FactorResidual`), the whole loop is one
 compiled call (:func:`ccp_blocks`: the same kernels in the same order, so the same
 iterates bit for bit; about 13 Python round trips of 10 kernel calls each saved per
 200-box step).  The exact cone's ``Ĉ``, ``G_b``, ``T`` and ``E'`` are kept as CSR arrays
-(:func:`select_soc`); the scipy matrices (``VelocityForm.Ch`` ...) are made only when
-asked for.
+(:func:`~solvers.backends.ipm_patterns.select_soc`); the scipy matrices
+(``VelocityForm.Ch`` ...) are made only when asked for.
 
 The same Newton system at the last iterate (:attr:`VelocityForm.last`), with only the
 free velocity moved by ``dq`` and the products ``s ∘ z`` held, is the derivative of
@@ -83,10 +90,34 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from solvers.backends.block_cholesky import SHIFTS, BlockCholesky, find_sorted
+from solvers.backends.block_cholesky import SHIFTS, BlockCholesky
 from solvers.backends.block_cholesky import factor_shifted as chol_factor
 from solvers.backends.block_cholesky import solve as chol_solve
+from solvers.backends.ipm_cones import (
+    abs_max,
+    add_identity,
+    apply_theta,
+    cone_margin,
+    dot,
+    gap_after,
+    jordan,
+    jordan_div,
+    max_step,
+    nt_scaling,
+    push_interior,
+    scale,
+    scale_inv,
+)
+from solvers.backends.ipm_patterns import (
+    arrays_of,
+    csr_of,
+    fill_normal,
+    normal_setup,
+    same_pattern,
+    select_soc,
+)
 from solvers.jit import njit
+from solvers.numerics.csr import csr_mul, csr_tmul
 from solvers.numerics.fc_kernels import factor_velocity, natural_map
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -96,484 +127,6 @@ COMPILE_SECONDS: float | None = 2.0
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
 BVec = NDArray[np.bool_]
-
-
-@njit(cache=True)
-def _sort_range(a: IVec, lo: int, hi: int) -> None:
-    """Sort ``a[lo:hi]`` in place (insertion sort: the ranges are short, no allocation)."""
-    for i in range(lo + 1, hi):
-        x = a[i]
-        j = i - 1
-        while j >= lo and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
-
-
-@njit(cache=True)
-def block_columns(bptr: IVec, indptr: IVec, indices: IVec, data: Vec, nv: int) -> tuple:
-    """Per cone block: the sorted union of its rows' columns and the dense rows on them.
-
-    Returns ``(cptr, cols, jptr, jval)``: block ``b`` has columns
-    ``cols[cptr[b]:cptr[b+1]]`` and its ``d x nb`` dense rows at
-    ``jval[jptr[b]:jptr[b+1]]`` (row-major).
-    """
-    nb = bptr.shape[0] - 1
-    mark = np.full(nv, -1, dtype=np.int64)
-    cptr = np.zeros(nb + 1, dtype=np.int64)
-    total = 0
-    for b in range(nb):
-        cnt = 0
-        for row in range(bptr[b], bptr[b + 1]):
-            for k in range(indptr[row], indptr[row + 1]):
-                c = indices[k]
-                if mark[c] != b:
-                    mark[c] = b
-                    cnt += 1
-        total += cnt
-        cptr[b + 1] = total
-    cols = np.empty(total, dtype=np.int64)
-    mark[:] = -1
-    jptr = np.zeros(nb + 1, dtype=np.int64)
-    for b in range(nb):
-        pos = cptr[b]
-        for row in range(bptr[b], bptr[b + 1]):
-            for k in range(indptr[row], indptr[row + 1]):
-                c = indices[k]
-                if mark[c] != b:
-                    mark[c] = b
-                    cols[pos] = c
-                    pos += 1
-        _sort_range(cols, cptr[b], cptr[b + 1])
-        jptr[b + 1] = jptr[b] + (bptr[b + 1] - bptr[b]) * (cptr[b + 1] - cptr[b])
-    jval = np.zeros(jptr[nb])
-    where = np.full(nv, -1, dtype=np.int64)
-    for b in range(nb):
-        ncol = cptr[b + 1] - cptr[b]
-        for p in range(ncol):
-            where[cols[cptr[b] + p]] = p
-        for a, row in enumerate(range(bptr[b], bptr[b + 1])):
-            for k in range(indptr[row], indptr[row + 1]):
-                jval[jptr[b] + a * ncol + where[indices[k]]] += data[k]
-    return cptr, cols, jptr, jval
-
-
-def pattern_keys(cptr: IVec, cols: IVec, nv: int, size: int) -> IVec:
-    """Keys ``col * size + row`` (``row <= col``) of the upper normal matrix, diagonal first.
-
-    The reference order of :func:`normal_pattern`'s slots: the diagonal, then per block
-    its column pairs ``(q, p)``, ``p <= q``, in position order.  Not used on the solve
-    path (the pattern is built by marking), so it is plain numpy.
-    """
-    parts = [np.arange(nv, dtype=np.int64) * (size + 1)]
-    for b in range(cptr.shape[0] - 1):
-        c = np.asarray(cols[cptr[b] : cptr[b + 1]], dtype=np.int64)
-        q, p = np.tril_indices(c.shape[0])
-        parts.append(c[q] * size + c[p])
-    return np.concatenate(parts)
-
-
-@njit(cache=True)
-def normal_pattern(cptr: IVec, cols: IVec, nv: int, gbp: IVec, gbi: IVec) -> tuple:
-    """CSC pattern of the upper normal matrix and the slot of every key of :func:`pattern_keys`.
-
-    Column ``j < nv`` holds ``j`` and every column ``<= j`` of the blocks that
-    touch ``j``; column ``nv + i`` (bilateral row ``i``, CSR ``gbp, gbi``) its
-    row's columns and itself.  Returns ``(colptr, rows, slot, extra_slot)``:
-    ``slot`` in the order of :func:`pattern_keys`, ``extra_slot`` of the
-    bilateral entries (CSR order) then of the border's diagonal.
-    """
-    nb = cptr.shape[0] - 1
-    mb = gbp.shape[0] - 1
-    size = nv + mb
-    # blocks touching each column
-    cnt = np.zeros(nv + 1, dtype=np.int64)
-    for k in range(cols.shape[0]):
-        cnt[cols[k] + 1] += 1
-    for j in range(nv):
-        cnt[j + 1] += cnt[j]
-    fill = cnt[:-1].copy()
-    blk = np.empty(cols.shape[0], dtype=np.int64)
-    for b in range(nb):
-        for k in range(cptr[b], cptr[b + 1]):
-            blk[fill[cols[k]]] = b
-            fill[cols[k]] += 1
-    bound = nv + mb + gbi.shape[0]
-    for b in range(nb):
-        m = cptr[b + 1] - cptr[b]
-        bound += m * (m + 1) // 2
-    rows = np.empty(bound, dtype=np.int64)
-    colptr = np.zeros(size + 1, dtype=np.int64)
-    mark = np.full(nv, -1, dtype=np.int64)
-    pos = 0
-    for j in range(nv):
-        start = pos
-        mark[j] = j
-        rows[pos] = j
-        pos += 1
-        for t in range(cnt[j], cnt[j + 1]):
-            b = blk[t]
-            for k in range(cptr[b], cptr[b + 1]):
-                c = cols[k]
-                if c < j and mark[c] != j:
-                    mark[c] = j
-                    rows[pos] = c
-                    pos += 1
-        _sort_range(rows, start, pos)
-        colptr[j + 1] = pos
-    for i in range(mb):
-        start = pos
-        for k in range(gbp[i], gbp[i + 1]):
-            rows[pos] = gbi[k]
-            pos += 1
-        _sort_range(rows, start, pos)
-        rows[pos] = nv + i
-        pos += 1
-        colptr[nv + i + 1] = pos
-    rows = rows[:pos].copy()
-    count = nv
-    for b in range(nb):
-        m = cptr[b + 1] - cptr[b]
-        count += m * (m + 1) // 2
-    slot = np.empty(count, dtype=np.int64)
-    for j in range(nv):
-        slot[j] = find_sorted(rows, colptr[j], colptr[j + 1], j)
-    q_pos = nv
-    for b in range(nb):
-        for q in range(cptr[b], cptr[b + 1]):
-            cq = cols[q]
-            for p in range(cptr[b], q + 1):
-                slot[q_pos] = find_sorted(rows, colptr[cq], colptr[cq + 1], cols[p])
-                q_pos += 1
-    extra = np.empty(gbi.shape[0] + mb, dtype=np.int64)
-    e = 0
-    for i in range(mb):
-        for k in range(gbp[i], gbp[i + 1]):
-            extra[e] = find_sorted(rows, colptr[nv + i], colptr[nv + i + 1], gbi[k])
-            e += 1
-    for i in range(mb):
-        extra[e] = colptr[nv + i + 1] - 1
-        e += 1
-    return colptr, rows, slot, extra
-
-
-@njit(cache=True)
-def nt_scaling(bptr: IVec, s: Vec, z: Vec, wbar: Vec, eta: Vec, lam: Vec, theta: Vec) -> None:
-    """Nesterov--Todd scaling of every block at ``(s, z)``.
-
-    Linear rows: ``W = sqrt(s/z)``, ``λ = sqrt(s z)``, ``Θ = z/s`` (``wbar``
-    unused).  Lorentz blocks: ``W = η W̄`` with ``W̄ = 2 w̄ w̄' - J`` squared,
-    ``W̄ = [[w0, w1'], [w1, I + w1 w1'/(1 + w0)]]``, ``w̄ = (s̄ + J z̄)/(2γ)``,
-    ``η = (det s / det z)^{1/4}``; ``λ = W z``; ``Θ = W^{-2} = (2 Jw̄ (Jw̄)' - J)/η²``
-    stored row-major (9 numbers per block, at ``9 b``).
-    """
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            eta[b] = math.sqrt(s[i] / z[i])
-            lam[i] = math.sqrt(s[i] * z[i])
-            theta[9 * b] = z[i] / s[i]
-            continue
-        ds = s[i] * s[i] - s[i + 1] * s[i + 1] - s[i + 2] * s[i + 2]
-        dz = z[i] * z[i] - z[i + 1] * z[i + 1] - z[i + 2] * z[i + 2]
-        ds = max(ds, 1e-300)
-        dz = max(dz, 1e-300)
-        rs = math.sqrt(ds)
-        rz = math.sqrt(dz)
-        sb0, sb1, sb2 = s[i] / rs, s[i + 1] / rs, s[i + 2] / rs
-        zb0, zb1, zb2 = z[i] / rz, z[i + 1] / rz, z[i + 2] / rz
-        g = math.sqrt(max(0.5 * (1.0 + sb0 * zb0 + sb1 * zb1 + sb2 * zb2), 1e-300))
-        w0 = (sb0 + zb0) / (2.0 * g)
-        w1 = (sb1 - zb1) / (2.0 * g)
-        w2 = (sb2 - zb2) / (2.0 * g)
-        e = math.sqrt(math.sqrt(ds / dz))
-        eta[b] = e
-        wbar[i], wbar[i + 1], wbar[i + 2] = w0, w1, w2
-        # λ = η W̄ z
-        wz = w1 * z[i + 1] + w2 * z[i + 2]
-        lam[i] = e * (w0 * z[i] + wz)
-        f = z[i] + wz / (1.0 + w0)
-        lam[i + 1] = e * (z[i + 1] + f * w1)
-        lam[i + 2] = e * (z[i + 2] + f * w2)
-        jw0, jw1, jw2 = w0, -w1, -w2
-        inv = 1.0 / (e * e)
-        jw = (jw0, jw1, jw2)
-        for a in range(3):
-            for c in range(3):
-                val = 2.0 * jw[a] * jw[c]
-                if a == c:
-                    val -= 1.0 if a == 0 else -1.0
-                theta[9 * b + 3 * a + c] = val * inv
-
-
-@njit(cache=True)
-def scale_inv(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
-    """``out = W^{-1} x`` per block (``W̄^{-1} = J W̄ J``)."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = x[i] / eta[b]
-            continue
-        w0, w1, w2 = wbar[i], -wbar[i + 1], -wbar[i + 2]
-        wx = w1 * x[i + 1] + w2 * x[i + 2]
-        f = x[i] + wx / (1.0 + w0)
-        out[i] = (w0 * x[i] + wx) / eta[b]
-        out[i + 1] = (x[i + 1] + f * w1) / eta[b]
-        out[i + 2] = (x[i + 2] + f * w2) / eta[b]
-
-
-@njit(cache=True)
-def scale(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
-    """``out = W x`` per block."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = x[i] * eta[b]
-            continue
-        w0, w1, w2 = wbar[i], wbar[i + 1], wbar[i + 2]
-        wx = w1 * x[i + 1] + w2 * x[i + 2]
-        f = x[i] + wx / (1.0 + w0)
-        out[i] = (w0 * x[i] + wx) * eta[b]
-        out[i + 1] = (x[i + 1] + f * w1) * eta[b]
-        out[i + 2] = (x[i + 2] + f * w2) * eta[b]
-
-
-@njit(cache=True)
-def jordan(bptr: IVec, x: Vec, y: Vec, out: Vec) -> None:
-    """``out = x ∘ y`` (Jordan product: ``(x'y, x0 y1 + y0 x1)``; plain product on lines)."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = x[i] * y[i]
-            continue
-        out[i] = x[i] * y[i] + x[i + 1] * y[i + 1] + x[i + 2] * y[i + 2]
-        out[i + 1] = x[i] * y[i + 1] + y[i] * x[i + 1]
-        out[i + 2] = x[i] * y[i + 2] + y[i] * x[i + 2]
-
-
-@njit(cache=True)
-def jordan_div(bptr: IVec, lam: Vec, x: Vec, out: Vec) -> None:
-    """``out`` with ``lam ∘ out = x``."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = x[i] / lam[i]
-            continue
-        l0, l1, l2 = lam[i], lam[i + 1], lam[i + 2]
-        det = l0 * l0 - l1 * l1 - l2 * l2
-        t0 = (l0 * x[i] - l1 * x[i + 1] - l2 * x[i + 2]) / det
-        out[i] = t0
-        out[i + 1] = (x[i + 1] - t0 * l1) / l0
-        out[i + 2] = (x[i + 2] - t0 * l2) / l0
-
-
-@njit(cache=True)
-def max_step(bptr: IVec, x: Vec, d: Vec) -> float:
-    """Largest ``α`` with ``x + α d`` in the cones (``x`` interior); ``inf`` if unbounded.
-
-    A Lorentz block needs ``(x_0 + α d_0)² ≥ ||x_1 + α d_1||²`` (the roots of that
-    quadratic) and ``x_0 + α d_0 ≥ 0``: the quadratic alone also admits the negative
-    cone, and a path through the apex (``x_1 = d_1 = 0``, ``d_0 < 0``) has a double root
-    that rounding can turn into a negative discriminant, so the half-space bounds it.
-    """
-    best = np.inf
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if d[i] < 0.0:
-            best = min(best, -x[i] / d[i])
-        if bptr[b + 1] - i == 1:
-            continue
-        a = d[i] * d[i] - d[i + 1] * d[i + 1] - d[i + 2] * d[i + 2]
-        bb = x[i] * d[i] - x[i + 1] * d[i + 1] - x[i + 2] * d[i + 2]
-        c = x[i] * x[i] - x[i + 1] * x[i + 1] - x[i + 2] * x[i + 2]
-        if c <= 0.0:
-            return 0.0
-        disc = bb * bb - a * c
-        if abs(a) <= 1e-300:
-            if bb < 0.0:
-                best = min(best, -c / (2.0 * bb))
-            continue
-        if disc < 0.0:
-            continue
-        sq = math.sqrt(disc)
-        qq = -(bb + sq) if bb >= 0.0 else -(bb - sq)
-        r1 = qq / a
-        r2 = c / qq if qq != 0.0 else np.inf
-        for r in (r1, r2):
-            if r > 0.0:
-                best = min(best, r)
-    return best
-
-
-@njit(cache=True)
-def fill_normal(
-    nv: int,
-    dinv_inv: Vec,
-    gptr: IVec,
-    gsoc: BVec,
-    rowblk: IVec,
-    cptr: IVec,
-    jptr: IVec,
-    jval: Vec,
-    theta: Vec,
-    slot: IVec,
-    out: Vec,
-) -> None:
-    """Values of ``K = D^{-1} + Ĉ'ΘĈ`` (upper, in the pattern of :func:`pattern_keys`).
-
-    Rows are grouped per contact (``gptr``): a Lorentz block (``gsoc``, full
-    3x3 ``Θ``) or the ``k`` linear rows of a polyhedral cone (diagonal ``Θ``),
-    which share their columns.
-    """
-    out[:] = 0.0
-    for j in range(nv):
-        out[slot[j]] += dinv_inv[j]
-    pos = nv
-    ng = gptr.shape[0] - 1
-    size = 0
-    tri = 0
-    for g in range(ng):
-        m = cptr[g + 1] - cptr[g]
-        size = max(size, (gptr[g + 1] - gptr[g]) * m)
-        tri = max(tri, m * (m + 1) // 2)
-    tj = np.empty(size)  # Θ_g J_g, row-major d x m
-    buf = np.empty(tri)  # the group's upper triangle J_g'Θ_g J_g, column pairs (q, p <= q)
-    for g in range(ng):
-        d = gptr[g + 1] - gptr[g]
-        m = cptr[g + 1] - cptr[g]
-        base = jptr[g]
-        if gsoc[g]:
-            b9 = 9 * rowblk[gptr[g]]
-            for a in range(3):
-                t0, t1, t2 = theta[b9 + 3 * a], theta[b9 + 3 * a + 1], theta[b9 + 3 * a + 2]
-                for q in range(m):
-                    tj[a * m + q] = (
-                        t0 * jval[base + q] + t1 * jval[base + m + q] + t2 * jval[base + 2 * m + q]
-                    )
-        else:
-            for a in range(d):
-                ta = theta[9 * rowblk[gptr[g] + a]]
-                for q in range(m):
-                    tj[a * m + q] = ta * jval[base + a * m + q]
-        nn = m * (m + 1) // 2
-        for i in range(nn):
-            buf[i] = 0.0
-        # row by row, the innermost loop runs along contiguous columns (vectorised)
-        for a in range(d):
-            ja = base + a * m
-            k = 0
-            for q in range(m):
-                t = tj[a * m + q]
-                for p in range(q + 1):
-                    buf[k + p] += jval[ja + p] * t
-                k += q + 1
-        for i in range(nn):
-            out[slot[pos + i]] += buf[i]
-        pos += nn
-
-
-@njit(cache=True)
-def apply_theta(bptr: IVec, theta: Vec, x: Vec, out: Vec) -> None:
-    """``out = Θ x``."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = theta[9 * b] * x[i]
-            continue
-        for a in range(3):
-            out[i + a] = (
-                theta[9 * b + 3 * a] * x[i]
-                + theta[9 * b + 3 * a + 1] * x[i + 1]
-                + theta[9 * b + 3 * a + 2] * x[i + 2]
-            )
-
-
-@njit(cache=True)
-def csr_mul(indptr: IVec, indices: IVec, data: Vec, x: Vec, out: Vec) -> None:
-    """``out = A x``."""
-    for i in range(indptr.shape[0] - 1):
-        acc = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += data[k] * x[indices[k]]
-        out[i] = acc
-
-
-@njit(cache=True)
-def csr_tmul(indptr: IVec, indices: IVec, data: Vec, x: Vec, out: Vec) -> None:
-    """``out = A' x``."""
-    out[:] = 0.0
-    for i in range(indptr.shape[0] - 1):
-        xi = x[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            out[indices[k]] += data[k] * xi
-
-
-@njit(cache=True)
-def cone_margin(bptr: IVec, x: Vec) -> float:
-    """Smallest ``x_0 - ||x_1||`` (Lorentz) or ``x`` (line) over the blocks."""
-    best = np.inf
-    for b in range(bptr.shape[0] - 1):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            best = min(best, x[i])
-        else:
-            best = min(best, x[i] - math.sqrt(x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2]))
-    return best
-
-
-@njit(cache=True)
-def add_identity(bptr: IVec, x: Vec, t: float) -> None:
-    """``x += t e`` (``e = (1, 0, 0)`` per Lorentz block, ``1`` per line)."""
-    for b in range(bptr.shape[0] - 1):
-        x[bptr[b]] += t
-
-
-@njit(cache=True)
-def push_interior(bptr: IVec, x: Vec, t: float) -> None:
-    """Per block ``x += (max(0, -margin) + t) e``: every block ``t`` inside its cone."""
-    for b in range(bptr.shape[0] - 1):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            x[i] += max(0.0, -x[i]) + t
-        else:
-            norm = math.sqrt(x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2])
-            x[i] += max(0.0, norm - x[i]) + t
-
-
-@njit(cache=True)
-def dot(x: Vec, y: Vec) -> float:
-    """``x' y`` (compiled: no BLAS thread start-up on a busy machine)."""
-    acc = 0.0
-    for i in range(x.shape[0]):
-        acc += x[i] * y[i]
-    return acc
-
-
-@njit(cache=True)
-def abs_max(x: Vec) -> float:
-    """``max |x|`` (0 for an empty ``x``)."""
-    acc = 0.0
-    for i in range(x.shape[0]):
-        a = abs(x[i])
-        if a > acc or a != a:  # a NaN stays (as numpy's max)
-            acc = a
-    return acc
-
-
-@njit(cache=True)
-def gap_after(s: Vec, ds: Vec, z: Vec, dz: Vec, alpha: float) -> float:
-    """``(s + alpha ds)' (z + alpha dz)``."""
-    acc = 0.0
-    for i in range(s.shape[0]):
-        acc += (s[i] + alpha * ds[i]) * (z[i] + alpha * dz[i])
-    return acc
 
 
 def _lift(problem, C, q):  # type: ignore[no-untyped-def]
@@ -625,122 +178,16 @@ def _lift(problem, C, q):  # type: ignore[no-untyped-def]
     return Ch, wh, bptr.astype(np.int64), T.T.tocsr(), (gptr, gsoc), T, G
 
 
-def _rows_of(C, sel: IVec, scale: Vec):  # type: ignore[no-untyped-def]
-    """The rows ``sel`` of the CSR ``C``, row ``k`` times ``scale[k]`` (CSR, compiled)."""
-    import scipy.sparse as sp
-
-    data, indices, ptr = select_rows(
-        C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, sel, scale
-    )
-    return sp.csr_matrix((data, indices, ptr), shape=(sel.size, C.shape[1]))
-
-
-@njit(cache=True)
-def select_rows(indptr, indices, data, sel, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """CSR arrays of the rows ``sel`` of a CSR matrix, row ``k`` times ``scale[k]``."""
-    ptr = np.zeros(sel.shape[0] + 1, dtype=np.int64)
-    for k in range(sel.shape[0]):
-        ptr[k + 1] = ptr[k] + indptr[sel[k] + 1] - indptr[sel[k]]
-    out = np.empty(ptr[-1])
-    cols = np.empty(ptr[-1], dtype=np.int64)
-    for k in range(sel.shape[0]):
-        src = indptr[sel[k]]
-        for q in range(ptr[k + 1] - ptr[k]):
-            out[ptr[k] + q] = data[src + q] * scale[k]
-            cols[ptr[k] + q] = indices[src + q]
-    return out, cols, ptr
-
-
-@njit(cache=True)
-def selection_transpose(sel, vals, n):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """CSR arrays of the (n x len(sel)) matrix whose row ``sel[k]`` holds ``vals[k]`` at
-    column ``k`` (each row selected at most once)."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for k in range(sel.shape[0]):
-        ptr[sel[k] + 1] = 1
-    for i in range(n):
-        ptr[i + 1] += ptr[i]
-    out = np.empty(sel.shape[0])
-    cols = np.empty(sel.shape[0], dtype=np.int64)
-    for k in range(sel.shape[0]):
-        out[ptr[sel[k]]] = vals[k]
-        cols[ptr[sel[k]]] = k
-    return out, cols, ptr
-
-
-@njit(cache=True)
-def select_soc(indptr, indices, data, mu, row_lo, nc):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`_lift` for the exact cone on the CSR arrays of ``C``, in one call.
-
-    ``T`` has one entry per row, so ``Ĉ = T' C`` selects and scales rows of ``C``
-    (contacts' rows by ``(1, mu, mu)``, then the unilateral rows); the bilateral rows
-    ``G_b`` are selected unscaled.  Returns the CSR arrays ``(ptr, indices, data)`` of
-    ``Ĉ``, ``G_b``, ``T`` (``n x m``) and ``E'`` (``n x mb``), the blocks ``bptr``
-    (``gsoc``: which are Lorentz blocks) and the selection ``(rows, scale, bil)``.
-    """
-    n = 3 * nc + row_lo.shape[0]
-    nu = 0
-    nbil = 0
-    for k in range(row_lo.shape[0]):
-        if row_lo[k] == 0.0:
-            nu += 1
-        elif np.isinf(row_lo[k]):
-            nbil += 1
-    m = 3 * nc + nu
-    rows = np.empty(m, dtype=np.int64)
-    scale = np.empty(m)
-    bil = np.empty(nbil, dtype=np.int64)
-    for i in range(nc):
-        rows[3 * i], rows[3 * i + 1], rows[3 * i + 2] = 3 * i, 3 * i + 1, 3 * i + 2
-        scale[3 * i], scale[3 * i + 1], scale[3 * i + 2] = 1.0, mu[i], mu[i]
-    a = 3 * nc
-    b = 0
-    for k in range(row_lo.shape[0]):
-        if row_lo[k] == 0.0:
-            rows[a] = 3 * nc + k
-            scale[a] = 1.0
-            a += 1
-        elif np.isinf(row_lo[k]):
-            bil[b] = 3 * nc + k
-            b += 1
-    cd, ci, cp = select_rows(indptr, indices, data, rows, scale)
-    ones = np.ones(nbil)
-    gd, gi, gp = select_rows(indptr, indices, data, bil, ones)
-    td, ti, tp = selection_transpose(rows, scale, n)
-    ed, ei, ep = selection_transpose(bil, ones, n)
-    bptr = np.empty(nc + nu + 1, dtype=np.int64)
-    for i in range(nc + 1):
-        bptr[i] = 3 * i
-    for k in range(nu):
-        bptr[nc + 1 + k] = 3 * nc + 1 + k
-    gsoc = np.zeros(nc + nu, dtype=np.bool_)
-    gsoc[:nc] = True
-    return (cp, ci, cd), (gp, gi, gd), (tp, ti, td), (ep, ei, ed), bptr, gsoc, rows, scale, bil
-
-
-def _csr_of(arrays, shape):  # type: ignore[no-untyped-def]
-    """The scipy CSR matrix of ``(ptr, indices, data)`` (the arrays shared)."""
-    import scipy.sparse as sp
-
-    ptr, idx, val = arrays
-    return sp.csr_matrix((val, idx, ptr), shape=shape)
-
-
-def _arrays_of(A):  # type: ignore[no-untyped-def]
-    """``(ptr, indices, data)`` of a CSR matrix, indices as int64."""
-    return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data
-
-
 def _select_soc(problem, C):  # type: ignore[no-untyped-def]
     """:func:`_lift` for the exact cone as sparse matrices (:func:`select_soc`'s arrays)."""
     n = problem.n
     ch, gb, tt, et, bptr, gsoc, rows, scale, bil = select_soc(
-        *_arrays_of(C), problem.mu, problem.row_lo, problem.nc
+        *arrays_of(C), problem.mu, problem.row_lo, problem.nc
     )
     m, nv = rows.size, C.shape[1]
     return (
-        _csr_of(ch, (m, nv)), _csr_of(gb, (bil.size, nv)), _csr_of(tt, (n, m)),
-        _csr_of(et, (n, bil.size)), bptr, (bptr.copy(), gsoc), (rows, scale, bil),
+        csr_of(ch, (m, nv)), csr_of(gb, (bil.size, nv)), csr_of(tt, (n, m)),
+        csr_of(et, (n, bil.size)), bptr, (bptr.copy(), gsoc), (rows, scale, bil),
     )  # fmt: skip
 
 
@@ -755,43 +202,6 @@ def eig_factor(W: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.
 #: same pattern (the same bodies in contact) step after step, whose ordering and symbolic
 #: analysis (about 20 of the 30 ms of a first factorisation at 1000 boxes) are then done once.
 _SYMBOLIC: dict[str, Any] = {}
-
-
-@njit(cache=True)
-def same_ints(a: IVec, b: IVec) -> bool:
-    """Whether two integer arrays are equal (lengths and entries)."""
-    if a.shape[0] != b.shape[0]:
-        return False
-    for i in range(a.shape[0]):
-        if a[i] != b[i]:
-            return False
-    return True
-
-
-def _same_pattern(a: tuple[IVec, IVec], b: tuple[IVec, IVec]) -> bool:
-    return all(same_ints(x, y) for x, y in zip(a, b, strict=True))
-
-
-@njit(cache=True)
-def row_blocks(bptr: IVec, m: int) -> IVec:
-    """The block of every row (``bptr[b] <= i < bptr[b+1]``)."""
-    out = np.empty(m, dtype=np.int64)
-    for b in range(bptr.shape[0] - 1):
-        for i in range(bptr[b], bptr[b + 1]):
-            out[i] = b
-    return out
-
-
-@njit(cache=True)
-def normal_setup(  # type: ignore[no-untyped-def]  # pragma: no cover
-    bptr, gptr, ptr, idx, val, nv, gbp, gbi
-):
-    """:class:`Normal`'s structures in one call: :func:`row_blocks`, :func:`block_columns`
-    and :func:`normal_pattern`."""
-    rowblk = row_blocks(bptr, ptr.shape[0] - 1)
-    cptr, cols, jptr, jval = block_columns(gptr, ptr, idx, val, nv)
-    colptr, row, slot, extra = normal_pattern(cptr, cols, nv, gbp, gbi)
-    return rowblk, cptr, jptr, jval, colptr, row, slot, extra
 
 
 class Normal:
@@ -827,7 +237,7 @@ class Normal:
         solver = None
         if (
             last is not None
-            and _same_pattern(last[0], (colptr, row))
+            and same_pattern(last[0], (colptr, row))
             and isinstance(last[1], BlockCholesky) == self.by_blocks
         ):
             colptr, row, solver = last[0][0], last[0][1], last[1]
@@ -1027,11 +437,11 @@ class VelocityForm:
             if not C.has_sorted_indices:
                 C = C.copy()
                 C.sort_indices()
-                self.cfac = _arrays_of(C)
+                self.cfac = arrays_of(C)
             elif problem.factor is not None and C is problem.factor[0]:
                 self.cfac = problem.factor_arrays[:3]  # the same arrays, int64 already
             else:
-                self.cfac = _arrays_of(C)
+                self.cfac = arrays_of(C)
             self.ch, self.gb, self.tt, self.et, self.bptr, gsoc, *sel = select_soc(
                 *self.cfac, problem.mu, problem.row_lo, problem.nc
             )
@@ -1042,9 +452,9 @@ class VelocityForm:
             self.E = E  # selects the bilateral rows
             Gb = (E @ C).tocsr()
             Gb.sort_indices()
-            self.ch, self.gb, self.tt = _arrays_of(Ch), _arrays_of(Gb), _arrays_of(Tt)
-            self.et = _arrays_of(E.T.tocsr())
-            self.cfac = _arrays_of(C)
+            self.ch, self.gb, self.tt = arrays_of(Ch), arrays_of(Gb), arrays_of(Tt)
+            self.et = arrays_of(E.T.tocsr())
+            self.cfac = arrays_of(C)
             self._sparse.update(Ch=Ch, Gb=Gb, Tt=Tt)
         self.d = np.ascontiguousarray(dinv, dtype=np.float64)
         # mean diagonal of W = C diag(d) C' (the impulse scale of the starting point)
@@ -1058,7 +468,7 @@ class VelocityForm:
 
     def _matrix(self, name: str, arrays, shape):  # type: ignore[no-untyped-def]
         if name not in self._sparse:
-            self._sparse[name] = _csr_of(arrays, shape)
+            self._sparse[name] = csr_of(arrays, shape)
         return self._sparse[name]
 
     @property

@@ -72,6 +72,7 @@ from solvers.backends.fc_base import (
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
+from solvers.numerics.csr import csr_mul, csr_tmul
 from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
 from solvers.numerics.fc_wide import natural_map_wide, project_all_wide, shift_wide
 from solvers.result import RawSolution
@@ -87,26 +88,6 @@ DENSE_ROWS = 1500
 
 
 @njit(cache=True)
-def _cmul(ptr: IVec, idx: IVec, val: Vec, x: Vec, out: Vec) -> None:
-    """``out = C x``."""
-    for i in range(ptr.shape[0] - 1):
-        acc = 0.0
-        for k in range(ptr[i], ptr[i + 1]):
-            acc += val[k] * x[idx[k]]
-        out[i] = acc
-
-
-@njit(cache=True)
-def _ctmul(ptr: IVec, idx: IVec, val: Vec, x: Vec, out: Vec) -> None:
-    """``out = C' x``."""
-    out[:] = 0.0
-    for i in range(ptr.shape[0] - 1):
-        xi = x[i]
-        for k in range(ptr[i], ptr[i + 1]):
-            out[idx[k]] += val[k] * xi
-
-
-@njit(cache=True)
 def _wmul(
     dense: bool, Wd: Vec, ptr: IVec, idx: IVec, val: Vec, d: Vec, x: Vec, tv: Vec, out: Vec
 ) -> None:
@@ -119,10 +100,10 @@ def _wmul(
                 acc += Wd[i, j] * x[j]
             out[i] = acc
         return
-    _ctmul(ptr, idx, val, x, tv)
+    csr_tmul(ptr, idx, val, x, tv)
     for j in range(tv.shape[0]):
         tv[j] *= d[j]
-    _cmul(ptr, idx, val, tv, out)
+    csr_mul(ptr, idx, val, tv, out)
 
 
 @njit(cache=True)
@@ -204,9 +185,9 @@ def _shifted_solve(
                 s -= Ld[k, i] * out[k]
             out[i] = s / Ld[i, i]
         return
-    _ctmul(ptr, idx, val, b, tv)
+    csr_tmul(ptr, idx, val, b, tv)
     solve(L, 6, perm, lptr, lrows, tv, tv2)
-    _cmul(ptr, idx, val, tv2, out)
+    csr_mul(ptr, idx, val, tv2, out)
     for i in range(b.shape[0]):
         out[i] = (b[i] - out[i]) / sigma
 

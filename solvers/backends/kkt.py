@@ -23,6 +23,7 @@ import scipy.sparse.linalg as spla
 from solvers.backends.base import Backend, SolveOptions
 from solvers.problems import QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 
 def _fingerprint(mat: sp.csc_matrix) -> tuple[tuple[int, int], bytes, bytes, bytes]:
@@ -61,7 +62,7 @@ class KKTBackend(Backend):
     accepts_qp = True
     equality_only = True
     supports_max_iter = False
-    tolerance = 1e-9
+    tolerance = Tolerance(1e-9)
 
     def __init__(self) -> None:
         self._key: tuple[object, object] | None = None

@@ -105,6 +105,7 @@ from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.problems import LCP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 _MAX_DENSE = 3000
 #: Smallest pivot entry among tied rows, relative to the largest tied entry.
@@ -228,7 +229,7 @@ class LemkeBackend(Backend):
     accepts_lcp = True
     supports_box_lcp = False
     supports_zero_diagonal = True
-    tolerance = 1e-9
+    tolerance = Tolerance(1e-9)
 
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:
         settings = dict(opts.settings)
@@ -267,7 +268,7 @@ class LemkeBackend(Backend):
         if restarts:
             ladder += [r for r in (10 * zero_rtol, zero_rtol / 10, 100 * zero_rtol) if r < 1e-3]
         ladder = list(dict.fromkeys(ladder))  # zero_rtol = 0: a single walk
-        accept = self.tolerance * max(1.0, float(np.abs(q).max()))
+        accept = self.tolerance.accuracy * max(1.0, float(np.abs(q).max()))
         total = 0
         best: tuple[float, str, str, NDArray[np.float64]] | None = None
         for attempt, rtol in enumerate(ladder):

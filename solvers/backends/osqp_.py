@@ -22,6 +22,7 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.problems import QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 
 @contextmanager
@@ -77,7 +78,7 @@ class OSQPBackend(Backend):
     supports_warm_start = True
     supports_time_limit = True
     detects_infeasibility = True
-    tolerance = 1e-5
+    tolerance = Tolerance(1e-5)  # asked for 1e-9 by default: polishing gets there
     STATUS_MAP = {
         "solved": "optimal",
         "solved inaccurate": "optimal_inaccurate",

@@ -51,6 +51,7 @@ from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.problems import LCP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 
 class PGSBackend(Backend):
@@ -65,10 +66,9 @@ class PGSBackend(Backend):
     supports_friction_blocks = True
     supports_warm_start = True
     supports_time_limit = True
-    tolerance = 1e-6
     # Gauss--Seidel reaches 1e-6 on resting piles within a few sweeps, while tighter requests
     # run into the sweep cap on redundant contacts (module docstring): ask for what it reaches.
-    default_tol = 1e-6
+    tolerance = Tolerance(1e-6, request=1e-6)
 
     def solve_lcp(self, lcp: LCP, opts: SolveOptions) -> RawSolution:
         from solvers.backends.pgs_kernel import contact_blocks, natural_residual, pgs_sweeps

@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from solvers.backends.base import Backend, SolveOptions
 from solvers.problems import QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 Vec = NDArray[np.float64]
 
@@ -155,7 +156,7 @@ class PrincipalPivotingBackend(Backend):
     kind = "pivoting"
     accepts_qp = True
     requires_definite = True
-    tolerance = 1e-9
+    tolerance = Tolerance(1e-9)
 
     def solve_qp(self, qp: QP, opts: SolveOptions) -> RawSolution:
         t0 = time.perf_counter()

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from solvers.backends.base import Backend, SolveOptions, tolerance_settings
 from solvers.problems import QP
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 #: qpsolvers name -> (module to find, tolerance keywords, kind, pip extra)
 _SOLVERS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
@@ -260,7 +261,7 @@ def make_qpsolvers_backend(solver: str) -> type[QpsolversBackend] | None:
         "kind": kind,
         "required_modules": ("qpsolvers", module),
         "extra": extra,
-        "tolerance": _TOLERANCE.get(solver, 1e-6),
+        "tolerance": Tolerance(_TOLERANCE.get(solver, 1e-6)),
         "requires_definite": solver in _DEFINITE,
         "supports_max_iter": solver in _ITER_KEY,
         "supports_time_limit": solver in _TIME_KEY,

@@ -27,6 +27,7 @@ from benchmarks.bench_friction import (
 from contactlab import cli
 from contactlab.commands import parse_assignments, parse_option_value
 from contactlab.models.base import make_model, model_class
+from contactlab.runspec import build_simulator
 
 H = 5e-3  # the benchmark's step, box-pile's own
 
@@ -37,7 +38,7 @@ def test_each_pair_is_the_run_a_user_makes_with_the_named_options(pair) -> None:
     spec = pair_spec(10, False, model, solver, options, H)
     assert spec.scenario == "box-pile" and spec.dt is None  # the scene's own step
     wanted = make_model(model, solver, **options)
-    built = spec.simulator().model
+    built = build_simulator(spec).model
     # the same options (an unset solver_tol is the default request, compared as a tolerance)
     assert {k: v for k, v in built.options.items() if k != "solver_tol"} == {
         k: v for k, v in wanted.options.items() if k != "solver_tol"

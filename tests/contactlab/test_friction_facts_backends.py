@@ -8,11 +8,13 @@ velocities of a model's step are unique (strictly convex in the velocities:
 ``M`` is positive definite) even where the impulses are not, so the test
 compares velocities, not impulses.
 
-Tolerance per backend: ten times its declared accuracy
-(``solvers.get_backend(name).tolerance``: 1e-9 Lemke, 1e-6 PGS and the
-active-set / proximal QP solvers, 1e-5 OSQP and Clarabel, 1e-4 ECOS and SCS)
-in [m/s], the velocities being of order 1 m/s.  Measured spreads are far
-smaller: below 5e-7 m/s for all backends (ECOS the loosest).
+Tolerance per backend: ten times the larger of its declared accuracy and the
+reference's (``solvers.get_backend(name).tolerance.accuracy``: 1e-9 Lemke, 1e-6
+PGS and the active-set / proximal QP solvers, 1e-5 OSQP and Clarabel, 1e-4 ECOS
+and SCS) in [m/s], the velocities being of order 1 m/s.  Measured spreads are far
+smaller: below 5e-7 m/s for all backends (ECOS the loosest), except Lemke on
+``box-friction`` (its box QP through the standard form), 7.3e-6 m/s from the
+reference PGS's answer at PGS's 1e-6.
 
 Staggered Projections' plain alternation converges linearly on this problem
 (the friction impulse changes by a factor of about 0.9 per outer iteration):
@@ -153,5 +155,8 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
             assert sol.status not in ("optimal", "optimal_inaccurate")
             continue
         assert sol.status in ("optimal", "optimal_inaccurate"), (name, sol.status)
-        tol = 10.0 * solvers.get_backend(name).tolerance
+        # each answer is within its backend's accuracy of the step's solution, so two differ
+        # by at most the larger (lemke, 1e-9, on box-friction against pgs's 1e-6 reference)
+        accuracy = max(solvers.get_backend(n).tolerance.accuracy for n in (name, reference))
+        tol = 10.0 * accuracy
         assert np.max(np.abs(sol.v - ref.v)) < tol, (name, np.max(np.abs(sol.v - ref.v)))

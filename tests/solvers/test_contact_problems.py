@@ -38,7 +38,7 @@ def test_references_are_exact() -> None:
 
 def test_primal_contact_qp_agreement(backend_name: str) -> None:
     res = _solve_or_skip(PRIMAL, backend_name)
-    tol = registered()[backend_name].tolerance
+    tol = registered()[backend_name].tolerance.accuracy
     assert res.success, res.message
     assert res.max_residual <= tol
     np.testing.assert_allclose(res.x, REF_PRIMAL.x, atol=10 * tol)
@@ -52,7 +52,7 @@ def test_dual_friction_qp_agreement(backend_name: str) -> None:
     if cls.requires_definite:
         pytest.skip(f"{backend_name} needs a positive definite P; the Delassus matrix is singular")
     res = _solve_or_skip(DUAL, backend_name)
-    tol = cls.tolerance
+    tol = cls.tolerance.accuracy
     assert res.success, res.message
     assert res.max_residual <= tol
     np.testing.assert_allclose(DUAL.P @ res.x, DUAL.P @ REF_DUAL.x, atol=100 * tol)

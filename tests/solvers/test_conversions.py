@@ -103,7 +103,7 @@ def test_lcp_to_qp_preserves_solution_and_refuses_nonsymmetric() -> None:
     b = solve(lcp, "cvxpy:clarabel", tol=1e-10)
     assert b.conversions == [cv.LCP_TO_QP]
     np.testing.assert_allclose(b.x, a.x, atol=1e-6)
-    with pytest.raises(IncompatibleProblem, match="not symmetric.*lemke"):
+    with pytest.raises(IncompatibleProblem, match="non-symmetric.*lemke"):
         solve(LCP(M + np.triu(np.ones((n, n)), 1), lcp.q), "osqp")
 
 

@@ -156,7 +156,7 @@ def test_normal_pattern_matches_sorted_keys() -> None:
     slot points at its own key (an independent construction by ``np.unique``)."""
     import scipy.sparse as sp
 
-    from solvers.backends.fc_ipm import block_columns, normal_pattern, pattern_keys
+    from solvers.backends.ipm_patterns import block_columns, normal_pattern, pattern_keys
 
     rng = np.random.default_rng(5)
     nv, nblk, mb = 40, 15, 3
@@ -692,7 +692,7 @@ def test_max_step_is_the_largest_step_inside_the_cones() -> None:
     1e-12 relative, on random interior points and directions, and on the apex path
     ``x = (x_0, 0, 0)``, ``d = (d_0, 0, 0)``, ``d_0 < 0``, whose quadratic has a double root
     (the box stack's first step stalled there: ``x + d`` went through the apex)."""
-    from solvers.backends.fc_ipm import cone_margin, max_step
+    from solvers.backends.ipm_cones import cone_margin, max_step
 
     rng = np.random.default_rng(5)
     bptr = np.array([0, 3, 4], dtype=np.int64)

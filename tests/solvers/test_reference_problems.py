@@ -1,7 +1,7 @@
 """Every available backend against the reference library (analytic solutions).
 
 Per-backend tolerances are the ones each backend declares
-(``Backend.tolerance``: accuracy reached with default settings).  Degenerate
+(``Backend.tolerance.accuracy``: accuracy reached with default settings).  Degenerate
 problems (a constraint active with zero multiplier) are loosened to ``1e-4``:
 interior-point iterates approach such a point like ``sqrt(gap)``, so a
 ``1e-8`` gap gives ``1e-4`` accuracy in ``x``.
@@ -24,7 +24,7 @@ ONE_BACKEND = {"lcp_friction_box", "lcp_friction_disc", "lcp_no_solution"}
 
 
 def _tol(name: str, ref: Reference) -> float:
-    tol = registered()[name].tolerance
+    tol = registered()[name].tolerance.accuracy
     return max(tol, 1e-4) if ref.name in DEGENERATE else tol
 
 

@@ -25,7 +25,7 @@ def test_primal_and_dual_pyramid_have_the_same_velocities(k: int, index: int) ->
     for form in ("primal", "dual"):
         for name in model_class("anitescu-hart").compatible_solvers(form=form):
             sol = make_model("anitescu-hart", name, form=form, directions=k).solve(p, {})
-            tol = 200 * solvers.get_backend(name).tolerance
+            tol = 200 * solvers.get_backend(name).tolerance.accuracy
             assert sol.status in ("optimal", "optimal_inaccurate"), (name, form, sol.status)
             assert np.max(np.abs(sol.v - ref.v)) < tol, (name, form)
 

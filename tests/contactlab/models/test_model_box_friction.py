@@ -93,7 +93,7 @@ def test_every_fitting_backend_gives_the_same_velocities_or_reports_failure() ->
     for name in model_class("box-friction").compatible_solvers():
         s = make_model("box-friction", name).solve(p, {})
         # the fixed point's 1e-6 relative stop on top of each backend's accuracy
-        tol = 200 * solvers.get_backend(name).tolerance + 1e-5
+        tol = 200 * solvers.get_backend(name).tolerance.accuracy + 1e-5
         error = float(np.max(np.abs(s.v - ref.v)))
         if s.status in ("optimal", "optimal_inaccurate"):
             assert error < tol, (name, error)

@@ -57,7 +57,7 @@ def test_every_backend_gives_the_same_velocities(form: str, index: int) -> None:
     for name in names:
         sol = make_model("frictionless", name, form=form).solve(p, {})
         # accuracy: the backend's declared tolerance, amplified by the problem's conditioning
-        tol = 200 * solvers.get_backend(name).tolerance
+        tol = 200 * solvers.get_backend(name).tolerance.accuracy
         assert sol.status in ("optimal", "optimal_inaccurate"), (name, sol.status)
         assert np.max(np.abs(sol.v - ref.v)) < tol, (name, np.max(np.abs(sol.v - ref.v)))
         assert abs(objective(p, sol.v) - objective(p, ref.v)) < tol * 10, name

@@ -20,11 +20,11 @@ from solvers.backend_registry import get_backend
 from solvers.backends.base import Backend
 
 #: the solver layer's one default request, declared by the backend base class
-DEFAULT_SOLVER_TOL = Backend.default_tol
+DEFAULT_SOLVER_TOL = Backend.tolerance.request
 
 
 def test_unset_tolerance_is_the_backends_default_request() -> None:
-    assert get_backend("pgs").default_tol == 1e-6
+    assert get_backend("pgs").tolerance.request == 1e-6
     assert make_model("box-friction", "pgs").tol == 1e-6
     assert make_model("frictionless", "pgs").tol == 1e-6
     assert DEFAULT_SOLVER_TOL == 1e-9

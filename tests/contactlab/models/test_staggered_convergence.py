@@ -15,7 +15,7 @@ velocity change it causes (``M^-1/2 T' dy``), needs a handful: 6 on the stack,
 Reference: Stewart--Trinkle solved by Lemke on the same step problem.  A fixed
 point of Staggered Projections with the pyramid satisfies the Stewart--Trinkle
 conditions, so the velocities agree.  Tolerance 1e-5 m/s: the declared
-accuracy of OSQP (``solvers.get_backend("osqp").tolerance``, 1e-5) at
+accuracy of OSQP (``solvers.get_backend("osqp").tolerance.accuracy``, 1e-5) at
 velocities of order 1 m/s; the stopping test itself leaves an error of the
 order of its last change, ``1e-6`` of the total impulse (about 0.6 sqrt(kg) m/s
 on the pile, i.e. under 1e-6 m/s for its 1 kg boxes).  Measured: below 1e-8
