@@ -14,6 +14,7 @@ from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 
 def _csr(problem: FrictionalContact) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,8 +102,7 @@ class FrictionBackend(Backend):
     #: Whether wide cones (torsional and rolling rows) are solved natively.
     accepts_fc_wide: ClassVar[bool] = False
     supports_warm_start = True
-    tolerance = 1e-6
-    default_tol = 1e-6
+    tolerance = Tolerance(1e-6, request=1e-6)
 
     @classmethod
     def forms(cls) -> list[str]:

@@ -26,6 +26,7 @@ from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.numerics.anderson import AndersonHistory
 from solvers.result import RawSolution
+from solvers.tolerance import Tolerance
 
 
 class _Anderson(AndersonHistory):
@@ -219,7 +220,7 @@ class IPMBackend(FrictionBackend):
     #: error over every contact: at 1e-6 the body velocities of a three-cube step differ
     #: from the reference by 2.8e-5 m/s, at 1e-8 they agree to 1e-5 like the other
     #: backends' at 1e-6; ask for 1e-8 (``solver_tol``) where that matters.
-    default_tol = 1e-6
+    tolerance = Tolerance(1e-6, request=1e-6)
     #: Models pass ``W``'s factor ``(C, M^-1)`` with the local problem
     #: (``FrictionalContact.factor``).
     uses_fc_factor = True
