@@ -161,7 +161,11 @@ def test_resting_box_stack_stays_at_rest_with_high_restitution():
     runs = {}
     for e in (0.0, 0.9):
         sc = replace(scene, contact=replace(scene.contact, restitution=e))
-        runs[e] = Simulator(sc, "maximal", "box-friction", "pgs").run(duration=1.0)
+        # both through the general layers (a scene with restitution is outside the
+        # compiled maximal step, which sums W z in another order)
+        runs[e] = Simulator(
+            sc, "maximal", "box-friction", "pgs", formulation_options={"compiled": False}
+        ).run(duration=1.0)
     p = runs[0.9].trajectory["position"]
     assert np.abs(p - p[0]).max() < 1e-6  # over 1 s (200 steps of 5 ms)
     # no contact ever bounces: the run is the plastic one, bit for bit
