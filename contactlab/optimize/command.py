@@ -295,6 +295,13 @@ def _cmd(args: argparse.Namespace) -> int:
     scenario = get_scenario(args.scenario)
     parameters = parse_assignments(args.params, "--set")
     scene = scenario.build(**parameters)
+    if scene.static_shapes:
+        # the spacetime problem has no contact: a trajectory would pass through these
+        raise ConfigurationError(
+            f"optimize plans the dynamics without contact, and scene {args.scenario!r} has "
+            f"{len(scene.static_shapes)} static shape(s) (a ground or walls) its bodies could "
+            "pass through; choose a scene without static shapes"
+        )
     model = Model.from_scene(scene)
     nq = model.nq
     given: dict[str, Any] = {

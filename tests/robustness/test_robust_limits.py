@@ -123,6 +123,15 @@ def test_optimize_that_stops_short_writes_results_and_exits_3(workdir, capsys):
     assert outcome.out.startswith(summary["status"])
 
 
+def test_optimize_refuses_a_scene_with_contact_shapes_it_would_pass_through(workdir, capsys):
+    # the spacetime problem has no contact: the ball's path would go through the ground
+    outcome = call(["optimize", "ball-drop", "--start", "0", "--end", "1", "--out", "o"], capsys)
+    assert outcome.code == 2
+    assert "scene 'ball-drop' has 1 static shape(s)" in outcome.err
+    assert len(outcome.err.strip().splitlines()) == 1 and "Traceback" not in outcome.err
+    assert not (workdir / "o").exists()
+
+
 def test_sweep_grid_beyond_the_run_limit_is_refused_before_expansion(workdir, capsys):
     from contactlab.experiments.grid import MAX_RUNS
 
