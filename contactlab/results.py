@@ -356,7 +356,11 @@ def atomic_folder(folder: Path | str, overwrite: bool = False) -> Iterator[Path]
     try:
         try:
             yield tmp
-        except ResultsError:
+        except ResultsError as err:
+            # an error of a folder written inside this one names the place the user asked
+            # for, not the temporary sibling being filled
+            if str(tmp) in str(err):
+                raise ResultsError(str(err).replace(str(tmp), str(target))) from err
             raise
         except OSError as err:
             raise _write_error(target, err) from err

@@ -9,6 +9,7 @@ left and that nothing already finished is lost.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import subprocess
 import sys
@@ -260,7 +261,9 @@ def test_full_disk_during_run_writing(where, tmp_path, monkeypatch, capsys):
 
 def test_full_disk_during_compare_writing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    C = sys.modules["contactlab.experiments.compare"]
+    # the module (the package exports a function of the same name), imported whatever ran before
+    C = importlib.import_module("contactlab.experiments.compare")
+
     monkeypatch.setattr(C, "comparison_markdown", _enospc)
     argv = ["compare", "pendulum", "--solvers", "kkt", "--models", "frictionless"]
     outcome = call([*argv, "--duration", "0.003", "--quiet", "--out", "c"], capsys)

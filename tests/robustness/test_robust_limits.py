@@ -425,3 +425,22 @@ def test_fclib_export_interrupted_keeps_and_counts_the_finished_files(workdir, m
     ]
     assert sorted((workdir / "f").iterdir()) == sorted(workdir / p for p in written)
     assert leftovers(workdir) == []
+
+
+def test_a_full_disk_inside_a_nested_results_folder_names_the_folder_asked_for(tmp_path):
+    # compare writes its runs inside its own results folder while that is still a hidden
+    # temporary sibling: the error names the user's --out, not the temporary path
+    import errno
+
+    from contactlab.errors import ResultsError
+    from contactlab.results import atomic_folder
+
+    out = tmp_path / "cmp"
+    with pytest.raises(ResultsError) as caught:
+        with atomic_folder(out) as tmp:
+            with atomic_folder(tmp / "runs" / "a"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+    message = str(caught.value)
+    assert f"could not write '{out / 'runs' / 'a'}'" in message
+    assert ".tmp-" not in message and "free some space" in message
+    assert list(tmp_path.iterdir()) == []  # nothing half-written is left
