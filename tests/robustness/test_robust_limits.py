@@ -444,3 +444,32 @@ def test_a_full_disk_inside_a_nested_results_folder_names_the_folder_asked_for(t
     assert f"could not write '{out / 'runs' / 'a'}'" in message
     assert ".tmp-" not in message and "free some space" in message
     assert list(tmp_path.iterdir()) == []  # nothing half-written is left
+
+
+def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt(monkeypatch, capsys):
+    # numba hands a KeyboardInterrupt raised inside a kernel back as a SystemError
+    # ("returned a result with an exception set") whose context is the interrupt
+    import argparse
+
+    import contactlab.cli as cli
+
+    def kernel_interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("returned a result with an exception set")  # noqa: B904
+
+    parser = argparse.ArgumentParser()
+    parser.set_defaults(handler=kernel_interrupted)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main([]) == 130
+    assert (
+        capsys.readouterr().err.strip() == "contactlab: interrupted; no results folder was written"
+    )
+
+    def other_fault(args):
+        raise SystemError("not an interrupt")
+
+    parser.set_defaults(handler=other_fault)
+    with pytest.raises(SystemError, match="not an interrupt"):
+        cli.main([])
