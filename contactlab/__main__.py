@@ -1,5 +1,5 @@
 """``python -m contactlab`` runs the command line (see :mod:`contactlab.cli`)."""
 
-from contactlab.launch import main
+from contactlab.launch import run
 
-raise SystemExit(main())
+run()

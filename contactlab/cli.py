@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from contactlab import interrupts
 from contactlab.commands import (
     COMMANDS,
     EXIT_UNCONVERGED,
@@ -39,6 +40,7 @@ from contactlab.commands import (
     register_command,
 )
 from contactlab.errors import ConfigurationError, ContactlabError
+from contactlab.interrupts import INTERRUPTED
 from contactlab.runspec import DEMO_RUNS, RunSpec, as_spec
 
 #: Default root of scratch runs (ignored by git).
@@ -382,22 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = _one_line(err) if str(err) else "interrupted; no results folder was written"
         print(f"contactlab: {message}", file=sys.stderr)
         return 130
-    except SystemError as err:
-        # a Ctrl-C inside a compiled kernel comes back as a SystemError whose context is
-        # the KeyboardInterrupt ("returned a result with an exception set")
-        if not _interrupted(err):
+    except Exception as err:
+        # a Ctrl-C inside a compiled kernel or an extension module's initialisation comes
+        # back as another exception with the KeyboardInterrupt in its chain
+        if not interrupts.interrupted(err):
             raise
         print("contactlab: interrupted; no results folder was written", file=sys.stderr)
-        return 130
-
-
-def _interrupted(err: BaseException) -> bool:
-    """Whether a ``KeyboardInterrupt`` is in the cause or context chain of ``err``."""
-    seen: set[int] = set()
-    link: BaseException | None = err
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
+        return INTERRUPTED

@@ -7,11 +7,12 @@ the same one line and exit code 130 as a Ctrl-C during a command.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-#: exit code of an interrupted command (128 + SIGINT), as :func:`contactlab.cli.main`
-INTERRUPTED = 130
+from contactlab import interrupts
+from contactlab.interrupts import INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,12 +21,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contactlab.cli import main as cli_main
 
         code = cli_main(argv)
+    except Exception as err:
+        # an interrupt while an extension module initialises is an ImportError whose
+        # cause is the KeyboardInterrupt (contactlab.interrupts)
+        if not interrupts.interrupted(err):
+            raise
+        print("contactlab: interrupted; nothing was written", file=sys.stderr)
+        code = INTERRUPTED
     except KeyboardInterrupt:
         print("contactlab: interrupted; nothing was written", file=sys.stderr)
         code = INTERRUPTED
     if code == INTERRUPTED:
         _handled_interrupt()
     return code
+
+
+def run() -> None:
+    """The ``contactlab`` script: :func:`main`, then exit with its code.
+
+    After a Ctrl-C that left a C extension half initialised, the process ends without the
+    interpreter's shutdown, which such a module can abort; nothing of ours is pending then
+    (no results folder is written on an interrupt) and the standard streams are flushed.
+    """
+    code = main()
+    if code == INTERRUPTED and interrupts.HALF_INITIALISED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
 
 
 def _handled_interrupt() -> None:

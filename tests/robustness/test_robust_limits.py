@@ -473,3 +473,61 @@ def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt(monkeypatch, capsys):
     parser.set_defaults(handler=other_fault)
     with pytest.raises(SystemError, match="not an interrupt"):
         cli.main([])
+
+
+def test_ctrl_c_while_an_extension_initialises_is_an_interrupt(monkeypatch, capsys):
+    # a KeyboardInterrupt during a C extension's module initialisation (scipy's HiGHS
+    # wrapper, first loaded by `import scipy.optimize`) comes back as
+    # "ImportError: initialization failed" caused by the interrupt
+    import builtins
+
+    from contactlab import launch
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "contactlab.cli":
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as interrupt:
+                raise ImportError("initialization failed") from interrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert launch.main(["list"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["contactlab: interrupted; nothing was written"]
+
+    def broken(name, *args, **kwargs):
+        if name == "contactlab.cli":
+            raise ImportError("a real missing library")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(ImportError, match="a real missing library"):
+        launch.main(["list"])
+
+
+def test_script_skips_the_shutdown_only_after_an_interrupted_extension_import(monkeypatch):
+    # a half-initialised extension module can abort the interpreter's shutdown: the
+    # script then ends the process directly with 130; any other ending is a SystemExit
+    from contactlab import interrupts, launch
+
+    exits = []
+    monkeypatch.setattr(launch.os, "_exit", exits.append)
+    monkeypatch.setattr(interrupts, "HALF_INITIALISED", False)
+    monkeypatch.setattr(launch, "main", lambda: 130)
+    with pytest.raises(SystemExit) as ended:
+        launch.run()
+    assert ended.value.code == 130 and exits == []
+
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        try:
+            raise ImportError("initialization failed") from interrupt
+        except ImportError as err:
+            assert interrupts.interrupted(err)
+    assert interrupts.HALF_INITIALISED
+    with pytest.raises(SystemExit):  # reached only because os._exit is replaced here
+        launch.run()
+    assert exits == [130]
