@@ -41,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, ResultsError
 from contactlab.experiments.aggregate import solver_table
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
@@ -387,6 +387,7 @@ def _run_locked(
     grid: Grid, scheduler: str | None, workers: int | None, quiet: bool, fresh: bool
 ) -> SweepResult:
     runs_dir = grid.out / "runs"
+    _check_run_paths(grid, runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
     # leftovers of runs whose process died (those of live processes are left alone)
     clean_temporaries(runs_dir)
@@ -395,6 +396,8 @@ def _run_locked(
     for spec in grid.runs:
         folder = runs_dir / spec.folder_name()
         reason = "--fresh asks for it" if fresh else stale_reason(spec, folder)
+        if reason is None and _damaged(folder):
+            reason = "its files are damaged"
         if reason is not None:
             todo.append((spec, folder))
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -427,6 +430,27 @@ def _run_locked(
     return SweepResult(
         grid.out, table, aggregates, len(todo) - len(incomplete), reused, incomplete, reasons
     )
+
+
+def _check_run_paths(grid: Grid, runs_dir: Path) -> None:
+    """Refuse, before any run, a file where the sweep keeps a folder."""
+    paths = [runs_dir] + [runs_dir / spec.folder_name() for spec in grid.runs]
+    for path in paths:
+        if path.exists() and not path.is_dir():
+            what = "its run folders" if path == runs_dir else "a run's folder"
+            raise ResultsError(
+                f"{str(path)!r} is a file where the sweep keeps {what}; remove it or choose "
+                "another --out"
+            )
+
+
+def _damaged(folder: Path) -> bool:
+    """Whether a finished run's files no longer load (they are then made again)."""
+    try:
+        load_run_folder(folder)
+    except (ResultsError, ConfigurationError):
+        return True
+    return False
 
 
 def reuse_line(name: str, reused: int, reasons: dict[str, int], kind: str = "sweep") -> str:

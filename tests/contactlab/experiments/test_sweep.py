@@ -87,6 +87,44 @@ def test_resume_skips_finished_runs(tmp_path: Path, fake_scenarios: None) -> Non
     assert (more.executed, more.reused) == (4, 8) and len(more.table) == 12
 
 
+@pytest.mark.parametrize("damaged", ["trajectory.npz", "steps.csv"])
+def test_resume_makes_a_run_with_damaged_files_again(
+    tmp_path: Path, fake_scenarios: None, damaged: str
+) -> None:
+    spec = write_spec(tmp_path)
+    first = sweep(spec, workers=1, quiet=True)
+    runs = sorted(p for p in (first.folder / "runs").iterdir())
+    (runs[0] / damaged).write_text("garbage")  # a finished run whose file was damaged
+    again = sweep(spec, workers=1, quiet=True)
+    assert (again.executed, again.reused) == (1, 7) and again.complete
+    assert again.reasons == {"its files are damaged": 1}
+    pd.testing.assert_frame_equal(comparable(first.table), comparable(again.table))
+
+
+@pytest.mark.parametrize("where", ["runs", "run"])
+def test_a_file_where_the_sweep_keeps_a_folder_is_refused_before_any_run(
+    tmp_path: Path, fake_scenarios: None, where: str
+) -> None:
+    from contactlab.errors import ResultsError
+
+    spec = write_spec(tmp_path)
+    first = sweep(spec, workers=1, quiet=True)
+    runs = first.folder / "runs"
+    victim = runs if where == "runs" else sorted(runs.iterdir())[0]
+    kept = {p: p.stat().st_mtime_ns for p in runs.glob("*/summary.json")} if where == "run" else {}
+    if victim.is_dir():
+        import shutil
+
+        shutil.rmtree(victim)
+    victim.write_text("not a folder")
+    with pytest.raises(ResultsError, match="is a file where the sweep keeps .*remove it"):
+        sweep(spec, workers=1, quiet=True)
+    assert victim.read_text() == "not a folder"
+    assert {p: p.stat().st_mtime_ns for p in kept if p.exists()} == {
+        p: t for p, t in kept.items() if p.exists()
+    }
+
+
 @pytest.mark.parametrize("how", ["crash_file", "kill_file"])
 def test_interrupted_sweep_loses_no_finished_run(
     tmp_path: Path, fake_scenarios: None, how: str
