@@ -387,7 +387,7 @@ def _run_locked(
     grid: Grid, scheduler: str | None, workers: int | None, quiet: bool, fresh: bool
 ) -> SweepResult:
     runs_dir = grid.out / "runs"
-    _check_run_paths(grid, runs_dir)
+    _check_layout(grid, runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
     # leftovers of runs whose process died (those of live processes are left alone)
     clean_temporaries(runs_dir)
@@ -432,15 +432,25 @@ def _run_locked(
     )
 
 
-def _check_run_paths(grid: Grid, runs_dir: Path) -> None:
-    """Refuse, before any run, a file where the sweep keeps a folder."""
-    paths = [runs_dir] + [runs_dir / spec.folder_name() for spec in grid.runs]
-    for path in paths:
+#: the files a sweep writes next to ``runs/`` (see :func:`write_outputs`)
+_TABLES = ("sweep.parquet", "sweep.csv", "skipped.csv", "aggregates.csv", "aggregates.md")
+
+
+def _check_layout(grid: Grid, runs_dir: Path) -> None:
+    """Refuse, before any run, a file where the sweep keeps a folder and the reverse."""
+    folders = {runs_dir: "its run folders", grid.out / "plots": "its plots"}
+    folders.update({runs_dir / spec.folder_name(): "a run's folder" for spec in grid.runs})
+    for path, what in folders.items():
         if path.exists() and not path.is_dir():
-            what = "its run folders" if path == runs_dir else "a run's folder"
             raise ResultsError(
                 f"{str(path)!r} is a file where the sweep keeps {what}; remove it or choose "
                 "another --out"
+            )
+    for name in (*_TABLES, "sweep.json"):
+        if (grid.out / name).is_dir():
+            raise ResultsError(
+                f"{str(grid.out / name)!r} is a folder where the sweep writes a table; remove it "
+                "or choose another --out"
             )
 
 

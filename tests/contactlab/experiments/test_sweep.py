@@ -101,7 +101,7 @@ def test_resume_makes_a_run_with_damaged_files_again(
     pd.testing.assert_frame_equal(comparable(first.table), comparable(again.table))
 
 
-@pytest.mark.parametrize("where", ["runs", "run"])
+@pytest.mark.parametrize("where", ["runs", "run", "plots"])
 def test_a_file_where_the_sweep_keeps_a_folder_is_refused_before_any_run(
     tmp_path: Path, fake_scenarios: None, where: str
 ) -> None:
@@ -110,7 +110,7 @@ def test_a_file_where_the_sweep_keeps_a_folder_is_refused_before_any_run(
     spec = write_spec(tmp_path)
     first = sweep(spec, workers=1, quiet=True)
     runs = first.folder / "runs"
-    victim = runs if where == "runs" else sorted(runs.iterdir())[0]
+    victim = {"runs": runs, "plots": first.folder / "plots"}.get(where) or sorted(runs.iterdir())[0]
     kept = {p: p.stat().st_mtime_ns for p in runs.glob("*/summary.json")} if where == "run" else {}
     if victim.is_dir():
         import shutil
