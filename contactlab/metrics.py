@@ -99,7 +99,12 @@ STEP_METRICS: tuple[Metric, ...] = (
     ),
     Metric("iterations", "", "solver iterations, summed over the step's inner solves"),
     Metric("outer_iterations", "", "outer iterations of staggered schemes (0 otherwise)"),
-    Metric("n_contacts", "", "number of contacts found by collision"),
+    Metric(
+        "n_contacts",
+        "",
+        "number of contacts found by collision (with the maximal option sleep: those posed, "
+        "the contacts among sleeping bodies and the world left out)",
+    ),
     Metric("penetration", "m", "deepest penetration among the contacts, max(-distance, 0)"),
     Metric(
         "normal_complementarity",
@@ -125,6 +130,12 @@ STEP_METRICS: tuple[Metric, ...] = (
         "not opposite the slip at full magnitude (maximal dissipation)",
     ),
     Metric("n_sliding", "", "contacts whose slip speed exceeds the slip threshold"),
+    Metric(
+        "sleeping_bodies",
+        "",
+        "bodies asleep at the end of the step (a column only with the maximal formulation's "
+        "option sleep)",
+    ),
     Metric("solver_residual", "", "largest residual (primal, dual, complementarity) reported"),
     Metric("collision_time_s", "s", "wall time of collision detection"),
     Metric("assembly_time_s", "s", "wall time of step-problem assembly"),

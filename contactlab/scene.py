@@ -532,6 +532,9 @@ class State:
     cache : the model's memory, a :class:`~contactlab.memory.ModelMemory` (warm
         starts such as the previous step's friction impulses; any mapping given is
         copied into one); never needed for correctness.
+    sleep : which bodies sleep and how long each has rested
+        (:class:`~contactlab.maximal.sleeping.Sleep`), or ``None`` when the run does not
+        let islands sleep (the maximal formulation's option ``sleep``).
     """
 
     t: float
@@ -540,6 +543,7 @@ class State:
     q: Array | None = None
     qdot: Array | None = None
     cache: Mapping[str, Any] = field(default_factory=ModelMemory)
+    sleep: object | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.cache, ModelMemory):

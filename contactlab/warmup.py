@@ -235,9 +235,10 @@ def _frictional_backends() -> None:
         first = solvers.solve(blocks, "ipm")
         solvers.solve(blocks, "ipm", warm_start=1.01 * first.x)
         solvers.solve(blocks, "padmm")  # its block Cholesky of sigma M + C'C
-    from solvers.islands import island_labels
+    from solvers.islands import island_labels, pair_labels
 
     island_labels(blocks)
+    pair_labels(3, np.array([0, -1], dtype=np.int64), np.array([1, 2], dtype=np.int64))
     for name in ("nsgs", "ipm"):
         try:
             cold = solvers.solve(factored, name)

@@ -99,6 +99,25 @@ def row_labels(ptr: IVec, idx: IVec, ncols: int, nc: int, by_columns: bool) -> t
     return label, count
 
 
+@njit(cache=True)
+def pair_labels(n: int, a: IVec, b: IVec) -> IVec:
+    """Connected component of each of ``n`` nodes joined by the pairs ``(a[k], b[k])``
+    (negative entries, the static world, join nothing), numbered by first node."""
+    parent = np.arange(n)
+    for k in range(a.shape[0]):
+        if a[k] >= 0 and b[k] >= 0:
+            _union(parent, a[k], b[k])
+    label = np.full(n, -1, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        r = _find(parent, i)
+        if label[r] < 0:
+            label[r] = count
+            count += 1
+        label[i] = label[r]
+    return label
+
+
 def island_labels(problem: FrictionalContact) -> tuple[IVec, int]:
     """``(labels, count)``: the island of every row of ``problem`` (module docstring)."""
     if problem.factor is not None:

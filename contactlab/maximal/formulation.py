@@ -43,6 +43,7 @@ from contactlab.maximal.attachment_map import AttachmentMap
 from contactlab.maximal.joint_coordinates import CoordinateLimits, JointSprings, JointTorques
 from contactlab.maximal.multiplier_reactions import multiplier_maps
 from contactlab.maximal.regularization import Regularization, augment, per_owner
+from contactlab.maximal.sleeping import Sleep, SleepRule, after_step, before_step, hold
 from contactlab.metrics import state_metrics
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scene import Scene, State
@@ -97,6 +98,11 @@ class MaximalFormulation(Formulation):
     compiled : take the compiled contact step (:mod:`contactlab.maximal.compiled_step`)
         when the scene, the model and the solver are in its scope (default); ``False``
         steps through the general layers.
+    sleep : let islands of bodies at rest sleep (:mod:`contactlab.maximal.sleeping`);
+        off by default. Scenes of free bodies under gravity with the default integrator.
+    sleep_speed : [m/s] a body rests while its speed and its angular speed times its
+        radius of gyration are below this (default 0.01).
+    sleep_steps : steps in a row every body of an island rests before it sleeps (default 20).
     """
 
     has_joint_drift = True
@@ -116,6 +122,9 @@ class MaximalFormulation(Formulation):
         compliance: float | Mapping[str, float] = 0.0,
         compliance_damping: float | Mapping[str, float] = 0.0,
         compiled: bool = True,
+        sleep: bool = False,
+        sleep_speed: float = 0.01,
+        sleep_steps: int = 20,
     ) -> None:
         super().__init__(scene)
         self.compiled = bool(compiled)
@@ -190,6 +199,19 @@ class MaximalFormulation(Formulation):
                     "the attachments by fixed joints"
                 )
             self.attach = AttachmentMap(scene, self._initial_pose()[0])
+        #: when bodies rest and islands sleep (``None`` unless the option ``sleep`` is on)
+        self.sleep: SleepRule | None = None
+        if not isinstance(sleep, bool):
+            raise ConfigurationError(f"option sleep must be true or false, got {sleep!r}")
+        if sleep:
+            if self.integrator != integ.DEFAULT:
+                raise ConfigurationError(
+                    f"sleeping islands are stepped with the default integrator, not "
+                    f"{self.integrator!r}; drop the integrator option or run with sleep=false"
+                )
+            self.sleep = SleepRule.build(scene, self.mass_diagonal, sleep_speed, sleep_steps)
+        #: the sleep state and contacts :meth:`assemble` posed a state's step with
+        self._posed_sleep: tuple[int, Sleep, ContactSet | None] | None = None
         #: per-row compliance and damping of the soft constraints (§0.11)
         self.soft = Regularization.build(compliance, compliance_damping, self.row_owners)
         if self.soft.any and self.joint_layout is not None:
@@ -230,7 +252,7 @@ class MaximalFormulation(Formulation):
                 self.attach.restrict(phi),
                 self.attach.drive_twists(0.0, 0.0) if self.attach.driven else None,
             )
-        state = State(0.0, E, phi)
+        state = State(0.0, E, phi, sleep=None if self.sleep is None else Sleep.awake(len(E)))
         state.check_finite()
         if self.check_rank:
             self.check_independent(self.rows(E, phi))
@@ -245,7 +267,7 @@ class MaximalFormulation(Formulation):
         """The compiled contact step for ``model`` and the collision function ``collide``
         (:class:`~contactlab.maximal.compiled_step.CompiledContactStep`), or ``None`` when
         the set-up is outside its scope or ``compiled=False``."""
-        if type(self) is not MaximalFormulation or not self.compiled:
+        if type(self) is not MaximalFormulation or not self.compiled or self.sleep is not None:
             return None
         from contactlab.maximal.compiled_step import compiled_step_for
 
@@ -253,6 +275,15 @@ class MaximalFormulation(Formulation):
 
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
+        sleep = None
+        if self.sleep is not None:
+            if not isinstance(state.sleep, Sleep):
+                raise ConfigurationError(
+                    "sleep=true: the state carries no sleep record; start from "
+                    "initial_state() of this formulation"
+                )
+            sleep, contacts = before_step(state.sleep, contacts)
+            self._posed_sleep = (id(state), sleep, contacts)
         if self.integrator == integ.DEFAULT:
             M, f = asm.free_momentum(
                 self.scene, self.mass_diagonal, E, phi, h, self.implicit, self.coriolis
@@ -303,6 +334,8 @@ class MaximalFormulation(Formulation):
                 self.joint_layout, E, rows.G, self.row_owners, M, N
             )
         v = phi.reshape(-1)
+        if sleep is not None and sleep.asleep.any():
+            f, v = hold(f, v, sleep.asleep)
         drive = None
         if self.attach is not None:  # null-space reduction (ArtiSynth's notes §0.17)
             a = self.attach
@@ -423,7 +456,19 @@ class MaximalFormulation(Formulation):
                 self._errors_and_rows(E, t)[0] if self.constraints else None,
             )
             self._half_kick = None
-        return replace(state, t=t, E=E, phi=phi)
+        if self.sleep is None:
+            return replace(state, t=t, E=E, phi=phi)
+        if self._posed_sleep is None or self._posed_sleep[0] != id(state):
+            raise ConfigurationError(
+                "sleep=true: advance() needs the problem that assemble() posed for the same "
+                "state; call assemble(state, ...) first"
+            )
+        _, sleep, contacts = self._posed_sleep
+        self._posed_sleep = None
+        phi = np.where(sleep.asleep[:, None], 0.0, phi)  # held bodies keep their poses
+        E = np.where(sleep.asleep[:, None, None], state.E, E)
+        sleep, phi = after_step(sleep, self.sleep, phi, contacts)
+        return replace(state, t=t, E=E, phi=phi, sleep=sleep)
 
     def _hard_errors(self, E: Array, t: float) -> Array:
         """Errors of the hard rows at ``E`` and time ``t`` [s] (without the rows).
@@ -461,7 +506,10 @@ class MaximalFormulation(Formulation):
         )
         g = stack_errors_at(self.constraints, E, state.t)
         drift = float(np.max(np.abs(g))) if g.size else 0.0
-        return state_metrics(E, phi, md, kinetic, potential, drift)
+        out = state_metrics(E, phi, md, kinetic, potential, drift)
+        if isinstance(state.sleep, Sleep):
+            out["sleeping_bodies"] = state.sleep.sleeping
+        return out
 
     def reaction_wrenches(
         self, problem: StepProblem, solution: StepSolution, h: float | None = None
