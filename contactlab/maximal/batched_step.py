@@ -267,9 +267,11 @@ class PileBatch:
                 info_hist[i] = info
                 nc_hist[i] = nc
                 if sim0.strict:
+                    # the fields of the step's solution the error reads
+                    capped: Any = SimpleNamespace(status=_STATUS[P.MAX_ITERATIONS], results=())
                     for k in np.flatnonzero(active & (code == P.MAX_ITERATIONS)):
                         row = self._row(k, i, t, info[k], int(nc[k]), 0.0, 0.0)
-                        err = sims[k]._strict_failure(i, t_before, row, _NoResults())
+                        err = sims[k]._strict_failure(i, t_before, row, capped)
                         self._stop(k, i, err, active, rows_done, outcome)
                 E, phi = E_new, phi_new  # a copy left inactive kept its state
                 hist_E[i + 1], hist_phi[i + 1], hist_t[i + 1] = E, phi, t
@@ -427,12 +429,6 @@ class PileBatch:
         rec.phi = hist_phi[:frames, sl].copy()
         rec.count = frames
         return rec
-
-
-class _NoResults:
-    """The solution fields :meth:`Simulator._strict_failure` reads (no backend results)."""
-
-    results: tuple[Any, ...] = ()
 
 
 class _GuardCheck:
