@@ -104,7 +104,9 @@ def plan_batches(todo: Sequence[tuple[RunSpec, Path]]) -> BatchPlan:
     return plan
 
 
-def run_batch(runs: Sequence[tuple[RunSpec, Path, Any]], progress: Any) -> list[tuple[RunSpec, str]]:
+def run_batch(
+    runs: Sequence[tuple[RunSpec, Path, Any]], progress: Any
+) -> list[tuple[RunSpec, str]]:
     """Make one batch and write each run's folder; the runs that did not finish, with why."""
     from contactlab.maximal.batched_step import PileBatch
 

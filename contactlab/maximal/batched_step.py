@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab import metrics as M
 from contactlab.errors import ConfigurationError, ContactlabError, StateError
 from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
@@ -99,7 +98,9 @@ class PileBatch:
         for k, sim in enumerate(self.sims):
             why = batch_scope(sim)
             if why:
-                raise ConfigurationError(f"batch copy {k} ({sim.scene.name!r}) cannot be batched: {why}")
+                raise ConfigurationError(
+                    f"batch copy {k} ({sim.scene.name!r}) cannot be batched: {why}"
+                )
             same = (
                 sim.dt == first.dt and sim.model_options == first.model_options
                 and sim.slip_threshold == first.slip_threshold and sim.strict == first.strict
@@ -263,7 +264,9 @@ class PileBatch:
                     err = sims[k]._failure(i, t_before, f"solver status {status!r}")
                     self._stop(k, i, err, active, rows_done, outcome)
                 if not (np.all(np.isfinite(phi_new)) and np.all(np.isfinite(E_new))):
-                    self._nonfinite(i, t_before, t, E_new, phi_new, code, active, rows_done, outcome)
+                    self._nonfinite(
+                        i, t_before, t, E_new, phi_new, code, active, rows_done, outcome
+                    )
                 info_hist[i] = info
                 nc_hist[i] = nc
                 if sim0.strict:

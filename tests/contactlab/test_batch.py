@@ -93,7 +93,9 @@ def test_compiled_batch_gives_each_copy_its_own_run() -> None:
         ref = _lone(scene)
         _same_run(runs[k], ref)
         assert ref.steps["n_contacts"].iloc[-20:].min() > 0  # landed: contacts solved
-        np.testing.assert_array_equal(batch.trajectory(runs, k)["twist"], runs[k].trajectory["twist"])
+        np.testing.assert_array_equal(
+            batch.trajectory(runs, k)["twist"], runs[k].trajectory["twist"]
+        )
 
 
 def test_a_capped_step_is_reported_for_its_copy_only() -> None:
@@ -110,9 +112,7 @@ def test_a_capped_step_is_reported_for_its_copy_only() -> None:
     capped = [np.flatnonzero(s == "max_iterations") for s in statuses]
     assert any(len(c) for c in capped)
     # at some step one copy was capped while another converged
-    assert any(
-        statuses[j][i] == "optimal" for c in capped for i in c for j in range(len(scenes))
-    )
+    assert any(statuses[j][i] == "optimal" for c in capped for i in c for j in range(len(scenes)))
 
 
 def test_strict_stops_the_capped_copy_and_no_other() -> None:
