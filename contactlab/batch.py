@@ -91,6 +91,21 @@ def copies_collide(scenes: Sequence[Scene], slices: Sequence[slice]) -> Any:
     return run
 
 
+def simulators_for(
+    scenes: Sequence[Scene],
+    formulation: str | None,
+    model: str | None,
+    solver: str | None,
+    model_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> list[Simulator]:
+    """One :class:`~contactlab.simulator.Simulator` per scene, with the same choices."""
+    return [
+        Simulator(s, formulation, model, solver, model_options=model_options, **options)
+        for s in scenes
+    ]
+
+
 class Batch:
     """``N`` scenes stepped together (module docstring).
 
@@ -118,7 +133,7 @@ class Batch:
         model_options: Mapping[str, Any] | None = None,
         **simulator_options: Any,
     ) -> None:
-        from contactlab.maximal.batched_step import PileBatch, batch_scope, simulators_for
+        from contactlab.maximal.batched_step import PileBatch, batch_scope
 
         self.scenes = list(scenes)
         if not self.scenes:

@@ -26,7 +26,7 @@ contact row, a box far larger than the others) is run again on its own afterward
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -38,7 +38,7 @@ from contactlab.errors import ConfigurationError, ContactlabError, StateError
 from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.runs import Run
-from contactlab.scene import Scene, State
+from contactlab.scene import State
 from contactlab.step_table import StepTable
 from contactlab.trajectory import TrajectoryRecorder
 
@@ -255,14 +255,14 @@ class PileBatch:
                 stepped = active.copy()
                 # the checks of Simulator.step and CompiledContactStep.step, all copies at once
                 usable = np.isin(code, _USABLE)
-                for k in np.flatnonzero(active & ~usable):
+                for k in np.flatnonzero(active & ~usable).tolist():
                     if code[k] in (P.DECOUPLED, K.LARGE_BOX, K.WIDE_KEYS, K.NONFINITE_POSES):
                         rerun[k] = True  # the general path's step: the copy runs alone
                         active[k] = False
                         continue
                     status = _STATUS.get(int(code[k]), "numerical_error")
-                    err = sims[k]._failure(i, t_before, f"solver status {status!r}")
-                    self._stop(k, i, err, active, rows_done, outcome)
+                    failure = sims[k]._failure(i, t_before, f"solver status {status!r}")
+                    self._stop(k, i, failure, active, rows_done, outcome)
                 if not (np.all(np.isfinite(phi_new)) and np.all(np.isfinite(E_new))):
                     self._nonfinite(
                         i, t_before, t, E_new, phi_new, code, active, rows_done, outcome
@@ -272,14 +272,15 @@ class PileBatch:
                 if sim0.strict:
                     # the fields of the step's solution the error reads
                     capped: Any = SimpleNamespace(status=_STATUS[P.MAX_ITERATIONS], results=())
-                    for k in np.flatnonzero(active & (code == P.MAX_ITERATIONS)):
+                    for k in np.flatnonzero(active & (code == P.MAX_ITERATIONS)).tolist():
                         row = self._row(k, i, t, info[k], int(nc[k]), 0.0, 0.0)
-                        err = sims[k]._strict_failure(i, t_before, row, capped)
-                        self._stop(k, i, err, active, rows_done, outcome)
+                        failure = sims[k]._strict_failure(i, t_before, row, capped)
+                        self._stop(k, i, failure, active, rows_done, outcome)
                 E, phi = E_new, phi_new  # a copy left inactive kept its state
                 hist_E[i + 1], hist_phi[i + 1], hist_t[i + 1] = E, phi, t
                 if guard_pre is not None:
-                    for k in guard_pre.flagged(active, t, info, phi, coff, old_pair, dist):
+                    flagged = guard_pre.flagged(active, t, info, phi, coff, old_pair, dist)
+                    for k in flagged.tolist():
                         guard = guards[k]
                         if guard is None:
                             continue
@@ -327,11 +328,10 @@ class PileBatch:
                 run = sim._make_run(table, recorder, initial[k], wall_start, T, status, message)
                 results.append(replace(run, wall_time_s=wall * float(spent[k]) / whole))
             else:
-                err = got
-                status = getattr(err, "status", "failed")
-                run = sim._make_run(table, recorder, initial[k], wall_start, T, status, str(err))
-                err.run = replace(run, wall_time_s=wall * float(spent[k]) / whole)  # type: ignore[attr-defined]
-                results.append(err)
+                status = getattr(got, "status", "failed")
+                run = sim._make_run(table, recorder, initial[k], wall_start, T, status, str(got))
+                got.run = replace(run, wall_time_s=wall * float(spent[k]) / whole)  # type: ignore[union-attr]
+                results.append(got)
         return results
 
     def _stop(
@@ -348,13 +348,13 @@ class PileBatch:
         active: NDArray[np.bool_], rows_done: NDArray[np.int64], outcome: list[Outcome | None],
     ) -> None:  # fmt: skip
         """The copies whose new state is not finite stop as their own run would."""
-        for k in np.flatnonzero(active):
+        for k in np.flatnonzero(active).tolist():
             sl = slice(self.boff[k], self.boff[k + 1])
             if not np.all(np.isfinite(phi[sl])):
                 status = _STATUS.get(int(code[k]), "numerical_error")
                 what = f"non-finite velocities (status {status!r})"
-                err = self.sims[k]._failure(i, t_before, what)
-                self._stop(k, i, err, active, rows_done, outcome)
+                failure = self.sims[k]._failure(i, t_before, what)
+                self._stop(k, i, failure, active, rows_done, outcome)
             elif not np.all(np.isfinite(E[sl])):
                 try:
                     State(t, E[sl], phi[sl]).check_finite()
@@ -502,21 +502,4 @@ class _GuardCheck:
         return np.flatnonzero(flag & live)
 
 
-def simulators_for(
-    scenes: Sequence[Scene],
-    formulation: str | None,
-    model: str | None,
-    solver: str | None,
-    model_options: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> list[Any]:
-    """One :class:`~contactlab.simulator.Simulator` per scene, with the same choices."""
-    from contactlab.simulator import Simulator
-
-    return [
-        Simulator(s, formulation, model, solver, model_options=model_options, **options)
-        for s in scenes
-    ]
-
-
-__all__ = ["Outcome", "PileBatch", "batch_scope", "simulators_for"]
+__all__ = ["Outcome", "PileBatch", "batch_scope"]

@@ -140,3 +140,19 @@ def test_batch_of_other_models_takes_the_islands_route() -> None:
     assert batch.route == "islands"
     with pytest.raises(ConfigurationError, match="compiled route"):
         batch.runs(steps=1)
+
+
+def test_a_copy_the_divergence_guard_stops_ends_as_its_run_does() -> None:
+    # one cube of copy 1 starts sunk 0.2 m into the ground: deeper than its own size, which
+    # the guard's penetration bound refuses at the first step; copy 0 runs on
+    pile = get_scenario("box-pile")
+    sunk = pile.build(n=3, seed=1)
+    E = np.array(sunk.initial_E, dtype=float)
+    E[0, 2, 3] = -0.2
+    scenes = [pile.build(n=3, seed=0), replace(sunk, initial_E=E)]
+    outcomes = Batch(scenes).run(steps=LANDING)
+    refs = [_lone(scene) for scene in scenes]
+    _same_run(outcomes[0], refs[0])
+    assert type(outcomes[1]) is type(refs[1]) and refs[1].status == "diverged"
+    assert str(outcomes[1]) == str(refs[1])
+    _same_run(outcomes[1].run, refs[1].run)
