@@ -283,11 +283,19 @@ def pgs_section(
     return "\n".join(lines) + "\n"
 
 
-def _separate_run(index: int, steps: int, out: Path, env: dict[str, str]) -> float:
-    """Wall seconds of one ``contactlab run`` process of copy ``index`` (seed ``index``)."""
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's finished children."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _separate_run(index: int, steps: int, out: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``contactlab run`` process of seed ``index``."""
     from contactlab.commands import EXIT_UNCONVERGED
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [sys.executable, "-m", "contactlab", "run", "box-pile", "--set", "n=20",
          "--set", f"seed={index}", "--steps", str(steps), "--quiet", "--no-plots",
@@ -296,7 +304,7 @@ def _separate_run(index: int, steps: int, out: Path, env: dict[str, str]) -> flo
     )  # fmt: skip
     if done.returncode not in (0, EXIT_UNCONVERGED):  # 3: some steps capped
         raise RuntimeError(f"separate run {index} failed: {done.stderr.decode()[-500:]}")
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - c0
 
 
 def _sweep_file(folder: Path, copies: int, steps: int, dt: float) -> Path:
@@ -334,43 +342,62 @@ def batch_section(copies: int, steps: int, separate: int) -> str:
     load0 = os.getloadavg()
     scenes = [get_scenario("box-pile").build(n=20, seed=s) for s in range(copies)]
     Batch(scenes[:2]).run(steps=2)  # kernels loaded
-    t0 = time.perf_counter()
+    Simulator(scenes[0]).run(steps=2)
+    t0, c0 = time.perf_counter(), time.thread_time()
     batch = Batch(scenes)
     runs = batch.run(steps=steps)
-    batch_s = time.perf_counter() - t0
+    batch_s, batch_cpu = time.perf_counter() - t0, time.thread_time() - c0
     assert batch.route == "compiled"
     nc = np.array([r.steps["n_contacts"].to_numpy() for r in runs])
     sweeps = np.array([r.steps["iterations"].to_numpy() for r in runs])
     capped = sum(int((r.steps["status"] != "optimal").sum()) for r in runs)
     first_contact = int(np.min(np.argmax(nc > 0, axis=1)))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     for scene in scenes[:separate]:
         Simulator(scene).run(steps=steps)
-    in_process = (time.perf_counter() - t0) / separate
-    # the same copies' share of the batch (the batch's work is not even over the seeds)
+    lone_s, lone_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    # the batch's CPU time on those seeds (its time shared out by work)
     mine = sum(r.wall_time_s for r in runs[:separate]) / sum(r.wall_time_s for r in runs)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory() as tmp:
-        times = [_separate_run(s, steps, Path(tmp) / f"run{s}", env) for s in range(separate)]
+        measured = [_separate_run(s, steps, Path(tmp) / f"run{s}", env) for s in range(separate)]
         spec = _sweep_file(Path(tmp), copies, steps, float(scenes[0].dt))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _children_cpu()
         done = subprocess.run(
             [sys.executable, "-m", "contactlab", "sweep", str(spec), "--workers", "1",
              "--quiet", "--out", str(Path(tmp) / "sweep")],
             check=False, env=env, capture_output=True,
         )  # fmt: skip
-        sweep_s = time.perf_counter() - t0
+        sweep_s, sweep_cpu = time.perf_counter() - t0, _children_cpu() - c0
         if done.returncode not in (0, 3):
             raise RuntimeError(f"the sweep failed: {done.stderr.decode()[-800:]}")
         batched = sum(
             "batch_copies" in p.read_text()
             for p in (Path(tmp) / "sweep" / "runs").glob("*/summary.json")
         )
-    one = float(np.mean(times))
+    one, one_cpu = (float(x) for x in np.mean(measured, axis=0))
     load1 = os.getloadavg()
     total = copies * steps
-    separate_s = copies * one
-    in_process_s = copies * in_process
+    scale = copies / separate
+    rows = [
+        ("one `Batch` in one process (one compiled call per step; set-up included)",
+         batch_s, batch_cpu),
+        (f"`contactlab sweep` of the {copies} seeds, one process (batched: {batched} of "
+         f"{copies} runs; start-up, warm-up run, {copies} results folders included)",
+         sweep_s, sweep_cpu),
+        (f"{copies} separate `contactlab run` processes (mean of {separate} measured, seeds "
+         f"0-{separate - 1}: {one:.1f} s wall, {one_cpu:.2f} s CPU each; × {copies})",
+         copies * one, copies * one_cpu),
+        (f"{copies} separate simulators one after another in this process ({separate} "
+         f"measured, × {scale:g})", scale * lone_s, scale * lone_cpu),
+    ]  # fmt: skip
+    table = [
+        "| route | wall [s] | CPU [s] | copy-steps per CPU second | CPU / `Batch` CPU |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ] + [
+        f"| {name} | {wall:.1f} | {cpu:.1f} | {total / cpu:.0f} | {cpu / batch_cpu:.2f} |"
+        for name, wall, cpu in rows
+    ]
     return (
         "\n".join(
             [
@@ -378,33 +405,26 @@ def batch_section(copies: int, steps: int, separate: int) -> str:
                 "(default route: box friction / `pgs`, the compiled pile step)",
                 "",
                 f"Load average (1, 5, 15 min) {load0[0]:.2f}, {load0[1]:.2f}, {load0[2]:.2f} "
-                f"before, {load1[0]:.2f}, {load1[1]:.2f}, {load1[2]:.2f} after (2 cores, shared). "
-                f"Seeds 0-{copies - 1}, h = {scenes[0].dt * 1e3:g} ms. The cubes land: contacts "
-                f"from step {first_contact} on; {int((nc > 0).sum())} of {total} copy-steps "
-                f"with contacts, {int(nc.sum())} contacts in all, up to {int(nc.max())} in one "
-                f"copy's step; {int(sweeps.sum())} Gauss-Seidel sweeps in all, {capped} "
-                "copy-steps capped at the default 10000 sweeps (kept with their iterate, as a "
-                "run keeps them).",
+                f"before, {load1[0]:.2f}, {load1[1]:.2f}, {load1[2]:.2f} after (2 cores, "
+                f"shared). Seeds 0-{copies - 1}, h = {scenes[0].dt * 1e3:g} ms. The cubes "
+                f"land: contacts from step {first_contact} on; {int((nc > 0).sum())} of {total} "
+                f"copy-steps with contacts, {int(nc.sum())} contacts in all, up to "
+                f"{int(nc.max())} in one copy's step; {int(sweeps.sum())} Gauss-Seidel sweeps "
+                f"in all, {capped} copy-steps capped at the default 10000 sweeps (kept with "
+                "their iterate, as a run keeps them).",
                 "",
-                "| route | wall [s] | copy-steps per second | wall / `Batch` wall |",
-                "| --- | ---: | ---: | ---: |",
-                f"| one `Batch` in one process (one compiled call per step; set-up included) "
-                f"| {batch_s:.1f} | {total / batch_s:.0f} | 1 |",
-                f"| `contactlab sweep` of the {copies} seeds, one process (batched: "
-                f"{batched} of {copies} runs; start-up, warm-up run, {copies} results folders "
-                f"included) | {sweep_s:.1f} | {total / sweep_s:.0f} | {sweep_s / batch_s:.2f} |",
-                f"| {copies} separate `contactlab run` processes (mean of {separate} measured, "
-                f"seeds 0-{separate - 1}: {one:.1f} s each, × {copies}) | {separate_s:.1f} "
-                f"| {total / separate_s:.1f} | {separate_s / batch_s:.1f} |",
-                f"| {copies} separate simulators one after another in this process (mean of "
-                f"{separate} measured: {in_process:.2f} s each, × {copies}) | {in_process_s:.1f} "
-                f"| {total / in_process_s:.0f} | {in_process_s / batch_s:.2f} |",
+                *table,
                 "",
                 f"Throughput against {copies} separate `contactlab run` processes: "
-                f"{separate_s / batch_s:.1f}x for the `Batch`, {separate_s / sweep_s:.1f}x for "
-                f"the batched `contactlab sweep` (target: 10x). On the same {separate} seeds "
-                f"measured one by one ({separate * in_process:.1f} s in this process) the batch "
-                f"spent {mine * batch_s:.1f} s (its time shared out by work).",
+                f"{copies * one / batch_s:.1f}x in wall time and "
+                f"{copies * one_cpu / batch_cpu:.1f}x in CPU time for the `Batch`, "
+                f"{copies * one / sweep_s:.1f}x and "
+                f"{copies * one_cpu / sweep_cpu:.1f}x for the batched `contactlab sweep` "
+                f"(target: 10x). CPU time is the process's own (thread CPU time in this "
+                "process, the children's user and system time for the commands); wall time "
+                f"follows the machine's load. On seeds 0-{separate - 1} the batch spent "
+                f"{mine * batch_cpu:.1f} s of CPU (its time shared out by work), the same "
+                f"simulators one by one {lone_cpu:.1f} s.",
             ]
         )
         + "\n"
