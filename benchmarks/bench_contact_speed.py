@@ -30,12 +30,14 @@ Sections (``results/benchmarks/contact_speed.md``):
     in the same process.
 
 ``batch``
-    ``--copies`` copies (default 64) of a 20-box pile (seeds 0.., ``coulomb`` / ``nsgs``,
-    islands on) for ``--batch-steps`` steps (default 100: the cubes land from step 20 on):
-    one :class:`contactlab.batch.Batch` in this process against the same number of
-    separate ``contactlab run`` processes and of separate simulators run one after another
-    in this process (each measured on ``--separate`` of them, default 8, and scaled):
-    steps per second of all copies.
+    ``--copies`` copies (default 64) of a 20-box pile (seeds 0..) on the default route
+    (box friction by ``pgs``: the compiled pile step) for ``--batch-steps`` steps (default
+    100: the cubes land from about step 25 on; the contacts are counted and reported):
+    one :class:`contactlab.batch.Batch` in this process (one compiled call per step for all
+    copies), the same seeds as one ``contactlab sweep`` process (batched), against the
+    same number of separate ``contactlab run`` processes and of separate simulators run one
+    after another in this process (each measured on ``--separate`` of them, default 8, and
+    multiplied by ``--copies``): steps per second of all copies.
 
 Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``
 (``--only pgs`` writes the ``pgs`` section alone into ``--out``).
@@ -60,6 +62,7 @@ OUT = ROOT / "results" / "benchmarks" / "contact_speed.md"
 TOL = 1e-6
 #: the heading of the ``pgs`` section (after "## ")
 PGS_HEAD = "Box friction / `pgs` (the compiled maximal step)"
+BATCH_HEAD = "Batched runs"
 
 
 def record_drop(boxes: int, steps: int) -> tuple[Any, list[dict[str, Any]]]:
@@ -280,62 +283,148 @@ def pgs_section(
     return "\n".join(lines) + "\n"
 
 
-def batch_section(copies: int, steps: int, separate: int) -> str:
-    from contactlab.batch import Batch
-    from contactlab.commands import EXIT_UNCONVERGED
-    from contactlab.scenario import get_scenario
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's finished children."""
+    import resource
 
-    load0 = os.getloadavg()[0]
-    scenes = [get_scenario("box-pile").build(n=20, seed=s) for s in range(copies)]
-    Batch(scenes[:1], "maximal", "coulomb", "nsgs").run(steps=2)  # kernels loaded
-    t0 = time.perf_counter()
-    Batch(scenes, "maximal", "coulomb", "nsgs").run(steps=steps)
-    batch_s = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _separate_run(index: int, steps: int, out: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``contactlab run`` process of seed ``index``."""
+    from contactlab.commands import EXIT_UNCONVERGED
+
+    t0, c0 = time.perf_counter(), _children_cpu()
+    done = subprocess.run(
+        [sys.executable, "-m", "contactlab", "run", "box-pile", "--set", "n=20",
+         "--set", f"seed={index}", "--steps", str(steps), "--quiet", "--no-plots",
+         "--out", str(out)],
+        check=False, env=env, capture_output=True,
+    )  # fmt: skip
+    if done.returncode not in (0, EXIT_UNCONVERGED):  # 3: some steps capped
+        raise RuntimeError(f"separate run {index} failed: {done.stderr.decode()[-500:]}")
+    return time.perf_counter() - t0, _children_cpu() - c0
+
+
+def _sweep_file(folder: Path, copies: int, steps: int, dt: float) -> Path:
+    """The sweep of ``copies`` seeds of a 20-box pile on the default route."""
+    path = folder / "batch.toml"
+    path.write_text(
+        "\n".join(
+            [
+                "[sweep]",
+                'name = "pile-seeds"',
+                f"duration = {steps * dt!r}",
+                f"seeds = {list(range(copies))}",
+                'formulations = ["maximal"]',
+                'models = ["box-friction"]',
+                'solvers = ["pgs"]',
+                "",
+                "[[scenarios]]",
+                'name = "box-pile"',
+                "params = { n = 20 }",
+                "",
+            ]
+        )
+    )
+    return path
+
+
+def batch_section(copies: int, steps: int, separate: int) -> str:
+    """``copies`` copies of a 20-box pile on the default route (box friction by ``pgs``),
+    ``steps`` steps: one :class:`contactlab.batch.Batch`, the batched ``contactlab sweep``,
+    separate ``contactlab run`` processes and separate simulators in one process."""
+    from contactlab.batch import Batch
+    from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
 
-    t0 = time.perf_counter()
+    load0 = os.getloadavg()
+    scenes = [get_scenario("box-pile").build(n=20, seed=s) for s in range(copies)]
+    Batch(scenes[:2]).run(steps=2)  # kernels loaded
+    Simulator(scenes[0]).run(steps=2)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    batch = Batch(scenes)
+    runs = batch.run(steps=steps)
+    batch_s, batch_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    assert batch.route == "compiled"
+    nc = np.array([r.steps["n_contacts"].to_numpy() for r in runs])
+    sweeps = np.array([r.steps["iterations"].to_numpy() for r in runs])
+    capped = sum(int((r.steps["status"] != "optimal").sum()) for r in runs)
+    first_contact = int(np.min(np.argmax(nc > 0, axis=1)))
+    t0, c0 = time.perf_counter(), time.thread_time()
     for scene in scenes[:separate]:
-        Simulator(scene, "maximal", "coulomb", "nsgs", model_options={"islands": True}).run(
-            steps=steps
-        )
-    in_process = (time.perf_counter() - t0) / separate
+        Simulator(scene).run(steps=steps)
+    lone_s, lone_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    # the batch's CPU time on those seeds (its time shared out by work)
+    mine = sum(r.wall_time_s for r in runs[:separate]) / sum(r.wall_time_s for r in runs)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times = []
     with tempfile.TemporaryDirectory() as tmp:
-        for s in range(separate):
-            t0 = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "contactlab", "run", "box-pile", "--set", "n=20",
-                 "--set", f"seed={s}", "--model", "coulomb", "--solver", "nsgs",
-                 "--model-option", "islands=true", "--steps", str(steps), "--quiet",
-                 "--no-plots", "--out", str(Path(tmp) / f"run{s}")],
-                check=False, env=env, capture_output=True,
-            )  # fmt: skip
-            if done.returncode not in (0, EXIT_UNCONVERGED):  # 3: some steps capped
-                raise RuntimeError(f"separate run {s} failed: {done.stderr.decode()[-500:]}")
-            times.append(time.perf_counter() - t0)
-    one = float(np.mean(times))
-    load1 = os.getloadavg()[0]
+        measured = [_separate_run(s, steps, Path(tmp) / f"run{s}", env) for s in range(separate)]
+        spec = _sweep_file(Path(tmp), copies, steps, float(scenes[0].dt))
+        t0, c0 = time.perf_counter(), _children_cpu()
+        done = subprocess.run(
+            [sys.executable, "-m", "contactlab", "sweep", str(spec), "--workers", "1",
+             "--quiet", "--out", str(Path(tmp) / "sweep")],
+            check=False, env=env, capture_output=True,
+        )  # fmt: skip
+        sweep_s, sweep_cpu = time.perf_counter() - t0, _children_cpu() - c0
+        if done.returncode not in (0, 3):
+            raise RuntimeError(f"the sweep failed: {done.stderr.decode()[-800:]}")
+        batched = sum(
+            "batch_copies" in p.read_text()
+            for p in (Path(tmp) / "sweep" / "runs").glob("*/summary.json")
+        )
+    one, one_cpu = (float(x) for x in np.mean(measured, axis=0))
+    load1 = os.getloadavg()
     total = copies * steps
+    scale = copies / separate
+    rows = [
+        ("one `Batch` in one process (one compiled call per step; set-up included)",
+         batch_s, batch_cpu),
+        (f"`contactlab sweep` of the {copies} seeds, one process (batched: {batched} of "
+         f"{copies} runs; start-up, warm-up run, {copies} results folders included)",
+         sweep_s, sweep_cpu),
+        (f"{copies} separate `contactlab run` processes (mean of {separate} measured, seeds "
+         f"0-{separate - 1}: {one:.1f} s wall, {one_cpu:.2f} s CPU each; × {copies})",
+         copies * one, copies * one_cpu),
+        (f"{copies} separate simulators one after another in this process ({separate} "
+         f"measured, × {scale:g})", scale * lone_s, scale * lone_cpu),
+    ]  # fmt: skip
+    table = [
+        "| route | wall [s] | CPU [s] | copy-steps per CPU second | CPU / `Batch` CPU |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ] + [
+        f"| {name} | {wall:.1f} | {cpu:.1f} | {total / cpu:.0f} | {cpu / batch_cpu:.2f} |"
+        for name, wall, cpu in rows
+    ]
     return (
         "\n".join(
             [
-                f"## Batched runs: {copies} copies of a 20-box pile, {steps} steps each "
-                "(`coulomb` / `nsgs`, islands)",
+                f"## {BATCH_HEAD}: {copies} copies of a 20-box pile, {steps} steps each "
+                "(default route: box friction / `pgs`, the compiled pile step)",
                 "",
-                f"Load average {load0:.2f} before, {load1:.2f} after.",
+                f"Load average (1, 5, 15 min) {load0[0]:.2f}, {load0[1]:.2f}, {load0[2]:.2f} "
+                f"before, {load1[0]:.2f}, {load1[1]:.2f}, {load1[2]:.2f} after (2 cores, "
+                f"shared). Seeds 0-{copies - 1}, h = {scenes[0].dt * 1e3:g} ms. The cubes "
+                f"land: contacts from step {first_contact} on; {int((nc > 0).sum())} of {total} "
+                f"copy-steps with contacts, {int(nc.sum())} contacts in all, up to "
+                f"{int(nc.max())} in one copy's step; {int(sweeps.sum())} Gauss-Seidel sweeps "
+                f"in all, {capped} copy-steps capped at the default 10000 sweeps (kept with "
+                "their iterate, as a run keeps them).",
                 "",
-                "| route | wall [s] | copy-steps per second |",
-                "| --- | ---: | ---: |",
-                f"| one batch in one process | {batch_s:.1f} | {total / batch_s:.0f} |",
-                f"| {copies} separate `contactlab run` (mean of {separate} measured: "
-                f"{one:.1f} s each) | {copies * one:.1f} | {total / (copies * one):.0f} |",
-                f"| {copies} separate simulators one after another in this process (mean of "
-                f"{separate} measured: {in_process:.2f} s each) | {copies * in_process:.1f} "
-                f"| {total / (copies * in_process):.0f} |",
+                *table,
                 "",
-                f"Throughput ratio: {copies * one / batch_s:.1f}x against separate processes, "
-                f"{copies * in_process / batch_s:.2f}x against separate simulators in one process.",
+                f"Throughput against {copies} separate `contactlab run` processes: "
+                f"{copies * one / batch_s:.1f}x in wall time and "
+                f"{copies * one_cpu / batch_cpu:.1f}x in CPU time for the `Batch`, "
+                f"{copies * one / sweep_s:.1f}x and "
+                f"{copies * one_cpu / sweep_cpu:.1f}x for the batched `contactlab sweep` "
+                f"(target: 10x). CPU time is the process's own (thread CPU time in this "
+                "process, the children's user and system time for the commands); wall time "
+                f"follows the machine's load. On seeds 0-{separate - 1} the batch spent "
+                f"{mine * batch_cpu:.1f} s of CPU (its time shared out by work), the same "
+                f"simulators one by one {lone_cpu:.1f} s.",
             ]
         )
         + "\n"
@@ -373,11 +462,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.only == "pgs" and args.out.exists():
-        # the other sections stay: the pgs section replaces its previous version
+    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD}
+    if args.only in heads and args.out.exists():
+        # the other sections stay: the section replaces its previous versions
         old = args.out.read_text().split("\n## ")
+        head = heads[args.only]
         kept = [old[0].rstrip("\n") + "\n"] + [
-            "## " + part.rstrip("\n") + "\n" for part in old[1:] if not part.startswith(PGS_HEAD)
+            "## " + part.rstrip("\n") + "\n" for part in old[1:] if not part.startswith(head)
         ]
         parts = kept + parts[2:]
     args.out.write_text("\n".join(parts))

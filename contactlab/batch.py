@@ -15,6 +15,12 @@ Limits: the copies share the step size and gravity (a merged scene has one of ea
 and have no joints (:func:`merge` refuses them, naming the copy); the model must pose
 the solver layer's frictional-contact problem (``coulomb``, ``anitescu-hart``, ...), the
 route on which islands are solved apart.
+
+On the default route of box piles (maximal, ``box-friction`` by ``pgs``, free boxes on
+planes: the compiled pile step) the batch takes another way: one compiled call per step
+for all copies (:class:`contactlab.maximal.batched_step.PileBatch`), each copy with its
+own gravity, contact parameters and friction, and :meth:`Batch.run` gives each copy's own
+:class:`~contactlab.runs.Run` (or the error its run would raise).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from numpy.typing import NDArray
 
 from contactlab.collision import collide
 from contactlab.collision.contacts import ContactSet
-from contactlab.errors import ConfigurationError
+from contactlab.errors import ConfigurationError, ContactlabError
 from contactlab.scene import Scene
 from contactlab.simulator import Run, Simulator
 
@@ -85,26 +91,65 @@ def copies_collide(scenes: Sequence[Scene], slices: Sequence[slice]) -> Any:
     return run
 
 
+def simulators_for(
+    scenes: Sequence[Scene],
+    formulation: str | None,
+    model: str | None,
+    solver: str | None,
+    model_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> list[Simulator]:
+    """One :class:`~contactlab.simulator.Simulator` per scene, with the same choices."""
+    return [
+        Simulator(s, formulation, model, solver, model_options=model_options, **options)
+        for s in scenes
+    ]
+
+
 class Batch:
     """``N`` scenes stepped together (module docstring).
 
     Parameters
     ----------
-    scenes : the copies (same ``dt`` and gravity, free bodies only).
-    formulation, model, solver : as for :class:`~contactlab.simulator.Simulator`.
-    model_options : the model's options; ``islands`` is set to ``True``.
+    scenes : the copies (same ``dt``; free bodies only).
+    formulation, model, solver : as for :class:`~contactlab.simulator.Simulator`; ``None``
+        takes the scenes' defaults (for box piles: maximal, ``box-friction``, ``pgs``).
+    model_options : the model's options; on the islands route ``islands`` is set to ``True``.
+    simulator_options : further keywords of :class:`~contactlab.simulator.Simulator`
+        (``strict``, ``divergence_guard``, ...).
+
+    Attributes
+    ----------
+    route : ``"compiled"`` (one compiled call per step for all copies) or ``"islands"``
+        (one merged scene solved island by island).
     """
 
     def __init__(
         self,
         scenes: Sequence[Scene],
-        formulation: str = "maximal",
-        model: str = "coulomb",
-        solver: str = "nsgs",
+        formulation: str | None = None,
+        model: str | None = None,
+        solver: str | None = None,
         model_options: Mapping[str, Any] | None = None,
         **simulator_options: Any,
     ) -> None:
+        from contactlab.maximal.batched_step import PileBatch, batch_scope
+
         self.scenes = list(scenes)
+        if not self.scenes:
+            raise ConfigurationError("a batch needs at least one scene")
+        self.piles: PileBatch | None = None
+        try:
+            sims = simulators_for(
+                self.scenes, formulation, model, solver, model_options, **simulator_options
+            )
+        except ContactlabError:
+            sims = []  # the merged scene's simulator says what is wrong
+        if sims and all(not batch_scope(sim) for sim in sims):
+            self.route = "compiled"
+            self.piles = PileBatch(sims)
+            return
+        self.route = "islands"
         self.scene, self.slices = merge(self.scenes)
         self.simulator = Simulator(
             self.scene, formulation, model, solver,
@@ -112,12 +157,28 @@ class Batch:
             collide=copies_collide(self.scenes, self.slices), **simulator_options,
         )  # fmt: skip
 
-    def run(self, steps: int | None = None, duration: float | None = None) -> Run:
-        """Run every copy; the merged run (see :meth:`trajectory` for one copy's)."""
+    def run(self, steps: int | None = None, duration: float | None = None) -> Any:
+        """Run every copy: on the islands route the merged :class:`~contactlab.runs.Run`, on
+        the compiled route each copy's outcome (see :meth:`trajectory` for one copy's)."""
+        if self.piles is not None:
+            return self.piles.runs(steps=steps, duration=duration)
         return self.simulator.run(steps=steps, duration=duration)
 
-    def trajectory(self, run: Run, k: int) -> dict[str, NDArray[Any]]:
+    def runs(self, steps: int | None = None, duration: float | None = None) -> list[Any]:
+        """Each copy's own run (or the error its run would raise); compiled route only."""
+        if self.piles is None:
+            raise ConfigurationError(
+                "each copy's own run needs the compiled route (box friction by pgs on free "
+                "boxes); on the islands route use run() and trajectory()"
+            )
+        return self.piles.runs(steps=steps, duration=duration)
+
+    def trajectory(self, run: Any, k: int) -> dict[str, NDArray[Any]]:
         """Copy ``k``'s trajectory: ``t`` and its bodies' ``position``, ``rotation``, ``twist``."""
+        if isinstance(run, list):
+            got = run[k]
+            tr = got.trajectory if isinstance(got, Run) else got.run.trajectory
+            return {key: tr[key] for key in ("t", "position", "rotation", "twist")}
         sl = self.slices[k]
         tr = run.trajectory
         return {

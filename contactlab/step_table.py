@@ -32,6 +32,24 @@ class StepTable:
         #: numeric columns whose every value so far was an integer (kept int64)
         self._ints: set[str] = set()
 
+    @classmethod
+    def from_columns(
+        cls, columns: Mapping[str, Any], n: int, ints: frozenset[str] = frozenset()
+    ) -> StepTable:
+        """A table of ``n`` rows from whole columns (arrays of numbers, or lists of other
+        values such as statuses), in the given order; the ``ints`` columns hold integers."""
+        table = cls(n)
+        for key, values in columns.items():
+            table._order.append(key)
+            if isinstance(values, np.ndarray):
+                table._numeric[key] = np.array(values[:n], dtype=np.float64)
+                if key in ints:
+                    table._ints.add(key)
+            else:
+                table._other[key] = [table._interned.setdefault(v, v) for v in list(values)[:n]]
+        table._n = n
+        return table
+
     def __len__(self) -> int:
         return self._n
 

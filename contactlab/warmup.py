@@ -338,6 +338,15 @@ def _box_studies(models: tuple[str, ...]) -> None:
                     )
 
 
+def _batched_piles() -> None:
+    """Two small box piles stepped as one batch (:mod:`contactlab.maximal.batched_step`)."""
+    from contactlab.batch import Batch
+    from contactlab.scenario import get_scenario
+
+    pile = get_scenario("box-pile")
+    Batch([pile.build(n=2, seed=0), pile.build(n=2, seed=1)]).run(steps=2)
+
+
 def _robot_steps() -> None:
     """A box on a free joint with a sphere on a hinge, on the ground, in reduced
     coordinates with box friction by PGS: the compiled contact step."""
@@ -365,6 +374,7 @@ STEPS: dict[str, Callable[[], None]] = {
     "cylinder on two boxes": _cylinder_steps,
     "mesh cube on a box": _mesh_steps,
     "robot in reduced coordinates (compiled contact step)": _robot_steps,
+    "batched box piles": _batched_piles,
     "hybrid dynamics recursion": _recursion,
     "model recursions and derivatives": _model_recursions,
     "frictional-contact backends": _frictional_backends,

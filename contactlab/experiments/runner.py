@@ -137,8 +137,6 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
     A run the framework reports as failed is written too (see the module
     docstring); any other exception propagates and leaves ``folder`` as it was.
     """
-    from contactlab.codeversion import code_version
-    from contactlab.results import atomic_folder, jsonable, write_run
     from contactlab.simulator import Simulator
 
     folder = Path(folder)
@@ -171,6 +169,26 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
         error = f"{type(err).__name__}: {err}"
         failure = getattr(err, "status", "failed")
     elapsed = time.perf_counter() - start
+    return write_outcome(spec, folder, run, error, failure, elapsed, attempts, loaded, plots)
+
+
+def write_outcome(
+    spec: RunSpec,
+    folder: Path,
+    run: Any,
+    error: str,
+    failure: str,
+    elapsed: float,
+    attempts: int,
+    loaded: bool,
+    plots: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> RunOutcome:
+    """Write the results folder of ``spec``'s run (``None`` when it failed before a step)
+    as :func:`execute` does; ``extra`` adds keys to the summary's ``experiment`` record."""
+    from contactlab.codeversion import code_version
+    from contactlab.results import atomic_folder, jsonable, write_run
+
     wall = float(run.wall_time_s) if run is not None else elapsed
     record = {
         "experiment": {
@@ -182,6 +200,7 @@ def execute(spec: RunSpec, folder: Path | str, plots: bool = False) -> RunOutcom
             "timed_attempts": attempts,
             "one_time_loading": loaded,
             "error": error,
+            **(extra or {}),
         }
     }
     if run is not None:

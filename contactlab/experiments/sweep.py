@@ -8,6 +8,13 @@ Execution
     need contactlab installed and the output folder on a shared file system.
     ``workers=1`` runs in this process.
 
+Batches
+    Runs that differ only in their scene's parameters (seeds, friction, sizes) and whose
+    set-up is the compiled pile step (box friction by ``pgs`` on free boxes) run together
+    in this process, one compiled call per step for up to 64 of them
+    (:mod:`contactlab.experiments.batched`); each keeps its own folder, files and metrics.
+    One line says how many runs were batched, or why none were.
+
 Resuming
     Each run writes into ``OUT/runs/<scenario>-<formulation>-<model>-<solver>-<hash>``
     atomically (:func:`contactlab.experiments.runner.execute`).  A folder that
@@ -43,6 +50,7 @@ import pandas as pd
 
 from contactlab.errors import ConfigurationError, ResultsError
 from contactlab.experiments.aggregate import solver_table
+from contactlab.experiments.batched import BatchPlan, plan_batches, run_batch
 from contactlab.experiments.grid import SPEC_COLUMNS, Grid, load_grid
 from contactlab.experiments.loading import load_run_folder
 from contactlab.experiments.run_table import METRIC_COLUMNS, markdown_table, run_metrics
@@ -402,8 +410,16 @@ def _run_locked(
             todo.append((spec, folder))
             reasons[reason] = reasons.get(reason, 0) + 1
     reused = len(grid.runs) - len(todo)
+    name = grid.name or grid.out.name
     if not quiet:
-        print(reuse_line(grid.name or grid.out.name, reused, reasons), file=sys.stderr)
+        print(reuse_line(name, reused, reasons), file=sys.stderr)
+    plan = BatchPlan(separate=todo)
+    if scheduler is None and len(todo) > 1:
+        plan = plan_batches(todo)
+    elif len(todo) > 1:
+        plan.note = "runs made one by one, not batched: they go to the Dask cluster"
+    if not quiet and plan.note:
+        print(f"sweep {name}: {plan.note}", file=sys.stderr)
     with progress_bar(
         len(grid.runs),
         desc=f"sweep {grid.name or grid.out.name}",
@@ -412,7 +428,10 @@ def _run_locked(
         disable=quiet,
     ) as progress:
         try:
-            incomplete = _execute_all(todo, scheduler, workers, progress)
+            incomplete = []
+            for batch in plan.batches:
+                incomplete += run_batch(batch, progress)
+            incomplete += _execute_all(plan.separate, scheduler, workers, progress)
         except KeyboardInterrupt:
             kept = len(gather(grid))
             raise KeyboardInterrupt(
