@@ -17,6 +17,7 @@ Run: ``python -m benchmarks.bench_optimize [--sizes 3 6 10 20 30] [--bfgs-sizes 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -75,32 +76,50 @@ def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
     }
 
 
-def transition_rows(knots: list[int], max_iterations: int) -> list[dict[str, object]]:
-    """The ``humanoid-squat`` transition (1 s) at each knot count: iterations, time, KKT."""
+def transition_rows(
+    knots: list[int], max_iterations: int, limits_options: list[bool], methods: list[str]
+) -> list[dict[str, object]]:
+    """The ``humanoid-squat`` transition (1 s) at each knot count: iterations, time, KKT.
+
+    ``methods``: ``hybrid`` (the default solver: Gauss-Newton, then the exact Hessian
+    with negative curvature flipped, bounds by the QP subproblem's active set) and
+    ``gauss-newton`` (Gauss-Newton throughout with the primal active set, as before).
+    """
     from contactlab.optimize.examples import humanoid_squat
     from contactlab.optimize.transition import solve
 
+    options = {
+        "hybrid": {},
+        "gauss-newton": {"newton_below": 0.0, "qp": False},
+    }
     rows: list[dict[str, object]] = []
-    for k, limits in [(k, limits) for k in knots for limits in (False, True)]:
-        problem = humanoid_squat(knots=k, duration=1.0, limits=limits)
-        result = solve(problem, max_iterations=max_iterations)
-        rows.append(
-            {
-                "limits": "URDF" if limits else "none",
-                "dof": problem.model.nq,
-                "knots": k,
-                "unknowns": problem.n_unknowns,
-                "status": result.status,
-                "iterations": result.nit,
-                "wall_s": round(result.wall_time_s, 2),
-                "cost": result.cost,
-                "initial_cost": result.initial_cost,
-                "kkt": result.kkt,
-                "feasibility": result.feasibility,
-                "max_abs_joint_deg": float(np.rad2deg(np.abs(result.q[:, problem.joints]).max())),
-            }
-        )
-        print(rows[-1], flush=True)
+    for k in knots:
+        for limits in limits_options:
+            problem = humanoid_squat(knots=k, duration=1.0, limits=limits)
+            for method in methods:
+                load = os.getloadavg()[0]
+                result = solve(problem, max_iterations=max_iterations, **options[method])
+                rows.append(
+                    {
+                        "limits": "URDF" if limits else "none",
+                        "method": method,
+                        "dof": problem.model.nq,
+                        "knots": k,
+                        "unknowns": problem.n_unknowns,
+                        "status": result.status,
+                        "iterations": result.nit,
+                        "wall_s": round(result.wall_time_s, 2),
+                        "load": round(load, 1),
+                        "cost": result.cost,
+                        "initial_cost": result.initial_cost,
+                        "kkt": result.kkt,
+                        "feasibility": result.feasibility,
+                        "max_abs_joint_deg": float(
+                            np.rad2deg(np.abs(result.q[:, problem.joints]).max())
+                        ),
+                    }
+                )
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -114,22 +133,28 @@ def write_transition(rows: list[dict[str, object]]) -> None:
         "",
         "Unitree G1 (29 joints + floating base = 35 coordinates) from a light stance to a "
         "deeper one with arms raised and waist turned, 1 s, both feet welded (6-component "
-        "contact wrench each), without joint limits and with the URDF's (the default); "
-        "Gauss-Newton SQP with constraint restoration and an active set for the limits "
-        "(`contactlab/optimize/transition.py`). kkt = max |Lagrangian gradient| / max |cost "
+        "contact wrench each), with the URDF's joint limits (the default); SQP with "
+        "constraint restoration (`contactlab/optimize/transition.py`): `hybrid` = the default "
+        "(Gauss-Newton until the Lagrangian gradient is below 1e-2 of its initial value, then "
+        "the exact Lagrangian Hessian with negative curvature flipped; bounds by the active set "
+        "of the convex QP subproblem), `gauss-newton` = Gauss-Newton throughout with a primal "
+        "active set (the solver before). load = 1-minute load average at the start of the run "
+        "(the 2 cores are shared). kkt = max |Lagrangian gradient| / max |cost "
         "gradient at the initial guess|; feasibility = largest foot-pose [m, rad] or base-wrench "
         "[N, N m] error. Targets: converged (kkt <= 1e-6, feasibility <= 1e-8) within 60 s.",
         "",
-        "| DOF | knots | limits | unknowns | status | iterations | time [s] (target 60) "
+        "| DOF | knots | limits | method | unknowns | status | iterations "
+        "| time [s] (target 60) | load "
         "| cost (initial) [N² m² s] | kkt (target 1e-6) | feasibility (target 1e-8) "
         "| max abs joint [deg] |",
-        "| ---: | ---: | --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['dof']} | {r['knots']} | {r['limits']} | {r['unknowns']} | {r['status']} "
-            f"| {r['iterations']} "
-            f"| {r['wall_s']:.1f} | {r['cost']:.4g} ({r['initial_cost']:.4g}) | {r['kkt']:.1e} "
+            f"| {r['dof']} | {r['knots']} | {r['limits']} | {r['method']} | {r['unknowns']} "
+            f"| {r['status']} | {r['iterations']} "
+            f"| {r['wall_s']:.1f} | {r['load']} | {r['cost']:.4g} ({r['initial_cost']:.4g}) "
+            f"| {r['kkt']:.1e} "
             f"| {r['feasibility']:.1e} | {r['max_abs_joint_deg']:.0f} |"
         )
     OUT.mkdir(parents=True, exist_ok=True)
@@ -139,7 +164,16 @@ def write_transition(rows: list[dict[str, object]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--transition", action="store_true", help="run humanoid-squat instead")
-    parser.add_argument("--transition-knots", type=int, nargs="+", default=[10])
+    parser.add_argument("--transition-knots", type=int, nargs="+", default=[4, 10])
+    parser.add_argument(
+        "--transition-limits", nargs="+", choices=["urdf", "none"], default=["urdf"]
+    )
+    parser.add_argument(
+        "--transition-methods",
+        nargs="+",
+        choices=["hybrid", "gauss-newton"],
+        default=["hybrid", "gauss-newton"],
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[3, 6, 10, 20, 30])
     parser.add_argument("--bfgs-sizes", type=int, nargs="*", default=[3, 6, 10])
     parser.add_argument("--max-iterations", type=int, default=1000)
@@ -150,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.transition:
-        write_transition(transition_rows(args.transition_knots, args.max_iterations))
+        limits = [name == "urdf" for name in args.transition_limits]
+        rows = transition_rows(
+            args.transition_knots, args.max_iterations, limits, args.transition_methods
+        )
+        write_transition(rows)
         return 0
     rows: list[dict[str, object]] = []
     if args.table_only:
