@@ -376,9 +376,12 @@ class ContactTransition:
         y = y.reshape(len(self.free_knots), 6 * nf)
         rows, cols, vals = [], [], []
         for i, k in enumerate(self.free_knots):
-            base = self.foot_jacobian(Q[k])[1].T @ y[i]
-            Hk = np.empty((nq, nq))
-            for j in range(nq):
+            jac = self.foot_jacobian(Q[k])[1]
+            base = jac.T @ y[i]
+            Hk = np.zeros((nq, nq))
+            # the feet depend only on the coordinates their Jacobian has columns for
+            # (base and legs): the other columns of d(J^T y)/dq are zero
+            for j in np.flatnonzero(np.any(jac != 0.0, axis=0)):
                 q = Q[k].copy()
                 q[j] += step
                 Hk[:, j] = (self.foot_jacobian(q)[1].T @ y[i] - base) / step
@@ -669,20 +672,25 @@ def solve(
                 newton, mu = True, 0.0
             S = problem.lagrangian_hessian(x, y[: len(c)], r, Jr) - 2.0 * JTJ
         accepted = False
+        if S is not None:
+            H_exact = (2.0 * JTJ + S).toarray() + 2.0 * floor * np.eye(n)
+            flipped_for: Array | None = None
         held0, bound0 = held.copy(), bound.copy()
         for _ in range(30):
             held, bound = held0.copy(), bound0.copy()  # a rejected trial's holds are undone
             H = 2.0 * (JTJ + scipy.sparse.diags(mu * diag + floor))
-            if qp:
+            if qp:  # the limits that hold at the step of the damped convex subproblem
                 held, bound = _qp_active_set(H, g, Jc, c, x, lower, upper)
             if S is not None:
                 # the exact Hessian with its negative curvature on the tangent space of the
-                # constraints and held bounds flipped (eigenvalues |lambda|), then damped
-                H_exact = (2.0 * JTJ + S).toarray() + 2.0 * floor * np.eye(n)
-                H_mod, flipped = _flip_negative_curvature(
-                    H_exact, _with_bounds(c, Jc, x, held, bound)[1].toarray()
-                )
-                flipped_total += flipped
+                # constraints and held bounds flipped (eigenvalues |lambda|); more holds
+                # below only shrink that space, where it stays positive definite
+                if flipped_for is None or not np.array_equal(held, flipped_for):
+                    H_mod, flipped = _flip_negative_curvature(
+                        H_exact, _with_bounds(c, Jc, x, held, bound)[1].toarray()
+                    )
+                    flipped_total += flipped
+                    flipped_for = held.copy()
                 H = H_mod + np.diag(2.0 * mu * diag)
             for _ in range(20):  # hold the variables the step would carry past a limit
                 C, A = _with_bounds(c, Jc, x, held, bound)
