@@ -23,6 +23,7 @@ import platform
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,12 @@ def problem_for(n: int, duration: float = 0.6, knots: int = 10) -> SpacetimeProb
 def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
     problem = problem_for(n)
     optimize(problem, method=method, max_iterations=1, check_gradient=False)  # warm kernels
+    load = os.getloadavg()[0]
+    cpu = time.process_time()
     start = time.perf_counter()
     result = optimize(problem, method=method, max_iterations=max_iterations, check_gradient=False)
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     mask = ~problem._fixed
     low, high = (
         problem.turn_bounds()
@@ -71,6 +75,8 @@ def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
         "iterations": result.nit,
         "cost_evaluations": result.nfev,
         "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "load": round(load, 1),
         "cost": result.cost,
         "initial_cost": result.initial_cost,
         "stationarity": float(np.abs(pg).max() / np.abs(g0).max()),
@@ -90,7 +96,7 @@ def transition_rows(
     from contactlab.optimize.examples import humanoid_squat
     from contactlab.optimize.transition import solve
 
-    options = {
+    options: dict[str, dict[str, Any]] = {
         "hybrid": {},
         "gauss-newton": {"newton_below": 0.0, "qp": False},
     }
@@ -173,6 +179,15 @@ def write_transition(rows: list[dict[str, object]]) -> None:
 SECTION = "## Spacetime optimization"
 
 
+def _num(value: object, fmt: str = ".2f") -> str:
+    """``value`` formatted, or a dash where the run did not record it."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if np.isnan(number) else format(number, fmt)
+
+
 def write_benchmark_section(md: Path = Path("results/benchmarks/dynamics.md")) -> None:
     """Replace (or append) the optimizer section of ``md`` from ``scaling.csv`` and
     ``transition.csv``, leaving the rest of the file as it is."""
@@ -193,7 +208,8 @@ def write_benchmark_section(md: Path = Path("results/benchmarks/dynamics.md")) -
         for r in pd.read_csv(OUT / "scaling.csv").to_dict("records"):
             lines.append(
                 f"| hanging chain, 10 intervals | {r['dof']} | {r['unknowns']} | {r['method']} "
-                f"| {r['status']} | {r['iterations']} | {r['wall_s']:.2f} | | "
+                f"| {r['status']} | {r['iterations']} | {r['wall_s']:.2f} "
+                f"| {_num(r.get('cpu_s'))} | {_num(r.get('load'), '.1f')} "
                 f"| {r['stationarity']:.1e} |"
             )
     if (OUT / "transition.csv").is_file():
@@ -230,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bfgs-sizes", type=int, nargs="*", default=[3, 6, 10])
     parser.add_argument("--max-iterations", type=int, default=1000)
     parser.add_argument(
+        "--keep-other-sizes",
+        action="store_true",
+        help="keep the rows of scaling.csv for the sizes not run now",
+    )
+    parser.add_argument(
         "--table-only",
         action="store_true",
         help="rewrite scaling.md from the committed scaling.csv (no runs)",
@@ -237,10 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.transition:
         limits = [name == "urdf" for name in args.transition_limits]
-        rows = transition_rows(
-            args.transition_knots, args.max_iterations, limits, args.transition_methods
+        write_transition(
+            transition_rows(
+                args.transition_knots, args.max_iterations, limits, args.transition_methods
+            )
         )
-        write_transition(rows)
         write_benchmark_section()
         return 0
     rows: list[dict[str, object]] = []
@@ -254,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(run(n, "BFGS", args.max_iterations))
                 print(rows[-1], flush=True)
         OUT.mkdir(parents=True, exist_ok=True)
+        if args.keep_other_sizes and (OUT / "scaling.csv").is_file():
+            # rows of the sizes not run now stay from the earlier run
+            old = pd.read_csv(OUT / "scaling.csv")
+            rows = old[~old["dof"].isin(args.sizes)].to_dict("records") + rows  # type: ignore[operator]
+            rows.sort(key=lambda r: (int(r["dof"]), r["method"] != "Newton"))  # type: ignore[call-overload]
         pd.DataFrame(rows).to_csv(OUT / "scaling.csv", index=False)
     lines = [
         "# Spacetime optimization against the number of DOF",
@@ -263,19 +290,23 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Hanging n-link chain (10 cm, 10 g links) swung at rest to a bent pose (first three "
         "joints +0.4, -0.3, +0.2 rad) in 0.6 s over 10 intervals; straight-line initial guess; "
-        "stationarity = max |projected gradient| / max |gradient at the initial guess|. "
+        "stationarity = max |projected gradient| / max |gradient at the initial guess|; "
+        "load = 1-minute load average at the start of the run (2 shared cores; CPU time is "
+        "the process's, what an idle core would take; - where the run did not record it). "
         "Targets (issue 28): the 10-link chain converged in <= 10 s, first-order conditions "
         "to 1e-6; 30+ DOF: see transition.md (a robot transition in <= 60 s).",
         "",
         "| DOF | unknowns | method | status | iterations | cost evaluations | time [s] "
-        "(target) | cost (initial) [N² m² s] | stationarity (target 1e-6) | max abs q [deg] |",
-        "| ---: | ---: | --- | --- | ---: | ---: | ---: | --- | ---: | ---: |",
+        "(target) | CPU time [s] | load | cost (initial) [N² m² s] | stationarity (target 1e-6) "
+        "| max abs q [deg] |",
+        "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for r in rows:
         target = " (<= 10)" if r["dof"] == 10 else ""
         lines.append(
             f"| {r['dof']} | {r['unknowns']} | {r['method']} | {r['status']} | {r['iterations']} "
-            f"| {r['cost_evaluations']} | {r['wall_s']:.2f}{target} | {r['cost']:.4g} "
+            f"| {r['cost_evaluations']} | {r['wall_s']:.2f}{target} | {_num(r.get('cpu_s'))} "
+            f"| {_num(r.get('load'), '.1f')} | {r['cost']:.4g} "
             f"({r['initial_cost']:.3g}) | {r['stationarity']:.1e} | {r['max_abs_q_deg']:.0f} |"
         )
     (OUT / "scaling.md").write_text("\n".join(lines) + "\n")
