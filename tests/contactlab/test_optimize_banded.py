@@ -164,7 +164,10 @@ def test_ten_link_chain_converges() -> None:
     """A hanging 10-link chain (10 unknowns per knot) swung to a bent pose: a first-order point.
 
     The projected gradient (half-turn bounds) falls below 1e-6 of the initial
-    gradient; the cost below the straight-line guess's.
+    gradient; the cost below the straight-line guess's.  The iteration count is not part of
+    the fact: the path passes near a saddle where rounding decides the way (measured with
+    OpenBLAS's kernels: Prescott 141 iterations to cost 4.0e-5, SkylakeX 852 and Haswell
+    1384 to 2.8e-5), so the cap is set well above them.
     """
     model = _chain(10)
     start = np.zeros(10)
@@ -172,7 +175,7 @@ def test_ten_link_chain_converges() -> None:
     end = start.copy()
     end[:3] += [0.4, -0.3, 0.2]
     problem = SpacetimeProblem(model, 0.6, 10, start, end)
-    result = optimize(problem, check_gradient=False)
+    result = optimize(problem, check_gradient=False, max_iterations=4000)
     assert result.status == "optimal"
     x0 = problem.initial_guess()
     g0 = problem.cost_and_gradient(x0)[1]
