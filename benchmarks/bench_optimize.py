@@ -8,7 +8,8 @@ three joints moved by (0.4, -0.3, 0.2) rad, in 0.6 s over 10 intervals
 cost.  Times are wall-clock on a shared 2-core machine (one process).
 
 Run: ``python -m benchmarks.bench_optimize [--sizes 3 6 10 20 30] [--bfgs-sizes 3 6 10]``
-(writes ``results/optimize/scaling.csv`` and ``scaling.md``);
+(writes ``results/optimize/scaling.csv`` and ``scaling.md``, and the section
+"Spacetime optimization" of ``results/benchmarks/dynamics.md``);
 ``python -m benchmarks.bench_optimize --transition`` runs the floating-base
 ``humanoid-squat`` transition (G1, 35 coordinates, feet welded) instead and writes
 ``results/optimize/transition.md``.
@@ -17,9 +18,12 @@ Run: ``python -m benchmarks.bench_optimize [--sizes 3 6 10 20 30] [--bfgs-sizes 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,9 +48,12 @@ def problem_for(n: int, duration: float = 0.6, knots: int = 10) -> SpacetimeProb
 def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
     problem = problem_for(n)
     optimize(problem, method=method, max_iterations=1, check_gradient=False)  # warm kernels
+    load = os.getloadavg()[0]
+    cpu = time.process_time()
     start = time.perf_counter()
     result = optimize(problem, method=method, max_iterations=max_iterations, check_gradient=False)
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     mask = ~problem._fixed
     low, high = (
         problem.turn_bounds()
@@ -68,6 +75,8 @@ def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
         "iterations": result.nit,
         "cost_evaluations": result.nfev,
         "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "load": round(load, 1),
         "cost": result.cost,
         "initial_cost": result.initial_cost,
         "stationarity": float(np.abs(pg).max() / np.abs(g0).max()),
@@ -75,32 +84,53 @@ def run(n: int, method: str, max_iterations: int) -> dict[str, object]:
     }
 
 
-def transition_rows(knots: list[int], max_iterations: int) -> list[dict[str, object]]:
-    """The ``humanoid-squat`` transition (1 s) at each knot count: iterations, time, KKT."""
+def transition_rows(
+    knots: list[int], max_iterations: int, limits_options: list[bool], methods: list[str]
+) -> list[dict[str, object]]:
+    """The ``humanoid-squat`` transition (1 s) at each knot count: iterations, time, KKT.
+
+    ``methods``: ``hybrid`` (the default solver: Gauss-Newton, then the exact Hessian
+    with negative curvature flipped, bounds by the QP subproblem's active set) and
+    ``gauss-newton`` (Gauss-Newton throughout with the primal active set, as before).
+    """
     from contactlab.optimize.examples import humanoid_squat
     from contactlab.optimize.transition import solve
 
+    options: dict[str, dict[str, Any]] = {
+        "hybrid": {},
+        "gauss-newton": {"newton_below": 0.0, "qp": False},
+    }
     rows: list[dict[str, object]] = []
-    for k, limits in [(k, limits) for k in knots for limits in (False, True)]:
-        problem = humanoid_squat(knots=k, duration=1.0, limits=limits)
-        result = solve(problem, max_iterations=max_iterations)
-        rows.append(
-            {
-                "limits": "URDF" if limits else "none",
-                "dof": problem.model.nq,
-                "knots": k,
-                "unknowns": problem.n_unknowns,
-                "status": result.status,
-                "iterations": result.nit,
-                "wall_s": round(result.wall_time_s, 2),
-                "cost": result.cost,
-                "initial_cost": result.initial_cost,
-                "kkt": result.kkt,
-                "feasibility": result.feasibility,
-                "max_abs_joint_deg": float(np.rad2deg(np.abs(result.q[:, problem.joints]).max())),
-            }
-        )
-        print(rows[-1], flush=True)
+    for k in knots:
+        for limits in limits_options:
+            problem = humanoid_squat(knots=k, duration=1.0, limits=limits)
+            for method in methods:
+                load = os.getloadavg()[0]
+                cpu = time.process_time()
+                result = solve(problem, max_iterations=max_iterations, **options[method])
+                cpu = time.process_time() - cpu
+                rows.append(
+                    {
+                        "limits": "URDF" if limits else "none",
+                        "method": method,
+                        "dof": problem.model.nq,
+                        "knots": k,
+                        "unknowns": problem.n_unknowns,
+                        "status": result.status,
+                        "iterations": result.nit,
+                        "wall_s": round(result.wall_time_s, 2),
+                        "cpu_s": round(cpu, 2),
+                        "load": round(load, 1),
+                        "cost": result.cost,
+                        "initial_cost": result.initial_cost,
+                        "kkt": result.kkt,
+                        "feasibility": result.feasibility,
+                        "max_abs_joint_deg": float(
+                            np.rad2deg(np.abs(result.q[:, problem.joints]).max())
+                        ),
+                    }
+                )
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -114,35 +144,112 @@ def write_transition(rows: list[dict[str, object]]) -> None:
         "",
         "Unitree G1 (29 joints + floating base = 35 coordinates) from a light stance to a "
         "deeper one with arms raised and waist turned, 1 s, both feet welded (6-component "
-        "contact wrench each), without joint limits and with the URDF's (the default); "
-        "Gauss-Newton SQP with constraint restoration and an active set for the limits "
-        "(`contactlab/optimize/transition.py`). kkt = max |Lagrangian gradient| / max |cost "
+        "contact wrench each), with the URDF's joint limits (the default); SQP with "
+        "constraint restoration (`contactlab/optimize/transition.py`): `hybrid` = the default "
+        "(Gauss-Newton until the Lagrangian gradient is below 1e-2 of its initial value, then "
+        "the exact Lagrangian Hessian with negative curvature flipped; bounds by the active set "
+        "of the convex QP subproblem), `gauss-newton` = Gauss-Newton throughout with a primal "
+        "active set (the solver before). load = 1-minute load average at the start of the run "
+        "(the 2 cores are shared; run with OPENBLAS_NUM_THREADS=1, so the process's CPU time "
+        "is what an idle core would take). kkt = max |Lagrangian gradient| / max |cost "
         "gradient at the initial guess|; feasibility = largest foot-pose [m, rad] or base-wrench "
         "[N, N m] error. Targets: converged (kkt <= 1e-6, feasibility <= 1e-8) within 60 s.",
         "",
-        "| DOF | knots | limits | unknowns | status | iterations | time [s] (target 60) "
+        "| DOF | knots | limits | method | unknowns | status | iterations "
+        "| time [s] (target 60) | CPU time [s] | load "
         "| cost (initial) [N² m² s] | kkt (target 1e-6) | feasibility (target 1e-8) "
         "| max abs joint [deg] |",
-        "| ---: | ---: | --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: "
+        "| ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['dof']} | {r['knots']} | {r['limits']} | {r['unknowns']} | {r['status']} "
-            f"| {r['iterations']} "
-            f"| {r['wall_s']:.1f} | {r['cost']:.4g} ({r['initial_cost']:.4g}) | {r['kkt']:.1e} "
+            f"| {r['dof']} | {r['knots']} | {r['limits']} | {r['method']} | {r['unknowns']} "
+            f"| {r['status']} | {r['iterations']} "
+            f"| {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load']} "
+            f"| {r['cost']:.4g} ({r['initial_cost']:.4g}) "
+            f"| {r['kkt']:.1e} "
             f"| {r['feasibility']:.1e} | {r['max_abs_joint_deg']:.0f} |"
         )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "transition.md").write_text("\n".join(lines) + "\n")
+    pd.DataFrame(rows).to_csv(OUT / "transition.csv", index=False)
+
+
+SECTION = "## Spacetime optimization"
+
+
+def _num(value: object, fmt: str = ".2f") -> str:
+    """``value`` formatted, or a dash where the run did not record it."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if np.isnan(number) else format(number, fmt)
+
+
+def write_benchmark_section(md: Path = Path("results/benchmarks/dynamics.md")) -> None:
+    """Replace (or append) the optimizer section of ``md`` from ``scaling.csv`` and
+    ``transition.csv``, leaving the rest of the file as it is."""
+    lines = [
+        SECTION,
+        "",
+        "Least squared joint torque (`contactlab optimize`), iterations and time against the "
+        "number of DOF; details and every column in `results/optimize/scaling.md` (chains) and "
+        "`results/optimize/transition.md` (G1 humanoid, feet welded). Generated by "
+        "`benchmarks/bench_optimize.py`. Targets (issue 28): the 10-link chain in <= 10 s, a "
+        "30+ DOF robot transition in <= 60 s, first-order conditions to 1e-6.",
+        "",
+        "| problem | DOF | unknowns | method | status | iterations | time [s] | CPU [s] "
+        "| load | first-order residual |",
+        "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    if (OUT / "scaling.csv").is_file():
+        for r in pd.read_csv(OUT / "scaling.csv").to_dict("records"):
+            lines.append(
+                f"| hanging chain, 10 intervals | {r['dof']} | {r['unknowns']} | {r['method']} "
+                f"| {r['status']} | {r['iterations']} | {r['wall_s']:.2f} "
+                f"| {_num(r.get('cpu_s'))} | {_num(r.get('load'), '.1f')} "
+                f"| {r['stationarity']:.1e} |"
+            )
+    if (OUT / "transition.csv").is_file():
+        for r in pd.read_csv(OUT / "transition.csv").to_dict("records"):
+            lines.append(
+                f"| humanoid-squat, {r['knots']} intervals, {r['limits']} limits | {r['dof']} "
+                f"| {r['unknowns']} | {r['method']} | {r['status']} | {r['iterations']} "
+                f"| {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load']} | {r['kkt']:.1e} |"
+            )
+    text = md.read_text() if md.is_file() else ""
+    block = "\n".join(lines) + "\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block + "\n", text).rstrip("\n") + "\n"
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    md.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--transition", action="store_true", help="run humanoid-squat instead")
-    parser.add_argument("--transition-knots", type=int, nargs="+", default=[10])
+    parser.add_argument("--transition-knots", type=int, nargs="+", default=[4, 10])
+    parser.add_argument(
+        "--transition-limits", nargs="+", choices=["urdf", "none"], default=["urdf"]
+    )
+    parser.add_argument(
+        "--transition-methods",
+        nargs="+",
+        choices=["hybrid", "gauss-newton"],
+        default=["hybrid", "gauss-newton"],
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[3, 6, 10, 20, 30])
     parser.add_argument("--bfgs-sizes", type=int, nargs="*", default=[3, 6, 10])
     parser.add_argument("--max-iterations", type=int, default=1000)
+    parser.add_argument(
+        "--keep-other-sizes",
+        action="store_true",
+        help="keep the rows of scaling.csv for the sizes not run now",
+    )
     parser.add_argument(
         "--table-only",
         action="store_true",
@@ -150,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.transition:
-        write_transition(transition_rows(args.transition_knots, args.max_iterations))
+        limits = [name == "urdf" for name in args.transition_limits]
+        write_transition(
+            transition_rows(
+                args.transition_knots, args.max_iterations, limits, args.transition_methods
+            )
+        )
+        write_benchmark_section()
         return 0
     rows: list[dict[str, object]] = []
     if args.table_only:
@@ -163,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(run(n, "BFGS", args.max_iterations))
                 print(rows[-1], flush=True)
         OUT.mkdir(parents=True, exist_ok=True)
+        if args.keep_other_sizes and (OUT / "scaling.csv").is_file():
+            # rows of the sizes not run now stay from the earlier run
+            old = pd.read_csv(OUT / "scaling.csv")
+            rows = old[~old["dof"].isin(args.sizes)].to_dict("records") + rows  # type: ignore[operator]
+            rows.sort(key=lambda r: (int(r["dof"]), r["method"] != "Newton"))  # type: ignore[call-overload]
         pd.DataFrame(rows).to_csv(OUT / "scaling.csv", index=False)
     lines = [
         "# Spacetime optimization against the number of DOF",
@@ -172,22 +290,27 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Hanging n-link chain (10 cm, 10 g links) swung at rest to a bent pose (first three "
         "joints +0.4, -0.3, +0.2 rad) in 0.6 s over 10 intervals; straight-line initial guess; "
-        "stationarity = max |projected gradient| / max |gradient at the initial guess|. "
+        "stationarity = max |projected gradient| / max |gradient at the initial guess|; "
+        "load = 1-minute load average at the start of the run (2 shared cores; CPU time is "
+        "the process's, what an idle core would take; - where the run did not record it). "
         "Targets (issue 28): the 10-link chain converged in <= 10 s, first-order conditions "
         "to 1e-6; 30+ DOF: see transition.md (a robot transition in <= 60 s).",
         "",
         "| DOF | unknowns | method | status | iterations | cost evaluations | time [s] "
-        "(target) | cost (initial) [N² m² s] | stationarity (target 1e-6) | max abs q [deg] |",
-        "| ---: | ---: | --- | --- | ---: | ---: | ---: | --- | ---: | ---: |",
+        "(target) | CPU time [s] | load | cost (initial) [N² m² s] | stationarity (target 1e-6) "
+        "| max abs q [deg] |",
+        "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for r in rows:
         target = " (<= 10)" if r["dof"] == 10 else ""
         lines.append(
             f"| {r['dof']} | {r['unknowns']} | {r['method']} | {r['status']} | {r['iterations']} "
-            f"| {r['cost_evaluations']} | {r['wall_s']:.2f}{target} | {r['cost']:.4g} "
+            f"| {r['cost_evaluations']} | {r['wall_s']:.2f}{target} | {_num(r.get('cpu_s'))} "
+            f"| {_num(r.get('load'), '.1f')} | {r['cost']:.4g} "
             f"({r['initial_cost']:.3g}) | {r['stationarity']:.1e} | {r['max_abs_q_deg']:.0f} |"
         )
     (OUT / "scaling.md").write_text("\n".join(lines) + "\n")
+    write_benchmark_section()
     return 0
 
 

@@ -26,6 +26,7 @@ ghost knots), so they hold exactly at every iterate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -159,6 +160,7 @@ def solve(
     initial_cost: float,
     history: list[float],
     exact_hessian: bool = True,
+    log: Callable[[dict[str, float]], None] | None = None,
 ) -> tuple[Array, int, int, str, str]:
     """Minimize from ``x`` (inside the box); returns ``x, nit, nfev, status, message``.
 
@@ -170,7 +172,9 @@ def solve(
     (Levenberg-Marquardt).  Stops as ``"optimal"`` when the predicted decrease
     ``g_F^T H_F^{-1} g_F / 2`` over the free variables falls below
     ``tolerance`` times the initial cost and no variable held at a bound would
-    be released.
+    be released.  ``log`` receives, per iteration, the cost, the damping ``mu``, the
+    undamped decrement (``inf`` where the Hessian over the free variables is not
+    positive definite) and the largest projected gradient entry.
     """
     nit = nfev = 0
     r, J = sparse_jacobian(problem, x)
@@ -205,6 +209,9 @@ def solve(
             decrement = 0.25 * float(gf @ scipy.linalg.cho_solve_banded((factor, True), gf))
         except np.linalg.LinAlgError:
             pass
+        if log is not None:
+            log({"nit": nit, "cost": f, "damping": mu, "decrement": decrement,
+                 "projected_gradient": float(np.abs(pg).max())})  # fmt: skip
         if decrement <= tolerance * initial_cost and not released:
             return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
         if nit >= max_iterations:

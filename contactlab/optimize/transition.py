@@ -19,15 +19,17 @@ keeping its pose, ``p_f(q_k) = p_f(q_0)`` and
 Feet are equality constraints (a welded contact): no unilateral or friction
 condition is imposed.
 
-The solver (:func:`solve`) is a sequential quadratic programming method with
+The solver (:func:`solve`) is a sequential quadratic programming method
+(Gauss-Newton far from the solution, the exact Hessian of the Lagrangian near it) with
 the exact derivatives: ``d tau/d q``, ``d tau/d qdot`` and ``M`` from
 :func:`contactlab.reduced.derivatives.inverse_dynamics_derivatives` with the
 contact wrenches held in the foot frames, ``d tau / d lambda`` by linearity,
 and the foot constraints' Jacobians from the body Jacobian
 (``d p/dq = R J_nu``, ``d e/dq = (tr(A) I - A^T) J_omega / 2`` with
 ``A = R_0^T R``).  Each iteration solves the equality-constrained
-Gauss-Newton subproblem's KKT system, whose matrix is banded (knot after knot,
-each coupled to its two neighbours), by a sparse LU, restores the constraints
+subproblem's KKT system (Gauss-Newton: banded, knot after knot, each coupled to
+its two neighbours, by a sparse LU; exact Hessian with negative curvature flipped:
+dense), restores the constraints
 at the trial point with the same factorization (every accepted iterate keeps
 the feet in place and the base unactuated to ``1e-10``) and accepts it when
 the cost falls, with Levenberg-Marquardt damping.  It stops when the
@@ -38,9 +40,12 @@ of the initial gradient.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import qpsolvers
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -359,6 +364,56 @@ class ContactTransition:
         keep = self._keep()
         return full[keep][:, keep].tocsc()
 
+    def feet_curvature(self, x: Array, y: Array, step: float = 1e-7) -> scipy.sparse.csc_matrix:
+        """``sum_j y_j d^2 e_j / dq^2`` of the foot constraints over the unknowns.
+
+        ``y`` (free knots * feet * 6,) are the foot rows' multipliers.  Per free
+        knot, forward differences of the exact ``J_e(q)^T y`` (relative error about
+        ``step``), symmetrized; zero in the contact wrenches.
+        """
+        Q, _ = self.split(x)
+        nq, nf = self.model.nq, len(self.feet)
+        y = y.reshape(len(self.free_knots), 6 * nf)
+        rows, cols, vals = [], [], []
+        for i, k in enumerate(self.free_knots):
+            jac = self.foot_jacobian(Q[k])[1]
+            base = jac.T @ y[i]
+            Hk = np.zeros((nq, nq))
+            # the feet depend only on the coordinates their Jacobian has columns for
+            # (base and legs): the other columns of d(J^T y)/dq are zero
+            for j in np.flatnonzero(np.any(jac != 0.0, axis=0)):
+                q = Q[k].copy()
+                q[j] += step
+                Hk[:, j] = (self.foot_jacobian(q)[1].T @ y[i] - base) / step
+            idx = k * nq + np.arange(nq)
+            rows.append(np.repeat(idx, nq))
+            cols.append(np.tile(idx, nq))
+            vals.append((0.5 * (Hk + Hk.T)).ravel())
+        n = (self.path.knots + 1) * nq + self.n_lambda
+        full = scipy.sparse.csc_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+        )
+        keep = self._keep()
+        return full[keep][:, keep].tocsc()
+
+    def lagrangian_hessian(
+        self, x: Array, y: Array, r: Array | None = None, Jr: scipy.sparse.spmatrix | None = None
+    ) -> scipy.sparse.csc_matrix:
+        """The exact Hessian of ``L = |r|^2 + y . c`` (``y`` one multiplier per constraint).
+
+        ``2 J^T J`` plus the torques' second-order term (:meth:`curvature`, joint rows
+        weighted by ``2 s_k r_k``, base rows by the base multipliers) plus the feet's
+        (:meth:`feet_curvature`).
+        """
+        if r is None or Jr is None:
+            r, _, Jr, _ = self.jacobians(x)
+        nk = self.path.knots + 1
+        weights = np.zeros((nk, self.model.nq))
+        weights[:, self.joints] = 2.0 * np.sqrt(self.path.weights())[:, None] * r.reshape(nk, -1)
+        weights[:, self.base] = y[: 6 * nk].reshape(nk, 6)
+        H = 2.0 * (Jr.T @ Jr) + self.curvature(x, weights) + self.feet_curvature(x, y[6 * nk :])
+        return H.tocsc()
+
     def _keep(self) -> Array:
         lam_col0 = (self.path.knots + 1) * self.model.nq
         return np.concatenate(
@@ -421,7 +476,70 @@ def _kkt_factor(H: scipy.sparse.spmatrix, A: scipy.sparse.spmatrix) -> scipy.spa
     """
     delta = 1e-9 / max(float(H.diagonal().max()), 1e-300)
     reg = scipy.sparse.identity(A.shape[0], format="csc") * -delta
+    if isinstance(H, np.ndarray):
+        return _DenseLU(np.block([[H, A.T.toarray()], [A.toarray(), reg.toarray()]]))
     return scipy.sparse.linalg.splu(scipy.sparse.bmat([[H, A.T], [A, reg]], format="csc"))
+
+
+class _DenseLU:
+    """Dense LU with the ``solve`` of :class:`scipy.sparse.linalg.SuperLU`."""
+
+    def __init__(self, K: Array) -> None:
+        self.factor = scipy.linalg.lu_factor(K)
+
+    def solve(self, b: Array) -> Array:
+        return scipy.linalg.lu_solve(self.factor, b)
+
+
+def _flip_negative_curvature(H: Array, A: Array) -> tuple[Array, int]:
+    """``H`` with its eigenvalues on the null space of ``A`` replaced by their absolute values
+    (floored at ``1e-10`` of the largest), and the number changed.
+
+    ``Z`` (orthonormal null-space basis from the SVD of ``A``), ``Z^T H Z = V L V^T``;
+    ``H + Z V (|L|' - L) V^T Z^T`` equals ``H`` off the tangent space and is positive
+    definite on it: the step of the modified Newton method (Greenstadt) goes down along a
+    direction of negative curvature instead of being shortened by a damping that must
+    exceed the most negative eigenvalue.
+    """
+    Z = scipy.linalg.null_space(A) if A.shape[0] else np.eye(H.shape[0])
+    if Z.shape[1] == 0:
+        return H, 0
+    lam, V = np.linalg.eigh(Z.T @ H @ Z)
+    target = np.maximum(np.abs(lam), 1e-10 * max(float(np.abs(lam).max()), 1e-300))
+    change = target - lam
+    moved = change > 0
+    if not moved.any():
+        return H, 0
+    W = Z @ V[:, moved]
+    return H + (W * change[moved]) @ W.T, int(moved.sum())
+
+
+def _qp_active_set(
+    H: scipy.sparse.spmatrix,
+    g: Array,
+    Jc: scipy.sparse.spmatrix,
+    c: Array,
+    x: Array,
+    lower: Array,
+    upper: Array,
+) -> tuple[Array, Array]:
+    """The bounds active at the solution of the convex subproblem
+    ``min g.d + d.H d / 2`` s.t. ``c + Jc d = 0``, ``lower <= x + d <= upper``
+    (Clarabel's interior point), as ``held, bound``."""
+    lb, ub = lower - x, upper - x
+    sol = qpsolvers.solve_qp(
+        scipy.sparse.csc_matrix(H), g, A=scipy.sparse.csc_matrix(Jc), b=-c,
+        lb=np.where(np.isfinite(lb), lb, -1e20), ub=np.where(np.isfinite(ub), ub, 1e20),
+        solver="clarabel",
+    )  # fmt: skip
+    n = len(x)
+    if sol is None:
+        return np.zeros(n, dtype=bool), np.zeros(n)
+    trial = x + sol
+    tol = 1e-7 * (1.0 + np.abs(x))
+    at_low = trial - lower <= tol
+    at_high = upper - trial <= tol
+    return at_low | at_high, np.where(at_low, lower, upper)
 
 
 def _kkt_solve(
@@ -457,27 +575,43 @@ def solve(
     max_iterations: int = 200,
     tolerance: float = 1e-7,
     exact_hessian: bool = False,
+    newton_below: float = 1e-2,
+    qp: bool = True,
+    log: Callable[[dict[str, float]], None] | None = None,
 ) -> TransitionResult:
     """Minimize from ``x`` (default :meth:`ContactTransition.initial_guess`).
 
-    Each iteration solves the Gauss-Newton subproblem with the linearized
-    constraints, ``min g.d + d.H d / 2`` s.t. ``c + A d = 0`` with
-    ``H = 2 (J^T J + mu diag(J^T J))``, then restores the constraints at the
-    trial point by minimum-``H``-norm corrections ``d' = -H^-1 A^T (A H^-1 A^T)^-1 c``
+    Each iteration solves the subproblem ``min g.d + d.H d / 2`` s.t. ``c + A d = 0``
+    with the linearized constraints, then restores the constraints at the trial
+    point by minimum-``H``-norm corrections ``d' = -H^-1 A^T (A H^-1 A^T)^-1 c``
     from the same factorization (so every accepted iterate keeps the feet in
     place and carries the base to ``1e-10``), and accepts it when the cost falls.
     ``mu`` follows the ratio of actual to predicted decrease (Levenberg-Marquardt).
-    Joint limits: a primal active set.  A variable the step would carry past a
-    limit is held on it (the equality ``x_i = bound`` joins the constraints and
-    the step is solved again); a held variable whose multiplier has the wrong
-    sign (the cost would fall by leaving the bound) is released.
+
+    ``H``: far from a solution the Gauss-Newton matrix ``2 (J^T J + mu diag(J^T J))``
+    (cheap: one derivative call per knot).  Once the Lagrangian gradient is below
+    ``newton_below`` of its initial value (from the start with ``exact_hessian``), the
+    exact Hessian of the Lagrangian (:meth:`ContactTransition.lagrangian_hessian`,
+    ``2 nq + 6 feet`` more derivative calls per knot) with its negative curvature on
+    the tangent space flipped (:func:`_flip_negative_curvature`), plus
+    ``2 mu diag(J^T J)``.  Gauss-Newton alone converges only linearly here: the
+    residuals (the joint torques that hold the robot up) are large, so the term it
+    omits is not small (at 4 intervals: 300 iterations leave the Lagrangian gradient
+    at 1e-6; the exact Hessian converges quadratically, in 24 iterations).
+
+    Joint limits: the active set of the convex subproblem with the bounds
+    (:func:`_qp_active_set`, Gauss-Newton ``H``) with ``qp``; otherwise a primal
+    active set.  Either way a variable the step would still carry past a limit is held
+    on it (the equality ``x_i = bound`` joins the constraints and the step is solved
+    again); without ``qp`` a held variable whose multiplier has the wrong sign (the
+    cost would fall by leaving the bound) is released.
     Stops as ``"optimal"`` when the largest entry of the Lagrangian gradient, with
     least-squares multipliers, is below ``tolerance`` times the cost gradient's at
     the start, every bound multiplier has the right sign and the constraints hold.
-    ``exact_hessian`` adds :meth:`ContactTransition.curvature` (the torques'
-    second-order term, weighted by the residuals and the base multipliers; the
-    feet's is left out) to ``H``; it costs about ``2 nq + 6 feet`` derivative calls
-    per knot and iteration.
+    ``log`` receives, at every iteration, the cost, the relative Lagrangian gradient
+    ``kkt``, the damping ``mu``, the number of held bounds, whether the exact Hessian
+    is in use, the number of flipped eigenvalues so far, the constraint error and the
+    time [s].
     """
     start = time.perf_counter()
     x = problem.initial_guess() if x is None else np.array(x, dtype=float)
@@ -497,6 +631,8 @@ def solve(
     held = at_low | at_high
     bound = np.where(at_low, lower, upper)
     stationarity = np.inf
+    newton = False
+    flipped_total = 0
     while True:
         g = 2.0 * (Jr.T @ r)
         C, A = _with_bounds(c, Jc, x, held, bound)
@@ -506,6 +642,20 @@ def solve(
         wrong = np.zeros(n, dtype=bool)
         wrong[idx] = np.where(bound[idx] == lower[idx], z > 0, z < 0)
         stationarity = float(np.abs(lag).max()) / g0
+        if log is not None:
+            log(
+                {
+                    "nit": nit,
+                    "cost": f,
+                    "kkt": stationarity,
+                    "damping": mu,
+                    "held": int(held.sum()),
+                    "newton": int(newton),
+                    "flipped": flipped_total,
+                    "feasibility": float(np.abs(c).max()),
+                    "time": time.perf_counter() - start,
+                }
+            )
         if stationarity <= tolerance and float(np.abs(c).max()) <= feasible and not wrong.any():
             status, message = "optimal", "Lagrangian gradient below tolerance, constraints met"
             break
@@ -517,21 +667,31 @@ def solve(
         diag = JTJ.diagonal()
         floor = 1e-12 * max(float(diag.max()), 1.0)
         S = None
-        if exact_hessian:
-            nk = problem.path.knots + 1
-            weights = np.zeros((nk, problem.model.nq))
-            weights[:, problem.joints] = 2.0 * (
-                np.sqrt(problem.path.weights())[:, None] * r.reshape(nk, -1)
-            )
-            weights[:, problem.base] = y[: 6 * nk].reshape(nk, 6)
-            S = problem.curvature(x, weights)
+        if exact_hessian or stationarity <= newton_below:
+            if not newton:
+                newton, mu = True, 0.0
+            S = problem.lagrangian_hessian(x, y[: len(c)], r, Jr) - 2.0 * JTJ
         accepted = False
+        if S is not None:
+            H_exact = (2.0 * JTJ + S).toarray() + 2.0 * floor * np.eye(n)
+            flipped_for: Array | None = None
         held0, bound0 = held.copy(), bound.copy()
         for _ in range(30):
             held, bound = held0.copy(), bound0.copy()  # a rejected trial's holds are undone
             H = 2.0 * (JTJ + scipy.sparse.diags(mu * diag + floor))
+            if qp:  # the limits that hold at the step of the damped convex subproblem
+                held, bound = _qp_active_set(H, g, Jc, c, x, lower, upper)
             if S is not None:
-                H = H + S
+                # the exact Hessian with its negative curvature on the tangent space of the
+                # constraints and held bounds flipped (eigenvalues |lambda|); more holds
+                # below only shrink that space, where it stays positive definite
+                if flipped_for is None or not np.array_equal(held, flipped_for):
+                    H_mod, flipped = _flip_negative_curvature(
+                        H_exact, _with_bounds(c, Jc, x, held, bound)[1].toarray()
+                    )
+                    flipped_total += flipped
+                    flipped_for = held.copy()
+                H = H_mod + np.diag(2.0 * mu * diag)
             for _ in range(20):  # hold the variables the step would carry past a limit
                 C, A = _with_bounds(c, Jc, x, held, bound)
                 lu = _kkt_factor(H, A)
@@ -577,6 +737,8 @@ def solve(
             if f_t < f and rho > 1e-4:
                 accepted = True
                 mu = max(mu / 3.0, 1e-12) if rho > 0.75 else (4.0 * mu if rho < 0.25 else mu)
+                if newton and mu < 1e-10:
+                    mu = 0.0
                 break
             mu = max(10.0 * mu, 1e-8)
         if not accepted:
