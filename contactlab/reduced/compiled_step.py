@@ -292,40 +292,26 @@ class CompiledContactStep:
             general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
             return B.kernel_contacts(general), False
         tab = self._table
-        if not np.any(sb >= 0):  # the ground planes' contacts alone
-            return (
-                ContactSet(
-                    point=point,
-                    normal=normal,
-                    distance=dist,
-                    body_a=tab.body[sa],
-                    body_b=np.full(sa.size, -1, dtype=np.int64),
-                    shape_a=tab.local[sa],
-                    shape_b=tab.plane_local[pl],
-                    mu=tab.mu_table[tab.material[sa], tab.plane_material[pl]],
-                ),
-                True,
-            )
         pair = sb >= 0
-        other = np.where(pair, sb, 0)
-        plane = np.where(pair, 0, pl)
-        return (
-            ContactSet(
-                point=point,
-                normal=normal,
-                distance=dist,
-                body_a=tab.body[sa],
-                body_b=np.where(pair, tab.body[other], -1),
-                shape_a=tab.local[sa],
-                shape_b=np.where(pair, tab.local[other], self._plane_local[plane]),
-                mu=np.where(
-                    pair,
-                    tab.mu_table[tab.material[sa], tab.material[other]],
-                    tab.mu_table[tab.material[sa], self._plane_material[plane]],
-                ),
-            ),
-            True,
-        )
+        if not np.any(pair):  # the ground planes' contacts alone
+            body_b = np.full(sa.size, -1, dtype=np.int64)
+            shape_b = tab.plane_local[pl]
+            mu = tab.mu_table[tab.material[sa], tab.plane_material[pl]]
+        else:
+            other = np.where(pair, sb, 0)
+            plane = np.where(pair, 0, pl)
+            body_b = np.where(pair, tab.body[other], -1)
+            shape_b = np.where(pair, tab.local[other], self._plane_local[plane])
+            mu = np.where(
+                pair,
+                tab.mu_table[tab.material[sa], tab.material[other]],
+                tab.mu_table[tab.material[sa], self._plane_material[plane]],
+            )
+        found = ContactSet(
+            point=point, normal=normal, distance=dist, body_a=tab.body[sa], body_b=body_b,
+            shape_a=tab.local[sa], shape_b=shape_b, mu=mu,
+        )  # fmt: skip
+        return found, True
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
