@@ -40,6 +40,7 @@ import pytest
 
 import solvers
 from contactlab.errors import IncompatibleError
+from contactlab.memory import ModelMemory
 from contactlab.models import make_model
 from contactlab.problem import StepProblem
 from contactlab.scenario import get_scenario
@@ -111,7 +112,9 @@ EXACT_REFERENCE: dict[tuple[str, Any], tuple[str, dict[str, Any]]] = {
 }
 
 
-def stack_step(model: str, options: dict[str, Any], reference: str) -> tuple[StepProblem, dict]:
+def stack_step(
+    model: str, options: dict[str, Any], reference: str
+) -> tuple[StepProblem, ModelMemory]:
     """The second step of a 3-cube stack whose top cube slides at 1 m/s (h = 10 ms).
 
     Stepped with the model and its reference backend; returns the step problem
@@ -119,6 +122,7 @@ def stack_step(model: str, options: dict[str, Any], reference: str) -> tuple[Ste
     keep one, as in a run).
     """
     scene = get_scenario("box-stack").build(n=3)
+    assert scene.initial_phi is not None
     phi = scene.initial_phi.copy()
     az = np.radians(30.0)
     phi[2, 3:] = [np.cos(az), np.sin(az), 0.0]
@@ -127,7 +131,7 @@ def stack_step(model: str, options: dict[str, Any], reference: str) -> tuple[Ste
     state, _ = sim.step(sim.initial_state(), 0)
     _, record = sim.step(state, 1)
     assert record.problem.n_contacts >= 12  # 4 per interface (and more as the top cube tilts)
-    return record.problem, dict(state.cache)
+    return record.problem, ModelMemory(state.cache)
 
 
 def backends(model: str, options: dict[str, Any], reference: str) -> list[str]:
@@ -144,7 +148,7 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
     model, options, reference = case
     problem, cache = stack_step(model, options, reference)
     exact, exact_options = EXACT_REFERENCE.get((model, options.get("cone")), (reference, {}))
-    ref = make_model(model, exact, **options, **exact_options).solve(problem, dict(cache))
+    ref = make_model(model, exact, **options, **exact_options).solve(problem, cache.copy())
     assert ref.status == "optimal"
     # the top cube still slides (body-frame velocity of its centre, 2 steps of friction)
     assert np.linalg.norm(ref.v[15:17]) > 0.5
@@ -153,7 +157,7 @@ def test_backends_agree_on_the_step_velocities(case: tuple) -> None:
     for name in names:
         try:
             extra = OPTIONS_FOR.get((model, name), {})
-            sol = make_model(model, name, **options, **extra).solve(problem, dict(cache))
+            sol = make_model(model, name, **options, **extra).solve(problem, cache.copy())
         except IncompatibleError:
             # kkt fits the contact-free steps only
             assert name == "kkt"
