@@ -88,8 +88,9 @@ def parse_option_value(text: str) -> Any:
         return text
 
 
-def add_assignment_options(p: argparse.ArgumentParser) -> None:
-    """``--set KEY=VALUE`` (scenario parameters) and ``--model-option KEY=VALUE``."""
+def add_set_option(p: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable): scenario parameters into ``args.params``, read by
+    :func:`parse_assignments`."""
     p.add_argument(
         "--set",
         dest="params",
@@ -98,6 +99,11 @@ def add_assignment_options(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="scenario parameter (repeatable)",
     )
+
+
+def add_assignment_options(p: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (scenario parameters) and ``--model-option KEY=VALUE``."""
+    add_set_option(p)
     p.add_argument(
         "--model-option",
         dest="model_options",

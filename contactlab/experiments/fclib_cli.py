@@ -25,7 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from contactlab.commands import parse_assignments, parse_option_value, register_command
+from contactlab.commands import (
+    add_set_option,
+    parse_assignments,
+    parse_option_value,
+    register_command,
+)
 from contactlab.errors import ConfigurationError, ResultsError
 from contactlab.results import (
     atomic_file,
@@ -46,7 +51,7 @@ def _setup(parser: argparse.ArgumentParser) -> None:
     exp.add_argument("--cone", default="soc", choices=["soc", "pyramid", "box"])
     exp.add_argument("--steps", type=int, default=None)
     exp.add_argument("--dt", type=float, default=None)
-    exp.add_argument("--set", action="append", metavar="KEY=VALUE", help="scenario parameter")
+    add_set_option(exp)
     sol = sub.add_parser("solve", help="solve FCLIB files with every fitting backend")
     sol.add_argument("files", nargs="+", type=Path)
     sol.add_argument("--solvers", nargs="*", default=None, help="backends (default: all fitting)")
@@ -62,7 +67,7 @@ def export(args: argparse.Namespace) -> list[Path]:
 
     source = Path(args.source)
     params: dict[str, Any] = {
-        k: parse_option_value(v) for k, v in parse_assignments(args.set, "--set").items()
+        k: parse_option_value(v) for k, v in parse_assignments(args.params, "--set").items()
     }
     model, solver, dt, steps = args.model, args.solver, args.dt, args.steps
     options: dict[str, Any] = {}

@@ -35,18 +35,15 @@ formulation's own :meth:`~MaximalFormulation.assemble`).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
 from contactlab.maximal import _pile_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.models.box_rows import ImpulseMemory
-from contactlab.problem import StepProblem, StepSolution
+from contactlab.models import compiled_box_step as B
 from contactlab.runs import StepRecord
 from contactlab.scene import State
 
@@ -57,16 +54,10 @@ if TYPE_CHECKING:
 
 Array = np.ndarray
 
-#: the model's cache key of its recorded impulses (:class:`BoxFriction`, box cone)
-MEMORY_KEY = "box-friction:box"
-_STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
-
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the compiled step does not apply to this set-up (empty when it does)."""
-    from contactlab.collision import collide as default_collide
     from contactlab.maximal import integrators as integ
-    from contactlab.models.box_friction import BoxFriction
 
     f = formulation
     if f.integrator != integ.DEFAULT or f.coriolis != "midpoint" or f.projection:
@@ -83,16 +74,7 @@ def scope(formulation: Any, model: Any, collide: Any) -> str:
     beta, cap = scene.contact.stabilization, scene.contact.max_correction
     if (beta is not None and not (np.isfinite(beta) and beta >= 0.0)) or not cap >= 0.0:
         return "contact parameters (the general path names the bad value)"
-    if type(model) is not BoxFriction or model.route != ("block_lcp",):
-        return "model"
-    opts = model.options
-    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
-        return "model options or solver"
-    if opts["solver_settings"]:
-        return "solver settings"
-    if collide is not default_collide:
-        return "collision function"
-    return ""
+    return B.model_scope(model, collide)
 
 
 def compiled_step_for(
@@ -108,7 +90,6 @@ class CompiledContactStep:
     """The step of free bodies with box friction by ``pgs`` (module docstring)."""
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
         from contactlab.contact_pairs import excluded_pairs
 
         self.formulation = formulation
@@ -119,14 +100,12 @@ class CompiledContactStep:
         self._excluded = excluded_pairs(scene)
         self._mdiag = np.ascontiguousarray(formulation.mass_diagonal, dtype=float)
         self._gravity = np.ascontiguousarray(scene.gravity, dtype=float)
-        params = scene.contact
-        self._beta_given = params.stabilization
-        self._feedback = DEFAULT_FEEDBACK_FRACTION
-        self._max_corr = float(params.max_correction)
+        self._feedback = B.Feedback(scene.contact)
         self._no_ids = np.zeros(0, dtype=np.int64)
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
-        self._slice_cache: dict[int, dict[str, slice]] = {}
+        #: the row blocks of the impulses (box_rows: no G and L rows)
+        self._slices = B.RowBlocks()
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
@@ -135,17 +114,8 @@ class CompiledContactStep:
         """The scene's contacts at body transforms ``E``, in the kernel's array layouts."""
         from contactlab.contact_pairs import drop_jointed
 
-        found = drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
-        c = np.ascontiguousarray
-        return ContactSet(
-            point=c(found.point, dtype=float),
-            normal=c(found.normal, dtype=float),
-            distance=c(found.distance, dtype=float),
-            body_a=c(found.body_a, dtype=np.int64),
-            body_b=c(found.body_b, dtype=np.int64),
-            shape_a=found.shape_a,
-            shape_b=found.shape_b,
-            mu=c(found.mu, dtype=float),
+        return B.kernel_contacts(
+            drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         )
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
@@ -155,7 +125,7 @@ class CompiledContactStep:
         contacts = self.contacts(state.E)
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory: Any = state.cache.get(MEMORY_KEY)
+        memory: Any = state.cache.get(B.MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
@@ -168,14 +138,15 @@ class CompiledContactStep:
             )
         else:
             old = (self._no_ids, self._no_ids, self._no_normal, self._no_friction)
-        beta = self._beta_given if self._beta_given is not None else self._feedback / h
+        beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
         assembled = time.perf_counter()
         phi, E, z, friction, info = K.contact_step(
             self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
             h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
-            contacts.normal, contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
+            contacts.normal, contacts.distance, contacts.mu, beta, self._feedback.max_correction,
+            carry, *old,
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold,
@@ -184,116 +155,28 @@ class CompiledContactStep:
         if code == K.DECOUPLED:
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        status = _STATUS.get(code, "numerical_error")
-        if status not in M.USABLE_STATUSES:
-            raise sim._failure(index, state.t, f"solver status {status!r}")
+        status = B.usable_status(sim, index, state.t, code, K)
         if not np.all(np.isfinite(phi)):
             raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-        memory_new = ImpulseMemory(
-            z, self._slices(nc), track.ids if nc else None,
-            z[:nc].copy() if nc else None, friction if nc else None,
-        )  # fmt: skip
-        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
+        cache = B.carried_cache(state, track, z, friction, self._slices(nc))
         new_state = State(state.t + h, E, phi, cache=cache)
         new_state.check_finite()
-        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
-        row: dict[str, Any] = {"step": index, "t": float(new_state.t), "h": h}
-        kinetic, potential = float(info[K.I_KINETIC]), float(info[K.I_POTENTIAL])
-        lin = info[K.I_LINEAR : K.I_LINEAR + 3].tolist()
-        ang = info[K.I_ANGULAR : K.I_ANGULAR + 3].tolist()
-        row.update(
-            kinetic_energy=kinetic, potential_energy=potential,
-            total_energy=kinetic + potential,
-            linear_momentum_x=lin[0], linear_momentum_y=lin[1], linear_momentum_z=lin[2],
-            angular_momentum_x=ang[0], angular_momentum_y=ang[1], angular_momentum_z=ang[2],
-            constraint_error=0.0,
+        row = B.step_row(
+            info, K, index, float(new_state.t), h,
+            (float(info[K.I_KINETIC]), float(info[K.I_POTENTIAL])),
+            [*info[K.I_LINEAR : K.I_LINEAR + 3], *info[K.I_ANGULAR : K.I_ANGULAR + 3]],
+            0.0, status, nc, (start, collided, assembled, solved),
         )  # fmt: skip
-        row.update(
-            status=status,
-            solve_time_s=solved - assembled,
-            model_setup_time_s=0.0,
-            iterations=int(info[K.I_SWEEPS]),
-            outer_iterations=0,
-            n_contacts=nc,
-            penetration=float(info[K.I_PENETRATION]),
-            normal_complementarity=float(info[K.I_NORMAL_COMP]),
-            normal_feasibility=float(info[K.I_NORMAL_FEAS]),
-            cone_violation=float(info[K.I_CONE]),
-            dissipation_violation=float(info[K.I_DISSIPATION]),
-            n_sliding=float(info[K.I_SLIDING]),
-            solver_residual=residual,
-            collision_time_s=collided - start,
-            assembly_time_s=assembled - collided,
-        )
-        row["step_time_s"] = time.perf_counter() - start
         self.last_times = {
             "collision": collided - start,
             "kernel": solved - assembled,
             "step": row["step_time_s"],
             "units": float(info[K.I_UNITS]),
         }
-        record = _Record(
-            self.formulation, state, contacts, track, index, h, row,
-            (phi.reshape(-1), z, status, row["iterations"], solved - assembled, residual),
-        )  # fmt: skip
-        if sim.strict and status in M.UNCONVERGED_STATUSES:
-            raise sim._strict_failure(index, state.t, row, record.solution)
+        record = B.record_step(
+            sim, self.formulation, state, contacts, track, index, row, phi.reshape(-1), z
+        )
         return new_state, record
-
-    def _slices(self, nc: int) -> dict[str, slice]:
-        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G and L rows)."""
-        s = self._slice_cache.get(nc)
-        if s is None:
-            s = {
-                "G": slice(0, 0),
-                "N": slice(0, nc),
-                "T": slice(nc, 3 * nc),
-                "L": slice(3 * nc, 3 * nc),
-            }
-            self._slice_cache[nc] = s
-        return dict(s)
-
-
-class _Record(StepRecord):
-    """A step record whose problem and solution are built when first read: the problem by
-    the formulation's :meth:`~MaximalFormulation.assemble` (the same problem), the solution
-    from the compiled step's velocities and impulses."""
-
-    def __init__(  # noqa: PLR0913
-        self,
-        formulation: MaximalFormulation,
-        state: State,
-        contacts: ContactSet,
-        track: Any,
-        index: int,
-        h: float,
-        row: dict[str, Any],
-        solved: tuple[Array, Array, str, int, float, float],
-    ) -> None:
-        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
-        self.contacts = contacts
-        self._from = (formulation, state, track, solved)
-        self._problem: StepProblem | None = None
-        self._solution: StepSolution | None = None
-
-    @property
-    def problem(self) -> StepProblem:  # type: ignore[override]
-        if self._problem is None:
-            formulation, state, track, _ = self._from
-            problem = formulation.assemble(state, self.h, self.contacts)
-            self._problem = replace(problem, contact_ids=track.ids, contact_origin=track.origin)
-        return self._problem
-
-    @property
-    def solution(self) -> StepSolution:  # type: ignore[override]
-        if self._solution is None:
-            v, z, status, sweeps, seconds, residual = self._from[3]
-            nc = len(self.contacts) if self.contacts is not None else 0
-            self._solution = StepSolution(
-                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(), lambda_T=z[nc:].copy(),
-                status=status, iterations=sweeps, solve_time=seconds, residual=residual,
-            )  # fmt: skip
-        return self._solution
 
 
 __all__ = ["CompiledContactStep", "compiled_step_for", "scope"]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from contactlab.cli import SCRATCH
-from contactlab.commands import parse_assignments, register_command
+from contactlab.commands import add_set_option, parse_assignments, register_command
 from contactlab.errors import ConfigurationError
 from contactlab.optimize.spacetime import METHODS, SpacetimeProblem, SpacetimeResult, optimize
 from contactlab.reduced.kinematics import forward_kinematics
@@ -100,6 +100,38 @@ def _plots(folder: Path, result: SpacetimeResult, names: list[str]) -> None:
     plt.close(fig)
 
 
+def _save_trajectory(path: Path, tree: Any, result: Any, **extra: Any) -> None:
+    """An optimized trajectory as ``trajectory.npz``: ``t``, ``body_names``, the body poses
+    (``position``, ``rotation``) by forward kinematics, ``q``, ``qdot``, ``qddot``, ``tau``
+    and the ``extra`` arrays."""
+    E = np.array([forward_kinematics(tree, q).E for q in result.q])
+    np.savez_compressed(
+        path,
+        t=result.t,
+        body_names=np.array([b.name for b in tree.scene.bodies]),
+        position=E[:, :, :3, 3],
+        rotation=E[:, :, :3, :3],
+        q=result.q,
+        qdot=result.qdot,
+        qddot=result.qddot,
+        tau=result.tau,
+        **extra,
+    )
+
+
+def _outcome(result: Any) -> dict[str, Any]:
+    """The summary's account of an optimization: status and message, the initial and final
+    cost, iterations and function evaluations."""
+    return {
+        "status": result.status,
+        "message": result.message,
+        "cost": result.cost,
+        "initial_cost": result.initial_cost,
+        "iterations": result.nit,
+        "function_evaluations": result.nfev,
+    }
+
+
 def write_results(
     folder: Path | str,
     scenario: str,
@@ -114,18 +146,7 @@ def write_results(
     tree = problem.model.tree
     names = [f"q{i}" for i in range(tree.nq)]
     with atomic_folder(folder, overwrite) as tmp:
-        E = np.array([forward_kinematics(tree, q).E for q in result.q])
-        np.savez_compressed(
-            tmp / "trajectory.npz",
-            t=result.t,
-            body_names=np.array([b.name for b in tree.scene.bodies]),
-            position=E[:, :, :3, 3],
-            rotation=E[:, :, :3, :3],
-            q=result.q,
-            qdot=result.qdot,
-            qddot=result.qddot,
-            tau=result.tau,
-        )
+        _save_trajectory(tmp / "trajectory.npz", tree, result)
         columns: dict[str, Any] = {"t": result.t}
         for key in ("q", "qdot", "qddot", "tau"):
             for i in range(tree.nq):
@@ -149,12 +170,7 @@ def write_results(
                 "unknowns": problem.n_free,
             },
             "method": result.method,
-            "status": result.status,
-            "message": result.message,
-            "cost": result.cost,
-            "initial_cost": result.initial_cost,
-            "iterations": result.nit,
-            "function_evaluations": result.nfev,
+            **_outcome(result),
             "gradient_check_initial": result.gradient_check_initial,
             "gradient_max_abs_final": result.gradient_norm,
             "boundary_error": result.boundary_error,
@@ -182,14 +198,7 @@ def write_results(
 
 def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario name (see `contactlab list`)")
-    p.add_argument(
-        "--set",
-        dest="params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario parameter (repeatable)",
-    )
+    add_set_option(p)
     p.add_argument(
         "--start",
         help="start positions, e.g. 0,0,0 or 90deg,0,0 (a leading minus needs --start=-10deg,...); "
@@ -238,31 +247,14 @@ def _transition(args: argparse.Namespace) -> int:
     out = args.out or SCRATCH / f"optimize-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
     tree = problem.model.tree
     with atomic_folder(out, args.force) as tmp:
-        E = np.array([forward_kinematics(tree, q).E for q in result.q])
-        np.savez_compressed(
-            tmp / "trajectory.npz",
-            t=result.t,
-            body_names=np.array([b.name for b in tree.scene.bodies]),
-            position=E[:, :, :3, 3],
-            rotation=E[:, :, :3, :3],
-            q=result.q,
-            qdot=result.qdot,
-            qddot=result.qddot,
-            tau=result.tau,
-            wrenches=result.wrenches,
-        )
+        _save_trajectory(tmp / "trajectory.npz", tree, result, wrenches=result.wrenches)
         summary = {
             "scenario": args.scenario,
             "parameters": parameters,
             "kind": "spacetime optimization, floating base with welded feet",
             "feet": list(problem.feet),
             "unknowns": problem.n_unknowns,
-            "status": result.status,
-            "message": result.message,
-            "cost": result.cost,
-            "initial_cost": result.initial_cost,
-            "iterations": result.nit,
-            "function_evaluations": result.nfev,
+            **_outcome(result),
             "kkt": result.kkt,
             "feasibility": result.feasibility,
             "wall_time_s": result.wall_time_s,

@@ -39,16 +39,14 @@ built on first access (the problem by the formulation's own
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.models import compiled_box_step as B
 from contactlab.models.box_rows import ImpulseMemory
-from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import _kernels
 from contactlab.reduced import _step_kernels as K
 from contactlab.runs import StepRecord
@@ -60,10 +58,6 @@ if TYPE_CHECKING:
     from contactlab.simulator import Simulator
 
 Array = np.ndarray
-
-#: the model's cache key of its recorded impulses (:class:`BoxFriction`, box cone)
-MEMORY_KEY = "box-friction:box"
-_STATUS = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
 
 
 #: joint kinds of the scenes the compiled step takes
@@ -99,10 +93,8 @@ def scene_in_scope(scene: Any) -> bool:
 
 def _scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the compiled step does not apply (empty when it does)."""
-    from contactlab.collision import collide as default_collide
     from contactlab.joints.maps import CompositeJoint, TranslationalJoint
     from contactlab.joints.spherical import SphericalExpJoint
-    from contactlab.models.box_friction import BoxFriction
     from contactlab.reduced.constraints import JointLimit
 
     # the formulation asks only for itself: ReducedFormulation.compiled_step, exact type
@@ -114,15 +106,11 @@ def _scope(formulation: Any, model: Any, collide: Any) -> str:
     scene = f.scene
     if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
         return "force elements or restitution"
-    if type(model) is not BoxFriction or model.route != ("block_lcp",):
-        return "model"
-    opts = model.options
-    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
-        return "model options or solver"
-    if opts["solver_settings"] or scene.contact.directions != 4:
+    why = B.model_scope(model, collide)
+    if why:
+        return why
+    if scene.contact.directions != 4:
         return "solver settings"
-    if collide is not default_collide:
-        return "collision function"
     tree = f.tree
     for joint, code in zip(tree.joints, tree.codes, strict=True):
         if code != _kernels.OTHER:
@@ -282,16 +270,12 @@ class CompiledContactStep:
             f64(tab.plane_normal, dtype=float).reshape(-1, 3),
             f64(tab.plane_offset, dtype=float).reshape(-1),
         )
-        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
-
-        params = scene.contact
-        self._beta_given = params.stabilization
-        self._feedback = DEFAULT_FEEDBACK_FRACTION
-        self._max_corr = float(params.max_correction)
+        self._feedback = B.Feedback(scene.contact)
         self._no_ids = np.zeros(0, dtype=np.int64)
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
-        self._slice_cache: dict[int, dict[str, slice]] = {}
+        #: the row blocks of the impulses (box_rows: no G rows, the limit rows last)
+        self._slices = B.RowBlocks(self._limits[0].size)
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
@@ -306,56 +290,28 @@ class CompiledContactStep:
             from contactlab.contact_pairs import drop_jointed
 
             general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
-            # the kernel's array layouts (one compiled signature)
-            c = np.ascontiguousarray
-            return (
-                ContactSet(
-                    point=c(general.point, dtype=float),
-                    normal=c(general.normal, dtype=float),
-                    distance=c(general.distance, dtype=float),
-                    body_a=c(general.body_a, dtype=np.int64),
-                    body_b=c(general.body_b, dtype=np.int64),
-                    shape_a=general.shape_a,
-                    shape_b=general.shape_b,
-                    mu=c(general.mu, dtype=float),
-                ),
-                False,
-            )
+            return B.kernel_contacts(general), False
         tab = self._table
-        if not np.any(sb >= 0):  # the ground planes' contacts alone
-            return (
-                ContactSet(
-                    point=point,
-                    normal=normal,
-                    distance=dist,
-                    body_a=tab.body[sa],
-                    body_b=np.full(sa.size, -1, dtype=np.int64),
-                    shape_a=tab.local[sa],
-                    shape_b=tab.plane_local[pl],
-                    mu=tab.mu_table[tab.material[sa], tab.plane_material[pl]],
-                ),
-                True,
-            )
         pair = sb >= 0
-        other = np.where(pair, sb, 0)
-        plane = np.where(pair, 0, pl)
-        return (
-            ContactSet(
-                point=point,
-                normal=normal,
-                distance=dist,
-                body_a=tab.body[sa],
-                body_b=np.where(pair, tab.body[other], -1),
-                shape_a=tab.local[sa],
-                shape_b=np.where(pair, tab.local[other], self._plane_local[plane]),
-                mu=np.where(
-                    pair,
-                    tab.mu_table[tab.material[sa], tab.material[other]],
-                    tab.mu_table[tab.material[sa], self._plane_material[plane]],
-                ),
-            ),
-            True,
-        )
+        if not np.any(pair):  # the ground planes' contacts alone
+            body_b = np.full(sa.size, -1, dtype=np.int64)
+            shape_b = tab.plane_local[pl]
+            mu = tab.mu_table[tab.material[sa], tab.plane_material[pl]]
+        else:
+            other = np.where(pair, sb, 0)
+            plane = np.where(pair, 0, pl)
+            body_b = np.where(pair, tab.body[other], -1)
+            shape_b = np.where(pair, tab.local[other], self._plane_local[plane])
+            mu = np.where(
+                pair,
+                tab.mu_table[tab.material[sa], tab.material[other]],
+                tab.mu_table[tab.material[sa], self._plane_material[plane]],
+            )
+        found = ContactSet(
+            point=point, normal=normal, distance=dist, body_a=tab.body[sa], body_b=body_b,
+            shape_a=tab.local[sa], shape_b=shape_b, mu=mu,
+        )  # fmt: skip
+        return found, True
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
@@ -365,14 +321,14 @@ class CompiledContactStep:
         contacts, _ = self.contacts(state.E)
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory = state.cache.get(MEMORY_KEY)
+        memory = state.cache.get(B.MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
             old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
         else:
             old = (self._no_ids, self._no_normal, self._no_friction)
-        beta = self._beta_given if self._beta_given is not None else self._feedback / h
+        beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
         if self._torque is None:
@@ -393,7 +349,7 @@ class CompiledContactStep:
             *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
             state.q, state.qdot, h, tau, self._node_of_body, self._body_of_node,
             contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
-            contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
+            contacts.distance, contacts.mu, beta, self._feedback.max_correction, carry, *old,
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold,
         )  # fmt: skip
@@ -401,118 +357,21 @@ class CompiledContactStep:
         if code in (K.NOT_SPD, K.DECOUPLED):
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        status = _STATUS.get(code, "numerical_error")
-        if status not in M.USABLE_STATUSES:
-            raise sim._failure(index, state.t, f"solver status {status!r}")
+        status = B.usable_status(sim, index, state.t, code, K)
         if not info[K.I_FINITE]:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
             State(state.t + h, E, phi, q_new, v_new).check_finite()
-        memory_new = ImpulseMemory(
-            z, self._slices(nc), track.ids if nc else None,
-            z[:nc] if nc else None, friction if nc else None,
-        )  # fmt: skip
-        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
+        cache = B.carried_cache(state, track, z, friction, self._slices(nc))
         new_state = State(state.t + h, E, phi, q_new, v_new, cache)
-        kinetic = float(info[K.I_KINETIC])
-        potential = float(info[K.I_GRAVITY] + info[K.I_SPRING])
-        mom = info[K.I_MOMENTUM : K.I_MOMENTUM + 6].tolist()
-        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
-        row: dict[str, Any] = {
-            "step": index,
-            "t": float(new_state.t),
-            "h": h,
-            "kinetic_energy": kinetic,
-            "potential_energy": potential,
-            "total_energy": kinetic + potential,
-            "linear_momentum_x": mom[0],
-            "linear_momentum_y": mom[1],
-            "linear_momentum_z": mom[2],
-            "angular_momentum_x": mom[3],
-            "angular_momentum_y": mom[4],
-            "angular_momentum_z": mom[5],
-            "constraint_error": float(info[K.I_LIMIT]),
-            "status": status,
-            "solve_time_s": solved - assembled,
-            "model_setup_time_s": 0.0,
-            "iterations": int(info[K.I_SWEEPS]),
-            "outer_iterations": 0,
-            "n_contacts": nc,
-            "penetration": float(info[K.I_PENETRATION]),
-            "normal_complementarity": float(info[K.I_NORMAL_COMP]),
-            "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
-            "cone_violation": float(info[K.I_CONE]),
-            "dissipation_violation": float(info[K.I_DISSIPATION]),
-            "n_sliding": float(info[K.I_SLIDING]),
-            "solver_residual": residual,
-            "collision_time_s": collided - start,
-            "assembly_time_s": assembled - collided,
-        }
-        row["step_time_s"] = time.perf_counter() - start
-        record = _Record(
-            self.formulation, state, contacts, track, index, h, row,
-            (v, z, status, row["iterations"], solved - assembled, residual),
+        row = B.step_row(
+            info, K, index, float(new_state.t), h,
+            (float(info[K.I_KINETIC]), float(info[K.I_GRAVITY] + info[K.I_SPRING])),
+            info[K.I_MOMENTUM : K.I_MOMENTUM + 6], float(info[K.I_LIMIT]), status, nc,
+            (start, collided, assembled, solved),
         )  # fmt: skip
-        if sim.strict and status in M.UNCONVERGED_STATUSES:
-            raise sim._strict_failure(index, state.t, row, record.solution)
+        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
         return new_state, record
-
-    def _slices(self, nc: int) -> dict[str, slice]:
-        """The row blocks of :func:`box_rows` for ``nc`` contacts (no G rows)."""
-        s = self._slice_cache.get(nc)
-        if s is None:
-            ml = self._limits[0].size
-            s = {
-                "G": slice(0, 0),
-                "N": slice(0, nc),
-                "T": slice(nc, 3 * nc),
-                "L": slice(3 * nc, 3 * nc + ml),
-            }
-            self._slice_cache[nc] = s
-        return dict(s)
-
-
-class _Record(StepRecord):
-    """A step record whose problem and solution are built when first read: the problem by
-    the formulation's :meth:`~ReducedFormulation.assemble` (the same problem), the solution
-    from the compiled step's velocities and impulses."""
-
-    def __init__(  # noqa: PLR0913
-        self,
-        formulation: ReducedFormulation,
-        state: State,
-        contacts: ContactSet,
-        track: Any,
-        index: int,
-        h: float,
-        row: dict[str, Any],
-        solved: tuple[Array, Array, str, int, float, float],
-    ) -> None:
-        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
-        self.contacts = contacts
-        self._from = (formulation, state, track, solved)
-        self._problem: StepProblem | None = None
-        self._solution: StepSolution | None = None
-
-    @property
-    def problem(self) -> StepProblem:  # type: ignore[override]
-        if self._problem is None:
-            formulation, state, track, _ = self._from
-            problem = formulation.assemble(state, self.h, self.contacts)
-            self._problem = replace(problem, contact_ids=track.ids, contact_origin=track.origin)
-        return self._problem
-
-    @property
-    def solution(self) -> StepSolution:  # type: ignore[override]
-        if self._solution is None:
-            v, z, status, sweeps, seconds, residual = self._from[3]
-            nc = len(self.contacts) if self.contacts is not None else 0
-            self._solution = StepSolution(
-                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(),
-                lambda_T=z[nc : 3 * nc].copy(), lambda_L=z[3 * nc :].copy(),
-                status=status, iterations=sweeps, solve_time=seconds, residual=residual,
-            )  # fmt: skip
-        return self._solution
 
 
 __all__ = ["CompiledContactStep", "compiled_step_for"]

@@ -1,5 +1,5 @@
 """``admm``: ADMM with a residual-balancing penalty
-(:func:`solvers.numerics.fc_kernels.admm`; wide cones :func:`solvers.numerics.fc_wide.admm_wide`).
+(:func:`solvers.numerics.fc_methods.admm`, three-row and wide contacts).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from solvers.backends.base import SolveOptions
 from solvers.backends.fc_base import (
     FrictionBackend,
     _codes,
+    _cones,
     _csr,
     _no_settings,
     _start,
     _status,
-    _wide,
 )
 from solvers.errors import ProblemError
 from solvers.frictional import FrictionalContact
@@ -32,7 +32,7 @@ class ADMMBackend(FrictionBackend):
     description = "ADMM with adaptive penalty (CCP and Coulomb)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.numerics.fc_kernels import admm
+        from solvers.numerics.fc_methods import admm
 
         settings = dict(opts.settings)
         diag = problem.W.diagonal()
@@ -42,21 +42,13 @@ class ADMMBackend(FrictionBackend):
             raise ProblemError("rho", f"the penalty must be positive, got {rho}")
         cap = 5000 if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
-        law, kind = _codes(problem)
+        law, _ = _codes(problem)
         r = _start(problem, opts)
         t1 = time.perf_counter()
-        if problem.is_wide:
-            from solvers.numerics.fc_wide import admm_wide
-
-            it, res, rho_end = admm_wide(
-                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
-                rho, opts.tol, cap,
-            )  # fmt: skip
-        else:
-            it, res, rho_end = admm(
-                *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
-                problem.nc, r, rho, opts.tol, cap,
-            )  # fmt: skip
+        it, res, rho_end = admm(
+            *_csr(problem), problem.q, law, *_cones(problem), problem.row_lo, problem.nc, r,
+            rho, opts.tol, cap,
+        )  # fmt: skip
         t2 = time.perf_counter()
         msg = (
             f"admm: natural-map residual {res:.3e} after {it} iterations "

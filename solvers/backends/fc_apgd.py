@@ -1,5 +1,5 @@
 """``apgd``: Nesterov's accelerated projected gradient with restart
-(:func:`solvers.numerics.fc_kernels.apgd`; wide cones :func:`solvers.numerics.fc_wide.apgd_wide`).
+(:func:`solvers.numerics.fc_methods.apgd`, three-row and wide contacts).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from solvers.backends.base import SolveOptions
 from solvers.backends.fc_base import (
     FrictionBackend,
     _codes,
+    _cones,
     _csr,
     _no_settings,
     _start,
     _status,
-    _wide,
 )
 from solvers.frictional import FrictionalContact
 from solvers.result import RawSolution
@@ -28,26 +28,18 @@ class APGDBackend(FrictionBackend):
     description = "accelerated projected gradient with restart (CCP; Coulomb by a fixed point)"
 
     def solve_fc(self, problem: FrictionalContact, opts: SolveOptions) -> RawSolution:
-        from solvers.numerics.fc_kernels import apgd
+        from solvers.numerics.fc_methods import apgd
 
         _no_settings(self.name, dict(opts.settings), ())
         cap = 20000 if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
-        law, kind = _codes(problem)
+        law, _ = _codes(problem)
         r = _start(problem, opts)
         t1 = time.perf_counter()
-        if problem.is_wide:
-            from solvers.numerics.fc_wide import apgd_wide
-
-            it, res = apgd_wide(
-                *_csr(problem), problem.q, law, *_wide(problem), problem.row_lo, problem.nc, r,
-                opts.tol, cap,
-            )  # fmt: skip
-        else:
-            it, res = apgd(
-                *_csr(problem), problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo,
-                problem.nc, r, opts.tol, cap,
-            )  # fmt: skip
+        it, res = apgd(
+            *_csr(problem), problem.q, law, *_cones(problem), problem.row_lo, problem.nc, r,
+            opts.tol, cap,
+        )  # fmt: skip
         t2 = time.perf_counter()
         msg = f"apgd: natural-map residual {res:.3e} after {it} iterations (tol {opts.tol:g})"
         return RawSolution(

@@ -40,6 +40,21 @@ def _wide(problem: FrictionalContact) -> tuple[int, np.ndarray, np.ndarray, np.n
     return problem.sep, problem.offsets, problem.mu_rows, problem.family  # type: ignore[attr-defined]
 
 
+def _wide_flag(problem: FrictionalContact) -> tuple[Any, ...]:
+    """``(wide, sep, off, mr, fam)``: 1 and :func:`_wide` for a wide problem, else 0 and
+    placeholders of the same types (unused by the kernels)."""
+    if problem.is_wide:
+        return (1, *_wide(problem))
+    return (0, 0, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64))
+
+
+def _cones(problem: FrictionalContact) -> tuple[Any, ...]:
+    """The cone arguments of :mod:`solvers.numerics.fc_methods`' kernels: ``wide``, the
+    three-row ``kind``, ``mu``, ``dirs``, then the wide ``sep``, ``off``, ``mr``, ``fam``."""
+    wide, *rest = _wide_flag(problem)
+    return (wide, _codes(problem)[1], problem.mu, problem.dirs, *rest)
+
+
 def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) -> None:
     if settings:
         raise ProblemError(

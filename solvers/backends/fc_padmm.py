@@ -65,7 +65,7 @@ from solvers.backends.fc_base import (
     _codes,
     _no_settings,
     _start,
-    _wide,
+    _wide_flag,
     floored,
     rounding_floor,
 )
@@ -73,8 +73,7 @@ from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
 from solvers.numerics.csr import csr_mul, csr_tmul
-from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
-from solvers.numerics.fc_wide import natural_map_wide, project_all_wide, shift_wide
+from solvers.numerics.fc_methods import natural_map_cones, project_cones, shift_cones
 from solvers.result import RawSolution
 
 #: CPU seconds of a cold compilation of these kernels (not measured).
@@ -217,32 +216,6 @@ def _power(dense: bool, Wd: Vec, ptr: IVec, idx: IVec, val: Vec, d: Vec, n: int)
 
 
 @njit(cache=True)
-def _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The projection onto the cones: 3-row or wide."""
-    if wide:
-        project_all_wide(sep, off, mr, fam, row_lo, nc, x, out)
-    else:
-        _project_all(kind, mu, dirs, row_lo, nc, x, out)
-
-
-@njit(cache=True)
-def _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The natural map: 3-row or wide."""
-    if wide:
-        return natural_map_wide(law, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
-    return natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
-
-
-@njit(cache=True)
-def _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """De Saxcé's shift: 3-row or wide."""
-    if wide:
-        shift_wide(sep, off, mr, fam, nc, q, u, qs)
-    else:
-        _shift(kind, mu, dirs, nc, q, u, qs)
-
-
-@njit(cache=True)
 def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     dense, Wd, ptr, idx, val, d, base, diag_slot, values, first, second, lptr, lrows,
     rptr, rcols, rslot, L, perm, q, law, kind, mu, dirs, row_lo, nc, r, tol, max_iter,
@@ -262,12 +235,12 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     tv2 = np.empty(nv)
     Ld = np.empty(Wd.shape)
     z = np.empty(n)
-    _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
+    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
     u = np.empty(n)
     _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
     for i in range(n):
         u[i] += q[i]
-    res = _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
+    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
     res = max(res, floor * np.max(np.abs(z)))
     best = z.copy()
     best_res = res
@@ -276,7 +249,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         return 0, res, rho, 0 if res <= tol else 4
     qs = q.copy()
     if law == 1:
-        _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
     y = np.empty(n)
     for i in range(n):
         y[i] = -(u[i] + qs[i] - q[i])
@@ -314,7 +287,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         for i in range(n):
             zold[i] = z[i]
             xy[i] = x[i] + y[i] / rho
-        _proj(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xy, z)
+        project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xy, z)
         prim = 0.0
         dual = 0.0
         zn = 0.0
@@ -328,7 +301,9 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
         for i in range(n):
             u[i] += q[i]
-        res = _nat(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
+        res = natural_map_cones(
+            wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm
+        )
         res = max(res, floor * np.max(np.abs(z)))
         if not math.isfinite(res):
             reason = 4
@@ -346,7 +321,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
             reason = 2
             break
         if law == 1:
-            _shf(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+            shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
         if it % period == 0:
             p_rel = math.sqrt(prim) / max(math.sqrt(zn), 1e-300)
             d_rel = math.sqrt(dual) / max(math.sqrt(yn), 1e-300)
@@ -447,10 +422,7 @@ class PADMMBackend(FrictionBackend):
         qnorm = float(np.linalg.norm(problem.q))
         floor = rounding_floor(problem, qnorm)
         t1 = time.perf_counter()
-        if problem.is_wide:
-            wide = (1, *_wide(problem))
-        else:
-            wide = (0, 0, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64))
+        wide = _wide_flag(problem)
         it, res, rho_end, reason = padmm(
             *data, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc,
             r, float(opts.tol), cap, eta, rho, tau, ratio, period, stall, floor, Lmax, *wide,

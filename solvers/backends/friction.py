@@ -21,7 +21,7 @@ Each takes a :class:`~solvers.frictional.FrictionalContact` natively
 - ``apgd``: Nesterov's accelerated projected gradient with backtracking and
   gradient restart on the CCP; the Coulomb law (not the optimality condition
   of one minimisation) through the same outer fixed point on De Saxcé's shift
-  as ``nsgs`` (:func:`~solvers.numerics.fc_kernels.apgd`).  ``max_iter``
+  as ``nsgs`` (:func:`~solvers.numerics.fc_methods.apgd`).  ``max_iter``
   default 20000.
 - ``admm``: ADMM with residual-balancing penalty ``rho`` (setting ``rho``,
   default ``1e-3 mean(diag W)``, then balanced) and conjugate-gradient ``W + rho I`` solves; both

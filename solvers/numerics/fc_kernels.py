@@ -1,13 +1,16 @@
-"""Compiled iterations of the frictional-contact backends (numba): NSGS, APGD, ADMM.
+"""Compiled maps and sweeps of the frictional-contact backends (numba) on three-row contacts.
 
 Every kernel works on the local problem in CSR form: ``W`` (``indptr``,
 ``indices``, ``data``), ``q``, ``nc`` contacts in rows ``3i, 3i+1, 3i+2``
 (normal first), then scalar rows with lower bound ``row_lo`` (``-inf``:
 bilateral, ``u = 0``; ``0``: unilateral without friction).  Cones and laws are
 coded as in :mod:`solvers.numerics.fc_local`.  One call runs the whole solve;
-Python never runs per contact, row or sweep.
+Python never runs per contact, row or sweep.  Here: the maps of the cones (projection,
+De Saxcé's shift, natural map) and the block Gauss--Seidel sweeps :func:`nsgs`; APGD and
+ADMM, written once for these and the wide contacts, are in
+:mod:`solvers.numerics.fc_methods`.
 
-The stopping test of all three is the natural-map residual of
+The stopping test of every method is the natural-map residual of
 :func:`natural_map` (Siconos / FCLIB's ``fc3d`` error, relative to
 ``||q||_2``), evaluated on the returned iterate.
 """
@@ -24,7 +27,7 @@ from solvers.numerics.fc_local import ccp_local, coulomb_local, local_residual, 
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
-COMPILE_SECONDS: float | None = 8.0
+COMPILE_SECONDS: float | None = 6.0
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
@@ -97,8 +100,16 @@ def natural_map(
                 rr[a] = r[3 * i + a]
                 uu[a] = u[3 * i + a]
             acc += local_residual(law, kind, mu[i], dirs, rr, uu)
+    return _add_bound_rows(row_lo, 3 * nc, r, u, acc, qnorm)
+
+
+@njit(cache=True)
+def _add_bound_rows(row_lo: Vec, first: int, r: Vec, u: Vec, acc: float, qnorm: float) -> float:
+    """The natural map's end, for either contact layout: the contacts' sum of squares
+    ``acc`` plus the scalar rows' (from row ``first``, projected onto ``r >= row_lo``),
+    square-rooted and divided by ``||q||`` (``/ 1`` if ``||q|| <= eps``)."""
     for k in range(row_lo.shape[0]):
-        i = 3 * nc + k
+        i = first + k
         p = r[i] - u[i]
         if p < row_lo[k]:
             p = row_lo[k]
@@ -184,16 +195,7 @@ def nsgs(
                 project(kind, mu[i], dirs, tmp, new)
             for a in range(3):
                 r[3 * i + a] = new[a]
-        for k in range(n - 3 * nc):
-            row = 3 * nc + k
-            d = blocks[nc + k, 0, 0]
-            if d <= 0.0:
-                continue
-            acc = q[row]
-            for kk in range(indptr[row], indptr[row + 1]):
-                acc += data[kk] * r[indices[kk]]
-            x = r[row] - omega * acc / d
-            r[row] = x if x > row_lo[k] else row_lo[k]
+        _sweep_bound_rows(indptr, indices, data, q, row_lo, 3 * nc, blocks[nc:, 0, 0], omega, r)
         sweeps += 1
         if shifted or sweeps == next_check or sweeps >= max_sweeps:
             matvec(indptr, indices, data, r, q, u)
@@ -208,6 +210,26 @@ def nsgs(
                 if inner <= max(0.1 * res, 0.5 * tol):
                     _shift(kind, mu, dirs, nc, q, u, qs)
     return sweeps, res
+
+
+@njit(cache=True)
+def _sweep_bound_rows(
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, row_lo: Vec, first: int, diag: Vec,
+    omega: float, r: Vec,
+) -> None:  # fmt: skip
+    """One projected Gauss--Seidel sweep over the scalar rows from row ``first`` (their
+    diagonal entries ``diag``; a row without a positive one is left), ``r`` in place: the
+    end of every Gauss--Seidel sweep, for either contact layout."""
+    for k in range(diag.shape[0]):
+        row = first + k
+        d = diag[k]
+        if d <= 0.0:
+            continue
+        acc = q[row]
+        for kk in range(indptr[row], indptr[row + 1]):
+            acc += data[kk] * r[indices[kk]]
+        x = r[row] - omega * acc / d
+        r[row] = x if x > row_lo[k] else row_lo[k]
 
 
 @njit(cache=True)
@@ -232,132 +254,15 @@ def _project_all(kind: int, mu: Vec, dirs: Vec, row_lo: Vec, nc: int, x: Vec, ou
         project(kind, mu[i], dirs, xi, pi)
         for a in range(3):
             out[3 * i + a] = pi[a]
-    for k in range(row_lo.shape[0]):
-        v = x[3 * nc + k]
-        out[3 * nc + k] = v if v > row_lo[k] else row_lo[k]
+    _project_bounds(row_lo, 3 * nc, x, out)
 
 
 @njit(cache=True)
-def apgd(
-    indptr: IVec,
-    indices: IVec,
-    data: Vec,
-    q: Vec,
-    law: int,
-    kind: int,
-    mu: Vec,
-    dirs: Vec,
-    row_lo: Vec,
-    nc: int,
-    r: Vec,
-    tol: float,
-    max_iter: int,
-) -> tuple[int, float]:
-    """Nesterov's accelerated projected gradient on the CCP ``min 1/2 r'Wr + q'r, r in K``.
-
-    Backtracking on the Lipschitz estimate ``L`` (doubled while the quadratic
-    upper bound fails, then relaxed by 0.9 per iteration: the adaptive step),
-    gradient restart of the momentum when ``g . (x_new - x) > 0``.  One
-    product with ``W`` per iteration: the gradient at the extrapolated point
-    is the same combination of the gradients at the iterates.
-
-    Coulomb law (``law = 1``): the iterations minimise the CCP with De Saxcé's
-    shift ``h(u_t)`` frozen in the free velocity (``q_s``), and the shift is
-    updated from the current velocities whenever that CCP's natural-map
-    residual is below a tenth of the Coulomb residual (the fixed point of
-    Acary and Cadoux's sequence of convex problems, as in :func:`nsgs` and
-    :func:`admm`), the momentum then restarted.  The Coulomb law is not the
-    optimality condition of one minimisation, so this fixed point may fail
-    to converge; the residual returned is the Coulomb law's.
-    """
-    n = q.shape[0]
-    qnorm = math.sqrt(np.sum(q * q))
-    x = np.empty(n)
-    _project_all(kind, mu, dirs, row_lo, nc, r, x)
-    qs = q.copy()
-    u = np.empty(n)
-    matvec(indptr, indices, data, x, q, u)
-    if law == 1:
-        _shift(kind, mu, dirs, nc, q, u, qs)
-    gx = np.empty(n)
-    for i in range(n):
-        gx[i] = u[i] + (qs[i] - q[i])
-    res = natural_map(law, kind, mu, dirs, row_lo, nc, x, u, qnorm)
-    if res <= tol:
-        r[:] = x
-        return 0, res
-    # initial Lipschitz estimate from a probe step
-    probe = np.empty(n)
-    gp = np.empty(n)
-    for i in range(n):
-        probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
-    matvec(indptr, indices, data, probe, qs, gp)
-    num = 0.0
-    den = 0.0
-    for i in range(n):
-        num += (gp[i] - gx[i]) ** 2
-        den += (probe[i] - x[i]) ** 2
-    L = max(math.sqrt(num / den), 1e-12)
-    y = x.copy()
-    gy = gx.copy()
-    xn = np.empty(n)
-    gxn = np.empty(n)
-    step = np.empty(n)
-    theta = 1.0
-    it = 0
-    while it < max_iter:
-        it += 1
-        fy = 0.0
-        for i in range(n):
-            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
-        while True:
-            for i in range(n):
-                step[i] = y[i] - gy[i] / L
-            _project_all(kind, mu, dirs, row_lo, nc, step, xn)
-            matvec(indptr, indices, data, xn, qs, gxn)
-            fx = 0.0
-            bound = fy
-            for i in range(n):
-                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
-                d = xn[i] - y[i]
-                bound += gy[i] * d + 0.5 * L * d * d
-            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
-                break
-            L *= 2.0
-        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
-        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
-        restart = 0.0
-        for i in range(n):
-            restart += gy[i] * (xn[i] - x[i])
-        if restart > 0.0:
-            beta = 0.0
-            theta_n = 1.0
-        for i in range(n):
-            y[i] = xn[i] + beta * (xn[i] - x[i])
-            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
-            x[i] = xn[i]
-            gx[i] = gxn[i]
-        theta = theta_n
-        L *= 0.9
-        if law == 0:
-            res = natural_map(0, kind, mu, dirs, row_lo, nc, x, gx, qnorm)
-        else:
-            for i in range(n):
-                u[i] = gx[i] - (qs[i] - q[i])
-            res = natural_map(1, kind, mu, dirs, row_lo, nc, x, u, qnorm)
-            if res > tol and math.isfinite(res):
-                inner = natural_map(0, kind, mu, dirs, row_lo, nc, x, gx, qnorm)
-                if inner <= max(0.1 * res, 0.5 * tol):
-                    _shift(kind, mu, dirs, nc, q, u, qs)
-                    for i in range(n):
-                        gx[i] = u[i] + (qs[i] - q[i])
-                        y[i] = x[i]
-                        gy[i] = gx[i]
-                    theta = 1.0
-        if res <= tol or not math.isfinite(res):
-            break
-    r[:] = x
-    return it, res
+def _project_bounds(row_lo: Vec, first: int, x: Vec, out: Vec) -> None:
+    """The scalar rows from row ``first`` projected onto their bounds ``row_lo``."""
+    for k in range(row_lo.shape[0]):
+        v = x[first + k]
+        out[first + k] = v if v > row_lo[k] else row_lo[k]
 
 
 @njit(cache=True)
@@ -400,106 +305,6 @@ def _cg(
         for i in range(n):
             p[i] = res[i] + (rs_new / rs) * p[i]
         rs = rs_new
-
-
-@njit(cache=True)
-def admm(
-    indptr: IVec,
-    indices: IVec,
-    data: Vec,
-    q: Vec,
-    law: int,
-    kind: int,
-    mu: Vec,
-    dirs: Vec,
-    row_lo: Vec,
-    nc: int,
-    r: Vec,
-    rho: float,
-    tol: float,
-    max_iter: int,
-) -> tuple[int, float, float]:
-    """ADMM with an adaptive penalty; returns ``(iterations, residual, final rho)``.
-
-    Splits ``r = z`` with ``z`` in the cone: ``(W + rho I) r = rho (z - l) - q_s``
-    (conjugate gradients, warm-started, to a tolerance below the current
-    residuals), ``z = P_K(r + l)``, ``l += r - z``.  For the Coulomb law
-    ``q_s = q + (h(u_t), 0, 0)`` per contact with ``u`` the velocity of the
-    current ``z``, updated whenever the shifted CCP's own natural-map residual
-    is below a tenth of the Coulomb residual (De Saxcé's fixed point, as an
-    outer loop folded into the splitting); for the CCP ``q_s = q``.  The
-    penalty is balanced every 5 iterations: multiplied by
-    ``sqrt(primal / dual)`` (clipped to [0.1, 10]) when the primal residual
-    ``||r - z||`` and the dual residual ``rho ||z - z_old||`` differ by more
-    than a factor 10, the scaled multiplier rescaled with it.  The iterate
-    returned is the one with the smallest natural-map residual seen: on
-    redundant contacts the residual can stall near 1e-6 while the balancing
-    keeps moving the penalty, and a late iterate can be far worse (measured
-    on a three-cube stack's frictionless step: 3.3e1 at iteration 2e4 after
-    6.8e-7 at 1e3).
-    """
-    n = q.shape[0]
-    qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    _project_all(kind, mu, dirs, row_lo, nc, r, z)
-    x = z.copy()
-    lam = np.zeros(n)
-    u = np.empty(n)
-    us = np.empty(n)
-    qs = q.copy()
-    rhs = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    matvec(indptr, indices, data, z, q, u)
-    res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
-    if law == 1:
-        _shift(kind, mu, dirs, nc, q, u, qs)
-    best = z.copy()
-    best_res = res
-    it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
-    while res > tol and it < max_iter:
-        it += 1
-        for i in range(n):
-            rhs[i] = rho * (z[i] - lam[i]) - qs[i]
-        _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
-        for i in range(n):
-            zold[i] = z[i]
-            xl[i] = x[i] + lam[i]
-        _project_all(kind, mu, dirs, row_lo, nc, xl, z)
-        prim = 0.0
-        dual = 0.0
-        for i in range(n):
-            lam[i] += x[i] - z[i]
-            prim += (x[i] - z[i]) ** 2
-            dual += (rho * (z[i] - zold[i])) ** 2
-        prim = math.sqrt(prim)
-        dual = math.sqrt(dual)
-        matvec(indptr, indices, data, z, q, u)
-        res = natural_map(law, kind, mu, dirs, row_lo, nc, z, u, qnorm)
-        if not math.isfinite(res):
-            break
-        if res < best_res:
-            best_res = res
-            best[:] = z
-        if law == 1:
-            # outer fixed point on the shift once the shifted CCP is solved well enough
-            for i in range(n):
-                us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map(0, kind, mu, dirs, row_lo, nc, z, us, qnorm)
-            if inner <= max(0.1 * res, 0.5 * tol):
-                _shift(kind, mu, dirs, nc, q, u, qs)
-        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
-        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
-            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
-            rho *= factor
-            for i in range(n):
-                lam[i] /= factor
-    if not res <= best_res:
-        r[:] = best
-        return it, best_res, rho
-    r[:] = z
-    return it, res, rho
 
 
 @njit(cache=True)

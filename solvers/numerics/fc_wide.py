@@ -58,11 +58,12 @@ root with ``w_n >= 0`` is the KKT point, hence the minimiser (:func:`ccp_ellipti
 separate cone (several multipliers) and degenerate cases are solved by accelerated
 projected gradient on the block, warm-started (:func:`ccp_iterative`).
 
-The kernels :func:`nsgs_wide`, :func:`apgd_wide` and :func:`admm_wide` are
-:func:`~solvers.numerics.fc_kernels.nsgs`, ``apgd`` and ``admm`` with these maps; the
-Coulomb law is De Saxcé's: the CCP with the normal velocity shifted by the dual norm
-``h(u_T)`` (``||D u_T||``, elliptic; ``sum_g m_g ||u_g||``, separate), the shift an outer
-fixed point, as for three rows.
+:func:`nsgs_wide` is :func:`~solvers.numerics.fc_kernels.nsgs` with these maps and the
+local solver; APGD and ADMM are written once for both layouts
+(:mod:`solvers.numerics.fc_methods`) over :func:`project_all_wide`, :func:`shift_wide`
+and :func:`natural_map_wide`.  The Coulomb law is De Saxcé's: the CCP with the normal
+velocity shifted by the dual norm ``h(u_T)`` (``||D u_T||``, elliptic; ``sum_g m_g
+||u_g||``, separate), the shift an outer fixed point, as for three rows.
 """
 
 from __future__ import annotations
@@ -73,16 +74,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from solvers.jit import njit
-from solvers.numerics.fc_kernels import _cg, matvec
+from solvers.numerics.fc_kernels import (
+    _add_bound_rows,
+    _project_bounds,
+    _sweep_bound_rows,
+    matvec,
+)
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
-COMPILE_SECONDS: float | None = 25.0
+COMPILE_SECONDS: float | None = 17.0
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
-
-_EPS = 2.220446049250313e-16
 
 
 @njit(cache=True)
@@ -516,15 +520,7 @@ def natural_map_wide(
         project(sep, mr, fam, s, d, x, 0, p, 0)
         for a in range(d):
             acc += (r[s + a] - p[a]) ** 2
-    m = off[nc]
-    for k in range(row_lo.shape[0]):
-        i = m + k
-        v = r[i] - u[i]
-        if v < row_lo[k]:
-            v = row_lo[k]
-        acc += (r[i] - v) ** 2
-    scale = qnorm if qnorm > _EPS else 1.0
-    return math.sqrt(acc) / scale
+    return _add_bound_rows(row_lo, off[nc], r, u, acc, qnorm)
 
 
 @njit(cache=True)
@@ -551,10 +547,7 @@ def project_all_wide(
     for i in range(nc):
         s = off[i]
         project(sep, mr, fam, s, off[i + 1] - s, x, s, out, s)
-    m = off[nc]
-    for k in range(row_lo.shape[0]):
-        v = x[m + k]
-        out[m + k] = v if v > row_lo[k] else row_lo[k]
+    _project_bounds(row_lo, off[nc], x, out)
 
 
 @njit(cache=True)
@@ -634,16 +627,7 @@ def nsgs_wide(
                 project(sep, mr, fam, s, d, tmp, 0, new, 0)
             for a in range(d):
                 r[s + a] = new[a]
-        for k in range(n - m):
-            row = m + k
-            dd = sdiag[k]
-            if dd <= 0.0:
-                continue
-            acc = q[row]
-            for kk in range(indptr[row], indptr[row + 1]):
-                acc += data[kk] * r[indices[kk]]
-            x = r[row] - omega * acc / dd
-            r[row] = x if x > row_lo[k] else row_lo[k]
+        _sweep_bound_rows(indptr, indices, data, q, row_lo, m, sdiag, omega, r)
         sweeps += 1
         matvec(indptr, indices, data, r, q, u)
         res = natural_map_wide(law, sep, off, mr, fam, row_lo, nc, r, u, qnorm)
@@ -656,174 +640,6 @@ def nsgs_wide(
             if inner <= max(0.1 * res, 0.5 * tol):
                 shift_wide(sep, off, mr, fam, nc, q, u, qs)
     return sweeps, res
-
-
-@njit(cache=True)
-def apgd_wide(
-    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, sep: int, off: IVec, mr: Vec,
-    fam: IVec, row_lo: Vec, nc: int, r: Vec, tol: float, max_iter: int,
-) -> tuple[int, float]:  # fmt: skip
-    """Nesterov's accelerated projected gradient on wide contacts; ``(iterations,
-    residual)``, ``r`` in place (:func:`~solvers.numerics.fc_kernels.apgd` with the wide
-    projection, support and natural map)."""
-    n = q.shape[0]
-    qnorm = math.sqrt(np.sum(q * q))
-    x = np.empty(n)
-    project_all_wide(sep, off, mr, fam, row_lo, nc, r, x)
-    qs = q.copy()
-    u = np.empty(n)
-    matvec(indptr, indices, data, x, q, u)
-    if law == 1:
-        shift_wide(sep, off, mr, fam, nc, q, u, qs)
-    gx = np.empty(n)
-    for i in range(n):
-        gx[i] = u[i] + (qs[i] - q[i])
-    res = natural_map_wide(law, sep, off, mr, fam, row_lo, nc, x, u, qnorm)
-    if res <= tol:
-        r[:] = x
-        return 0, res
-    probe = np.empty(n)
-    gp = np.empty(n)
-    for i in range(n):
-        probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
-    matvec(indptr, indices, data, probe, qs, gp)
-    num = 0.0
-    den = 0.0
-    for i in range(n):
-        num += (gp[i] - gx[i]) ** 2
-        den += (probe[i] - x[i]) ** 2
-    L = max(math.sqrt(num / den), 1e-12)
-    y = x.copy()
-    gy = gx.copy()
-    xn = np.empty(n)
-    gxn = np.empty(n)
-    step = np.empty(n)
-    theta = 1.0
-    it = 0
-    while it < max_iter:
-        it += 1
-        fy = 0.0
-        for i in range(n):
-            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
-        while True:
-            for i in range(n):
-                step[i] = y[i] - gy[i] / L
-            project_all_wide(sep, off, mr, fam, row_lo, nc, step, xn)
-            matvec(indptr, indices, data, xn, qs, gxn)
-            fx = 0.0
-            bound = fy
-            for i in range(n):
-                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
-                dlt = xn[i] - y[i]
-                bound += gy[i] * dlt + 0.5 * L * dlt * dlt
-            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
-                break
-            L *= 2.0
-        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
-        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
-        restart = 0.0
-        for i in range(n):
-            restart += gy[i] * (xn[i] - x[i])
-        if restart > 0.0:
-            beta = 0.0
-            theta_n = 1.0
-        for i in range(n):
-            y[i] = xn[i] + beta * (xn[i] - x[i])
-            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
-            x[i] = xn[i]
-            gx[i] = gxn[i]
-        theta = theta_n
-        L *= 0.9
-        if law == 0:
-            res = natural_map_wide(0, sep, off, mr, fam, row_lo, nc, x, gx, qnorm)
-        else:
-            for i in range(n):
-                u[i] = gx[i] - (qs[i] - q[i])
-            res = natural_map_wide(1, sep, off, mr, fam, row_lo, nc, x, u, qnorm)
-            if res > tol and math.isfinite(res):
-                inner = natural_map_wide(0, sep, off, mr, fam, row_lo, nc, x, gx, qnorm)
-                if inner <= max(0.1 * res, 0.5 * tol):
-                    shift_wide(sep, off, mr, fam, nc, q, u, qs)
-                    for i in range(n):
-                        gx[i] = u[i] + (qs[i] - q[i])
-                        y[i] = x[i]
-                        gy[i] = gx[i]
-                    theta = 1.0
-        if res <= tol or not math.isfinite(res):
-            break
-    r[:] = x
-    return it, res
-
-
-@njit(cache=True)
-def admm_wide(
-    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, sep: int, off: IVec, mr: Vec,
-    fam: IVec, row_lo: Vec, nc: int, r: Vec, rho: float, tol: float, max_iter: int,
-) -> tuple[int, float, float]:  # fmt: skip
-    """ADMM with an adaptive penalty on wide contacts; ``(iterations, residual, final rho)``
-    (:func:`~solvers.numerics.fc_kernels.admm` with the wide projection, support and
-    natural map; the best iterate is returned)."""
-    n = q.shape[0]
-    qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    project_all_wide(sep, off, mr, fam, row_lo, nc, r, z)
-    x = z.copy()
-    lam = np.zeros(n)
-    u = np.empty(n)
-    us = np.empty(n)
-    qs = q.copy()
-    rhs = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    matvec(indptr, indices, data, z, q, u)
-    res = natural_map_wide(law, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
-    if law == 1:
-        shift_wide(sep, off, mr, fam, nc, q, u, qs)
-    best = z.copy()
-    best_res = res
-    it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
-    while res > tol and it < max_iter:
-        it += 1
-        for i in range(n):
-            rhs[i] = rho * (z[i] - lam[i]) - qs[i]
-        _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
-        for i in range(n):
-            zold[i] = z[i]
-            xl[i] = x[i] + lam[i]
-        project_all_wide(sep, off, mr, fam, row_lo, nc, xl, z)
-        prim = 0.0
-        dual = 0.0
-        for i in range(n):
-            lam[i] += x[i] - z[i]
-            prim += (x[i] - z[i]) ** 2
-            dual += (rho * (z[i] - zold[i])) ** 2
-        prim = math.sqrt(prim)
-        dual = math.sqrt(dual)
-        matvec(indptr, indices, data, z, q, u)
-        res = natural_map_wide(law, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
-        if not math.isfinite(res):
-            break
-        if res < best_res:
-            best_res = res
-            best[:] = z
-        if law == 1:
-            for i in range(n):
-                us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map_wide(0, sep, off, mr, fam, row_lo, nc, z, us, qnorm)
-            if inner <= max(0.1 * res, 0.5 * tol):
-                shift_wide(sep, off, mr, fam, nc, q, u, qs)
-        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
-        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
-            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
-            rho *= factor
-            for i in range(n):
-                lam[i] /= factor
-    if not res <= best_res:
-        r[:] = best
-        return it, best_res, rho
-    r[:] = z
-    return it, res, rho
 
 
 @njit(cache=True)

@@ -1,0 +1,271 @@
+"""What the compiled box-friction steps of the two formulations share.
+
+The maximal formulation's step of free bodies (:mod:`contactlab.maximal.compiled_step`)
+and the reduced formulation's step of robots on the ground
+(:mod:`contactlab.reduced.compiled_step`) pose the box-friction LCP of
+:func:`~contactlab.models.box_rows.box_rows` and solve it by projected Gauss--Seidel in
+one compiled call each.  Around that call they do the same things: hand the contacts to
+the kernel in its array layouts, keep the step's impulses as the model's warm start
+(:class:`~contactlab.models.box_rows.ImpulseMemory` under the model's cache key, the
+contact identities beside it), write the row of ``steps.csv`` from the kernel's
+measurements, and record the step with its problem and solution built on first access.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from contactlab import metrics as M
+from contactlab.collision.contacts import ContactSet
+from contactlab.contact import identity
+from contactlab.models.box_rows import ImpulseMemory
+from contactlab.problem import StepProblem, StepSolution
+from contactlab.runs import StepRecord
+from contactlab.scene import State
+
+if TYPE_CHECKING:
+    from contactlab.simulator import Simulator
+
+Array = np.ndarray
+
+#: the box-friction model's cache key of its recorded impulses (box cone)
+MEMORY_KEY = "box-friction:box"
+
+
+class _Assembles(Protocol):
+    def assemble(self, state: State, h: float, contacts: ContactSet | None) -> StepProblem: ...
+
+
+def model_scope(model: Any, collide: Any) -> str:
+    """Why a compiled step does not take this model, solver or collision (empty when it
+    does): ``box-friction`` with the box cone and the height order, solved by ``pgs`` with
+    its default settings, and the scene's own collision."""
+    from contactlab.collision import collide as default_collide
+    from contactlab.models.box_friction import BoxFriction
+
+    if type(model) is not BoxFriction or model.route != ("block_lcp",):
+        return "model"
+    opts = model.options
+    if opts["cone"] != "box" or opts["row_order"] != "height" or model.solver != "pgs":
+        return "model options or solver"
+    if opts["solver_settings"]:
+        return "solver settings"
+    if collide is not default_collide:
+        return "collision function"
+    return ""
+
+
+class Feedback:
+    """The contact rows' Baumgarte feedback of a scene: ``beta(h)`` (the scene's
+    stabilization, else the default fraction ``/ h``) and the cap on the correction."""
+
+    def __init__(self, params: Any) -> None:
+        from contactlab.contact.rows import DEFAULT_FEEDBACK_FRACTION
+
+        self.given = params.stabilization
+        self.fraction = DEFAULT_FEEDBACK_FRACTION
+        self.max_correction = float(params.max_correction)
+
+    def beta(self, h: float) -> float:
+        return float(self.given) if self.given is not None else self.fraction / h
+
+
+def usable_status(sim: Simulator, index: int, t: float, code: int, K: Any) -> str:
+    """The solver status of the kernel's code (``K.OPTIMAL``, ``K.MAX_ITERATIONS``, else a
+    numerical error); a status without a usable answer raises the simulator's failure."""
+    status = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}.get(code, "numerical_error")
+    if status not in M.USABLE_STATUSES:
+        raise sim._failure(index, t, f"solver status {status!r}")
+    return status
+
+
+def kernel_contacts(found: ContactSet) -> ContactSet:
+    """``found`` in the compiled kernels' array layouts (one compiled signature):
+    contiguous float64 points, normals, distances and friction coefficients, int64
+    bodies."""
+    c = np.ascontiguousarray
+    return ContactSet(
+        point=c(found.point, dtype=float),
+        normal=c(found.normal, dtype=float),
+        distance=c(found.distance, dtype=float),
+        body_a=c(found.body_a, dtype=np.int64),
+        body_b=c(found.body_b, dtype=np.int64),
+        shape_a=found.shape_a,
+        shape_b=found.shape_b,
+        mu=c(found.mu, dtype=float),
+    )
+
+
+class RowBlocks:
+    """The row blocks of :func:`~contactlab.models.box_rows.box_rows` for ``nc`` contacts
+    and ``n_limits`` limit rows after them (no ``G`` rows), kept per ``nc``."""
+
+    def __init__(self, n_limits: int = 0) -> None:
+        self.n_limits = n_limits
+        self._cache: dict[int, dict[str, slice]] = {}
+
+    def __call__(self, nc: int) -> dict[str, slice]:
+        s = self._cache.get(nc)
+        if s is None:
+            s = {
+                "G": slice(0, 0),
+                "N": slice(0, nc),
+                "T": slice(nc, 3 * nc),
+                "L": slice(3 * nc, 3 * nc + self.n_limits),
+            }
+            self._cache[nc] = s
+        return dict(s)
+
+
+def carried_cache(
+    state: State, track: Any, z: Array, friction: Array, slices: dict[str, slice]
+) -> dict[str, Any]:
+    """The next state's cache: ``state``'s with the contact identities ``track`` and the
+    impulses ``z`` (normal ones first) and ``friction`` (world vectors) as the model's
+    warm start."""
+    nc = slices["N"].stop
+    memory = ImpulseMemory(
+        z, slices, track.ids if nc else None,
+        z[:nc].copy() if nc else None, friction if nc else None,
+    )  # fmt: skip
+    return {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory}
+
+
+def step_row(  # noqa: PLR0913
+    info: Array,
+    K: Any,
+    index: int,
+    t: float,
+    h: float,
+    energies: tuple[float, float],
+    momentum: Sequence[float],
+    constraint_error: float,
+    status: str,
+    nc: int,
+    times: tuple[float, float, float, float],
+) -> dict[str, Any]:
+    """The row of ``steps.csv`` of a compiled step ending at time ``t``.
+
+    ``info`` the kernel's measurements at the indices ``K.I_*`` of its module ``K``;
+    ``energies`` the kinetic and potential energy, ``momentum`` the world linear then
+    angular momentum; ``times`` the clock (``time.perf_counter``) at the step's start,
+    after the collision, after the set-up and after the solve."""
+    start, collided, assembled, solved = times
+    kinetic, potential = energies
+    mom = [float(x) for x in momentum]
+    row: dict[str, Any] = {
+        "step": index,
+        "t": t,
+        "h": h,
+        "kinetic_energy": kinetic,
+        "potential_energy": potential,
+        "total_energy": kinetic + potential,
+        "linear_momentum_x": mom[0],
+        "linear_momentum_y": mom[1],
+        "linear_momentum_z": mom[2],
+        "angular_momentum_x": mom[3],
+        "angular_momentum_y": mom[4],
+        "angular_momentum_z": mom[5],
+        "constraint_error": constraint_error,
+        "status": status,
+        "solve_time_s": solved - assembled,
+        "model_setup_time_s": 0.0,
+        "iterations": int(info[K.I_SWEEPS]),
+        "outer_iterations": 0,
+        "n_contacts": nc,
+        "penetration": float(info[K.I_PENETRATION]),
+        "normal_complementarity": float(info[K.I_NORMAL_COMP]),
+        "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
+        "cone_violation": float(info[K.I_CONE]),
+        "dissipation_violation": float(info[K.I_DISSIPATION]),
+        "n_sliding": float(info[K.I_SLIDING]),
+        "solver_residual": float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP])),
+        "collision_time_s": collided - start,
+        "assembly_time_s": assembled - collided,
+    }
+    row["step_time_s"] = time.perf_counter() - start
+    return row
+
+
+class CompiledRecord(StepRecord):
+    """A step record whose problem and solution are built when first read: the problem by
+    the formulation's own ``assemble`` (the same problem), the solution from the compiled
+    step's velocities ``v`` and impulses ``z`` (rows of :func:`box_rows`)."""
+
+    def __init__(  # noqa: PLR0913
+        self,
+        formulation: _Assembles,
+        state: State,
+        contacts: ContactSet,
+        track: Any,
+        index: int,
+        h: float,
+        row: dict[str, Any],
+        v: Array,
+        z: Array,
+    ) -> None:
+        self.index, self.t, self.h, self.metrics = index, float(row["t"]), h, row
+        self.contacts = contacts
+        self._from = (formulation, state, track, v, z)
+        self._problem: StepProblem | None = None
+        self._solution: StepSolution | None = None
+
+    @property
+    def problem(self) -> StepProblem:  # type: ignore[override]
+        if self._problem is None:
+            formulation, state, track, _, _ = self._from
+            problem = formulation.assemble(state, self.h, self.contacts)
+            self._problem = replace(problem, contact_ids=track.ids, contact_origin=track.origin)
+        return self._problem
+
+    @property
+    def solution(self) -> StepSolution:  # type: ignore[override]
+        if self._solution is None:
+            v, z = self._from[3], self._from[4]
+            nc = len(self.contacts) if self.contacts is not None else 0
+            row = self.metrics
+            self._solution = StepSolution(
+                v=v, lambda_G=np.zeros(0), lambda_N=z[:nc].copy(),
+                lambda_T=z[nc : 3 * nc].copy(), lambda_L=z[3 * nc :].copy(),
+                status=row["status"], iterations=row["iterations"],
+                solve_time=row["solve_time_s"], residual=row["solver_residual"],
+            )  # fmt: skip
+        return self._solution
+
+
+def record_step(  # noqa: PLR0913
+    sim: Simulator,
+    formulation: _Assembles,
+    state: State,
+    contacts: ContactSet,
+    track: Any,
+    index: int,
+    row: dict[str, Any],
+    v: Array,
+    z: Array,
+) -> CompiledRecord:
+    """The step's record; under ``sim.strict`` an unconverged step raises the simulator's
+    failure, as the general path does."""
+    record = CompiledRecord(formulation, state, contacts, track, index, sim.dt, row, v, z)
+    if sim.strict and row["status"] in M.UNCONVERGED_STATUSES:
+        raise sim._strict_failure(index, state.t, row, record.solution)
+    return record
+
+
+__all__ = [
+    "MEMORY_KEY",
+    "CompiledRecord",
+    "Feedback",
+    "RowBlocks",
+    "carried_cache",
+    "kernel_contacts",
+    "model_scope",
+    "record_step",
+    "step_row",
+    "usable_status",
+]

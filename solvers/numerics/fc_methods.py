@@ -1,0 +1,284 @@
+"""APGD and ADMM on frictional contacts of either layout, written once.
+
+A frictional-contact problem's contacts come in one of two layouts: three rows each
+(normal, two tangents; the cones of :mod:`solvers.numerics.fc_local`: ``kind``, ``mu``,
+``dirs``, maps in :mod:`solvers.numerics.fc_kernels`) or *wide*, 3 to 6 rows each with a
+coefficient per row (the elliptic or separate cone: ``sep``, ``off``, ``mr``, ``fam``,
+maps in :mod:`solvers.numerics.fc_wide`).  A method that only projects onto the cones,
+shifts the normal velocities by De Saxcé's ``h(u_T)`` and measures the natural map needs
+nothing else of the layout: :func:`project_cones`, :func:`shift_cones` and
+:func:`natural_map_cones` pick the layout's map (``wide``: 0 three rows, 1 wide; the
+other layout's arguments are unused), and :func:`apgd` and :func:`admm` (and the
+proximal ADMM of :mod:`solvers.backends.fc_padmm`) are written over them.  The block
+Gauss--Seidel sweeps solve a contact's local problem, which is the layout's own
+(:func:`~solvers.numerics.fc_kernels.nsgs`, :func:`~solvers.numerics.fc_wide.nsgs_wide`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from solvers.jit import njit
+from solvers.numerics.fc_kernels import _cg, _project_all, _shift, matvec, natural_map
+from solvers.numerics.fc_wide import natural_map_wide, project_all_wide, shift_wide
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 11.0
+
+Vec = NDArray[np.float64]
+IVec = NDArray[np.int64]
+
+
+@njit(cache=True)
+def project_cones(
+    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
+    row_lo: Vec, nc: int, x: Vec, out: Vec,
+) -> None:  # fmt: skip
+    """Projection of every contact onto its cone and every scalar row onto its bound."""
+    if wide:
+        project_all_wide(sep, off, mr, fam, row_lo, nc, x, out)
+    else:
+        _project_all(kind, mu, dirs, row_lo, nc, x, out)
+
+
+@njit(cache=True)
+def natural_map_cones(
+    wide: int, law: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec,
+    fam: IVec, row_lo: Vec, nc: int, r: Vec, u: Vec, qnorm: float,
+) -> float:  # fmt: skip
+    """The natural-map residual of ``law`` relative to ``||q||``."""
+    if wide:
+        return natural_map_wide(law, sep, off, mr, fam, row_lo, nc, r, u, qnorm)
+    return natural_map(law, kind, mu, dirs, row_lo, nc, r, u, qnorm)
+
+
+@njit(cache=True)
+def shift_cones(
+    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
+    nc: int, q: Vec, u: Vec, qs: Vec,
+) -> None:  # fmt: skip
+    """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_T)`` per contact."""
+    if wide:
+        shift_wide(sep, off, mr, fam, nc, q, u, qs)
+    else:
+        _shift(kind, mu, dirs, nc, q, u, qs)
+
+
+@njit(cache=True)
+def apgd(
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int,
+    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
+    row_lo: Vec, nc: int, r: Vec, tol: float, max_iter: int,
+) -> tuple[int, float]:  # fmt: skip
+    """Nesterov's accelerated projected gradient on the CCP ``min 1/2 r'Wr + q'r, r in K``;
+    returns ``(iterations, residual)``, ``r`` in place (the cones of either layout: module
+    docstring).
+
+    Backtracking on the Lipschitz estimate ``L`` (doubled while the quadratic
+    upper bound fails, then relaxed by 0.9 per iteration: the adaptive step),
+    gradient restart of the momentum when ``g . (x_new - x) > 0``.  One
+    product with ``W`` per iteration: the gradient at the extrapolated point
+    is the same combination of the gradients at the iterates.
+
+    Coulomb law (``law = 1``): the iterations minimise the CCP with De Saxcé's
+    shift ``h(u_t)`` frozen in the free velocity (``q_s``), and the shift is
+    updated from the current velocities whenever that CCP's natural-map
+    residual is below a tenth of the Coulomb residual (the fixed point of
+    Acary and Cadoux's sequence of convex problems, as in
+    :func:`~solvers.numerics.fc_kernels.nsgs` and :func:`admm`), the momentum then
+    restarted.  The Coulomb law is not the
+    optimality condition of one minimisation, so this fixed point may fail
+    to converge; the residual returned is the Coulomb law's.
+    """
+    n = q.shape[0]
+    qnorm = math.sqrt(np.sum(q * q))
+    x = np.empty(n)
+    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, x)
+    qs = q.copy()
+    u = np.empty(n)
+    matvec(indptr, indices, data, x, q, u)
+    if law == 1:
+        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+    gx = np.empty(n)
+    for i in range(n):
+        gx[i] = u[i] + (qs[i] - q[i])
+    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, u, qnorm)
+    if res <= tol:
+        r[:] = x
+        return 0, res
+    # initial Lipschitz estimate from a probe step
+    probe = np.empty(n)
+    gp = np.empty(n)
+    for i in range(n):
+        probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
+    matvec(indptr, indices, data, probe, qs, gp)
+    num = 0.0
+    den = 0.0
+    for i in range(n):
+        num += (gp[i] - gx[i]) ** 2
+        den += (probe[i] - x[i]) ** 2
+    L = max(math.sqrt(num / den), 1e-12)
+    y = x.copy()
+    gy = gx.copy()
+    xn = np.empty(n)
+    gxn = np.empty(n)
+    step = np.empty(n)
+    theta = 1.0
+    it = 0
+    while it < max_iter:
+        it += 1
+        fy = 0.0
+        for i in range(n):
+            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
+        while True:
+            for i in range(n):
+                step[i] = y[i] - gy[i] / L
+            project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, step, xn)
+            matvec(indptr, indices, data, xn, qs, gxn)
+            fx = 0.0
+            bound = fy
+            for i in range(n):
+                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
+                d = xn[i] - y[i]
+                bound += gy[i] * d + 0.5 * L * d * d
+            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
+                break
+            L *= 2.0
+        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
+        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
+        restart = 0.0
+        for i in range(n):
+            restart += gy[i] * (xn[i] - x[i])
+        if restart > 0.0:
+            beta = 0.0
+            theta_n = 1.0
+        for i in range(n):
+            y[i] = xn[i] + beta * (xn[i] - x[i])
+            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
+            x[i] = xn[i]
+            gx[i] = gxn[i]
+        theta = theta_n
+        L *= 0.9
+        if law == 0:
+            res = natural_map_cones(
+                wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, gx, qnorm
+            )
+        else:
+            for i in range(n):
+                u[i] = gx[i] - (qs[i] - q[i])
+            res = natural_map_cones(
+                wide, 1, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, u, qnorm
+            )
+            if res > tol and math.isfinite(res):
+                inner = natural_map_cones(
+                    wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, gx, qnorm
+                )
+                if inner <= max(0.1 * res, 0.5 * tol):
+                    shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+                    for i in range(n):
+                        gx[i] = u[i] + (qs[i] - q[i])
+                        y[i] = x[i]
+                        gy[i] = gx[i]
+                    theta = 1.0
+        if res <= tol or not math.isfinite(res):
+            break
+    r[:] = x
+    return it, res
+
+
+@njit(cache=True)
+def admm(
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int,
+    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
+    row_lo: Vec, nc: int, r: Vec, rho: float, tol: float, max_iter: int,
+) -> tuple[int, float, float]:  # fmt: skip
+    """ADMM with an adaptive penalty; returns ``(iterations, residual, final rho)``, ``r``
+    in place (the cones of either layout: module docstring).
+
+    Splits ``r = z`` with ``z`` in the cone: ``(W + rho I) r = rho (z - l) - q_s``
+    (conjugate gradients, warm-started, to a tolerance below the current
+    residuals), ``z = P_K(r + l)``, ``l += r - z``.  For the Coulomb law
+    ``q_s = q + (h(u_t), 0, 0)`` per contact with ``u`` the velocity of the
+    current ``z``, updated whenever the shifted CCP's own natural-map residual
+    is below a tenth of the Coulomb residual (De Saxcé's fixed point, as an
+    outer loop folded into the splitting); for the CCP ``q_s = q``.  The
+    penalty is balanced every 5 iterations: multiplied by
+    ``sqrt(primal / dual)`` (clipped to [0.1, 10]) when the primal residual
+    ``||r - z||`` and the dual residual ``rho ||z - z_old||`` differ by more
+    than a factor 10, the scaled multiplier rescaled with it.  The iterate
+    returned is the one with the smallest natural-map residual seen: on
+    redundant contacts the residual can stall near 1e-6 while the balancing
+    keeps moving the penalty, and a late iterate can be far worse (measured
+    on a three-cube stack's frictionless step: 3.3e1 at iteration 2e4 after
+    6.8e-7 at 1e3).
+    """
+    n = q.shape[0]
+    qnorm = math.sqrt(np.sum(q * q))
+    z = np.empty(n)
+    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
+    x = z.copy()
+    lam = np.zeros(n)
+    u = np.empty(n)
+    us = np.empty(n)
+    qs = q.copy()
+    rhs = np.empty(n)
+    zold = np.empty(n)
+    xl = np.empty(n)
+    matvec(indptr, indices, data, z, q, u)
+    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
+    if law == 1:
+        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+    best = z.copy()
+    best_res = res
+    it = 0
+    cg_tol = 1e-3 * (qnorm + 1e-30)
+    while res > tol and it < max_iter:
+        it += 1
+        for i in range(n):
+            rhs[i] = rho * (z[i] - lam[i]) - qs[i]
+        _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
+        for i in range(n):
+            zold[i] = z[i]
+            xl[i] = x[i] + lam[i]
+        project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xl, z)
+        prim = 0.0
+        dual = 0.0
+        for i in range(n):
+            lam[i] += x[i] - z[i]
+            prim += (x[i] - z[i]) ** 2
+            dual += (rho * (z[i] - zold[i])) ** 2
+        prim = math.sqrt(prim)
+        dual = math.sqrt(dual)
+        matvec(indptr, indices, data, z, q, u)
+        res = natural_map_cones(
+            wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm
+        )
+        if not math.isfinite(res):
+            break
+        if res < best_res:
+            best_res = res
+            best[:] = z
+        if law == 1:
+            # outer fixed point on the shift once the shifted CCP is solved well enough
+            for i in range(n):
+                us[i] = u[i] + (qs[i] - q[i])
+            inner = natural_map_cones(
+                wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, us, qnorm
+            )
+            if inner <= max(0.1 * res, 0.5 * tol):
+                shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
+        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
+            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
+            rho *= factor
+            for i in range(n):
+                lam[i] /= factor
+    if not res <= best_res:
+        r[:] = best
+        return it, best_res, rho
+    r[:] = z
+    return it, res, rho
