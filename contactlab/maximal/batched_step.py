@@ -129,11 +129,8 @@ class PileBatch:
         self.gravity = np.ascontiguousarray([c._gravity for c in comp], dtype=float)
         h = float(sims[0].dt)
         self.h = h
-        self.beta = np.array(
-            [c._beta_given if c._beta_given is not None else c._feedback / h for c in comp],
-            dtype=float,
-        )
-        self.max_corr = np.array([c._max_corr for c in comp], dtype=float)
+        self.beta = np.array([c._feedback.beta(h) for c in comp], dtype=float)
+        self.max_corr = np.array([c._feedback.max_correction for c in comp], dtype=float)
         tabs = [collider_for(s.scene) for s in sims]
         self.margin = np.array([c.margin for c in tabs], dtype=float)
         t = [c.table for c in tabs]
