@@ -127,6 +127,9 @@ class CompiledContactStep:
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
         self._slice_cache: dict[int, dict[str, slice]] = {}
+        #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
+        #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
+        self.finish = True
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
@@ -178,7 +181,7 @@ class CompiledContactStep:
             contacts.normal, contacts.distance, contacts.mu, beta, self._max_corr, carry, *old,
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
-            model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold,
+            model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
         )  # fmt: skip
         code = int(info[K.I_STATUS])
         if code == K.DECOUPLED:
