@@ -22,6 +22,18 @@ block of ``W`` and chosen by the same test, :data:`solvers.backends.pgs.COUPLING
 and the same stopping rule; the sums differ in their order, so the iterates agree
 with the general path's to rounding only.  The twists are recomputed from the
 impulses before each exact residual (no drift of the running updates).
+
+Subspace minimization (PGS-SM; Silcowitz, Niebe and Erleben 2009/2010).  When
+``finish`` is set and :data:`PLAIN_SWEEPS` sweeps leave the residual above the
+tolerance, :func:`_pgs_sm` takes over: rounds of :data:`SM_SWEEPS` sweeps, each followed
+by :func:`_subspace`, which holds the rows the sweeps left at a bound (with the sign of
+``w`` that keeps them there) and solves ``w = 0`` on the others by Jacobi-preconditioned
+conjugate gradients with ``W``'s products through the bodies' twists, cut where a row
+reaches its bound (that row is then held and the gradients restart), and projects.
+The exact natural-map residual after each round and each sweep block decides, as for
+plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the free rows
+move the impulses of redundant contacts within the null space of ``W`` only as far as
+the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
 """
 
 from __future__ import annotations

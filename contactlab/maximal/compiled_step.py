@@ -22,6 +22,18 @@ cache key, carried over by contact identity): the solutions agree to the solver'
 tolerance.  A step it cannot take (a decoupled row) returns ``None`` and the
 simulator takes the general path for that step; the two share their warm starts.
 
+Subspace finish.  On the steps of a landing, Gauss--Seidel stalls on the redundant
+contacts of a pile (a singular ``W``) and stops at its sweep cap.  A step that its first
+:data:`~contactlab.maximal._pile_kernels.PLAIN_SWEEPS` sweeps do not solve is finished
+by projected Gauss--Seidel with subspace minimization (rounds of sweeps, each followed
+by conjugate gradients on the rows off their bounds,
+:func:`~contactlab.maximal._pile_kernels._pgs_sm`), with the same residual, stopping
+rule, tolerance and cap (sweeps plus products with ``W``); a step that still does not
+converge keeps the best iterate met and reports ``max_iterations`` with its residual.
+Steps Gauss--Seidel solves in its first sweeps (a pile at rest) are unchanged.
+``finish = False`` on the step object keeps plain Gauss--Seidel to the cap, the general
+path's method.
+
 It applies when, at set-up, the scene, formulation, model and solver are all in its
 scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
 force elements or restitution; the maximal formulation's default step (linearly

@@ -92,7 +92,8 @@ def test_every_landing_step_converges_and_solves_the_lcp() -> None:
     assert sim.compiled is not None and plain.compiled is not None
     assert sim.compiled.finish
     plain.compiled.finish = False
-    tol = sim.model.tol
+    model: Any = sim.model
+    tol = model.tol
     state = sim.initial_state()
     checked = capped = 0
     for i in range(60):
@@ -105,6 +106,7 @@ def test_every_landing_step_converges_and_solves_the_lcp() -> None:
         assert record.metrics["solver_residual"] <= tol
         problem, solution = record.problem, record.solution
         W, q, rows, minv = _lcp(problem)
+        assert record.contacts is not None
         mu = np.asarray(record.contacts.mu, dtype=float)
         z = np.concatenate([solution.lambda_N, solution.lambda_T])
         assert solution.lambda_N.min() >= 0.0
@@ -126,9 +128,7 @@ def test_landing_steps_agree_with_lemke() -> None:
     1e-10 and Lemke's method on the same W, q give the same w and twists."""
     scene = get_scenario("box-pile").build(n=12, seed=0)
     sim = Simulator(scene, "maximal", "box-friction", "pgs")
-    tight = Simulator(
-        scene, "maximal", "box-friction", "pgs", model_options={"solver_tol": TIGHT}
-    )
+    tight = Simulator(scene, "maximal", "box-friction", "pgs", model_options={"solver_tol": TIGHT})
     assert tight.compiled is not None
     state = sim.initial_state()
     compared = 0
@@ -141,6 +141,7 @@ def test_landing_steps_agree_with_lemke() -> None:
         _, rt = tight.step(before, i)
         assert rt.metrics["status"] == "optimal"
         W, q, rows, minv = _lcp(rt.problem)
+        assert rt.contacts is not None
         mu = np.asarray(rt.contacts.mu, dtype=float)
         M, Q = _standard_form(W, q, mu)
         res = solve(LCP(M, Q), "lemke")
