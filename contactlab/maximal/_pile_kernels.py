@@ -63,7 +63,7 @@ DECOUPLED_DIAG = 1e-24
 #: with the subspace finish, the sweeps of plain projected Gauss--Seidel before it
 PLAIN_SWEEPS = 128
 #: sweeps and at most products with ``W`` of one round of the subspace finish
-SM_SWEEPS, SM_PRODUCTS = 16, 300
+SM_SWEEPS, SM_PRODUCTS = 16, 120
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
