@@ -22,7 +22,8 @@ Sections (``results/benchmarks/contact_speed.md``):
     ``stacked`` layout, built at rest at exact contact, ``--rest-steps`` steps) and, for
     ``--landed-sizes`` (default 200), landed: dropped and stepped ``--settle`` seconds
     (default 2) untimed, then ``--rest-steps`` steps.  Per
-    phase: contacts, Gauss--Seidel sweeps, steps that did not converge (capped), the
+    phase: contacts, Gauss--Seidel sweeps (with the products with ``W`` of the step's
+    subspace finish), steps that did not converge (capped), the
     step's thread CPU time and µs per contact, the share of the step outside compiled
     code (:func:`solvers.jit.kernel_accounting`), the general layers' step
     (``compiled=False``) and MuJoCo's step (Newton, elliptic cones;

@@ -22,6 +22,18 @@ block of ``W`` and chosen by the same test, :data:`solvers.backends.pgs.COUPLING
 and the same stopping rule; the sums differ in their order, so the iterates agree
 with the general path's to rounding only.  The twists are recomputed from the
 impulses before each exact residual (no drift of the running updates).
+
+Subspace minimization (PGS-SM; Silcowitz, Niebe and Erleben 2009/2010).  When
+``finish`` is set and :data:`PLAIN_SWEEPS` sweeps leave the residual above the
+tolerance, :func:`_pgs_sm` takes over: rounds of :data:`SM_SWEEPS` sweeps, each followed
+by :func:`_subspace`, which holds the rows the sweeps left at a bound (with the sign of
+``w`` that keeps them there) and solves ``w = 0`` on the others by Jacobi-preconditioned
+conjugate gradients with ``W``'s products through the bodies' twists, cut where a row
+reaches its bound (that row is then held and the gradients restart), and projects.
+The exact natural-map residual after each round and each sweep block decides, as for
+plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the free rows
+move the impulses of redundant contacts within the null space of ``W`` only as far as
+the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
 """
 
 from __future__ import annotations
@@ -47,6 +59,11 @@ COUPLING = 0.5
 #: a row whose diagonal is at most this fraction of the largest is decoupled
 #: (:data:`solvers.backends.pgs.DECOUPLED_DIAG`): the general solver's closed form
 DECOUPLED_DIAG = 1e-24
+
+#: with the subspace finish, the sweeps of plain projected Gauss--Seidel before it
+PLAIN_SWEEPS = 128
+#: sweeps and at most products with ``W`` of one round of the subspace finish
+SM_SWEEPS, SM_PRODUCTS = 16, 120
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
@@ -337,11 +354,242 @@ def _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, sweeps):  #
 
 
 @njit(cache=True)
+def _wz(J, DJ, ca, cb, free, p, u, out):  # noqa: ANN001, ANN202
+    """``out = (W p)_F`` on the free rows ``F`` for ``p`` zero off them, through the bodies'
+    twists: ``u = M^-1 C^T p`` (``u`` with the world's zero slot last), then
+    ``out_r = C_r u``; zero on the other rows."""
+    u[:] = 0.0
+    for r in range(p.shape[0]):
+        pr = p[r]
+        if not free[r] or pr == 0.0:
+            continue
+        pa, pb = ca[r], cb[r]
+        for k in range(6):
+            u[pa + k] += DJ[r, k] * pr
+        for k in range(6):
+            u[pb + k] += DJ[r, 6 + k] * pr
+    nb6 = u.shape[0] - 6
+    for k in range(6):
+        u[nb6 + k] = 0.0  # the world does not move
+    for r in range(p.shape[0]):
+        if not free[r]:
+            out[r] = 0.0
+            continue
+        pa, pb = ca[r], cb[r]
+        acc = 0.0
+        for k in range(6):
+            acc += J[r, k] * u[pa + k]
+        for k in range(6):
+            acc += J[r, 6 + k] * u[pb + k]
+        out[r] = acc
+
+
+@njit(cache=True)
+def _subspace(J, DJ, ca, cb, rhs, diag, mu3, v, z, iterations, tol, work):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
+    """One subspace minimization of the box-friction LCP at ``z`` (PGS-SM, Silcowitz,
+    Niebe and Erleben): the rows are split by ``z`` and ``w = W z + q`` into those held at
+    a bound (a normal row at zero with ``w_n >= 0``, with its tangent rows; a tangent
+    row at ``+-mu z_n`` with ``w_t`` pushing it outward) and the free rows ``F``; the
+    equations ``w_F = 0`` with the bounds of that moment held fixed, ``W_FF dz_F = -w_F``
+    (symmetric, positive semidefinite), are solved by Jacobi-preconditioned conjugate
+    gradients (at most ``iterations`` products with ``W``, each through the bodies'
+    twists), a tangent row held at its bound follows its contact's new normal impulse
+    (``z_t = +-mu z_n``), and ``z`` is projected onto the bounds (normal rows first).
+    Leaves ``z`` as it was: the step ``dz`` and the sides ``side`` of the held tangent
+    rows are in ``work`` (:func:`_project_step`).  Returns the products with ``W``."""
+    m3 = z.shape[0]
+    free = work[0]
+    side = work[1]
+    res = work[2]
+    p = work[3]
+    ap = work[4]
+    dz = work[5]
+    u = work[6]
+    nfree = 0
+    for i in range(m3 // 3):
+        r0 = 3 * i
+        for d in range(3):
+            r = r0 + d
+            pa, pb = ca[r], cb[r]
+            acc = 0.0
+            for k in range(6):
+                acc += J[r, k] * v[pa + k]
+            for k in range(6):
+                acc += J[r, 6 + k] * v[pb + k]
+            w = acc - rhs[r]
+            side[r] = 0.0
+            if d == 0:
+                held = z[r] <= 0.0 and w >= 0.0
+            else:
+                hi = mu3[r] * max(z[r0], 0.0)
+                if hi <= 0.0 or free[r0] == 0.0:
+                    held = True
+                elif z[r] >= hi and w <= 0.0:
+                    held, side[r] = True, 1.0
+                elif z[r] <= -hi and w >= 0.0:
+                    held, side[r] = True, -1.0
+                else:
+                    held = False
+            free[r] = 0.0 if held else 1.0
+            res[r] = 0.0 if held else -w
+            dz[r] = 0.0
+            if not held:
+                nfree += 1
+    used = 0
+    if nfree > 0:
+        # Jacobi-preconditioned conjugate gradients on W_FF dz_F = -w_F
+        rz = 0.0
+        for r in range(m3):
+            p[r] = res[r] / diag[r]
+            rz += res[r] * p[r]
+        target = 0.1 * tol
+        while used < iterations and rz > 0.0:
+            _wz(J, DJ, ca, cb, free, p, u, ap)
+            used += 1
+            pap = 0.0
+            for r in range(m3):
+                pap += p[r] * ap[r]
+            if not pap > 0.0:
+                break
+            alpha = rz / pap
+            # the longest step along p that keeps the bounds of the free rows (Polyak's
+            # active-set conjugate gradients): a step cut there ends the minimization
+            step = alpha
+            for i in range(m3 // 3):
+                r0 = 3 * i
+                if not free[r0]:
+                    continue
+                xn = z[r0] + dz[r0]
+                pn = p[r0]
+                if pn < 0.0:
+                    step = min(step, max(xn, 0.0) / -pn)
+                m_i = mu3[r0 + 1]
+                for d in range(1, 3):
+                    r = r0 + d
+                    if not free[r]:
+                        continue
+                    xt = z[r] + dz[r]
+                    slope = m_i * pn - p[r]
+                    if slope < 0.0:
+                        step = min(step, max(m_i * xn - xt, 0.0) / -slope)
+                    slope = m_i * pn + p[r]
+                    if slope < 0.0:
+                        step = min(step, max(m_i * xn + xt, 0.0) / -slope)
+            for r in range(m3):
+                dz[r] += step * p[r]
+                res[r] -= step * ap[r]
+            restart = False
+            if step < alpha:
+                # the rows that reached their bound are held there from now on
+                for i in range(m3 // 3):
+                    r0 = 3 * i
+                    if not free[r0]:
+                        continue
+                    xn = z[r0] + dz[r0]
+                    if xn <= 0.0:
+                        dz[r0] = -z[r0]
+                        for d in range(3):
+                            free[r0 + d] = 0.0
+                            res[r0 + d] = 0.0
+                        restart = True
+                        continue
+                    m_i = mu3[r0 + 1]
+                    for d in range(1, 3):
+                        r = r0 + d
+                        if not free[r]:
+                            continue
+                        xt = z[r] + dz[r]
+                        slack = 1e-13 * (m_i * xn + abs(xt))
+                        if m_i * xn - xt <= slack:
+                            side[r] = 1.0
+                        elif m_i * xn + xt <= slack:
+                            side[r] = -1.0
+                        else:
+                            continue
+                        free[r] = 0.0
+                        res[r] = 0.0
+                        restart = True
+            worst = 0.0
+            for r in range(m3):
+                worst = max(worst, abs(res[r]))
+            if worst <= target or not np.isfinite(worst):
+                break
+            rz_new = 0.0
+            for r in range(m3):
+                rz_new += res[r] * res[r] / diag[r]
+            beta = 0.0 if restart else rz_new / rz
+            rz = rz_new
+            for r in range(m3):
+                p[r] = res[r] / diag[r] + beta * p[r]
+    return used
+
+
+@njit(cache=True)
+def _project_step(z0, dz, side, t, mu3, z):  # noqa: ANN001, ANN202
+    """``z = Pi(z0 + t dz)``: the normal rows onto ``z_n >= 0``, then the tangent rows onto
+    ``|z_t| <= mu z_n``; a tangent row held at its bound follows its normal impulse."""
+    for i in range(z0.shape[0] // 3):
+        r0 = 3 * i
+        zn = max(z0[r0] + t * dz[r0], 0.0)
+        z[r0] = zn
+        hi = mu3[r0 + 1] * zn
+        for d in range(1, 3):
+            r = r0 + d
+            if side[r] != 0.0:
+                z[r] = side[r] * hi
+            else:
+                z[r] = min(max(z0[r] + t * dz[r], -hi), hi)
+
+
+@njit(cache=True)
+def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, budget, tol):  # noqa: ANN001, ANN202, PLR0913
+    """Projected Gauss--Seidel with subspace minimization from ``z`` (``v`` its twists):
+    rounds of :data:`SM_SWEEPS` sweeps then one :func:`_subspace`, each round ending with
+    the exact natural-map residual, until it is within ``tol`` or ``budget`` sweeps and
+    products with ``W`` are spent.  ``z`` and ``v`` end at the best iterate met; returns
+    its residual and the work done (sweeps plus products)."""
+    m3 = z.shape[0]
+    work = np.zeros((7, max(m3, v.shape[0])))
+    best = z.copy()
+    best_res = _natural(J, ca, cb, rhs, v, z, mu3)
+    used = 0
+    z0 = np.empty(m3)
+    while best_res > tol and used < budget:
+        _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, SM_SWEEPS)
+        used += SM_SWEEPS
+        _velocity(J, ca, cb, f, dinv, z, v)
+        start = _natural(J, ca, cb, rhs, v, z, mu3)
+        if not (np.isfinite(start) and np.all(np.isfinite(z))):
+            break
+        if start < best_res:
+            best_res = start
+            best[:] = z
+            if start <= tol:
+                break
+        used += _subspace(
+            J, DJ, ca, cb, rhs, diag, mu3, v, z, min(SM_PRODUCTS, max(budget - used, 1)),
+            tol, work,
+        )  # fmt: skip
+        z0[:] = z
+        _project_step(z0, work[5], work[1], 1.0, mu3, z)
+        _velocity(J, ca, cb, f, dinv, z, v)
+        residual = _natural(J, ca, cb, rhs, v, z, mu3)
+        if not (np.isfinite(residual) and np.all(np.isfinite(z))):
+            break
+        if residual < best_res:
+            best_res = residual
+            best[:] = z
+    z[:] = best
+    _velocity(J, ca, cb, f, dinv, z, v)
+    return best_res, used
+
+
+@njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
-    tol, max_iter, omega, check_every, slip_threshold,
+    tol, max_iter, omega, check_every, slip_threshold, finish,
 ):  # fmt: skip
     """One step of free bodies with box friction by projected Gauss--Seidel (module docstring).
 
@@ -413,14 +661,15 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     if residual <= tol:
         status = OPTIMAL
     else:
+        plain = min(max_iter, PLAIN_SWEEPS) if finish else max_iter
         while True:
-            if sweeps >= max_iter:
+            if sweeps >= plain:
                 status = MAX_ITERATIONS
                 break
-            chunk = min(check_every, max_iter - sweeps)
+            chunk = min(check_every, plain - sweeps)
             estimate = _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, chunk)
             sweeps += chunk
-            if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
+            if estimate <= 10.0 * tol or sweeps >= plain or not np.isfinite(estimate):
                 _velocity(J, ca, cb, f, dinv, z, v)
                 residual = _natural(J, ca, cb, rhs, v, z, mu3)
             if not np.isfinite(residual):
@@ -429,6 +678,17 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             if residual <= tol:
                 status = OPTIMAL
                 break
+        if status == MAX_ITERATIONS and sweeps < max_iter:
+            # Gauss--Seidel has not converged in its first sweeps: subspace minimization
+            residual, used = _pgs_sm(
+                J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega,
+                max_iter - sweeps, tol,
+            )  # fmt: skip
+            sweeps += used
+            if not np.isfinite(residual):
+                status = NUMERICAL_ERROR
+            elif residual <= tol:
+                status = OPTIMAL
     _velocity(J, ca, cb, f, dinv, z, v)
     # -- residuals of the LCP (solvers.residuals.lcp_residuals) and contact metrics -----
     primal = dual = comp = 0.0

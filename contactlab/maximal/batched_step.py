@@ -159,6 +159,11 @@ class PileBatch:
         cap = model.options["max_iter"]
         self.tol = float(model.tol)
         self.max_iter = 10000 if cap is None else int(cap)
+        # the copies' compiled steps finish by subspace minimization or not, all alike
+        finishes = {bool(s.compiled.finish) for s in sims}
+        if len(finishes) != 1:
+            raise ConfigurationError("the copies of a batch must all finish their steps alike")
+        self.finish = finishes.pop()
 
     # -- the run -------------------------------------------------------------------------
 
@@ -243,7 +248,7 @@ class PileBatch:
                     self.pl_local, self.pl_material, self.moff, self.mdim, self.mu_flat,
                     self.margin, self.beta, self.max_corr, coff, old_ids, old_pair, old_point,
                     old_normal, old_friction, next_id, self.tol, self.max_iter, 1.0, 8,
-                    sim0.slip_threshold,
+                    sim0.slip_threshold, self.finish,
                 )  # fmt: skip
                 called = time.perf_counter()
                 t_before, t = t, t + self.h

@@ -22,6 +22,18 @@ cache key, carried over by contact identity): the solutions agree to the solver'
 tolerance.  A step it cannot take (a decoupled row) returns ``None`` and the
 simulator takes the general path for that step; the two share their warm starts.
 
+Subspace finish.  On the steps of a landing, Gauss--Seidel stalls on the redundant
+contacts of a pile (a singular ``W``) and stops at its sweep cap.  A step that its first
+:data:`~contactlab.maximal._pile_kernels.PLAIN_SWEEPS` sweeps do not solve is finished
+by projected Gauss--Seidel with subspace minimization (rounds of sweeps, each followed
+by conjugate gradients on the rows off their bounds,
+:func:`~contactlab.maximal._pile_kernels._pgs_sm`), with the same residual, stopping
+rule, tolerance and cap (sweeps plus products with ``W``); a step that still does not
+converge keeps the best iterate met and reports ``max_iterations`` with its residual.
+Steps Gauss--Seidel solves in its first sweeps (a pile at rest) are unchanged.
+``finish = False`` on the step object keeps plain Gauss--Seidel to the cap, the general
+path's method.
+
 It applies when, at set-up, the scene, formulation, model and solver are all in its
 scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
 force elements or restitution; the maximal formulation's default step (linearly
@@ -106,6 +118,9 @@ class CompiledContactStep:
         self._no_friction = np.zeros((0, 3))
         #: the row blocks of the impulses (box_rows: no G and L rows)
         self._slices = B.RowBlocks()
+        #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
+        #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
+        self.finish = True
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
@@ -149,7 +164,7 @@ class CompiledContactStep:
             carry, *old,
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
-            model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold,
+            model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
         )  # fmt: skip
         code = int(info[K.I_STATUS])
         if code == K.DECOUPLED:
