@@ -33,6 +33,7 @@ from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
+from contactlab.contact.identity import _identify
 from contactlab.contact.rows import _tangent_basis
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.reduced import _kernels
@@ -677,6 +678,70 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         D[:c].copy(),
         fallback,
     )
+
+
+@njit(cache=True)
+def tracked_contacts(  # noqa: ANN201, PLR0913
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
+    hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
+    pl_n, pl_off, margin, near_a, near_b,
+    t_body, t_local, t_material, plane_local, plane_material, mu_table,
+    old_pair, old_point, old_ids, start, radius2,
+):  # fmt: skip
+    """:func:`step_contacts`, then the columns of the step's
+    :class:`~contactlab.collision.contacts.ContactSet` (bodies, shapes within their bodies
+    or the static shapes, friction coefficients from the materials' table) and the
+    contacts' identities (:func:`contactlab.contact.identity.identify` against the previous
+    track ``old_pair``, ``old_point``, ``old_ids``; every contact new when it is empty).
+
+    Returns ``body_a, body_b, shape_a, shape_b, mu, pair, point, normal, distance``, the
+    fallback flag of :func:`step_contacts`, then ``ids, origin, next_id`` and whether the
+    pairs' keys were too wide for one integer (the caller then identifies them itself)."""
+    sa, sb, pl, point, normal, dist, fallback = step_contacts(
+        E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
+        hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
+        pl_n, pl_off, margin, near_a, near_b,
+    )  # fmt: skip
+    nc = sa.shape[0]
+    body_a = np.empty(nc, dtype=np.int64)
+    body_b = np.empty(nc, dtype=np.int64)
+    shape_a = np.empty(nc, dtype=np.int64)
+    shape_b = np.empty(nc, dtype=np.int64)
+    mu = np.empty(nc)
+    pair = np.empty((nc, 4), dtype=np.int64)
+    for k in range(nc):
+        a = sa[k]
+        body_a[k] = t_body[a]
+        shape_a[k] = t_local[a]
+        b = sb[k]
+        if b >= 0:
+            body_b[k] = t_body[b]
+            shape_b[k] = t_local[b]
+            mu[k] = mu_table[t_material[a], t_material[b]]
+        else:
+            body_b[k] = -1
+            shape_b[k] = plane_local[pl[k]]
+            mu[k] = mu_table[t_material[a], plane_material[pl[k]]]
+        pair[k, 0], pair[k, 1] = body_a[k], body_b[k]
+        pair[k, 2], pair[k, 3] = shape_a[k], shape_b[k]
+    wide = False
+    next_id = start
+    ids = np.empty(nc, dtype=np.int64)
+    origin = np.full(nc, -1, dtype=np.int64)
+    if old_ids.shape[0] == 0 or nc == 0:
+        for k in range(nc):
+            ids[k] = start + k
+        next_id = start + nc
+    else:
+        found = _identify(old_pair, old_point, old_ids, pair, point, start, radius2)
+        if found is None:
+            wide = True
+        else:
+            ids, origin, next_id = found
+    return (
+        body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
+        ids, origin, next_id, wide,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------

@@ -47,6 +47,7 @@ import numpy as np
 from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.memory import ModelMemory
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.reduced import _kernels
@@ -292,15 +293,37 @@ class CompiledContactStep:
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
         self._slice_cache: dict[int, dict[str, slice]] = {}
+        self._table_args = (
+            f64(tab.body, dtype=np.int64),
+            f64(tab.local, dtype=np.int64),
+            f64(tab.material, dtype=np.int64),
+            f64(self._plane_local, dtype=np.int64),
+            f64(self._plane_material, dtype=np.int64),
+            f64(tab.mu_table, dtype=float),
+        )
+        self._no_track = identity.identify(None, None)
+        self._radius2 = float(identity.MATCH_RADIUS**2)
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
         """The contacts of the step at body transforms ``E`` (scene order) and whether they
         are the compiled collision's (``False``: from the general collider, when two shapes
         of kinds it does not pair come within reach)."""
-        sa, sb, pl, point, normal, dist, fallback = K.step_contacts(
-            np.ascontiguousarray(E), *self._shape_args, self.margin, *self._near
-        )
+        contacts, track = self._tracked(E, None)
+        return contacts, track is not None
+
+    def _tracked(self, E: Array, previous: Any) -> tuple[ContactSet, identity.ContactTrack | None]:
+        """The contacts at ``E`` and their identities given the ``previous`` track (``None``
+        with the general collider's contacts: the caller identifies them)."""
+        old = self._no_track if previous is None else previous
+        (
+            body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
+            ids, origin, next_id, wide,
+        ) = K.tracked_contacts(
+            E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._shape_args,
+            self.margin, *self._near, *self._table_args,
+            old.pair, old.point, old.ids, old.next_id, self._radius2,
+        )  # fmt: skip
         if fallback:
             from contactlab.collision import collide
             from contactlab.contact_pairs import drop_jointed
@@ -319,53 +342,25 @@ class CompiledContactStep:
                     shape_b=general.shape_b,
                     mu=c(general.mu, dtype=float),
                 ),
-                False,
+                None,
             )
-        tab = self._table
-        if not np.any(sb >= 0):  # the ground planes' contacts alone
-            return (
-                ContactSet(
-                    point=point,
-                    normal=normal,
-                    distance=dist,
-                    body_a=tab.body[sa],
-                    body_b=np.full(sa.size, -1, dtype=np.int64),
-                    shape_a=tab.local[sa],
-                    shape_b=tab.plane_local[pl],
-                    mu=tab.mu_table[tab.material[sa], tab.plane_material[pl]],
-                ),
-                True,
-            )
-        pair = sb >= 0
-        other = np.where(pair, sb, 0)
-        plane = np.where(pair, 0, pl)
-        return (
-            ContactSet(
-                point=point,
-                normal=normal,
-                distance=dist,
-                body_a=tab.body[sa],
-                body_b=np.where(pair, tab.body[other], -1),
-                shape_a=tab.local[sa],
-                shape_b=np.where(pair, tab.local[other], self._plane_local[plane]),
-                mu=np.where(
-                    pair,
-                    tab.mu_table[tab.material[sa], tab.material[other]],
-                    tab.mu_table[tab.material[sa], self._plane_material[plane]],
-                ),
-            ),
-            True,
-        )
+        contacts = ContactSet(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
+        if wide:  # pair keys too wide for one integer: the rows grouped by np.unique
+            return contacts, identity.identify(contacts, previous)
+        return contacts, identity.ContactTrack(ids, origin, pair, point, int(next_id))
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
         start = time.perf_counter()
-        contacts, _ = self.contacts(state.E)
+        cache = state.cache
+        previous = cache.get(identity.CACHE_KEY)
+        contacts, track = self._tracked(state.E, previous)
+        if track is None:
+            track = identity.identify(contacts, previous)
         collided = time.perf_counter()
-        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory = state.cache.get(MEMORY_KEY)
+        memory = cache.get(MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
@@ -397,14 +392,15 @@ class CompiledContactStep:
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold,
         )  # fmt: skip
-        code = int(info[K.I_STATUS])
+        solved = time.perf_counter()
+        f = info.tolist()
+        code = int(f[K.I_STATUS])
         if code in (K.NOT_SPD, K.DECOUPLED):
             return None  # the general path's closed forms and messages
-        solved = time.perf_counter()
         status = _STATUS.get(code, "numerical_error")
         if status not in M.USABLE_STATUSES:
             raise sim._failure(index, state.t, f"solver status {status!r}")
-        if not info[K.I_FINITE]:
+        if not f[K.I_FINITE]:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
             State(state.t + h, E, phi, q_new, v_new).check_finite()
@@ -412,38 +408,42 @@ class CompiledContactStep:
             z, self._slices(nc), track.ids if nc else None,
             z[:nc] if nc else None, friction if nc else None,
         )  # fmt: skip
-        cache = {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory_new}
-        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
-        kinetic = float(info[K.I_KINETIC])
-        potential = float(info[K.I_GRAVITY] + info[K.I_SPRING])
-        mom = info[K.I_MOMENTUM : K.I_MOMENTUM + 6].tolist()
-        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
+        memory_all = ModelMemory(cache)
+        memory_all[identity.CACHE_KEY] = track
+        memory_all[MEMORY_KEY] = memory_new
+        t = state.t + h
+        new_state = State(t, E, phi, q_new, v_new, memory_all)
+        kinetic = f[K.I_KINETIC]
+        potential = f[K.I_GRAVITY] + f[K.I_SPRING]
+        i = K.I_MOMENTUM
+        residual = max(f[K.I_PRIMAL], f[K.I_DUAL], f[K.I_COMP])
+        sweeps = int(f[K.I_SWEEPS])
         row: dict[str, Any] = {
             "step": index,
-            "t": float(new_state.t),
+            "t": float(t),
             "h": h,
             "kinetic_energy": kinetic,
             "potential_energy": potential,
             "total_energy": kinetic + potential,
-            "linear_momentum_x": mom[0],
-            "linear_momentum_y": mom[1],
-            "linear_momentum_z": mom[2],
-            "angular_momentum_x": mom[3],
-            "angular_momentum_y": mom[4],
-            "angular_momentum_z": mom[5],
-            "constraint_error": float(info[K.I_LIMIT]),
+            "linear_momentum_x": f[i],
+            "linear_momentum_y": f[i + 1],
+            "linear_momentum_z": f[i + 2],
+            "angular_momentum_x": f[i + 3],
+            "angular_momentum_y": f[i + 4],
+            "angular_momentum_z": f[i + 5],
+            "constraint_error": f[K.I_LIMIT],
             "status": status,
             "solve_time_s": solved - assembled,
             "model_setup_time_s": 0.0,
-            "iterations": int(info[K.I_SWEEPS]),
+            "iterations": sweeps,
             "outer_iterations": 0,
             "n_contacts": nc,
-            "penetration": float(info[K.I_PENETRATION]),
-            "normal_complementarity": float(info[K.I_NORMAL_COMP]),
-            "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
-            "cone_violation": float(info[K.I_CONE]),
-            "dissipation_violation": float(info[K.I_DISSIPATION]),
-            "n_sliding": float(info[K.I_SLIDING]),
+            "penetration": f[K.I_PENETRATION],
+            "normal_complementarity": f[K.I_NORMAL_COMP],
+            "normal_feasibility": f[K.I_NORMAL_FEAS],
+            "cone_violation": f[K.I_CONE],
+            "dissipation_violation": f[K.I_DISSIPATION],
+            "n_sliding": f[K.I_SLIDING],
             "solver_residual": residual,
             "collision_time_s": collided - start,
             "assembly_time_s": assembled - collided,
@@ -451,7 +451,7 @@ class CompiledContactStep:
         row["step_time_s"] = time.perf_counter() - start
         record = _Record(
             self.formulation, state, contacts, track, index, h, row,
-            (v, z, status, row["iterations"], solved - assembled, residual),
+            (v, z, status, sweeps, solved - assembled, residual),
         )  # fmt: skip
         if sim.strict and status in M.UNCONVERGED_STATUSES:
             raise sim._strict_failure(index, state.t, row, record.solution)
