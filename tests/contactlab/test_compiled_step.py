@@ -392,21 +392,23 @@ def test_humanoid_link_contact_steps_solve_the_general_problem() -> None:
 
 
 @robots
-@pytest.mark.parametrize(("name", "steps"), [("humanoid-topple", 60), ("solo12-stand", 40)])
+@pytest.mark.parametrize(("name", "steps"), [("solo12-stand", 40), ("solo12-collapse", 40)])
 def test_runs_equal_the_general_runs(name: str, steps: int) -> None:
     """A whole run on the compiled route (``Simulator.run``: the trajectory, the per-step
     table, the divergence guard) equals the run through the general layers: the trajectory's
     coordinates within 1e-10 and its body transforms and twists within 1e-9, the run's
     status and every step's status and contact count the same, the energies within 1e-9 J.
-    ``humanoid-topple`` (8 contacts, 35 coordinates) takes the sweeps on the Delassus
-    matrix, ``solo12-stand`` (32 contacts, 18 coordinates) on the velocity."""
+    (The sweeps on the Delassus matrix, taken with fewer rows than twice the coordinates,
+    are checked by the hand-built trees above and the humanoid's steps below: a whole
+    ``humanoid-topple`` run at 1e-12 leaves steps at the sweep cap on both routes, whose
+    solutions then agree only to the residual reached.)"""
     from contactlab.scenario import get_scenario
 
     scene = get_scenario(name).build()
     fast, general = _pair(scene)
     assert fast.compiled is not None and general.compiled is None
     a, b = fast.run(steps=steps), general.run(steps=steps)
-    assert a.status == b.status
+    assert a.status == b.status == "ok"
     ta, tb = a.trajectory, b.trajectory
     np.testing.assert_allclose(ta["q"], tb["q"], rtol=0, atol=AGREE)
     np.testing.assert_allclose(ta["qdot"], tb["qdot"], rtol=0, atol=AGREE)
