@@ -2,7 +2,8 @@
 
 Two calls per step over flat arrays:
 
-* :func:`step_contacts`: the world poses of the collision shapes at the body
+* :func:`tracked_contacts` (:func:`step_contacts`, the contact set's columns and the
+  contacts' identities): the world poses of the collision shapes at the body
   transforms, their contacts with the ground planes and with each other
   (sphere--sphere, sphere--box, box--box and any shape against a mesh's hull,
   static shapes included; the narrow phases, conventions and order of
@@ -14,8 +15,9 @@ Two calls per step over flat arrays:
   (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
   free momentum (``coriolis="rotated_linear"``, joint springs and dampers
   implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the Cholesky factor
-  of ``M`` reused for ``W = C M^-1 C^T`` and the free velocity, the sweeps in
-  height order from the carried-over impulses, the velocity, the exponential
+  of ``M`` reused for ``M^-1 C^T`` and the free velocity, the sweeps in height order
+  from the carried-over impulses (on the velocity, or on ``W = C M^-1 C^T`` when the
+  rows are fewer than twice the coordinates), the velocity, the exponential
   update of free joints and the state metrics of the new state.
 
 Node kinds (per tree joint): ``FIXED``, ``REVOLUTE``, ``PRISMATIC`` (the codes
@@ -33,6 +35,7 @@ from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
+from contactlab.contact.identity import _identify
 from contactlab.contact.rows import _tangent_basis
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.reduced import _kernels
@@ -679,6 +682,70 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     )
 
 
+@njit(cache=True)
+def tracked_contacts(  # noqa: ANN201, PLR0913
+    E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
+    hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
+    pl_n, pl_off, margin, near_a, near_b,
+    t_body, t_local, t_material, plane_local, plane_material, mu_table,
+    old_pair, old_point, old_ids, start, radius2,
+):  # fmt: skip
+    """:func:`step_contacts`, then the columns of the step's
+    :class:`~contactlab.collision.contacts.ContactSet` (bodies, shapes within their bodies
+    or the static shapes, friction coefficients from the materials' table) and the
+    contacts' identities (:func:`contactlab.contact.identity.identify` against the previous
+    track ``old_pair``, ``old_point``, ``old_ids``; every contact new when it is empty).
+
+    Returns ``body_a, body_b, shape_a, shape_b, mu, pair, point, normal, distance``, the
+    fallback flag of :func:`step_contacts`, then ``ids, origin, next_id`` and whether the
+    pairs' keys were too wide for one integer (the caller then identifies them itself)."""
+    sa, sb, pl, point, normal, dist, fallback = step_contacts(
+        E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
+        hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
+        pl_n, pl_off, margin, near_a, near_b,
+    )  # fmt: skip
+    nc = sa.shape[0]
+    body_a = np.empty(nc, dtype=np.int64)
+    body_b = np.empty(nc, dtype=np.int64)
+    shape_a = np.empty(nc, dtype=np.int64)
+    shape_b = np.empty(nc, dtype=np.int64)
+    mu = np.empty(nc)
+    pair = np.empty((nc, 4), dtype=np.int64)
+    for k in range(nc):
+        a = sa[k]
+        body_a[k] = t_body[a]
+        shape_a[k] = t_local[a]
+        b = sb[k]
+        if b >= 0:
+            body_b[k] = t_body[b]
+            shape_b[k] = t_local[b]
+            mu[k] = mu_table[t_material[a], t_material[b]]
+        else:
+            body_b[k] = -1
+            shape_b[k] = plane_local[pl[k]]
+            mu[k] = mu_table[t_material[a], plane_material[pl[k]]]
+        pair[k, 0], pair[k, 1] = body_a[k], body_b[k]
+        pair[k, 2], pair[k, 3] = shape_a[k], shape_b[k]
+    wide = False
+    next_id = start
+    ids = np.empty(nc, dtype=np.int64)
+    origin = np.full(nc, -1, dtype=np.int64)
+    if old_ids.shape[0] == 0 or nc == 0:
+        for k in range(nc):
+            ids[k] = start + k
+        next_id = start + nc
+    else:
+        found = _identify(old_pair, old_point, old_ids, pair, point, start, radius2)
+        if found is None:
+            wide = True
+        else:
+            ids, origin, next_id = found
+    return (
+        body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
+        ids, origin, next_id, wide,
+    )  # fmt: skip
+
+
 # ----------------------------------------------------------------------------
 # the step
 # ----------------------------------------------------------------------------
@@ -824,6 +891,34 @@ def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps): 
 
 
 @njit(cache=True)
+def _sweeps_delassus(W, q, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
+    """:func:`_sweeps` on the Delassus matrix ``W = C M^-1 C^T`` and ``q = C u_free - b``
+    (``w = W_r z + q_r``): fewer operations per row when the rows are fewer than the
+    coordinates they move."""
+    m = z.shape[0]
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for j in range(order.shape[0]):
+            a = order[j]
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                z[a] = 0.0
+                continue
+            w = q[a]
+            for r in range(m):
+                w += W[a, r] * z[r]
+            if owner[a] >= 0:
+                hb = mu_row[a] * max(z[owner[a]], 0.0)
+                la = -hb
+            else:
+                la, hb = lo[a], hi[a]
+            worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
+            z[a] = min(max(z[a] - omega * w / diag[a], la), hb)
+    return worst
+
+
+@njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
     stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
@@ -952,19 +1047,33 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         r = 3 * nc + j
         C[r, lim_dof[j]] = lim_sign[j]
         b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
-    # -- K = M^-1 C^T by the factor: W = C K is never formed, a row of W z is C_r v ----
-    # with v = M^-1 (f + C^T z) kept up to date (the same LCP, w = W z + q = C v - b)
-    Kr = np.empty((m, nq))
-    diag = np.empty(m)
-    for r in range(m):
-        for a in range(nq):
-            Kr[r, a] = C[r, a]
-        _forward(L, Kr[r])
-        acc_ = 0.0
-        for a in range(nq):
-            acc_ += Kr[r, a] * Kr[r, a]
-        diag[r] = acc_
-        _backward(L, Kr[r])
+    # -- K = M^-1 C^T by the factor: a row of W z is C_r v with v = M^-1 (f + C^T z) kept
+    # up to date (the same LCP, w = W z + q = C v - b); W = C K is formed only when its
+    # rows are shorter than those of C and K together (few rows, many coordinates)
+    # all rows at once, coordinate by coordinate: the inner loops run along the rows
+    # (contiguous), each row summed in the order of a triangular solve of its own
+    Kt = np.ascontiguousarray(C.T)
+    diag = np.zeros(m)
+    for i in range(nq):
+        for k in range(i):
+            lik = L[i, k]
+            if lik != 0.0:
+                for r in range(m):
+                    Kt[i, r] -= lik * Kt[k, r]
+        d = L[i, i]
+        for r in range(m):
+            Kt[i, r] /= d
+            diag[r] += Kt[i, r] * Kt[i, r]
+    for i in range(nq - 1, -1, -1):
+        for k in range(i + 1, nq):
+            lki = L[k, i]
+            if lki != 0.0:
+                for r in range(m):
+                    Kt[i, r] -= lki * Kt[k, r]
+        d = L[i, i]
+        for r in range(m):
+            Kt[i, r] /= d
+    Kr = np.ascontiguousarray(Kt.T)
     # -- rows in height order: per contact its normal and tangent rows, lowest first ----
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)
@@ -1015,6 +1124,18 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     status = MAX_ITERATIONS
     sweeps = 0
     residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
+    # sweeps on W = C K^T when a row of W is shorter than a row of C and K together
+    delassus = m < 2 * nq
+    if delassus and residual > tol:
+        W = np.empty((m, m))
+        q_w = np.empty(m)
+        for a in range(m):
+            q_w[a] = _row_dot(C, a, u_free) - b[a]
+            for r in range(m):
+                W[a, r] = _row_dot(C, a, Kr[r])
+    else:
+        W = np.empty((0, 0))
+        q_w = np.empty(0)
     if residual <= tol:
         status = OPTIMAL
     else:
@@ -1023,7 +1144,12 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
+            if delassus:
+                estimate = _sweeps_delassus(
+                    W, q_w, diag, z, owner, mu_row, lo, hi, order, omega, chunk
+                )
+            else:
+                estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
                 # the velocity afresh from the impulses (no drift of the running updates)

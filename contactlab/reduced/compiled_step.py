@@ -10,7 +10,8 @@ whole step on a quadruped.
 
 :class:`CompiledContactStep` runs the same step as two compiled calls over
 flat arrays (:mod:`contactlab.reduced._step_kernels`): the contacts of the
-robot's shapes with the ground planes, then the kinematics, ``M_r`` and the
+robot's shapes with the ground planes and with each other, with their identities,
+then the kinematics, ``M_r`` and the
 free momentum, the contact rows, the Cholesky factor of ``M`` reused for
 ``C M^-1 C^T`` and the free velocity, the projected Gauss--Seidel sweeps, the
 velocity and the position update.  Joint springs and dampers (PD drives) are
@@ -276,52 +277,60 @@ class CompiledContactStep:
         self._no_friction = np.zeros((0, 3))
         #: the row blocks of the impulses (box_rows: no G rows, the limit rows last)
         self._slices = B.RowBlocks(self._limits[0].size)
+        self._table_args = (
+            f64(tab.body, dtype=np.int64),
+            f64(tab.local, dtype=np.int64),
+            f64(tab.material, dtype=np.int64),
+            f64(self._plane_local, dtype=np.int64),
+            f64(self._plane_material, dtype=np.int64),
+            f64(tab.mu_table, dtype=float),
+        )
+        self._no_track = identity.identify(None, None)
+        self._radius2 = float(identity.MATCH_RADIUS**2)
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
         """The contacts of the step at body transforms ``E`` (scene order) and whether they
         are the compiled collision's (``False``: from the general collider, when two shapes
         of kinds it does not pair come within reach)."""
-        sa, sb, pl, point, normal, dist, fallback = K.step_contacts(
-            np.ascontiguousarray(E), *self._shape_args, self.margin, *self._near
-        )
+        contacts, track = self._tracked(E, None)
+        return contacts, track is not None
+
+    def _tracked(self, E: Array, previous: Any) -> tuple[ContactSet, identity.ContactTrack | None]:
+        """The contacts at ``E`` and their identities given the ``previous`` track (``None``
+        with the general collider's contacts: the caller identifies them)."""
+        old = self._no_track if previous is None else previous
+        (
+            body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
+            ids, origin, next_id, wide,
+        ) = K.tracked_contacts(
+            E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._shape_args,
+            self.margin, *self._near, *self._table_args,
+            old.pair, old.point, old.ids, old.next_id, self._radius2,
+        )  # fmt: skip
         if fallback:
             from contactlab.collision import collide
             from contactlab.contact_pairs import drop_jointed
 
             general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
-            return B.kernel_contacts(general), False
-        tab = self._table
-        pair = sb >= 0
-        if not np.any(pair):  # the ground planes' contacts alone
-            body_b = np.full(sa.size, -1, dtype=np.int64)
-            shape_b = tab.plane_local[pl]
-            mu = tab.mu_table[tab.material[sa], tab.plane_material[pl]]
-        else:
-            other = np.where(pair, sb, 0)
-            plane = np.where(pair, 0, pl)
-            body_b = np.where(pair, tab.body[other], -1)
-            shape_b = np.where(pair, tab.local[other], self._plane_local[plane])
-            mu = np.where(
-                pair,
-                tab.mu_table[tab.material[sa], tab.material[other]],
-                tab.mu_table[tab.material[sa], self._plane_material[plane]],
-            )
-        found = ContactSet(
-            point=point, normal=normal, distance=dist, body_a=tab.body[sa], body_b=body_b,
-            shape_a=tab.local[sa], shape_b=shape_b, mu=mu,
-        )  # fmt: skip
-        return found, True
+            return B.kernel_contacts(general), None
+        contacts = ContactSet(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
+        if wide:  # pair keys too wide for one integer: the rows grouped by np.unique
+            return contacts, identity.identify(contacts, previous)
+        return contacts, identity.ContactTrack(ids, origin, pair, point, int(next_id))
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
         start = time.perf_counter()
-        contacts, _ = self.contacts(state.E)
+        cache = state.cache
+        previous = cache.get(identity.CACHE_KEY)
+        contacts, track = self._tracked(state.E, previous)
+        if track is None:
+            track = identity.identify(contacts, previous)
         collided = time.perf_counter()
-        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory = state.cache.get(B.MEMORY_KEY)
+        memory = cache.get(B.MEMORY_KEY)
         nc = len(contacts)
         carry = nc > 0 and getattr(memory, "ids", None) is not None
         if carry:
@@ -353,21 +362,22 @@ class CompiledContactStep:
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold,
         )  # fmt: skip
-        code = int(info[K.I_STATUS])
+        solved = time.perf_counter()
+        f = info.tolist()
+        code = int(f[K.I_STATUS])
         if code in (K.NOT_SPD, K.DECOUPLED):
             return None  # the general path's closed forms and messages
-        solved = time.perf_counter()
         status = B.usable_status(sim, index, state.t, code, K)
-        if not info[K.I_FINITE]:
+        if not f[K.I_FINITE]:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
             State(state.t + h, E, phi, q_new, v_new).check_finite()
         cache = B.carried_cache(state, track, z, friction, self._slices(nc))
         new_state = State(state.t + h, E, phi, q_new, v_new, cache)
         row = B.step_row(
-            info, K, index, float(new_state.t), h,
-            (float(info[K.I_KINETIC]), float(info[K.I_GRAVITY] + info[K.I_SPRING])),
-            info[K.I_MOMENTUM : K.I_MOMENTUM + 6], float(info[K.I_LIMIT]), status, nc,
+            f, K, index, float(new_state.t), h,
+            (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
+            f[K.I_MOMENTUM : K.I_MOMENTUM + 6], f[K.I_LIMIT], status, nc,
             (start, collided, assembled, solved),
         )  # fmt: skip
         record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
