@@ -84,6 +84,7 @@ INTEGRATORS: dict[str, str] = {
     "trapezoidal": "linearized trapezoidal rule in the charts, second order",
     "bridson-marino": "implicit/explicit half-kicks around a drift, second order",
     "midpoint": "implicit midpoint rule on (q, p), symplectic: bounded energy error",
+    "midpoint4": "triple-jump composition of the midpoint rule, symplectic, fourth order",
     "dop853": "adaptive Dormand-Prince 8(5,3) over each step (options rtol, atol; no contact)",
 }
 DEFAULT = "linearly-implicit"
@@ -181,6 +182,8 @@ class Stepper:
             return symmetric_step(M + 0.5 * h * T.D, M @ v + 0.5 * h * f + 0.5 * h * (T.D @ v))
         if name == "midpoint":
             return self._midpoint(state, kin, M, f, h, contacts)
+        if name == "midpoint4":
+            return self._midpoint4(state, kin, M, h, contacts)
         if name == "dop853":
             return self._adaptive(state, kin, M, h, contacts)
         raise UnknownNameError("integrator", name, list(INTEGRATORS))
@@ -208,11 +211,9 @@ class Stepper:
         self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
 
-    def _adaptive(
-        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
-    ) -> tuple[Array, Array]:
-        from contactlab.reduced.integrators import simulate_adaptive
-
+    def _refuse_nonsmooth(self, state: State, contacts: bool) -> None:
+        """One clear error when the step has contacts, constraint rows or joint friction
+        (integrators that take the smooth equations of motion only)."""
         f = self.f
         if contacts or f.constraints or f.joint_layout is not None or f.dry_friction is not None:
             what = (
@@ -229,10 +230,30 @@ class Stepper:
                 )
             )
             raise ConfigurationError(
-                f"integrator 'dop853' integrates the smooth equations of motion, but scene "
+                f"integrator {self.name!r} integrates the smooth equations of motion, but scene "
                 f"{f.scene.name!r} has {what} at t={state.t:.6g} s; use a fixed-step integrator "
                 "(implicit-euler, trapezoidal, bridson-marino or midpoint)"
             )
+
+    def _midpoint4(
+        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
+    ) -> tuple[Array, Array]:
+        self._refuse_nonsmooth(state, contacts)
+        jt = self.f.joint_torque
+        tau = None if jt is None else (lambda t, q, v: np.asarray(jt(t, q, v), dtype=float))
+        q, v = step_midpoint(
+            self.tree, kin.q, kin.qdot, h, self.f.substep_angle, tau, state.t, order=4
+        )
+        self._remember(state, q=q)
+        return M, M @ v
+
+    def _adaptive(
+        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
+    ) -> tuple[Array, Array]:
+        from contactlab.reduced.integrators import simulate_adaptive
+
+        f = self.f
+        self._refuse_nonsmooth(state, contacts)
         t0 = state.t
         jt = f.joint_torque
         tau = None if jt is None else (lambda t, q, qd: jt(t0 + t, q, qd))
@@ -266,7 +287,7 @@ class Stepper:
             impulse = d["S"] @ (v - d["v_free"])
             p_new = 2.0 * d["p_mid"] - d["p"] + impulse
             qdot = dyn.solve_mass(dyn.mass_matrix(forward_kinematics(tree, q)), p_new)
-        elif name == "dop853":
+        elif name in ("dop853", "midpoint4"):
             q, qdot = self._recall(state)["q"], v
         else:
             raise UnknownNameError("integrator", name, list(INTEGRATORS))
@@ -389,6 +410,7 @@ def step_midpoint(
     substep_angle: float | None = None,
     tau: Callable[[float, Array, Array], Array] | None = None,
     t: float = 0.0,
+    order: int = 2,
 ) -> tuple[Array, Array]:
     """A step of ``h`` [s] by the implicit midpoint rule on ``(q, p)``, without contacts.
 
@@ -410,7 +432,7 @@ def step_midpoint(
             hs = min(left, 2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
         hs = min(hs, left)
         try:
-            q_new, qdot_new, moved = _midpoint_substep(tree, q, qdot, hs, tau, t)
+            q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order)
         except StepFailure:
             if halvings < MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
                 hs, halvings = 0.5 * hs, halvings + 1
@@ -445,6 +467,35 @@ def _adaptive_rest(
     )
     q_new, qdot_new, _ = tree.reparameterize(traj.q[-1], traj.qdot[-1])
     return q_new, qdot_new
+
+
+#: Suzuki-Yoshida triple jump: midpoint substeps of (g, 1 - 2 g, g) times the step,
+#: ``g = 1 / (2 - 2^(1/3))``, compose a symmetric symplectic method of order 4
+TRIPLE_JUMP = (
+    1.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+    1.0 - 2.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+    1.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+)
+
+
+def _composed_substep(
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    hs: float,
+    tau: Callable[[float, Array, Array], Array] | None,
+    t: float,
+    order: int,
+) -> tuple[Array, Array, float]:
+    """A substep of ``hs`` by the midpoint rule (``order`` 2) or its triple jump (4):
+    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities."""
+    if order == 2:
+        return _midpoint_substep(tree, q, qdot, hs, tau, t)
+    speed = 0.0
+    for g in TRIPLE_JUMP:
+        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t)
+        speed, t = max(speed, moved / abs(g * hs)), t + g * hs
+    return q, qdot, hs * speed
 
 
 def _midpoint_substep(
