@@ -335,13 +335,30 @@ def midpoint_velocity(
     """The midpoint velocity ``v`` of the implicit midpoint rule on ``(q, p)`` from ``kin``.
 
     Solves ``M(m) v = p + h/2 g(m, v)``, ``m = q + h/2 v``, ``p = M(q) qdot``
-    (module docstring) by Newton's method: chord iterations with the Jacobian
-    ``M + h/2 D - h^2/4 K`` of the start of the step, then, if the residual is
-    still above ``MIDPOINT_TOL`` of the momentum scale, with forward differences
-    of the residual at the iterate (light, fast coordinates make the chord
-    contract slowly).  ``tau(q, v)``: applied joint torques at the midpoint.
-    Trees without force elements and Python-evaluated joints evaluate ``g``
-    and ``M`` by the compiled model.  Returns ``(v, p, M(m) v, Jacobian)``.
+    (module docstring) by Newton's method (:func:`_midpoint_newton`).
+    ``tau(q, v)``: applied joint torques at the midpoint.  Returns
+    ``(v, p, M(m) v, Jacobian)``.
+    """
+    v, p, p_mid, jac, _, _ = _midpoint_newton(kin, h, M, f, tau)
+    return v, p, p_mid, jac
+
+
+def _midpoint_newton(
+    kin: Kinematics,
+    h: float,
+    M: Array | None = None,
+    f: Array | None = None,
+    tau: Callable[[Array, Array], Array] | None = None,
+    terms: ImplicitTerms | None = None,
+) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
+    """:func:`midpoint_velocity` by Newton's method: chord iterations with the Jacobian
+    ``M + h/2 D - h^2/4 K`` (``M`` of the start of the step; ``K``, ``D`` of
+    ``terms``, or exact at the start of the step when ``None``), then, if the
+    residual is still above ``MIDPOINT_TOL`` of the momentum scale, with forward
+    differences of the residual at the iterate (light, fast coordinates make the
+    chord contract slowly).  Trees without force elements and Python-evaluated
+    joints evaluate ``g`` and ``M`` by the compiled model.  Returns
+    ``(v, p, M(m) v, Jacobian, (K, D), whether differences were needed)``.
     """
     tree = kin.tree
     q, v0 = kin.q, kin.qdot
@@ -352,13 +369,19 @@ def midpoint_velocity(
         f = -model.inverse_dynamics(q, v0, z)
         M = model.mass_matrix(q)
         a = dyn.solve_mass(M, f)
-        dq, dqd, _ = inverse_dynamics_derivatives(model, q, v0, a)
-        T = ImplicitTerms(-dq, dqd)
     else:
         M = dyn.mass_matrix(kin) if M is None else M
         f = dyn.reduced_forces(kin, None if tau is None else tau(q, v0)) if f is None else f
         a = dyn.solve_mass(M, f)
-        T = exact_terms(kin, a, model)
+
+    def exact_at_start() -> ImplicitTerms:
+        if compiled:
+            dq, dqd, _ = inverse_dynamics_derivatives(model, q, v0, a)
+            return ImplicitTerms(-dq, dqd)
+        return exact_terms(kin, a, model)
+
+    stale = terms is not None  # a linearization from elsewhere (an earlier substep)
+    T = exact_at_start() if terms is None else terms
     p = M @ v0
     jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
     lu = _inverse(jac)
@@ -380,10 +403,17 @@ def midpoint_velocity(
     norm = float(np.abs(r).max(initial=0.0))
     best = (norm, v, r, Mm)
     differences = False
+    chord = 0
     for k in range(MIDPOINT_ITERATIONS):
         if norm <= MIDPOINT_TOL * scale:
             break
-        if not differences and (k >= MIDPOINT_CHORD or not norm <= best[0]):
+        if stale and (k - chord >= MIDPOINT_CHORD or not norm <= best[0]):
+            # slow with the linearization of elsewhere: the exact one of this step
+            norm, v, r, Mm = best
+            T, stale, chord = exact_at_start(), False, k
+            jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
+            lu = _inverse(jac)
+        elif not differences and (k - chord >= MIDPOINT_CHORD or not norm <= best[0]):
             # slow or no contraction: back to the best iterate, the Jacobian there
             norm, v, r, Mm = best
             lu = _inverse(_difference_jacobian(lambda x: residual_at(x)[0], v, r))
@@ -399,7 +429,7 @@ def midpoint_velocity(
             f"midpoint step: Newton's method did not converge (residual {min(norm, best[0]):.3g} "
             f"of momentum {scale:.3g}); reduce h"
         )
-    return v, p, Mm @ v, jac
+    return v, p, Mm @ v, jac, T, differences
 
 
 def step_midpoint(
@@ -426,14 +456,18 @@ def step_midpoint(
     ``tau(t, q, qdot)``: applied joint torques.
     """
     left, hs, halvings = h, h, 0
+    # the linearization (K, D) of the first substep serves the chord iterations of the
+    # step's other substeps (the answer is the same to the Newton tolerance)
+    cache: list[ImplicitTerms | None] = [None]
     while left > 1e-12 * h:
         if substep_angle is not None:
             speed = float(np.abs(qdot).max(initial=0.0))
             hs = min(left, 2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
         hs = min(hs, left)
         try:
-            q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order)
+            q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order, cache)
         except StepFailure:
+            cache[0] = None
             if halvings < MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
                 hs, halvings = 0.5 * hs, halvings + 1
                 continue
@@ -486,14 +520,16 @@ def _composed_substep(
     tau: Callable[[float, Array, Array], Array] | None,
     t: float,
     order: int,
+    cache: list[ImplicitTerms | None],
 ) -> tuple[Array, Array, float]:
     """A substep of ``hs`` by the midpoint rule (``order`` 2) or its triple jump (4):
-    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities."""
+    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.  ``cache``
+    holds the linearization the chord iterations use (:func:`_midpoint_substep`)."""
     if order == 2:
-        return _midpoint_substep(tree, q, qdot, hs, tau, t)
+        return _midpoint_substep(tree, q, qdot, hs, tau, t, cache)
     speed = 0.0
     for g in TRIPLE_JUMP:
-        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t)
+        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t, cache)
         speed, t = max(speed, moved / abs(g * hs)), t + g * hs
     return q, qdot, hs * speed
 
@@ -505,12 +541,20 @@ def _midpoint_substep(
     hs: float,
     tau: Callable[[float, Array, Array], Array] | None,
     t: float,
+    cache: list[ImplicitTerms | None] | None = None,
 ) -> tuple[Array, Array, float]:
-    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``."""
+    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``.
+
+    ``cache[0]``: the linearization ``(K, D)`` for the chord iterations (``None``:
+    exact at ``q``, then kept there); dropped when the chord did not converge.
+    """
     kin = forward_kinematics(tree, q, qdot)
     t_mid = t + 0.5 * hs
     tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))
-    v, p, p_mid, _ = midpoint_velocity(kin, hs, tau=tau_mid)
+    terms = None if cache is None else cache[0]
+    v, p, p_mid, _, terms, differences = _midpoint_newton(kin, hs, tau=tau_mid, terms=terms)
+    if cache is not None:
+        cache[0] = None if differences else terms
     q_new = kin.q + hs * v
     M_new = model_of(kin).mass_matrix(q_new)
     q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
