@@ -48,6 +48,13 @@ Spherical charts switch after every step (:meth:`Tree.reparameterize`).
     ``|p|`` (or of ``M`` times the velocity scale); the contact model
     then constrains ``v`` with the symmetric part of that Jacobian, and its
     impulse enters ``p+`` once.
+``midpoint4`` (fourth order, symplectic)
+    the triple jump of the midpoint rule (Yoshida 1990; Hairer, Lubich & Wanner,
+    *Geometric Numerical Integration*, II.4): midpoint steps of ``g h``,
+    ``(1 - 2 g) h``, ``g h`` with ``g = 1 / (2 - 2^(1/3))`` (the middle one
+    backwards in time).  The composition of a symmetric method with these
+    weights is symmetric, symplectic and of order 4.  It integrates the smooth
+    equations: a step with contacts, joint friction or constraint rows is refused.
 ``dop853``
     the adaptive explicit integrator (:func:`contactlab.reduced.integrators.simulate_adaptive`,
     Dormand–Prince 8(5,3)) over each step, to ``rtol`` and ``atol``; the
@@ -449,7 +456,8 @@ def step_midpoint(
     midpoint velocity ``v`` of each substep (a substep that moves a coordinate
     further is taken again at half its length), so that coordinates that turn
     fast (a body rolling near a pole of its surface chart) keep their accuracy;
-    ``None``: one step.  A step whose Newton iteration does not converge is
+    ``None``: one step.  ``order`` 4 takes each substep as the triple jump of
+    three midpoint steps (module docstring).  A step whose Newton iteration does not converge is
     halved, up to ``MIDPOINT_SPLITS`` times (8 more with ``substep_angle``,
     after which the rest of the step is taken by DOP853 at rtol 1e-10: a
     chart singularity such as a gimbal-locked universal joint).
