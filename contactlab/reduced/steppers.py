@@ -467,17 +467,18 @@ def step_midpoint(
     # the linearization (K, D) of the first substep serves the chord iterations of the
     # step's other substeps (the answer is the same to the Newton tolerance)
     cache: list[ImplicitTerms | None] = [None]
+    retake = False  # a substep taken again is halved, not grown back by the speed rule
     while left > 1e-12 * h:
-        if substep_angle is not None:
+        if substep_angle is not None and not retake:
             speed = float(np.abs(qdot).max(initial=0.0))
-            hs = min(left, 2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
-        hs = min(hs, left)
+            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
+        hs, retake = min(hs, left), False
         try:
             q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order, cache)
         except StepFailure:
             cache[0] = None
             if halvings < MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
-                hs, halvings = 0.5 * hs, halvings + 1
+                hs, halvings, retake = 0.5 * hs, halvings + 1, True
                 continue
             if substep_angle is None:
                 raise
@@ -486,7 +487,7 @@ def step_midpoint(
             q, qdot = _adaptive_rest(tree, q, qdot, left, tau, t)
             break
         if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
-            hs = 0.5 * hs  # the velocity rose within the substep: take it again, shorter
+            hs, retake = 0.5 * hs, True  # the velocity rose within the substep: shorter
             continue
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
@@ -538,7 +539,7 @@ def _composed_substep(
     speed = 0.0
     for g in TRIPLE_JUMP:
         q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t, cache)
-        speed, t = max(speed, moved / abs(g * hs)), t + g * hs
+        speed, t = max(speed, abs(moved / (g * hs))), t + g * hs
     return q, qdot, hs * speed
 
 
