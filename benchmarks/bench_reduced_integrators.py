@@ -17,6 +17,12 @@ thread CPU time per step.  ``midpoint`` runs with ``substep_angle`` as given
 
 Run: ``python -m benchmarks.bench_reduced_integrators`` (writes
 ``results/benchmarks/reduced_integrators.csv`` and ``reduced_integrators.md``).
+
+``--drift``: one run per scene, integrator (and substep angle, ``--angles``) at
+the scene's own step over 2 s (issue 28's target), the largest energy error
+against ``|E(0)|`` and against the largest kinetic energy of the run (the scale
+that does not depend on where gravity's zero is); writes
+``reduced_integrators_drift.csv`` and ``.md``.
 """
 
 # ruff: noqa: E402  (the BLAS thread count must be set before numpy is imported)
