@@ -121,7 +121,8 @@ def add_formulation_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="time integrator: linearly-implicit (default), implicit-euler, trapezoidal, "
         "bridson-marino; maximal also symplectic-euler (docs/artisynth.md); reduced also "
-        "midpoint and dop853 (tolerances: --formulation-option rtol=..., atol=...; "
+        "midpoint, midpoint4 (--formulation-option substep_angle=...) and dop853 "
+        "(tolerances: --formulation-option rtol=..., atol=...; "
         "docs/reduced-integration.md)",
     )
     p.add_argument(

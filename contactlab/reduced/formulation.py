@@ -69,13 +69,13 @@ class ReducedFormulation(Formulation):
         (both turned, the maximal formulation's default) or "explicit" (eq. 2.73
         as printed); see :func:`contactlab.reduced.dynamics.free_momentum`.
     integrator : "linearly-implicit" (default, the step above), "implicit-euler",
-        "trapezoidal", "bridson-marino", "midpoint" or "dop853"
+        "trapezoidal", "bridson-marino", "midpoint", "midpoint4" or "dop853"
         (:mod:`contactlab.reduced.steppers`; ``implicit`` and ``coriolis`` then
         do not apply).
     rtol, atol : tolerances of the "dop853" integrator.
-    substep_angle : [rad] "midpoint" without contacts or constraints: split each
-        step so that no coordinate moves more than this per substep (``None``,
-        default: one step).
+    substep_angle : [rad] "midpoint" without contacts or constraints, and
+        "midpoint4": split each step so that no coordinate moves more than this
+        per substep (``None``, default: one step).
     compiled : take the compiled contact step (:mod:`contactlab.reduced.compiled_step`)
         when the scene, the model and the solver are in its scope (default); ``False``
         steps through the general layers.

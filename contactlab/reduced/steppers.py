@@ -48,6 +48,13 @@ Spherical charts switch after every step (:meth:`Tree.reparameterize`).
     ``|p|`` (or of ``M`` times the velocity scale); the contact model
     then constrains ``v`` with the symmetric part of that Jacobian, and its
     impulse enters ``p+`` once.
+``midpoint4`` (fourth order, symplectic)
+    the triple jump of the midpoint rule (Yoshida 1990; Hairer, Lubich & Wanner,
+    *Geometric Numerical Integration*, II.4): midpoint steps of ``g h``,
+    ``(1 - 2 g) h``, ``g h`` with ``g = 1 / (2 - 2^(1/3))`` (the middle one
+    backwards in time).  The composition of a symmetric method with these
+    weights is symmetric, symplectic and of order 4.  It integrates the smooth
+    equations: a step with contacts, joint friction or constraint rows is refused.
 ``dop853``
     the adaptive explicit integrator (:func:`contactlab.reduced.integrators.simulate_adaptive`,
     Dormand–Prince 8(5,3)) over each step, to ``rtol`` and ``atol``; the
@@ -84,6 +91,7 @@ INTEGRATORS: dict[str, str] = {
     "trapezoidal": "linearized trapezoidal rule in the charts, second order",
     "bridson-marino": "implicit/explicit half-kicks around a drift, second order",
     "midpoint": "implicit midpoint rule on (q, p), symplectic: bounded energy error",
+    "midpoint4": "triple-jump composition of the midpoint rule, symplectic, fourth order",
     "dop853": "adaptive Dormand-Prince 8(5,3) over each step (options rtol, atol; no contact)",
 }
 DEFAULT = "linearly-implicit"
@@ -181,6 +189,8 @@ class Stepper:
             return symmetric_step(M + 0.5 * h * T.D, M @ v + 0.5 * h * f + 0.5 * h * (T.D @ v))
         if name == "midpoint":
             return self._midpoint(state, kin, M, f, h, contacts)
+        if name == "midpoint4":
+            return self._midpoint4(state, kin, M, h, contacts)
         if name == "dop853":
             return self._adaptive(state, kin, M, h, contacts)
         raise UnknownNameError("integrator", name, list(INTEGRATORS))
@@ -208,11 +218,9 @@ class Stepper:
         self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
 
-    def _adaptive(
-        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
-    ) -> tuple[Array, Array]:
-        from contactlab.reduced.integrators import simulate_adaptive
-
+    def _refuse_nonsmooth(self, state: State, contacts: bool) -> None:
+        """One clear error when the step has contacts, constraint rows or joint friction
+        (integrators that take the smooth equations of motion only)."""
         f = self.f
         if contacts or f.constraints or f.joint_layout is not None or f.dry_friction is not None:
             what = (
@@ -229,10 +237,30 @@ class Stepper:
                 )
             )
             raise ConfigurationError(
-                f"integrator 'dop853' integrates the smooth equations of motion, but scene "
+                f"integrator {self.name!r} integrates the smooth equations of motion, but scene "
                 f"{f.scene.name!r} has {what} at t={state.t:.6g} s; use a fixed-step integrator "
                 "(implicit-euler, trapezoidal, bridson-marino or midpoint)"
             )
+
+    def _midpoint4(
+        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
+    ) -> tuple[Array, Array]:
+        self._refuse_nonsmooth(state, contacts)
+        jt = self.f.joint_torque
+        tau = None if jt is None else (lambda t, q, v: np.asarray(jt(t, q, v), dtype=float))
+        q, v = step_midpoint(
+            self.tree, kin.q, kin.qdot, h, self.f.substep_angle, tau, state.t, order=4
+        )
+        self._remember(state, q=q)
+        return M, M @ v
+
+    def _adaptive(
+        self, state: State, kin: Kinematics, M: Array, h: float, contacts: bool
+    ) -> tuple[Array, Array]:
+        from contactlab.reduced.integrators import simulate_adaptive
+
+        f = self.f
+        self._refuse_nonsmooth(state, contacts)
         t0 = state.t
         jt = f.joint_torque
         tau = None if jt is None else (lambda t, q, qd: jt(t0 + t, q, qd))
@@ -266,7 +294,7 @@ class Stepper:
             impulse = d["S"] @ (v - d["v_free"])
             p_new = 2.0 * d["p_mid"] - d["p"] + impulse
             qdot = dyn.solve_mass(dyn.mass_matrix(forward_kinematics(tree, q)), p_new)
-        elif name == "dop853":
+        elif name in ("dop853", "midpoint4"):
             q, qdot = self._recall(state)["q"], v
         else:
             raise UnknownNameError("integrator", name, list(INTEGRATORS))
@@ -314,13 +342,30 @@ def midpoint_velocity(
     """The midpoint velocity ``v`` of the implicit midpoint rule on ``(q, p)`` from ``kin``.
 
     Solves ``M(m) v = p + h/2 g(m, v)``, ``m = q + h/2 v``, ``p = M(q) qdot``
-    (module docstring) by Newton's method: chord iterations with the Jacobian
-    ``M + h/2 D - h^2/4 K`` of the start of the step, then, if the residual is
-    still above ``MIDPOINT_TOL`` of the momentum scale, with forward differences
-    of the residual at the iterate (light, fast coordinates make the chord
-    contract slowly).  ``tau(q, v)``: applied joint torques at the midpoint.
-    Trees without force elements and Python-evaluated joints evaluate ``g``
-    and ``M`` by the compiled model.  Returns ``(v, p, M(m) v, Jacobian)``.
+    (module docstring) by Newton's method (:func:`_midpoint_newton`).
+    ``tau(q, v)``: applied joint torques at the midpoint.  Returns
+    ``(v, p, M(m) v, Jacobian)``.
+    """
+    v, p, p_mid, jac, _, _ = _midpoint_newton(kin, h, M, f, tau)
+    return v, p, p_mid, jac
+
+
+def _midpoint_newton(
+    kin: Kinematics,
+    h: float,
+    M: Array | None = None,
+    f: Array | None = None,
+    tau: Callable[[Array, Array], Array] | None = None,
+    terms: ImplicitTerms | None = None,
+) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
+    """:func:`midpoint_velocity` by Newton's method: chord iterations with the Jacobian
+    ``M + h/2 D - h^2/4 K`` (``M`` of the start of the step; ``K``, ``D`` of
+    ``terms``, or exact at the start of the step when ``None``), then, if the
+    residual is still above ``MIDPOINT_TOL`` of the momentum scale, with forward
+    differences of the residual at the iterate (light, fast coordinates make the
+    chord contract slowly).  Trees without force elements and Python-evaluated
+    joints evaluate ``g`` and ``M`` by the compiled model.  Returns
+    ``(v, p, M(m) v, Jacobian, (K, D), whether differences were needed)``.
     """
     tree = kin.tree
     q, v0 = kin.q, kin.qdot
@@ -331,13 +376,19 @@ def midpoint_velocity(
         f = -model.inverse_dynamics(q, v0, z)
         M = model.mass_matrix(q)
         a = dyn.solve_mass(M, f)
-        dq, dqd, _ = inverse_dynamics_derivatives(model, q, v0, a)
-        T = ImplicitTerms(-dq, dqd)
     else:
         M = dyn.mass_matrix(kin) if M is None else M
         f = dyn.reduced_forces(kin, None if tau is None else tau(q, v0)) if f is None else f
         a = dyn.solve_mass(M, f)
-        T = exact_terms(kin, a, model)
+
+    def exact_at_start() -> ImplicitTerms:
+        if compiled:
+            dq, dqd, _ = inverse_dynamics_derivatives(model, q, v0, a)
+            return ImplicitTerms(-dq, dqd)
+        return exact_terms(kin, a, model)
+
+    stale = terms is not None  # a linearization from elsewhere (an earlier substep)
+    T = exact_at_start() if terms is None else terms
     p = M @ v0
     jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
     lu = _inverse(jac)
@@ -359,10 +410,17 @@ def midpoint_velocity(
     norm = float(np.abs(r).max(initial=0.0))
     best = (norm, v, r, Mm)
     differences = False
+    chord = 0
     for k in range(MIDPOINT_ITERATIONS):
         if norm <= MIDPOINT_TOL * scale:
             break
-        if not differences and (k >= MIDPOINT_CHORD or not norm <= best[0]):
+        if stale and (k - chord >= MIDPOINT_CHORD or not norm <= best[0]):
+            # slow with the linearization of elsewhere: the exact one of this step
+            norm, v, r, Mm = best
+            T, stale, chord = exact_at_start(), False, k
+            jac = M + 0.5 * h * T.D - 0.25 * h * h * T.K
+            lu = _inverse(jac)
+        elif not differences and (k - chord >= MIDPOINT_CHORD or not norm <= best[0]):
             # slow or no contraction: back to the best iterate, the Jacobian there
             norm, v, r, Mm = best
             lu = _inverse(_difference_jacobian(lambda x: residual_at(x)[0], v, r))
@@ -378,7 +436,7 @@ def midpoint_velocity(
             f"midpoint step: Newton's method did not converge (residual {min(norm, best[0]):.3g} "
             f"of momentum {scale:.3g}); reduce h"
         )
-    return v, p, Mm @ v, jac
+    return v, p, Mm @ v, jac, T, differences
 
 
 def step_midpoint(
@@ -389,6 +447,7 @@ def step_midpoint(
     substep_angle: float | None = None,
     tau: Callable[[float, Array, Array], Array] | None = None,
     t: float = 0.0,
+    order: int = 2,
 ) -> tuple[Array, Array]:
     """A step of ``h`` [s] by the implicit midpoint rule on ``(q, p)``, without contacts.
 
@@ -397,23 +456,29 @@ def step_midpoint(
     midpoint velocity ``v`` of each substep (a substep that moves a coordinate
     further is taken again at half its length), so that coordinates that turn
     fast (a body rolling near a pole of its surface chart) keep their accuracy;
-    ``None``: one step.  A step whose Newton iteration does not converge is
+    ``None``: one step.  ``order`` 4 takes each substep as the triple jump of
+    three midpoint steps (module docstring).  A step whose Newton iteration does not converge is
     halved, up to ``MIDPOINT_SPLITS`` times (8 more with ``substep_angle``,
     after which the rest of the step is taken by DOP853 at rtol 1e-10: a
     chart singularity such as a gimbal-locked universal joint).
     ``tau(t, q, qdot)``: applied joint torques.
     """
     left, hs, halvings = h, h, 0
+    # the linearization (K, D) of the first substep serves the chord iterations of the
+    # step's other substeps (the answer is the same to the Newton tolerance)
+    cache: list[ImplicitTerms | None] = [None]
+    retake = False  # a substep taken again is halved, not grown back by the speed rule
     while left > 1e-12 * h:
-        if substep_angle is not None:
+        if substep_angle is not None and not retake:
             speed = float(np.abs(qdot).max(initial=0.0))
-            hs = min(left, 2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
-        hs = min(hs, left)
+            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
+        hs, retake = min(hs, left), False
         try:
-            q_new, qdot_new, moved = _midpoint_substep(tree, q, qdot, hs, tau, t)
+            q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order, cache)
         except StepFailure:
+            cache[0] = None
             if halvings < MIDPOINT_SPLITS + (0 if substep_angle is None else 8):
-                hs, halvings = 0.5 * hs, halvings + 1
+                hs, halvings, retake = 0.5 * hs, halvings + 1, True
                 continue
             if substep_angle is None:
                 raise
@@ -422,7 +487,7 @@ def step_midpoint(
             q, qdot = _adaptive_rest(tree, q, qdot, left, tau, t)
             break
         if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
-            hs = 0.5 * hs  # the velocity rose within the substep: take it again, shorter
+            hs, retake = 0.5 * hs, True  # the velocity rose within the substep: shorter
             continue
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
@@ -447,6 +512,37 @@ def _adaptive_rest(
     return q_new, qdot_new
 
 
+#: Suzuki-Yoshida triple jump: midpoint substeps of (g, 1 - 2 g, g) times the step,
+#: ``g = 1 / (2 - 2^(1/3))``, compose a symmetric symplectic method of order 4
+TRIPLE_JUMP = (
+    1.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+    1.0 - 2.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+    1.0 / (2.0 - 2.0 ** (1.0 / 3.0)),
+)
+
+
+def _composed_substep(
+    tree: Tree,
+    q: Array,
+    qdot: Array,
+    hs: float,
+    tau: Callable[[float, Array, Array], Array] | None,
+    t: float,
+    order: int,
+    cache: list[ImplicitTerms | None],
+) -> tuple[Array, Array, float]:
+    """A substep of ``hs`` by the midpoint rule (``order`` 2) or its triple jump (4):
+    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.  ``cache``
+    holds the linearization the chord iterations use (:func:`_midpoint_substep`)."""
+    if order == 2:
+        return _midpoint_substep(tree, q, qdot, hs, tau, t, cache)
+    speed = 0.0
+    for g in TRIPLE_JUMP:
+        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t, cache)
+        speed, t = max(speed, abs(moved / (g * hs))), t + g * hs
+    return q, qdot, hs * speed
+
+
 def _midpoint_substep(
     tree: Tree,
     q: Array,
@@ -454,12 +550,20 @@ def _midpoint_substep(
     hs: float,
     tau: Callable[[float, Array, Array], Array] | None,
     t: float,
+    cache: list[ImplicitTerms | None] | None = None,
 ) -> tuple[Array, Array, float]:
-    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``."""
+    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``.
+
+    ``cache[0]``: the linearization ``(K, D)`` for the chord iterations (``None``:
+    exact at ``q``, then kept there); dropped when the chord did not converge.
+    """
     kin = forward_kinematics(tree, q, qdot)
     t_mid = t + 0.5 * hs
     tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))
-    v, p, p_mid, _ = midpoint_velocity(kin, hs, tau=tau_mid)
+    terms = None if cache is None else cache[0]
+    v, p, p_mid, _, terms, differences = _midpoint_newton(kin, hs, tau=tau_mid, terms=terms)
+    if cache is not None:
+        cache[0] = None if differences else terms
     q_new = kin.q + hs * v
     M_new = model_of(kin).mass_matrix(q_new)
     q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
