@@ -63,6 +63,22 @@ def _union(parent: IVec, a: int, b: int) -> None:
 
 
 @njit(cache=True)
+def _numbered(parent: IVec) -> tuple[IVec, int]:
+    """The component of every node of the union--find forest ``parent``, numbered by
+    first node, and the number of components."""
+    n = parent.shape[0]
+    label = np.full(n, -1, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        r = _find(parent, i)
+        if label[r] < 0:
+            label[r] = count
+            count += 1
+        label[i] = label[r]
+    return label, count
+
+
+@njit(cache=True)
 def row_labels(ptr: IVec, idx: IVec, ncols: int, nc: int, by_columns: bool) -> tuple[IVec, int]:
     """Island of every row, numbered by first row, and the number of islands.
 
@@ -88,15 +104,7 @@ def row_labels(ptr: IVec, idx: IVec, ncols: int, nc: int, by_columns: bool) -> t
         for i in range(n):
             for k in range(ptr[i], ptr[i + 1]):
                 _union(parent, i, idx[k])
-    label = np.full(n, -1, dtype=np.int64)
-    count = 0
-    for i in range(n):
-        r = _find(parent, i)
-        if label[r] < 0:
-            label[r] = count
-            count += 1
-        label[i] = label[r]
-    return label, count
+    return _numbered(parent)
 
 
 @njit(cache=True)
@@ -107,15 +115,7 @@ def pair_labels(n: int, a: IVec, b: IVec) -> IVec:
     for k in range(a.shape[0]):
         if a[k] >= 0 and b[k] >= 0:
             _union(parent, a[k], b[k])
-    label = np.full(n, -1, dtype=np.int64)
-    count = 0
-    for i in range(n):
-        r = _find(parent, i)
-        if label[r] < 0:
-            label[r] = count
-            count += 1
-        label[i] = label[r]
-    return label
+    return _numbered(parent)[0]
 
 
 def island_labels(problem: FrictionalContact) -> tuple[IVec, int]:
