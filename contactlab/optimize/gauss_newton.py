@@ -36,6 +36,9 @@ import scipy.sparse
 from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.tree import Array
 
+#: Most unknowns for which an indefinite Hessian is eigen-decomposed (dense) and flipped.
+MAX_FLIPPED = 2000
+
 if TYPE_CHECKING:
     from contactlab.optimize.spacetime import SpacetimeProblem
 
@@ -160,23 +163,40 @@ def solve(
     initial_cost: float,
     history: list[float],
     exact_hessian: bool = True,
+    flip_negative_curvature: bool = True,
+    gradient_tolerance: float = 1e-8,
     log: Callable[[dict[str, float]], None] | None = None,
 ) -> tuple[Array, int, int, str, str]:
     """Minimize from ``x`` (inside the box); returns ``x, nit, nfev, status, message``.
 
     The model Hessian is ``2 (J^T J + S)`` with ``S`` from
     :func:`residual_curvature` (Newton), or ``2 J^T J`` (Gauss-Newton) when
-    ``exact_hessian`` is false.  Where the Hessian over the free variables is
-    not positive definite, ``mu diag(J^T J)`` is added with the least ``mu``
-    in ``{0, 1e-6, 1e-5, ...}`` that makes its banded Cholesky succeed
-    (Levenberg-Marquardt).  Stops as ``"optimal"`` when the predicted decrease
-    ``g_F^T H_F^{-1} g_F / 2`` over the free variables falls below
-    ``tolerance`` times the initial cost and no variable held at a bound would
-    be released.  ``log`` receives, per iteration, the cost, the damping ``mu``, the
-    undamped decrement (``inf`` where the Hessian over the free variables is not
-    positive definite) and the largest projected gradient entry.
+    ``exact_hessian`` is false.  Each iteration tries the damped step
+    ``(H + mu diag(J^T J))^-1`` over the free variables (Levenberg-Marquardt; where
+    the banded Cholesky fails, the step is not taken).  Where the Newton Hessian over
+    the free variables is not positive definite and ``flip_negative_curvature`` (at
+    most :data:`MAX_FLIPPED` unknowns), the modified Newton step of its dense
+    eigen-decomposition with every eigenvalue replaced by its absolute value
+    (floored at ``1e-14`` of the largest diagonal entry) plus ``mu`` times the mean
+    diagonal of ``J^T J`` is tried too, and the trial point of lower cost is taken:
+    the flipped step goes down along negative curvature and takes long steps along the
+    nearly flat directions a light chain has many of, where the damping needed to make
+    the Hessian positive definite would shorten them by orders of magnitude; the damped
+    step keeps the method's progress near saddles where the flipped step is rejected.
+    ``mu`` follows the ratio of actual to predicted decrease.
+
+    Stops as ``"optimal"`` when no variable held at a bound would be released and
+    either the predicted decrease ``g_F^T |H_F|^{-1} g_F / 4`` over the free
+    variables (``|H_F|`` the flipped Hessian where it is indefinite) falls below
+    ``tolerance`` times the initial cost, or the largest projected gradient entry falls
+    below ``gradient_tolerance`` times its value at the start (a first-order point;
+    the message says whether the Hessian is positive definite there).  ``log`` receives,
+    per iteration, the cost, the damping ``mu``, the undamped decrement (``inf`` where
+    the Hessian over the free variables is not positive definite and not flipped) and the
+    largest projected gradient entry.
     """
     nit = nfev = 0
+    g0: float | None = None
     r, J = sparse_jacobian(problem, x)
     f = float(r @ r)
     nfev += 1
@@ -209,30 +229,60 @@ def solve(
             decrement = 0.25 * float(gf @ scipy.linalg.cho_solve_banded((factor, True), gf))
         except np.linalg.LinAlgError:
             pass
+        flip = None
+        indefinite = exact_hessian and not np.isfinite(decrement)
+        if indefinite and flip_negative_curvature and len(x) <= MAX_FLIPPED:
+            flip = _flipped(H, active, scale)
+            lam, V, free_idx = flip
+            decrement = 0.25 * float(np.sum((V.T @ gf[free_idx]) ** 2 / lam))
         if log is not None:
             log({"nit": nit, "cost": f, "damping": mu, "decrement": decrement,
                  "projected_gradient": float(np.abs(pg).max())})  # fmt: skip
         if decrement <= tolerance * initial_cost and not released:
             return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
+        if g0 is None:
+            g0 = max(float(np.abs(pg).max()), 1e-300)
+        if float(np.abs(pg).max()) <= gradient_tolerance * g0 and not released:
+            kind = "Hessian indefinite there" if flip is not None else "Hessian positive definite"
+            return (
+                x,
+                nit,
+                nfev,
+                "optimal",
+                (f"projected gradient below {gradient_tolerance:g} of the initial one ({kind})"),
+            )
         if nit >= max_iterations:
             return x, nit, nfev, "max_iterations", "iteration limit reached"
         accepted = False
         for _ in range(60):
+            steps = []
             damped = ab.copy()
             damped[0] += mu * np.where(active, 0.0, base)
             try:
                 factor = scipy.linalg.cholesky_banded(damped, lower=True)
+                d = -0.5 * scipy.linalg.cho_solve_banded((factor, True), gf)
+                d[active] = 0.0
+                steps.append(d)
             except np.linalg.LinAlgError:
-                mu = max(4.0 * mu, 1e-8)
-                continue
-            d = -0.5 * scipy.linalg.cho_solve_banded((factor, True), gf)
-            d[active] = 0.0
-            trial = np.clip(x + d, lower, upper)
+                if flip is None:
+                    mu = max(4.0 * mu, 1e-8)
+                    continue
+            if flip is not None:
+                lam, V, free_idx = flip
+                shift = mu * float(base[free_idx].mean())
+                d = np.zeros_like(x)
+                d[free_idx] = -0.5 * V @ ((V.T @ gf[free_idx]) / (lam + shift))
+                steps.append(d)
+            trials = [np.clip(x + d, lower, upper) for d in steps]
+            costs = []
+            for trial in trials:
+                r_trial = residuals(problem, trial)
+                costs.append(float(r_trial @ r_trial))
+            nfev += len(trials)
+            trial = trials[int(np.argmin(costs))]
+            f_trial = min(costs)
             p = trial - x
             predicted = -(float(g @ p) + float(p @ (H @ p)))  # f - (f + g.p + p.H p)
-            r_trial = residuals(problem, trial)
-            nfev += 1
-            f_trial = float(r_trial @ r_trial)
             rho = (f - f_trial) / predicted if predicted > 0 else -1.0
             if rho > 1e-4:
                 accepted = True
@@ -251,3 +301,11 @@ def solve(
         r, J = sparse_jacobian(problem, x)
         f = float(r @ r)
         history.append(f)
+
+
+def _flipped(H: scipy.sparse.spmatrix, active: Array, scale: float) -> tuple[Array, Array, Array]:
+    """``|H|`` over the free variables: the absolute eigenvalues of ``H`` restricted to them
+    (floored at ``1e-14 scale``), its eigenvectors and the free variables' indices."""
+    free_idx = np.flatnonzero(~active)
+    lam, V = np.linalg.eigh(H[free_idx][:, free_idx].toarray())
+    return np.maximum(np.abs(lam), 1e-14 * scale), V, free_idx
