@@ -135,6 +135,14 @@ def transition_rows(
 
 
 def write_transition(rows: list[dict[str, object]]) -> None:
+    """``transition.md`` and ``.csv`` from ``rows`` and the earlier rows of ``transition.csv``
+    for the (knots, limits, method) not run now."""
+    key = ("knots", "limits", "method")
+    if (OUT / "transition.csv").is_file():
+        new = {tuple(r[k] for k in key) for r in rows}
+        old = pd.read_csv(OUT / "transition.csv").to_dict("records")
+        rows = [r for r in old if tuple(r[k] for k in key) not in new] + rows
+        rows.sort(key=lambda r: (int(r["knots"]), r["limits"], r["method"] != "hybrid"))  # type: ignore[call-overload]
     lines = [
         "# Floating-base transition with welded feet (humanoid-squat)",
         "",
@@ -204,21 +212,21 @@ def write_benchmark_section(md: Path = Path("results/benchmarks/dynamics.md")) -
         "| load | first-order residual |",
         "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    if (OUT / "scaling.csv").is_file():
-        for r in pd.read_csv(OUT / "scaling.csv").to_dict("records"):
-            lines.append(
-                f"| hanging chain, 10 intervals | {r['dof']} | {r['unknowns']} | {r['method']} "
-                f"| {r['status']} | {r['iterations']} | {r['wall_s']:.2f} "
-                f"| {_num(r.get('cpu_s'))} | {_num(r.get('load'), '.1f')} "
-                f"| {r['stationarity']:.1e} |"
+    for name, chain in (("scaling.csv", True), ("transition.csv", False)):
+        if not (OUT / name).is_file():
+            continue
+        digits = ".2f" if chain else ".1f"
+        for r in pd.read_csv(OUT / name).to_dict("records"):
+            problem = (
+                "hanging chain, 10 intervals"
+                if chain
+                else f"humanoid-squat, {r['knots']} intervals, {r['limits']} limits"
             )
-    if (OUT / "transition.csv").is_file():
-        for r in pd.read_csv(OUT / "transition.csv").to_dict("records"):
-            lines.append(
-                f"| humanoid-squat, {r['knots']} intervals, {r['limits']} limits | {r['dof']} "
-                f"| {r['unknowns']} | {r['method']} | {r['status']} | {r['iterations']} "
-                f"| {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load']} | {r['kkt']:.1e} |"
-            )
+            residual = r["stationarity" if chain else "kkt"]
+            cells = [problem, r["dof"], r["unknowns"], r["method"], r["status"], r["iterations"]]
+            cells += [_num(r["wall_s"], digits), _num(r.get("cpu_s"), digits)]
+            cells += [_num(r.get("load"), ".1f"), f"{residual:.1e}"]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     text = md.read_text() if md.is_file() else ""
     block = "\n".join(lines) + "\n"
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)

@@ -29,6 +29,11 @@ from contactlab.reduced.tree import Array
 
 G1_URDF = "g1_description/urdf/g1_29dof_rev_1_0.urdf"
 G1_FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+#: Intervals of ``humanoid-squat`` by default (``--set knots=N``): at 10 (h = 0.1 s) the
+#: default solver converges within a minute (results/optimize/transition.md); at 20 its
+#: exact-Hessian phase, a dense eigen-decomposition over 917 unknowns per iteration, took
+#: 150 iterations (11 min at load 8) without converging.
+DEFAULT_KNOTS = 10
 
 
 def urdf_limits(path: Path, model: Model) -> tuple[Array, Array]:
@@ -55,7 +60,7 @@ def _set(tree: object, q: Array, values: dict[str, float]) -> Array:
 
 
 def humanoid_squat(
-    knots: int = 20, duration: float = 1.0, limits: bool = True
+    knots: int = DEFAULT_KNOTS, duration: float = 1.0, limits: bool = True
 ) -> ContactTransition:
     """G1 from a light stance to a deeper one, arms raised and waist turned, feet welded."""
     from contactlab.reduced.urdf_geometry import example_robot_data

@@ -238,19 +238,18 @@ def solve(
         if log is not None:
             log({"nit": nit, "cost": f, "damping": mu, "decrement": decrement,
                  "projected_gradient": float(np.abs(pg).max())})  # fmt: skip
-        if decrement <= tolerance * initial_cost and not released:
-            return x, nit, nfev, "optimal", "predicted decrease below tolerance x initial cost"
+        kind = (
+            "the Hessian indefinite there" if indefinite else "the model Hessian positive definite"
+        )
         if g0 is None:
             g0 = max(float(np.abs(pg).max()), 1e-300)
-        if float(np.abs(pg).max()) <= gradient_tolerance * g0 and not released:
-            kind = "Hessian indefinite there" if flip is not None else "Hessian positive definite"
-            return (
-                x,
-                nit,
-                nfev,
-                "optimal",
-                (f"projected gradient below {gradient_tolerance:g} of the initial one ({kind})"),
-            )
+        why = ""
+        if decrement <= tolerance * initial_cost:
+            why = "predicted decrease below tolerance x initial cost"
+        elif float(np.abs(pg).max()) <= gradient_tolerance * g0:
+            why = f"projected gradient below {gradient_tolerance:g} of the initial one"
+        if why and not released:
+            return x, nit, nfev, "optimal", f"{why} ({kind})"
         if nit >= max_iterations:
             return x, nit, nfev, "max_iterations", "iteration limit reached"
         accepted = False

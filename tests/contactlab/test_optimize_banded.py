@@ -190,6 +190,43 @@ def test_ten_link_chain_converges() -> None:
     assert result.cost < result.initial_cost
 
 
+def test_twenty_link_chain_reaches_a_first_order_point() -> None:
+    """The hanging 20-link chain of the benchmark (180 unknowns), default Newton: ``optimal``,
+    checked without the solver's report.
+
+    The projected gradient (half-turn bounds), from the dense gradient of
+    ``cost_and_gradient`` (not the solver's sparse Jacobian), is below 1e-6 of the
+    initial gradient; every knot within its bounds; the cost below the straight-line
+    guess's.  The Hessian there is indefinite along the chain's nearly passive motions
+    (a first-order point; the solver's message says which case it stopped in, and the
+    least eigenvalue of the exact Hessian over the variables off the bounds agrees with
+    it).  Before the flipped steps the damped Newton stopped at the 1000-iteration cap.
+    """
+    model = _chain(20)
+    start = np.zeros(20)
+    start[0] = np.pi / 2
+    end = start.copy()
+    end[:3] += [0.4, -0.3, 0.2]
+    problem = SpacetimeProblem(model, 0.6, 10, start, end)
+    result = optimize(problem, check_gradient=False)
+    assert result.status == "optimal"
+    mask = ~problem._fixed
+    x = result.q[mask]
+    low, high = problem.turn_bounds()
+    lower = np.broadcast_to(low, mask.shape)[mask]
+    upper = np.broadcast_to(high, mask.shape)[mask]
+    assert np.all(x >= lower) and np.all(x <= upper)
+    g = problem.cost_and_gradient(x)[1]
+    g0 = problem.cost_and_gradient(problem.initial_guess())[1]
+    assert np.abs(projected_gradient(g, x, lower, upper)).max() <= 1e-6 * np.abs(g0).max()
+    assert result.cost < result.initial_cost
+    free = (x - lower > 1e-10) & (upper - x > 1e-10)
+    r, J = sparse_jacobian(problem, x)
+    H = 2.0 * (J.T @ J + residual_curvature(problem, x, r)).toarray()
+    least = np.linalg.eigvalsh(H[np.ix_(free, free)])[0]
+    assert ("indefinite" in result.message) == (least < 0.0)
+
+
 def test_cli_limits_run_the_banded_newton(tmp_path: Path) -> None:
     """``--upper`` with the default method: Newton, optimal, no knot above the limit (1e-8)."""
     out = tmp_path / "limited"
