@@ -152,7 +152,8 @@ def write_transition(rows: list[dict[str, object]]) -> None:
         "",
         "Unitree G1 (29 joints + floating base = 35 coordinates) from a light stance to a "
         "deeper one with arms raised and waist turned, 1 s, both feet welded (6-component "
-        "contact wrench each), with the URDF's joint limits (the default); SQP with "
+        "contact wrench each), with the URDF's joint limits (the default); 10 intervals are "
+        "the command's default (`--set knots=N`); SQP with "
         "constraint restoration (`contactlab/optimize/transition.py`): `hybrid` = the default "
         "(Gauss-Newton until the Lagrangian gradient is below 1e-2 of its initial value, then "
         "the exact Lagrangian Hessian with negative curvature flipped; bounds by the active set "
