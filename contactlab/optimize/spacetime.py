@@ -372,7 +372,11 @@ def optimize(
 
     ``Newton`` (default) and ``Gauss-Newton`` factor the banded Hessian
     (:func:`contactlab.optimize.gauss_newton.solve`; ``Newton`` adds the
-    residual curvature to ``J^T J``) and take joint limits by projection.
+    residual curvature to ``J^T J`` and, where that is indefinite, also tries the
+    step with its eigenvalues flipped) and take joint limits by projection; they
+    also stop as ``"optimal"`` at a first-order point (projected gradient below
+    1e-8 of the initial one; the message says whether the Hessian is positive
+    definite there).
     The scipy quasi-Newton method runs in the variables preconditioned by the
     Gauss-Newton Hessian (:func:`_preconditioner`), restarted with a fresh
     preconditioner every ``restart_every`` iterations.  It stops as
