@@ -17,6 +17,7 @@ from contactlab.optimize.gauss_newton import (
     residual_curvature,
     sparse_jacobian,
 )
+from contactlab.optimize.spacetime import SpacetimeResult
 from contactlab.reduced.model import Model
 from contactlab.scenario import get_scenario
 
@@ -160,6 +161,39 @@ def test_arm_optimum_does_not_wind(arm3: Model) -> None:
     assert np.all(np.abs(result.q) < 2 * np.pi)
 
 
+def _hanging(n: int) -> SpacetimeProblem:
+    """The benchmark's hanging ``n``-link chain swung to a bent pose (0.6 s, 10 intervals)."""
+    start = np.zeros(n)
+    start[0] = np.pi / 2
+    end = start.copy()
+    end[:3] += [0.4, -0.3, 0.2]
+    return SpacetimeProblem(_chain(n), 0.6, 10, start, end)
+
+
+def _first_order_point(
+    problem: SpacetimeProblem, result: SpacetimeResult
+) -> tuple[np.ndarray, ...]:
+    """Check, without the solver's report, that ``result`` is ``optimal``, within the
+    half-turn bounds, and that its projected gradient (from the dense gradient of
+    ``cost_and_gradient``, not the solver's sparse Jacobian) is below 1e-6 of the initial
+    gradient; returns the unknowns, the mask of those off the bounds and the exact Hessian
+    over them."""
+    assert result.status == "optimal"
+    mask = ~problem._fixed
+    x = result.q[mask]
+    low, high = problem.turn_bounds()
+    lower = np.broadcast_to(low, mask.shape)[mask]
+    upper = np.broadcast_to(high, mask.shape)[mask]
+    assert np.all(x >= lower) and np.all(x <= upper)
+    g = problem.cost_and_gradient(x)[1]
+    g0 = problem.cost_and_gradient(problem.initial_guess())[1]
+    assert np.abs(projected_gradient(g, x, lower, upper)).max() <= 1e-6 * np.abs(g0).max()
+    free = (x - lower > 1e-10) & (upper - x > 1e-10)
+    r, J = sparse_jacobian(problem, x)
+    H = 2.0 * (J.T @ J + residual_curvature(problem, x, r)).toarray()
+    return x, free, H[np.ix_(free, free)]
+
+
 def test_ten_link_chain_converges() -> None:
     """A hanging 10-link chain (10 unknowns per knot) swung to a bent pose: a first-order point.
 
@@ -169,24 +203,9 @@ def test_ten_link_chain_converges() -> None:
     Prescott 175, SkylakeX 182, Haswell 186 iterations to cost 9.3e-6; with the damped step
     alone 141 to 4.0e-5 and 852 and 1384 to 2.8e-5), so the cap is set well above them.
     """
-    model = _chain(10)
-    start = np.zeros(10)
-    start[0] = np.pi / 2
-    end = start.copy()
-    end[:3] += [0.4, -0.3, 0.2]
-    problem = SpacetimeProblem(model, 0.6, 10, start, end)
+    problem = _hanging(10)
     result = optimize(problem, check_gradient=False, max_iterations=4000)
-    assert result.status == "optimal"
-    x0 = problem.initial_guess()
-    g0 = problem.cost_and_gradient(x0)[1]
-    low, high = problem.turn_bounds()
-    mask = ~problem._fixed
-    x = result.q[mask]
-    g = problem.cost_and_gradient(x)[1]
-    pg = projected_gradient(
-        g, x, np.broadcast_to(low, mask.shape)[mask], np.broadcast_to(high, mask.shape)[mask]
-    )
-    assert np.abs(pg).max() <= 1e-6 * np.abs(g0).max()
+    _first_order_point(problem, result)
     assert result.cost < result.initial_cost
 
 
@@ -202,28 +221,11 @@ def test_twenty_link_chain_reaches_a_first_order_point() -> None:
     least eigenvalue of the exact Hessian over the variables off the bounds agrees with
     it).  Before the flipped steps the damped Newton stopped at the 1000-iteration cap.
     """
-    model = _chain(20)
-    start = np.zeros(20)
-    start[0] = np.pi / 2
-    end = start.copy()
-    end[:3] += [0.4, -0.3, 0.2]
-    problem = SpacetimeProblem(model, 0.6, 10, start, end)
+    problem = _hanging(20)
     result = optimize(problem, check_gradient=False)
-    assert result.status == "optimal"
-    mask = ~problem._fixed
-    x = result.q[mask]
-    low, high = problem.turn_bounds()
-    lower = np.broadcast_to(low, mask.shape)[mask]
-    upper = np.broadcast_to(high, mask.shape)[mask]
-    assert np.all(x >= lower) and np.all(x <= upper)
-    g = problem.cost_and_gradient(x)[1]
-    g0 = problem.cost_and_gradient(problem.initial_guess())[1]
-    assert np.abs(projected_gradient(g, x, lower, upper)).max() <= 1e-6 * np.abs(g0).max()
+    _, _, H = _first_order_point(problem, result)
     assert result.cost < result.initial_cost
-    free = (x - lower > 1e-10) & (upper - x > 1e-10)
-    r, J = sparse_jacobian(problem, x)
-    H = 2.0 * (J.T @ J + residual_curvature(problem, x, r)).toarray()
-    least = np.linalg.eigvalsh(H[np.ix_(free, free)])[0]
+    least = np.linalg.eigvalsh(H)[0]
     assert ("indefinite" in result.message) == (least < 0.0)
 
 
@@ -274,20 +276,8 @@ def test_horizontal_ten_link_arm_reaches_a_local_minimum() -> None:
     end[:3] = [np.pi / 2, -np.pi / 4, np.pi / 6]
     problem = SpacetimeProblem(model, 1.0, 10, np.zeros(10), end)
     result = optimize(problem, check_gradient=False)
-    assert result.status == "optimal"
-    mask = ~problem._fixed
-    x = result.q[mask]
-    low, high = problem.turn_bounds()
-    lower = np.broadcast_to(low, mask.shape)[mask]
-    upper = np.broadcast_to(high, mask.shape)[mask]
-    assert np.all(x >= lower) and np.all(x <= upper)
-    g = problem.cost_and_gradient(x)[1]
-    g0 = problem.cost_and_gradient(problem.initial_guess())[1]
-    assert np.abs(projected_gradient(g, x, lower, upper)).max() <= 1e-6 * np.abs(g0).max()
-    free = (x - lower > 1e-10) & (upper - x > 1e-10)
-    r, J = sparse_jacobian(problem, x)
-    H = 2.0 * (J.T @ J + residual_curvature(problem, x, r)).toarray()
-    eig, V = np.linalg.eigh(H[np.ix_(free, free)])
+    x, free, H = _first_order_point(problem, result)
+    eig, V = np.linalg.eigh(H)
     assert eig[0] > 0.0
     v = np.zeros_like(x)
     v[free] = V[:, 0]
