@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import shape_pairs
+from shape_pairs import MARGIN, T
 
 from contactlab import se3
 from contactlab.collision import ContactSet, collide
@@ -18,7 +20,6 @@ from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
 
 TOL = 1e-9
-MARGIN = 0.005
 S2 = np.sqrt(0.5)
 
 
@@ -26,13 +27,8 @@ GROUND = (Plane(),)
 
 
 def scene_of(*shapes, static=GROUND, margin=MARGIN, contact=None):
-    bodies = tuple(Body(f"b{k}", 1.0, [1.0, 1.0, 1.0], shapes=(s,)) for k, s in enumerate(shapes))
-    params = contact or ContactParams(margin=margin)
-    return Scene("t", bodies, static_shapes=static, contact=params)
-
-
-def T(p, w=(0.0, 0.0, 0.0)):
-    return se3.make_transform(se3.exp_so3(np.asarray(w, float)), np.asarray(p, float))
+    """:func:`shape_pairs.scene_of` on the ground plane by default."""
+    return shape_pairs.scene_of(*shapes, static=static, margin=margin, contact=contact)
 
 
 def run(scene, *transforms) -> ContactSet:
