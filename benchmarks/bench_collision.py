@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import harness
-from benchmarks.harness import exponent, markdown_table, median_time
+from benchmarks.harness import markdown_table, median_time
 from contactlab import se3
 from contactlab.collision import Collider, brute_force_pairs, grid_pairs, sweep_and_prune
 from contactlab.contact import contact_rows
@@ -99,14 +99,6 @@ def measure(n: int, repeat: int, rng: np.random.Generator, with_step: bool) -> d
     return row
 
 
-def exponents(df: pd.DataFrame) -> dict[str, float]:
-    big = df[df.n_boxes >= 100]
-    return {
-        col: exponent(big.n_contacts, big[col])
-        for col in ("collision_s", "grid_s", "sweep_prune_s", "assembly_s")
-    }
-
-
 def main() -> None:
     parser = harness.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500, 1000, 2000])
@@ -117,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     df = pd.DataFrame([measure(n, args.repeat, rng, n <= args.step_max) for n in args.sizes])
-    slopes = exponents(df)
+    big = df[df.n_boxes >= 100]
     lines = [
         "# Collision and contact-row assembly: time vs number of contacts",
         "",
@@ -130,7 +122,9 @@ def main() -> None:
         markdown_table(df),
         "",
         "Scaling exponents vs number of contacts (n >= 100): "
-        + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in slopes.items()),
+        + harness.exponents_text(
+            big.n_contacts, big, ("collision_s", "grid_s", "sweep_prune_s", "assembly_s")
+        ),
     ]
     harness.write(args.out, "collision", df, lines)
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import harness
-from benchmarks.harness import exponent, markdown_table, median_time
+from benchmarks.harness import markdown_table, median_time
 from contactlab import forces, se3
 from contactlab.scene import Body, Scene
 
@@ -64,20 +64,13 @@ def run(sizes: list[int], repeat: int) -> pd.DataFrame:
     return pd.DataFrame([measure(n, repeat, rng) for n in sizes])
 
 
-def exponents(df: pd.DataFrame) -> dict[str, float]:
-    big = df[df.n_bodies >= 100]
-    return {
-        col: exponent(big.n_bodies, big[col]) for col in ("wrench_s", "stiffness_s", "damping_s")
-    }
-
-
 def main() -> None:
     parser = harness.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     df = run(args.sizes, args.repeat)
-    slopes = exponents(df)
+    big = df[df.n_bodies >= 100]
     lines = [
         "# Force elements: evaluation time vs number of bodies",
         "",
@@ -88,7 +81,7 @@ def main() -> None:
         markdown_table(df),
         "",
         "Scaling exponents (n >= 100): "
-        + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in slopes.items()),
+        + harness.exponents_text(big.n_bodies, big, ("wrench_s", "stiffness_s", "damping_s")),
     ]
     harness.write(args.out, "forces", df, lines)
 

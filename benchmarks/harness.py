@@ -112,3 +112,9 @@ def exponent(x: np.ndarray, t: np.ndarray) -> float:
     """The scaling exponent ``p`` of ``t ~ x^p``: the least-squares slope of ``log t`` over
     ``log x``."""
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(t, float)), 1)[0])
+
+
+def exponents_text(x: pd.Series, df: pd.DataFrame, columns: tuple[str, ...]) -> str:
+    """The scaling exponents of the time ``columns`` of ``df`` over ``x`` (rows of the
+    same index), as ``name p, ...`` with each column's ``_s`` (seconds) suffix dropped."""
+    return ", ".join(f"{col.removesuffix('_s')} {exponent(x, df[col]):.2f}" for col in columns)
