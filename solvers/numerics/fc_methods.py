@@ -86,6 +86,26 @@ def shift_cones(cones: Cones, q: Vec, u: Vec, qs: Vec) -> None:
 
 
 @njit(cache=True)
+def feasible_start(
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
+    qnorm: float,
+) -> tuple[Vec, Vec, Vec, float]:  # fmt: skip
+    """Where :func:`apgd` and :func:`admm` start: the warm start ``r`` projected onto the
+    cones (``x``), its velocity ``u = W x + q``, the free velocity ``qs`` with De Saxcé's
+    shift at ``u`` (``q`` itself for the CCP, ``law = 0``) and the natural-map residual of
+    ``law`` at ``x``."""
+    n = q.shape[0]
+    x = np.empty(n)
+    project_cones(cones, r, x)
+    u = np.empty(n)
+    matvec(indptr, indices, data, x, q, u)
+    qs = q.copy()
+    if law == 1:
+        shift_cones(cones, q, u, qs)
+    return x, u, qs, natural_map_cones(cones, law, x, u, qnorm)
+
+
+@njit(cache=True)
 def apgd(
     indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
     tol: float, max_iter: int,
@@ -112,17 +132,10 @@ def apgd(
     """
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
-    x = np.empty(n)
-    project_cones(cones, r, x)
-    qs = q.copy()
-    u = np.empty(n)
-    matvec(indptr, indices, data, x, q, u)
-    if law == 1:
-        shift_cones(cones, q, u, qs)
+    x, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
     gx = np.empty(n)
     for i in range(n):
         gx[i] = u[i] + (qs[i] - q[i])
-    res = natural_map_cones(cones, law, x, u, qnorm)
     if res <= tol:
         r[:] = x
         return 0, res
@@ -227,20 +240,13 @@ def admm(
     """
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    project_cones(cones, r, z)
+    z, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
     x = z.copy()
     lam = np.zeros(n)
-    u = np.empty(n)
     us = np.empty(n)
-    qs = q.copy()
     rhs = np.empty(n)
     zold = np.empty(n)
     xl = np.empty(n)
-    matvec(indptr, indices, data, z, q, u)
-    res = natural_map_cones(cones, law, z, u, qnorm)
-    if law == 1:
-        shift_cones(cones, q, u, qs)
     best = z.copy()
     best_res = res
     it = 0
