@@ -245,10 +245,8 @@ def main(argv: list[str] | None = None) -> None:
     df["recursive_over_hand"] = df.recursive_ms / df.hand_recursive_ms
     df["model_over_pinocchio"] = df.model_ms / df.pinocchio_ms
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "general_joints.csv", index=False, float_format="%.6g")
-    (args.out / "general_joints.md").write_text(report(df, args.budget))
-    print(report(df, args.budget))
+    lines = report(df, args.budget).splitlines()
+    harness.write(args.out, "general_joints", df, lines, float_format="%.6g")
 
 
 def _f(x: float, fmt: str) -> str:
