@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import harness
-from benchmarks.harness import exponent
 from contactlab.maximal import MaximalFormulation
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.scenario import get_scenario
@@ -91,12 +90,6 @@ def main(argv: list[str] | None = None) -> None:
     df = pd.DataFrame(rows)[
         ["n_bodies", "n_rows", "assembly", "solve", "advance", "step", "setup", "drift"]
     ]
-    ranges = {"10-1000": df[df.n_bodies <= 1000], ">= 1000": df[df.n_bodies >= 1000]}
-    slopes = {
-        (k, name): exponent(part.n_bodies.to_numpy(), part[k].to_numpy())
-        for k in ("assembly", "solve", "step")
-        for name, part in ranges.items()
-    }
     lines = [
         "# Maximal coordinates: step time vs number of bodies (hinge chain)",
         "",
@@ -116,11 +109,11 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Fitted scaling exponents (slope of log time vs log bodies):",
         "",
-        "| part | n = 10-1000 | n >= 1000 |",
-        "| --- | ---: | ---: |",
-        *(
-            f"| {k} | {slopes[k, '10-1000']:.2f} | {slopes[k, '>= 1000']:.2f} |"
-            for k in ("assembly", "solve", "step")
+        *harness.exponents_table(
+            "part",
+            "n_bodies",
+            {"n = 10-1000": df[df.n_bodies <= 1000], "n >= 1000": df[df.n_bodies >= 1000]},
+            {k: k for k in ("assembly", "solve", "step")},
         ),
         "",
         "`setup` is building the formulation and the initial state (placement by the joint "

@@ -125,17 +125,6 @@ def main(argv: list[str] | None = None) -> None:
     df["kernel_over_si_guenter"] = df["recursive_kernel_ms"] / df["si_guenter_method1_ms"]
 
     chains = df[df.scene.str.startswith("revolute")]
-    logn = np.log(chains["dof"].to_numpy(float))
-    slopes = {
-        col: float(np.polyfit(logn, np.log(chains[col].to_numpy(float)), 1)[0])
-        for col in ("dense_ms", "recursive_ms", "recursive_kernel_ms")
-    }
-    # the large-n exponent (50..200), where fixed per-call overheads matter less
-    big = chains["dof"] >= 50
-    slopes_big = {
-        col: float(np.polyfit(logn[big.to_numpy()], np.log(chains[col][big].to_numpy(float)), 1)[0])
-        for col in slopes
-    }
 
     lines = [
         "# Reduced-coordinate forward dynamics: dense REDMAX vs recursive O(n)",
@@ -164,15 +153,18 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Fitted scaling exponents (slope of log time vs log DOF, revolute chains):",
         "",
-        "| method | all chains (10-200) | chains 50-200 |",
-        "| --- | ---: | ---: |",
+        # the large-n exponent (50..200), where fixed per-call overheads matter less
+        *harness.exponents_table(
+            "method",
+            "dof",
+            {"all chains (10-200)": chains, "chains 50-200": chains[chains["dof"] >= 50]},
+            {
+                "dense_ms": "dense",
+                "recursive_ms": "recursive (whole call)",
+                "recursive_kernel_ms": "recursive kernel",
+            },
+        ),
     ]
-    for col, label in (
-        ("dense_ms", "dense"),
-        ("recursive_ms", "recursive (whole call)"),
-        ("recursive_kernel_ms", "recursive kernel"),
-    ):
-        lines.append(f"| {label} | {slopes[col]:.2f} | {slopes_big[col]:.2f} |")
     lines += [
         "",
         "`recursive` is the Python-level call (joint maps, compiled kinematics, gravity "

@@ -118,3 +118,16 @@ def exponents_text(x: pd.Series, df: pd.DataFrame, columns: tuple[str, ...]) -> 
     """The scaling exponents of the time ``columns`` of ``df`` over ``x`` (rows of the
     same index), as ``name p, ...`` with each column's ``_s`` (seconds) suffix dropped."""
     return ", ".join(f"{col.removesuffix('_s')} {exponent(x, df[col]):.2f}" for col in columns)
+
+
+def exponents_table(
+    head: str, x: str, ranges: dict[str, pd.DataFrame], parts: dict[str, str]
+) -> list[str]:
+    """A Markdown table of scaling exponents: a row per time column of ``parts`` (column:
+    label, under the header ``head``), a column per range of ``ranges`` (label: its rows),
+    each the exponent of that time over the column ``x`` (:func:`exponent`)."""
+    lines = ["| " + " | ".join([head, *ranges]) + " |", "| --- |" + " ---: |" * len(ranges)]
+    for col, label in parts.items():
+        cells = [f"{exponent(rows[x], rows[col]):.2f}" for rows in ranges.values()]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    return lines
