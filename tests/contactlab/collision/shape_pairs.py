@@ -87,3 +87,26 @@ def check_swap_symmetry(
             centre_a = np.stack([Ea, Eb])[c1.body_a[k], :3, 3]
             assert (centre_a - c1.point[k]) @ c1.normal[k] > 0
     assert hits >= 20
+
+
+def check_sphere_contact(
+    c: ContactSet,
+    centre: Sequence[float],
+    radius: float,
+    distance: float | None,
+    normal: Sequence[float] | None,
+    tol: float,
+) -> None:
+    """The contacts of a sphere (``centre``, ``radius``) with one other shape: none when
+    ``distance`` is ``None`` (beyond the margin); else one, at ``distance`` along the unit
+    ``normal`` (from the other shape toward the sphere), at the midpoint of the two
+    surface points, all within ``tol``."""
+    if distance is None:
+        assert len(c) == 0
+        return
+    assert len(c) == 1
+    assert abs(c.distance[0] - distance) <= tol
+    n = np.asarray(normal, float)
+    assert np.allclose(c.normal[0], n, atol=tol)
+    on_sphere = np.asarray(centre, float) - radius * n
+    assert np.allclose(c.point[0], on_sphere - 0.5 * distance * n, atol=tol)

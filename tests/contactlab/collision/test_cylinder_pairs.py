@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from shape_pairs import MARGIN, T, check_swap_symmetry, rows, scene_of
+from shape_pairs import MARGIN, T, check_sphere_contact, check_swap_symmetry, rows, scene_of
 
 from contactlab import se3
 from contactlab.bodies import body_from_shape
@@ -90,17 +90,7 @@ def test_every_pair_of_solid_kinds_is_supported():
 def test_sphere_cylinder_regions(centre, radius, dist, normal):
     c = run(scene_of(Sphere(radius=radius), CYL), T(centre), T([0, 0, 0]))
     check_common(c)
-    if dist is None:
-        assert len(c) == 0
-        return
-    assert len(c) == 1
-    assert c.distance[0] == pytest.approx(dist, abs=TOL)
-    n = np.asarray(normal, float)
-    assert np.allclose(c.normal[0], n, atol=TOL)
-    # the point is the midpoint of the sphere's and the cylinder's surface points
-    centre = np.asarray(centre, float)
-    on_sphere = centre - radius * n
-    assert np.allclose(c.point[0], on_sphere - 0.5 * dist * n, atol=TOL)
+    check_sphere_contact(c, centre, radius, dist, normal, TOL)
 
 
 def test_sphere_on_a_rotated_static_cylinder():
