@@ -28,15 +28,11 @@ Run: ``python -m benchmarks.bench_collision`` (writes
 
 from __future__ import annotations
 
-import argparse
-import platform
-import time
-from collections.abc import Callable
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
+from benchmarks import harness
+from benchmarks.harness import markdown_table, median_time
 from contactlab import se3
 from contactlab.collision import Collider, brute_force_pairs, grid_pairs, sweep_and_prune
 from contactlab.contact import contact_rows
@@ -66,16 +62,6 @@ def packed_pile(n: int, rng: np.random.Generator) -> tuple[Scene, np.ndarray]:
         np.radians(2.0) * rng.uniform(0, 1, (n, 1)) / np.linalg.norm(tilt, axis=1, keepdims=True)
     )
     return scene, se3.make_transform(se3.exp_so3(tilt), centre)
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 def step_time(scene: Scene, E: np.ndarray, repeat: int) -> float:
@@ -113,44 +99,21 @@ def measure(n: int, repeat: int, rng: np.random.Generator, with_step: bool) -> d
     return row
 
 
-def exponents(df: pd.DataFrame) -> dict[str, float]:
-    big = df[df.n_boxes >= 100]
-    return {
-        col: float(np.polyfit(np.log(big.n_contacts), np.log(big[col]), 1)[0])
-        for col in ("collision_s", "grid_s", "sweep_prune_s", "assembly_s")
-    }
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    def cell(v: object) -> str:
-        if isinstance(v, float):
-            return "" if np.isnan(v) else f"{v:.3g}"
-        return "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(False)]
-    return "\n".join(lines)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500, 1000, 2000])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument(
         "--step-max", type=int, default=10, help="largest n for the whole-step timing"
     )
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     df = pd.DataFrame([measure(n, args.repeat, rng, n <= args.step_max) for n in args.sizes])
-    slopes = exponents(df)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "collision.csv", index=False)
+    big = df[df.n_boxes >= 100]
     lines = [
         "# Collision and contact-row assembly: time vs number of contacts",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, "
-        f"Python {platform.python_version()}; median of {args.repeat} runs.",
+        f"{harness.machine()}; median of {args.repeat} runs.",
         "",
         "Packed box pile (cubes of 0.1 m in columns of 4 layers, 2 mm side gaps, "
         "0.5 mm layer overlap, up to 2 deg tilt); see benchmarks/bench_collision.py. "
@@ -159,10 +122,11 @@ def main() -> None:
         markdown_table(df),
         "",
         "Scaling exponents vs number of contacts (n >= 100): "
-        + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in slopes.items()),
+        + harness.exponents_text(
+            big.n_contacts, big, ("collision_s", "grid_s", "sweep_prune_s", "assembly_s")
+        ),
     ]
-    (args.out / "collision.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    harness.write(args.out, "collision", df, lines)
 
 
 if __name__ == "__main__":

@@ -31,14 +31,14 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.bench_reduced import _best_time
+from benchmarks import harness
+from benchmarks.harness import best_time
 from contactlab.reduced.derivatives import (
     forward_dynamics_derivatives,
     inverse_dynamics_derivatives,
@@ -93,7 +93,7 @@ def measure(path: Path, fixed: bool, budget: float, rounds: int = 3) -> dict[str
     row: dict[str, float] = {key: np.inf for key in calls}
     for _ in range(rounds):
         for key, fn in calls.items():
-            row[key] = min(row[key], 1e6 * _best_time(fn, budget / rounds))
+            row[key] = min(row[key], 1e6 * best_time(fn, budget / rounds))
     row["dof"] = model.nq
     row["composite"] = not model.has_other_joints
     row["dID_ratio"] = row["dID_us"] / row["dID_pin_us"]
@@ -102,7 +102,7 @@ def measure(path: Path, fixed: bool, budget: float, rounds: int = 3) -> dict[str
 
 
 def section(df: pd.DataFrame, budget: float) -> list[str]:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = harness.load_average()
     lines = [
         SECTION,
         "",
@@ -152,9 +152,8 @@ def write_section(md: Path, lines: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--budget", type=float, default=0.6, help="seconds per call")
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args(argv)
     root = example_robot_data()
     rows = []

@@ -35,19 +35,18 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse
 import importlib.util
 import json
-import platform
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.bench_reduced import _best_time, binary_tree, chain
+from benchmarks import harness
+from benchmarks.bench_reduced import binary_tree, chain
+from benchmarks.harness import best_time
 from contactlab.reduced.derivatives import inverse_dynamics_derivatives
 from contactlab.reduced.model import Model
 from contactlab.reduced.pinocchio_ import to_pinocchio
@@ -111,7 +110,7 @@ def measure(scene: Scene, budget: float, rounds: int = 3) -> dict[str, float]:
     row: dict[str, float] = {key: np.inf for key in calls}
     for _ in range(rounds):
         for key, fn in calls.items():
-            row[key] = min(row[key], 1e6 * _best_time(fn, budget / rounds))
+            row[key] = min(row[key], 1e6 * best_time(fn, budget / rounds))
     if not HAS_PIN:
         return row
     for op in OPS:
@@ -163,9 +162,8 @@ def _slope(df: pd.DataFrame, col: str, lo: int = 0) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per measurement")
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args(argv)
 
     first = first_call_times()
@@ -175,17 +173,12 @@ def main(argv: list[str] | None = None) -> None:
     ]
     rows.append({"scene": "binary tree 63", "dof": 63, **measure(binary_tree(), args.budget)})
     df = pd.DataFrame(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "dynamics.csv", index=False, float_format="%.6g")
     chains = df[df.scene.str.startswith("revolute")]
 
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         "# Fast dynamics calls vs Pinocchio",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
-        f"average {load:.1f} at the start (shared machine), Python {platform.python_version()}, "
-        f"numpy {np.__version__}"
+        harness.machine(load=True)
         + (f", Pinocchio {__import__('pinocchio').__version__}" if HAS_PIN else ", no Pinocchio")
         + "; thread CPU time per call, fastest batch of the fastest of three rounds "
         f"({args.budget:g} s per call and library in all), both "
@@ -274,9 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         "difference` is the largest relative difference between the two libraries' FD, ID, M, "
         "dtau/dq and dtau/dqdot.",
     ]
-    (args.out / "dynamics.md").write_text("\n".join(lines) + "\n")
+    harness.write(args.out, "dynamics", df, lines, float_format="%.6g")
     (args.out / "dynamics_first_call.json").write_text(json.dumps(first, indent=2) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

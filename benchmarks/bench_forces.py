@@ -20,15 +20,11 @@ Run: ``python -m benchmarks.bench_forces`` (writes
 
 from __future__ import annotations
 
-import argparse
-import platform
-import time
-from collections.abc import Callable
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
+from benchmarks import harness
+from benchmarks.harness import markdown_table, median_time
 from contactlab import forces, se3
 from contactlab.scene import Body, Scene
 
@@ -42,16 +38,6 @@ def spring_chain(n: int) -> Scene:
         elements.append(forces.SpringDamper(a, [0, 0.01, 0], b, [0, -0.01, 0], 10.0, 0.1, 0.1))
     elements.append(forces.BodyDamping(angular=0.01, linear=0.1))
     return Scene(f"spring-chain-{n}", bodies, forces=tuple(elements))
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 def measure(n: int, repeat: int, rng: np.random.Generator) -> dict[str, float]:
@@ -78,48 +64,26 @@ def run(sizes: list[int], repeat: int) -> pd.DataFrame:
     return pd.DataFrame([measure(n, repeat, rng) for n in sizes])
 
 
-def exponents(df: pd.DataFrame) -> dict[str, float]:
-    big = df[df.n_bodies >= 100]
-    out = {}
-    for col in ("wrench_s", "stiffness_s", "damping_s"):
-        out[col] = float(np.polyfit(np.log(big.n_bodies), np.log(big[col]), 1)[0])
-    return out
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    def cell(v: object) -> str:
-        return "" if pd.isna(v) else f"{v:.3g}" if isinstance(v, float) else str(v)
-
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(False)]
-    return "\n".join(lines)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args()
     df = run(args.sizes, args.repeat)
-    slopes = exponents(df)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "forces.csv", index=False)
+    big = df[df.n_bodies >= 100]
     lines = [
         "# Force elements: evaluation time vs number of bodies",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, "
-        f"Python {platform.python_version()}",
+        harness.machine(),
         "",
         "Spring chain: n bodies, 2(n-1) two-point springs, body damping on all bodies.",
         "",
         markdown_table(df),
         "",
         "Scaling exponents (n >= 100): "
-        + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in slopes.items()),
+        + harness.exponents_text(big.n_bodies, big, ("wrench_s", "stiffness_s", "damping_s")),
     ]
-    (args.out / "forces.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    harness.write(args.out, "forces", df, lines)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse
 import importlib.metadata
 import importlib.util
 import json
@@ -54,12 +53,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.bench_reduced import _best_time, chain
+from benchmarks import harness
+from benchmarks.bench_reduced import chain
+from benchmarks.harness import best_time
 from contactlab.reduced import Tree, _fast, forward_dynamics_recursive
 from contactlab.reduced.model import Model
 from contactlab.reduced.pinocchio_ import to_pinocchio
@@ -151,7 +151,7 @@ def _interleaved(fns: dict[str, Callable[[], object]], budget: float) -> dict[st
     best = dict.fromkeys(fns, np.inf)
     for _ in range(ROUNDS):
         for name, fn in fns.items():
-            best[name] = min(best[name], _best_time(fn, budget / ROUNDS))
+            best[name] = min(best[name], best_time(fn, budget / ROUNDS))
     return best
 
 
@@ -203,14 +203,13 @@ def pinocchio_ms(scene: Scene, budget: float) -> float:
     data = pm.createData()
     q, qdot = _state(tree)
     tau = np.zeros(tree.nq)
-    return 1e3 * _best_time(lambda: pin.aba(pm, data, q, qdot, tau), budget)
+    return 1e3 * best_time(lambda: pin.aba(pm, data, q, qdot, tau), budget)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per measurement")
     parser.add_argument("--systems", default=",".join(SI_GUENTER_MS), help="comma-separated")
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args(argv)
 
     rows = []
@@ -246,10 +245,8 @@ def main(argv: list[str] | None = None) -> None:
     df["recursive_over_hand"] = df.recursive_ms / df.hand_recursive_ms
     df["model_over_pinocchio"] = df.model_ms / df.pinocchio_ms
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "general_joints.csv", index=False, float_format="%.6g")
-    (args.out / "general_joints.md").write_text(report(df, args.budget))
-    print(report(df, args.budget))
+    lines = report(df, args.budget).splitlines()
+    harness.write(args.out, "general_joints", df, lines, float_format="%.6g")
 
 
 def _f(x: float, fmt: str) -> str:

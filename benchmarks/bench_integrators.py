@@ -16,12 +16,11 @@ Run: ``python -m benchmarks.bench_integrators`` (writes
 
 from __future__ import annotations
 
-import argparse
 import platform
-from pathlib import Path
 
 import pandas as pd
 
+from benchmarks import harness
 from benchmarks.bench_maximal import timed_kkt_steps
 from contactlab.maximal import MaximalFormulation
 from contactlab.maximal.integrators import INTEGRATORS
@@ -48,9 +47,8 @@ def measure(scenario: str, n: int, integrator: str, steps: int, **options: float
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=Path("results") / "benchmarks")
     args = parser.parse_args(argv)
     rows = []
     for scenario, options in (("spring-chain", {}), ("chain", {}), ("chain", {"compliance": 1e-6})):

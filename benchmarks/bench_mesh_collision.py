@@ -30,13 +30,13 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import trimesh
 
+from benchmarks.harness import median_time
 from contactlab import se3
 from contactlab.collision import boxes, hulls
 from contactlab.collision.polytope import hull_set, polytope
@@ -57,16 +57,6 @@ def _poses(rng: np.random.Generator, m: int, reach: float) -> np.ndarray:
     W[:, :3, 3] = d / np.linalg.norm(d, axis=1)[:, None] * rng.uniform(0.5, 1.1, (m, 1)) * reach
     W[:, 3, 3] = 1.0
     return W
-
-
-def _median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.thread_time()
-        fn()
-        times.append(time.thread_time() - t0)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -119,7 +109,7 @@ def main() -> None:
         def ours(Wa=Wa, Wb=Wb, ka=ka, sa=sa, ha=ha, sb=sb, hb=hb) -> Any:
             return hulls.mesh_pairs(ka, Wa, sa, ha, MESH, Wb, sb, hb, hs, 1e-3)
 
-        t = _median_time(ours, args.repeat)
+        t = median_time(ours, args.repeat, time.thread_time)
         pair = ours()[0]
         row = {
             "pair": f"{a}-{b}",
@@ -133,7 +123,7 @@ def main() -> None:
             def box_box(Wa=Wa, Wb=Wb, half=half) -> Any:
                 return boxes.box_box(Wa, half, Wb, half, 1e-3)
 
-            row["box_box_us"] = 1e6 * _median_time(box_box, args.repeat) / m
+            row["box_box_us"] = 1e6 * median_time(box_box, args.repeat, time.thread_time) / m
         if coal is not None:
             row["coal_us"] = 1e6 * _coal_time(coal, a, b, Wa, P, prim, hs, index, m) / m
         rows.append(row)
@@ -148,7 +138,10 @@ def main() -> None:
             return hulls.mesh_plane(W, h, hs, n, np.zeros(m), 1e-3)
 
         rows.append(
-            {"pair": f"{name}-plane", "ours_us": 1e6 * _median_time(plane, args.repeat) / m}
+            {
+                "pair": f"{name}-plane",
+                "ours_us": 1e6 * median_time(plane, args.repeat, time.thread_time) / m,
+            }
         )
         print(rows[-1], flush=True)
     _write(rows, m)
@@ -183,7 +176,7 @@ def _coal_time(coal, a, b, Wa, P, prim, hs, index, m) -> float:  # type: ignore[
             res.clear()
             coal.collide(ga, tfs[k], gb, tb, req, res)
 
-    return _median_time(run, 3)
+    return median_time(run, 3, time.thread_time)
 
 
 def _write(rows: list[dict[str, object]], m: int) -> None:

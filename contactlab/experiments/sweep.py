@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -190,15 +190,22 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="follow-parent", daemon=True).start()
 
 
-def gather(grid: Grid) -> pd.DataFrame:
-    """The table of every finished run of ``grid`` (in grid order), read from disk."""
+def gather(grid: Grid, known: Mapping[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+    """The table of every finished run of ``grid`` (in grid order), read from disk.
+
+    ``known``: the metrics (:func:`run_metrics`) of runs already read, by folder name
+    (a resumed sweep's reused runs, :func:`_reused_metrics`); those folders are not read
+    again.
+    """
+    known = known or {}
     rows = []
     for spec in grid.runs:
         folder = grid.out / "runs" / spec.folder_name()
         if stale_reason(spec, folder) is not None:
             continue
         row = _spec_row(spec)
-        row.update(run_metrics(load_run_folder(folder)))
+        metrics = known.get(spec.folder_name())
+        row.update(run_metrics(load_run_folder(folder)) if metrics is None else metrics)
         row["spec_hash"] = spec.digest()
         row["folder"] = f"runs/{spec.folder_name()}"
         rows.append(row)
@@ -401,11 +408,16 @@ def _run_locked(
     clean_temporaries(runs_dir)
     todo = []
     reasons: dict[str, int] = {}
+    known: dict[str, dict[str, Any]] = {}  # the metrics of the reused runs, read once
     for spec in grid.runs:
         folder = runs_dir / spec.folder_name()
         reason = "--fresh asks for it" if fresh else stale_reason(spec, folder)
-        if reason is None and _damaged(folder):
-            reason = "its files are damaged"
+        if reason is None:
+            metrics = _reused_metrics(folder)
+            if metrics is None:
+                reason = "its files are damaged"
+            else:
+                known[spec.folder_name()] = metrics
         if reason is not None:
             todo.append((spec, folder))
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -433,7 +445,7 @@ def _run_locked(
                 incomplete += run_batch(batch, progress)
             incomplete += _execute_all(plan.separate, scheduler, workers, progress)
         except KeyboardInterrupt:
-            kept = len(gather(grid))
+            kept = len(gather(grid, known))
             raise KeyboardInterrupt(
                 f"interrupted; {kept} of {len(grid.runs)} runs are finished and kept in "
                 f"{str(runs_dir)!r} (no tables were written); run the same command again to "
@@ -443,7 +455,7 @@ def _run_locked(
             # a worker killed while writing leaves its temporary folder; the pool
             # has shut down here, so such folders are stale and are removed
             clean_temporaries(runs_dir)
-    table = gather(grid)
+    table = gather(grid, known)
     replot = bool(todo) or not (grid.out / "plots" / "performance_profile.png").exists()
     aggregates = write_outputs(grid, table, incomplete, plots=replot)
     return SweepResult(
@@ -473,13 +485,14 @@ def _check_layout(grid: Grid, runs_dir: Path) -> None:
             )
 
 
-def _damaged(folder: Path) -> bool:
-    """Whether a finished run's files no longer load (they are then made again)."""
+def _reused_metrics(folder: Path) -> dict[str, Any] | None:
+    """The table metrics of a finished run, read from its folder once; ``None`` when its
+    files no longer load (the run is then made again)."""
     try:
-        load_run_folder(folder)
+        run = load_run_folder(folder)
     except (ResultsError, ConfigurationError):
-        return True
-    return False
+        return None
+    return run_metrics(run)
 
 
 def reuse_line(name: str, reused: int, reasons: dict[str, int], kind: str = "sweep") -> str:

@@ -46,7 +46,7 @@ class ADMMBackend(FrictionBackend):
         r = _start(problem, opts)
         t1 = time.perf_counter()
         it, res, rho_end = admm(
-            *_csr(problem), problem.q, law, *_cones(problem), problem.row_lo, problem.nc, r,
+            *_csr(problem), problem.q, law, _cones(problem), r,
             rho, opts.tol, cap,
         )  # fmt: skip
         t2 = time.perf_counter()

@@ -37,7 +37,7 @@ class APGDBackend(FrictionBackend):
         r = _start(problem, opts)
         t1 = time.perf_counter()
         it, res = apgd(
-            *_csr(problem), problem.q, law, *_cones(problem), problem.row_lo, problem.nc, r,
+            *_csr(problem), problem.q, law, _cones(problem), r,
             opts.tol, cap,
         )  # fmt: skip
         t2 = time.perf_counter()

@@ -13,6 +13,7 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
+from solvers.numerics.fc_methods import Cones
 from solvers.result import RawSolution
 from solvers.tolerance import Tolerance
 
@@ -48,11 +49,14 @@ def _wide_flag(problem: FrictionalContact) -> tuple[Any, ...]:
     return (0, 0, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64))
 
 
-def _cones(problem: FrictionalContact) -> tuple[Any, ...]:
-    """The cone arguments of :mod:`solvers.numerics.fc_methods`' kernels: ``wide``, the
-    three-row ``kind``, ``mu``, ``dirs``, then the wide ``sep``, ``off``, ``mr``, ``fam``."""
-    wide, *rest = _wide_flag(problem)
-    return (wide, _codes(problem)[1], problem.mu, problem.dirs, *rest)
+def _cones(problem: FrictionalContact) -> Cones:
+    """The feasible set of ``problem``'s contacts for :mod:`solvers.numerics.fc_methods`'
+    kernels."""
+    wide, sep, off, mr, fam = _wide_flag(problem)
+    kind = _codes(problem)[1]
+    return Cones(
+        wide, kind, problem.mu, problem.dirs, sep, off, mr, fam, problem.row_lo, problem.nc
+    )
 
 
 def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) -> None:

@@ -63,9 +63,9 @@ from solvers.backends.block_cholesky import factor_shifted, solve
 from solvers.backends.fc_base import (
     FrictionBackend,
     _codes,
+    _cones,
     _no_settings,
     _start,
-    _wide_flag,
     floored,
     rounding_floor,
 )
@@ -218,15 +218,14 @@ def _power(dense: bool, Wd: Vec, ptr: IVec, idx: IVec, val: Vec, d: Vec, n: int)
 @njit(cache=True)
 def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     dense, Wd, ptr, idx, val, d, base, diag_slot, values, first, second, lptr, lrows,
-    rptr, rcols, rslot, L, perm, q, law, kind, mu, dirs, row_lo, nc, r, tol, max_iter,
-    eta, rho, tau, ratio, period, stall, floor, lmax, wide, sep, off, mr, fam,
+    rptr, rcols, rslot, L, perm, q, law, cones, r, tol, max_iter, eta, rho, tau, ratio,
+    period, stall, floor, lmax,
 ):  # fmt: skip
     """The iteration of the module docstring; ``r`` (warm start in, solution out).
 
     Returns ``(iterations, residual, final ρ, reason)`` with ``reason`` 0: met ``tol``,
-    1: the cap, 2: stalled, 3: a factorisation failed, 4: not finite.  ``wide = 1``: the
-    contacts have wide cones (``sep``, ``off``, ``mr``, ``fam`` of
-    :mod:`solvers.numerics.fc_wide`; ``kind``, ``mu``, ``dirs`` unused).
+    1: the cap, 2: stalled, 3: a factorisation failed, 4: not finite.  ``cones``: the
+    contacts' feasible set in either layout (:class:`~solvers.numerics.fc_methods.Cones`).
     """
     n = q.shape[0]
     nv = d.shape[0]
@@ -235,12 +234,12 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     tv2 = np.empty(nv)
     Ld = np.empty(Wd.shape)
     z = np.empty(n)
-    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
+    project_cones(cones, r, z)
     u = np.empty(n)
     _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
     for i in range(n):
         u[i] += q[i]
-    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
+    res = natural_map_cones(cones, law, z, u, qnorm)
     res = max(res, floor * np.max(np.abs(z)))
     best = z.copy()
     best_res = res
@@ -249,7 +248,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         return 0, res, rho, 0 if res <= tol else 4
     qs = q.copy()
     if law == 1:
-        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+        shift_cones(cones, q, u, qs)
     y = np.empty(n)
     for i in range(n):
         y[i] = -(u[i] + qs[i] - q[i])
@@ -287,7 +286,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         for i in range(n):
             zold[i] = z[i]
             xy[i] = x[i] + y[i] / rho
-        project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xy, z)
+        project_cones(cones, xy, z)
         prim = 0.0
         dual = 0.0
         zn = 0.0
@@ -301,9 +300,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
         _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
         for i in range(n):
             u[i] += q[i]
-        res = natural_map_cones(
-            wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm
-        )
+        res = natural_map_cones(cones, law, z, u, qnorm)
         res = max(res, floor * np.max(np.abs(z)))
         if not math.isfinite(res):
             reason = 4
@@ -321,7 +318,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
             reason = 2
             break
         if law == 1:
-            shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+            shift_cones(cones, q, u, qs)
         if it % period == 0:
             p_rel = math.sqrt(prim) / max(math.sqrt(zn), 1e-300)
             d_rel = math.sqrt(dual) / max(math.sqrt(yn), 1e-300)
@@ -405,7 +402,7 @@ class PADMMBackend(FrictionBackend):
                 raise ProblemError(label, f"must be positive, got {value}")
         cap = 5000 if opts.max_iter is None else int(opts.max_iter)
         t0 = time.perf_counter()
-        law, kind = _codes(problem)
+        law, _ = _codes(problem)
         r = _start(problem, opts)
         if problem.n == 0:
             return RawSolution(r, None, "optimal", "padmm: no rows", 0, 0.0, 0.0)
@@ -422,10 +419,9 @@ class PADMMBackend(FrictionBackend):
         qnorm = float(np.linalg.norm(problem.q))
         floor = rounding_floor(problem, qnorm)
         t1 = time.perf_counter()
-        wide = _wide_flag(problem)
         it, res, rho_end, reason = padmm(
-            *data, problem.q, law, kind, problem.mu, problem.dirs, problem.row_lo, problem.nc,
-            r, float(opts.tol), cap, eta, rho, tau, ratio, period, stall, floor, Lmax, *wide,
+            *data, problem.q, law, _cones(problem), r, float(opts.tol), cap, eta, rho, tau,
+            ratio, period, stall, floor, Lmax,
         )  # fmt: skip
         t2 = time.perf_counter()
         res = floored(float(res), r, floor)

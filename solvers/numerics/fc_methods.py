@@ -7,8 +7,8 @@ coefficient per row (the elliptic or separate cone: ``sep``, ``off``, ``mr``, ``
 maps in :mod:`solvers.numerics.fc_wide`).  A method that only projects onto the cones,
 shifts the normal velocities by De Saxcé's ``h(u_T)`` and measures the natural map needs
 nothing else of the layout: :func:`project_cones`, :func:`shift_cones` and
-:func:`natural_map_cones` pick the layout's map (``wide``: 0 three rows, 1 wide; the
-other layout's arguments are unused), and :func:`apgd` and :func:`admm` (and the
+:func:`natural_map_cones` pick the layout's map from one :class:`Cones` value (the
+contacts' feasible set in either layout), and :func:`apgd` and :func:`admm` (and the
 proximal ADMM of :mod:`solvers.backends.fc_padmm`) are written over them.  The block
 Gauss--Seidel sweeps solve a contact's local problem, which is the layout's own
 (:func:`~solvers.numerics.fc_kernels.nsgs`, :func:`~solvers.numerics.fc_wide.nsgs_wide`).
@@ -17,6 +17,7 @@ Gauss--Seidel sweeps solve a contact's local problem, which is the layout's own
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,46 +34,81 @@ Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
 
 
+class Cones(NamedTuple):
+    """The feasible set of a problem's contacts, one argument of the kernels below: the cone
+    of every contact in its layout and the bound of every scalar row.
+
+    ``wide`` 0: three rows a contact, ``kind`` (0 second-order, 1 polyhedral), ``mu``, ``dirs``
+    (:mod:`solvers.numerics.fc_kernels`); 1: wide contacts, ``sep``, ``off``, ``mr``,
+    ``fam`` (:mod:`solvers.numerics.fc_wide`).  The other layout's fields are placeholders
+    of the same types, unused.  ``row_lo``: the lower bounds of the scalar rows; ``nc``:
+    the number of contacts.
+    """
+
+    wide: int
+    kind: int
+    mu: Vec
+    dirs: Vec
+    sep: int
+    off: IVec
+    mr: Vec
+    fam: IVec
+    row_lo: Vec
+    nc: int
+
+
 @njit(cache=True)
-def project_cones(
-    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
-    row_lo: Vec, nc: int, x: Vec, out: Vec,
-) -> None:  # fmt: skip
+def project_cones(cones: Cones, x: Vec, out: Vec) -> None:
     """Projection of every contact onto its cone and every scalar row onto its bound."""
-    if wide:
-        project_all_wide(sep, off, mr, fam, row_lo, nc, x, out)
+    if cones.wide:
+        project_all_wide(cones.sep, cones.off, cones.mr, cones.fam, cones.row_lo, cones.nc, x, out)
     else:
-        _project_all(kind, mu, dirs, row_lo, nc, x, out)
+        _project_all(cones.kind, cones.mu, cones.dirs, cones.row_lo, cones.nc, x, out)
 
 
 @njit(cache=True)
-def natural_map_cones(
-    wide: int, law: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec,
-    fam: IVec, row_lo: Vec, nc: int, r: Vec, u: Vec, qnorm: float,
-) -> float:  # fmt: skip
+def natural_map_cones(cones: Cones, law: int, r: Vec, u: Vec, qnorm: float) -> float:
     """The natural-map residual of ``law`` relative to ``||q||``."""
-    if wide:
-        return natural_map_wide(law, sep, off, mr, fam, row_lo, nc, r, u, qnorm)
-    return natural_map(law, kind, mu, dirs, row_lo, nc, r, u, qnorm)
+    if cones.wide:
+        return natural_map_wide(
+            law, cones.sep, cones.off, cones.mr, cones.fam, cones.row_lo, cones.nc, r, u, qnorm
+        )
+    return natural_map(law, cones.kind, cones.mu, cones.dirs, cones.row_lo, cones.nc, r, u, qnorm)
 
 
 @njit(cache=True)
-def shift_cones(
-    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
-    nc: int, q: Vec, u: Vec, qs: Vec,
-) -> None:  # fmt: skip
+def shift_cones(cones: Cones, q: Vec, u: Vec, qs: Vec) -> None:
     """De Saxcé's shift moved into the free velocity: ``qs_n = q_n + h(u_T)`` per contact."""
-    if wide:
-        shift_wide(sep, off, mr, fam, nc, q, u, qs)
+    if cones.wide:
+        shift_wide(cones.sep, cones.off, cones.mr, cones.fam, cones.nc, q, u, qs)
     else:
-        _shift(kind, mu, dirs, nc, q, u, qs)
+        _shift(cones.kind, cones.mu, cones.dirs, cones.nc, q, u, qs)
+
+
+@njit(cache=True)
+def feasible_start(
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
+    qnorm: float,
+) -> tuple[Vec, Vec, Vec, float]:  # fmt: skip
+    """Where :func:`apgd` and :func:`admm` start: the warm start ``r`` projected onto the
+    cones (``x``), its velocity ``u = W x + q``, the free velocity ``qs`` with De Saxcé's
+    shift at ``u`` (``q`` itself for the CCP, ``law = 0``) and the natural-map residual of
+    ``law`` at ``x``."""
+    n = q.shape[0]
+    x = np.empty(n)
+    project_cones(cones, r, x)
+    u = np.empty(n)
+    matvec(indptr, indices, data, x, q, u)
+    qs = q.copy()
+    if law == 1:
+        shift_cones(cones, q, u, qs)
+    return x, u, qs, natural_map_cones(cones, law, x, u, qnorm)
 
 
 @njit(cache=True)
 def apgd(
-    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int,
-    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
-    row_lo: Vec, nc: int, r: Vec, tol: float, max_iter: int,
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
+    tol: float, max_iter: int,
 ) -> tuple[int, float]:  # fmt: skip
     """Nesterov's accelerated projected gradient on the CCP ``min 1/2 r'Wr + q'r, r in K``;
     returns ``(iterations, residual)``, ``r`` in place (the cones of either layout: module
@@ -96,17 +132,10 @@ def apgd(
     """
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
-    x = np.empty(n)
-    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, x)
-    qs = q.copy()
-    u = np.empty(n)
-    matvec(indptr, indices, data, x, q, u)
-    if law == 1:
-        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+    x, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
     gx = np.empty(n)
     for i in range(n):
         gx[i] = u[i] + (qs[i] - q[i])
-    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, u, qnorm)
     if res <= tol:
         r[:] = x
         return 0, res
@@ -137,7 +166,7 @@ def apgd(
         while True:
             for i in range(n):
                 step[i] = y[i] - gy[i] / L
-            project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, step, xn)
+            project_cones(cones, step, xn)
             matvec(indptr, indices, data, xn, qs, gxn)
             fx = 0.0
             bound = fy
@@ -164,21 +193,15 @@ def apgd(
         theta = theta_n
         L *= 0.9
         if law == 0:
-            res = natural_map_cones(
-                wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, gx, qnorm
-            )
+            res = natural_map_cones(cones, 0, x, gx, qnorm)
         else:
             for i in range(n):
                 u[i] = gx[i] - (qs[i] - q[i])
-            res = natural_map_cones(
-                wide, 1, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, u, qnorm
-            )
+            res = natural_map_cones(cones, 1, x, u, qnorm)
             if res > tol and math.isfinite(res):
-                inner = natural_map_cones(
-                    wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, x, gx, qnorm
-                )
+                inner = natural_map_cones(cones, 0, x, gx, qnorm)
                 if inner <= max(0.1 * res, 0.5 * tol):
-                    shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+                    shift_cones(cones, q, u, qs)
                     for i in range(n):
                         gx[i] = u[i] + (qs[i] - q[i])
                         y[i] = x[i]
@@ -192,9 +215,8 @@ def apgd(
 
 @njit(cache=True)
 def admm(
-    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int,
-    wide: int, kind: int, mu: Vec, dirs: Vec, sep: int, off: IVec, mr: Vec, fam: IVec,
-    row_lo: Vec, nc: int, r: Vec, rho: float, tol: float, max_iter: int,
+    indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
+    rho: float, tol: float, max_iter: int,
 ) -> tuple[int, float, float]:  # fmt: skip
     """ADMM with an adaptive penalty; returns ``(iterations, residual, final rho)``, ``r``
     in place (the cones of either layout: module docstring).
@@ -218,20 +240,13 @@ def admm(
     """
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, r, z)
+    z, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
     x = z.copy()
     lam = np.zeros(n)
-    u = np.empty(n)
     us = np.empty(n)
-    qs = q.copy()
     rhs = np.empty(n)
     zold = np.empty(n)
     xl = np.empty(n)
-    matvec(indptr, indices, data, z, q, u)
-    res = natural_map_cones(wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm)
-    if law == 1:
-        shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
     best = z.copy()
     best_res = res
     it = 0
@@ -244,7 +259,7 @@ def admm(
         for i in range(n):
             zold[i] = z[i]
             xl[i] = x[i] + lam[i]
-        project_cones(wide, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, xl, z)
+        project_cones(cones, xl, z)
         prim = 0.0
         dual = 0.0
         for i in range(n):
@@ -254,9 +269,7 @@ def admm(
         prim = math.sqrt(prim)
         dual = math.sqrt(dual)
         matvec(indptr, indices, data, z, q, u)
-        res = natural_map_cones(
-            wide, law, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, u, qnorm
-        )
+        res = natural_map_cones(cones, law, z, u, qnorm)
         if not math.isfinite(res):
             break
         if res < best_res:
@@ -266,11 +279,9 @@ def admm(
             # outer fixed point on the shift once the shifted CCP is solved well enough
             for i in range(n):
                 us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map_cones(
-                wide, 0, kind, mu, dirs, sep, off, mr, fam, row_lo, nc, z, us, qnorm
-            )
+            inner = natural_map_cones(cones, 0, z, us, qnorm)
             if inner <= max(0.1 * res, 0.5 * tol):
-                shift_cones(wide, kind, mu, dirs, sep, off, mr, fam, nc, q, u, qs)
+                shift_cones(cones, q, u, qs)
         cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
         if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
             factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)

@@ -3,38 +3,22 @@ lists every command and option of the parsers."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
 import pytest
+from doc_commands import page_commands
 
 from contactlab import cli
 from contactlab.cliref import _subparsers
 
 ROOT = Path(cli.__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-FENCE = re.compile(r"^```(\w*)\s*$")
 
 
 def examples(page: Path) -> list[str]:
     """``contactlab ...`` command lines of the page's ```bash blocks (continuations joined)."""
-    out, language, pending = [], None, ""
-    for line in page.read_text().splitlines():
-        match = FENCE.match(line.strip())
-        if match:
-            language = None if language is not None else match.group(1)
-            continue
-        if language != "bash":
-            continue
-        text = pending + line.strip()
-        if text.endswith("\\"):
-            pending = text[:-1] + " "
-            continue
-        pending = ""
-        if text.startswith("contactlab "):
-            out.append(text)
-    return out
+    return [command for _, command, block in page_commands(page) if block == "bash"]
 
 
 PAGES = sorted(p for p in DOCS.rglob("*.md") if examples(p))

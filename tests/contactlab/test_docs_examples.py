@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from doc_commands import page_commands
 
 from contactlab import cli
 from contactlab.cliref import _subparsers
@@ -23,8 +24,6 @@ from contactlab.commands import parse_assignments
 
 ROOT = Path(cli.__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\s*$")
-INLINE = re.compile(r"`(?:\.venv/bin/)?(contactlab [^`]+)`")
 #: template notation: alternatives, optional parts, elided arguments, <names>
 TEMPLATE = re.compile(r"[\[\]|<>]|\.\.\.")
 
@@ -32,27 +31,7 @@ TEMPLATE = re.compile(r"[\[\]|<>]|\.\.\.")
 def commands(page: Path) -> list[tuple[int, str]]:
     """``(line, command)`` of every ``contactlab`` command in the page's code blocks that
     are not ```bash (those run in test_docs.py) and in its inline code spans."""
-    out: list[tuple[int, str]] = []
-    language: str | None = None
-    pending = ""
-    for number, line in enumerate(page.read_text().splitlines(), 1):
-        match = FENCE.match(line.strip())
-        if match:
-            language = None if language is not None else match.group(1)
-            continue
-        if language is not None:
-            if language == "bash":
-                continue
-            text = pending + line.strip()
-            if text.endswith("\\"):
-                pending = text[:-1] + " "
-                continue
-            pending = ""
-            if text.startswith("contactlab "):
-                out.append((number, text))
-            continue
-        out += [(number, m.group(1)) for m in INLINE.finditer(line)]
-    return out
+    return [(number, command) for number, command, block in page_commands(page) if block != "bash"]
 
 
 EXAMPLES = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,6 +29,16 @@ NAMES = sorted(SCENARIOS)
 STEPS = 3
 
 
+def run(folder: Path, *args: str) -> int:
+    """``contactlab run ARGS`` into ``folder``, quietly and without plots: its exit code."""
+    return cli.main(["run", *args, "--out", str(folder), "--quiet", "--no-plots"])
+
+
+def summary_of(folder: Path) -> dict[str, Any]:
+    """The ``summary.json`` of a run folder."""
+    return json.loads((folder / "summary.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path]]:
     """Every scenario run as a new user would: ``contactlab run S --steps 3``."""
@@ -35,10 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path]
     out: dict[str, tuple[int, Path]] = {}
     for name in NAMES:
         folder = root / name
-        code = cli.main(
-            ["run", name, "--steps", str(STEPS), "--out", str(folder), "--quiet", "--no-plots"]
-        )
-        out[name] = (code, folder)
+        out[name] = (run(folder, name, "--steps", str(STEPS)), folder)
     return out
 
 
@@ -56,7 +64,7 @@ def _expected_model(name: str) -> tuple[str, ...]:
 def test_run_without_options_succeeds_with_fitting_defaults(runs, name):
     code, folder = runs[name]
     assert code == 0
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = summary_of(folder)
     assert summary["status"] == "ok", summary["message"]
     assert summary["steps"] == STEPS
     assert summary["formulation"] == SCENARIOS[name].formulations[0]
@@ -78,22 +86,8 @@ def test_run_without_options_succeeds_with_fitting_defaults(runs, name):
 
 def test_given_choices_are_kept_and_not_recorded_as_defaults(tmp_path):
     folder = tmp_path / "run"
-    code = cli.main(
-        [
-            "run",
-            "box-incline",
-            "--model",
-            "anitescu-hart",
-            "--steps",
-            "2",
-            "--out",
-            str(folder),
-            "--quiet",
-            "--no-plots",
-        ]
-    )
-    assert code == 0
-    summary = json.loads((folder / "summary.json").read_text())
+    assert run(folder, "box-incline", "--model", "anitescu-hart", "--steps", "2") == 0
+    summary = summary_of(folder)
     # anitescu-hart poses a QP with inequality rows: the first backend that fits, not kkt
     assert (summary["model"], summary["solver"]) == ("anitescu-hart", "osqp")
     assert summary["defaults"]["defaulted"] == ["formulation", "solver"]
@@ -102,7 +96,7 @@ def test_given_choices_are_kept_and_not_recorded_as_defaults(tmp_path):
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_survive_summary_json_and_rebuild_the_same_scene(runs, name):
     _, folder = runs[name]
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = summary_of(folder)
     spec = SCENARIOS[name]
     assert spec.resolve(summary["parameters"]) == spec.defaults()
     original, rebuilt = spec.build(), spec.build(**summary["parameters"])
@@ -157,20 +151,6 @@ def test_a_given_step_size_is_the_scene_step_size_parameter_recorded(tmp_path):
     # ball-drop's set-up depends on its `dt` parameter: --dt sets it, so that the
     # summary's parameters do not contradict the step size used
     folder = tmp_path / "run"
-    code = cli.main(
-        [
-            "run",
-            "ball-drop",
-            "--dt",
-            "0.002",
-            "--steps",
-            "2",
-            "--out",
-            str(folder),
-            "--quiet",
-            "--no-plots",
-        ]
-    )
-    assert code == 0
-    summary = json.loads((folder / "summary.json").read_text())
+    assert run(folder, "ball-drop", "--dt", "0.002", "--steps", "2") == 0
+    summary = summary_of(folder)
     assert summary["dt"] == summary["parameters"]["dt"] == 0.002

@@ -27,6 +27,22 @@ class Outcome:
         ]
 
 
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder, the current one during the test."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def run_folder(workdir: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A finished run ``r`` of the pendulum (3 steps) in the working folder."""
+    argv = ["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"]
+    outcome = call(argv, capsys)
+    assert outcome.code == 0, outcome.err
+    return workdir / "r"
+
+
 def call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Outcome:
     """``contactlab ARGV`` in this process (argparse errors exit through SystemExit)."""
     capsys.readouterr()

@@ -22,6 +22,7 @@ SCENARIOS = registry.catalog()["scenarios"]
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The working folder of conftest's, holding a file ``afile`` where a folder is asked."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("not a folder\n")
     return tmp_path
@@ -296,14 +297,6 @@ def test_sweep_out_below_a_file(workdir, capsys):
     outcome = call(["sweep", str(spec), "--out", "afile/sw", "--quiet", "--workers", "1"], capsys)
     assert_one_line(outcome, 2, r"'afile' is a file")
     _untouched(workdir, "s.toml")
-
-
-@pytest.fixture
-def run_folder(workdir: Path, capsys) -> Path:
-    argv = ["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"]
-    outcome = call(argv, capsys)
-    assert outcome.code == 0, outcome.err
-    return workdir / "r"
 
 
 CORRUPTIONS = {

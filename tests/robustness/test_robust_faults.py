@@ -23,12 +23,6 @@ from contactlab.results import load_run
 from .conftest import assert_one_line, call, leftovers
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _empty(root: Path, *extra: str) -> None:
     assert sorted(p.name for p in root.iterdir()) == sorted(extra)
     assert leftovers(root) == []
@@ -369,15 +363,6 @@ def test_fclib_solve_writes_its_table_whole(fclib_files, workdir, monkeypatch, c
 
 
 # -- options: one line naming the option and its range, before any work ---------------------
-
-
-@pytest.fixture
-def run_folder(workdir: Path, capsys) -> Path:
-    outcome = call(
-        ["run", "pendulum", "--steps", "3", "--quiet", "--no-plots", "--out", "r"], capsys
-    )
-    assert outcome.code == 0, outcome.err
-    return workdir / "r"
 
 
 SWEEP = """[sweep]

@@ -19,12 +19,6 @@ import pytest
 from .conftest import assert_one_line, call, leftovers
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _only(root: Path, *names: str) -> None:
     """``root`` holds exactly ``names`` (the case's own fixtures) and no temporaries."""
     assert sorted(p.name for p in root.iterdir()) == sorted(names)
@@ -162,14 +156,6 @@ def test_sweep_spec_that_is_not_a_grid_is_named(content, pattern, workdir, capsy
 
 
 # -- damaged run folders ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def run_folder(workdir: Path, capsys) -> Path:
-    argv = ["run", "pendulum", "--steps", "4", "--quiet", "--no-plots", "--out", "r"]
-    outcome = call(argv, capsys)
-    assert outcome.code == 0, outcome.err
-    return workdir / "r"
 
 
 def _arrays(folder: Path) -> dict:

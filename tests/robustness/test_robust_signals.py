@@ -40,6 +40,11 @@ def _start(argv: list[str], cwd: Path, log: Path | None = None) -> subprocess.Po
     )
 
 
+def _cli(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``contactlab ARGV`` run to its end in ``cwd`` (its output captured)."""
+    return subprocess.run([*CLI, *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -125,13 +130,8 @@ class TestSignals:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=START_TIMEOUT_S)
         assert sorted(p.name for p in tmp_path.iterdir()) == []
-        done = subprocess.run(
-            [*CLI, "run", "pendulum", "--steps", "5", "--quiet", "--no-plots", "--out", "r"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        argv = ["run", "pendulum", "--steps", "5", "--quiet", "--no-plots", "--out", "r"]
+        done = _cli(argv, tmp_path, 120)
         assert done.returncode == 0, done.stderr
         _assert_complete([tmp_path / "r"])
         assert leftovers(tmp_path) == []
@@ -150,13 +150,7 @@ class TestSignals:
         _assert_complete(kept)
         assert leftovers(out) == []
         # the same command finishes the others and reuses what was kept
-        again = subprocess.run(
-            [*CLI, "sweep", "s.toml", "--quiet", "--workers", "1"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        again = _cli(["sweep", "s.toml", "--quiet", "--workers", "1"], tmp_path, 300)
         assert again.returncode == 0, again.stderr
         assert f"{4 - len(kept)} runs made, {len(kept)} reused" in again.stdout
 
@@ -170,13 +164,7 @@ class TestSignals:
         _wait_for(lambda: not any(_alive(w) for w in workers), "the workers to end", 10.0)
         _assert_complete(_finished_runs(tmp_path / "s"))
         # a new sweep removes what the killed workers left half-written and completes
-        again = subprocess.run(
-            [*CLI, "sweep", "s.toml", "--quiet", "--workers", "1"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        again = _cli(["sweep", "s.toml", "--quiet", "--workers", "1"], tmp_path, 300)
         assert again.returncode == 0, again.stderr
         assert len(_finished_runs(tmp_path / "s")) == 4 and leftovers(tmp_path / "s") == []
 

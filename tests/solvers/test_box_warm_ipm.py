@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactlab.models.base import SolvingModel
+from benchmarks.bench_friction import posed_problems
 from contactlab.scenario import get_scenario
 from contactlab.simulator import Simulator
 from solvers import solve
@@ -29,20 +29,7 @@ def resting_step(model: str) -> tuple:
     state = Simulator(scene, "maximal", "frictionless", "pgs").initial_state()
     sim = Simulator(scene, "maximal", model, "ipm", dt=0.005,
                     model_options={"solver_tol": 1e-6})  # fmt: skip
-    posed: list = []
-    original = SolvingModel.run
-
-    def recording(self: SolvingModel, problem, warm=None):  # type: ignore[no-untyped-def]
-        posed.append((problem, warm))
-        return original(self, problem, warm)
-
-    SolvingModel.run = recording  # type: ignore[method-assign]
-    try:
-        for i in range(3):
-            state, _ = sim.step(state, i)
-    finally:
-        SolvingModel.run = original  # type: ignore[method-assign]
-    problem, warm = posed[-1]
+    problem, warm = posed_problems(sim, state, 3)[-1]
     assert warm is not None and problem.nc == 288 and problem.law == "coulomb"
     return problem, warm
 

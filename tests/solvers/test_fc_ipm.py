@@ -27,6 +27,7 @@ import pytest
 import scipy.sparse as sp
 from test_frictional import CASES, clarabel_reference, random_problem, stored_pile
 
+from benchmarks.bench_friction import posed_problems
 from contactlab.collision import collide
 from contactlab.models.fc_route import local_step
 from contactlab.scenario import get_scenario
@@ -223,28 +224,12 @@ def resting_pile_steps() -> dict[str, list]:
     ``anitescu-hart`` by ``ipm`` (288 contacts, four on every face); the warm start is
     what the model passes: the previous step's impulses per persistent contact.
     """
-    from contactlab.models.base import SolvingModel
-
     scene = get_scenario("box-pile").build(n=30, layout="stacked")
     out: dict[str, list] = {}
-    original = SolvingModel.run
     for cone, options in (("soc", {"cone": "soc"}), ("pyramid", {"directions": 4})):
-        posed: list = []
-
-        def recording(self: SolvingModel, problem, warm=None, posed=posed):  # type: ignore[no-untyped-def]
-            posed.append((problem, warm))
-            return original(self, problem, warm)
-
         sim = Simulator(scene, "maximal", "anitescu-hart", "ipm", dt=0.005,
                         model_options={**options, "solver_tol": 1e-6})  # fmt: skip
-        state = sim.initial_state()
-        SolvingModel.run = recording  # type: ignore[method-assign]
-        try:
-            for i in range(3):
-                state, _ = sim.step(state, i)
-        finally:
-            SolvingModel.run = original  # type: ignore[method-assign]
-        out[cone] = posed
+        out[cone] = posed_problems(sim, sim.initial_state(), 3)
     return out
 
 
@@ -539,24 +524,9 @@ def test_ipm_warm_start_with_scalar_rows_and_far_from_the_solution() -> None:
 def coulomb_steps(scene, state, steps: int) -> list:  # type: ignore[no-untyped-def]
     """``(problem, warm start)`` of ``steps`` steps of ``coulomb`` by ``ipm`` from ``state``
     (the warm start is what the model passes: the previous step's impulses)."""
-    from contactlab.models.base import SolvingModel
-
-    posed: list = []
-    original = SolvingModel.run
-
-    def recording(self: SolvingModel, problem, warm=None):  # type: ignore[no-untyped-def]
-        posed.append((problem, warm))
-        return original(self, problem, warm)
-
     sim = Simulator(scene, "maximal", "coulomb", "ipm", dt=0.005,
                     model_options={"solver_tol": 1e-6})  # fmt: skip
-    SolvingModel.run = recording  # type: ignore[method-assign]
-    try:
-        for i in range(steps):
-            state, _ = sim.step(state, i)
-    finally:
-        SolvingModel.run = original  # type: ignore[method-assign]
-    return posed
+    return posed_problems(sim, state, steps)
 
 
 def test_coulomb_warm_start_on_a_pile_at_rest() -> None:

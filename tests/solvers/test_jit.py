@@ -25,9 +25,10 @@ def imports_njit(source: str) -> bool:
     )
 
 
-def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _python(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python ARGV`` in a fresh process (``check``: a failure raises)."""
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, *argv],
         capture_output=True,
         text=True,
         env=env,
@@ -45,19 +46,19 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def test_kernels_cache_in_the_user_cache_folder_not_the_source_tree(tmp_path: Path) -> None:
-    code = """
+    code = textwrap.dedent("""
         from contactlab.collision import boxes
         from solvers.backends import pgs_kernel
         print(boxes._clip._cache._cache_file._index_path)
         print(pgs_kernel._row_w._cache._cache_file._index_path)
-    """
-    out = _python(code, _env(tmp_path), tmp_path).stdout.split()
+    """)
+    out = _python(["-c", code], _env(tmp_path), tmp_path).stdout.split()
     expected = tmp_path / "xdg" / "contactlab" / "numba"
     assert len(out) == 2 and all(Path(p).is_relative_to(expected) for p in out)
     assert not any(Path(p).is_relative_to(ROOT) for p in out)
     # a folder the user chose is kept
     mine = tmp_path / "mine"
-    out = _python(code, _env(tmp_path, NUMBA_CACHE_DIR=str(mine)), tmp_path).stdout.split()
+    out = _python(["-c", code], _env(tmp_path, NUMBA_CACHE_DIR=str(mine)), tmp_path).stdout.split()
     assert all(Path(p).is_relative_to(mine) for p in out)
 
 
@@ -80,15 +81,7 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
     """)
     )
     env = _env(tmp_path)
-    cold = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=600,
-        check=True,
-    )
+    cold = _python([str(script)], env, tmp_path)
     assert cold.stdout.strip() == "6.0"
     lines = [line for line in cold.stderr.splitlines() if "compiling kernels" in line]
     # two kernels compiled, one line: the module's first compilation
@@ -96,15 +89,7 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
         f"contactlab: compiling kernels of __main__ (first use, about 3 s; cached in "
         f"{tmp_path / 'xdg' / 'contactlab' / 'numba'}; `contactlab warmup` compiles all ahead)"
     ]
-    warm = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=600,
-        check=True,
-    )
+    warm = _python([str(script)], env, tmp_path)
     assert warm.stdout.strip() == "6.0" and "compiling kernels" not in warm.stderr
 
 

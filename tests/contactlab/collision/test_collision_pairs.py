@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import shape_pairs
+from shape_pairs import MARGIN, T, check_sphere_contact
 
 from contactlab import se3
 from contactlab.collision import ContactSet, collide
@@ -18,7 +20,6 @@ from contactlab.scene import Body, ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
 
 TOL = 1e-9
-MARGIN = 0.005
 S2 = np.sqrt(0.5)
 
 
@@ -26,13 +27,8 @@ GROUND = (Plane(),)
 
 
 def scene_of(*shapes, static=GROUND, margin=MARGIN, contact=None):
-    bodies = tuple(Body(f"b{k}", 1.0, [1.0, 1.0, 1.0], shapes=(s,)) for k, s in enumerate(shapes))
-    params = contact or ContactParams(margin=margin)
-    return Scene("t", bodies, static_shapes=static, contact=params)
-
-
-def T(p, w=(0.0, 0.0, 0.0)):
-    return se3.make_transform(se3.exp_so3(np.asarray(w, float)), np.asarray(p, float))
+    """:func:`shape_pairs.scene_of` on the ground plane by default."""
+    return shape_pairs.scene_of(*shapes, static=static, margin=margin, contact=contact)
 
 
 def run(scene, *transforms) -> ContactSet:
@@ -62,15 +58,10 @@ def check_common(c: ContactSet):
 def test_sphere_plane_distance_and_midpoint(z, expect):
     c = run(scene_of(Sphere(radius=0.5)), T([0.2, -0.3, z]))
     check_common(c)
-    if expect is None:
-        assert len(c) == 0
-        return
-    assert len(c) == 1
-    assert c.distance[0] == pytest.approx(expect, abs=TOL)
-    assert np.allclose(c.normal[0], [0, 0, 1], atol=TOL)
-    # midpoint of the sphere's lowest point (z - r) and the plane point (0)
-    assert np.allclose(c.point[0], [0.2, -0.3, 0.5 * (z - 0.5)], atol=TOL)
-    assert (c.body_a[0], c.body_b[0], c.shape_b[0]) == (0, -1, 0)
+    # at the midpoint of the sphere's lowest point (z - r) and the plane point (0)
+    check_sphere_contact(c, [0.2, -0.3, z], 0.5, expect, [0, 0, 1], TOL)
+    if expect is not None:
+        assert (c.body_a[0], c.body_b[0], c.shape_b[0]) == (0, -1, 0)
 
 
 def test_sphere_tilted_plane_separated():

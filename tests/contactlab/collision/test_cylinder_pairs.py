@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shape_pairs import MARGIN, T, check_sphere_contact, check_swap_symmetry, rows, scene_of
 
 from contactlab import se3
 from contactlab.bodies import body_from_shape
 from contactlab.collision import ContactSet, collide, supported_pairs
 from contactlab.collision.convex import signed_distance
 from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER
-from contactlab.scene import Body, ContactParams, Scene
+from contactlab.scene import ContactParams, Scene
 from contactlab.shapes import Box, Capsule, Cylinder, Plane, Sphere
 from contactlab.simulator import Simulator
 
 TOL = 1e-9
 CURVED = 1e-5
-MARGIN = 0.005
 S2 = np.sqrt(0.5)
 
 CYL = Cylinder(radius=0.2, half_height=0.3)
@@ -40,22 +40,8 @@ BOX_ = Box(half_extents=[0.5, 0.4, 0.3])
 CUBE = Box(half_extents=[0.1, 0.1, 0.1])
 
 
-def scene_of(*shapes, static=(), margin=MARGIN):
-    bodies = tuple(Body(f"b{k}", 1.0, [1.0, 1.0, 1.0], shapes=(s,)) for k, s in enumerate(shapes))
-    return Scene("t", bodies, static_shapes=static, contact=ContactParams(margin=margin))
-
-
-def T(p, w=(0.0, 0.0, 0.0)):
-    return se3.make_transform(se3.exp_so3(np.asarray(w, float)), np.asarray(p, float))
-
-
 def run(scene, *transforms) -> ContactSet:
     return collide(scene, np.stack(transforms))
-
-
-def rows(x, decimals=8):
-    x = np.round(np.asarray(x, float), decimals) + 0.0
-    return x[np.lexsort(x.T[::-1])]
 
 
 def check_common(c: ContactSet, margin: float = MARGIN) -> None:
@@ -104,17 +90,7 @@ def test_every_pair_of_solid_kinds_is_supported():
 def test_sphere_cylinder_regions(centre, radius, dist, normal):
     c = run(scene_of(Sphere(radius=radius), CYL), T(centre), T([0, 0, 0]))
     check_common(c)
-    if dist is None:
-        assert len(c) == 0
-        return
-    assert len(c) == 1
-    assert c.distance[0] == pytest.approx(dist, abs=TOL)
-    n = np.asarray(normal, float)
-    assert np.allclose(c.normal[0], n, atol=TOL)
-    # the point is the midpoint of the sphere's and the cylinder's surface points
-    centre = np.asarray(centre, float)
-    on_sphere = centre - radius * n
-    assert np.allclose(c.point[0], on_sphere - 0.5 * dist * n, atol=TOL)
+    check_sphere_contact(c, centre, radius, dist, normal, TOL)
 
 
 def test_sphere_on_a_rotated_static_cylinder():
@@ -381,31 +357,9 @@ PAIRS = [
 
 @pytest.mark.parametrize(("sa", "sb", "reach"), PAIRS)
 def test_swapping_the_pair_gives_the_same_contacts_with_opposite_normals(sa, sb, reach):
-    rng = np.random.default_rng(11)
-    hits = 0
-    for _ in range(60):
-        Ea = se3.make_transform(se3.random_rotation(rng), rng.normal(size=3) * 0.1)
-        d = rng.normal(size=3)
-        Eb = se3.make_transform(
-            se3.random_rotation(rng), d / np.linalg.norm(d) * reach * rng.uniform(0.8, 1.1)
-        )
-        c1 = collide(scene_of(sa, sb, margin=0.05), np.stack([Ea, Eb]))
-        c2 = collide(scene_of(sb, sa, margin=0.05), np.stack([Eb, Ea]))
-        assert len(c1) == len(c2)
-        if not len(c1):
-            continue
-        hits += 1
-        check_common(c1, 0.05)
-        n1 = c1.normal * np.where(c1.body_a == 0, 1.0, -1.0)[:, None]
-        n2 = c2.normal * np.where(c2.body_a == 1, 1.0, -1.0)[:, None]
-        a = np.hstack([c1.point, n1, c1.distance[:, None]])
-        b = np.hstack([c2.point, n2, c2.distance[:, None]])
-        assert np.allclose(rows(a, 5), rows(b, 5), atol=2e-5)
-        if c1.distance.min() >= 0:
-            k = int(np.argmin(c1.distance))
-            centre_a = np.stack([Ea, Eb])[c1.body_a[k], :3, 3]
-            assert (centre_a - c1.point[k]) @ c1.normal[k] > 0
-    assert hits >= 20
+    check_swap_symmetry(
+        sa, sb, reach, seed=11, atol=2e-5, decimals=5, check=lambda c: check_common(c, 0.05)
+    )
 
 
 def _support_height(kind, R, p, size, n):

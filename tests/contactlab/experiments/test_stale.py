@@ -17,18 +17,10 @@ import contactlab.models
 from contactlab import codeversion
 from contactlab.experiments.sweep import sweep
 
-SPEC = """
-[sweep]
-name = "fall"
-duration = 0.05
-dt = [0.01]
-models = ["exp-qp"]
-solvers = ["kkt"]
+from .specs import write_sweep
 
-[[scenarios]]
-name = "exp-fall"
-params = { height = [1.0, 2.0] }
-"""
+SWEEP = {"name": "fall", "duration": 0.05, "dt": [0.01], "models": ["exp-qp"], "solvers": ["kkt"]}
+FALLS = [{"name": "exp-fall", "params": {"height": [1.0, 2.0]}}]
 
 
 @pytest.fixture
@@ -53,8 +45,7 @@ def test_source_hash_sees_every_change_and_nothing_else(model_sources: Path) -> 
 def test_a_sweep_reruns_its_runs_after_a_model_source_changes(
     tmp_path: Path, model_sources: Path, fake_scenarios: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = tmp_path / "fall.toml"
-    spec.write_text(SPEC)
+    spec = write_sweep(tmp_path / "fall.toml", SWEEP, FALLS)
     out = tmp_path / "sweep"
     first = sweep(spec, workers=1, out=out, quiet=True)
     assert (first.executed, first.reused) == (2, 0)

@@ -3,7 +3,10 @@ an interrupted sweep loses no finished run, and the runs are physically right.""
 
 from __future__ import annotations
 
+import importlib
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,27 +17,25 @@ from contactlab.experiments.runner import recorded_hash
 from contactlab.experiments.sweep import comparable, sweep
 
 from . import fakes
+from .specs import write_sweep
 
-SPEC = """
-[sweep]
-name = "fall"
-duration = 0.1
-dt = [0.01, 0.005]
-models = ["exp-qp"]
-solvers = ["kkt", "osqp", "pgs"]
-compare_by = ["solver"]
+# the module (the package exports its function of the same name)
+sweep_module = importlib.import_module("contactlab.experiments.sweep")
 
-[[scenarios]]
-name = "exp-fall"
-params = {{ height = [1.0, 2.0] }}
-{extra}
-"""
+SWEEP = {
+    "name": "fall",
+    "duration": 0.1,
+    "dt": [0.01, 0.005],
+    "models": ["exp-qp"],
+    "solvers": ["kkt", "osqp", "pgs"],
+    "compare_by": ["solver"],
+}
+FALLS = {"name": "exp-fall", "params": {"height": [1.0, 2.0]}}
 
 
-def write_spec(tmp_path: Path, extra: str = "") -> Path:
-    path = tmp_path / "fall.toml"
-    path.write_text(SPEC.format(extra=extra))
-    return path
+def write_spec(tmp_path: Path, *extra: dict[str, Any]) -> Path:
+    """The two heights at two step sizes, and any ``extra`` scenario entries."""
+    return write_sweep(tmp_path / "fall.toml", SWEEP, [FALLS, *extra])
 
 
 def test_local_and_dask_sweeps_give_the_same_table(tmp_path: Path, fake_scenarios: None) -> None:
@@ -82,9 +83,33 @@ def test_resume_skips_finished_runs(tmp_path: Path, fake_scenarios: None) -> Non
     assert (again.executed, again.reused) == (0, 8)
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
     # one more step size: only its 4 runs are new
-    spec.write_text(SPEC.format(extra="").replace("[0.01, 0.005]", "[0.01, 0.005, 0.02]"))
+    write_sweep(spec, {**SWEEP, "dt": [0.01, 0.005, 0.02]}, [FALLS])
     more = sweep(spec, workers=1, quiet=True)
     assert (more.executed, more.reused) == (4, 8) and len(more.table) == 12
+
+
+def test_a_resumed_sweep_reads_each_reused_run_once(
+    tmp_path: Path, fake_scenarios: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = write_spec(tmp_path)
+    first = sweep(spec, workers=1, quiet=True)
+    reads: Counter[str] = Counter()
+    load = sweep_module.load_run_folder
+
+    def counted(folder: Path | str) -> Any:
+        reads[Path(folder).name] += 1
+        return load(folder)
+
+    monkeypatch.setattr(sweep_module, "load_run_folder", counted)
+    again = sweep(spec, workers=1, quiet=True)
+    assert (again.executed, again.reused) == (0, 8)
+    # the check that a reused run still loads is the read its table row comes from
+    assert reads == Counter({Path(folder).name: 1 for folder in first.table["folder"]})
+    pd.testing.assert_frame_equal(comparable(first.table), comparable(again.table))
+    on_disk = pd.read_csv(again.folder / "sweep.csv")
+    pd.testing.assert_frame_equal(
+        comparable(on_disk), comparable(pd.read_csv(first.folder / "sweep.csv"))
+    )
 
 
 @pytest.mark.parametrize("damaged", ["trajectory.npz", "steps.csv"])
@@ -131,11 +156,8 @@ def test_interrupted_sweep_loses_no_finished_run(
 ) -> None:
     flag = tmp_path / "flag"
     flag.touch()
-    extra = (
-        f'\n[[scenarios]]\nname = "exp-fall"\nparams = {{ height = 3.0 }}\n'
-        f'model_options = {{ {how} = "{flag}" }}\n'
-    )
-    spec = write_spec(tmp_path, extra)
+    flagged = {"name": "exp-fall", "params": {"height": 3.0}, "model_options": {how: flag}}
+    spec = write_spec(tmp_path, flagged)
     first = sweep(spec, workers=2, quiet=True)
     # the 4 flagged runs raise (or kill their worker, which breaks the pool)
     assert not first.complete and len(first.incomplete) >= 4

@@ -17,26 +17,21 @@ from contactlab.experiments import batched
 from contactlab.experiments.batched import BatchPlan
 from contactlab.experiments.sweep import comparable, sweep
 
+from .specs import write_sweep
+
 pytest.importorskip("numba")
 # the module (the package exports its function of the same name)
 sweep_module = importlib.import_module("contactlab.experiments.sweep")
 
-SPEC = """
-[sweep]
-name = "piles"
-duration = 0.35
-seeds = [3, 4]
-formulations = ["maximal"]
-models = ["box-friction"]
-solvers = ["pgs"]
-
-[model_options]
-max_iter = 200
-
-[[scenarios]]
-name = "box-pile"
-params = { n = 6, mu = [0.3, 0.8] }
-"""
+SWEEP = {
+    "name": "piles",
+    "duration": 0.35,
+    "seeds": [3, 4],
+    "formulations": ["maximal"],
+    "models": ["box-friction"],
+    "solvers": ["pgs"],
+}
+PILES = [{"name": "box-pile", "params": {"n": 6, "mu": [0.3, 0.8]}}]
 
 
 def _one_by_one(todo):  # type: ignore[no-untyped-def]
@@ -46,8 +41,7 @@ def _one_by_one(todo):  # type: ignore[no-untyped-def]
 def test_batched_sweep_writes_each_point_as_its_own_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = tmp_path / "piles.toml"
-    spec.write_text(SPEC)
+    spec = write_sweep(tmp_path / "piles.toml", SWEEP, PILES, model_options={"max_iter": 200})
     together = sweep(spec, workers=1, out=tmp_path / "batched")
     said = capsys.readouterr().err
     assert "4 runs in 1 batch (one compiled call per step" in said
@@ -79,13 +73,8 @@ def test_batched_sweep_writes_each_point_as_its_own_run(
 def test_a_grid_that_cannot_be_batched_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = tmp_path / "coulomb.toml"
-    spec.write_text(
-        SPEC.replace('"box-friction"', '"coulomb"')
-        .replace('"pgs"', '"nsgs"')
-        .replace("max_iter = 200", "")
-        .replace("duration = 0.35", "duration = 0.01")
-    )
+    coulomb = {**SWEEP, "models": ["coulomb"], "solvers": ["nsgs"], "duration": 0.01}
+    spec = write_sweep(tmp_path / "coulomb.toml", coulomb, PILES)
     result = sweep(spec, workers=1, out=tmp_path / "out")
     assert result.executed == 4 and result.complete
     said = capsys.readouterr().err
