@@ -38,7 +38,8 @@ The contacts are visited from the lowest point up, the general route's local ord
 residual ``||r - P_K(r - û)||_2 / ||q||_2`` of
 :func:`solvers.numerics.fc_kernels.natural_map` on the exact velocities (the twists are
 recomputed from the impulses before it), evaluated after every sweep; the best iterate
-met is returned.
+met is returned.  The residual is evaluated after sweeps 1, 2, 4, 8 and then every 8
+sweeps, and after every sweep with the frozen shifts (the general ``nsgs``'s schedule).
 """
 
 from __future__ import annotations
@@ -221,9 +222,14 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
     best = z.copy()
     best_res = residual
     sweeps = 0
+    shifted = law == 1 and not direct
+    next_check = 1
     while best_res > tol and sweeps < max_sweeps:
         _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, law == 1 and direct)
         sweeps += 1
+        if not (shifted or sweeps == next_check or sweeps >= max_sweeps):
+            continue
+        next_check = next_check * 2 if next_check < 8 else next_check + 8
         _velocity(J, ca, cb, f, dinv, z, v)
         residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm)
         if not (math.isfinite(residual) and np.all(np.isfinite(z))):
@@ -231,7 +237,7 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
         if residual < best_res:
             best_res = residual
             best[:] = z
-        if law == 1 and not direct:
+        if shifted:
             # the frozen cone problem's residual decides when the shifts are refreshed
             inner = _natural(J, ca, cb, rhs, v, z, mu, 0, shift, qnorm)
             if inner <= max(0.1 * residual, 0.5 * tol):
