@@ -25,9 +25,10 @@ De Saxcé's: its shift ``s_i = mu_i ||u_t,i||`` enters the normal row (``c_n + s
 that the local cone problem's solution satisfies ``K ∋ r ⟂ û ∈ K*`` once the shift is
 consistent.  Two rules for the shift:
 
-- ``direct`` (``True``): each contact takes the shift of its current velocity at every
-  visit (the local De Saxcé projection with the shift ``mu ||u_t||`` of the moment,
-  Gauss--Seidel on the fixed point directly);
+- ``direct`` (``True``): each contact's local problem is De Saxcé's itself, solved exactly
+  by :func:`solvers.numerics.fc_local.coulomb_local` (take-off, sticking, or sliding on the
+  cone's boundary with ``u_n = 0`` and the slip opposite the friction; Siconos's NSGS,
+  the general ``nsgs``'s ``direct=True``), which can cycle on redundant contacts;
 - otherwise the shifts are frozen over sweeps and refreshed from the current velocities
   when the frozen cone problem's residual is below a tenth of Coulomb's (the rule of
   :func:`solvers.numerics.fc_kernels.nsgs`, Acary and Cadoux's sequence of cone problems
@@ -80,7 +81,7 @@ from contactlab.maximal._pile_kernels import (
 from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from solvers.jit import njit
-from solvers.numerics.fc_local import ccp_local
+from solvers.numerics.fc_local import ccp_local, coulomb_local
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -176,9 +177,10 @@ def _refresh_shift(J, ca, cb, rhs, v, mu, shift):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001, ANN202, PLR0913
     """One block Gauss--Seidel sweep over the contacts in the order ``up``: each contact's
-    cone problem with the others fixed solved exactly (``ccp_local``), its impulse and its
-    bodies' twists updated.  ``direct``: the contact's shift is ``mu ||u_t||`` of its
-    velocity at the visit (Coulomb), else ``shift[i]``."""
+    problem with the others fixed solved exactly, its impulse and its bodies' twists
+    updated: the cone problem with the frozen shift ``shift[i]`` on its normal row
+    (``ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
+    (``coulomb_local``)."""
     u = np.empty(3)
     c = np.empty(3)
     new = np.empty(3)
@@ -191,12 +193,10 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
         for d in range(3):
             c[d] = u[d] - (Ai[d, 0] * z[r0] + Ai[d, 1] * z[r0 + 1] + Ai[d, 2] * z[r0 + 2])
         if direct:
-            s = mu[i] * math.sqrt(u[1] * u[1] + u[2] * u[2])
-            shift[i] = s
+            coulomb_local(0, mu[i], dirs, Ai, c, new)
         else:
-            s = shift[i]
-        c[0] += s
-        ccp_local(0, mu[i], dirs, Ai, c, new)
+            c[0] += shift[i]
+            ccp_local(0, mu[i], dirs, Ai, c, new)
         for d in range(3):
             r = r0 + d
             dz = new[d] - z[r]

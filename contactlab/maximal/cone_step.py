@@ -16,8 +16,8 @@ identity), so the two paths share it.
 
 Coulomb's shift.  By default the shifts ``mu ||u_t||`` are frozen over sweeps and
 refreshed when the frozen cone problem is solved to a tenth of Coulomb's residual (the
-general ``nsgs``'s rule); ``solver_settings={"direct": True}`` takes each contact's shift
-of the moment at each visit (the local De Saxcé projection directly).
+general ``nsgs``'s rule); ``solver_settings={"direct": True}`` solves each contact's
+one-contact Coulomb problem exactly instead (the general ``nsgs``'s ``direct=True``).
 
 It applies when the scene and the formulation are in the box-friction compiled step's
 scope (:func:`contactlab.maximal.compiled_step.scope`: free bodies, the maximal

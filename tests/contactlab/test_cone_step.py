@@ -6,7 +6,8 @@ Facts:
 * it is the general route's ``nsgs`` (same local problem, contact order, local solver,
   shift rule, warm start and stopping test) with ``W r`` read from the bodies' twists:
   from each state of a 6-cube drop (fall, landing, rest) the two give the same next
-  velocities to 1e-6 m/s on every step both solve to 1e-9, for both laws (the sums
+  velocities to 1e-6 m/s on every step both solve to 1e-9, for both laws and for
+  Coulomb's exact one-contact solver (``direct``) too (the sums
   differ in order only; at the default 1e-6 one may stop a sweep before the other,
   1.2e-5 m/s apart on one landing step);
 * its solution solves the general route's problem: on every step of a 50-cube drop that
@@ -65,7 +66,9 @@ def _u(fc: Any, r: np.ndarray) -> np.ndarray:
     return np.asarray(fc.W @ r + fc.q)
 
 
-@pytest.mark.parametrize(("model", "opts"), LAWS)
+@pytest.mark.parametrize(
+    ("model", "opts"), [*LAWS, ("coulomb", {"solver_settings": {"direct": True}})]
+)
 def test_steps_equal_the_general_nsgs(model: str, opts: dict[str, Any]) -> None:
     scene = get_scenario("box-pile").build(n=6, seed=1)
     # to 1e-9: two runs stopped at 1e-6 may stop a sweep apart (1e-5 m/s, measured)
@@ -83,7 +86,8 @@ def test_steps_equal_the_general_nsgs(model: str, opts: dict[str, Any]) -> None:
             assert np.abs(a.phi - b.phi).max() <= VEL, i
             compared += 1
         state = a
-    assert compared >= 80
+    # the exact one-contact solver cycles on redundant contacts (53 of 90 steps solved to 1e-9)
+    assert compared >= (40 if "solver_settings" in opts else 80)
 
 
 def test_de_saxce_conditions_on_a_50_box_drop() -> None:
