@@ -14,6 +14,17 @@ Sections (``results/benchmarks/contact_speed.md``):
     The solve is the whole of the difference between two routes' steps (collision and
     assembly are shared), so ``ipm``'s full step time is reported beside it.
 
+``cone``
+    The compiled disc-cone step (:mod:`contactlab.maximal.cone_step`): ``coulomb`` and
+    ``anitescu-hart`` with ``cone="soc"`` by ``nsgs`` on ``box-pile`` of ``--cone-sizes``
+    cubes (default 200), from the drop (t = 0, ``--cone-drop-steps`` steps) and at rest
+    (layout ``stacked``, ``--cone-rest-steps`` steps), h = 5 ms, default tolerance (sweep
+    cap ``--cone-max-iter``, default the route's 10,000): per model, size and phase the
+    steps with contacts, the steps stopped at the cap (with the largest residual), median
+    contacts, sweeps, thread CPU time and µs per contact, and MuJoCo's (Newton, elliptic
+    cones; :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th
+    pose, in the same process.
+
 ``pgs``
     Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
     contact step, :mod:`contactlab.maximal.compiled_step`) on ``box-pile`` of 50, 200 and
@@ -167,6 +178,106 @@ def coulomb_section(boxes: int, steps: int, backends: list[str]) -> str:
             f"step, {1e3 * np.median(ms / nc):.1f} µs per contact "
             f"({np.median(nc):.0f} contacts)."
         )
+    return "\n".join(lines) + "\n"
+
+
+#: the heading of the compiled disc-cone section (after "## ")
+CONE_HEAD = 'Exact cone, compiled step (`coulomb` and `anitescu-hart` with `cone="soc"`, `nsgs`)'
+#: the models of the compiled disc-cone section: (label, model, options)
+CONE_MODELS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("coulomb", "coulomb", {}),
+    ("anitescu-hart (soc)", "anitescu-hart", {"cone": "soc"}),
+)
+
+
+def _cone_phase(
+    n: int, layout: str, model: str, opts: dict[str, Any], steps: int, every: int, cap: int | None
+) -> list[dict[str, Any]]:
+    """Step ``box-pile`` (``n`` cubes, ``layout``) by the compiled disc-cone step of
+    ``model`` / ``nsgs`` from t = 0; per step its thread CPU time, contacts, sweeps and
+    status, and MuJoCo's step on every ``every``-th pose with contacts."""
+    from benchmarks.bench_friction import mujoco_step
+    from contactlab.maximal.cone_step import ConeContactStep
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import Simulator
+
+    scene = get_scenario("box-pile").build(n=n, layout=layout)
+    options = dict(opts) if cap is None else {**opts, "max_iter": cap}
+    sim = Simulator(scene, "maximal", model, "nsgs", model_options=options)
+    assert isinstance(sim.compiled, ConeContactStep), "the compiled disc-cone step"
+    state = sim.initial_state()
+    sim.step(state, 0)  # kernels loaded
+    rows: list[dict[str, Any]] = []
+    for i in range(steps):
+        before = state
+        t0 = time.thread_time()
+        state, record = sim.step(state, i)
+        cpu = time.thread_time() - t0
+        m = record.metrics
+        row = {
+            "cpu": cpu, "contacts": m["n_contacts"], "sweeps": m["iterations"],
+            "status": m["status"], "residual": m["solver_residual"],
+        }  # fmt: skip
+        if m["n_contacts"] > 0 and i % every == 0:
+            mj = mujoco_step(scene, before, scene.dt, 1)
+            if mj is not None:
+                row["mujoco"] = 1e-3 * mj["step_ms"]
+                row["mujoco_contacts"] = mj["contacts"]
+        rows.append(row)
+    return rows
+
+
+def cone_section(
+    sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
+) -> str:
+    """The compiled disc-cone step against MuJoCo on the same poses (module docstring)."""
+    load0 = os.getloadavg()[0]
+    lines = [
+        f"## {CONE_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
+        f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
+        + ("" if cap is None else f", sweep cap {cap}"),
+        "",
+        "Thread CPU time per step of the compiled step (collision, rows, block NSGS, "
+        "integration) and MuJoCo's (Newton, elliptic cones) on the same poses (every "
+        f"{every}-th step with contacts), in the same process; steps with contacts only.",
+        "",
+        "| model | boxes | phase | steps | capped (largest residual) | contacts (median) "
+        "| median sweeps | median ms | µs / contact | MuJoCo µs / contact | × MuJoCo per contact |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for label, model, opts in CONE_MODELS:
+        for n in sizes:
+            for phase, layout, steps in (
+                ("drop", "drop", drop_steps),
+                ("rest", "stacked", rest_steps),
+            ):
+                rows = [
+                    r
+                    for r in _cone_phase(n, layout, model, opts, steps, every, cap)
+                    if r["contacts"]
+                ]
+                if not rows:
+                    continue
+                capped = [r for r in rows if r["status"] != "optimal"]
+                worst = max((r["residual"] for r in capped), default=0.0)
+                us = np.array([1e6 * r["cpu"] / r["contacts"] for r in rows])
+                mj = [r for r in rows if "mujoco" in r]
+                mj_us = (
+                    float(np.median([1e6 * r["mujoco"] / max(r["mujoco_contacts"], 1) for r in mj]))
+                    if mj
+                    else float("nan")
+                )
+                ours = float(np.median(us))
+                lines.append(
+                    f"| {label} | {n} | {phase} | {len(rows)} "
+                    f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
+                    f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                    f"| {np.median([r['sweeps'] for r in rows]):.0f} "
+                    f"| {1e3 * np.median([r['cpu'] for r in rows]):.2f} | {ours:.1f} "
+                    f"| {mj_us:.1f} | {ours / mj_us:.1f} |"
+                )
+    load1 = os.getloadavg()[0]
+    lines += ["", f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared)."]
     return "\n".join(lines) + "\n"
 
 
@@ -446,12 +557,26 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pose-every", type=int, default=5)
     ap.add_argument("--landed-sizes", default="200")
     ap.add_argument("--settle", type=float, default=2.0)
-    ap.add_argument("--only", choices=("coulomb", "pgs", "batch"))
+    ap.add_argument("--cone-sizes", default="200")
+    ap.add_argument("--cone-drop-steps", type=int, default=60)
+    ap.add_argument("--cone-rest-steps", type=int, default=20)
+    ap.add_argument("--cone-max-iter", type=int, default=None)
+    ap.add_argument("--only", choices=("coulomb", "cone", "pgs", "batch"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     parts = ["# Contact stepping speed\n", "Written by `benchmarks/bench_contact_speed.py`.\n"]
     if args.only in (None, "coulomb"):
         parts.append(coulomb_section(args.boxes, args.steps, args.backends.split(",")))
+    if args.only in (None, "cone"):
+        parts.append(
+            cone_section(
+                [int(x) for x in args.cone_sizes.split(",")],
+                args.cone_drop_steps,
+                args.cone_rest_steps,
+                args.pose_every,
+                args.cone_max_iter,
+            )  # fmt: skip
+        )
     if args.only in (None, "pgs"):
         sizes = [int(x) for x in args.pgs_sizes.split(",")]
         landed = [int(x) for x in args.landed_sizes.split(",") if x]
@@ -463,7 +588,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD}
+    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD, "cone": CONE_HEAD}
     if args.only in heads and args.out.exists():
         # the other sections stay: the section replaces its previous versions
         old = args.out.read_text().split("\n## ")

@@ -270,8 +270,10 @@ class MaximalFormulation(Formulation):
         if type(self) is not MaximalFormulation or not self.compiled or self.sleep is not None:
             return None
         from contactlab.maximal.compiled_step import compiled_step_for
+        from contactlab.maximal.cone_step import cone_step_for
 
-        return compiled_step_for(self, model, collide)
+        step = compiled_step_for(self, model, collide)
+        return step if step is not None else cone_step_for(self, model, collide)
 
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi

@@ -1,0 +1,359 @@
+"""Compiled kernels of the disc-cone contact step (:mod:`contactlab.maximal.cone_step`).
+
+One call, :func:`cone_step`, takes a step of free rigid bodies with the exact friction
+cone ``K_i = {||r_t|| <= mu_i r_n}`` from their contacts: the free momentum, the contact
+rows, the 3x3 diagonal blocks of ``W = C M^-1 C^T`` and the warm start by contact
+identity (the kernels of :mod:`contactlab.maximal._pile_kernels`), then block nonsmooth
+Gauss--Seidel (NSGS) on the bodies' twists, the residuals and contact metrics of the
+solution and ``E <- E exp(h [phi])``.
+
+Per contact ``i`` the impulse ``r_i = (r_n, r_t1, r_t2)`` and the velocity
+``u_i = (W r + q)_i`` (``q = C M^-1 f - b``).  Two laws:
+
+- ``law = 0``, Anitescu--Hart's cone complementarity problem
+  ``K ∋ r ⟂ u ∈ K*``;
+- ``law = 1``, Coulomb's law in De Saxcé's form ``K ∋ r ⟂ û ∈ K*`` with
+  ``û = (u_n + mu ||u_t||, u_t)``.
+
+Body-velocity NSGS.  ``W`` is never formed: with ``v = M^-1 (f + C^T r)`` kept up to
+date, contact ``i``'s velocity is ``u_i = C_i v - b_i`` (36 products) and a change
+``dr`` of its impulse moves its two bodies' twists by ``M^-1 C_i^T dr`` (36 more).  The
+local problem with the other contacts fixed, ``u = A_i r + c`` (``A_i`` the contact's
+block of ``W``), is solved exactly by :func:`solvers.numerics.fc_local.ccp_local` (the
+minimiser of ``1/2 r'A r + c'r`` over ``K``).  For Coulomb's law the local problem is
+De Saxcé's: its shift ``s_i = mu_i ||u_t,i||`` enters the normal row (``c_n + s_i``), so
+that the local cone problem's solution satisfies ``K ∋ r ⟂ û ∈ K*`` once the shift is
+consistent.  Two rules for the shift:
+
+- ``direct`` (``True``): each contact's local problem is De Saxcé's itself, solved exactly
+  by :func:`solvers.numerics.fc_local.coulomb_local` (take-off, sticking, or sliding on the
+  cone's boundary with ``u_n = 0`` and the slip opposite the friction; Siconos's NSGS,
+  the general ``nsgs``'s ``direct=True``), which can cycle on redundant contacts;
+- otherwise the shifts are frozen over sweeps and refreshed from the current velocities
+  when the frozen cone problem's residual is below a tenth of Coulomb's (the rule of
+  :func:`solvers.numerics.fc_kernels.nsgs`, Acary and Cadoux's sequence of cone problems
+  each solved inexactly).
+
+The contacts are visited from the lowest point up, the general route's local order
+(:func:`contactlab.models.fc_route.local_step`).  The stopping test is the natural-map
+residual ``||r - P_K(r - û)||_2 / ||q||_2`` of
+:func:`solvers.numerics.fc_kernels.natural_map` on the exact velocities (the twists are
+recomputed from the impulses before it), evaluated after every sweep; the best iterate
+met is returned.  The residual is evaluated after sweeps 1, 2, 4, 8 and then every 8
+sweeps, and after every sweep with the frozen shifts (the general ``nsgs``'s schedule).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contactlab.maximal._pile_kernels import (
+    DECOUPLED,
+    DECOUPLED_DIAG,
+    I_ANGULAR,
+    I_COMP,
+    I_CONE,
+    I_DISSIPATION,
+    I_DUAL,
+    I_KINETIC,
+    I_LINEAR,
+    I_NATURAL,
+    I_NORMAL_COMP,
+    I_NORMAL_FEAS,
+    I_PENETRATION,
+    I_POTENTIAL,
+    I_PRIMAL,
+    I_SLIDING,
+    I_STATUS,
+    I_SWEEPS,
+    I_UNITS,
+    MAX_ITERATIONS,
+    N_INFO,
+    NUMERICAL_ERROR,
+    OPTIMAL,
+    _integrate,
+    _rows,
+    _state_metrics,
+    _velocity,
+)
+from contactlab.maximal.assembly import _midpoint_free_momentum
+from contactlab.models.delassus import carried_impulses, friction_vectors
+from solvers.jit import njit
+from solvers.numerics.fc_local import ccp_local, coulomb_local
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 12.0
+
+#: laws of :func:`cone_step`
+CCP, COULOMB = 0, 1
+
+__all__ = [
+    "CCP",
+    "COULOMB",
+    "DECOUPLED",
+    "I_CONE",
+    "I_COMP",
+    "I_DISSIPATION",
+    "I_DUAL",
+    "I_KINETIC",
+    "I_LINEAR",
+    "I_ANGULAR",
+    "I_POTENTIAL",
+    "I_NATURAL",
+    "I_NORMAL_COMP",
+    "I_NORMAL_FEAS",
+    "I_PENETRATION",
+    "I_PRIMAL",
+    "I_SLIDING",
+    "I_STATUS",
+    "I_SWEEPS",
+    "I_UNITS",
+    "MAX_ITERATIONS",
+    "NUMERICAL_ERROR",
+    "OPTIMAL",
+    "cone_step",
+]
+
+
+@njit(cache=True)
+def _contact_velocity(J, ca, cb, rhs, v, i, u):  # noqa: ANN001, ANN202
+    """``u = C_i v - b_i`` of contact ``i`` (its three rows)."""
+    for d in range(3):
+        r = 3 * i + d
+        pa, pb = ca[r], cb[r]
+        acc = 0.0
+        for k in range(6):
+            acc += J[r, k] * v[pa + k]
+        for k in range(6):
+            acc += J[r, 6 + k] * v[pb + k]
+        u[d] = acc - rhs[r]
+
+
+@njit(cache=True)
+def _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm):  # noqa: ANN001, ANN202, PLR0913
+    """The natural-map residual ``||r - P_K(r - û)||_2 / ||q||_2`` of the impulses ``z``
+    with twists ``v``, ``û = u + (s, 0, 0)``: ``s = mu ||u_t||`` for ``law = 1`` with
+    ``shift`` negative, else ``shift[i]`` (a frozen shift; zero for the CCP)."""
+    acc = 0.0
+    u = np.empty(3)
+    for i in range(mu.shape[0]):
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        m = mu[i]
+        r0, r1, r2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
+        if law == 1:
+            s = m * math.sqrt(u[1] * u[1] + u[2] * u[2])
+        else:
+            s = shift[i]
+        x0 = r0 - (u[0] + s)
+        x1 = r1 - u[1]
+        x2 = r2 - u[2]
+        nt = math.sqrt(x1 * x1 + x2 * x2)
+        if nt <= m * x0:
+            p0, p1, p2 = x0, x1, x2
+        elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
+            p0 = p1 = p2 = 0.0
+        elif m == 0.0:
+            p0, p1, p2 = x0, 0.0, 0.0
+        else:
+            sc = (x0 + m * nt) / (1.0 + m * m)
+            p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
+        acc += (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+    scale = qnorm if qnorm > 2.220446049250313e-16 else 1.0
+    return math.sqrt(acc) / scale
+
+
+@njit(cache=True)
+def _refresh_shift(J, ca, cb, rhs, v, mu, shift):  # noqa: ANN001, ANN202
+    """``shift[i] = mu_i ||u_t,i||`` at the twists ``v``."""
+    u = np.empty(3)
+    for i in range(mu.shape[0]):
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        shift[i] = mu[i] * math.sqrt(u[1] * u[1] + u[2] * u[2])
+
+
+@njit(cache=True)
+def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001, ANN202, PLR0913
+    """One block Gauss--Seidel sweep over the contacts in the order ``up``: each contact's
+    problem with the others fixed solved exactly, its impulse and its bodies' twists
+    updated: the cone problem with the frozen shift ``shift[i]`` on its normal row
+    (``ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
+    (``coulomb_local``)."""
+    u = np.empty(3)
+    c = np.empty(3)
+    new = np.empty(3)
+    dirs = np.zeros((0, 2))
+    for j in range(up.shape[0]):
+        i = up[j]
+        r0 = 3 * i
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        Ai = A3[i]
+        for d in range(3):
+            c[d] = u[d] - (Ai[d, 0] * z[r0] + Ai[d, 1] * z[r0 + 1] + Ai[d, 2] * z[r0 + 2])
+        if direct:
+            coulomb_local(0, mu[i], dirs, Ai, c, new)
+        else:
+            c[0] += shift[i]
+            ccp_local(0, mu[i], dirs, Ai, c, new)
+        for d in range(3):
+            r = r0 + d
+            dz = new[d] - z[r]
+            if dz != 0.0:
+                z[r] = new[d]
+                pa, pb = ca[r], cb[r]
+                for k in range(6):
+                    v[pa + k] += DJ[r, k] * dz
+                for k in range(6):
+                    v[pb + k] += DJ[r, 6 + k] * dz
+
+
+@njit(cache=True)
+def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_sweeps, qnorm):  # noqa: ANN001, ANN202, PLR0913
+    """Block NSGS from ``z`` (``v`` its twists) until the natural-map residual is within
+    ``tol`` or ``max_sweeps`` sweeps are done; ``z`` and ``v`` end at the best iterate met.
+    Returns ``(sweeps, residual)``."""
+    nc = mu.shape[0]
+    shift = np.zeros(nc)
+    if law == 1:
+        _refresh_shift(J, ca, cb, rhs, v, mu, shift)
+    residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm)
+    best = z.copy()
+    best_res = residual
+    sweeps = 0
+    shifted = law == 1 and not direct
+    next_check = 1
+    while best_res > tol and sweeps < max_sweeps:
+        _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, law == 1 and direct)
+        sweeps += 1
+        if not (shifted or sweeps == next_check or sweeps >= max_sweeps):
+            continue
+        next_check = next_check * 2 if next_check < 8 else next_check + 8
+        _velocity(J, ca, cb, f, dinv, z, v)
+        residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm)
+        if not (math.isfinite(residual) and np.all(np.isfinite(z))):
+            break
+        if residual < best_res:
+            best_res = residual
+            best[:] = z
+        if shifted:
+            # the frozen cone problem's residual decides when the shifts are refreshed
+            inner = _natural(J, ca, cb, rhs, v, z, mu, 0, shift, qnorm)
+            if inner <= max(0.1 * residual, 0.5 * tol):
+                _refresh_shift(J, ca, cb, rhs, v, mu, shift)
+    z[:] = best
+    _velocity(J, ca, cb, f, dinv, z, v)
+    return sweeps, best_res
+
+
+@njit(cache=True)
+def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    mdiag, E, phi, gravity, h, iterations,
+    a, b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    law, direct, tol, max_iter, slip_threshold,
+):  # fmt: skip
+    """One step of free bodies with the exact friction cone by block NSGS (module docstring).
+
+    Arguments as :func:`contactlab.maximal._pile_kernels.contact_step`'s, with ``law``
+    (:data:`CCP` or :data:`COULOMB`), ``direct`` (Coulomb's shift rule) and ``max_iter``
+    the sweep cap.  Returns the new twists (nb, 6), the new transforms, the impulses ``z``
+    on the rows ``[N; T]``, the friction impulses as world vectors (nc, 3) and ``info``
+    (the entries ``I_*`` of :mod:`contactlab.maximal._pile_kernels`; ``I_NATURAL`` and
+    ``I_PRIMAL`` the natural-map residual, ``I_DUAL`` and ``I_COMP`` zero).
+    """
+    nb = mdiag.shape[0]
+    n = 6 * nb
+    nc = a.shape[0]
+    m3 = 3 * nc
+    info = np.zeros(N_INFO)
+    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
+    dinv = np.empty(n)
+    for k in range(nb):
+        for j in range(6):
+            dinv[6 * k + j] = 1.0 / mdiag[k, j]
+    J, DJ, A, t1, t2 = _rows(a, b, E, point, normal, dinv)
+    A3 = A.reshape(nc, 3, 3)
+    rhs = np.zeros(m3)
+    ca = np.empty(m3, dtype=np.int64)
+    cb = np.empty(m3, dtype=np.int64)
+    dmax = 0.0
+    for i in range(nc):
+        d = dist[i]
+        rhs[3 * i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+        for k in range(3):
+            r = 3 * i + k
+            dmax = max(dmax, A[i, 4 * k])
+            ca[r] = 6 * a[i]
+            cb[r] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
+    for i in range(nc):
+        for k in range(3):
+            if A[i, 4 * k] <= DECOUPLED_DIAG * dmax:
+                info[I_STATUS] = DECOUPLED
+                return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+    up = np.argsort(point[:, 2], kind="mergesort")
+    # ||q||_2 of the local problem: the contact velocities without impulses
+    z = np.zeros(m3)
+    v = np.empty(n + 6)
+    _velocity(J, ca, cb, f, dinv, z, v)
+    qn = 0.0
+    u = np.empty(3)
+    for i in range(nc):
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        qn += u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
+    qnorm = math.sqrt(qn)
+    # warm start carried over from the recorded contacts
+    if carry:
+        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
+        for i in range(nc):
+            z[3 * i] = zn[i]
+            z[3 * i + 1] = zt[2 * i]
+            z[3 * i + 2] = zt[2 * i + 1]
+        _velocity(J, ca, cb, f, dinv, z, v)
+    sweeps, residual = _nsgs(
+        J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_iter, qnorm
+    )
+    if not math.isfinite(residual):
+        status = NUMERICAL_ERROR
+    elif residual <= tol:
+        status = OPTIMAL
+    else:
+        status = MAX_ITERATIONS
+    # -- contact metrics (as contactlab.maximal._pile_kernels.contact_step) -------------
+    n_comp = n_feas = cone = dissipation = pen = 0.0
+    sliding = 0
+    for i in range(nc):
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        zn_i, z1, z2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
+        n_comp = max(n_comp, abs(zn_i * u[0]))
+        n_feas = max(n_feas, -u[0])
+        cone = max(cone, np.sqrt(z1 * z1 + z2 * z2) - mu[i] * zn_i)
+        speed = np.sqrt(u[1] * u[1] + u[2] * u[2])
+        if speed > slip_threshold:
+            sliding += 1
+            s = mu[i] * zn_i / speed
+            e1 = z1 + s * u[1]
+            e2 = z2 + s * u[2]
+            dissipation = max(dissipation, np.sqrt(e1 * e1 + e2 * e2))
+        pen = max(pen, -dist[i])
+    info[I_STATUS] = status
+    info[I_SWEEPS] = sweeps
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = residual, 0.0, 0.0, residual
+    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = n_comp, n_feas
+    info[I_CONE], info[I_DISSIPATION] = cone, dissipation
+    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = sliding, pen, 0.0
+    out = np.empty(m3)
+    lam_flat = np.empty(2 * nc)
+    for i in range(nc):
+        out[i] = z[3 * i]
+        out[nc + 2 * i] = z[3 * i + 1]
+        out[nc + 2 * i + 1] = z[3 * i + 2]
+        lam_flat[2 * i] = z[3 * i + 1]
+        lam_flat[2 * i + 1] = z[3 * i + 2]
+    friction = friction_vectors(lam_flat, t1, t2)
+    phi_new = v[:n].copy().reshape(nb, 6)
+    E_new = np.empty_like(E)
+    _integrate(E, phi_new, h, E_new)
+    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    return phi_new, E_new, out, friction, info
