@@ -1341,15 +1341,6 @@ def advance(kind, q, qdot, h):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
-def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, inertia, gravity):  # noqa: ANN001, ANN201
-    """Body transforms and twists (tree order) at ``(q, qdot)``, the kinetic energy of the
-    bodies, the gravity energy ``-sum m g . p`` and the world linear and angular momenta."""
-    E, _, _, _, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
-    kinetic, grav, mom = _body_measures(E, V, inertia, gravity)
-    return E, V, kinetic, grav, mom
-
-
-@njit(cache=True)
 def _body_measures(E, V, inertia, gravity):  # noqa: ANN001, ANN202
     """The kinetic energy of the bodies at transforms ``E`` and twists ``V``, the gravity
     energy ``-sum m g . p`` and the world linear and angular momenta."""
