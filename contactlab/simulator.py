@@ -436,7 +436,7 @@ class Simulator:
             if bar is not None:
                 bar.close()
         message = ""
-        if status == "ok" and any(r["status"] != "optimal" for r in rows):
+        if status == "ok" and rows and any(x != "optimal" for x in rows.column("status")):
             status = "inaccurate"
             message = self._inaccurate_message(rows)
         return self._make_run(rows, recorder, initial, wall_start, n, status, message)
