@@ -36,7 +36,9 @@ each table):
     of the whole ``Simulator.step`` (collision,
     assembly, contact solve, integration, metrics) on the default route and
     on the alternatives (box friction by PGS, Anitescu--Hart and Coulomb
-    friction by the interior-point method), MuJoCo's ``mj_step``.  The
+    friction by the interior-point method), MuJoCo's ``mj_step``; on the
+    default route also the cost per step of ``Simulator.run`` (step table,
+    trajectory, divergence guard: what ``contactlab run`` pays) and its set-up.  The
     base height at the end is shown for both engines as a check that they
     simulate the same thing (MuJoCo's soft contacts sink about a millimetre).
 

@@ -923,12 +923,16 @@ def _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega):  # noqa: ANN001, 
 
 
 @njit(cache=True)
-def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
+def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel sweeps over the rows in ``order``
-    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit), each row's
-    ``w = W z + q`` read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after its update;
-    the largest pre-update residual of the last sweep."""
+    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit); the largest
+    pre-update residual of the last sweep.  With the Delassus matrix ``W = C M^-1 C^T``
+    (``W`` not empty) a row's ``w = W_r z + q_w_r``, ``q_w = C u_free - b``: fewer
+    operations per row when the rows are fewer than the coordinates they move; without it
+    ``w`` is read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after each update."""
     nq = v.shape[0]
+    m = z.shape[0]
+    delassus = W.shape[0] > 0
     worst = 0.0
     for _ in range(sweeps):
         worst = 0.0
@@ -939,35 +943,17 @@ def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps): 
                 dz = -z[a]
                 z[a] = 0.0
             else:
-                w = _row_dot(C, a, v) - b[a]
+                if delassus:
+                    w = q_w[a]
+                    for r in range(m):
+                        w += W[a, r] * z[r]
+                else:
+                    w = _row_dot(C, a, v) - b[a]
                 residual, dz = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
                 worst = max(worst, residual)
-            if dz != 0.0:
+            if dz != 0.0 and not delassus:
                 for k in range(nq):
                     v[k] += Kr[a, k] * dz
-    return worst
-
-
-@njit(cache=True)
-def _sweeps_delassus(W, q, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
-    """:func:`_sweeps` on the Delassus matrix ``W = C M^-1 C^T`` and ``q = C u_free - b``
-    (``w = W_r z + q_r``): fewer operations per row when the rows are fewer than the
-    coordinates they move."""
-    m = z.shape[0]
-    worst = 0.0
-    for _ in range(sweeps):
-        worst = 0.0
-        for j in range(order.shape[0]):
-            a = order[j]
-            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
-                worst = max(worst, abs(z[a]))
-                z[a] = 0.0
-                continue
-            w = q[a]
-            for r in range(m):
-                w += W[a, r] * z[r]
-            residual, _ = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
-            worst = max(worst, residual)
     return worst
 
 
@@ -1238,12 +1224,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            if delassus:
-                estimate = _sweeps_delassus(
-                    W, q_w, diag, z, owner, mu_row, lo, hi, order, omega, chunk
-                )
-            else:
-                estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
+            estimate = _sweeps(
+                C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
+            )
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
                 # the velocity afresh from the impulses (no drift of the running updates)

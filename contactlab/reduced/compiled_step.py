@@ -226,25 +226,10 @@ class CompiledContactStep:
         self._plane_local = tab.plane_local if some else np.zeros(1, dtype=np.int64)
         self._plane_material = tab.plane_material if some else np.zeros(1, dtype=np.int64)
         self.margin = float(scene.contact.margin)
-        # bounding radii of the shapes about their frames' origins
+        # bounding radii of the shapes about their frames' origins, and bounding boxes in
+        # the shapes' frames (centre, half extents): a pair of shapes whose boxes are apart
+        # by more than the margin has no contact
         radius = np.zeros(tab.n_shapes)
-        for s in range(tab.n_shapes):
-            r, hh = tab.size[s, 0], tab.size[s, 1]
-            kd = int(tab.kind[s])
-            if kd == K.MESH:
-                h = tab.hull[s]
-                v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
-                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
-            elif kd == K.SPHERE:
-                radius[s] = r
-            elif kd == K.CAPSULE:
-                radius[s] = r + hh
-            elif kd == K.CYLINDER:
-                radius[s] = np.hypot(r, hh)
-            else:
-                radius[s] = float(np.linalg.norm(tab.size[s]))
-        # bounding boxes in the shapes' frames (centre, half extents): a pair of shapes
-        # whose boxes are apart by more than the margin has no contact
         box_c = np.zeros((tab.n_shapes, 3))
         box_h = np.zeros((tab.n_shapes, 3))
         for s in range(tab.n_shapes):
@@ -253,15 +238,20 @@ class CompiledContactStep:
             if kd == K.MESH:
                 h = tab.hull[s]
                 v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
+                radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
                 box_c[s] = 0.5 * (v.max(axis=0) + v.min(axis=0))
                 box_h[s] = 0.5 * (v.max(axis=0) - v.min(axis=0))
             elif kd == K.SPHERE:
+                radius[s] = r
                 box_h[s] = r
             elif kd == K.CAPSULE:
+                radius[s] = r + hh
                 box_h[s] = (r, r, hh + r)
             elif kd == K.CYLINDER:
+                radius[s] = np.hypot(r, hh)
                 box_h[s] = (r, r, hh)
             else:
+                radius[s] = float(np.linalg.norm(tab.size[s]))
                 box_h[s] = tab.size[s]
         # shape pairs on different bodies that may collide: when two come within reach,
         # the step asks the general collider (body-body narrow phases)
