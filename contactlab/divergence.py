@@ -449,6 +449,7 @@ class DivergenceGuard:
         # per body: the radius (the world, index -1, last and unbounded) and the inverse
         # mass and least moment of inertia (a massless body of a model file: no bound)
         self._radii = np.append(bounds.radii, np.inf)
+        self._least_radius = float(self._radii.min())
         with np.errstate(divide="ignore"):
             self._inv_mass = np.where(bounds.masses > 0, 1.0 / bounds.masses, np.inf)
             self._inv_inertia = np.where(bounds.min_inertia > 0, 1.0 / bounds.min_inertia, np.inf)
@@ -505,6 +506,8 @@ class DivergenceGuard:
         if distance is None or np.size(distance) == 0:
             return
         depth = -np.asarray(distance, dtype=float).reshape(-1)
+        if depth.max() <= self._least_radius:  # within every body's bound (NaN: checked)
+            return
         radii = self._radii  # index -1: the world
         a = np.asarray(getattr(contacts, "body_a", np.full(depth.size, -1)), dtype=np.int64)
         c = np.asarray(getattr(contacts, "body_b", np.full(depth.size, -1)), dtype=np.int64)

@@ -398,6 +398,9 @@ class Simulator:
         bar = progress_bar(n, unit="step") if progress is True else None
         rows = StepTable(n)
         status = "ok"
+        # reduced coordinates hold a tree's joints by construction (their frames coincide
+        # to rounding): the guard measures the joints' separation when some may open
+        joints_hold = self._joints_hold()
         # Overflow and invalid-value warnings of a blowing-up step would only
         # precede the error the finiteness check and the guard raise for it.
         try:
@@ -416,7 +419,7 @@ class Simulator:
                             record.metrics,
                             recorder.phi[i + 1],
                             contacts,
-                            E=recorder.E[i + 1],
+                            E=None if joints_hold else recorder.E[i + 1],
                         )
                     if bar is not None:
                         bar.update(1)
@@ -433,10 +436,18 @@ class Simulator:
             if bar is not None:
                 bar.close()
         message = ""
-        if status == "ok" and any(r["status"] != "optimal" for r in rows):
+        if status == "ok" and rows and any(x != "optimal" for x in rows.column("status")):
             status = "inaccurate"
             message = self._inaccurate_message(rows)
         return self._make_run(rows, recorder, initial, wall_start, n, status, message)
+
+    def _joints_hold(self) -> bool:
+        """Whether the formulation keeps every joint of the scene exactly: reduced
+        coordinates of a tree (no joint closes a loop), whose joints' frames coincide by
+        construction."""
+        return getattr(self.formulation, "tree", None) is not None and not any(
+            j.closes_loop for j in self.scene.joints
+        )
 
     def _inaccurate_message(self, rows: StepTable) -> str:
         """Which steps were not solved to optimality, the first one's cause, and a hint."""

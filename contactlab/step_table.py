@@ -31,6 +31,10 @@ class StepTable:
         self._interned: dict[Any, Any] = {}
         #: numeric columns whose every value so far was an integer (kept int64)
         self._ints: set[str] = set()
+        #: the columns in order, as (key, array or list, kind) for rows of the same keys
+        self._plan: list[tuple[str, Any, int]] | None = None
+        #: rows the numeric columns hold without growing
+        self._room = 0
 
     @classmethod
     def from_columns(
@@ -62,6 +66,46 @@ class StepTable:
         return bigger
 
     def append(self, row: Mapping[str, Any]) -> None:
+        plan = self._plan
+        if plan is not None and self._n < self._room and len(row) == len(plan):
+            if self._append_planned(row, plan):
+                return
+        self._append(row)
+        self._plan = None
+        if len(row) == len(self._order):  # every column present: rows like it go fast
+            numeric = self._numeric
+            self._plan = [
+                (key, numeric[key], _INT if key in self._ints else _FLOAT)
+                if key in numeric
+                else (key, self._other[key], _OTHER)
+                for key in self._order
+            ]
+            self._room = min((c.size for c in numeric.values()), default=1 << 62)
+
+    def _append_planned(self, row: Mapping[str, Any], plan: list[tuple[str, Any, int]]) -> bool:
+        """Write ``row`` into the planned columns; ``False`` (nothing written) when its keys
+        or value types differ from the plan's."""
+        k = self._n
+        for j, ((key, column, kind), (name, value)) in enumerate(zip(plan, row.items())):
+            t = type(value)
+            if (
+                name != key
+                or (kind == _INT and t not in _INTEGERS)
+                or (kind == _FLOAT and t not in _NUMBERS)
+            ):
+                for _, values, done in plan[:j]:  # undo the lists' entries of this row
+                    if done == _OTHER:
+                        values.pop()
+                return False
+            if kind == _OTHER:
+                hashable = t is str or _hashable(value)
+                column.append(self._interned.setdefault(value, value) if hashable else value)
+            else:
+                column[k] = value
+        self._n = k + 1
+        return True
+
+    def _append(self, row: Mapping[str, Any]) -> None:
         k = self._n
         for key, value in row.items():
             if key not in self._numeric and key not in self._other:
@@ -96,6 +140,9 @@ class StepTable:
         for values in self._other.values():
             if len(values) < k + 1:
                 values.append(None)
+        for key, column in self._numeric.items():  # a column the row lacks: room for it too
+            if column.size <= k:
+                self._numeric[key] = self._grow(column)
         if len(row) < len(self._order):
             self._ints.difference_update(key for key in self._numeric if key not in row)
         self._n = k + 1
@@ -130,6 +177,14 @@ class StepTable:
                 column = column.astype(np.int64)
             data[key] = column.copy() if isinstance(column, np.ndarray) else list(column)
         return pd.DataFrame(data)
+
+
+#: column kinds of the planned rows
+_FLOAT, _INT, _OTHER = 0, 1, 2
+#: value types a planned float column takes (bools are not numbers here)
+_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+#: value types a planned integer column takes
+_INTEGERS = frozenset({int, np.int64, np.int32})
 
 
 def _hashable(value: Any) -> bool:

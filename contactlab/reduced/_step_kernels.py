@@ -396,10 +396,53 @@ def _sphere_box(ca, r, Rb, pb, h, margin, P, N, D, c):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _boxes_apart(W, a, b, box_c, box_h, gap):  # noqa: ANN001, ANN202
+    """Whether the bounding boxes of shapes ``a`` and ``b`` (centre ``box_c`` and half
+    extents ``box_h`` in the shape's frame, the shape inside) are more than ``gap`` apart
+    along one of the 15 axes of the separating-axis test: then so are the shapes."""
+    R = np.empty((3, 3))
+    absR = np.empty((3, 3))
+    t = np.empty(3)
+    ta = np.empty(3)
+    # the centres in the world, their offset in a's frame, b's axes in a's frame
+    for i in range(3):
+        acc = W[b, i, 3] - W[a, i, 3]
+        for j in range(3):
+            acc += W[b, i, j] * box_c[b, j] - W[a, i, j] * box_c[a, j]
+        t[i] = acc
+    for i in range(3):
+        ta[i] = W[a, 0, i] * t[0] + W[a, 1, i] * t[1] + W[a, 2, i] * t[2]
+        for j in range(3):
+            R[i, j] = W[a, 0, i] * W[b, 0, j] + W[a, 1, i] * W[b, 1, j] + W[a, 2, i] * W[b, 2, j]
+            absR[i, j] = abs(R[i, j]) + 1e-12
+    ea, eb = box_h[a], box_h[b]
+    for i in range(3):  # a's axes
+        rb = eb[0] * absR[i, 0] + eb[1] * absR[i, 1] + eb[2] * absR[i, 2]
+        if abs(ta[i]) > ea[i] + rb + gap:
+            return True
+    for j in range(3):  # b's axes
+        ra = ea[0] * absR[0, j] + ea[1] * absR[1, j] + ea[2] * absR[2, j]
+        if abs(ta[0] * R[0, j] + ta[1] * R[1, j] + ta[2] * R[2, j]) > ra + eb[j] + gap:
+            return True
+    for i in range(3):  # a_i x b_j, of length sqrt(1 - R_ij^2)
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        for j in range(3):
+            j1, j2 = (j + 1) % 3, (j + 2) % 3
+            length = np.sqrt(max(1.0 - R[i, j] * R[i, j], 0.0))
+            if length < 1e-6:  # (nearly) parallel axes: the face axes decide
+                continue
+            ra = ea[i1] * absR[i2, j] + ea[i2] * absR[i1, j]
+            rb = eb[j1] * absR[i, j2] + eb[j2] * absR[i, j1]
+            if abs(ta[i2] * R[i1, j] - ta[i1] * R[i2, j]) > ra + rb + gap * length:
+                return True
+    return False
+
+
+@njit(cache=True)
 def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b,
+    pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
 ):  # fmt: skip
     """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
     static shapes) with the planes ``n . x <= off`` and with each other, as
@@ -412,7 +455,9 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     that may collide, sorted) whose bounding spheres and world bounding boxes grown by
     ``margin / 2`` (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
     kind is the lower, grouped by kind pair in ascending order, through the collider's
-    narrow phases (sphere--sphere, sphere--box, box--box, any kind against a mesh's hull);
+    narrow phases (sphere--sphere, sphere--box, box--box, any kind against a mesh's hull),
+    unless their bounding boxes (``box_c``, ``box_h``: centres and half extents in the
+    shapes' frames) are farther apart than ``margin`` (no contact then);
     the contacts whose first shape is static last, with the shapes exchanged and the
     normal negated.  A candidate pair of any other kinds within ``margin`` of touching
     (the GJK distance of :func:`contactlab.collision.convex.signed_distance_v`) sets the
@@ -460,7 +505,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             if abs(W[a, i, 3] - W[b, i, 3]) > ext[a, i] + ext[b, i]:
                 apart = True
                 break
-        if apart:
+        if apart or _boxes_apart(W, a, b, box_c, box_h, margin + SLACK):
             continue
         ka, kb = s_kind[a], s_kind[b]
         lo_k, hi_k = min(ka, kb), max(ka, kb)
@@ -557,6 +602,8 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                     l1 = W[s, 0, 1] * nrm[0] + W[s, 1, 1] * nrm[1] + W[s, 2, 1] * nrm[2]
                     l2 = W[s, 0, 2] * nrm[0] + W[s, 1, 2] * nrm[1] + W[s, 2, 2] * nrm[2]
                     base = W[s, 0, 3] * nrm[0] + W[s, 1, 3] * nrm[1] + W[s, 2, 3] * nrm[2] - off
+                    if base - s_radius[s] >= margin + SLACK:  # every vertex above the margin
+                        continue
                     m = 0
                     for v in range(hull_vs[h], hull_vs[h + 1]):
                         dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
@@ -686,7 +733,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
 def tracked_contacts(  # noqa: ANN201, PLR0913
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b,
+    pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
     t_body, t_local, t_material, plane_local, plane_material, mu_table,
     old_pair, old_point, old_ids, start, radius2,
 ):  # fmt: skip
@@ -702,7 +749,7 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-        pl_n, pl_off, margin, near_a, near_b,
+        pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
     )  # fmt: skip
     nc = sa.shape[0]
     body_a = np.empty(nc, dtype=np.int64)
@@ -841,6 +888,16 @@ def _row_dot(C, r, v):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _bounds(a, z, owner, mu_row, lo, hi):  # noqa: ANN001, ANN202
+    """The bounds of row ``a`` at impulses ``z``: a friction row's ``+-mu z_n`` of its
+    contact's normal impulse, else its fixed ``lo``, ``hi``."""
+    if owner[a] >= 0:
+        hb = mu_row[a] * max(z[owner[a]], 0.0)
+        return -hb, hb
+    return lo[a], hi[a]
+
+
+@njit(cache=True)
 def _natural(C, b, v, z, owner, mu_row, lo, hi, order):  # noqa: ANN001, ANN202
     """``max |z - Pi(z - w)|`` with ``w = C v - b``
     (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
@@ -848,22 +905,34 @@ def _natural(C, b, v, z, owner, mu_row, lo, hi, order):  # noqa: ANN001, ANN202
     for j in range(order.shape[0]):
         a = order[j]
         w = _row_dot(C, a, v) - b[a]
-        if owner[a] >= 0:
-            hb = mu_row[a] * max(z[owner[a]], 0.0)
-            la = -hb
-        else:
-            la, hb = lo[a], hi[a]
+        la, hb = _bounds(a, z, owner, mu_row, lo, hi)
         worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
     return worst
 
 
 @njit(cache=True)
-def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
+def _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega):  # noqa: ANN001, ANN202
+    """One projected Gauss--Seidel update of row ``a`` with ``w = W_a z + q_a``: ``z_a``
+    moved in place, its pre-update natural residual and the change of ``z_a``."""
+    la, hb = _bounds(a, z, owner, mu_row, lo, hi)
+    residual = abs(z[a] - min(max(z[a] - w, la), hb))
+    za = min(max(z[a] - omega * w / diag[a], la), hb)
+    dz = za - z[a]
+    z[a] = za
+    return residual, dz
+
+
+@njit(cache=True)
+def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel sweeps over the rows in ``order``
-    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit), each row's
-    ``w = W z + q`` read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after its update;
-    the largest pre-update residual of the last sweep."""
+    (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit); the largest
+    pre-update residual of the last sweep.  With the Delassus matrix ``W = C M^-1 C^T``
+    (``W`` not empty) a row's ``w = W_r z + q_w_r``, ``q_w = C u_free - b``: fewer
+    operations per row when the rows are fewer than the coordinates they move; without it
+    ``w`` is read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after each update."""
     nq = v.shape[0]
+    m = z.shape[0]
+    delassus = W.shape[0] > 0
     worst = 0.0
     for _ in range(sweeps):
         worst = 0.0
@@ -874,48 +943,58 @@ def _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps): 
                 dz = -z[a]
                 z[a] = 0.0
             else:
-                w = _row_dot(C, a, v) - b[a]
-                if owner[a] >= 0:
-                    hb = mu_row[a] * max(z[owner[a]], 0.0)
-                    la = -hb
+                if delassus:
+                    w = q_w[a]
+                    for r in range(m):
+                        w += W[a, r] * z[r]
                 else:
-                    la, hb = lo[a], hi[a]
-                worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
-                za = min(max(z[a] - omega * w / diag[a], la), hb)
-                dz = za - z[a]
-                z[a] = za
-            if dz != 0.0:
+                    w = _row_dot(C, a, v) - b[a]
+                residual, dz = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
+                worst = max(worst, residual)
+            if dz != 0.0 and not delassus:
                 for k in range(nq):
                     v[k] += Kr[a, k] * dz
     return worst
 
 
 @njit(cache=True)
-def _sweeps_delassus(W, q, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202
-    """:func:`_sweeps` on the Delassus matrix ``W = C M^-1 C^T`` and ``q = C u_free - b``
-    (``w = W_r z + q_r``): fewer operations per row when the rows are fewer than the
-    coordinates they move."""
-    m = z.shape[0]
-    worst = 0.0
-    for _ in range(sweeps):
-        worst = 0.0
-        for j in range(order.shape[0]):
-            a = order[j]
-            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
-                worst = max(worst, abs(z[a]))
-                z[a] = 0.0
-                continue
-            w = q[a]
-            for r in range(m):
-                w += W[a, r] * z[r]
-            if owner[a] >= 0:
-                hb = mu_row[a] * max(z[owner[a]], 0.0)
-                la = -hb
-            else:
-                la, hb = lo[a], hi[a]
-            worst = max(worst, abs(z[a] - min(max(z[a] - w, la), hb)))
-            z[a] = min(max(z[a] - omega * w / diag[a], la), hb)
-    return worst
+def _velocity(u_free, Kr, z, v):  # noqa: ANN001, ANN202
+    """``v = u_free + K z`` (``K`` by rows ``Kr``), afresh from the impulses."""
+    v[:] = u_free
+    for r in range(z.shape[0]):
+        if z[r] != 0.0:
+            for a in range(v.shape[0]):
+                v[a] += Kr[r, a] * z[r]
+
+
+@njit(cache=True)
+def _kept_kinematics(kin, q, qdot):  # noqa: ANN001, ANN202
+    """Whether ``kin = (E, X, Sb, Sbd, V, q, qdot, valid)`` holds the kinematics at these
+    ``q`` and ``qdot`` (the new state of the previous step, :func:`full_step`)."""
+    q_k, qdot_k, valid = kin[5], kin[6], kin[7]
+    if valid[0] != 1 or q_k.shape[0] != q.shape[0]:
+        return False
+    for a in range(q.shape[0]):
+        if q_k[a] != q[a] or qdot_k[a] != qdot[a]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _keep_kinematics(kin, E, X, Sb, Sbd, V, q, qdot):  # noqa: ANN001, ANN202
+    """Store the kinematics at ``(q, qdot)`` in ``kin`` (:func:`_kept_kinematics`)."""
+    E_k, X_k, Sb_k, Sbd_k, V_k, q_k, qdot_k, valid = kin
+    valid[0] = 0
+    if q_k.shape[0] != q.shape[0] or E_k.shape[0] != E.shape[0]:
+        return
+    E_k[:] = E
+    X_k[:] = X
+    Sb_k[:] = Sb
+    Sbd_k[:] = Sbd
+    V_k[:] = V
+    q_k[:] = q
+    qdot_k[:] = qdot
+    valid[0] = 1
 
 
 @njit(cache=True)
@@ -925,14 +1004,15 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
     lim_dof, lim_sign, lim_bound, old_limit,
-    tol, max_iter, omega, check_every,
+    tol, max_iter, omega, check_every, kin,
 ):  # fmt: skip
     """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
     and ``c_node_b`` (-1 for the world), normals from B toward A.  ``tau`` (nq,) the
     applied joint forces of the step; the limit rows ``lim_sign e_dof . qdot+ >=
     lim_sign (lim_bound - q_dof) / h`` (:class:`~contactlab.reduced.constraints.JointLimit`:
     sign +1 a lower bound, -1 an upper one) follow the contact rows, warm-started from
-    ``old_limit`` when it has as many rows.
+    ``old_limit`` when it has as many rows.  ``kin`` the kinematics of the previous step's new state
+    (:func:`_kept_kinematics`), used when they are at ``(q, qdot)``.
 
     Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
     joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
@@ -942,7 +1022,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     """
     n = kind.shape[0]
     nq = q.shape[0]
-    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    if _kept_kinematics(kin, q, qdot) and kin[0].shape[0] == n:
+        E, X, Sb, Sbd, V = kin[0], kin[1], kin[2], kin[3], kin[4]
+    else:
+        E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
     _, bias = _kernels.jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
@@ -1115,11 +1198,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[3 * nc + j] = old_limit[j]
     for r in range(m):
         z[r] = min(max(z[r], lo[r]), hi[r])
-    v = u_free.copy()
-    for r in range(m):
-        if z[r] != 0.0:
-            for a in range(nq):
-                v[a] += Kr[r, a] * z[r]
+    v = np.empty(nq)
+    _velocity(u_free, Kr, z, v)
     # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
     status = MAX_ITERATIONS
     sweeps = 0
@@ -1144,20 +1224,13 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            if delassus:
-                estimate = _sweeps_delassus(
-                    W, q_w, diag, z, owner, mu_row, lo, hi, order, omega, chunk
-                )
-            else:
-                estimate = _sweeps(C, Kr, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk)
+            estimate = _sweeps(
+                C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
+            )
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
                 # the velocity afresh from the impulses (no drift of the running updates)
-                v[:] = u_free
-                for r in range(m):
-                    if z[r] != 0.0:
-                        for a in range(nq):
-                            v[a] += Kr[r, a] * z[r]
+                _velocity(u_free, Kr, z, v)
                 residual = _natural(C, b, v, z, owner, mu_row, lo, hi, order)
             if not np.isfinite(residual):
                 status = NUMERICAL_ERROR
@@ -1166,21 +1239,13 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = OPTIMAL
                 break
     # -- residuals of the LCP (solvers.residuals.lcp_residuals) -------------------------
-    v[:] = u_free
-    for r in range(m):
-        if z[r] != 0.0:
-            for a in range(nq):
-                v[a] += Kr[r, a] * z[r]
+    _velocity(u_free, Kr, z, v)
     primal = dual = comp = 0.0
     for r in range(m):
         w = -b[r]
         for a in range(nq):
             w += C[r, a] * v[a]
-        if owner[r] >= 0:
-            hb = mu_row[r] * max(z[owner[r]], 0.0)
-            la = -hb
-        else:
-            la, hb = lo[r], hi[r]
+        la, hb = _bounds(r, z, owner, mu_row, lo, hi)
         primal = max(primal, la - z[r], z[r] - hb)
         wp_, wm_ = max(w, 0.0), max(-w, 0.0)
         if la == -np.inf:
@@ -1259,11 +1324,10 @@ def advance(kind, q, qdot, h):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
-def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, inertia, gravity):  # noqa: ANN001, ANN201
-    """Body transforms and twists (tree order) at ``(q, qdot)``, the kinetic energy of the
-    bodies, the gravity energy ``-sum m g . p`` and the world linear and angular momenta."""
-    E, _, _, _, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
-    n = kind.shape[0]
+def _body_measures(E, V, inertia, gravity):  # noqa: ANN001, ANN202
+    """The kinetic energy of the bodies at transforms ``E`` and twists ``V``, the gravity
+    energy ``-sum m g . p`` and the world linear and angular momenta."""
+    n = E.shape[0]
     kinetic = 0.0
     grav = 0.0
     mom = np.zeros(6)
@@ -1286,7 +1350,7 @@ def state_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, ine
         mom[3] += py * lin[2] - pz * lin[1]
         mom[4] += pz * lin[0] - px * lin[2]
         mom[5] += px * lin[1] - py * lin[0]
-    return E, V, kinetic, grav, mom
+    return kinetic, grav, mom
 
 
 #: entries of the ``info`` array of :func:`full_step`
@@ -1305,13 +1369,14 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_normal, old_friction, ids, origin,
     lim_dof, lim_sign, lim_bound, old_limit,
-    tol, max_iter, omega, check_every, slip_threshold,
+    tol, max_iter, omega, check_every, slip_threshold, kin,
 ):  # fmt: skip
     """:func:`contact_step` on contacts between scene bodies ``body_a``, ``body_b``, then
     the new state's body transforms and twists in scene order and the step's measurements
     (``info``, entries ``I_*``: solver status and sweeps, LCP residuals, energies, world
     momenta, the contact metrics of :func:`contactlab.metrics.contact_metrics`, the
-    penetration and whether the new state is finite)."""
+    penetration and whether the new state is finite).  ``kin`` keeps the kinematics of the
+    new state for the next step (:func:`_kept_kinematics`)."""
     nc = dist.shape[0]
     node_a = np.empty(nc, dtype=np.int64)
     node_b = np.empty(nc, dtype=np.int64)
@@ -1325,7 +1390,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         node_a, node_b, point, normal, dist, mu, beta, max_corr,
         carry, old_ids, old_order, old_normal, old_friction, ids, origin,
         lim_dof, lim_sign, lim_bound, old_limit,
-        tol, max_iter, omega, check_every,
+        tol, max_iter, omega, check_every, kin,
     )  # fmt: skip
     info = np.zeros(N_INFO)
     info[I_STATUS] = status
@@ -1336,9 +1401,9 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         return q_new, v_new, v, E_s, phi_s, z, friction, info
     info[I_SWEEPS] = sweeps
     info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = res[0], res[1], res[2], res[3]
-    E, V, kinetic, grav, mom = state_kinematics(
-        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity
-    )
+    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new)
+    _keep_kinematics(kin, E, X, Sb, Sbd, V, q_new, v_new)
+    kinetic, grav, mom = _body_measures(E, V, inertia, gravity)
     finite = True
     for i in range(nb):
         E_s[body_of_node[i]] = E[i]

@@ -187,6 +187,12 @@ class CompiledContactStep:
             f64(tree.dof0, dtype=np.int64),
         )
         self._inertia = f64(tree.inertia, dtype=float)
+        #: the kinematics of the last step's new state, reused by the next step at it
+        self._kin = (
+            np.zeros((n, 4, 4)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6)),
+            np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros(tree.nq), np.zeros(tree.nq),
+            np.zeros(1, dtype=np.int64),
+        )  # fmt: skip
         # joint limits: per JointLimit its lower rows, then its upper rows (JointLimit.rows)
         dofs: list[int] = []
         signs: list[float] = []
@@ -220,8 +226,12 @@ class CompiledContactStep:
         self._plane_local = tab.plane_local if some else np.zeros(1, dtype=np.int64)
         self._plane_material = tab.plane_material if some else np.zeros(1, dtype=np.int64)
         self.margin = float(scene.contact.margin)
-        # bounding radii of the shapes about their frames' origins
+        # bounding radii of the shapes about their frames' origins, and bounding boxes in
+        # the shapes' frames (centre, half extents): a pair of shapes whose boxes are apart
+        # by more than the margin has no contact
         radius = np.zeros(tab.n_shapes)
+        box_c = np.zeros((tab.n_shapes, 3))
+        box_h = np.zeros((tab.n_shapes, 3))
         for s in range(tab.n_shapes):
             r, hh = tab.size[s, 0], tab.size[s, 1]
             kd = int(tab.kind[s])
@@ -229,14 +239,20 @@ class CompiledContactStep:
                 h = tab.hull[s]
                 v = tab.hulls.vertices[tab.hulls.vertex_start[h] : tab.hulls.vertex_start[h + 1]]
                 radius[s] = float(np.sqrt((v**2).sum(axis=1).max()))
+                box_c[s] = 0.5 * (v.max(axis=0) + v.min(axis=0))
+                box_h[s] = 0.5 * (v.max(axis=0) - v.min(axis=0))
             elif kd == K.SPHERE:
                 radius[s] = r
+                box_h[s] = r
             elif kd == K.CAPSULE:
                 radius[s] = r + hh
+                box_h[s] = (r, r, hh + r)
             elif kd == K.CYLINDER:
                 radius[s] = np.hypot(r, hh)
+                box_h[s] = (r, r, hh)
             else:
                 radius[s] = float(np.linalg.norm(tab.size[s]))
+                box_h[s] = tab.size[s]
         # shape pairs on different bodies that may collide: when two come within reach,
         # the step asks the general collider (body-body narrow phases)
         nb = scene.n_bodies
@@ -246,7 +262,12 @@ class CompiledContactStep:
         bi = np.where(tab.body[first] < 0, nb, tab.body[first])
         bj = np.where(tab.body[second] < 0, nb, tab.body[second])
         keep = (bi != bj) & ~np.isin(bi * (nb + 1) + bj, excluded)
-        self._near = (f64(first[keep], dtype=np.int64), f64(second[keep], dtype=np.int64))
+        self._near = (
+            f64(first[keep], dtype=np.int64),
+            f64(second[keep], dtype=np.int64),
+            box_c,
+            box_h,
+        )
         # shapes that meet the planes: dynamic, on bodies not excluded from the world
         body = np.where(tab.body < 0, nb, tab.body)
         planes = (tab.body >= 0) & ~np.isin(body * (nb + 1) + nb, excluded)
@@ -360,7 +381,7 @@ class CompiledContactStep:
             contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
             contacts.distance, contacts.mu, beta, self._feedback.max_correction, carry, *old,
             track.ids, track.origin, *self._limits, old_limit,
-            model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold,
+            model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold, self._kin,
         )  # fmt: skip
         solved = time.perf_counter()
         f = info.tolist()
