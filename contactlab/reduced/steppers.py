@@ -464,14 +464,19 @@ def step_midpoint(
     ``tau(t, q, qdot)``: applied joint torques.
     """
     left, hs, halvings = h, h, 0
+    floor = h / 4096  # the shortest substep the accuracy rules ask for
     # the linearization (K, D) of the first substep serves the chord iterations of the
     # step's other substeps (the answer is the same to the Newton tolerance)
     cache: list[ImplicitTerms | None] = [None]
     retake = False  # a substep taken again is halved, not grown back by the speed rule
+    rate = 0.0  # max|qdot change| / hs over the last substep taken
     while left > 1e-12 * h:
         if substep_angle is not None and not retake:
             speed = float(np.abs(qdot).max(initial=0.0))
-            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
+            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, floor))
+            if rate > 0.0:  # the velocity's rate of change at the last substep
+                allowed = substep_angle * max(speed, substep_angle / h) / rate
+                hs = min(hs, max(allowed, floor))
         hs, retake = min(hs, left), False
         try:
             q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order, cache)
@@ -486,11 +491,35 @@ def step_midpoint(
             # joint): the rest of the step by the adaptive integrator
             q, qdot = _adaptive_rest(tree, q, qdot, left, tau, t)
             break
-        if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
-            hs, retake = 0.5 * hs, True  # the velocity rose within the substep: shorter
-            continue
+        if substep_angle is not None:
+            change = float(np.abs(qdot_new - qdot).max(initial=0.0))
+            if hs > floor and _substep_too_long(moved, change, h, qdot, qdot_new, substep_angle):
+                hs, retake = 0.5 * hs, True
+                continue
+            rate = change / hs
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
+
+
+def _substep_too_long(
+    moved: float, change: float, h: float, qdot: Array, qdot_new: Array, angle: float
+) -> bool:
+    """Whether a substep of a step of ``h`` [s] exceeds twice what ``substep_angle``
+    allows: a coordinate moved by more than ``2 angle``, or the velocity changed by
+    more than ``2 angle`` of the larger speed at its ends (at least ``angle / h``, the
+    speed below which the angle does not split the step).
+
+    The midpoint rule's error per substep is ``O(hs^3 |qddd|)``; near a configuration
+    where the coordinates race (the surfaces' relative curvature degenerating), at a
+    distance ``theta`` [rad] of it, ``qddot ~ |qdot|^2 / theta`` and
+    ``qddd ~ |qdot|^3 / theta^2``, so a bound on the angle alone leaves an error
+    ``angle^3 / theta^2`` that grows without bound as ``theta`` falls.  The relative
+    change of the velocity, ``hs |qddot| / |qdot| = hs |qdot| / theta``, measures the
+    substep's angle against ``theta``: bounding it by ``angle`` bounds the substep's
+    angle by ``angle theta`` and its error by ``angle^3 theta``.
+    """
+    speed = max(float(np.abs(qdot).max(initial=0.0)), float(np.abs(qdot_new).max(initial=0.0)))
+    return moved > 2.0 * angle or change > 2.0 * angle * max(speed, angle / h)
 
 
 def _adaptive_rest(

@@ -14,14 +14,14 @@ from functools import cache
 import numpy as np
 import pytest
 
-from contactlab.formulation import make_formulation
-from contactlab.problem import StepSolution
 from contactlab.reduced import dynamics as dyn
 from contactlab.reduced import simulate_adaptive
 from contactlab.reduced.kinematics import forward_kinematics
 from contactlab.reduced.steppers import step_midpoint
 from contactlab.reduced.tree import Tree
 from contactlab.scenario import get_scenario
+
+from .scenes import run_without_contacts
 
 #: a torus chain of three tori (10 coordinates) over T [s]
 TORI, T = 3, 0.1
@@ -34,18 +34,6 @@ def _torus_chain() -> tuple:  # (scene, tree, reference body positions at T)
     q0, v0 = tree.initial_coordinates()
     ref = simulate_adaptive(tree, q0, v0, T, rtol=1e-12, atol=1e-13, t_eval=np.array([T]))
     return scene, tree, forward_kinematics(tree, ref.q[-1]).E[:, :3, 3]
-
-
-def _run(scene, integrator: str, h: float, T: float, **options):  # noqa: ANN001, ANN202
-    """Step the reduced formulation without contacts (the step problem solved directly)."""
-    form = make_formulation("reduced", scene, integrator=integrator, **options)
-    state = form.initial_state()
-    empty = np.zeros(0)
-    for _ in range(round(T / h)):
-        problem = form.assemble(state, h)
-        v = np.linalg.solve(problem.M.toarray(), problem.f)
-        state = form.advance(state, StepSolution(v, empty, empty, empty), h)
-    return state
 
 
 @pytest.mark.parametrize(
@@ -64,7 +52,7 @@ def test_order_on_the_torus_chain(integrator: str, order: int, steps: tuple) -> 
     and double, 16 +- 1.6 for the triple jump at 5, 2.5 and 1.25 ms; measured 4.00-4.02,
     3.98-3.99, 4.00 and about 16)."""
     scene, _, p_ref = _torus_chain()
-    errors = [np.abs(_run(scene, integrator, h, T).E[:, :3, 3] - p_ref).max() for h in steps]
+    errors = [np.abs(run_without_contacts(scene, integrator, h, T)[1].E[:, :3, 3] - p_ref).max() for h in steps]
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     expected = 2.0**order
     assert np.all(np.abs(ratios - expected) <= 0.1 * expected), (errors, ratios)
