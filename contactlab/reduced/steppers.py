@@ -213,7 +213,7 @@ class Stepper:
             return M, M @ v
         t_mid = state.t + 0.5 * h
         tau_mid = None if jt is None else (lambda q, v: np.asarray(jt(t_mid, q, v), dtype=float))
-        v, p, p_mid, jac = midpoint_velocity(kin, h, M, f, tau_mid)
+        v, p, p_mid, jac, _, _ = midpoint_velocity(kin, h, M, f, tau_mid)
         S = 0.5 * (jac + jac.T)
         self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
@@ -338,27 +338,13 @@ def midpoint_velocity(
     M: Array | None = None,
     f: Array | None = None,
     tau: Callable[[Array, Array], Array] | None = None,
-) -> tuple[Array, Array, Array, Array]:
+    terms: ImplicitTerms | None = None,
+) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
     """The midpoint velocity ``v`` of the implicit midpoint rule on ``(q, p)`` from ``kin``.
 
     Solves ``M(m) v = p + h/2 g(m, v)``, ``m = q + h/2 v``, ``p = M(q) qdot``
-    (module docstring) by Newton's method (:func:`_midpoint_newton`).
-    ``tau(q, v)``: applied joint torques at the midpoint.  Returns
-    ``(v, p, M(m) v, Jacobian)``.
-    """
-    v, p, p_mid, jac, _, _ = _midpoint_newton(kin, h, M, f, tau)
-    return v, p, p_mid, jac
-
-
-def _midpoint_newton(
-    kin: Kinematics,
-    h: float,
-    M: Array | None = None,
-    f: Array | None = None,
-    tau: Callable[[Array, Array], Array] | None = None,
-    terms: ImplicitTerms | None = None,
-) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
-    """:func:`midpoint_velocity` by Newton's method: chord iterations with the Jacobian
+    (module docstring; ``tau(q, v)``: applied joint torques at the midpoint) by
+    Newton's method: chord iterations with the Jacobian
     ``M + h/2 D - h^2/4 K`` (``M`` of the start of the step; ``K``, ``D`` of
     ``terms``, or exact at the start of the step when ``None``), then, if the
     residual is still above ``MIDPOINT_TOL`` of the momentum scale, with forward
@@ -453,9 +439,14 @@ def step_midpoint(
 
     Returns ``(q, qdot)`` at ``t + h`` (charts switched).  ``substep_angle`` [rad]:
     the step is taken in substeps ``hs`` with ``hs max|v| <= substep_angle`` for the
-    midpoint velocity ``v`` of each substep (a substep that moves a coordinate
-    further is taken again at half its length), so that coordinates that turn
-    fast (a body rolling near a pole of its surface chart) keep their accuracy;
+    midpoint velocity ``v`` of each substep, and in which the velocity changes by at
+    most ``substep_angle`` of the speed (``max|qdot+ - qdot| <= substep_angle
+    max(|qdot|, substep_angle / h)``; :func:`_substep_too_long`): a substep that
+    exceeds either by more than twice is taken again at half its length, and the next
+    substep's length is predicted from the speed and from the velocity's rate of
+    change over the last one.  Coordinates that turn fast keep their accuracy, and
+    near a configuration where they race (a contact point crossing a surface whose
+    relative curvature degenerates) the substeps shrink with the distance to it;
     ``None``: one step.  ``order`` 4 takes each substep as the triple jump of
     three midpoint steps (module docstring).  A step whose Newton iteration does not converge is
     halved, up to ``MIDPOINT_SPLITS`` times (8 more with ``substep_angle``,
@@ -561,42 +552,24 @@ def _composed_substep(
     cache: list[ImplicitTerms | None],
 ) -> tuple[Array, Array, float]:
     """A substep of ``hs`` by the midpoint rule (``order`` 2) or its triple jump (4):
-    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.  ``cache``
-    holds the linearization the chord iterations use (:func:`_midpoint_substep`)."""
-    if order == 2:
-        return _midpoint_substep(tree, q, qdot, hs, tau, t, cache)
-    speed = 0.0
-    for g in TRIPLE_JUMP:
-        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t, cache)
-        speed, t = max(speed, abs(moved / (g * hs))), t + g * hs
-    return q, qdot, hs * speed
-
-
-def _midpoint_substep(
-    tree: Tree,
-    q: Array,
-    qdot: Array,
-    hs: float,
-    tau: Callable[[float, Array, Array], Array] | None,
-    t: float,
-    cache: list[ImplicitTerms | None] | None = None,
-) -> tuple[Array, Array, float]:
-    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``.
+    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.
 
     ``cache[0]``: the linearization ``(K, D)`` for the chord iterations (``None``:
-    exact at ``q``, then kept there); dropped when the chord did not converge.
+    exact at the stage's start, then kept); dropped when the chord did not converge.
     """
-    kin = forward_kinematics(tree, q, qdot)
-    t_mid = t + 0.5 * hs
-    tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))
-    terms = None if cache is None else cache[0]
-    v, p, p_mid, _, terms, differences = _midpoint_newton(kin, hs, tau=tau_mid, terms=terms)
-    if cache is not None:
+    speed = 0.0
+    for g in (1.0,) if order == 2 else TRIPLE_JUMP:
+        hg = g * hs
+        kin = forward_kinematics(tree, q, qdot)
+        t_mid = t + 0.5 * hg
+        tau_mid = None if tau is None else (lambda x, y, s=t_mid: tau(s, x, y))
+        v, p, p_mid, _, terms, differences = midpoint_velocity(kin, hg, tau=tau_mid, terms=cache[0])
         cache[0] = None if differences else terms
-    q_new = kin.q + hs * v
-    M_new = model_of(kin).mass_matrix(q_new)
-    q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
-    return q_new, qdot_new, hs * float(np.abs(v).max(initial=0.0))
+        q_new = kin.q + hg * v
+        M_new = model_of(kin).mass_matrix(q_new)
+        q, qdot, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
+        speed, t = max(speed, float(np.abs(v).max(initial=0.0))), t + hg
+    return q, qdot, hs * speed
 
 
 def _difference_jacobian(fun: Any, x: Array, fx: Array) -> Array:

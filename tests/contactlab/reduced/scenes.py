@@ -79,7 +79,6 @@ def spherical_double_pendulum() -> Scene:
     return Scene("spherical_double_pendulum", bodies, joints)
 
 
-
 def gimbal_pendulum(spin: float, width: float = 0.002) -> Scene:
     """A rod (``LINK`` x ``width`` x ``width`` m, 1 kg) on two revolute joints at one point,
     about the world z axis then about the rod's y axis, released horizontal while turning
@@ -94,11 +93,10 @@ def gimbal_pendulum(spin: float, width: float = 0.002) -> Scene:
     )
     joints = (
         JointSpec("jz", "revolute", None, "ring", axis=(0, 0, 1), q0=[0.0], qdot0=[spin]),
-        JointSpec(
-            "jy", "revolute", "ring", "rod", frame_child=se3.inverse(half), axis=(0, 1, 0)
-        ),
+        JointSpec("jy", "revolute", "ring", "rod", frame_child=se3.inverse(half), axis=(0, 1, 0)),
     )
     return Scene("gimbal-pendulum", bodies, joints, gravity=np.array([0, 0, -9.81]))
+
 
 def run_without_contacts(scene: Scene, integrator: str, h: float, T: float, **options):  # noqa: ANN201
     """``(formulation, state at T)``: the reduced formulation with ``integrator`` (and its

@@ -137,7 +137,10 @@ def test_order_on_the_exact_pendulum(integrator: str, order: int) -> None:
     omega = np.sqrt(body.mass * 9.81 * LINK / 2 / pivot)
     T = 0.5 if order == 2 else 0.2
     exact = np.pi / 2 + _pendulum_angle(theta0, omega, T)
-    errors = [abs(run_without_contacts(scene, integrator, h, T)[1].q[0] - exact) for h in (4e-3, 2e-3, 1e-3)]
+    errors = [
+        abs(run_without_contacts(scene, integrator, h, T)[1].q[0] - exact)
+        for h in (4e-3, 2e-3, 1e-3)
+    ]
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     expected = 2.0**order
     assert np.all(np.abs(ratios - expected) <= 0.1 * expected), ratios
