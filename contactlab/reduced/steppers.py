@@ -466,7 +466,7 @@ def step_midpoint(
             speed = float(np.abs(qdot).max(initial=0.0))
             hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, floor))
             if rate > 0.0:  # the velocity's rate of change at the last substep
-                allowed = substep_angle * max(speed, substep_angle / h) / rate
+                allowed = _change_bound(substep_angle, order) * max(speed, substep_angle / h) / rate
                 hs = min(hs, max(allowed, floor))
         hs, retake = min(hs, left), False
         try:
@@ -484,7 +484,8 @@ def step_midpoint(
             break
         if substep_angle is not None:
             change = float(np.abs(qdot_new - qdot).max(initial=0.0))
-            if hs > floor and _substep_too_long(moved, change, h, qdot, qdot_new, substep_angle):
+            too_long = _substep_too_long(moved, change, h, qdot, qdot_new, substep_angle, order)
+            if hs > floor and too_long:
                 hs, retake = 0.5 * hs, True
                 continue
             rate = change / hs
@@ -492,25 +493,40 @@ def step_midpoint(
     return q, qdot
 
 
+def _change_bound(angle: float, order: int) -> float:
+    """The largest relative change of the velocity in a substep, ``angle^(2 / order)``
+    (:func:`_substep_too_long`)."""
+    return float(angle ** (2.0 / order))
+
+
 def _substep_too_long(
-    moved: float, change: float, h: float, qdot: Array, qdot_new: Array, angle: float
+    moved: float,
+    change: float,
+    h: float,
+    qdot: Array,
+    qdot_new: Array,
+    angle: float,
+    order: int = 2,
 ) -> bool:
     """Whether a substep of a step of ``h`` [s] exceeds twice what ``substep_angle``
     allows: a coordinate moved by more than ``2 angle``, or the velocity changed by
-    more than ``2 angle`` of the larger speed at its ends (at least ``angle / h``, the
-    speed below which the angle does not split the step).
+    more than twice ``angle^(2 / order)`` of the larger speed at its ends (at least
+    ``angle / h``, the speed below which the angle does not split the step).
 
-    The midpoint rule's error per substep is ``O(hs^3 |qddd|)``; near a configuration
-    where the coordinates race (the surfaces' relative curvature degenerating), at a
-    distance ``theta`` [rad] of it, ``qddot ~ |qdot|^2 / theta`` and
-    ``qddd ~ |qdot|^3 / theta^2``, so a bound on the angle alone leaves an error
-    ``angle^3 / theta^2`` that grows without bound as ``theta`` falls.  The relative
-    change of the velocity, ``hs |qddot| / |qdot| = hs |qdot| / theta``, measures the
-    substep's angle against ``theta``: bounding it by ``angle`` bounds the substep's
-    angle by ``angle theta`` and its error by ``angle^3 theta``.
+    A method of order ``p`` errs by ``O(hs^(p+1) |q^(p+1)|)`` per substep; near a
+    configuration where the coordinates race (the surfaces' relative curvature
+    degenerating), at a distance ``theta`` [rad] of it, ``qddot ~ |qdot|^2 / theta``
+    and ``q^(p+1) ~ |qdot|^(p+1) / theta^p``, so a bound on the angle alone leaves an
+    error ``angle^(p+1) / theta^p`` that grows without bound as ``theta`` falls.  The
+    relative change of the velocity, ``rho = hs |qddot| / |qdot| = hs |qdot| / theta``,
+    measures the substep's angle against ``theta``: the error is ``(hs |qdot|) rho^p``,
+    and bounding ``rho^p`` by ``angle^2`` bounds it by ``angle^3`` however close the
+    configuration (``rho <= angle`` for the midpoint rule, ``sqrt(angle)`` for its
+    triple jump).
     """
     speed = max(float(np.abs(qdot).max(initial=0.0)), float(np.abs(qdot_new).max(initial=0.0)))
-    return moved > 2.0 * angle or change > 2.0 * angle * max(speed, angle / h)
+    bound = _change_bound(angle, order)
+    return moved > 2.0 * angle or change > 2.0 * bound * max(speed, angle / h)
 
 
 def _adaptive_rest(
