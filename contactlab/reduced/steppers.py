@@ -444,7 +444,7 @@ def step_midpoint(
     max(|qdot|, substep_angle / h)``; :func:`_substep_too_long`): a substep that
     exceeds either by more than twice is taken again at half its length, and the next
     substep's length is predicted from the speed and from the velocity's rate of
-    change over the last one.  Coordinates that turn fast keep their accuracy, and
+    change over the last two.  Coordinates that turn fast keep their accuracy, and
     near a configuration where they race (a contact point crossing a surface whose
     relative curvature degenerates) the substeps shrink with the distance to it;
     ``None``: one step.  ``order`` 4 takes each substep as the triple jump of
@@ -460,12 +460,15 @@ def step_midpoint(
     # step's other substeps (the answer is the same to the Newton tolerance)
     cache: list[ImplicitTerms | None] = [None]
     retake = False  # a substep taken again is halved, not grown back by the speed rule
-    rate = 0.0  # max|qdot change| / hs over the last substep taken
+    # max|qdot change| / hs over the last two substeps taken: at a peak of the speed the
+    # change over one substep nearly vanishes while the acceleration reverses
+    rates = [0.0, 0.0]
     while left > 1e-12 * h:
         if substep_angle is not None and not retake:
             speed = float(np.abs(qdot).max(initial=0.0))
             hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, floor))
-            if rate > 0.0:  # the velocity's rate of change at the last substep
+            rate = max(rates)
+            if rate > 0.0:  # the velocity's rate of change over the last substeps
                 allowed = _change_bound(substep_angle, order) * max(speed, substep_angle / h) / rate
                 hs = min(hs, max(allowed, floor))
         hs, retake = min(hs, left), False
@@ -488,7 +491,7 @@ def step_midpoint(
             if hs > floor and too_long:
                 hs, retake = 0.5 * hs, True
                 continue
-            rate = change / hs
+            rates = [rates[1], change / hs]
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
 
