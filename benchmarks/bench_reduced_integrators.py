@@ -36,7 +36,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,29 +53,60 @@ SCENES = ("windmill", "torus-chain", "redmax-spherical")
 FACTORS = (2.0, 1.0, 0.5)
 
 
-def run(scene_name: str, integrator: str, h: float, T: float, angle: float) -> dict:
-    """One run; the energy error, the failure time (NaN if none) and the CPU time per step."""
-    scene = get_scenario(scene_name).build()
+#: the columns of the ``--drift`` table: heading, alignment, cell of a result row
+DRIFT_COLUMNS: list[tuple[str, str, Callable[[dict], str]]] = [
+    ("scene", "---", lambda r: r["scene"]),
+    ("integrator", "---", lambda r: r["integrator"]),
+    (
+        "substep angle [rad]",
+        "---:",
+        lambda r: "" if np.isnan(r["substep_angle"]) else f"{r['substep_angle']:g}",
+    ),
+    ("h [ms]", "---:", lambda r: f"{1e3 * r['h']:g}"),
+    ("E(0) [J]", "---:", lambda r: f"{r['E0']:.4g}"),
+    ("max KE [J]", "---:", lambda r: f"{r['max_KE']:.3g}"),
+    ("max error [J]", "---:", lambda r: f"{r['max_error_J']:.2e}"),
+    ("at [s]", "---:", lambda r: f"{r['at']:.3f}"),
+    ("error at T [J]", "---:", lambda r: f"{r['final_error_J']:+.2e}"),
+    ("/ abs E(0)", "---:", lambda r: f"{r['rel_E0']:.1e}"),
+    ("/ max KE", "---:", lambda r: f"{r['rel_max_KE']:.1e}"),
+    ("CPU per step [ms]", "---:", lambda r: f"{r['ms_per_step']:.1f}"),
+]
+
+
+def _formulation(scene: Any, integrator: str, angle: float | None) -> Any:
+    """The reduced formulation with ``integrator``: ``midpoint`` and ``midpoint4`` at
+    substep angle ``angle`` [rad] (``None``: their default), ``dop853`` at rtol 1e-8."""
     options: dict = {}
-    if integrator in ("midpoint", "midpoint4"):
+    if integrator in ("midpoint", "midpoint4") and angle is not None:
         options["substep_angle"] = angle
     if integrator == "dop853":
         options.update(rtol=1e-8, atol=1e-10)
-    form = make_formulation("reduced", scene, integrator=integrator, **options)
+    return make_formulation("reduced", scene, integrator=integrator, **options)
+
+
+def _step(form: Any, state: Any, h: float) -> Any:
+    """One step of ``form`` from ``state``, the step problem (no rows) solved directly."""
+    problem = form.assemble(state, h)
+    v = np.linalg.solve(problem.M.toarray(), problem.f)
+    empty = np.zeros(0)
+    return form.advance(state, StepSolution(v, empty, empty, empty), h)
+
+
+def run(scene_name: str, integrator: str, h: float, T: float, angle: float) -> dict:
+    """One run; the energy error, the failure time (NaN if none) and the CPU time per step."""
+    form = _formulation(get_scenario(scene_name).build(), integrator, angle)
     state = form.initial_state()
     m = form.metrics(state)
     E0, kmax, err = m["total_energy"], m["kinetic_energy"], 0.0
     scale0 = max(abs(E0), kmax)
-    empty = np.zeros(0)
     failed = float("nan")
     steps = round(T / h)
     t0 = time.thread_time()
     done = 0
     for k in range(steps):
         try:
-            problem = form.assemble(state, h)
-            v = np.linalg.solve(problem.M.toarray(), problem.f)
-            state = form.advance(state, StepSolution(v, empty, empty, empty), h)
+            state = _step(form, state, h)
         except (StepFailure, np.linalg.LinAlgError, FloatingPointError):
             failed = k * h
             break
@@ -110,23 +143,15 @@ def drift(scene_name: str, integrator: str, T: float, angle: float | None) -> di
     """
     scene = get_scenario(scene_name).build()
     h = scene.dt
-    options: dict = {}
-    if integrator in ("midpoint", "midpoint4") and angle is not None:
-        options["substep_angle"] = angle
-    if integrator == "dop853":
-        options.update(rtol=1e-8, atol=1e-10)
-    form = make_formulation("reduced", scene, integrator=integrator, **options)
+    form = _formulation(scene, integrator, angle)
     state = form.initial_state()
     m = form.metrics(state)
     E0, kmax, err, t_err = m["total_energy"], m["kinetic_energy"], 0.0, 0.0
-    empty = np.zeros(0)
     steps = round(T / h)
     t0 = time.thread_time()
     e = E0
     for k in range(steps):
-        problem = form.assemble(state, h)
-        v = np.linalg.solve(problem.M.toarray(), problem.f)
-        state = form.advance(state, StepSolution(v, empty, empty, empty), h)
+        state = _step(form, state, h)
         m = form.metrics(state)
         kmax = max(kmax, m["kinetic_energy"])
         e = m["total_energy"]
@@ -159,32 +184,45 @@ def main_drift(args: argparse.Namespace) -> None:
                 row = drift(scene_name, integrator, args.horizon, angle)
                 print(row, flush=True)
                 rows.append(row)
+    _write(
+        args,
+        rows,
+        "Energy error of the reduced integrators at the scenes' own step",
+        "(shared machine: thread CPU time per step). Horizon T = "
+        f"{args.horizon:g} s at each scene's step h; largest `|E(t) - E(0)|` over the run "
+        "(checked every step), when it occurred, and relative to `|E(0)|` (which depends on "
+        "where gravity's zero is) and to the largest kinetic energy of the run (which does "
+        "not). `midpoint` and `midpoint4` at their default substep angle where the column is "
+        "empty, `dop853` at rtol 1e-8. Generated by "
+        "`benchmarks/bench_reduced_integrators.py --drift`.",
+        DRIFT_COLUMNS,
+    )
+
+
+def _write(
+    args: argparse.Namespace,
+    rows: list[dict],
+    title: str,
+    intro: str,
+    columns: list[tuple[str, str, Callable[[dict], str]]],
+) -> None:
+    """``rows`` as ``<name>.csv`` and as a Markdown table of ``columns`` (heading, alignment,
+    cell of a row) in ``<name>.md`` in ``args.out``, after the machine and its load average."""
     df = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / f"{args.name}.csv", index=False, float_format="%.6g")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
-        "# Energy error of the reduced integrators at the scenes' own step",
+        f"# {title}",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the "
-        f"end (shared machine: thread CPU time per step). Horizon T = {args.horizon:g} s at "
-        "each scene's step h; largest `|E(t) - E(0)|` over the run (checked every step), "
-        "when it occurred, and relative to `|E(0)|` (which depends on where gravity's zero "
-        "is) and to the largest kinetic energy of the run (which does not). `dop853` at "
-        "rtol 1e-8. Generated by `benchmarks/bench_reduced_integrators.py --drift`.",
+        f"end {intro}",
         "",
-        "| scene | integrator | substep angle [rad] | h [ms] | E(0) [J] | max KE [J] | "
-        "max error [J] | at [s] | error at T [J] | / abs E(0) | / max KE | CPU per step [ms] |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| " + " | ".join(c[0] for c in columns) + " |",
+        "| " + " | ".join(c[1] for c in columns) + " |",
     ]
     for r in df.to_dict("records"):
-        angle = "" if np.isnan(r["substep_angle"]) else f"{r['substep_angle']:g}"
-        lines.append(
-            f"| {r['scene']} | {r['integrator']} | {angle} | {1e3 * r['h']:g} | "
-            f"{r['E0']:.4g} | {r['max_KE']:.3g} | {r['max_error_J']:.2e} | {r['at']:.3f} | "
-            f"{r['final_error_J']:+.2e} | {r['rel_E0']:.1e} | {r['rel_max_KE']:.1e} | "
-            f"{r['ms_per_step']:.1f} |"
-        )
+        lines.append("| " + " | ".join(c[2](r) for c in columns) + " |")
     (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -228,32 +266,28 @@ def main(argv: list[str] | None = None) -> None:
                 row = run(scene_name, integrator, h0 * factor, args.horizon, args.substep_angle)
                 print(row, flush=True)
                 rows.append(row)
-    df = pd.DataFrame(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / f"{args.name}.csv", index=False, float_format="%.6g")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    lines = [
-        "# Energy drift of the reduced integrators against the step size",
-        "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the "
-        f"end (shared machine). Horizon T = {args.horizon:g} s; energy error "
+    _write(
+        args,
+        rows,
+        "Energy drift of the reduced integrators against the step size",
+        f"(shared machine). Horizon T = {args.horizon:g} s; energy error "
         "`max_t |E(t) - E(0)| / max(|E(0)|, max_t KE)`; `failed` is the time at which the run "
         "stopped (Newton or solve failure, or an energy gain past ten times the initial "
-        "scale). `midpoint` with "
-        f"substep_angle {args.substep_angle:g} rad, `dop853` at rtol 1e-8. Generated by "
-        "`benchmarks/bench_reduced_integrators.py`.",
-        "",
-        "| scene | integrator | h [ms] | energy error | failed at [s] | CPU per step [ms] |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-    ]
-    for r in df.to_dict("records"):
-        failed = "" if np.isnan(r["failed_at"]) else f"{r['failed_at']:.3f}"
-        lines.append(
-            f"| {r['scene']} | {r['integrator']} | {1e3 * r['h']:g} | {r['energy_error']:.1e} | "
-            f"{failed} | {r['ms_per_step']:.1f} |"
-        )
-    (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f"scale). `midpoint` with substep_angle {args.substep_angle:g} rad, `dop853` at rtol "
+        "1e-8. Generated by `benchmarks/bench_reduced_integrators.py`.",
+        [
+            ("scene", "---", lambda r: r["scene"]),
+            ("integrator", "---", lambda r: r["integrator"]),
+            ("h [ms]", "---:", lambda r: f"{1e3 * r['h']:g}"),
+            ("energy error", "---:", lambda r: f"{r['energy_error']:.1e}"),
+            (
+                "failed at [s]",
+                "---:",
+                lambda r: "" if np.isnan(r["failed_at"]) else f"{r['failed_at']:.3f}",
+            ),
+            ("CPU per step [ms]", "---:", lambda r: f"{r['ms_per_step']:.1f}"),
+        ],
+    )
 
 
 if __name__ == "__main__":

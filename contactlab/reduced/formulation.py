@@ -75,7 +75,8 @@ class ReducedFormulation(Formulation):
     rtol, atol : tolerances of the "dop853" integrator.
     substep_angle : [rad] "midpoint" without contacts or constraints, and
         "midpoint4": split each step so that no coordinate moves more than this
-        per substep (``None``, default: one step).
+        and the velocity changes by at most this fraction of the speed (its
+        square root for "midpoint4") per substep (``None``, default: one step).
     compiled : take the compiled contact step (:mod:`contactlab.reduced.compiled_step`)
         when the scene, the model and the solver are in its scope (default); ``False``
         steps through the general layers.

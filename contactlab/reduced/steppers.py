@@ -213,7 +213,7 @@ class Stepper:
             return M, M @ v
         t_mid = state.t + 0.5 * h
         tau_mid = None if jt is None else (lambda q, v: np.asarray(jt(t_mid, q, v), dtype=float))
-        v, p, p_mid, jac = midpoint_velocity(kin, h, M, f, tau_mid)
+        v, p, p_mid, jac, _, _ = midpoint_velocity(kin, h, M, f, tau_mid)
         S = 0.5 * (jac + jac.T)
         self._remember(state, p=p, p_mid=p_mid, v_free=v, S=S)
         return S, S @ v
@@ -338,27 +338,13 @@ def midpoint_velocity(
     M: Array | None = None,
     f: Array | None = None,
     tau: Callable[[Array, Array], Array] | None = None,
-) -> tuple[Array, Array, Array, Array]:
+    terms: ImplicitTerms | None = None,
+) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
     """The midpoint velocity ``v`` of the implicit midpoint rule on ``(q, p)`` from ``kin``.
 
     Solves ``M(m) v = p + h/2 g(m, v)``, ``m = q + h/2 v``, ``p = M(q) qdot``
-    (module docstring) by Newton's method (:func:`_midpoint_newton`).
-    ``tau(q, v)``: applied joint torques at the midpoint.  Returns
-    ``(v, p, M(m) v, Jacobian)``.
-    """
-    v, p, p_mid, jac, _, _ = _midpoint_newton(kin, h, M, f, tau)
-    return v, p, p_mid, jac
-
-
-def _midpoint_newton(
-    kin: Kinematics,
-    h: float,
-    M: Array | None = None,
-    f: Array | None = None,
-    tau: Callable[[Array, Array], Array] | None = None,
-    terms: ImplicitTerms | None = None,
-) -> tuple[Array, Array, Array, Array, ImplicitTerms, bool]:
-    """:func:`midpoint_velocity` by Newton's method: chord iterations with the Jacobian
+    (module docstring; ``tau(q, v)``: applied joint torques at the midpoint) by
+    Newton's method: chord iterations with the Jacobian
     ``M + h/2 D - h^2/4 K`` (``M`` of the start of the step; ``K``, ``D`` of
     ``terms``, or exact at the start of the step when ``None``), then, if the
     residual is still above ``MIDPOINT_TOL`` of the momentum scale, with forward
@@ -453,9 +439,14 @@ def step_midpoint(
 
     Returns ``(q, qdot)`` at ``t + h`` (charts switched).  ``substep_angle`` [rad]:
     the step is taken in substeps ``hs`` with ``hs max|v| <= substep_angle`` for the
-    midpoint velocity ``v`` of each substep (a substep that moves a coordinate
-    further is taken again at half its length), so that coordinates that turn
-    fast (a body rolling near a pole of its surface chart) keep their accuracy;
+    midpoint velocity ``v`` of each substep, and in which the velocity changes by at
+    most ``substep_angle`` of the speed (``max|qdot+ - qdot| <= substep_angle
+    max(|qdot|, substep_angle / h)``; :func:`_substep_too_long`): a substep that
+    exceeds either by more than twice is taken again at half its length, and the next
+    substep's length is predicted from the speed and from the velocity's rate of
+    change over the last two.  Coordinates that turn fast keep their accuracy, and
+    near a configuration where they race (a contact point crossing a surface whose
+    relative curvature degenerates) the substeps shrink with the distance to it;
     ``None``: one step.  ``order`` 4 takes each substep as the triple jump of
     three midpoint steps (module docstring).  A step whose Newton iteration does not converge is
     halved, up to ``MIDPOINT_SPLITS`` times (8 more with ``substep_angle``,
@@ -464,14 +455,22 @@ def step_midpoint(
     ``tau(t, q, qdot)``: applied joint torques.
     """
     left, hs, halvings = h, h, 0
+    floor = h / 4096  # the shortest substep the accuracy rules ask for
     # the linearization (K, D) of the first substep serves the chord iterations of the
     # step's other substeps (the answer is the same to the Newton tolerance)
     cache: list[ImplicitTerms | None] = [None]
     retake = False  # a substep taken again is halved, not grown back by the speed rule
+    # max|qdot change| / hs over the last two substeps taken: at a peak of the speed the
+    # change over one substep nearly vanishes while the acceleration reverses
+    rates = [0.0, 0.0]
     while left > 1e-12 * h:
         if substep_angle is not None and not retake:
             speed = float(np.abs(qdot).max(initial=0.0))
-            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, h / 4096))
+            hs = min(2.0 * hs, h if speed == 0.0 else max(substep_angle / speed, floor))
+            rate = max(rates)
+            if rate > 0.0:  # the velocity's rate of change over the last substeps
+                allowed = _change_bound(substep_angle, order) * max(speed, substep_angle / h) / rate
+                hs = min(hs, max(allowed, floor))
         hs, retake = min(hs, left), False
         try:
             q_new, qdot_new, moved = _composed_substep(tree, q, qdot, hs, tau, t, order, cache)
@@ -486,11 +485,51 @@ def step_midpoint(
             # joint): the rest of the step by the adaptive integrator
             q, qdot = _adaptive_rest(tree, q, qdot, left, tau, t)
             break
-        if substep_angle is not None and moved > 2.0 * substep_angle and hs > h / 4096:
-            hs, retake = 0.5 * hs, True  # the velocity rose within the substep: shorter
-            continue
+        if substep_angle is not None:
+            change = float(np.abs(qdot_new - qdot).max(initial=0.0))
+            too_long = _substep_too_long(moved, change, h, qdot, qdot_new, substep_angle, order)
+            if hs > floor and too_long:
+                hs, retake = 0.5 * hs, True
+                continue
+            rates = [rates[1], change / hs]
         q, qdot, t, left = q_new, qdot_new, t + hs, left - hs
     return q, qdot
+
+
+def _change_bound(angle: float, order: int) -> float:
+    """The largest relative change of the velocity in a substep, ``angle^(2 / order)``
+    (:func:`_substep_too_long`)."""
+    return float(angle ** (2.0 / order))
+
+
+def _substep_too_long(
+    moved: float,
+    change: float,
+    h: float,
+    qdot: Array,
+    qdot_new: Array,
+    angle: float,
+    order: int = 2,
+) -> bool:
+    """Whether a substep of a step of ``h`` [s] exceeds twice what ``substep_angle``
+    allows: a coordinate moved by more than ``2 angle``, or the velocity changed by
+    more than twice ``angle^(2 / order)`` of the larger speed at its ends (at least
+    ``angle / h``, the speed below which the angle does not split the step).
+
+    A method of order ``p`` errs by ``O(hs^(p+1) |q^(p+1)|)`` per substep; near a
+    configuration where the coordinates race (the surfaces' relative curvature
+    degenerating), at a distance ``theta`` [rad] of it, ``qddot ~ |qdot|^2 / theta``
+    and ``q^(p+1) ~ |qdot|^(p+1) / theta^p``, so a bound on the angle alone leaves an
+    error ``angle^(p+1) / theta^p`` that grows without bound as ``theta`` falls.  The
+    relative change of the velocity, ``rho = hs |qddot| / |qdot| = hs |qdot| / theta``,
+    measures the substep's angle against ``theta``: the error is ``(hs |qdot|) rho^p``,
+    and bounding ``rho^p`` by ``angle^2`` bounds it by ``angle^3`` however close the
+    configuration (``rho <= angle`` for the midpoint rule, ``sqrt(angle)`` for its
+    triple jump).
+    """
+    speed = max(float(np.abs(qdot).max(initial=0.0)), float(np.abs(qdot_new).max(initial=0.0)))
+    bound = _change_bound(angle, order)
+    return moved > 2.0 * angle or change > 2.0 * bound * max(speed, angle / h)
 
 
 def _adaptive_rest(
@@ -532,42 +571,24 @@ def _composed_substep(
     cache: list[ImplicitTerms | None],
 ) -> tuple[Array, Array, float]:
     """A substep of ``hs`` by the midpoint rule (``order`` 2) or its triple jump (4):
-    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.  ``cache``
-    holds the linearization the chord iterations use (:func:`_midpoint_substep`)."""
-    if order == 2:
-        return _midpoint_substep(tree, q, qdot, hs, tau, t, cache)
-    speed = 0.0
-    for g in TRIPLE_JUMP:
-        q, qdot, moved = _midpoint_substep(tree, q, qdot, g * hs, tau, t, cache)
-        speed, t = max(speed, abs(moved / (g * hs))), t + g * hs
-    return q, qdot, hs * speed
-
-
-def _midpoint_substep(
-    tree: Tree,
-    q: Array,
-    qdot: Array,
-    hs: float,
-    tau: Callable[[float, Array, Array], Array] | None,
-    t: float,
-    cache: list[ImplicitTerms | None] | None = None,
-) -> tuple[Array, Array, float]:
-    """One midpoint step of ``hs``: ``(q, qdot, hs max|v|)``.
+    ``(q, qdot, hs max|v|)`` with ``v`` the stages' midpoint velocities.
 
     ``cache[0]``: the linearization ``(K, D)`` for the chord iterations (``None``:
-    exact at ``q``, then kept there); dropped when the chord did not converge.
+    exact at the stage's start, then kept); dropped when the chord did not converge.
     """
-    kin = forward_kinematics(tree, q, qdot)
-    t_mid = t + 0.5 * hs
-    tau_mid = None if tau is None else (lambda x, y: tau(t_mid, x, y))
-    terms = None if cache is None else cache[0]
-    v, p, p_mid, _, terms, differences = _midpoint_newton(kin, hs, tau=tau_mid, terms=terms)
-    if cache is not None:
+    speed = 0.0
+    for g in (1.0,) if order == 2 else TRIPLE_JUMP:
+        hg = g * hs
+        kin = forward_kinematics(tree, q, qdot)
+        t_mid = t + 0.5 * hg
+        tau_mid = None if tau is None else (lambda x, y, s=t_mid: tau(s, x, y))
+        v, p, p_mid, _, terms, differences = midpoint_velocity(kin, hg, tau=tau_mid, terms=cache[0])
         cache[0] = None if differences else terms
-    q_new = kin.q + hs * v
-    M_new = model_of(kin).mass_matrix(q_new)
-    q_new, qdot_new, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
-    return q_new, qdot_new, hs * float(np.abs(v).max(initial=0.0))
+        q_new = kin.q + hg * v
+        M_new = model_of(kin).mass_matrix(q_new)
+        q, qdot, _ = tree.reparameterize(q_new, dyn.solve_mass(M_new, 2.0 * p_mid - p))
+        speed, t = max(speed, float(np.abs(v).max(initial=0.0))), t + hg
+    return q, qdot, hs * speed
 
 
 def _difference_jacobian(fun: Any, x: Array, fx: Array) -> Array:
