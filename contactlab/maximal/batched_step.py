@@ -190,14 +190,7 @@ class PileBatch:
             try:
                 state = sim.initial_state()
                 init = dict(sim.formulation.metrics(state))
-                guard = None
-                try:
-                    guard = sim._guard(state, init, horizon=float(state.t) + T * sim.dt)
-                    init["energy_scale"] = guard.bounds.energy_scale
-                except ConfigurationError:
-                    if sim.divergence_guard:
-                        raise
-                    init["energy_scale"] = float("nan")
+                guard = sim._run_guard(state, init, T)
             except ContactlabError as err:
                 outcome[k] = err
                 active[k] = False
