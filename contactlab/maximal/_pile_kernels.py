@@ -512,6 +512,21 @@ def _project_step(z0, dz, side, t, mu3, z):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res):  # noqa: ANN001, ANN202, PLR0913
+    """The twists ``v`` of ``z`` afresh and the exact natural-map residual at ``z``, kept
+    with ``z`` in ``best`` when below ``best_res``.  Returns the residual (NaN where ``z``
+    or the residual is not finite) and the best residual."""
+    _velocity(J, ca, cb, f, dinv, z, v)
+    residual = _natural(J, ca, cb, rhs, v, z, mu3)
+    if not (np.isfinite(residual) and np.all(np.isfinite(z))):
+        return np.nan, best_res
+    if residual < best_res:
+        best[:] = z
+        return residual, residual
+    return residual, best_res
+
+
+@njit(cache=True)
 def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, budget, tol):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel with subspace minimization from ``z`` (``v`` its twists):
     rounds of :data:`SM_SWEEPS` sweeps then one :func:`_subspace`, each round ending with
@@ -527,28 +542,18 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
     while best_res > tol and used < budget:
         _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, SM_SWEEPS)
         used += SM_SWEEPS
-        _velocity(J, ca, cb, f, dinv, z, v)
-        start = _natural(J, ca, cb, rhs, v, z, mu3)
-        if not (np.isfinite(start) and np.all(np.isfinite(z))):
+        start, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+        if not np.isfinite(start) or best_res <= tol:
             break
-        if start < best_res:
-            best_res = start
-            best[:] = z
-            if start <= tol:
-                break
         used += _subspace(
             J, DJ, ca, cb, rhs, diag, mu3, v, z, min(SM_PRODUCTS, max(budget - used, 1)),
             tol, work,
         )  # fmt: skip
         z0[:] = z
         _project_step(z0, work[5], work[1], 1.0, mu3, z)
-        _velocity(J, ca, cb, f, dinv, z, v)
-        residual = _natural(J, ca, cb, rhs, v, z, mu3)
-        if not (np.isfinite(residual) and np.all(np.isfinite(z))):
+        residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+        if not np.isfinite(residual):
             break
-        if residual < best_res:
-            best_res = residual
-            best[:] = z
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return best_res, used
