@@ -388,13 +388,7 @@ class Simulator:
         state.check_finite()
         initial = dict(self.formulation.metrics(state))
         recorder = TrajectoryRecorder(self.formulation, self.scene, state, n)
-        try:
-            guard = self._guard(state, initial, horizon=float(state.t) + n * self.dt)
-            initial["energy_scale"] = guard.bounds.energy_scale
-        except ConfigurationError:
-            if self.divergence_guard:
-                raise
-            initial["energy_scale"] = float("nan")  # unbounded scene, run unguarded
+        guard = self._run_guard(state, initial, n)
         bar = progress_bar(n, unit="step") if progress is True else None
         rows = StepTable(n)
         status = "ok"
@@ -409,7 +403,7 @@ class Simulator:
                     state, record = self.step(state, i)
                     rows.append(record.metrics)
                     recorder.add(state)
-                    if self.divergence_guard:
+                    if self.divergence_guard and guard is not None:
                         contacts = record.contacts
                         if contacts is None:
                             contacts = record.problem.contacts
@@ -481,6 +475,22 @@ class Simulator:
             f"({form}) ended with status {cause!r} at residual "
             f"{first.get('solver_residual', float('nan')):.3g}; {hint}"
         )
+
+    def _run_guard(
+        self, state: State, initial: dict[str, float], steps: int
+    ) -> DivergenceGuard | None:
+        """The divergence guard of a run of ``steps`` steps from ``state`` (``None`` for a
+        scene without bounds when the guard is off); ``initial["energy_scale"]`` set to its
+        energy scale (NaN without a guard)."""
+        try:
+            guard = self._guard(state, initial, horizon=float(state.t) + steps * self.dt)
+        except ConfigurationError:
+            if self.divergence_guard:
+                raise
+            initial["energy_scale"] = float("nan")  # unbounded scene, run unguarded
+            return None
+        initial["energy_scale"] = guard.bounds.energy_scale
+        return guard
 
     def _guard(
         self, state: State, initial: dict[str, float], horizon: float | None = None

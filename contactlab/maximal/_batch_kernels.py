@@ -64,6 +64,18 @@ def _copy_contacts(E, body, local, material, size, pose, mu_table, pl_normal, pl
 
 
 @njit(cache=True)
+def _no_contacts(ids_l, origin_l, pair_l, point_l, dist_l, normal_l, friction_l):  # noqa: ANN001, ANN202, PLR0913
+    """Empty per-copy outputs (no contacts recorded) for a copy whose step stops."""
+    ids_l.append(np.zeros(0, dtype=np.int64))
+    origin_l.append(np.zeros(0, dtype=np.int64))
+    pair_l.append(np.zeros((0, 4), dtype=np.int64))
+    point_l.append(np.zeros((0, 3)))
+    dist_l.append(np.zeros(0))
+    normal_l.append(np.zeros(0))
+    friction_l.append(np.zeros((0, 3)))
+
+
+@njit(cache=True)
 def batch_step(  # noqa: ANN201, PLR0913, PLR0915
     active, boff, mdiag, E, phi, gravity, h, iterations,
     soff, s_body, s_local, s_material, s_size, s_pose,
@@ -117,13 +129,7 @@ def batch_step(  # noqa: ANN201, PLR0913, PLR0915
         )  # fmt: skip
         if code != 0:
             info[k, 0] = code
-            ids_l.append(np.zeros(0, dtype=np.int64))
-            origin_l.append(np.zeros(0, dtype=np.int64))
-            pair_l.append(np.zeros((0, 4), dtype=np.int64))
-            point_l.append(np.zeros((0, 3)))
-            dist_l.append(np.zeros(0))
-            normal_l.append(np.zeros(0))
-            friction_l.append(np.zeros((0, 3)))
+            _no_contacts(ids_l, origin_l, pair_l, point_l, dist_l, normal_l, friction_l)
             continue
         point, normal, dist, body_a, body_b, shape_a, shape_b, mu = found
         nc = dist.shape[0]
@@ -149,13 +155,7 @@ def batch_step(  # noqa: ANN201, PLR0913, PLR0915
                             old_ids[c0:c1].copy(), pair, point, start, _RADIUS2)  # fmt: skip
             if got is None:
                 info[k, 0] = WIDE_KEYS
-                ids_l.append(np.zeros(0, dtype=np.int64))
-                origin_l.append(np.zeros(0, dtype=np.int64))
-                pair_l.append(np.zeros((0, 4), dtype=np.int64))
-                point_l.append(np.zeros((0, 3)))
-                dist_l.append(np.zeros(0))
-                normal_l.append(np.zeros(0))
-                friction_l.append(np.zeros((0, 3)))
+                _no_contacts(ids_l, origin_l, pair_l, point_l, dist_l, normal_l, friction_l)
                 continue
             ids, origin, nxt = got
         # the warm start recorded by the previous step (CompiledContactStep.step)

@@ -206,6 +206,40 @@ def _state_metrics(mdiag, E, phi, gravity, info):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _row_dot(J, ca, cb, x, r):  # noqa: ANN001, ANN202
+    """``C_r x``: row ``r``'s twelve products with its two bodies' twists in ``x`` (the
+    world's zero slot last)."""
+    pa, pb = ca[r], cb[r]
+    acc = 0.0
+    for k in range(6):
+        acc += J[r, k] * x[pa + k]
+    for k in range(6):
+        acc += J[r, 6 + k] * x[pb + k]
+    return acc
+
+
+@njit(cache=True)
+def _row_bounds(z, mu3, r):  # noqa: ANN001, ANN202
+    """The bounds of row ``r`` at ``z``: ``[0, inf)`` on a normal row, ``+-mu z_n`` on a
+    tangent row (its contact's normal impulse clipped at zero)."""
+    if r % 3 == 0:
+        return 0.0, np.inf
+    hi = mu3[r] * max(z[r - r % 3], 0.0)
+    return -hi, hi
+
+
+@njit(cache=True)
+def _move(DJ, ca, cb, v, r, dz):  # noqa: ANN001, ANN202
+    """``v += M^-1 C_r^T dz``: an update ``dz`` of row ``r``'s impulse moves its two
+    bodies' twists."""
+    pa, pb = ca[r], cb[r]
+    for k in range(6):
+        v[pa + k] += DJ[r, k] * dz
+    for k in range(6):
+        v[pb + k] += DJ[r, 6 + k] * dz
+
+
+@njit(cache=True)
 def _velocity(J, ca, cb, f, dinv, z, v):  # noqa: ANN001, ANN202
     """``v = M^-1 (f + C^T z)`` afresh (``v`` with the world's zero slot last)."""
     n = f.shape[0]
@@ -233,19 +267,8 @@ def _natural(J, ca, cb, rhs, v, z, mu3):  # noqa: ANN001, ANN202
     (:func:`solvers.backends.pgs_kernel.natural_residual`)."""
     worst = 0.0
     for r in range(z.shape[0]):
-        pa, pb = ca[r], cb[r]
-        w = -rhs[r]
-        acc = 0.0
-        for j in range(6):
-            acc += J[r, j] * v[pa + j]
-        for j in range(6):
-            acc += J[r, 6 + j] * v[pb + j]
-        w += acc
-        if r % 3 == 0:
-            lo, hi = 0.0, np.inf
-        else:
-            hi = mu3[r] * max(z[r - r % 3], 0.0)
-            lo = -hi
+        w = -rhs[r] + _row_dot(J, ca, cb, v, r)
+        lo, hi = _row_bounds(z, mu3, r)
         worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
     return worst
 
@@ -272,18 +295,8 @@ def _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, sweeps):  #
                 m_i = mu3[r0 + 1]
                 for d in range(3):
                     r = r0 + d
-                    pa, pb = ca[r], cb[r]
-                    acc = 0.0
-                    for k in range(6):
-                        acc += J[r, k] * v[pa + k]
-                    for k in range(6):
-                        acc += J[r, 6 + k] * v[pb + k]
-                    w = acc - rhs[r]
-                    if d == 0:
-                        lo, hi = 0.0, np.inf
-                    else:
-                        hi = m_i * max(z[r0], 0.0)
-                        lo = -hi
+                    w = _row_dot(J, ca, cb, v, r) - rhs[r]
+                    lo, hi = _row_bounds(z, mu3, r)
                     worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
                     rl[d] = w
                 for d in range(3):
@@ -300,56 +313,29 @@ def _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, sweeps):  #
                             zr = z[r] + omega * (x[d] - z[r])
                             zr = min(max(zr, -m_i * zn), m_i * zn)
                     else:  # the general row update (no shortcut for a zero bound)
-                        pa, pb = ca[r], cb[r]
-                        acc = 0.0
-                        for k in range(6):
-                            acc += J[r, k] * v[pa + k]
-                        for k in range(6):
-                            acc += J[r, 6 + k] * v[pb + k]
-                        w = acc - rhs[r]
-                        if d == 0:
-                            lo, hi = 0.0, np.inf
-                        else:
-                            hi = m_i * max(z[r0], 0.0)
-                            lo = -hi
+                        w = _row_dot(J, ca, cb, v, r) - rhs[r]
+                        lo, hi = _row_bounds(z, mu3, r)
                         zr = min(max(z[r] - omega * w / diag[r], lo), hi)
                     dz = zr - z[r]
                     z[r] = zr
                     if dz != 0.0:
-                        pa, pb = ca[r], cb[r]
-                        for k in range(6):
-                            v[pa + k] += DJ[r, k] * dz
-                        for k in range(6):
-                            v[pb + k] += DJ[r, 6 + k] * dz
+                        _move(DJ, ca, cb, v, r, dz)
                 continue
             for d in range(3):
                 r = r0 + d
-                pa, pb = ca[r], cb[r]
                 if d > 0 and mu3[r] * z[r0] <= 0.0:
                     worst = max(worst, abs(z[r]))
                     dz = -z[r]
                     z[r] = 0.0
                 else:
-                    acc = 0.0
-                    for k in range(6):
-                        acc += J[r, k] * v[pa + k]
-                    for k in range(6):
-                        acc += J[r, 6 + k] * v[pb + k]
-                    w = acc - rhs[r]
-                    if d == 0:
-                        lo, hi = 0.0, np.inf
-                    else:
-                        hi = mu3[r] * max(z[r0], 0.0)
-                        lo = -hi
+                    w = _row_dot(J, ca, cb, v, r) - rhs[r]
+                    lo, hi = _row_bounds(z, mu3, r)
                     worst = max(worst, abs(z[r] - min(max(z[r] - w, lo), hi)))
                     zr = min(max(z[r] - omega * w / diag[r], lo), hi)
                     dz = zr - z[r]
                     z[r] = zr
                 if dz != 0.0:
-                    for k in range(6):
-                        v[pa + k] += DJ[r, k] * dz
-                    for k in range(6):
-                        v[pb + k] += DJ[r, 6 + k] * dz
+                    _move(DJ, ca, cb, v, r, dz)
     return worst
 
 
@@ -363,11 +349,7 @@ def _wz(J, DJ, ca, cb, free, p, u, out):  # noqa: ANN001, ANN202
         pr = p[r]
         if not free[r] or pr == 0.0:
             continue
-        pa, pb = ca[r], cb[r]
-        for k in range(6):
-            u[pa + k] += DJ[r, k] * pr
-        for k in range(6):
-            u[pb + k] += DJ[r, 6 + k] * pr
+        _move(DJ, ca, cb, u, r, pr)
     nb6 = u.shape[0] - 6
     for k in range(6):
         u[nb6 + k] = 0.0  # the world does not move
@@ -375,13 +357,7 @@ def _wz(J, DJ, ca, cb, free, p, u, out):  # noqa: ANN001, ANN202
         if not free[r]:
             out[r] = 0.0
             continue
-        pa, pb = ca[r], cb[r]
-        acc = 0.0
-        for k in range(6):
-            acc += J[r, k] * u[pa + k]
-        for k in range(6):
-            acc += J[r, 6 + k] * u[pb + k]
-        out[r] = acc
+        out[r] = _row_dot(J, ca, cb, u, r)
 
 
 @njit(cache=True)
@@ -410,13 +386,7 @@ def _subspace(J, DJ, ca, cb, rhs, diag, mu3, v, z, iterations, tol, work):  # no
         r0 = 3 * i
         for d in range(3):
             r = r0 + d
-            pa, pb = ca[r], cb[r]
-            acc = 0.0
-            for k in range(6):
-                acc += J[r, k] * v[pa + k]
-            for k in range(6):
-                acc += J[r, 6 + k] * v[pb + k]
-            w = acc - rhs[r]
+            w = _row_dot(J, ca, cb, v, r) - rhs[r]
             side[r] = 0.0
             if d == 0:
                 held = z[r] <= 0.0 and w >= 0.0
@@ -542,6 +512,21 @@ def _project_step(z0, dz, side, t, mu3, z):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res):  # noqa: ANN001, ANN202, PLR0913
+    """The twists ``v`` of ``z`` afresh and the exact natural-map residual at ``z``, kept
+    with ``z`` in ``best`` when below ``best_res``.  Returns the residual (NaN where ``z``
+    or the residual is not finite) and the best residual."""
+    _velocity(J, ca, cb, f, dinv, z, v)
+    residual = _natural(J, ca, cb, rhs, v, z, mu3)
+    if not (np.isfinite(residual) and np.all(np.isfinite(z))):
+        return np.nan, best_res
+    if residual < best_res:
+        best[:] = z
+        return residual, residual
+    return residual, best_res
+
+
+@njit(cache=True)
 def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, budget, tol):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel with subspace minimization from ``z`` (``v`` its twists):
     rounds of :data:`SM_SWEEPS` sweeps then one :func:`_subspace`, each round ending with
@@ -557,28 +542,18 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
     while best_res > tol and used < budget:
         _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, SM_SWEEPS)
         used += SM_SWEEPS
-        _velocity(J, ca, cb, f, dinv, z, v)
-        start = _natural(J, ca, cb, rhs, v, z, mu3)
-        if not (np.isfinite(start) and np.all(np.isfinite(z))):
+        start, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+        if not np.isfinite(start) or best_res <= tol:
             break
-        if start < best_res:
-            best_res = start
-            best[:] = z
-            if start <= tol:
-                break
         used += _subspace(
             J, DJ, ca, cb, rhs, diag, mu3, v, z, min(SM_PRODUCTS, max(budget - used, 1)),
             tol, work,
         )  # fmt: skip
         z0[:] = z
         _project_step(z0, work[5], work[1], 1.0, mu3, z)
-        _velocity(J, ca, cb, f, dinv, z, v)
-        residual = _natural(J, ca, cb, rhs, v, z, mu3)
-        if not (np.isfinite(residual) and np.all(np.isfinite(z))):
+        residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+        if not np.isfinite(residual):
             break
-        if residual < best_res:
-            best_res = residual
-            best[:] = z
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return best_res, used
@@ -698,17 +673,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for i in range(nc):
         for d in range(3):
             r = 3 * i + d
-            acc = 0.0
-            for k in range(6):
-                acc += J[r, k] * v[ca[r] + k]
-            for k in range(6):
-                acc += J[r, 6 + k] * v[cb[r] + k]
-            w = acc - rhs[r]
-            if d == 0:
-                lo, hi = 0.0, np.inf
-            else:
-                hi = mu[i] * max(z[3 * i], 0.0)
-                lo = -hi
+            w = _row_dot(J, ca, cb, v, r) - rhs[r]
+            lo, hi = _row_bounds(z, mu3, r)
             primal = max(primal, lo - z[r], z[r] - hi)
             wp, wm = max(w, 0.0), max(-w, 0.0)
             if lo == -np.inf:

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from contactlab.errors import ConfigurationError, ContactlabError, StateError
 from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
+from contactlab.models import compiled_box_step as B
 from contactlab.runs import Run
 from contactlab.scene import State
 from contactlab.step_table import StepTable
@@ -189,14 +190,7 @@ class PileBatch:
             try:
                 state = sim.initial_state()
                 init = dict(sim.formulation.metrics(state))
-                guard = None
-                try:
-                    guard = sim._guard(state, init, horizon=float(state.t) + T * sim.dt)
-                    init["energy_scale"] = guard.bounds.energy_scale
-                except ConfigurationError:
-                    if sim.divergence_guard:
-                        raise
-                    init["energy_scale"] = float("nan")
+                guard = sim._run_guard(state, init, T)
             except ContactlabError as err:
                 outcome[k] = err
                 active[k] = False
@@ -379,14 +373,7 @@ class PileBatch:
             "angular_momentum_z": ang[2], "constraint_error": 0.0,
             "status": _STATUS.get(int(info[P.I_STATUS]), "numerical_error"),
             "solve_time_s": solve, "model_setup_time_s": 0.0,
-            "iterations": int(info[P.I_SWEEPS]), "outer_iterations": 0, "n_contacts": nc,
-            "penetration": float(info[P.I_PENETRATION]),
-            "normal_complementarity": float(info[P.I_NORMAL_COMP]),
-            "normal_feasibility": float(info[P.I_NORMAL_FEAS]),
-            "cone_violation": float(info[P.I_CONE]),
-            "dissipation_violation": float(info[P.I_DISSIPATION]),
-            "n_sliding": float(info[P.I_SLIDING]),
-            "solver_residual": float(max(info[P.I_PRIMAL], info[P.I_DUAL], info[P.I_COMP])),
+            **B.kernel_columns(info, P, nc),
             "collision_time_s": 0.0, "assembly_time_s": 0.0, "step_time_s": step,
         }  # fmt: skip
 

@@ -136,6 +136,24 @@ def carried_cache(
     return {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory}
 
 
+def kernel_columns(info: Array, K: Any, nc: int) -> dict[str, Any]:
+    """The columns of ``steps.csv`` a compiled step's kernel measures: its sweeps, the
+    contacts and the contact metrics and residual of the solution (``info`` at the indices
+    ``K.I_*`` of the kernel's module ``K``), in the columns' order."""
+    return {
+        "iterations": int(info[K.I_SWEEPS]),
+        "outer_iterations": 0,
+        "n_contacts": nc,
+        "penetration": float(info[K.I_PENETRATION]),
+        "normal_complementarity": float(info[K.I_NORMAL_COMP]),
+        "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
+        "cone_violation": float(info[K.I_CONE]),
+        "dissipation_violation": float(info[K.I_DISSIPATION]),
+        "n_sliding": float(info[K.I_SLIDING]),
+        "solver_residual": float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP])),
+    }
+
+
 def step_row(  # noqa: PLR0913
     info: Array,
     K: Any,
@@ -175,16 +193,7 @@ def step_row(  # noqa: PLR0913
         "status": status,
         "solve_time_s": solved - assembled,
         "model_setup_time_s": 0.0,
-        "iterations": int(info[K.I_SWEEPS]),
-        "outer_iterations": 0,
-        "n_contacts": nc,
-        "penetration": float(info[K.I_PENETRATION]),
-        "normal_complementarity": float(info[K.I_NORMAL_COMP]),
-        "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
-        "cone_violation": float(info[K.I_CONE]),
-        "dissipation_violation": float(info[K.I_DISSIPATION]),
-        "n_sliding": float(info[K.I_SLIDING]),
-        "solver_residual": float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP])),
+        **kernel_columns(info, K, nc),
         "collision_time_s": collided - start,
         "assembly_time_s": assembled - collided,
     }
@@ -263,6 +272,7 @@ __all__ = [
     "Feedback",
     "RowBlocks",
     "carried_cache",
+    "kernel_columns",
     "kernel_contacts",
     "model_scope",
     "record_step",
