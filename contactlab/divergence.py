@@ -205,6 +205,16 @@ _NO_JOINTS: tuple[Any, ...] = (
     np.zeros(0),
 )
 _NO_E = np.zeros((0, 4, 4))
+
+
+def _bodies(index: Any, n: int) -> NDArray[np.int64]:
+    """A contact set's body indices as the compiled verdict takes them (the world's, -1,
+    when the set has none)."""
+    if index is None:
+        return np.full(n, -1, dtype=np.int64)
+    return np.ascontiguousarray(index, dtype=np.int64).reshape(-1)
+
+
 _NO_FLOAT = np.zeros(0)
 _NO_INT = np.zeros(0, dtype=np.int64)
 
@@ -540,11 +550,8 @@ class DivergenceGuard:
             distance, body_a, body_b = _NO_FLOAT, _NO_INT, _NO_INT
         else:
             distance = np.ascontiguousarray(distance, dtype=np.float64).reshape(-1)
-            body_a = getattr(contacts, "body_a", None)
-            body_b = getattr(contacts, "body_b", None)
-            none = np.full(distance.size, -1, dtype=np.int64)
-            body_a = none if body_a is None else np.ascontiguousarray(body_a, dtype=np.int64)
-            body_b = none if body_b is None else np.ascontiguousarray(body_b, dtype=np.int64)
+            body_a = _bodies(getattr(contacts, "body_a", None), distance.size)
+            body_b = _bodies(getattr(contacts, "body_b", None), distance.size)
         speeds = b.energy_bound is not None
         budget = 0.0
         if speeds:
