@@ -80,6 +80,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab import _guard_kernels as GK
 from contactlab.errors import ConfigurationError, DivergenceError
 from contactlab.scene import Scene
 
@@ -196,6 +197,26 @@ class JointFrames:
 
 
 _IDENTITY = np.eye(4)[None]
+#: the compiled verdict's arguments of a check without joints or contacts
+_NO_JOINTS: tuple[Any, ...] = (
+    np.zeros(0, dtype=np.int64),
+    np.zeros((0, 3)),
+    np.zeros(0),
+    np.zeros(0),
+)
+_NO_E = np.zeros((0, 4, 4))
+
+
+def _bodies(index: Any, n: int) -> NDArray[np.int64]:
+    """A contact set's body indices as the compiled verdict takes them (the world's, -1,
+    when the set has none)."""
+    if index is None:
+        return np.full(n, -1, dtype=np.int64)
+    return np.ascontiguousarray(index, dtype=np.int64).reshape(-1)
+
+
+_NO_FLOAT = np.zeros(0)
+_NO_INT = np.zeros(0, dtype=np.int64)
 
 
 def joint_frames(scene: Scene, E: Array, radii: Array) -> JointFrames:
@@ -457,6 +478,20 @@ class DivergenceGuard:
         # within budget times these is within every body's bound, with no search for one
         self._least_inv_mass = float(self._inv_mass.min(initial=np.inf))
         self._least_inv_inertia = float(self._inv_inertia.min(initial=np.inf))
+        # the compiled verdict's flat arrays: the energy bound (inf: none), the checked
+        # joints' body indices and frame origins (none without joints)
+        self._energy_bound = np.inf if bounds.energy_bound is None else bounds.energy_bound
+        joints = bounds.joints
+        if joints is not None and joints.names:
+            self._joint_args: tuple[Any, ...] = (
+                np.ascontiguousarray(joints._both, dtype=np.int64),
+                np.ascontiguousarray(joints._anchors, dtype=np.float64),
+                np.ascontiguousarray(joints.initial, dtype=np.float64),
+                np.ascontiguousarray(joints.bound, dtype=np.float64),
+            )
+        else:
+            self._joint_args = _NO_JOINTS
+        self._mass_gravity = bounds.gravity * float(bounds.masses.sum())
 
     def _fail(self, index: int, t: float, quantity: str, value: float, bound: float) -> None:
         raise DivergenceError(
@@ -482,7 +517,68 @@ class DivergenceGuard:
         ``row`` holds the step's metrics, ``phi`` the (nb, 6) body twists,
         ``contacts`` the step's contact set (or ``None``) and ``E`` the (nb, 4, 4)
         body transforms (the joint separations are checked when given).
+
+        The verdict is the compiled kernel's (:func:`contactlab._guard_kernels.verdict`);
+        a broken state is checked again by :meth:`check_reference`, which raises the
+        error naming the bound.
         """
+        if self.verdict(index, t, row, phi, contacts, E) != GK.OK:
+            self.check_reference(index, t, row, phi, contacts, E)
+
+    def verdict(
+        self,
+        index: int,
+        t: float,
+        row: dict[str, Any],
+        phi: Array,
+        contacts: Any,
+        E: Array | None = None,
+    ) -> int:
+        """The compiled verdict on the state after step ``index`` (the arguments of
+        :meth:`check`): :data:`~contactlab._guard_kernels.OK` or the first bound broken."""
+        b = self.bounds
+        energy = self.initial_energy
+        gain = float(row.get("total_energy", energy)) - energy
+        drift = float(row.get("constraint_error", 0.0))
+        joints = self._joint_args if E is not None else _NO_JOINTS
+        if E is None or joints is _NO_JOINTS:
+            E = _NO_E
+        elif not (E.flags.c_contiguous and E.dtype == np.float64):
+            E = np.ascontiguousarray(E, dtype=np.float64)
+        distance = getattr(contacts, "distance", None)
+        if distance is None or np.size(distance) == 0:
+            distance, body_a, body_b = _NO_FLOAT, _NO_INT, _NO_INT
+        else:
+            distance = np.ascontiguousarray(distance, dtype=np.float64).reshape(-1)
+            body_a = _bodies(getattr(contacts, "body_a", None), distance.size)
+            body_b = _bodies(getattr(contacts, "body_b", None), distance.size)
+        speeds = b.energy_bound is not None
+        budget = 0.0
+        if speeds:
+            fall = self._mass_gravity * (b.initial_speed * t + 0.5 * b.gravity * t * t)
+            budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
+        if not (phi.flags.c_contiguous and phi.dtype == np.float64):
+            phi = np.ascontiguousarray(phi, dtype=np.float64)
+        return int(
+            GK.verdict(
+                gain, self._energy_bound, drift, b.drift_bound, E, *joints,
+                distance, body_a, body_b, self._radii, self._least_radius,
+                phi, speeds, budget, self._inv_mass, self._inv_inertia,
+                self._least_inv_mass, self._least_inv_inertia,
+            )
+        )  # fmt: skip
+
+    def check_reference(
+        self,
+        index: int,
+        t: float,
+        row: dict[str, Any],
+        phi: Array,
+        contacts: Any,
+        E: Array | None = None,
+    ) -> None:
+        """:meth:`check` in numpy: the reference of the compiled verdict, and the
+        message of the error it raises."""
         b = self.bounds
         if b.energy_bound is not None:
             gain = float(row.get("total_energy", self.initial_energy)) - self.initial_energy

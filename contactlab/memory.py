@@ -58,6 +58,13 @@ class ModelMemory(MutableMapping[str, object]):
     def __getitem__(self, key: str) -> object:
         return self._items[key]
 
+    def get(self, key: str, default: object = None) -> object:
+        # the dict's own look-up: the mixin's goes through __getitem__ and a KeyError
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
     def __setitem__(self, key: str, value: object) -> None:
         if not isinstance(key, str):
             raise TypeError(f"model memory keys are strings, got {type(key).__name__}")

@@ -397,28 +397,35 @@ class Simulator:
         joints_hold = self._joints_hold()
         # Overflow and invalid-value warnings of a blowing-up step would only
         # precede the error the finiteness check and the guard raise for it.
+        # the loop's callables and arrays looked up once
+        step, append, add = self.step, rows.append, recorder.add
+        check = guard.check if self.divergence_guard and guard is not None else None
+        twists, transforms = recorder.phi, None if joints_hold else recorder.E
+        tick = bar.update if bar is not None else None
+        report = progress if bar is None and callable(progress) else None
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 for i in range(n):
-                    state, record = self.step(state, i)
-                    rows.append(record.metrics)
-                    recorder.add(state)
-                    if self.divergence_guard and guard is not None:
+                    state, record = step(state, i)
+                    metrics = record.metrics
+                    append(metrics)
+                    add(state)
+                    if check is not None:
                         contacts = record.contacts
                         if contacts is None:
                             contacts = record.problem.contacts
-                        guard.check(
+                        check(
                             i,
                             record.t,
-                            record.metrics,
-                            recorder.phi[i + 1],
+                            metrics,
+                            twists[i + 1],
                             contacts,
-                            E=None if joints_hold else recorder.E[i + 1],
+                            None if transforms is None else transforms[i + 1],
                         )
-                    if bar is not None:
-                        bar.update(1)
-                    elif callable(progress):
-                        progress(i + 1, n)
+                    if tick is not None:
+                        tick(1)
+                    elif report is not None:
+                        report(i + 1, n)
                     if callback is not None and callback(state, record):
                         status = "stopped"
                         break

@@ -35,6 +35,12 @@ class StepTable:
         self._plan: list[tuple[str, Any, int]] | None = None
         #: rows the numeric columns hold without growing
         self._room = 0
+        #: the plan's keys, and the value types of a row it took: a row of the same keys
+        #: and types is written without checking each value
+        self._keys: tuple[str, ...] = ()
+        self._types: tuple[type, ...] | None = None
+        self._numbers: list[tuple[int, NDArray[Any]]] = []
+        self._others: list[tuple[int, list[Any]]] = []
 
     @classmethod
     def from_columns(
@@ -68,10 +74,19 @@ class StepTable:
     def append(self, row: Mapping[str, Any]) -> None:
         plan = self._plan
         if plan is not None and self._n < self._room and len(row) == len(plan):
+            types = self._types
+            if types is not None:
+                values = tuple(row.values())
+                if tuple(map(type, values)) == types and tuple(row) == self._keys:
+                    self._append_known(values)
+                    return
             if self._append_planned(row, plan):
+                if types is None:
+                    self._types = tuple(map(type, row.values()))
                 return
         self._append(row)
         self._plan = None
+        self._types = None
         if len(row) == len(self._order):  # every column present: rows like it go fast
             numeric = self._numeric
             self._plan = [
@@ -81,6 +96,21 @@ class StepTable:
                 for key in self._order
             ]
             self._room = min((c.size for c in numeric.values()), default=1 << 62)
+            self._keys = tuple(self._order)
+            self._numbers = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind != _OTHER]
+            self._others = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind == _OTHER]
+
+    def _append_known(self, values: tuple[Any, ...]) -> None:
+        """Write a row's ``values`` of the plan's keys and of the types of a row the plan
+        took (so each fits its column)."""
+        k = self._n
+        for j, column in self._numbers:
+            column[k] = values[j]
+        for j, values_of in self._others:
+            value = values[j]
+            hashable = type(value) is str or _hashable(value)
+            values_of.append(self._interned.setdefault(value, value) if hashable else value)
+        self._n = k + 1
 
     def _append_planned(self, row: Mapping[str, Any], plan: list[tuple[str, Any, int]]) -> bool:
         """Write ``row`` into the planned columns; ``False`` (nothing written) when its keys

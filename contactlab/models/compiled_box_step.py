@@ -14,7 +14,7 @@ measurements, and record the step with its problem and solution built on first a
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +23,7 @@ import numpy as np
 from contactlab import metrics as M
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.memory import ModelMemory
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.problem import StepProblem, StepSolution
 from contactlab.runs import StepRecord
@@ -124,7 +125,7 @@ class RowBlocks:
 
 def carried_cache(
     state: State, track: Any, z: Array, friction: Array, slices: dict[str, slice]
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """The next state's cache: ``state``'s with the contact identities ``track`` and the
     impulses ``z`` (normal ones first) and ``friction`` (world vectors) as the model's
     warm start."""
@@ -133,7 +134,11 @@ def carried_cache(
         z, slices, track.ids if nc else None,
         z[:nc].copy() if nc else None, friction if nc else None,
     )  # fmt: skip
-    return {**state.cache, identity.CACHE_KEY: track, MEMORY_KEY: memory}
+    cache = state.cache
+    carried = {identity.CACHE_KEY: track, MEMORY_KEY: memory}
+    if isinstance(cache, ModelMemory):  # one copy, already the state's kind of memory
+        return cache.merged(carried)
+    return {**cache, **carried}
 
 
 def kernel_columns(info: Array, K: Any, nc: int) -> dict[str, Any]:

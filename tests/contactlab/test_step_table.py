@@ -30,6 +30,11 @@ def _rows() -> list[dict]:
     rows.append({"t": 0.044, "step": 43, "energy": 1.0})  # another order
     rows.append({**rows[5], "step": 44, "flag": True})  # a bool is not a number
     rows.append({**rows[5], "step": 45, "flag": False})
+    # the same value types in another key order (two float columns swapped), then the layout
+    # before it again
+    swapped = ("step", "energy", "t", "status", "iterations", "n_sliding", "flag")
+    rows.append({k: {**rows[5], "step": 46, "t": 9.0, "flag": True}[k] for k in swapped})
+    rows.append({**rows[5], "step": 47, "flag": True})
     return rows
 
 
@@ -65,7 +70,7 @@ def test_appended_rows_equal_the_rows_frame() -> None:
     assert len(table) == len(rows)
     pdt.assert_frame_equal(table.frame(), _expected(rows))
     # each row reads back with its values (the keys it lacks: NaN or None)
-    for i in (0, 17, 39, 44):
+    for i in (0, 17, 39, 44, 46, 47):
         back = table[i]
         assert {k: back[k] for k in rows[i]} == rows[i]
         assert back["extra"] != back["extra"] and back["flag"] in (None, rows[i].get("flag"))

@@ -1,0 +1,123 @@
+"""The divergence guard's compiled verdict equals its numpy reference.
+
+On random states (body transforms, twists, contacts, metrics), with NaN entries
+and with each bound broken in turn, the kernel's verdict is ``OK`` exactly when
+:meth:`DivergenceGuard.check_reference` raises nothing, and otherwise names the
+bound whose :class:`DivergenceError` the reference raises.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from contactlab import _guard_kernels as GK
+from contactlab import divergence as D
+from contactlab import se3
+from contactlab.errors import DivergenceError
+
+#: the quantity (as the error names it) of each verdict
+QUANTITY = {
+    GK.ENERGY: "energy gain",
+    GK.DRIFT: "joint/loop drift",
+    GK.JOINT: "separation of joint",
+    GK.PENETRATION: "penetration depth",
+    GK.LINEAR_SPEED: "speed of body",
+    GK.ANGULAR_SPEED: "angular speed of body",
+}
+
+
+def _guard(rng: np.random.Generator, bounded: bool) -> D.DivergenceGuard:
+    nb = 5
+    radii = rng.uniform(0.05, 0.5, nb)
+    masses = rng.uniform(0.5, 3.0, nb)
+    masses[1] = 0.0  # a massless link: no speed bound
+    inertia = rng.uniform(0.01, 0.1, nb)
+    inertia[2] = 0.0
+    parent = np.array([-1, 0, 1, 3], dtype=np.int64)
+    child = np.array([0, 1, 2, 4], dtype=np.int64)
+    joints = D.JointFrames(
+        ("hip", "knee", "ankle", "wrist"),
+        parent,
+        child,
+        rng.normal(0, 0.1, (4, 3)),
+        rng.normal(0, 0.1, (4, 3)),
+        rng.uniform(0.0, 0.05, 4),
+        rng.uniform(0.1, 0.5, 4),
+    )
+    bounds = D.DivergenceBounds(
+        names=tuple(f"b{i}" for i in range(nb)),
+        length_scale=2.0,
+        energy_scale=5.0,
+        energy_bound=50.0 if bounded else None,
+        drift_bound=2.0,
+        radii=radii,
+        masses=masses,
+        min_inertia=inertia,
+        gravity=9.81,
+        initial_speed=0.3,
+        active=not bounded,
+        joints=joints,
+    )
+    return D.DivergenceGuard(bounds, initial_energy=1.5)
+
+
+def _state(rng: np.random.Generator, nb: int, scale: float) -> tuple:
+    E = np.stack(
+        [se3.make_transform(se3.exp_so3(rng.normal(0, 2, 3)), rng.normal(0, scale, 3))
+         for _ in range(nb)]
+    )  # fmt: skip
+    phi = rng.normal(0, 1, (nb, 6)) * rng.choice([1.0, 30.0, 300.0], (nb, 1))
+    nc = int(rng.integers(0, 6))
+    contacts = SimpleNamespace(
+        distance=-np.abs(rng.normal(0, scale * 0.3, nc)),
+        body_a=rng.integers(0, nb, nc),
+        body_b=rng.integers(-1, nb, nc),
+    )
+    row = {
+        "total_energy": 1.5 + rng.normal(0, 40),
+        "constraint_error": abs(rng.normal(0, 1.5)),
+    }
+    if rng.random() < 0.3:  # a NaN somewhere
+        where = int(rng.integers(0, 5))
+        if where == 0:
+            row["total_energy"] = np.nan
+        elif where == 1:
+            row["constraint_error"] = np.nan
+        elif where == 2:
+            phi[rng.integers(0, nb), rng.integers(0, 6)] = np.nan
+        elif where == 3 and nc:
+            contacts.distance[rng.integers(0, nc)] = np.nan
+        else:
+            E[rng.integers(0, nb), rng.integers(0, 3), 3] = np.nan
+    return E, phi, contacts, row
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_compiled_verdict_is_the_reference_on_random_states(bounded):
+    rng = np.random.default_rng(7 if bounded else 8)
+    guard = _guard(rng, bounded)
+    seen = set()
+    for i in range(3000):
+        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
+        t = float(rng.uniform(0, 5))
+        given = E if rng.random() < 0.8 else None
+        code = guard.verdict(i, t, row, phi, contacts, given)
+        seen.add(code)
+        try:
+            guard.check_reference(i, t, row, phi, contacts, given)
+        except DivergenceError as err:
+            assert code != GK.OK, str(err)
+            assert err.quantity.startswith(QUANTITY[code]), (code, err.quantity)
+            with pytest.raises(DivergenceError) as again:  # the same error through check
+                guard.check(i, t, row, phi, contacts, given)
+            assert str(again.value) == str(err)
+        else:
+            assert code == GK.OK, (code, row)
+            guard.check(i, t, row, phi, contacts, given)
+    expected = {GK.OK, GK.DRIFT, GK.JOINT, GK.PENETRATION}
+    if bounded:
+        expected |= {GK.ENERGY, GK.LINEAR_SPEED, GK.ANGULAR_SPEED}
+    assert seen == expected
