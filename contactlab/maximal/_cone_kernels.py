@@ -19,8 +19,10 @@ Body-velocity NSGS.  ``W`` is never formed: with ``v = M^-1 (f + C^T r)`` kept u
 date, contact ``i``'s velocity is ``u_i = C_i v - b_i`` (36 products) and a change
 ``dr`` of its impulse moves its two bodies' twists by ``M^-1 C_i^T dr`` (36 more).  The
 local problem with the other contacts fixed, ``u = A_i r + c`` (``A_i`` the contact's
-block of ``W``), is solved exactly by :func:`solvers.numerics.fc_local.ccp_local` (the
-minimiser of ``1/2 r'A r + c'r`` over ``K``).  For Coulomb's law the local problem is
+block of ``W``), is solved exactly by :func:`solvers.numerics.soc_local.soc_ccp_local` (the
+minimiser of ``1/2 r'A r + c'r`` over ``K``: Newton's method on the optimality conditions
+on the cone's boundary from the contact's current impulse, the scan of
+:func:`solvers.numerics.fc_local.ccp_local` behind it).  For Coulomb's law the local problem is
 De Saxcé's: its shift ``s_i = mu_i ||u_t,i||`` enters the normal row (``c_n + s_i``), so
 that the local cone problem's solution satisfies ``K ∋ r ⟂ û ∈ K*`` once the shift is
 consistent.  Two rules for the shift:
@@ -81,7 +83,8 @@ from contactlab.maximal._pile_kernels import (
 from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from solvers.jit import njit
-from solvers.numerics.fc_local import ccp_local, coulomb_local
+from solvers.numerics.fc_local import coulomb_local
+from solvers.numerics.soc_local import soc_ccp_local
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -179,7 +182,7 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
     """One block Gauss--Seidel sweep over the contacts in the order ``up``: each contact's
     problem with the others fixed solved exactly, its impulse and its bodies' twists
     updated: the cone problem with the frozen shift ``shift[i]`` on its normal row
-    (``ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
+    (``soc_ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
     (``coulomb_local``)."""
     u = np.empty(3)
     c = np.empty(3)
@@ -196,7 +199,9 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
             coulomb_local(0, mu[i], dirs, Ai, c, new)
         else:
             c[0] += shift[i]
-            ccp_local(0, mu[i], dirs, Ai, c, new)
+            # Newton's method from the contact's current impulse
+            new[0], new[1], new[2] = z[r0], z[r0 + 1], z[r0 + 2]
+            soc_ccp_local(mu[i], Ai, c, new, new)
         for d in range(3):
             r = r0 + d
             dz = new[d] - z[r]
