@@ -19,8 +19,10 @@ Body-velocity NSGS.  ``W`` is never formed: with ``v = M^-1 (f + C^T r)`` kept u
 date, contact ``i``'s velocity is ``u_i = C_i v - b_i`` (36 products) and a change
 ``dr`` of its impulse moves its two bodies' twists by ``M^-1 C_i^T dr`` (36 more).  The
 local problem with the other contacts fixed, ``u = A_i r + c`` (``A_i`` the contact's
-block of ``W``), is solved exactly by :func:`solvers.numerics.fc_local.ccp_local` (the
-minimiser of ``1/2 r'A r + c'r`` over ``K``).  For Coulomb's law the local problem is
+block of ``W``), is solved exactly by :func:`solvers.numerics.soc_local.soc_ccp_local` (the
+minimiser of ``1/2 r'A r + c'r`` over ``K``: Newton's method on the optimality conditions
+on the cone's boundary from the contact's current impulse, the scan of
+:func:`solvers.numerics.fc_local.ccp_local` behind it).  For Coulomb's law the local problem is
 De Saxcé's: its shift ``s_i = mu_i ||u_t,i||`` enters the normal row (``c_n + s_i``), so
 that the local cone problem's solution satisfies ``K ∋ r ⟂ û ∈ K*`` once the shift is
 consistent.  Two rules for the shift:
@@ -81,7 +83,8 @@ from contactlab.maximal._pile_kernels import (
 from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from solvers.jit import njit
-from solvers.numerics.fc_local import ccp_local, coulomb_local
+from solvers.numerics.fc_local import coulomb_local
+from solvers.numerics.soc_local import soc_ccp_local
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -133,36 +136,47 @@ def _contact_velocity(J, ca, cb, rhs, v, i, u):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm):  # noqa: ANN001, ANN202, PLR0913
+def _project_gap(m, x0, x1, x2, r0, r1, r2):  # noqa: ANN001, ANN202, PLR0913
+    """``||r - P_K(x)||^2`` for the cone of friction coefficient ``m``."""
+    nt = math.sqrt(x1 * x1 + x2 * x2)
+    if nt <= m * x0:
+        p0, p1, p2 = x0, x1, x2
+    elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
+        p0 = p1 = p2 = 0.0
+    elif m == 0.0:
+        p0, p1, p2 = x0, 0.0, 0.0
+    else:
+        sc = (x0 + m * nt) / (1.0 + m * m)
+        p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
+    return (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+
+
+@njit(cache=True)
+def _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm, fresh):  # noqa: ANN001, ANN202, PLR0913
     """The natural-map residual ``||r - P_K(r - û)||_2 / ||q||_2`` of the impulses ``z``
-    with twists ``v``, ``û = u + (s, 0, 0)``: ``s = mu ||u_t||`` for ``law = 1`` with
-    ``shift`` negative, else ``shift[i]`` (a frozen shift; zero for the CCP)."""
+    with twists ``v``, ``û = u + (s, 0, 0)``: ``s = mu ||u_t||`` for ``law = 1``, else
+    ``shift[i]`` (a frozen shift; zero for the CCP).  Returns it and, in the same pass,
+    the residual with ``s = shift[i]`` (the frozen cone problem's); ``fresh[i]`` receives
+    ``mu_i ||u_t,i||`` (the shifts a refresh sets) for ``law = 1``."""
     acc = 0.0
+    acc_frozen = 0.0
     u = np.empty(3)
     for i in range(mu.shape[0]):
         _contact_velocity(J, ca, cb, rhs, v, i, u)
         m = mu[i]
         r0, r1, r2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
-        if law == 1:
-            s = m * math.sqrt(u[1] * u[1] + u[2] * u[2])
-        else:
-            s = shift[i]
-        x0 = r0 - (u[0] + s)
         x1 = r1 - u[1]
         x2 = r2 - u[2]
-        nt = math.sqrt(x1 * x1 + x2 * x2)
-        if nt <= m * x0:
-            p0, p1, p2 = x0, x1, x2
-        elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
-            p0 = p1 = p2 = 0.0
-        elif m == 0.0:
-            p0, p1, p2 = x0, 0.0, 0.0
+        frozen = _project_gap(m, r0 - (u[0] + shift[i]), x1, x2, r0, r1, r2)
+        acc_frozen += frozen
+        if law == 1:
+            s = m * math.sqrt(u[1] * u[1] + u[2] * u[2])
+            fresh[i] = s
+            acc += _project_gap(m, r0 - (u[0] + s), x1, x2, r0, r1, r2)
         else:
-            sc = (x0 + m * nt) / (1.0 + m * m)
-            p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
-        acc += (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+            acc += frozen
     scale = qnorm if qnorm > 2.220446049250313e-16 else 1.0
-    return math.sqrt(acc) / scale
+    return math.sqrt(acc) / scale, math.sqrt(acc_frozen) / scale
 
 
 @njit(cache=True)
@@ -179,7 +193,7 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
     """One block Gauss--Seidel sweep over the contacts in the order ``up``: each contact's
     problem with the others fixed solved exactly, its impulse and its bodies' twists
     updated: the cone problem with the frozen shift ``shift[i]`` on its normal row
-    (``ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
+    (``soc_ccp_local``), or with ``direct`` the one-contact Coulomb problem in De Saxcé's form
     (``coulomb_local``)."""
     u = np.empty(3)
     c = np.empty(3)
@@ -196,7 +210,9 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
             coulomb_local(0, mu[i], dirs, Ai, c, new)
         else:
             c[0] += shift[i]
-            ccp_local(0, mu[i], dirs, Ai, c, new)
+            # Newton's method from the contact's current impulse
+            new[0], new[1], new[2] = z[r0], z[r0 + 1], z[r0 + 2]
+            soc_ccp_local(mu[i], Ai, c, new, new)
         for d in range(3):
             r = r0 + d
             dz = new[d] - z[r]
@@ -218,7 +234,8 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
     shift = np.zeros(nc)
     if law == 1:
         _refresh_shift(J, ca, cb, rhs, v, mu, shift)
-    residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm)
+    fresh = np.empty(nc)
+    residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm, fresh)[0]
     best = z.copy()
     best_res = residual
     sweeps = 0
@@ -231,7 +248,7 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
             continue
         next_check = next_check * 2 if next_check < 8 else next_check + 8
         _velocity(J, ca, cb, f, dinv, z, v)
-        residual = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm)
+        residual, inner = _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm, fresh)
         if not (math.isfinite(residual) and np.all(np.isfinite(z))):
             break
         if residual < best_res:
@@ -239,9 +256,8 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
             best[:] = z
         if shifted:
             # the frozen cone problem's residual decides when the shifts are refreshed
-            inner = _natural(J, ca, cb, rhs, v, z, mu, 0, shift, qnorm)
             if inner <= max(0.1 * residual, 0.5 * tol):
-                _refresh_shift(J, ca, cb, rhs, v, mu, shift)
+                shift[:] = fresh  # mu ||u_t|| at these twists
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return sweeps, best_res
