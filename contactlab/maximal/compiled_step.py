@@ -98,8 +98,16 @@ def compiled_step_for(
     return CompiledContactStep(formulation, model, collide)
 
 
-class CompiledContactStep:
-    """The step of free bodies with box friction by ``pgs`` (module docstring)."""
+class FreeBodyStep:
+    """What the compiled steps of free bodies share: the set-up, the collision in the
+    kernels' layouts, the warm start carried by contact identity, and the step's record.
+
+    A subclass names its kernel module (``kernels``: the ``I_*`` indices of its ``info``,
+    ``DECOUPLED``), its warm start's cache key (``key``) and calls its kernel in
+    :meth:`step` between :meth:`_begin` and :meth:`_end`."""
+
+    kernels: Any = K
+    key: str = B.MEMORY_KEY
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
         from contactlab.contact_pairs import excluded_pairs
@@ -118,9 +126,6 @@ class CompiledContactStep:
         self._no_friction = np.zeros((0, 3))
         #: the row blocks of the impulses (box_rows: no G and L rows)
         self._slices = B.RowBlocks()
-        #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
-        #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
-        self.finish = True
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
@@ -133,19 +138,23 @@ class CompiledContactStep:
             drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
         )
 
-    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
-        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
-        h = sim.dt
+    def _carries(self, memory: Any) -> bool:
+        """Whether ``memory`` (the state's record under :attr:`key`) is a warm start."""
+        return getattr(memory, "ids", None) is not None
+
+    def _begin(self, state: State) -> tuple[ContactSet, Any, bool, tuple[Array, ...], float, float]:
+        """The step's contacts, their identities, whether a warm start is carried, the
+        kernel's warm-start arrays (ids, their order, normal impulses, friction), and the
+        clock at the start and after the collision."""
         start = time.perf_counter()
         contacts = self.contacts(state.E)
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory: Any = state.cache.get(B.MEMORY_KEY)
-        nc = len(contacts)
-        carry = nc > 0 and getattr(memory, "ids", None) is not None
+        memory: Any = state.cache.get(self.key)
+        carry = len(contacts) > 0 and self._carries(memory)
         if carry:
             ids = np.ascontiguousarray(memory.ids, dtype=np.int64)
-            old = (
+            old: tuple[Array, ...] = (
                 ids,
                 np.argsort(ids, kind="stable"),
                 np.ascontiguousarray(memory.normal_impulse, dtype=np.float64),
@@ -153,11 +162,66 @@ class CompiledContactStep:
             )
         else:
             old = (self._no_ids, self._no_ids, self._no_normal, self._no_friction)
+        return contacts, track, carry, old, start, collided
+
+    def _end(
+        self,
+        sim: Simulator,
+        state: State,
+        index: int,
+        contacts: ContactSet,
+        track: Any,
+        solution: tuple[Array, Array, Array, Array, Array],
+        clock: tuple[float, float, float, float],
+    ) -> tuple[State, StepRecord]:
+        """The new state and the step's record from the kernel's ``solution`` (twists,
+        transforms, impulses, friction, info; a step the kernel took), ``clock`` the times
+        at the start, after the collision, before and after the kernel."""
+        Kn = self.kernels
+        phi, E, z, friction, info = solution
+        nc = len(contacts)
+        status = B.usable_status(sim, index, state.t, int(info[Kn.I_STATUS]), Kn)
+        if not np.all(np.isfinite(phi)):
+            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+        cache = B.carried_cache(state, track, z, friction, self._slices(nc), self.key)
+        new_state = State(state.t + sim.dt, E, phi, cache=cache)
+        new_state.check_finite()
+        row = B.step_row(
+            info, Kn, index, float(new_state.t), sim.dt,
+            (float(info[Kn.I_KINETIC]), float(info[Kn.I_POTENTIAL])),
+            [*info[Kn.I_LINEAR : Kn.I_LINEAR + 3], *info[Kn.I_ANGULAR : Kn.I_ANGULAR + 3]],
+            0.0, status, nc, clock,
+        )  # fmt: skip
+        start, collided, assembled, solved = clock
+        self.last_times = {
+            "collision": collided - start,
+            "kernel": solved - assembled,
+            "step": row["step_time_s"],
+        }
+        record = B.record_step(
+            sim, self.formulation, state, contacts, track, index, row, phi.reshape(-1), z
+        )
+        return new_state, record
+
+
+class CompiledContactStep(FreeBodyStep):
+    """The step of free bodies with box friction by ``pgs`` (module docstring)."""
+
+    def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
+        super().__init__(formulation, model, collide)
+        #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
+        #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
+        self.finish = True
+
+    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
+        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        h = sim.dt
+        contacts, track, carry, old, start, collided = self._begin(state)
         beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
         assembled = time.perf_counter()
-        phi, E, z, friction, info = K.contact_step(
+        solution = K.contact_step(
             self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
             h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
             contacts.normal, contacts.distance, contacts.mu, beta, self._feedback.max_correction,
@@ -166,32 +230,14 @@ class CompiledContactStep:
             np.ascontiguousarray(track.origin, dtype=np.int64),
             model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
         )  # fmt: skip
-        code = int(info[K.I_STATUS])
-        if code == K.DECOUPLED:
+        if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        status = B.usable_status(sim, index, state.t, code, K)
-        if not np.all(np.isfinite(phi)):
-            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-        cache = B.carried_cache(state, track, z, friction, self._slices(nc))
-        new_state = State(state.t + h, E, phi, cache=cache)
-        new_state.check_finite()
-        row = B.step_row(
-            info, K, index, float(new_state.t), h,
-            (float(info[K.I_KINETIC]), float(info[K.I_POTENTIAL])),
-            [*info[K.I_LINEAR : K.I_LINEAR + 3], *info[K.I_ANGULAR : K.I_ANGULAR + 3]],
-            0.0, status, nc, (start, collided, assembled, solved),
-        )  # fmt: skip
-        self.last_times = {
-            "collision": collided - start,
-            "kernel": solved - assembled,
-            "step": row["step_time_s"],
-            "units": float(info[K.I_UNITS]),
-        }
-        record = B.record_step(
-            sim, self.formulation, state, contacts, track, index, row, phi.reshape(-1), z
+        out = self._end(
+            sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
-        return new_state, record
+        self.last_times["units"] = float(solution[4][K.I_UNITS])
+        return out
 
 
-__all__ = ["CompiledContactStep", "compiled_step_for", "scope"]
+__all__ = ["CompiledContactStep", "FreeBodyStep", "compiled_step_for", "scope"]

@@ -36,11 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contactlab.collision.contacts import ContactSet
-from contactlab.contact import identity
 from contactlab.maximal import _cone_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.models import compiled_box_step as B
+from contactlab.maximal.compiled_step import FreeBodyStep
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -102,65 +100,29 @@ def cone_step_for(
     return ConeContactStep(formulation, model, collide)
 
 
-class ConeContactStep:
+class ConeContactStep(FreeBodyStep):
     """The step of free bodies with the exact cone by ``nsgs`` (module docstring)."""
 
-    def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        from contactlab.contact_pairs import excluded_pairs
+    kernels = K
 
+    def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
         found = model_law(model, collide)
         assert not isinstance(found, str)
+        super().__init__(formulation, model, collide)
         self.law, self.direct = found
-        self.formulation = formulation
-        self.model = model
-        self.collide = collide
-        scene = formulation.scene
-        self.scene = scene
         self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
-        self._excluded = excluded_pairs(scene)
-        self._mdiag = np.ascontiguousarray(formulation.mass_diagonal, dtype=float)
-        self._gravity = np.ascontiguousarray(scene.gravity, dtype=float)
-        self._feedback = B.Feedback(scene.contact)
-        self._no_ids = np.zeros(0, dtype=np.int64)
-        self._no_normal = np.zeros(0)
-        self._no_friction = np.zeros((0, 3))
-        self._slices = B.RowBlocks()
-        #: per step: seconds in the collision, in the compiled step, and in all
-        #: (read by benchmarks; the last step only)
-        self.last_times: dict[str, float] = {}
 
-    def contacts(self, E: Array) -> ContactSet:
-        """The scene's contacts at body transforms ``E``, in the kernel's array layouts."""
-        from contactlab.contact_pairs import drop_jointed
-
-        return B.kernel_contacts(
-            drop_jointed(self.collide(self.scene, E), self.scene, self._excluded)
-        )
+    def _carries(self, memory: Any) -> bool:
+        return isinstance(memory, ImpulseMemory) and memory.ids is not None
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
-        start = time.perf_counter()
-        contacts = self.contacts(state.E)
-        collided = time.perf_counter()
-        track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
-        memory: Any = state.cache.get(self.key)
-        nc = len(contacts)
-        carry = nc > 0 and isinstance(memory, ImpulseMemory) and memory.ids is not None
-        if carry:
-            ids = np.ascontiguousarray(memory.ids, dtype=np.int64)
-            old = (
-                ids,
-                np.argsort(ids, kind="stable"),
-                np.ascontiguousarray(memory.normal_impulse, dtype=np.float64),
-                np.ascontiguousarray(memory.friction, dtype=np.float64),
-            )
-        else:
-            old = (self._no_ids, self._no_ids, self._no_normal, self._no_friction)
+        contacts, track, carry, old, start, collided = self._begin(state)
         model: Any = self.model
         cap = model.options["max_iter"]
         assembled = time.perf_counter()
-        phi, E, z, friction, info = K.cone_step(
+        solution = K.cone_step(
             self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
             h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
             contacts.normal, contacts.distance, contacts.mu, self._feedback.beta(h),
@@ -170,36 +132,12 @@ class ConeContactStep:
             self.law, self.direct, model.tol, SWEEP_CAP if cap is None else int(cap),
             sim.slip_threshold,
         )  # fmt: skip
-        code = int(info[K.I_STATUS])
-        if code == K.DECOUPLED:
+        if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        status = B.usable_status(sim, index, state.t, code, K)
-        if not np.all(np.isfinite(phi)):
-            raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-        slices = self._slices(nc)
-        record_z = ImpulseMemory(
-            z, slices, track.ids if nc else None, z[:nc].copy() if nc else None,
-            friction if nc else None,
-        )  # fmt: skip
-        cache = {**state.cache, identity.CACHE_KEY: track, self.key: record_z}
-        new_state = State(state.t + h, E, phi, cache=cache)
-        new_state.check_finite()
-        row = B.step_row(
-            info, K, index, float(new_state.t), h,
-            (float(info[K.I_KINETIC]), float(info[K.I_POTENTIAL])),
-            [*info[K.I_LINEAR : K.I_LINEAR + 3], *info[K.I_ANGULAR : K.I_ANGULAR + 3]],
-            0.0, status, nc, (start, collided, assembled, solved),
-        )  # fmt: skip
-        self.last_times = {
-            "collision": collided - start,
-            "kernel": solved - assembled,
-            "step": row["step_time_s"],
-        }
-        record = B.record_step(
-            sim, self.formulation, state, contacts, track, index, row, phi.reshape(-1), z
+        return self._end(
+            sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
-        return new_state, record
 
 
 __all__ = ["SWEEP_CAP", "ConeContactStep", "cone_step_for", "model_law", "scope"]

@@ -124,18 +124,23 @@ class RowBlocks:
 
 
 def carried_cache(
-    state: State, track: Any, z: Array, friction: Array, slices: dict[str, slice]
+    state: State,
+    track: Any,
+    z: Array,
+    friction: Array,
+    slices: dict[str, slice],
+    key: str = MEMORY_KEY,
 ) -> Mapping[str, Any]:
     """The next state's cache: ``state``'s with the contact identities ``track`` and the
     impulses ``z`` (normal ones first) and ``friction`` (world vectors) as the model's
-    warm start."""
+    warm start (under ``key``)."""
     nc = slices["N"].stop
     memory = ImpulseMemory(
         z, slices, track.ids if nc else None,
         z[:nc].copy() if nc else None, friction if nc else None,
     )  # fmt: skip
     cache = state.cache
-    carried = {identity.CACHE_KEY: track, MEMORY_KEY: memory}
+    carried = {identity.CACHE_KEY: track, key: memory}
     if isinstance(cache, ModelMemory):  # one copy, already the state's kind of memory
         return cache.merged(carried)
     return {**cache, **carried}
