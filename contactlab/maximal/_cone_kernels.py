@@ -75,13 +75,13 @@ from contactlab.maximal._pile_kernels import (
     N_INFO,
     NUMERICAL_ERROR,
     OPTIMAL,
-    _integrate,
+    _contact_metrics,
     _rows,
-    _state_metrics,
+    _step_outputs,
     _velocity,
 )
 from contactlab.maximal.assembly import _midpoint_free_momentum
-from contactlab.models.delassus import carried_impulses, friction_vectors
+from contactlab.models.delassus import carried_impulses
 from solvers.jit import njit
 from solvers.numerics.fc_local import coulomb_local
 from solvers.numerics.soc_local import soc_ccp_local
@@ -337,39 +337,17 @@ def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     else:
         status = MAX_ITERATIONS
     # -- contact metrics (as contactlab.maximal._pile_kernels.contact_step) -------------
-    n_comp = n_feas = cone = dissipation = pen = 0.0
-    sliding = 0
+    pen = 0.0
+    acc = np.zeros(5)  # normal complementarity and feasibility, cone, dissipation, sliding
     for i in range(nc):
         _contact_velocity(J, ca, cb, rhs, v, i, u)
-        zn_i, z1, z2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
-        n_comp = max(n_comp, abs(zn_i * u[0]))
-        n_feas = max(n_feas, -u[0])
-        cone = max(cone, np.sqrt(z1 * z1 + z2 * z2) - mu[i] * zn_i)
-        speed = np.sqrt(u[1] * u[1] + u[2] * u[2])
-        if speed > slip_threshold:
-            sliding += 1
-            s = mu[i] * zn_i / speed
-            e1 = z1 + s * u[1]
-            e2 = z2 + s * u[2]
-            dissipation = max(dissipation, np.sqrt(e1 * e1 + e2 * e2))
+        _contact_metrics(i, z, u[0], u[1], u[2], mu, slip_threshold, acc)
         pen = max(pen, -dist[i])
     info[I_STATUS] = status
     info[I_SWEEPS] = sweeps
     info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = residual, 0.0, 0.0, residual
-    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = n_comp, n_feas
-    info[I_CONE], info[I_DISSIPATION] = cone, dissipation
-    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = sliding, pen, 0.0
-    out = np.empty(m3)
-    lam_flat = np.empty(2 * nc)
-    for i in range(nc):
-        out[i] = z[3 * i]
-        out[nc + 2 * i] = z[3 * i + 1]
-        out[nc + 2 * i + 1] = z[3 * i + 2]
-        lam_flat[2 * i] = z[3 * i + 1]
-        lam_flat[2 * i + 1] = z[3 * i + 2]
-    friction = friction_vectors(lam_flat, t1, t2)
-    phi_new = v[:n].copy().reshape(nb, 6)
-    E_new = np.empty_like(E)
-    _integrate(E, phi_new, h, E_new)
-    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
+    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
+    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, 0.0
+    phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
     return phi_new, E_new, out, friction, info

@@ -560,6 +560,47 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
 
 
 @njit(cache=True)
+def _contact_metrics(i, z, u0, u1, u2, mu, slip_threshold, acc):  # noqa: ANN001, ANN202, PLR0913
+    """Fold contact ``i``'s metrics (impulses ``z[3i:3i+3]``, contact velocity ``u``) into
+    ``acc``: normal complementarity, normal feasibility, cone violation, maximal
+    dissipation's violation (largest), sliding contacts (count)."""
+    zn_i, z1, z2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
+    acc[0] = max(acc[0], abs(zn_i * u0))
+    acc[1] = max(acc[1], -u0)
+    acc[2] = max(acc[2], np.sqrt(z1 * z1 + z2 * z2) - mu[i] * zn_i)
+    speed = np.sqrt(u1 * u1 + u2 * u2)
+    if speed > slip_threshold:
+        acc[4] += 1.0
+        s = mu[i] * zn_i / speed
+        e1 = z1 + s * u1
+        e2 = z2 + s * u2
+        acc[3] = max(acc[3], np.sqrt(e1 * e1 + e2 * e2))
+
+
+@njit(cache=True)
+def _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info):  # noqa: ANN001, ANN202, PLR0913
+    """The step's results from the contact impulses ``z`` (per contact: normal, two
+    tangents) and the new twists ``v``: the twists (nb, 6), the integrated transforms,
+    the impulses in the records' order (normal ones first), the friction forces as world
+    vectors; the state's energies and momenta written into ``info``."""
+    nc = z.size // 3
+    out = np.empty(z.size)
+    lam_flat = np.empty(2 * nc)
+    for i in range(nc):
+        out[i] = z[3 * i]
+        out[nc + 2 * i] = z[3 * i + 1]
+        out[nc + 2 * i + 1] = z[3 * i + 2]
+        lam_flat[2 * i] = z[3 * i + 1]
+        lam_flat[2 * i + 1] = z[3 * i + 2]
+    friction = friction_vectors(lam_flat, t1, t2)
+    phi_new = v[:n].copy().reshape(nb, 6)
+    E_new = np.empty_like(E)
+    _integrate(E, phi_new, h, E_new)
+    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    return phi_new, E_new, out, friction
+
+
+@njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr,
@@ -666,9 +707,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = OPTIMAL
     _velocity(J, ca, cb, f, dinv, z, v)
     # -- residuals of the LCP (solvers.residuals.lcp_residuals) and contact metrics -----
-    primal = dual = comp = 0.0
-    n_comp = n_feas = cone = dissipation = pen = 0.0
-    sliding = 0
+    primal = dual = comp = pen = 0.0
+    acc = np.zeros(5)  # normal complementarity and feasibility, cone, dissipation, sliding
     slip = np.empty(3)
     for i in range(nc):
         for d in range(3):
@@ -683,35 +723,13 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 dual = max(dual, wm)
             comp = max(comp, min(abs(z[r] - lo), wp), min(abs(hi - z[r]), wm))
             slip[d] = w
-        zn_i, z1, z2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
-        n_comp = max(n_comp, abs(zn_i * slip[0]))
-        n_feas = max(n_feas, -slip[0])
-        cone = max(cone, np.sqrt(z1 * z1 + z2 * z2) - mu[i] * zn_i)
-        speed = np.sqrt(slip[1] * slip[1] + slip[2] * slip[2])
-        if speed > slip_threshold:
-            sliding += 1
-            s = mu[i] * zn_i / speed
-            e1 = z1 + s * slip[1]
-            e2 = z2 + s * slip[2]
-            dissipation = max(dissipation, np.sqrt(e1 * e1 + e2 * e2))
+        _contact_metrics(i, z, slip[0], slip[1], slip[2], mu, slip_threshold, acc)
         pen = max(pen, -dist[i])
     info[I_STATUS] = status
     info[I_SWEEPS] = sweeps
     info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = primal, dual, comp, residual
-    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = n_comp, n_feas
-    info[I_CONE], info[I_DISSIPATION] = cone, dissipation
-    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = sliding, pen, units
-    out = np.empty(m3)
-    lam_flat = np.empty(2 * nc)
-    for i in range(nc):
-        out[i] = z[3 * i]
-        out[nc + 2 * i] = z[3 * i + 1]
-        out[nc + 2 * i + 1] = z[3 * i + 2]
-        lam_flat[2 * i] = z[3 * i + 1]
-        lam_flat[2 * i + 1] = z[3 * i + 2]
-    friction = friction_vectors(lam_flat, t1, t2)
-    phi_new = v[:n].copy().reshape(nb, 6)
-    E_new = np.empty_like(E)
-    _integrate(E, phi_new, h, E_new)
-    _state_metrics(mdiag, E_new, phi_new, gravity, info)
+    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
+    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
+    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, units
+    phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
     return phi_new, E_new, out, friction, info
