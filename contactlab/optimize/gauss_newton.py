@@ -236,7 +236,7 @@ def solve(
         try:
             factor = scipy.linalg.cholesky_banded(ab, lower=True)
             decrement = 0.25 * float(gf @ scipy.linalg.cho_solve_banded((factor, True), gf))
-        except np.linalg.LinAlgError:
+        except np.linalg.LinAlgError:  # H_F not positive definite: no decrement (inf)
             pass
         flip = None
         indefinite = exact_hessian and not np.isfinite(decrement)
