@@ -1,4 +1,5 @@
-"""The compiled contact step of free bodies with the exact friction cone (``nsgs``).
+"""The compiled contact step of free bodies with the exact friction cone (``nsgs``,
+``apgd``, ``admm``).
 
 The exact Coulomb law (model ``coulomb``, De Saxcé's problem) and Anitescu--Hart with the
 exact cone (``anitescu-hart``, ``cone="soc"``) solved by ``nsgs`` go, through the general
@@ -19,14 +20,26 @@ refreshed when the frozen cone problem is solved to a tenth of Coulomb's residua
 general ``nsgs``'s rule); ``solver_settings={"direct": True}`` solves each contact's
 one-contact Coulomb problem exactly instead (the general ``nsgs``'s ``direct=True``).
 
+First-order methods.  With ``apgd`` or ``admm`` the same step (collision, rows, warm start,
+integration) solves the contacts' problem by the general backends' accelerated projected
+gradient or ADMM (:mod:`contactlab.maximal._cone_fom_kernels`): the iterations, step-size
+and penalty rules, De Saxcé's shift rule for Coulomb's law, the natural-map stopping test
+and the iteration caps (20,000 and 5,000) of :func:`solvers.numerics.fc_methods.apgd` and
+:func:`solvers.numerics.fc_methods.admm`, with ``W x`` read through the contact rows and
+the diagonal inverse mass (``W`` never formed).  ``admm`` takes its ``rho`` setting (the
+initial penalty).
+
 It applies when the scene and the formulation are in the box-friction compiled step's
 scope (:func:`contactlab.maximal.compiled_step.scope`: free bodies, the maximal
 formulation's default step, the scene's own collision) and the model is ``coulomb`` with
-``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling,
-solved by ``nsgs`` without ``omega`` and without islands.  A step the kernel cannot take
-(a decoupled row) goes to the general path.  A step that reaches the sweep cap keeps the
-best iterate met and reports ``max_iterations`` with its residual (under ``strict`` the
-simulator's failure, as every route).
+``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling and
+without islands, solved by ``nsgs`` (settings: ``direct`` only, no ``omega``), ``apgd``
+(no settings) or ``admm`` (settings: ``rho`` only); any other setting keeps the general
+path (which reports the settings it does not know).  A step the kernel cannot take (a
+decoupled row) goes to the general path.  A step that reaches the iteration cap keeps the
+best iterate met (``nsgs``, ``admm``; ``apgd``'s last, as the general backend) and reports
+``max_iterations`` with its residual (under ``strict`` the simulator's failure, as every
+route).
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.maximal.compiled_step import FreeBodyStep
@@ -52,6 +66,10 @@ Array = np.ndarray
 
 #: the general ``nsgs`` sweep cap (:class:`solvers.backends.fc_nsgs.NSGSBackend`)
 SWEEP_CAP = 10000
+#: the general backends' iteration caps (:mod:`solvers.backends.fc_apgd`, ``fc_admm``)
+ITERATION_CAPS = {"nsgs": SWEEP_CAP, "apgd": 20000, "admm": 5000}
+#: the solver settings each method's kernel takes (the general backend's own)
+SETTINGS = {"nsgs": ("direct",), "apgd": (), "admm": ("rho",)}
 
 
 def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
@@ -68,12 +86,20 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     else:
         return "model"
     opts = model.options
-    if opts["cone"] != "soc" or spin_active(opts) or opts["islands"] or model.solver != "nsgs":
-        return "model options or solver"
+    if opts["cone"] != "soc" or spin_active(opts) or opts["islands"]:
+        return "model options"
+    if model.solver not in SETTINGS:
+        return f"solver {model.solver!r} (the compiled cone step takes nsgs, apgd, admm)"
     settings = dict(opts["solver_settings"] or {})
+    unknown = sorted(set(settings) - set(SETTINGS[model.solver]))
+    if unknown:
+        return f"solver settings {unknown} of {model.solver} (the compiled step's: " + (
+            f"{', '.join(SETTINGS[model.solver]) or 'none'})"
+        )
+    rho = settings.get("rho", 1.0)
+    if not isinstance(rho, (int, float)) or isinstance(rho, bool) or not rho > 0.0:
+        return "solver setting rho not a positive number (the general backend reports it)"
     direct = bool(settings.pop("direct", False))
-    if settings:
-        return "solver settings"
     if collide is not default_collide:
         return "collision function"
     return law, direct
@@ -101,7 +127,8 @@ def cone_step_for(
 
 
 class ConeContactStep(FreeBodyStep):
-    """The step of free bodies with the exact cone by ``nsgs`` (module docstring)."""
+    """The step of free bodies with the exact cone by ``nsgs``, ``apgd`` or ``admm`` (module
+    docstring)."""
 
     kernels = K
 
@@ -111,6 +138,12 @@ class ConeContactStep(FreeBodyStep):
         super().__init__(formulation, model, collide)
         self.law, self.direct = found
         self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
+        solver: Any = getattr(model, "solver", "nsgs")
+        #: the iterative method: ``-1`` block NSGS, else ``F.APGD`` or ``F.ADMM``
+        self.method = {"apgd": F.APGD, "admm": F.ADMM}.get(solver, -1)
+        settings = dict(model.options["solver_settings"] or {})
+        #: ADMM's initial penalty (``0``: the general backend's default)
+        self.rho = float(settings.get("rho", 0.0))
 
     def _carries(self, memory: Any) -> bool:
         return isinstance(memory, ImpulseMemory) and memory.ids is not None
@@ -121,6 +154,25 @@ class ConeContactStep(FreeBodyStep):
         contacts, track, carry, old, start, collided = self._begin(state)
         model: Any = self.model
         cap = model.options["max_iter"]
+        if self.method in (F.APGD, F.ADMM):
+            assembled = time.perf_counter()
+            solution = F.cone_fom_step(
+                self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float),
+                self._gravity, h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b,
+                contacts.point, contacts.normal, contacts.distance, contacts.mu,
+                self._feedback.beta(h), self._feedback.max_correction, carry, *old,
+                np.ascontiguousarray(track.ids, dtype=np.int64),
+                np.ascontiguousarray(track.origin, dtype=np.int64),
+                self.law, self.method, model.tol,
+                ITERATION_CAPS[model.solver] if cap is None else int(cap), self.rho,
+                sim.slip_threshold,
+            )  # fmt: skip
+            if int(solution[4][F.I_STATUS]) == F.DECOUPLED:
+                return None
+            solved = time.perf_counter()
+            return self._end(
+                sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
+            )
         assembled = time.perf_counter()
         solution = K.cone_step(
             self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
@@ -140,4 +192,4 @@ class ConeContactStep(FreeBodyStep):
         )
 
 
-__all__ = ["SWEEP_CAP", "ConeContactStep", "cone_step_for", "model_law", "scope"]
+__all__ = ["ITERATION_CAPS", "SETTINGS", "SWEEP_CAP", "ConeContactStep", "cone_step_for", "model_law", "scope"]

@@ -1,0 +1,435 @@
+"""Compiled kernels of the disc-cone contact step by first-order methods (``apgd``, ``admm``).
+
+One call, :func:`cone_fom_step`, takes the step of :func:`contactlab.maximal._cone_kernels.cone_step`
+(free bodies, the exact friction cone ``K_i = {||r_t|| <= mu_i r_n}``, Anitescu--Hart's cone
+complementarity problem or Coulomb's law in De Saxcé's form) with the general
+frictional-contact backends' accelerated projected gradient or ADMM in place of block
+Gauss--Seidel: the iterations, the step-size and penalty rules, the stopping test (the
+natural-map residual relative to ``||q||``) and the iterate returned are those of
+:func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
+the general route's local problem (:func:`contactlab.models.fc_route.local_step`); the
+cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
+(:mod:`solvers.numerics.fc_kernels`).
+
+``W`` is never formed.  The rows ``J`` of the contacts (three per contact, 12 columns:
+the two bodies' twists) and the diagonal ``M^-1`` give ``W x + q = J M^-1 (f + J^T x) - b``
+by two passes over the rows (72 products per contact), and the conjugate gradients of
+ADMM take ``W p = J M^-1 J^T p`` the same way.  The contacts are put in the general
+route's local order (lowest point up) before the iterations, so that every sum over the
+contacts (norms, inner products, the natural map) runs in the general route's order;
+only the products with ``W`` differ from it in the order of their sums.
+
+The warm start is carried by contact identity as in the ``nsgs`` kernel
+(:func:`contactlab.models.delassus.carried_impulses`), and the contact metrics, the state's
+outputs and ``E <- E exp(h [phi])`` are :mod:`contactlab.maximal._pile_kernels`'s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contactlab.maximal._cone_kernels import _contact_velocity
+from contactlab.maximal._pile_kernels import (
+    DECOUPLED,
+    DECOUPLED_DIAG,
+    I_ANGULAR,
+    I_COMP,
+    I_CONE,
+    I_DISSIPATION,
+    I_DUAL,
+    I_KINETIC,
+    I_LINEAR,
+    I_NATURAL,
+    I_NORMAL_COMP,
+    I_NORMAL_FEAS,
+    I_PENETRATION,
+    I_POTENTIAL,
+    I_PRIMAL,
+    I_SLIDING,
+    I_STATUS,
+    I_SWEEPS,
+    I_UNITS,
+    MAX_ITERATIONS,
+    N_INFO,
+    NUMERICAL_ERROR,
+    OPTIMAL,
+    _contact_metrics,
+    _rows,
+    _step_outputs,
+    _velocity,
+)
+from contactlab.maximal.assembly import _midpoint_free_momentum
+from contactlab.models.delassus import carried_impulses
+from solvers.jit import njit
+from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 14.0
+
+#: methods of :func:`cone_fom_step`
+APGD, ADMM = 0, 1
+#: laws of :func:`cone_fom_step` (those of :mod:`contactlab.maximal._cone_kernels`)
+CCP, COULOMB = 0, 1
+
+__all__ = [
+    "ADMM",
+    "APGD",
+    "CCP",
+    "COULOMB",
+    "DECOUPLED",
+    "I_ANGULAR",
+    "I_COMP",
+    "I_CONE",
+    "I_DISSIPATION",
+    "I_DUAL",
+    "I_KINETIC",
+    "I_LINEAR",
+    "I_NATURAL",
+    "I_NORMAL_COMP",
+    "I_NORMAL_FEAS",
+    "I_PENETRATION",
+    "I_POTENTIAL",
+    "I_PRIMAL",
+    "I_SLIDING",
+    "I_STATUS",
+    "I_SWEEPS",
+    "I_UNITS",
+    "MAX_ITERATIONS",
+    "NUMERICAL_ERROR",
+    "OPTIMAL",
+    "cone_fom_step",
+]
+
+
+@njit(cache=True)
+def _product(J, ca, cb, f, dinv, rhs, x, v, out):  # noqa: ANN001, ANN202, PLR0913
+    """``out = J M^-1 (f + J^T x) - rhs`` (``W x + q``; ``W x`` with ``f = 0, rhs = 0``)."""
+    _velocity(J, ca, cb, f, dinv, x, v)
+    u = np.empty(3)
+    for i in range(x.shape[0] // 3):
+        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        out[3 * i], out[3 * i + 1], out[3 * i + 2] = u[0], u[1], u[2]
+
+
+@njit(cache=True)
+def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out):  # noqa: ANN001, ANN202, PLR0913
+    """``out = W x + qs`` (De Saxcé's shift ``qs - q`` on the normal rows)."""
+    _product(J, ca, cb, f, dinv, rhs, x, v, out)
+    for r in range(0, x.shape[0], 3):
+        out[r] += qs[r] - q[r]
+
+
+@njit(cache=True)
+def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
+    """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` with
+    ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
+    n = q.shape[0]
+    nc = n // 3
+    dirs = np.zeros((0, 2))
+    lo = np.zeros(0)
+    v = np.empty(f.shape[0] + 6)
+    qnorm = math.sqrt(np.sum(q * q))
+    # the feasible start: the warm start projected, its velocity, the shifted free velocity
+    x = np.empty(n)
+    _project_all(0, mu, dirs, lo, nc, r, x)
+    u = np.empty(n)
+    _product(J, ca, cb, f, dinv, rhs, x, v, u)
+    qs = q.copy()
+    if law == 1:
+        _shift(0, mu, dirs, nc, q, u, qs)
+    res = natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
+    gx = np.empty(n)
+    for i in range(n):
+        gx[i] = u[i] + (qs[i] - q[i])
+    if res <= tol:
+        r[:] = x
+        return 0, res
+    # initial Lipschitz estimate from a probe step
+    probe = np.empty(n)
+    gp = np.empty(n)
+    for i in range(n):
+        probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
+    _shifted(J, ca, cb, f, dinv, rhs, q, qs, probe, v, gp)
+    num = 0.0
+    den = 0.0
+    for i in range(n):
+        num += (gp[i] - gx[i]) ** 2
+        den += (probe[i] - x[i]) ** 2
+    L = max(math.sqrt(num / den), 1e-12)
+    y = x.copy()
+    gy = gx.copy()
+    xn = np.empty(n)
+    gxn = np.empty(n)
+    step = np.empty(n)
+    theta = 1.0
+    it = 0
+    while it < max_iter:
+        it += 1
+        fy = 0.0
+        for i in range(n):
+            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
+        while True:
+            for i in range(n):
+                step[i] = y[i] - gy[i] / L
+            _project_all(0, mu, dirs, lo, nc, step, xn)
+            _shifted(J, ca, cb, f, dinv, rhs, q, qs, xn, v, gxn)
+            fx = 0.0
+            bound = fy
+            for i in range(n):
+                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
+                d = xn[i] - y[i]
+                bound += gy[i] * d + 0.5 * L * d * d
+            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
+                break
+            L *= 2.0
+        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
+        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
+        restart = 0.0
+        for i in range(n):
+            restart += gy[i] * (xn[i] - x[i])
+        if restart > 0.0:
+            beta = 0.0
+            theta_n = 1.0
+        for i in range(n):
+            y[i] = xn[i] + beta * (xn[i] - x[i])
+            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
+            x[i] = xn[i]
+            gx[i] = gxn[i]
+        theta = theta_n
+        L *= 0.9
+        if law == 0:
+            res = natural_map(0, 0, mu, dirs, lo, nc, x, gx, qnorm)
+        else:
+            for i in range(n):
+                u[i] = gx[i] - (qs[i] - q[i])
+            res = natural_map(1, 0, mu, dirs, lo, nc, x, u, qnorm)
+            if res > tol and math.isfinite(res):
+                inner = natural_map(0, 0, mu, dirs, lo, nc, x, gx, qnorm)
+                if inner <= max(0.1 * res, 0.5 * tol):
+                    _shift(0, mu, dirs, nc, q, u, qs)
+                    for i in range(n):
+                        gx[i] = u[i] + (qs[i] - q[i])
+                        y[i] = x[i]
+                        gy[i] = gx[i]
+                    theta = 1.0
+        if res <= tol or not math.isfinite(res):
+            break
+    r[:] = x
+    return it, res
+
+
+@njit(cache=True)
+def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913
+    """Conjugate gradients on ``(W + rho I) x = rhs`` from the given ``x``, ``W p`` through
+    the rows (:func:`solvers.numerics.fc_kernels._cg`)."""
+    n = rhs.shape[0]
+    zero_f = np.zeros(dinv.shape[0])
+    zero_b = np.zeros(n)
+    v = np.empty(dinv.shape[0] + 6)
+    Ax = np.empty(n)
+    _product(J, ca, cb, zero_f, dinv, zero_b, x, v, Ax)
+    res = np.empty(n)
+    for i in range(n):
+        res[i] = rhs[i] - Ax[i] - rho * x[i]
+    p = res.copy()
+    rs = np.sum(res * res)
+    Ap = np.empty(n)
+    for _ in range(max_iter):
+        if math.sqrt(rs) <= tol:
+            break
+        _product(J, ca, cb, zero_f, dinv, zero_b, p, v, Ap)
+        pAp = 0.0
+        for i in range(n):
+            Ap[i] += rho * p[i]
+            pAp += p[i] * Ap[i]
+        if pAp <= 0.0:
+            break
+        alpha = rs / pAp
+        for i in range(n):
+            x[i] += alpha * p[i]
+            res[i] -= alpha * Ap[i]
+        rs_new = np.sum(res * res)
+        for i in range(n):
+            p[i] = res[i] + (rs_new / rs) * p[i]
+        rs = rs_new
+
+
+@njit(cache=True)
+def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913, PLR0915
+    """:func:`solvers.numerics.fc_methods.admm` on the cone problem ``u = W r + q`` with
+    ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
+    n = q.shape[0]
+    nc = n // 3
+    dirs = np.zeros((0, 2))
+    lo = np.zeros(0)
+    v = np.empty(f.shape[0] + 6)
+    qnorm = math.sqrt(np.sum(q * q))
+    z = np.empty(n)
+    _project_all(0, mu, dirs, lo, nc, r, z)
+    u = np.empty(n)
+    _product(J, ca, cb, f, dinv, rhs, z, v, u)
+    qs = q.copy()
+    if law == 1:
+        _shift(0, mu, dirs, nc, q, u, qs)
+    res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
+    x = z.copy()
+    lam = np.zeros(n)
+    us = np.empty(n)
+    b = np.empty(n)
+    zold = np.empty(n)
+    xl = np.empty(n)
+    best = z.copy()
+    best_res = res
+    it = 0
+    cg_tol = 1e-3 * (qnorm + 1e-30)
+    while res > tol and it < max_iter:
+        it += 1
+        for i in range(n):
+            b[i] = rho * (z[i] - lam[i]) - qs[i]
+        _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20)
+        for i in range(n):
+            zold[i] = z[i]
+            xl[i] = x[i] + lam[i]
+        _project_all(0, mu, dirs, lo, nc, xl, z)
+        prim = 0.0
+        dual = 0.0
+        for i in range(n):
+            lam[i] += x[i] - z[i]
+            prim += (x[i] - z[i]) ** 2
+            dual += (rho * (z[i] - zold[i])) ** 2
+        prim = math.sqrt(prim)
+        dual = math.sqrt(dual)
+        _product(J, ca, cb, f, dinv, rhs, z, v, u)
+        res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
+        if not math.isfinite(res):
+            break
+        if res < best_res:
+            best_res = res
+            best[:] = z
+        if law == 1:
+            # outer fixed point on the shift once the shifted CCP is solved well enough
+            for i in range(n):
+                us[i] = u[i] + (qs[i] - q[i])
+            inner = natural_map(0, 0, mu, dirs, lo, nc, z, us, qnorm)
+            if inner <= max(0.1 * res, 0.5 * tol):
+                _shift(0, mu, dirs, nc, q, u, qs)
+        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
+        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
+            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
+            rho *= factor
+            for i in range(n):
+                lam[i] /= factor
+    if not res <= best_res:
+        r[:] = best
+        return it, best_res
+    r[:] = z
+    return it, res
+
+
+@njit(cache=True)
+def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    mdiag, E, phi, gravity, h, iterations,
+    a, b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    law, method, tol, max_iter, rho, slip_threshold,
+):  # fmt: skip
+    """One step of free bodies with the exact friction cone by APGD or ADMM (module
+    docstring).
+
+    Arguments as :func:`contactlab.maximal._cone_kernels.cone_step`'s, with ``method``
+    (:data:`APGD` or :data:`ADMM`), ``max_iter`` the iteration cap and ``rho`` ADMM's
+    initial penalty (``<= 0``: the general backend's default, ``1e-3`` times the mean
+    diagonal of ``W``).  Returns the new twists (nb, 6), the new transforms, the impulses
+    ``z`` on the rows ``[N; T]``, the friction impulses as world vectors (nc, 3) and
+    ``info`` (``I_SWEEPS`` the iterations; ``I_NATURAL`` and ``I_PRIMAL`` the natural-map
+    residual, ``I_DUAL`` and ``I_COMP`` zero).
+    """
+    nb = mdiag.shape[0]
+    n = 6 * nb
+    nc = a.shape[0]
+    m3 = 3 * nc
+    info = np.zeros(N_INFO)
+    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
+    dinv = np.empty(n)
+    for k in range(nb):
+        for j in range(6):
+            dinv[6 * k + j] = 1.0 / mdiag[k, j]
+    J0, _, A, t1, t2 = _rows(a, b, E, point, normal, dinv)
+    dmax = 0.0
+    for i in range(nc):
+        for k in range(3):
+            dmax = max(dmax, A[i, 4 * k])
+    for i in range(nc):
+        for k in range(3):
+            if A[i, 4 * k] <= DECOUPLED_DIAG * dmax:
+                info[I_STATUS] = DECOUPLED
+                return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+    # the contacts in the general route's local order (lowest point up)
+    up = np.argsort(point[:, 2], kind="mergesort")
+    J = np.empty((m3, 12))
+    rhs = np.zeros(m3)
+    ca = np.empty(m3, dtype=np.int64)
+    cb = np.empty(m3, dtype=np.int64)
+    mu_l = np.empty(nc)
+    wsum = 0.0
+    for j in range(nc):
+        i = up[j]
+        mu_l[j] = mu[i]
+        d = dist[i]
+        rhs[3 * j] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+        for k in range(3):
+            J[3 * j + k, :] = J0[3 * i + k, :]
+            ca[3 * j + k] = 6 * a[i]
+            cb[3 * j + k] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
+            wsum += A[i, 4 * k]
+    # q = W 0 + q: the contact velocities without impulses
+    v = np.empty(n + 6)
+    q = np.empty(m3)
+    z = np.zeros(m3)
+    _product(J, ca, cb, f, dinv, rhs, z, v, q)
+    # warm start carried over from the recorded contacts
+    if carry:
+        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
+        for j in range(nc):
+            i = up[j]
+            z[3 * j] = zn[i]
+            z[3 * j + 1] = zt[2 * i]
+            z[3 * j + 2] = zt[2 * i + 1]
+    if method == 0:
+        it, residual = _apgd(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, tol, max_iter)
+    else:
+        r0 = rho if rho > 0.0 else 1e-3 * (wsum / m3 if m3 > 0 else 1.0)
+        it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, r0, tol, max_iter)
+    if not math.isfinite(residual):
+        status = NUMERICAL_ERROR
+    elif residual <= tol:
+        status = OPTIMAL
+    else:
+        status = MAX_ITERATIONS
+    # back to the contacts' order: impulses, their twists
+    zc = np.empty(m3)
+    for j in range(nc):
+        i = up[j]
+        for k in range(3):
+            zc[3 * i + k] = z[3 * j + k]
+    _velocity(J, ca, cb, f, dinv, z, v)
+    # -- contact metrics (as contactlab.maximal._pile_kernels.contact_step) -------------
+    pen = 0.0
+    acc = np.zeros(5)  # normal complementarity and feasibility, cone, dissipation, sliding
+    u = np.empty(3)
+    for j in range(nc):
+        i = up[j]
+        _contact_velocity(J, ca, cb, rhs, v, j, u)
+        _contact_metrics(i, zc, u[0], u[1], u[2], mu, slip_threshold, acc)
+        pen = max(pen, -dist[i])
+    info[I_STATUS] = status
+    info[I_SWEEPS] = it
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = residual, 0.0, 0.0, residual
+    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
+    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
+    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, 0.0
+    phi_new, E_new, out, friction = _step_outputs(zc, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
+    return phi_new, E_new, out, friction, info
