@@ -25,6 +25,19 @@ Sections (``results/benchmarks/contact_speed.md``):
     cones; :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th
     pose, in the same process.
 
+``fom``
+    The compiled disc-cone step by first-order methods
+    (:mod:`contactlab.maximal._cone_fom_kernels`): ``coulomb`` and ``anitescu-hart`` with
+    ``cone="soc"`` by ``apgd`` and ``admm`` on ``box-pile`` of ``--fom-sizes`` cubes
+    (default 20, 50, 200), from the drop (t = 0, ``--fom-drop-steps`` steps) and at rest
+    (layout ``stacked``, ``--fom-rest-steps`` steps), h = 5 ms, default tolerance
+    (iteration cap ``--fom-max-iter``, default the routes' 20,000 and 5,000): per model,
+    method, size and phase the steps with contacts, the steps stopped at the cap (with the
+    largest residual), median contacts, iterations, thread CPU time and µs per contact,
+    the compiled ``nsgs`` step's median time on the same sampled poses and MuJoCo's
+    (Newton, elliptic cones; :func:`bench_friction.mujoco_step`) µs per contact on every
+    ``--pose-every``-th pose, in the same process.
+
 ``pgs``
     Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
     contact step, :mod:`contactlab.maximal.compiled_step`) on ``box-pile`` of 50, 200 and
@@ -278,6 +291,128 @@ def cone_section(
                 )
     load1 = os.getloadavg()[0]
     lines += ["", f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared)."]
+    return "\n".join(lines) + "\n"
+
+
+#: the heading of the compiled first-order cone section (after "## ")
+FOM_HEAD = "Exact cone, compiled first-order step (`apgd`, `admm`)"
+
+
+def _fom_phase(
+    n: int, layout: str, model: str, opts: dict[str, Any], solver: str, steps: int, every: int
+) -> list[dict[str, Any]]:
+    """Step ``box-pile`` (``n`` cubes, ``layout``) by the compiled disc-cone step of
+    ``model`` / ``solver`` from t = 0; per step its thread CPU time, contacts, iterations
+    and status, and on every ``every``-th pose with contacts the compiled ``nsgs`` step's
+    thread CPU time from the same state and MuJoCo's step."""
+    from benchmarks.bench_friction import mujoco_step
+    from contactlab.maximal.cone_step import ConeContactStep
+    from contactlab.scenario import get_scenario
+    from contactlab.simulator import Simulator
+
+    scene = get_scenario("box-pile").build(n=n, layout=layout)
+    sim = Simulator(scene, "maximal", model, solver, model_options=opts)
+    nsgs = Simulator(scene, "maximal", model, "nsgs", model_options=opts)
+    assert isinstance(sim.compiled, ConeContactStep), "the compiled disc-cone step"
+    state = sim.initial_state()
+    sim.step(state, 0)  # kernels loaded
+    nsgs.step(state, 0)
+    rows: list[dict[str, Any]] = []
+    for i in range(steps):
+        before = state
+        t0 = time.thread_time()
+        state, record = sim.step(state, i)
+        cpu = time.thread_time() - t0
+        m = record.metrics
+        row = {
+            "cpu": cpu, "contacts": m["n_contacts"], "iterations": m["iterations"],
+            "status": m["status"], "residual": m["solver_residual"],
+        }  # fmt: skip
+        if m["n_contacts"] > 0 and i % every == 0:
+            t0 = time.thread_time()
+            nsgs.step(before, i)
+            row["nsgs"] = time.thread_time() - t0
+            mj = mujoco_step(scene, before, scene.dt, 1)
+            if mj is not None:
+                row["mujoco"] = 1e-3 * mj["step_ms"]
+                row["mujoco_contacts"] = mj["contacts"]
+        rows.append(row)
+    return rows
+
+
+def fom_section(
+    sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
+) -> str:
+    """The compiled first-order cone steps against MuJoCo on the same poses (module
+    docstring)."""
+    load0 = os.getloadavg()[0]
+    lines = [
+        f"## {FOM_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
+        f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
+        + ("" if cap is None else f", iteration cap {cap}"),
+        "",
+        "Thread CPU time per step of the compiled step (collision, rows, the first-order "
+        "method with `W x` through the contact rows, integration), of the compiled `nsgs` "
+        "step and of MuJoCo (Newton, elliptic cones) on the same poses (every "
+        f"{every}-th step with contacts), in the same process; steps with contacts only.",
+        "",
+        "| model | method | boxes | phase | steps | capped (largest residual) "
+        "| contacts (median) | median iterations | median ms | µs / contact "
+        "| sampled: ms | sampled: `nsgs` ms | MuJoCo µs / contact | × MuJoCo per contact |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |",
+    ]
+    for label, model, opts in CONE_MODELS:
+        options = dict(opts) if cap is None else {**opts, "max_iter": cap}
+        for solver in ("apgd", "admm"):
+            for n in sizes:
+                for phase, layout, steps in (
+                    ("drop", "drop", drop_steps),
+                    ("rest", "stacked", rest_steps),
+                ):
+                    rows = [
+                        r
+                        for r in _fom_phase(n, layout, model, options, solver, steps, every)
+                        if r["contacts"]
+                    ]
+                    if not rows:
+                        continue
+                    capped = [r for r in rows if r["status"] != "optimal"]
+                    worst = max((r["residual"] for r in capped), default=0.0)
+                    cpu = np.array([r["cpu"] for r in rows])
+                    per = 1e6 * np.sum(cpu) / np.sum([r["contacts"] for r in rows])
+                    sampled = [r for r in rows if "nsgs" in r]
+                    mj = [r for r in sampled if "mujoco" in r]
+                    if mj:
+                        ours = sum(r["cpu"] for r in mj) / sum(r["contacts"] for r in mj)
+                        theirs = sum(r["mujoco"] for r in mj) / max(
+                            sum(r["mujoco_contacts"] for r in mj), 1
+                        )
+                        mj_cells = f"{1e6 * theirs:.2f} | {ours / theirs:.3g}"
+                    else:
+                        mj_cells = "n/a | n/a"
+                    same = (
+                        f"{1e3 * np.median([r['cpu'] for r in sampled]):.2f} "
+                        f"| {1e3 * np.median([r['nsgs'] for r in sampled]):.2f}"
+                        if sampled
+                        else "n/a | n/a"
+                    )
+                    lines.append(
+                        f"| {label} | `{solver}` | {n} | {phase} | {len(rows)} "
+                        f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
+                        f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                        f"| {np.median([r['iterations'] for r in rows]):.0f} "
+                        f"| {1e3 * np.median(cpu):.2f} | {per:.1f} | {same} | {mj_cells} |"
+                    )
+    load1 = os.getloadavg()[0]
+    lines += [
+        "",
+        f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). "
+        "`µs / contact`: all the phase's step time over all its contacts. `sampled`: every "
+        f"{every}-th step with contacts, stepped also by the compiled `nsgs` step (from the "
+        "same state and warm start) and by MuJoCo (its own contacts); `× MuJoCo per "
+        "contact` compares ours and MuJoCo's time over contacts, summed over those poses.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -561,7 +696,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cone-drop-steps", type=int, default=60)
     ap.add_argument("--cone-rest-steps", type=int, default=20)
     ap.add_argument("--cone-max-iter", type=int, default=None)
-    ap.add_argument("--only", choices=("coulomb", "cone", "pgs", "batch"))
+    ap.add_argument("--fom-sizes", default="20,50,200")
+    ap.add_argument("--fom-drop-steps", type=int, default=40)
+    ap.add_argument("--fom-rest-steps", type=int, default=10)
+    ap.add_argument("--fom-max-iter", type=int, default=None)
+    ap.add_argument("--only", choices=("coulomb", "cone", "fom", "pgs", "batch"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     parts = ["# Contact stepping speed\n", "Written by `benchmarks/bench_contact_speed.py`.\n"]
@@ -577,6 +716,16 @@ def main(argv: list[str] | None = None) -> None:
                 args.cone_max_iter,
             )  # fmt: skip
         )
+    if args.only in (None, "fom"):
+        parts.append(
+            fom_section(
+                [int(x) for x in args.fom_sizes.split(",")],
+                args.fom_drop_steps,
+                args.fom_rest_steps,
+                args.pose_every,
+                args.fom_max_iter,
+            )  # fmt: skip
+        )
     if args.only in (None, "pgs"):
         sizes = [int(x) for x in args.pgs_sizes.split(",")]
         landed = [int(x) for x in args.landed_sizes.split(",") if x]
@@ -588,7 +737,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD, "cone": CONE_HEAD}
+    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD, "cone": CONE_HEAD, "fom": FOM_HEAD}
     if args.only in heads and args.out.exists():
         # the other sections stay: the section replaces its previous versions
         old = args.out.read_text().split("\n## ")

@@ -154,19 +154,26 @@ def _model_recursions() -> None:
 def _frictional_backends() -> None:
     """Each frictional-contact backend on a two-contact problem, both laws and cones, and a
     box stack stepped through the compiled local problem (:mod:`contactlab.models.delassus`)
-    and by the compiled disc-cone step (:mod:`contactlab.maximal.cone_step`)."""
+    and by the compiled disc-cone step (:mod:`contactlab.maximal.cone_step`, ``nsgs``, ``apgd``
+    and ``admm``)."""
     import solvers
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
     from solvers.frictional import FrictionalContact
 
     scene = get_scenario("box-stack").build()
-    Simulator(scene, "maximal", "anitescu-hart", "apgd", model_options={"cone": "soc"}).run(steps=2)
+    Simulator(
+        scene, "maximal", "anitescu-hart", "apgd", model_options={"cone": "soc"},
+        formulation_options={"compiled": False},
+    ).run(steps=2)  # fmt: skip
     # the velocity-form route (rows ordered with q by one pass, the problem given by its
     # factor), with the warm start carried over per contact on the second step
     Simulator(scene, "maximal", "coulomb", "ipm").run(steps=2)
     # the compiled disc-cone step of free bodies (contactlab.maximal.cone_step), by nsgs
     Simulator(scene, "maximal", "coulomb", "nsgs").run(steps=2)
+    # and by apgd and admm (contactlab.maximal._cone_fom_kernels)
+    Simulator(scene, "maximal", "coulomb", "apgd").run(steps=2)
+    Simulator(scene, "maximal", "coulomb", "admm").run(steps=2)
 
     W = np.eye(6) + 0.1 * np.ones((6, 6))
     q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])
