@@ -1,11 +1,12 @@
 """Compiled kernels of the disc-cone contact step by first-order methods (``apgd``, ``admm``).
 
-One call, :func:`cone_fom_step`, takes the step of :func:`contactlab.maximal._cone_kernels.cone_step`
-(free bodies, the exact friction cone ``K_i = {||r_t|| <= mu_i r_n}``, Anitescu--Hart's cone
-complementarity problem or Coulomb's law in De Saxcé's form) with the general
-frictional-contact backends' accelerated projected gradient or ADMM in place of block
-Gauss--Seidel: the iterations, the step-size and penalty rules, the stopping test (the
-natural-map residual relative to ``||q||``) and the iterate returned are those of
+One call, :func:`cone_fom_step`, takes the step of
+:func:`contactlab.maximal._cone_kernels.cone_step` (free bodies, the exact friction cone
+``K_i = {||r_t|| <= mu_i r_n}``, Anitescu--Hart's cone complementarity problem or
+Coulomb's law in De Saxcé's form) with the general frictional-contact backends'
+accelerated projected gradient or ADMM in place of block Gauss--Seidel: the iterations,
+the step-size and penalty rules, the stopping test (the natural-map residual relative to
+``||q||``) and the iterate returned are those of
 :func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
 the general route's local problem (:func:`contactlab.models.fc_route.local_step`); the
 cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels

@@ -192,4 +192,12 @@ class ConeContactStep(FreeBodyStep):
         )
 
 
-__all__ = ["ITERATION_CAPS", "SETTINGS", "SWEEP_CAP", "ConeContactStep", "cone_step_for", "model_law", "scope"]
+__all__ = [
+    "ITERATION_CAPS",
+    "SETTINGS",
+    "SWEEP_CAP",
+    "ConeContactStep",
+    "cone_step_for",
+    "model_law",
+    "scope",
+]

@@ -46,7 +46,7 @@ VEL = 1e-6
 FINE = 1e-9  # the tolerance the comparisons solve to (natural map relative to ||q||)
 METHODS = ("apgd", "admm")
 LAWS = [("coulomb", {}, "coulomb"), ("anitescu-hart", {"cone": "soc"}, "ccp")]
-SCENES = [
+SCENES: list[tuple[str, dict[str, Any], int]] = [
     ("box-pile", {"n": 1, "layout": "stacked"}, 40),  # a cube at rest
     ("box-slide", {}, 60),
     ("box-incline", {"angle_deg": 30.0}, 40),
@@ -152,7 +152,8 @@ def test_a_capped_step_reports_its_residual(solver: str) -> None:
     fc, r, u = _velocities(rec, "coulomb")
     res = natural_map(1, 0, fc.mu, np.zeros((0, 2)), fc.row_lo, fc.nc, r, u,
                       float(np.linalg.norm(fc.q)))  # fmt: skip
-    assert res > sim.model.tol and res == pytest.approx(m["solver_residual"], rel=1e-6)
+    model: Any = sim.model
+    assert res > model.tol and res == pytest.approx(m["solver_residual"], rel=1e-6)
     strict = _sim(scene, "coulomb", {"max_iter": 1}, solver, strict=True)
     with pytest.raises(StepFailure, match="max_iterations"):
         strict.step(strict.initial_state(), 0)
@@ -173,7 +174,7 @@ def test_scope() -> None:
         assert sim.compiled is None
         found = model_law(sim.model, sim.collide)
         assert isinstance(found, str) and "omega" in found
-        assert _sim(pile, model, {**opts, "solver_settings": {"direct": True}}, "admm").compiled is None
-        assert _sim(pile, model, {**opts, "solver_settings": {"rho": -1.0}}, "admm").compiled is None
+        for settings in ({"direct": True}, {"rho": -1.0}):
+            assert _sim(pile, model, {**opts, "solver_settings": settings}, "admm").compiled is None
         assert _sim(pile, model, {**opts, "islands": True}, "apgd").compiled is None
         assert _sim(pile, model, opts, "padmm").compiled is None
