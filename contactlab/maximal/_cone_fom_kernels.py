@@ -68,7 +68,7 @@ from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
-COMPILE_SECONDS: float | None = 14.0
+COMPILE_SECONDS: float | None = 13.0
 
 #: methods of :func:`cone_fom_step`
 APGD, ADMM = 0, 1
