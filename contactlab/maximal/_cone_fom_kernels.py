@@ -14,8 +14,9 @@ cone projections, De Saxcé's shift and the natural map are the solver layer's o
 
 ``W`` is never formed.  The rows ``J`` of the contacts (three per contact, 12 columns:
 the two bodies' twists) and the diagonal ``M^-1`` give ``W x + q = J M^-1 (f + J^T x) - b``
-by two passes over the rows (72 products per contact), and the conjugate gradients of
-ADMM take ``W p = J M^-1 J^T p`` the same way.  The contacts are put in the general
+by two passes over the rows (72 products per contact; only the twists of the bodies in
+contact are formed), and the conjugate gradients of ADMM take ``W p = J M^-1 J^T p`` the
+same way.  The contacts are put in the general
 route's local order (lowest point up) before the iterations, so that every sum over the
 contacts (norms, inner products, the natural map) runs in the general route's order;
 only the products with ``W`` differ from it in the order of their sums.
@@ -106,9 +107,29 @@ __all__ = [
 
 
 @njit(cache=True)
-def _product(J, ca, cb, f, dinv, rhs, x, v, out):  # noqa: ANN001, ANN202, PLR0913
-    """``out = J M^-1 (f + J^T x) - rhs`` (``W x + q``; ``W x`` with ``f = 0, rhs = 0``)."""
-    _velocity(J, ca, cb, f, dinv, x, v)
+def _product(J, ca, cb, f, dinv, rhs, x, v, out, slots):  # noqa: ANN001, ANN202, PLR0913
+    """``out = J M^-1 (f + J^T x) - rhs`` (``W x + q``; ``W x`` with ``f = 0, rhs = 0``).
+
+    Only the twists of the bodies in contact (first slots ``slots``) are formed: the rows
+    read no others (``v``'s world slot, last, stays zero); each as
+    :func:`contactlab.maximal._pile_kernels._velocity` forms it."""
+    n = f.shape[0]
+    for s in slots:
+        for k in range(6):
+            v[s + k] = f[s + k]
+    for r in range(x.shape[0]):
+        zr = x[r]
+        if zr == 0.0:
+            continue
+        pa, pb = ca[r], cb[r]
+        for j in range(6):
+            v[pa + j] += J[r, j] * zr
+        if pb < n:
+            for j in range(6):
+                v[pb + j] += J[r, 6 + j] * zr
+    for s in slots:
+        for k in range(6):
+            v[s + k] *= dinv[s + k]
     u = np.empty(3)
     for i in range(x.shape[0] // 3):
         _contact_velocity(J, ca, cb, rhs, v, i, u)
@@ -116,28 +137,28 @@ def _product(J, ca, cb, f, dinv, rhs, x, v, out):  # noqa: ANN001, ANN202, PLR09
 
 
 @njit(cache=True)
-def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out):  # noqa: ANN001, ANN202, PLR0913
+def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out, slots):  # noqa: ANN001, ANN202, PLR0913
     """``out = W x + qs`` (De Saxcé's shift ``qs - q`` on the normal rows)."""
-    _product(J, ca, cb, f, dinv, rhs, x, v, out)
+    _product(J, ca, cb, f, dinv, rhs, x, v, out, slots)
     for r in range(0, x.shape[0], 3):
         out[r] += qs[r] - q[r]
 
 
 @njit(cache=True)
-def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
+def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
     """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` with
     ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
     n = q.shape[0]
     nc = n // 3
     dirs = np.zeros((0, 2))
     lo = np.zeros(0)
-    v = np.empty(f.shape[0] + 6)
+    v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
     # the feasible start: the warm start projected, its velocity, the shifted free velocity
     x = np.empty(n)
     _project_all(0, mu, dirs, lo, nc, r, x)
     u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, x, v, u)
+    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
     qs = q.copy()
     if law == 1:
         _shift(0, mu, dirs, nc, q, u, qs)
@@ -153,7 +174,7 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter):  # noqa: ANN00
     gp = np.empty(n)
     for i in range(n):
         probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
-    _shifted(J, ca, cb, f, dinv, rhs, q, qs, probe, v, gp)
+    _shifted(J, ca, cb, f, dinv, rhs, q, qs, probe, v, gp, slots)
     num = 0.0
     den = 0.0
     for i in range(n):
@@ -176,7 +197,7 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter):  # noqa: ANN00
             for i in range(n):
                 step[i] = y[i] - gy[i] / L
             _project_all(0, mu, dirs, lo, nc, step, xn)
-            _shifted(J, ca, cb, f, dinv, rhs, q, qs, xn, v, gxn)
+            _shifted(J, ca, cb, f, dinv, rhs, q, qs, xn, v, gxn, slots)
             fx = 0.0
             bound = fy
             for i in range(n):
@@ -223,15 +244,15 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter):  # noqa: ANN00
 
 
 @njit(cache=True)
-def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913
+def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0913
     """Conjugate gradients on ``(W + rho I) x = rhs`` from the given ``x``, ``W p`` through
     the rows (:func:`solvers.numerics.fc_kernels._cg`)."""
     n = rhs.shape[0]
     zero_f = np.zeros(dinv.shape[0])
     zero_b = np.zeros(n)
-    v = np.empty(dinv.shape[0] + 6)
+    v = np.zeros(dinv.shape[0] + 6)
     Ax = np.empty(n)
-    _product(J, ca, cb, zero_f, dinv, zero_b, x, v, Ax)
+    _product(J, ca, cb, zero_f, dinv, zero_b, x, v, Ax, slots)
     res = np.empty(n)
     for i in range(n):
         res[i] = rhs[i] - Ax[i] - rho * x[i]
@@ -241,7 +262,7 @@ def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter):  # noqa: ANN001, ANN202, P
     for _ in range(max_iter):
         if math.sqrt(rs) <= tol:
             break
-        _product(J, ca, cb, zero_f, dinv, zero_b, p, v, Ap)
+        _product(J, ca, cb, zero_f, dinv, zero_b, p, v, Ap, slots)
         pAp = 0.0
         for i in range(n):
             Ap[i] += rho * p[i]
@@ -259,19 +280,19 @@ def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter):  # noqa: ANN001, ANN202, P
 
 
 @njit(cache=True)
-def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913, PLR0915
+def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0913, PLR0915
     """:func:`solvers.numerics.fc_methods.admm` on the cone problem ``u = W r + q`` with
     ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
     n = q.shape[0]
     nc = n // 3
     dirs = np.zeros((0, 2))
     lo = np.zeros(0)
-    v = np.empty(f.shape[0] + 6)
+    v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
     z = np.empty(n)
     _project_all(0, mu, dirs, lo, nc, r, z)
     u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, z, v, u)
+    _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
     qs = q.copy()
     if law == 1:
         _shift(0, mu, dirs, nc, q, u, qs)
@@ -290,7 +311,7 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter):  # noqa: 
         it += 1
         for i in range(n):
             b[i] = rho * (z[i] - lam[i]) - qs[i]
-        _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20)
+        _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20, slots)
         for i in range(n):
             zold[i] = z[i]
             xl[i] = x[i] + lam[i]
@@ -303,7 +324,7 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter):  # noqa: 
             dual += (rho * (z[i] - zold[i])) ** 2
         prim = math.sqrt(prim)
         dual = math.sqrt(dual)
-        _product(J, ca, cb, f, dinv, rhs, z, v, u)
+        _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
         res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
         if not math.isfinite(res):
             break
@@ -386,11 +407,18 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             ca[3 * j + k] = 6 * a[i]
             cb[3 * j + k] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
             wsum += A[i, 4 * k]
+    # the first twist slots of the bodies in contact (the products form no others)
+    touched = np.zeros(nb, dtype=np.bool_)
+    for i in range(nc):
+        touched[a[i]] = True
+        if b[i] >= 0:
+            touched[b[i]] = True
+    slots = 6 * np.nonzero(touched)[0]
     # q = W 0 + q: the contact velocities without impulses
-    v = np.empty(n + 6)
+    v = np.zeros(n + 6)
     q = np.empty(m3)
     z = np.zeros(m3)
-    _product(J, ca, cb, f, dinv, rhs, z, v, q)
+    _product(J, ca, cb, f, dinv, rhs, z, v, q, slots)
     # warm start carried over from the recorded contacts
     if carry:
         zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
@@ -400,10 +428,10 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[3 * j + 1] = zt[2 * i]
             z[3 * j + 2] = zt[2 * i + 1]
     if method == 0:
-        it, residual = _apgd(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, tol, max_iter)
+        it, residual = _apgd(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, tol, max_iter, slots)
     else:
         r0 = rho if rho > 0.0 else 1e-3 * (wsum / m3 if m3 > 0 else 1.0)
-        it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, r0, tol, max_iter)
+        it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, r0, tol, max_iter, slots)
     if not math.isfinite(residual):
         status = NUMERICAL_ERROR
     elif residual <= tol:
