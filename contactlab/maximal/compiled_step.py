@@ -212,6 +212,9 @@ class CompiledContactStep(FreeBodyStep):
         #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
         #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
         self.finish = True
+        #: solve the step island by island, each with its own stopping test and sweep cap
+        #: (``False``: the whole step's contacts as one problem, the general path's)
+        self.islands = True
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
@@ -229,6 +232,7 @@ class CompiledContactStep(FreeBodyStep):
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
+            self.islands,
         )  # fmt: skip
         if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
@@ -236,7 +240,10 @@ class CompiledContactStep(FreeBodyStep):
         out = self._end(
             sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
-        self.last_times["units"] = float(solution[4][K.I_UNITS])
+        info = solution[4]
+        self.last_times["units"] = float(info[K.I_UNITS])
+        self.last_times["islands"] = float(info[K.I_ISLANDS])
+        self.last_times["row_sweeps"] = float(info[K.I_WORK])
         return out
 
 
