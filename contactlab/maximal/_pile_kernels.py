@@ -694,7 +694,8 @@ def _solve_islands(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z,
     order, its bodies renumbered, the world's zero slot last), solved with its own
     stopping test and sweep cap, and its impulses written back into ``z``.  An island's
     data are those of the same contacts in a scene of their own, so it is solved as it
-    would be alone.  Returns the step's status (the worst island's: a numerical error,
+    would be alone (a single island is solved on the step's arrays: the same rows in the
+    same order, the same sums).  Returns the step's status (the worst island's: a numerical error,
     else ``MAX_ITERATIONS`` if any island stopped at its cap), the largest island's sweeps
     and products with ``W``, the largest residual (the whole problem's: the islands share
     no row or body), the sweeps weighted by rows (``sum_k sweeps_k rows_k / rows``: the
@@ -702,6 +703,14 @@ def _solve_islands(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z,
     nc = a.shape[0]
     nb = dinv.shape[0] // 6
     count, off, members, order = island_contacts(a, b, nb, up)
+    if count == 1:  # one island: its copy would be the arrays themselves (a pile at rest)
+        v = np.empty(dinv.shape[0] + 6)
+        _velocity(J, ca, cb, f, dinv, z, v)
+        status, sweeps, residual = _solve(
+            J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, tol, max_iter,
+            check_every, finish,
+        )  # fmt: skip
+        return status, sweeps, residual, float(sweeps), 1
     status = OPTIMAL
     most = 0
     worst = 0.0

@@ -60,11 +60,11 @@ def piles() -> tuple[Scene, Scene, Scene]:
     return a, b, both
 
 
-def trajectory(scene: Scene, islands: bool) -> tuple[np.ndarray, int]:
-    """Body transforms over the run (box friction by ``pgs``, the compiled step) and the
-    most islands met in a step."""
-    sim = Simulator(scene, "maximal", "box-friction", "pgs")
-    assert sim.compiled is not None
+def trajectory(scene: Scene, islands: bool, option: bool = False) -> tuple[np.ndarray, int]:
+    """Body transforms over the run (box friction by ``pgs``, the compiled step, the model
+    option ``islands`` set to ``option``) and the most islands met in a step."""
+    sim = Simulator(scene, "maximal", "box-friction", "pgs", model_options={"islands": option})
+    assert sim.compiled is not None  # the compiled step takes the option too
     sim.compiled.islands = islands
     state = sim.initial_state()
     out = [state.E.copy()]
@@ -79,7 +79,8 @@ def trajectory(scene: Scene, islands: bool) -> tuple[np.ndarray, int]:
 
 def test_two_far_apart_piles_step_as_they_do_alone() -> None:
     a, b, both = piles()
-    (ta, _), (tb, _), (tab, most) = (trajectory(s, True) for s in (a, b, both))
+    (ta, _), (tb, _) = trajectory(a, True), trajectory(b, True)
+    tab, most = trajectory(both, True, option=True)
     assert np.max(np.abs(ta[-1, :, :3, 3] - ta[0, :, :3, 3])) > 0.2  # the boxes fell and landed
     assert most >= 2
     assert np.max(np.abs(tab[:, :6] - ta)) <= 1e-12
