@@ -48,6 +48,7 @@ def piles() -> tuple[Scene, Scene, Scene]:
     """Pile A (6 boxes), pile B (6 boxes, 10 m along x) and both in one scene."""
     a = get_scenario("box-pile").build(n=6, seed=1)
     b0 = get_scenario("box-pile").build(n=6, seed=2)
+    assert a.initial_E is not None and b0.initial_E is not None
     Eb = b0.initial_E.copy()
     Eb[:, 0, 3] += 10.0
     b = replace(b0, bodies=tuple(replace(x, name=f"b-{x.name}") for x in b0.bodies), initial_E=Eb)
