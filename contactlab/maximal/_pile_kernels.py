@@ -34,6 +34,14 @@ The exact natural-map residual after each round and each sweep block decides, as
 plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the free rows
 move the impulses of redundant contacts within the null space of ``W`` only as far as
 the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
+
+Islands.  With ``islands`` set, the contacts are grouped by the bodies they join
+(:func:`island_contacts`; the world joins nothing) and each group is solved alone by
+:func:`_solve_islands`, with its own stopping test (the same natural-map residual and
+tolerance) and its own sweep cap.  The residual is a maximum over rows and two islands
+share no row or body, so every island within the tolerance is the whole step within it;
+a small island stops when it is solved instead of being swept as long as the hardest one
+needs, and an island's solution depends on its own data only.
 """
 
 from __future__ import annotations

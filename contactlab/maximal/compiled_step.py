@@ -34,6 +34,16 @@ Steps Gauss--Seidel solves in its first sweeps (a pile at rest) are unchanged.
 ``finish = False`` on the step object keeps plain Gauss--Seidel to the cap, the general
 path's method.
 
+Islands.  The step's contacts are solved island by island (the bodies joined by
+contacts; the ground joins nothing), each island with its own stopping test (the same
+residual, a maximum over rows, and tolerance) and its own sweep cap: every island within
+the tolerance is the whole step within it.  The status is the worst island's, the
+``iterations`` column the largest island's sweeps and products with ``W``; the number of
+islands and their sweeps weighted by rows are in :attr:`~FreeBodyStep.last_times`
+(``islands``, ``row_sweeps``).  This is the default, and the model option ``islands``
+takes it too; ``islands = False`` on the step object solves the whole step as one problem
+(with ``finish = False``, the general path's method).
+
 It applies when, at set-up, the scene, formulation, model and solver are all in its
 scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
 force elements or restitution; the maximal formulation's default step (linearly
