@@ -11,8 +11,8 @@ Facts:
   of its own, to 1e-12 over 100 steps of 5 ms (fall, landing, rest; measured: equal bit
   for bit): an island is solved from its own data with its own stopping test.  Solved
   as one problem (``islands = False``) the whole step's stopping test stops the solver
-  at another iterate and the piles move apart from their alone trajectories by more
-  than the tolerance;
+  at another iterate and the piles move off their alone trajectories (measured: 8e-5 m
+  after 100 steps; held to more than 1e-6);
 * every island's solution meets the tolerance: along a 50-cube drop (fall, landing and
   start of rest; 60 steps), on every step the natural map of the general path's
   box-friction LCP (``W``, ``q`` from ``BoxFriction``'s own rows), restricted to each
@@ -89,7 +89,7 @@ def test_two_far_apart_piles_step_as_they_do_alone() -> None:
     # solved as one problem, the shared stopping test moves the piles off their own runs
     whole, _ = trajectory(both, False)
     apart = max(np.max(np.abs(whole[:, :6] - ta)), np.max(np.abs(whole[:, 6:] - tb)))
-    assert apart > 1e-9
+    assert apart > 1e-6
 
 
 def test_islands_are_the_connected_components() -> None:
