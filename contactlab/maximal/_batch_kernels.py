@@ -175,6 +175,7 @@ def batch_step(  # noqa: ANN201, PLR0913, PLR0915
             body_a, body_b, point, normal, dist, mu, beta[k], max_corr[k], carry,
             o_ids, o_order, o_normal, o_friction, ids, origin,
             tol, max_iter, omega, check_every, slip_threshold, finish, islands,
+            np.zeros(b1 - b0, dtype=np.bool_),
         )  # fmt: skip
         info[k] = info_k
         E_new[b0:b1] = E_k

@@ -797,7 +797,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
-    tol, max_iter, omega, check_every, slip_threshold, finish, islands,
+    tol, max_iter, omega, check_every, slip_threshold, finish, islands, held,
 ):  # fmt: skip
     """One step of free bodies with box friction by projected Gauss--Seidel (module docstring).
 
@@ -805,7 +805,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     contacts on bodies ``a`` and ``b`` (``-1``: the world), normals from B toward A;
     ``beta`` and ``max_corr`` the penetration feedback; the warm start from the
     recorded impulses ``old_*`` (:func:`contactlab.models.delassus.carried_impulses`)
-    when ``carry``.
+    when ``carry``; the bodies ``held`` (nb,) (sleeping islands,
+    :mod:`contactlab.maximal.sleeping`) get no free momentum: without contacts (the step
+    leaves theirs out) they keep their zero twists and their poses.
 
     Returns the new twists (nb, 6), the new transforms ``E exp(h [phi])``, the impulses
     ``z`` on the rows ``[N; T]`` (``nc + 2 nc``), the friction impulses as world vectors
@@ -818,6 +820,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     m3 = 3 * nc
     info = np.zeros(N_INFO)
     f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
+    for k in range(nb):
+        if held[k]:
+            for j in range(6):
+                f[6 * k + j] = 0.0
     dinv = np.empty(n)
     for k in range(nb):
         for j in range(6):

@@ -61,6 +61,8 @@ def batch_scope(sim: Any) -> str:
 
     if sim.compiled is None or type(sim.compiled).__name__ != "CompiledContactStep":
         return "the route is not the compiled pile step (box friction by pgs on free bodies)"
+    if getattr(sim.formulation, "sleep", None) is not None:
+        return "sleeping islands (the formulation's option sleep)"
     scene = sim.scene
     if excluded_pairs(scene).size:
         return "the scene excludes pairs from collision"

@@ -63,6 +63,7 @@ import numpy as np
 
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.errors import ConfigurationError
 from contactlab.maximal import _pile_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.models import compiled_box_step as B
@@ -75,6 +76,11 @@ if TYPE_CHECKING:
     from contactlab.simulator import Simulator
 
 Array = np.ndarray
+
+
+def scene_bodies(formulation: Any) -> int:
+    """The number of bodies of the formulation's scene."""
+    return int(np.asarray(formulation.mass_diagonal).reshape(-1, 6).shape[0])
 
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
@@ -139,6 +145,8 @@ class FreeBodyStep:
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
+        #: the sleep state the step is posed with (the formulation's option ``sleep``)
+        self._posed_sleep: Any = None
 
     def contacts(self, E: Array) -> ContactSet:
         """The scene's contacts at body transforms ``E``, in the kernel's array layouts."""
@@ -152,12 +160,23 @@ class FreeBodyStep:
         """Whether ``memory`` (the state's record under :attr:`key`) is a warm start."""
         return getattr(memory, "ids", None) is not None
 
-    def _begin(self, state: State) -> tuple[ContactSet, Any, bool, tuple[Array, ...], float, float]:
+    def _begin(
+        self, state: State, sleep: Any = None
+    ) -> tuple[ContactSet, Any, bool, tuple[Array, ...], float, float]:
         """The step's contacts, their identities, whether a warm start is carried, the
         kernel's warm-start arrays (ids, their order, normal impulses, friction), and the
-        clock at the start and after the collision."""
+        clock at the start and after the collision.  With a ``sleep`` state
+        (:mod:`contactlab.maximal.sleeping`) the contacts are those the step keeps
+        (:func:`~contactlab.maximal.sleeping.before_step`), the step's sleep state in
+        :attr:`_posed_sleep`."""
         start = time.perf_counter()
         contacts = self.contacts(state.E)
+        if sleep is not None:
+            from contactlab.maximal.sleeping import before_step
+
+            sleep, kept = before_step(sleep, contacts)
+            contacts = kept if kept is contacts else B.kernel_contacts(kept)
+            self._posed_sleep = sleep
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
         memory: Any = state.cache.get(self.key)
@@ -194,7 +213,17 @@ class FreeBodyStep:
         if not np.all(np.isfinite(phi)):
             raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
         cache = B.carried_cache(state, track, z, friction, self._slices(nc), self.key)
-        new_state = State(state.t + sim.dt, E, phi, cache=cache)
+        rule = getattr(self.formulation, "sleep", None)
+        sleep = None
+        if rule is not None:
+            from contactlab.maximal.sleeping import after_step
+
+            # held bodies keep their poses; the islands at rest fall asleep
+            held = self._posed_sleep.asleep
+            phi = np.where(held[:, None], 0.0, phi)
+            E = np.where(held[:, None, None], state.E, E)
+            sleep, phi = after_step(self._posed_sleep, rule, phi, contacts)
+        new_state = State(state.t + sim.dt, E, phi, cache=cache, sleep=sleep)
         new_state.check_finite()
         row = B.step_row(
             info, Kn, index, float(new_state.t), sim.dt,
@@ -202,6 +231,8 @@ class FreeBodyStep:
             [*info[Kn.I_LINEAR : Kn.I_LINEAR + 3], *info[Kn.I_ANGULAR : Kn.I_ANGULAR + 3]],
             0.0, status, nc, clock,
         )  # fmt: skip
+        if sleep is not None:
+            row.update(self.formulation.metrics(new_state))  # the twists of the sleepers
         start, collided, assembled, solved = clock
         self.last_times = {
             "collision": collided - start,
@@ -225,11 +256,24 @@ class CompiledContactStep(FreeBodyStep):
         #: solve the step island by island, each with its own stopping test and sweep cap
         #: (``False``: the whole step's contacts as one problem, the general path's)
         self.islands = True
+        self._awake = np.zeros(scene_bodies(formulation), dtype=np.bool_)
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
-        contacts, track, carry, old, start, collided = self._begin(state)
+        held = self._awake
+        if self.formulation.sleep is not None:
+            from contactlab.maximal.sleeping import Sleep
+
+            if not isinstance(state.sleep, Sleep):
+                raise ConfigurationError(
+                    "sleep=true: the state carries no sleep record; start from "
+                    "initial_state() of this formulation"
+                )
+            contacts, track, carry, old, start, collided = self._begin(state, state.sleep)
+            held = np.ascontiguousarray(self._posed_sleep.asleep, dtype=np.bool_)
+        else:
+            contacts, track, carry, old, start, collided = self._begin(state)
         beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
@@ -242,7 +286,7 @@ class CompiledContactStep(FreeBodyStep):
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
-            self.islands,
+            self.islands, held,
         )  # fmt: skip
         if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
