@@ -44,6 +44,10 @@ islands and their sweeps weighted by rows are in :attr:`~FreeBodyStep.last_times
 takes it too; ``islands = False`` on the step object solves the whole step as one problem
 (with ``finish = False``, the general path's method).
 
+Sleeping.  With the formulation's option ``sleep`` the step leaves out the contacts the
+general layers leave out and holds the sleeping bodies (no free momentum, their poses
+kept), then lets the islands at rest fall asleep (:mod:`contactlab.maximal.sleeping`).
+
 It applies when, at set-up, the scene, formulation, model and solver are all in its
 scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
 force elements or restitution; the maximal formulation's default step (linearly
