@@ -82,7 +82,7 @@ def batch_step(  # noqa: ANN201, PLR0913, PLR0915
     poff, pl_normal, pl_offset, pl_local, pl_material,
     moff, mdim, mu_flat, margin, beta, max_corr,
     coff, old_ids, old_pair, old_point, old_normal, old_friction, next_id,
-    tol, max_iter, omega, check_every, slip_threshold, finish,
+    tol, max_iter, omega, check_every, slip_threshold, finish, islands,
 ):  # fmt: skip
     """One step of every active copy (module docstring).
 
@@ -174,7 +174,8 @@ def batch_step(  # noqa: ANN201, PLR0913, PLR0915
             mdiag[b0:b1].copy(), Ek, phi[b0:b1].copy(), gravity[k].copy(), h, iterations,
             body_a, body_b, point, normal, dist, mu, beta[k], max_corr[k], carry,
             o_ids, o_order, o_normal, o_friction, ids, origin,
-            tol, max_iter, omega, check_every, slip_threshold, finish,
+            tol, max_iter, omega, check_every, slip_threshold, finish, islands,
+            np.zeros(b1 - b0, dtype=np.bool_),
         )  # fmt: skip
         info[k] = info_k
         E_new[b0:b1] = E_k

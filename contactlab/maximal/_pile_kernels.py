@@ -34,6 +34,14 @@ The exact natural-map residual after each round and each sweep block decides, as
 plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the free rows
 move the impulses of redundant contacts within the null space of ``W`` only as far as
 the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
+
+Islands.  With ``islands`` set, the contacts are grouped by the bodies they join
+(:func:`island_contacts`; the world joins nothing) and each group is solved alone by
+:func:`_solve_islands`, with its own stopping test (the same natural-map residual and
+tolerance) and its own sweep cap.  The residual is a maximum over rows and two islands
+share no row or body, so every island within the tolerance is the whole step within it;
+a small island stops when it is solved instead of being swept as long as the hardest one
+needs, and an island's solution depends on its own data only.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.se3 import _SMALL_ANGLE
 from solvers.backends.pgs_kernel import local_contact_solve
+from solvers.islands import pair_labels
 from solvers.jit import njit
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -69,9 +78,9 @@ SM_SWEEPS, SM_PRODUCTS = 16, 120
 (
     I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_NORMAL_COMP, I_NORMAL_FEAS,
     I_CONE, I_DISSIPATION, I_SLIDING, I_PENETRATION, I_UNITS, I_KINETIC, I_POTENTIAL,
-    I_LINEAR, _, _, I_ANGULAR, _, _,
-) = range(21)  # fmt: skip
-N_INFO = 21
+    I_LINEAR, _, _, I_ANGULAR, _, _, I_ISLANDS, I_WORK,
+) = range(23)  # fmt: skip
+N_INFO = 23
 
 
 @njit(cache=True)
@@ -601,11 +610,194 @@ def _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info):  # noqa: ANN
 
 
 @njit(cache=True)
+def _solve(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, tol, max_iter,
+           check_every, finish):  # fmt: skip  # noqa: ANN001, ANN202, PLR0913
+    """Projected Gauss--Seidel from ``z`` (``v`` its twists) until the natural-map residual
+    is within ``tol``, finished by :func:`_pgs_sm` when ``finish`` and its first
+    :data:`PLAIN_SWEEPS` sweeps do not get there, at most ``max_iter`` sweeps and products
+    with ``W``.  Returns the status, the sweeps and products, and the residual."""
+    status = MAX_ITERATIONS
+    sweeps = 0
+    residual = _natural(J, ca, cb, rhs, v, z, mu3)
+    if residual <= tol:
+        return OPTIMAL, sweeps, residual
+    plain = min(max_iter, PLAIN_SWEEPS) if finish else max_iter
+    while True:
+        if sweeps >= plain:
+            status = MAX_ITERATIONS
+            break
+        chunk = min(check_every, plain - sweeps)
+        estimate = _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, chunk)
+        sweeps += chunk
+        if estimate <= 10.0 * tol or sweeps >= plain or not np.isfinite(estimate):
+            _velocity(J, ca, cb, f, dinv, z, v)
+            residual = _natural(J, ca, cb, rhs, v, z, mu3)
+        if not np.isfinite(residual):
+            status = NUMERICAL_ERROR
+            break
+        if residual <= tol:
+            status = OPTIMAL
+            break
+    if status == MAX_ITERATIONS and sweeps < max_iter:
+        # Gauss--Seidel has not converged in its first sweeps: subspace minimization
+        residual, used = _pgs_sm(
+            J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega,
+            max_iter - sweeps, tol,
+        )  # fmt: skip
+        sweeps += used
+        if not np.isfinite(residual):
+            status = NUMERICAL_ERROR
+        elif residual <= tol:
+            status = OPTIMAL
+    return status, sweeps, residual
+
+
+@njit(cache=True)
+def island_contacts(a, b, nb, up):  # noqa: ANN001, ANN201
+    """The islands of the contacts between bodies ``a`` and ``b`` (``-1``: the world, which
+    joins nothing; :func:`solvers.islands.pair_labels`): their number ``count``, offsets
+    ``off`` (count + 1), the contacts of island ``k`` in ``members[off[k]:off[k+1]]``
+    (ascending), and in ``order[off[k]:off[k+1]]`` their positions in that list in the
+    order ``up`` (the height order, restricted to the island).  Islands are numbered by
+    their first contact."""
+    nc = a.shape[0]
+    body = pair_labels(nb, a, b)
+    first = np.full(nb, -1, dtype=np.int64)
+    label = np.empty(nc, dtype=np.int64)
+    count = 0
+    for i in range(nc):
+        g = body[a[i]]
+        if first[g] < 0:
+            first[g] = count
+            count += 1
+        label[i] = first[g]
+    off = np.zeros(count + 1, dtype=np.int64)
+    for i in range(nc):
+        off[label[i] + 1] += 1
+    for k in range(count):
+        off[k + 1] += off[k]
+    fill = off[:count].copy()
+    members = np.empty(nc, dtype=np.int64)
+    local = np.empty(nc, dtype=np.int64)
+    for i in range(nc):
+        k = label[i]
+        local[i] = fill[k] - off[k]
+        members[fill[k]] = i
+        fill[k] += 1
+    fill[:] = off[:count]
+    order = np.empty(nc, dtype=np.int64)
+    for j in range(nc):
+        i = up[j]
+        k = label[i]
+        order[fill[k]] = local[i]
+        fill[k] += 1
+    return count, off, members, order
+
+
+@njit(cache=True)
+def _solve_islands(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z, omega, tol,
+                   max_iter, check_every, finish):  # fmt: skip  # noqa: ANN001, ANN202, PLR0913, PLR0915
+    """:func:`_solve` island by island (:func:`island_contacts`): each island's rows, its
+    bodies' columns and twists copied into arrays of its own (its contacts in ascending
+    order, its bodies renumbered, the world's zero slot last), solved with its own
+    stopping test and sweep cap, and its impulses written back into ``z``.  An island's
+    data are those of the same contacts in a scene of their own, so it is solved as it
+    would be alone (a single island is solved on the step's arrays: the same rows in the
+    same order, the same sums).  Returns the step's status (the worst island's: a numerical error,
+    else ``MAX_ITERATIONS`` if any island stopped at its cap), the largest island's sweeps
+    and products with ``W``, the largest residual (the whole problem's: the islands share
+    no row or body), the sweeps weighted by rows (``sum_k sweeps_k rows_k / rows``: the
+    work in sweeps of the whole problem) and the number of islands."""
+    nc = a.shape[0]
+    nb = dinv.shape[0] // 6
+    count, off, members, order = island_contacts(a, b, nb, up)
+    if count == 1:  # one island: its copy would be the arrays themselves (a pile at rest)
+        v = np.empty(dinv.shape[0] + 6)
+        _velocity(J, ca, cb, f, dinv, z, v)
+        status, sweeps, residual = _solve(
+            J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, tol, max_iter,
+            check_every, finish,
+        )  # fmt: skip
+        return status, sweeps, residual, float(sweeps), 1
+    status = OPTIMAL
+    most = 0
+    worst = 0.0
+    work = 0.0
+    slot = np.full(nb, -1, dtype=np.int64)
+    bodies = np.empty(nb, dtype=np.int64)
+    for k in range(count):
+        c0, c1 = off[k], off[k + 1]
+        m = c1 - c0
+        # the island's bodies, numbered in order of appearance
+        nbk = 0
+        for j in range(c0, c1):
+            i = members[j]
+            for g in (a[i], b[i]):
+                if g >= 0 and slot[g] < 0:
+                    slot[g] = nbk
+                    bodies[nbk] = g
+                    nbk += 1
+        nk = 6 * nbk
+        fk = np.empty(nk)
+        dk = np.empty(nk)
+        for q in range(nbk):
+            for d in range(6):
+                fk[6 * q + d] = f[6 * bodies[q] + d]
+                dk[6 * q + d] = dinv[6 * bodies[q] + d]
+        m3 = 3 * m
+        Jk = np.empty((m3, 12))
+        DJk = np.empty((m3, 12))
+        Ak = np.empty((m, 9))
+        rk = np.empty(m3)
+        gk = np.empty(m3)
+        uk = np.empty(m3)
+        zk = np.empty(m3)
+        cak = np.empty(m3, dtype=np.int64)
+        cbk = np.empty(m3, dtype=np.int64)
+        unk = np.empty(m, dtype=np.bool_)
+        for j in range(m):
+            i = members[c0 + j]
+            unk[j] = unit[i]
+            for e in range(9):
+                Ak[j, e] = A[i, e]
+            for d in range(3):
+                r, s = 3 * i + d, 3 * j + d
+                for e in range(12):
+                    Jk[s, e] = J[r, e]
+                    DJk[s, e] = DJ[r, e]
+                rk[s], gk[s], uk[s], zk[s] = rhs[r], diag[r], mu3[r], z[r]
+                cak[s] = 6 * slot[a[i]]
+                cbk[s] = 6 * slot[b[i]] if b[i] >= 0 else nk
+        vk = np.empty(nk + 6)
+        _velocity(Jk, cak, cbk, fk, dk, zk, vk)
+        st, sw, res = _solve(
+            Jk, DJk, Ak, cak, cbk, rk, gk, uk, unk, order[c0:c1], fk, dk, vk, zk, omega, tol,
+            max_iter, check_every, finish,
+        )  # fmt: skip
+        for j in range(m):
+            i = members[c0 + j]
+            for d in range(3):
+                z[3 * i + d] = zk[3 * j + d]
+        for q in range(nbk):
+            slot[bodies[q]] = -1
+        if st == NUMERICAL_ERROR or not np.isfinite(res):
+            status = NUMERICAL_ERROR
+            worst = np.nan
+        elif st == MAX_ITERATIONS and status == OPTIMAL:
+            status = MAX_ITERATIONS
+        if np.isfinite(worst):
+            worst = max(worst, res)
+        most = max(most, sw)
+        work += sw * (3.0 * m) / (3.0 * nc)
+    return status, most, worst, work, count
+
+
+@njit(cache=True)
 def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
-    tol, max_iter, omega, check_every, slip_threshold, finish,
+    tol, max_iter, omega, check_every, slip_threshold, finish, islands, held,
 ):  # fmt: skip
     """One step of free bodies with box friction by projected Gauss--Seidel (module docstring).
 
@@ -613,7 +805,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     contacts on bodies ``a`` and ``b`` (``-1``: the world), normals from B toward A;
     ``beta`` and ``max_corr`` the penetration feedback; the warm start from the
     recorded impulses ``old_*`` (:func:`contactlab.models.delassus.carried_impulses`)
-    when ``carry``.
+    when ``carry``; the bodies ``held`` (nb,) (sleeping islands,
+    :mod:`contactlab.maximal.sleeping`) get no free momentum: without contacts (the step
+    leaves theirs out) they keep their zero twists and their poses.
 
     Returns the new twists (nb, 6), the new transforms ``E exp(h [phi])``, the impulses
     ``z`` on the rows ``[N; T]`` (``nc + 2 nc``), the friction impulses as world vectors
@@ -626,6 +820,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     m3 = 3 * nc
     info = np.zeros(N_INFO)
     f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
+    for k in range(nb):
+        if held[k]:
+            for j in range(6):
+                f[6 * k + j] = 0.0
     dinv = np.empty(n)
     for k in range(nb):
         for j in range(6):
@@ -670,41 +868,18 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[3 * i + 2] = zt[2 * i + 1]
     # -- projected Gauss--Seidel (solvers.backends.pgs.PGSBackend.solve_lcp) ------------
     v = np.empty(n + 6)
-    _velocity(J, ca, cb, f, dinv, z, v)
-    status = MAX_ITERATIONS
-    sweeps = 0
-    residual = _natural(J, ca, cb, rhs, v, z, mu3)
-    if residual <= tol:
-        status = OPTIMAL
+    if islands:
+        status, sweeps, residual, work, count = _solve_islands(
+            J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z, omega, tol,
+            max_iter, check_every, finish,
+        )  # fmt: skip
     else:
-        plain = min(max_iter, PLAIN_SWEEPS) if finish else max_iter
-        while True:
-            if sweeps >= plain:
-                status = MAX_ITERATIONS
-                break
-            chunk = min(check_every, plain - sweeps)
-            estimate = _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, chunk)
-            sweeps += chunk
-            if estimate <= 10.0 * tol or sweeps >= plain or not np.isfinite(estimate):
-                _velocity(J, ca, cb, f, dinv, z, v)
-                residual = _natural(J, ca, cb, rhs, v, z, mu3)
-            if not np.isfinite(residual):
-                status = NUMERICAL_ERROR
-                break
-            if residual <= tol:
-                status = OPTIMAL
-                break
-        if status == MAX_ITERATIONS and sweeps < max_iter:
-            # Gauss--Seidel has not converged in its first sweeps: subspace minimization
-            residual, used = _pgs_sm(
-                J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega,
-                max_iter - sweeps, tol,
-            )  # fmt: skip
-            sweeps += used
-            if not np.isfinite(residual):
-                status = NUMERICAL_ERROR
-            elif residual <= tol:
-                status = OPTIMAL
+        _velocity(J, ca, cb, f, dinv, z, v)
+        status, sweeps, residual = _solve(
+            J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, tol, max_iter,
+            check_every, finish,
+        )  # fmt: skip
+        work, count = float(sweeps), 1 if nc > 0 else 0
     _velocity(J, ca, cb, f, dinv, z, v)
     # -- residuals of the LCP (solvers.residuals.lcp_residuals) and contact metrics -----
     primal = dual = comp = pen = 0.0
@@ -731,5 +906,6 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
     info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
     info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, units
+    info[I_ISLANDS], info[I_WORK] = count, work
     phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
     return phi_new, E_new, out, friction, info

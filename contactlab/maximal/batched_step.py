@@ -61,6 +61,8 @@ def batch_scope(sim: Any) -> str:
 
     if sim.compiled is None or type(sim.compiled).__name__ != "CompiledContactStep":
         return "the route is not the compiled pile step (box friction by pgs on free bodies)"
+    if getattr(sim.formulation, "sleep", None) is not None:
+        return "sleeping islands (the formulation's option sleep)"
     scene = sim.scene
     if excluded_pairs(scene).size:
         return "the scene excludes pairs from collision"
@@ -165,6 +167,13 @@ class PileBatch:
         if len(finishes) != 1:
             raise ConfigurationError("the copies of a batch must all finish their steps alike")
         self.finish = finishes.pop()
+        # ... and solve them island by island or whole, all alike
+        split = {bool(s.compiled.islands) for s in sims}
+        if len(split) != 1:
+            raise ConfigurationError(
+                "the copies of a batch must all solve their steps alike (compiled.islands)"
+            )
+        self.islands = split.pop()
 
     # -- the run -------------------------------------------------------------------------
 
@@ -242,7 +251,7 @@ class PileBatch:
                     self.pl_local, self.pl_material, self.moff, self.mdim, self.mu_flat,
                     self.margin, self.beta, self.max_corr, coff, old_ids, old_pair, old_point,
                     old_normal, old_friction, next_id, self.tol, self.max_iter, 1.0, 8,
-                    sim0.slip_threshold, self.finish,
+                    sim0.slip_threshold, self.finish, self.islands,
                 )  # fmt: skip
                 called = time.perf_counter()
                 t_before, t = t, t + self.h
@@ -292,7 +301,7 @@ class PileBatch:
                             self._stop(k, i + 1, err, active, rows_done, outcome)
                 done = time.perf_counter()
                 # each copy's share of the step, by its work
-                w = work + 3.0 * nc * (info[:, P.I_SWEEPS] + 1.0)
+                w = work + 3.0 * nc * (info[:, P.I_WORK] + 1.0)
                 w = np.where(stepped, w, 0.0)
                 total = float(w.sum()) or 1.0
                 share_hist[i, :, 0] = (called - start) * w / total

@@ -34,6 +34,20 @@ Steps Gauss--Seidel solves in its first sweeps (a pile at rest) are unchanged.
 ``finish = False`` on the step object keeps plain Gauss--Seidel to the cap, the general
 path's method.
 
+Islands.  The step's contacts are solved island by island (the bodies joined by
+contacts; the ground joins nothing), each island with its own stopping test (the same
+residual, a maximum over rows, and tolerance) and its own sweep cap: every island within
+the tolerance is the whole step within it.  The status is the worst island's, the
+``iterations`` column the largest island's sweeps and products with ``W``; the number of
+islands and their sweeps weighted by rows are in :attr:`~FreeBodyStep.last_times`
+(``islands``, ``row_sweeps``).  This is the default, and the model option ``islands``
+takes it too; ``islands = False`` on the step object solves the whole step as one problem
+(with ``finish = False``, the general path's method).
+
+Sleeping.  With the formulation's option ``sleep`` the step leaves out the contacts the
+general layers leave out and holds the sleeping bodies (no free momentum, their poses
+kept), then lets the islands at rest fall asleep (:mod:`contactlab.maximal.sleeping`).
+
 It applies when, at set-up, the scene, formulation, model and solver are all in its
 scope (:func:`compiled_step_for`): bodies without joints, constraints, attachments,
 force elements or restitution; the maximal formulation's default step (linearly
@@ -53,6 +67,7 @@ import numpy as np
 
 from contactlab.collision.contacts import ContactSet
 from contactlab.contact import identity
+from contactlab.errors import ConfigurationError
 from contactlab.maximal import _pile_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.models import compiled_box_step as B
@@ -65,6 +80,11 @@ if TYPE_CHECKING:
     from contactlab.simulator import Simulator
 
 Array = np.ndarray
+
+
+def scene_bodies(formulation: Any) -> int:
+    """The number of bodies of the formulation's scene."""
+    return int(np.asarray(formulation.mass_diagonal).reshape(-1, 6).shape[0])
 
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
@@ -129,6 +149,8 @@ class FreeBodyStep:
         #: per step: seconds in the collision, in the compiled step, and in all
         #: (read by benchmarks; the last step only)
         self.last_times: dict[str, float] = {}
+        #: the sleep state the step is posed with (the formulation's option ``sleep``)
+        self._posed_sleep: Any = None
 
     def contacts(self, E: Array) -> ContactSet:
         """The scene's contacts at body transforms ``E``, in the kernel's array layouts."""
@@ -142,12 +164,23 @@ class FreeBodyStep:
         """Whether ``memory`` (the state's record under :attr:`key`) is a warm start."""
         return getattr(memory, "ids", None) is not None
 
-    def _begin(self, state: State) -> tuple[ContactSet, Any, bool, tuple[Array, ...], float, float]:
+    def _begin(
+        self, state: State, sleep: Any = None
+    ) -> tuple[ContactSet, Any, bool, tuple[Array, ...], float, float]:
         """The step's contacts, their identities, whether a warm start is carried, the
         kernel's warm-start arrays (ids, their order, normal impulses, friction), and the
-        clock at the start and after the collision."""
+        clock at the start and after the collision.  With a ``sleep`` state
+        (:mod:`contactlab.maximal.sleeping`) the contacts are those the step keeps
+        (:func:`~contactlab.maximal.sleeping.before_step`), the step's sleep state in
+        :attr:`_posed_sleep`."""
         start = time.perf_counter()
         contacts = self.contacts(state.E)
+        if sleep is not None:
+            from contactlab.maximal.sleeping import before_step
+
+            sleep, kept = before_step(sleep, contacts)
+            contacts = kept if kept is contacts else B.kernel_contacts(kept)
+            self._posed_sleep = sleep
         collided = time.perf_counter()
         track = identity.identify(contacts, state.cache.get(identity.CACHE_KEY))
         memory: Any = state.cache.get(self.key)
@@ -184,7 +217,17 @@ class FreeBodyStep:
         if not np.all(np.isfinite(phi)):
             raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
         cache = B.carried_cache(state, track, z, friction, self._slices(nc), self.key)
-        new_state = State(state.t + sim.dt, E, phi, cache=cache)
+        rule = getattr(self.formulation, "sleep", None)
+        sleep = None
+        if rule is not None:
+            from contactlab.maximal.sleeping import after_step
+
+            # held bodies keep their poses; the islands at rest fall asleep
+            held = self._posed_sleep.asleep
+            phi = np.where(held[:, None], 0.0, phi)
+            E = np.where(held[:, None, None], state.E, E)
+            sleep, phi = after_step(self._posed_sleep, rule, phi, contacts)
+        new_state = State(state.t + sim.dt, E, phi, cache=cache, sleep=sleep)
         new_state.check_finite()
         row = B.step_row(
             info, Kn, index, float(new_state.t), sim.dt,
@@ -192,6 +235,8 @@ class FreeBodyStep:
             [*info[Kn.I_LINEAR : Kn.I_LINEAR + 3], *info[Kn.I_ANGULAR : Kn.I_ANGULAR + 3]],
             0.0, status, nc, clock,
         )  # fmt: skip
+        if sleep is not None:
+            row.update(self.formulation.metrics(new_state))  # the twists of the sleepers
         start, collided, assembled, solved = clock
         self.last_times = {
             "collision": collided - start,
@@ -212,11 +257,27 @@ class CompiledContactStep(FreeBodyStep):
         #: finish a step Gauss--Seidel has not solved in its first sweeps by subspace
         #: minimization (``False``: plain Gauss--Seidel to the cap, the general path's)
         self.finish = True
+        #: solve the step island by island, each with its own stopping test and sweep cap
+        #: (``False``: the whole step's contacts as one problem, the general path's)
+        self.islands = True
+        self._awake = np.zeros(scene_bodies(formulation), dtype=np.bool_)
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
         h = sim.dt
-        contacts, track, carry, old, start, collided = self._begin(state)
+        held = self._awake
+        if self.formulation.sleep is not None:
+            from contactlab.maximal.sleeping import Sleep
+
+            if not isinstance(state.sleep, Sleep):
+                raise ConfigurationError(
+                    "sleep=true: the state carries no sleep record; start from "
+                    "initial_state() of this formulation"
+                )
+            contacts, track, carry, old, start, collided = self._begin(state, state.sleep)
+            held = np.ascontiguousarray(self._posed_sleep.asleep, dtype=np.bool_)
+        else:
+            contacts, track, carry, old, start, collided = self._begin(state)
         beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
@@ -229,6 +290,7 @@ class CompiledContactStep(FreeBodyStep):
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             model.tol, 10000 if cap is None else int(cap), 1.0, 8, sim.slip_threshold, self.finish,
+            self.islands, held,
         )  # fmt: skip
         if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
@@ -236,7 +298,10 @@ class CompiledContactStep(FreeBodyStep):
         out = self._end(
             sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
-        self.last_times["units"] = float(solution[4][K.I_UNITS])
+        info = solution[4]
+        self.last_times["units"] = float(info[K.I_UNITS])
+        self.last_times["islands"] = float(info[K.I_ISLANDS])
+        self.last_times["row_sweeps"] = float(info[K.I_WORK])
         return out
 
 

@@ -267,12 +267,14 @@ class MaximalFormulation(Formulation):
         """The compiled contact step for ``model`` and the collision function ``collide``
         (:class:`~contactlab.maximal.compiled_step.CompiledContactStep`), or ``None`` when
         the set-up is outside its scope or ``compiled=False``."""
-        if type(self) is not MaximalFormulation or not self.compiled or self.sleep is not None:
+        if type(self) is not MaximalFormulation or not self.compiled:
             return None
         from contactlab.maximal.compiled_step import compiled_step_for
         from contactlab.maximal.cone_step import cone_step_for
 
         step = compiled_step_for(self, model, collide)
+        if self.sleep is not None:  # sleeping islands: the pile step only
+            return step
         return step if step is not None else cone_step_for(self, model, collide)
 
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:

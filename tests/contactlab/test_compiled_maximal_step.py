@@ -9,7 +9,8 @@ Facts:
 * its solution solves that problem: ``v = M^-1 (f + C^T z)`` and the natural-map
   residual of the box-friction LCP at ``z`` is within the solver's tolerance on every
   step it reports ``optimal``;
-* without its subspace finish (``finish = False``) it is the same Gauss--Seidel (same
+* without its subspace finish and its islands (``finish = False``, ``islands = False``)
+  it is the same Gauss--Seidel (same
   row order, projections, local solves, warm start and stopping rule) with ``W z``
   read from the bodies' twists: along a 12-cube
   drop (fall, landing, rest; 100 steps at the default tolerance), from each state
@@ -59,9 +60,11 @@ def test_pile_steps_equal_the_general_paths() -> None:
     scene = get_scenario("box-pile").build(n=12, seed=0)
     fast, general = _pair(scene)
     assert fast.compiled is not None and general.compiled is None
-    # plain Gauss--Seidel to the cap, the general path's method (the subspace finish of
-    # the steps it has not solved in its first sweeps: tests/contactlab/test_pile_subspace.py)
+    # plain Gauss--Seidel to the cap on the whole step's contacts, the general path's method
+    # (the subspace finish of the steps it has not solved in its first sweeps:
+    # tests/contactlab/test_pile_subspace.py; the islands: tests/contactlab/test_pile_islands.py)
     fast.compiled.finish = False
+    fast.compiled.islands = False
     a, b = fast.initial_state(), general.initial_state()
     step_worst, run_worst, most = 0.0, 0.0, 0
     for i in range(100):
@@ -206,7 +209,9 @@ def test_a_step_it_cannot_take_goes_through_the_general_path(monkeypatch) -> Non
     next compiled step warm-starts from the general step's impulses."""
     scene = get_scenario("box-pile").build(n=6, seed=2)
     fast, general = _pair(scene)
-    fast.compiled.finish = False  # the general path's method (plain Gauss--Seidel)
+    # the general path's method (plain Gauss--Seidel on the whole step's contacts)
+    fast.compiled.finish = False
+    fast.compiled.islands = False
     a, b = fast.initial_state(), general.initial_state()
     original = K.contact_step
     declined: list[bool] = []
