@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.round_shapes import Raw, empty_raw
+from contactlab.collision.round_shapes import Raw, empty_raw, raw_from_slots
 from solvers.jit import njit
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -451,9 +451,7 @@ def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
         np.ascontiguousarray(sb),
         float(margin),
     )
-    mask = np.arange(MAX_BOX_CONTACTS)[None, :] < counts[:, None]
-    pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
-    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+    return raw_from_slots(points, normals, dists, counts)
 
 
 # ----------------------------------------------------------------------------
