@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.boxes import _clip
+from contactlab.collision.boxes import _clip, contact_slots
 from contactlab.collision.convex import signed_distance
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw, raw_from_slots
 from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER
@@ -402,11 +402,7 @@ def _convex_kernel(
 ) -> tuple:
     """All pairs of one kind; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3) centres."""
     m = RA.shape[0]
-    mc = MAX_CYLINDER_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_CYLINDER_CONTACTS)
     FA = np.zeros((_BUF, 3))
     FB = np.zeros((_BUF, 3))
     poly = np.zeros((_BUF, 3))

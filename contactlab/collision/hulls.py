@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab.collision.boxes import contact_slots
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.cylinders import _closest_missing, _feature, _reference_clip
 from contactlab.collision.polytope import HullSet
@@ -257,11 +258,7 @@ def _mesh_kernel(
 ) -> tuple:
     """All pairs of one kind pair; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3)."""
     m = RA.shape[0]
-    mc = MAX_MESH_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
     size = 2 * max(max_face, CYLINDER_RIM_SAMPLES) + 8
     FA = np.zeros((size, 3))
     FB = np.zeros((size, 3))
@@ -359,11 +356,7 @@ def _plane_kernel(
 ) -> tuple:
     """Hull vertices against half-spaces ``n . x <= off``, one (hull, plane) per row."""
     m = R.shape[0]
-    mc = MAX_MESH_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
     most = 0
     for h in range(VS.shape[0] - 1):
         most = max(most, VS[h + 1] - VS[h])
