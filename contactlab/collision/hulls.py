@@ -47,12 +47,7 @@ from contactlab.collision.boxes import contact_slots
 from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.cylinders import _closest_missing, _feature, _reference_clip
 from contactlab.collision.polytope import HullSet
-from contactlab.collision.round_shapes import (
-    CYLINDER_RIM_SAMPLES,
-    Raw,
-    empty_raw,
-    raw_from_slots,
-)
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw, raw_from_slots
 from contactlab.collision.shape_table import CAPSULE, MESH, SPHERE
 from solvers.jit import njit
 
