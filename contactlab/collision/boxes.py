@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.round_shapes import Raw, empty_raw
+from contactlab.collision.round_shapes import Raw, empty_raw, raw_from_slots
 from solvers.jit import njit
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -294,6 +294,19 @@ def _segment_closest(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndar
 
 
 @njit(cache=True)
+def contact_slots(m: int, slots: int) -> tuple:
+    """``(points, normals, dists, counts)``, zero, for ``m`` pairs of at most ``slots``
+    contacts each: (m, slots, 3), (m, slots, 3), (m, slots) and (m,); a narrow-phase
+    kernel fills ``counts[k]`` slots of pair ``k`` (read back by
+    :func:`~contactlab.collision.round_shapes.raw_from_slots`)."""
+    points = np.zeros((m, slots, 3))
+    normals = np.zeros((m, slots, 3))
+    dists = np.zeros((m, slots))
+    counts = np.zeros(m, dtype=np.int64)
+    return points, normals, dists, counts
+
+
+@njit(cache=True)
 def _box_box_pair(
     Ra: np.ndarray,
     pa: np.ndarray,
@@ -411,10 +424,7 @@ def _box_box_kernel(
 ) -> tuple:
     """All pairs; ``X`` (m, 3, 3) hold each box's world axes as rows, ``P`` (m, 3) centres."""
     m = Xa.shape[0]
-    points = np.zeros((m, MAX_BOX_CONTACTS, 3))
-    normals = np.zeros((m, MAX_BOX_CONTACTS, 3))
-    dists = np.zeros((m, MAX_BOX_CONTACTS))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_BOX_CONTACTS)
     poly = np.empty((MAX_BOX_CONTACTS + 4, 3))
     buf = np.empty((MAX_BOX_CONTACTS + 4, 3))
     work = np.empty((9, 3))
@@ -451,9 +461,7 @@ def box_box(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:
         np.ascontiguousarray(sb),
         float(margin),
     )
-    mask = np.arange(MAX_BOX_CONTACTS)[None, :] < counts[:, None]
-    pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
-    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+    return raw_from_slots(points, normals, dists, counts)
 
 
 # ----------------------------------------------------------------------------

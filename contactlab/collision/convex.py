@@ -281,22 +281,12 @@ def _compact(W: np.ndarray, WA: np.ndarray, WB: np.ndarray, n: int, mask: int) -
 
 
 @njit(cache=True)
-def _support_d(
-    kA: int,
-    RA: np.ndarray,
-    pA: np.ndarray,
-    sA: np.ndarray,
-    HA: tuple,
-    kB: int,
-    RB: np.ndarray,
-    pB: np.ndarray,
-    sB: np.ndarray,
-    HB: tuple,
-    v: np.ndarray,
-) -> tuple:
-    """Support of ``D = A - B`` along ``v``: ``(a - b, a, b)``."""
-    a = support(kA, RA, pA, sA, HA, v)
-    b = support(kB, RB, pB, sB, HB, -v)
+def _support_d(P: tuple, v: np.ndarray) -> tuple:
+    """Support of ``D = A - B`` along ``v``: ``(a - b, a, b)``; ``P`` the pair
+    ``(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB)`` (the arguments of :func:`support`
+    for A, then for B)."""
+    a = support(P[0], P[1], P[2], P[3], P[4], v)
+    b = support(P[5], P[6], P[7], P[8], P[9], -v)
     return a - b, a, b
 
 
@@ -338,6 +328,7 @@ def signed_distance_v(
 ) -> tuple:
     """:func:`signed_distance` with the hulls ``HA, HB`` of mesh shapes (see
     :func:`support`; :func:`no_hull` for the other kinds)."""
+    P = (kA, RA, pA, sA, HA, kB, RB, pB, sB, HB)
     W = np.zeros((4, 3))
     WA = np.zeros((4, 3))
     WB = np.zeros((4, 3))
@@ -349,7 +340,7 @@ def signed_distance_v(
     n = 0
     overlap = False
     for _ in range(GJK_MAX_ITER):
-        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -v)
+        w, a, b = _support_d(P, -v)
         vv = _dot(v, v)
         vw = _dot(v, w)
         nv = np.sqrt(vv)
@@ -390,33 +381,19 @@ def signed_distance_v(
                 a += lam[i] * WA[i]
                 b += lam[i] * WB[i]
             return True, nv, v / nv, a, b
-    return _epa(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
+    return _epa(P, W, WA, WB, n)
 
 
 @njit(cache=True)
-def _tetra_from_simplex(
-    kA: int,
-    RA: np.ndarray,
-    pA: np.ndarray,
-    sA: np.ndarray,
-    HA: tuple,
-    kB: int,
-    RB: np.ndarray,
-    pB: np.ndarray,
-    sB: np.ndarray,
-    HB: tuple,
-    W: np.ndarray,
-    WA: np.ndarray,
-    WB: np.ndarray,
-    n: int,
-) -> int:
-    """Grow GJK's final simplex (containing the origin) to a tetrahedron."""
+def _tetra_from_simplex(P: tuple, W: np.ndarray, WA: np.ndarray, WB: np.ndarray, n: int) -> int:
+    """Grow GJK's final simplex (containing the origin) to a tetrahedron (``P``: the pair,
+    see :func:`_support_d`)."""
     eps = 1e-10
     if n == 1:
         for axis in range(6):
             d = np.zeros(3)
             d[axis % 3] = 1.0 if axis < 3 else -1.0
-            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
+            w, a, b = _support_d(P, d)
             if np.sqrt(_dot(w - W[0], w - W[0])) > eps:
                 W[1], WA[1], WB[1] = w, a, b
                 n = 2
@@ -437,7 +414,7 @@ def _tetra_from_simplex(
         for j in range(6):
             th = np.pi * j / 3.0
             d = np.cos(th) * v1 + np.sin(th) * v2
-            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, d)
+            w, a, b = _support_d(P, d)
             off = w - W[0]
             perp = off - _dot(off, e) * e
             if np.sqrt(_dot(perp, perp)) > eps:
@@ -447,9 +424,9 @@ def _tetra_from_simplex(
     if n == 3:
         nrm = _cross(W[1] - W[0], W[2] - W[0])
         nrm /= np.sqrt(_dot(nrm, nrm))
-        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
+        w, a, b = _support_d(P, nrm)
         if abs(_dot(nrm, w - W[0])) <= eps:
-            w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, -nrm)
+            w, a, b = _support_d(P, -nrm)
         W[3], WA[3], WB[3] = w, a, b
         n = 4
     return n
@@ -475,23 +452,10 @@ def _face_plane(V: np.ndarray, i: int, j: int, k: int, out: np.ndarray) -> tuple
 
 
 @njit(cache=True)
-def _epa(
-    kA: int,
-    RA: np.ndarray,
-    pA: np.ndarray,
-    sA: np.ndarray,
-    HA: tuple,
-    kB: int,
-    RB: np.ndarray,
-    pB: np.ndarray,
-    sB: np.ndarray,
-    HB: tuple,
-    W: np.ndarray,
-    WA: np.ndarray,
-    WB: np.ndarray,
-    n: int,
-) -> tuple:
-    n = _tetra_from_simplex(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, W, WA, WB, n)
+def _epa(P: tuple, W: np.ndarray, WA: np.ndarray, WB: np.ndarray, n: int) -> tuple:
+    """EPA from GJK's final simplex ``W[:n]`` (witnesses ``WA``, ``WB``) of the pair ``P``
+    (see :func:`_support_d`): ``(True, d, n, a, b)`` as :func:`signed_distance`."""
+    n = _tetra_from_simplex(P, W, WA, WB, n)
     maxv, maxf = EPA_MAX_VERTICES, _EPA_MAX_FACES
     # work arrays: only the first nv vertices and nf faces are ever read
     V = np.empty((maxv, 3))
@@ -534,7 +498,7 @@ def _epa(
             break
         last = best
         nrm = FN[best]
-        w, a, b = _support_d(kA, RA, pA, sA, HA, kB, RB, pB, sB, HB, nrm)
+        w, a, b = _support_d(P, nrm)
         if _dot(w, nrm) - bd <= EPA_TOL or nv >= maxv:
             break
         V[nv], VA[nv], VB[nv] = w, a, b
@@ -574,7 +538,8 @@ def _epa(
         nv += 1
     if best < 0:
         # no usable face: degenerate input; report a touching contact along the centres
-        v = pA - pB
+        pA = P[2]
+        v = pA - P[7]
         L = np.sqrt(_dot(v, v))
         nn = v / L if L > 0.0 else np.array([0.0, 0.0, 1.0])
         return True, 0.0, nn, pA.copy(), pA.copy()

@@ -53,9 +53,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from contactlab.collision.boxes import _clip
+from contactlab.collision.boxes import _clip, contact_slots
 from contactlab.collision.convex import signed_distance
-from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw, raw_from_slots
 from contactlab.collision.shape_table import BOX, CAPSULE, CYLINDER
 from solvers.jit import njit
 
@@ -284,6 +284,47 @@ def _clip_incident(
 
 
 @njit(cache=True)
+def _reference_clip(
+    FA: np.ndarray,
+    na: int,
+    mA: np.ndarray,
+    FB: np.ndarray,
+    nb: int,
+    mB: np.ndarray,
+    n: np.ndarray,
+    poly: np.ndarray,
+    buf: np.ndarray,
+) -> tuple:
+    """Clip the incident feature against the reference one (the flat feature,
+    of at least three points, best aligned with ``n``; B's on a tie).
+
+    ``FA, FB`` hold the features' ``na, nb`` world points and ``mA, mB`` their
+    normals.  Returns ``(ref_b, ref, mref, count)``: whether B's feature is the
+    reference, its points and normal, and the number of clipped points in ``poly``.
+    """
+    ref_b = nb >= 3 and (na < 3 or abs(mB @ n) >= abs(mA @ n))
+    if ref_b:
+        ref, nref, mref, inc, ninc = FB, nb, mB, FA, na
+    else:
+        ref, nref, mref, inc, ninc = FA, na, mA, FB, nb
+    cnt = _clip_incident(ref, nref, inc, ninc, n, 1e-12, poly, buf)
+    if cnt == 0:
+        # an incident edge lying on a side plane (a box edge along a side line)
+        cnt = _clip_incident(ref, nref, inc, ninc, n, CLIP_TOL, poly, buf)
+    return ref_b, ref, mref, cnt
+
+
+@njit(cache=True)
+def _closest_missing(dists: np.ndarray, count: int, d: float) -> bool:
+    """Whether none of the ``count`` manifold distances reaches the signed
+    distance ``d`` within :data:`DEEPEST_TOL` (then the closest point is added)."""
+    deepest = np.inf
+    for k in range(count):
+        deepest = min(deepest, dists[k])
+    return deepest > d + DEEPEST_TOL
+
+
+@njit(cache=True)
 def _convex_pair(
     kA: int,
     RA: np.ndarray,
@@ -313,15 +354,7 @@ def _convex_pair(
     nb, mB = _feature(kB, RB, pB, sB, n, FB)
     count = 0
     if na >= 3 or nb >= 3:
-        ref_b = nb >= 3 and (na < 3 or abs(mB @ n) >= abs(mA @ n))
-        if ref_b:
-            ref, nref, mref, inc, ninc = FB, nb, mB, FA, na
-        else:
-            ref, nref, mref, inc, ninc = FA, na, mA, FB, nb
-        cnt = _clip_incident(ref, nref, inc, ninc, n, 1e-12, poly, buf)
-        if cnt == 0:
-            # an incident edge lying on a side plane (a box edge along a side line)
-            cnt = _clip_incident(ref, nref, inc, ninc, n, CLIP_TOL, poly, buf)
+        ref_b, ref, mref, cnt = _reference_clip(FA, na, mA, FB, nb, mB, n, poly, buf)
         mn = mref @ n
         for k in range(cnt):
             q = poly[k]
@@ -347,10 +380,7 @@ def _convex_pair(
                     qa = FA[0] + t * ua_hat
                     qb = _closest_on_seg(qa, FB[0], FB[1])
                     count = _add(qa, qb, n, ra, rb, d, margin, points, normals, dists, count)
-    deepest = np.inf
-    for k in range(count):
-        deepest = min(deepest, dists[k])
-    if deepest > d + DEEPEST_TOL and count < MAX_CYLINDER_CONTACTS:
+    if _closest_missing(dists, count, d) and count < MAX_CYLINDER_CONTACTS:
         points[count] = 0.5 * (a - ra * n + b + rb * n)
         normals[count] = n
         dists[count] = d
@@ -372,11 +402,7 @@ def _convex_kernel(
 ) -> tuple:
     """All pairs of one kind; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3) centres."""
     m = RA.shape[0]
-    mc = MAX_CYLINDER_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_CYLINDER_CONTACTS)
     FA = np.zeros((_BUF, 3))
     FB = np.zeros((_BUF, 3))
     poly = np.zeros((_BUF, 3))
@@ -420,9 +446,7 @@ def _convex(
         np.ascontiguousarray(sb, dtype=float),
         float(margin),
     )
-    mask = np.arange(MAX_CYLINDER_CONTACTS)[None, :] < counts[:, None]
-    pair = np.broadcast_to(np.arange(m)[:, None], mask.shape)[mask]
-    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+    return raw_from_slots(points, normals, dists, counts)
 
 
 def capsule_cylinder(Wa: Array, sa: Array, Wb: Array, sb: Array, margin: float) -> Raw:

@@ -43,10 +43,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from contactlab.collision.boxes import contact_slots
 from contactlab.collision.convex import no_hull, signed_distance_v
-from contactlab.collision.cylinders import CLIP_TOL, DEEPEST_TOL, _clip_incident, _feature
+from contactlab.collision.cylinders import _closest_missing, _feature, _reference_clip
 from contactlab.collision.polytope import HullSet
-from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw
+from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES, Raw, empty_raw, raw_from_slots
 from contactlab.collision.shape_table import CAPSULE, MESH, SPHERE
 from solvers.jit import njit
 
@@ -196,14 +197,7 @@ def _mesh_pair(
             nb, mB = _hull_face(RB, pB, V, FN, FS[hB], FS[hB + 1], FV, FVS, n, FB)
         else:
             nb, mB = _feature(kB, RB, pB, sB, n, FB)
-        ref_b = nb >= 3 and (na < 3 or abs(mB @ n) >= abs(mA @ n))
-        if ref_b:
-            ref, nref, mref, inc, ninc = FB, nb, mB, FA, na
-        else:
-            ref, nref, mref, inc, ninc = FA, na, mA, FB, nb
-        cnt = _clip_incident(ref, nref, inc, ninc, n, 1e-12, poly, buf)
-        if cnt == 0:
-            cnt = _clip_incident(ref, nref, inc, ninc, n, CLIP_TOL, poly, buf)
+        ref_b, ref, mref, cnt = _reference_clip(FA, na, mA, FB, nb, mB, n, poly, buf)
         mn = mref @ n
         for k in range(cnt):
             # q = poly[k] moved along n onto the reference plane: r = q + t n, and
@@ -222,10 +216,7 @@ def _mesh_pair(
                     CP[m, i] = poly[k, i] + h * n[i]
                 CD[m] = dist
                 m += 1
-    deepest = np.inf
-    for k in range(m):
-        deepest = min(deepest, CD[k])
-    if deepest > d + DEEPEST_TOL:
+    if _closest_missing(CD, m, d):
         CP[m] = 0.5 * (a - ra * n + b + rb * n)
         CD[m] = d
         m += 1
@@ -262,11 +253,7 @@ def _mesh_kernel(
 ) -> tuple:
     """All pairs of one kind pair; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3)."""
     m = RA.shape[0]
-    mc = MAX_MESH_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
     size = 2 * max(max_face, CYLINDER_RIM_SAMPLES) + 8
     FA = np.zeros((size, 3))
     FB = np.zeros((size, 3))
@@ -310,12 +297,6 @@ def _mesh_kernel(
     return points, normals, dists, counts
 
 
-def _flatten(points: Array, normals: Array, dists: Array, counts: IntArray) -> Raw:
-    mask = np.arange(points.shape[1])[None, :] < counts[:, None]
-    pair = np.broadcast_to(np.arange(points.shape[0])[:, None], mask.shape)[mask]
-    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
-
-
 def mesh_pairs(
     kind_a: int,
     Wa: Array,
@@ -354,7 +335,7 @@ def mesh_pairs(
         hulls.max_face_vertices,
         float(margin),
     )
-    return _flatten(points, normals, dists, counts)
+    return raw_from_slots(points, normals, dists, counts)
 
 
 @njit(cache=True)
@@ -370,11 +351,7 @@ def _plane_kernel(
 ) -> tuple:
     """Hull vertices against half-spaces ``n . x <= off``, one (hull, plane) per row."""
     m = R.shape[0]
-    mc = MAX_MESH_CONTACTS
-    points = np.zeros((m, mc, 3))
-    normals = np.zeros((m, mc, 3))
-    dists = np.zeros((m, mc))
-    counts = np.zeros(m, dtype=np.int64)
+    points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
     most = 0
     for h in range(VS.shape[0] - 1):
         most = max(most, VS[h + 1] - VS[h])
@@ -420,4 +397,4 @@ def mesh_plane(W: Array, h: IntArray, hulls: HullSet, n: Array, off: Array, marg
         np.ascontiguousarray(off, dtype=float),
         float(margin),
     )
-    return _flatten(points, normals, dists, counts)
+    return raw_from_slots(points, normals, dists, counts)

@@ -37,6 +37,14 @@ def empty_raw() -> Raw:
     return np.zeros(0, dtype=np.int64), z, z.copy(), np.zeros(0)
 
 
+def raw_from_slots(points: Array, normals: Array, dists: Array, counts: IntArray) -> Raw:
+    """The contacts of a kernel that fills ``counts[k]`` of the slots ``points[k]``
+    (m, slots, 3), ``normals[k]`` and ``dists[k]`` of pair ``k``, in pair order."""
+    mask = np.arange(points.shape[1])[None, :] < counts[:, None]
+    pair = np.broadcast_to(np.arange(points.shape[0])[:, None], mask.shape)[mask]
+    return pair.astype(np.int64), points[mask], normals[mask], dists[mask]
+
+
 def _dot(a: Array, b: Array) -> Array:
     return np.einsum("...i,...i->...", a, b)
 

@@ -27,13 +27,33 @@ from contactlab.forces.path import PathForce, PathPoint, as_path
 from contactlab.scene import Scene
 
 
-def _ends(body1: str | None, body2: str | None, what: str) -> None:
-    if body1 is None and body2 is None:
-        raise ConfigurationError(f"{what}: both ends are in the world; name at least one body")
+@dataclass(frozen=True)
+class _TwoPoints:
+    """The two ends of a spring: points fixed on bodies, or (body ``None``) in the world."""
+
+    body1: str | None
+    point1: Array
+    body2: str | None
+    point2: Array
+
+    def _check_ends(self) -> None:
+        what = type(self).__name__
+        if self.body1 is None and self.body2 is None:
+            raise ConfigurationError(f"{what}: both ends are in the world; name at least one body")
+        object.__setattr__(self, "point1", as_point(self.point1, f"{what} point1"))
+        object.__setattr__(self, "point2", as_point(self.point2, f"{what} point2"))
+
+
+class _BatchTension(PathForce):
+    """A path force whose tension law is written for many springs at once."""
+
+    def tension(self, length: float, rate: float) -> tuple[float, float, float]:
+        F, F_l, F_v = self.batch_tension([self], np.array([length]), np.array([rate]))
+        return float(F[0]), float(F_l[0]), float(F_v[0])
 
 
 @dataclass(frozen=True)
-class ZeroLengthSpring(Force):
+class ZeroLengthSpring(_TwoPoints, Force):
     """Linear spring of zero rest length between two points (Sueda's notes §1.9.3).
 
     .. math::
@@ -50,16 +70,10 @@ class ZeroLengthSpring(Force):
     spring_constant : k [N/m].
     """
 
-    body1: str | None
-    point1: Array
-    body2: str | None
-    point2: Array
     spring_constant: float
 
     def __post_init__(self) -> None:
-        _ends(self.body1, self.body2, "ZeroLengthSpring")
-        object.__setattr__(self, "point1", as_point(self.point1, "ZeroLengthSpring point1"))
-        object.__setattr__(self, "point2", as_point(self.point2, "ZeroLengthSpring point2"))
+        self._check_ends()
         nonnegative(self.spring_constant, "ZeroLengthSpring spring_constant [N/m]")
 
     def bodies(self, scene: Scene) -> IntArray:
@@ -114,7 +128,7 @@ class ZeroLengthSpring(Force):
 
 
 @dataclass(frozen=True)
-class SpringDamper(PathForce):
+class SpringDamper(_TwoPoints, _BatchTension):
     """Spring-damper with rest length ``L`` between two points (Sueda's notes §1.9.6).
 
     .. math::
@@ -137,28 +151,18 @@ class SpringDamper(PathForce):
     rest_length : L [m], positive.
     """
 
-    body1: str | None
-    point1: Array
-    body2: str | None
-    point2: Array
     spring_constant: float
     damping_coefficient: float
     rest_length: float
 
     def __post_init__(self) -> None:
-        _ends(self.body1, self.body2, "SpringDamper")
-        object.__setattr__(self, "point1", as_point(self.point1, "SpringDamper point1"))
-        object.__setattr__(self, "point2", as_point(self.point2, "SpringDamper point2"))
+        self._check_ends()
         nonnegative(self.spring_constant, "SpringDamper spring_constant [N]")
         nonnegative(self.damping_coefficient, "SpringDamper damping_coefficient [N s]")
         positive(self.rest_length, "SpringDamper rest_length [m]")
 
     def path(self) -> tuple[PathPoint, ...]:
         return ((self.body1, self.point1), (self.body2, self.point2))
-
-    def tension(self, length: float, rate: float) -> tuple[float, float, float]:
-        F, F_l, F_v = self.batch_tension([self], np.array([length]), np.array([rate]))
-        return float(F[0]), float(F_l[0]), float(F_v[0])
 
     @classmethod
     def batch_tension(
@@ -182,7 +186,7 @@ AXIAL_LAWS = ("linear", "quadratic-strain")
 
 
 @dataclass(frozen=True)
-class AxialSpring(PathForce):
+class AxialSpring(_BatchTension):
     """Axial spring-damper along a path of two or more points (ArtiSynth notes §0.12–0.14).
 
     The tension along the path of total length ``l`` is
@@ -233,10 +237,6 @@ class AxialSpring(PathForce):
 
     def path(self) -> tuple[PathPoint, ...]:
         return self.points
-
-    def tension(self, length: float, rate: float) -> tuple[float, float, float]:
-        F, F_l, F_v = self.batch_tension([self], np.array([length]), np.array([rate]))
-        return float(F[0]), float(F_l[0]), float(F_v[0])
 
     @classmethod
     def batch_tension(

@@ -56,6 +56,7 @@ from contactlab.reduced._fast import (
     rnea_pass,
 )
 from solvers.jit import njit
+from solvers.numerics.dense import cholesky, cholesky_solve
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -89,13 +90,7 @@ def inverse_dynamics_derivatives(topo, geom, dofp, ext, q, qd, qdd, fext, dext):
     n = topo.shape[0]
     nq = dofp.shape[1]
     _check_lengths(dofp, q, qd, qdd)
-    X = np.zeros((n, 6, 6))
-    Sb = np.zeros((n, 6, 6))
-    c = np.zeros((n, 6))
-    V = np.zeros((n, 6))
-    A = np.zeros((n, 6))
-    F = np.zeros((n, 6))
-    rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F)
+    X, Sb, c, V, A, F = rnea_pass(topo, geom, ext, q, qd, qdd, fext)
     vq = np.zeros((n, 6))
     for i in range(n):
         k0, nd = topo[i, DOF0], topo[i, NDOF]
@@ -426,26 +421,6 @@ def _djr_axis(r, a, co, out):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _cholesky(M, L):  # noqa: ANN001, ANN202
-    """Lower ``L`` with ``L L^T = M``; False when ``M`` is not positive definite."""
-    n = M.shape[0]
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-    return True
-
-
-@njit(cache=True)
 def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # noqa: ANN001, ANN201, PLR0912, PLR0915
     """Inverse- or forward-dynamics partials of a tree without ``OTHER`` nodes, O(1) per entry.
 
@@ -656,7 +631,7 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
     L = np.zeros((nq, nq))
     qdd = x
     if forward:
-        if not _cholesky(Mq, L):
+        if not cholesky(Mq, L):
             nan = np.full((nq, nq), np.nan)
             return nan, nan.copy(), nan.copy()
         # h = T^T S^T F (bias accelerations) + springs and dampers; qdd = M^{-1} (tau - h)
@@ -673,16 +648,7 @@ def composite_derivatives(topo, geom, dofp, ext, q, qd, x, fext, forward):  # no
         for m in range(nq):
             rhs[m] = x[m] - rhs[m] - dofp[0, m] * (q[m] - dofp[2, m]) - dofp[1, m] * qd[m]
         qdd = np.empty(nq)
-        for i in range(nq):  # L y = rhs, L^T qdd = y
-            s = rhs[i]
-            for k in range(i):
-                s -= L[i, k] * qdd[k]
-            qdd[i] = s / L[i, i]
-        for i in range(nq - 1, -1, -1):
-            s = qdd[i]
-            for k in range(i + 1, nq):
-                s -= L[k, i] * qdd[k]
-            qdd[i] = s / L[i, i]
+        cholesky_solve(L, rhs, qdd)
         # accelerations and forces at qdd
         for i in range(n):
             kind, k0, nd = topo[i, KIND], topo[i, DOF0], topo[i, NDOF]

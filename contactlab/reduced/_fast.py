@@ -620,14 +620,21 @@ def forward_dynamics(topo, geom, dofp, ext, q, qd, tau, fext, minv):  # noqa: AN
 
 
 @njit(cache=True)
-def rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F):  # noqa: ANN001, ANN201
-    """Recursive Newton-Euler in the Balafoutis-Patel form (Guenter & Rose); fills the arrays.
+def rnea_pass(topo, geom, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201
+    """Recursive Newton-Euler in the Balafoutis-Patel form (Guenter & Rose).
 
     Forward: ``V``, ``A`` (gravity as a base acceleration), each body's
     wrench by :func:`body_force` minus ``fext``; backward: ``F_i`` the
-    wrench the joint of ``i`` transmits, ``F_p += X_i^T F_i``.
+    wrench the joint of ``i`` transmits, ``F_p += X_i^T F_i``.  Returns
+    ``(X, Sb, c, V, A, F)``, per node (:func:`node_kinematics` for the first three).
     """
     n = topo.shape[0]
+    X = np.empty((n, 6, 6))
+    Sb = np.zeros((n, 6, 6))
+    c = np.empty((n, 6))
+    V = np.empty((n, 6))
+    A = np.empty((n, 6))
+    F = np.empty((n, 6))
     scr = np.empty((6, 3, 3))
     vj = np.empty(6)
     t1 = np.empty(6)
@@ -667,6 +674,7 @@ def rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F):  # noqa: AN
         p = topo[i, PARENT]
         if p >= 0:
             _xt_mul_add(X[i], F[i], F[p])
+    return X, Sb, c, V, A, F
 
 
 @njit(cache=True)
@@ -689,15 +697,8 @@ def _joint_torques(topo, dofp, q, qd, qdd, Sb, F):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def inverse_dynamics(topo, geom, dofp, ext, q, qd, qdd, fext):  # noqa: ANN001, ANN201
     """Applied joint torques that produce ``qdd`` (O(n))."""
-    n = topo.shape[0]
     _check_lengths(dofp, q, qd, qdd)
-    X = np.empty((n, 6, 6))
-    Sb = np.zeros((n, 6, 6))
-    c = np.empty((n, 6))
-    V = np.empty((n, 6))
-    A = np.empty((n, 6))
-    F = np.empty((n, 6))
-    rnea_pass(topo, geom, ext, q, qd, qdd, fext, X, Sb, c, V, A, F)
+    _, Sb, _, _, _, F = rnea_pass(topo, geom, ext, q, qd, qdd, fext)
     return _joint_torques(topo, dofp, q, qd, qdd, Sb, F)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from solvers.jit import njit
+from solvers.numerics.csr import find_sorted
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -158,18 +159,6 @@ def _symbolic(ptr: IVec, adj: IVec, perm: IVec) -> tuple:
             rslot[rf[i]] = q
             rf[i] += 1
     return iperm, lptr, lrows, rcnt, rcols, rslot
-
-
-@njit(cache=True)
-def find_sorted(a: IVec, lo: int, hi: int, x: int) -> int:
-    """Position of ``x`` in the sorted ``a[lo:hi]`` (where it is, or would be inserted)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @njit(cache=True)

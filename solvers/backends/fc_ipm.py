@@ -105,6 +105,7 @@ from solvers.backends.ipm_cones import (
     max_step,
     nt_scaling,
     push_interior,
+    recentre,
     scale,
     scale_inv,
 )
@@ -750,9 +751,7 @@ def ccp_blocks(  # type: ignore[no-untyped-def]  # pragma: no cover
                 break
             # an iterate on a cone's boundary (rounding): pushed back inside (ipm_ccp)
             recentred += 1
-            t = math.sqrt(max(mu_c, 1e-300))
-            push_interior(bptr, s, t * math.sqrt(max(wdiag, 1e-300)))
-            push_interior(bptr, z, t / math.sqrt(max(wdiag, 1e-300)))
+            recentre(bptr, s, z, mu_c, wdiag)
             continue
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
         fill_normal(nv, dinv_inv, gptr, gsoc, rowblk, ncptr, jptr, jval, theta, slot, values)
@@ -984,9 +983,7 @@ def ipm_ccp(
             # both pushed back inside by the square root of the mean gap per block, split
             # by the mean diagonal of W (s about W z), and the iteration goes on
             recentred += 1
-            t = math.sqrt(max(mu_c, 1e-300))
-            push_interior(bptr, s, t * math.sqrt(max(wdiag, 1e-300)))
-            push_interior(bptr, z, t / math.sqrt(max(wdiag, 1e-300)))
+            recentre(bptr, s, z, mu_c, wdiag)
             continue
         nt_scaling(bptr, s, z, wbar, eta, lam, theta)
         floor: float | None = 0.0

@@ -155,6 +155,39 @@ def box_pieces(
 
 
 @njit(cache=True)
+def fill_common_values(
+    nv: int,
+    n: int,
+    dinv: Vec,
+    c_rows: IVec,
+    c_val: Vec,
+    beta: Vec,
+    adiag: Vec,
+    reg: Vec,
+    slots: IVec,
+    out: Vec,
+) -> int:
+    """The blocks every piecewise-linear law's augmented matrix opens with, in CSC order
+    (``slots``: COO entry -> CSC slot): ``diag(d)^-1`` (``nv``), ``-C'`` (``C``'s entries),
+    ``B C`` (same), ``A``'s diagonal plus ``reg`` (``n``).  Returns the next COO entry."""
+    e = 0
+    for k in range(nv):
+        out[slots[e]] = dinv[k]
+        e += 1
+    nnz = c_val.shape[0]
+    for k in range(nnz):
+        out[slots[e]] = -c_val[k]
+        e += 1
+    for k in range(nnz):
+        out[slots[e]] = beta[c_rows[k]] * c_val[k]
+        e += 1
+    for j in range(n):
+        out[slots[e]] = adiag[j] + reg[j]
+        e += 1
+    return e
+
+
+@njit(cache=True)
 def fill_values(
     nv: int,
     nc: int,
@@ -174,20 +207,7 @@ def fill_values(
     COO order: ``diag(d)^-1`` (``nv``), ``-C'`` (``C``'s entries), ``B C`` (same), ``A``'s
     diagonal plus ``reg`` (``n``), ``A``'s sliding entries (``2 nc``).
     """
-    e = 0
-    for k in range(nv):
-        out[slots[e]] = dinv[k]
-        e += 1
-    nnz = c_val.shape[0]
-    for k in range(nnz):
-        out[slots[e]] = -c_val[k]
-        e += 1
-    for k in range(nnz):
-        out[slots[e]] = beta[c_rows[k]] * c_val[k]
-        e += 1
-    for j in range(n):
-        out[slots[e]] = adiag[j] + reg[j]
-        e += 1
+    e = fill_common_values(nv, n, dinv, c_rows, c_val, beta, adiag, reg, slots, out)
     for k in range(2 * nc):
         out[slots[e]] = aoff[k]
         e += 1
@@ -534,20 +554,10 @@ def fill_lcp_values(
     out: Vec,
 ) -> None:
     """Values of :class:`PyramidNewton`'s augmented matrix in CSC order; COO order:
-    ``diag(d)^-1``, ``-C_x'``, ``B C_x``, ``A``'s diagonal plus ``reg``, ``B E``."""
-    e = 0
-    for k in range(dinv.shape[0]):
-        out[slots[e]] = dinv[k]
-        e += 1
-    for k in range(c_val.shape[0]):
-        out[slots[e]] = -c_val[k]
-        e += 1
-    for k in range(c_val.shape[0]):
-        out[slots[e]] = beta[c_rows[k]] * c_val[k]
-        e += 1
-    for j in range(adiag.shape[0]):
-        out[slots[e]] = adiag[j] + reg[j]
-        e += 1
+    ``diag(d)^-1``, ``-C_x'``, ``B C_x``, ``A``'s diagonal plus ``reg`` (the blocks of
+    :func:`fill_common_values`), ``B E``."""
+    nv, n = dinv.shape[0], adiag.shape[0]
+    e = fill_common_values(nv, n, dinv, c_rows, c_val, beta, adiag, reg, slots, out)
     for k in range(e_val.shape[0]):
         out[slots[e]] = beta[e_rows[k]] * e_val[k]
         e += 1

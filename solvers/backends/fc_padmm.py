@@ -73,7 +73,13 @@ from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
 from solvers.jit import njit
 from solvers.numerics.csr import csr_mul, csr_tmul
-from solvers.numerics.fc_methods import natural_map_cones, project_cones, shift_cones
+from solvers.numerics.dense import cholesky, cholesky_solve
+from solvers.numerics.fc_methods import (
+    admm_z_step,
+    natural_map_cones,
+    project_cones,
+    shift_cones,
+)
 from solvers.result import RawSolution
 
 #: CPU seconds of a cold compilation of these kernels (not measured).
@@ -131,20 +137,7 @@ def _refactor(
             for j in range(n):
                 Ld[i, j] = Wd[i, j]
             Ld[i, i] += sigma
-        for j in range(n):
-            s = Ld[j, j]
-            for k in range(j):
-                s -= Ld[j, k] * Ld[j, k]
-            if not s > 0.0:
-                return False
-            piv = math.sqrt(s)
-            Ld[j, j] = piv
-            for i in range(j + 1, n):
-                t = Ld[i, j]
-                for k in range(j):
-                    t -= Ld[i, k] * Ld[j, k]
-                Ld[i, j] = t / piv
-        return True
+        return cholesky(Ld, Ld)
     for k in range(values.shape[0]):
         values[k] = base[k]
     for j in range(diag_slot.shape[0]):
@@ -172,17 +165,7 @@ def _shifted_solve(
 ) -> None:
     """``out = (W + σ I)^{-1} b`` from the factor of :func:`_refactor`."""
     if dense:
-        n = b.shape[0]
-        for i in range(n):
-            s = b[i]
-            for k in range(i):
-                s -= Ld[i, k] * out[k]
-            out[i] = s / Ld[i, i]
-        for i in range(n - 1, -1, -1):
-            s = out[i]
-            for k in range(i + 1, n):
-                s -= Ld[k, i] * out[k]
-            out[i] = s / Ld[i, i]
+        cholesky_solve(Ld, b, out)
         return
     csr_tmul(ptr, idx, val, b, tv)
     solve(L, 6, perm, lptr, lrows, tv, tv2)
@@ -283,20 +266,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
                            tv, tv2)  # fmt: skip
             for i in range(n):
                 x[i] += corr[i]
-        for i in range(n):
-            zold[i] = z[i]
-            xy[i] = x[i] + y[i] / rho
-        project_cones(cones, xy, z)
-        prim = 0.0
-        dual = 0.0
-        zn = 0.0
-        yn = 0.0
-        for i in range(n):
-            y[i] += rho * (x[i] - z[i])
-            prim += (x[i] - z[i]) ** 2
-            dual += (rho * (z[i] - zold[i])) ** 2
-            zn += z[i] * z[i]
-            yn += y[i] * y[i]
+        prim, dual, zn, yn = admm_z_step(cones, x, y, rho, rho, z, zold, xy)
         _wmul(dense, Wd, ptr, idx, val, d, z, tv, u)
         for i in range(n):
             u[i] += q[i]

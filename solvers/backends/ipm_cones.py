@@ -235,6 +235,16 @@ def push_interior(bptr: IVec, x: Vec, t: float) -> None:
 
 
 @njit(cache=True)
+def recentre(bptr: IVec, s: Vec, z: Vec, mu: float, wdiag: float) -> None:
+    """An iterate that rounding left on a cone's boundary pushed back inside: ``s`` and
+    ``z`` by the square root of the mean gap per block ``mu``, split by the mean diagonal
+    ``wdiag`` of ``W`` (``s`` about ``W z``), with :func:`push_interior`."""
+    t = math.sqrt(max(mu, 1e-300))
+    push_interior(bptr, s, t * math.sqrt(max(wdiag, 1e-300)))
+    push_interior(bptr, z, t / math.sqrt(max(wdiag, 1e-300)))
+
+
+@njit(cache=True)
 def dot(x: Vec, y: Vec) -> float:
     """``x' y`` (compiled: no BLAS thread start-up on a busy machine)."""
     acc = 0.0

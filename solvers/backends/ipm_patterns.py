@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from solvers.backends.block_cholesky import find_sorted
 from solvers.jit import njit
+from solvers.numerics.csr import find_sorted
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured on its own: included in :mod:`solvers.backends.fc_ipm`'s, which

@@ -64,6 +64,37 @@ def _bounds(i: int, lo: Vec, hi: Vec, owner: IVec, mu_row: Vec, z: Vec) -> tuple
 
 
 @njit(cache=True)
+def _natural_row(
+    indptr: IVec,
+    indices: IVec,
+    data: Vec,
+    q: Vec,
+    lo: Vec,
+    hi: Vec,
+    owner: IVec,
+    mu_row: Vec,
+    z: Vec,
+    i: int,
+) -> tuple[float, float, float, float]:
+    """Row ``i``'s ``w``, its bounds and its natural-map residual ``|z_i - Pi(z_i - w_i)|``."""
+    w = _row_w(indptr, indices, data, q, z, i)
+    lo_i, hi_i = _bounds(i, lo, hi, owner, mu_row, z)
+    return w, lo_i, hi_i, abs(z[i] - min(max(z[i] - w, lo_i), hi_i))
+
+
+@njit(cache=True)
+def _disc_residual(za: float, zb: float, wa: float, wb: float, radius: float) -> float:
+    """A disc pair's natural-map residual ``|z_t - Pi_disc(z_t - w_t)|`` (disc of ``radius``)."""
+    va = za - wa
+    vb = zb - wb
+    norm = np.sqrt(va * va + vb * vb)
+    if norm > radius:
+        va *= radius / norm
+        vb *= radius / norm
+    return np.sqrt((za - va) ** 2 + (zb - vb) ** 2)
+
+
+@njit(cache=True)
 def contact_blocks(
     indptr: IVec, indices: IVec, data: Vec, unit_a: IVec, unit_b: IVec, unit_c: IVec, out: Vec
 ) -> None:
@@ -197,10 +228,11 @@ def _row_update(
     a: int,
     z: Vec,
     omega: float,
-) -> None:
-    wa = _row_w(indptr, indices, data, q, z, a)
-    lo_a, hi_a = _bounds(a, lo, hi, owner, mu_row, z)
+) -> float:
+    """One projected Gauss--Seidel step of row ``a``; returns its pre-update residual."""
+    wa, lo_a, hi_a, res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, a)
     z[a] = min(max(z[a] - omega * wa / diag[a], lo_a), hi_a)
+    return res
 
 
 @njit(cache=True)
@@ -230,9 +262,8 @@ def _contact_unit(
     m = 3 if c >= 0 else 2
     worst = 0.0
     for i in range(m):
-        w = _row_w(indptr, indices, data, q, z, rows[i])
-        lo_i, hi_i = _bounds(rows[i], lo, hi, owner, mu_row, z)
-        worst = max(worst, abs(z[rows[i]] - min(max(z[rows[i]] - w, lo_i), hi_i)))
+        w, _, _, res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, rows[i])
+        worst = max(worst, res)
         r[i] = w
     for i in range(m):
         for j in range(m):
@@ -316,11 +347,10 @@ def pgs_sweeps(
                     worst = max(worst, abs(z[a]))
                     z[a] = 0.0
                     continue
-                wa = _row_w(indptr, indices, data, q, z, a)
-                lo_a, hi_a = _bounds(a, lo, hi, owner, mu_row, z)
-                worst = max(worst, abs(z[a] - min(max(z[a] - wa, lo_a), hi_a)))
-                za = z[a] - omega * wa / diag[a]
-                z[a] = min(max(za, lo_a), hi_a)
+                res = _row_update(
+                    indptr, indices, data, diag, q, lo, hi, owner, mu_row, a, z, omega
+                )
+                worst = max(worst, res)
             else:
                 radius = mu_row[a] * max(z[owner[a]], 0.0)
                 if radius <= 0.0:
@@ -332,13 +362,7 @@ def pgs_sweeps(
                 # point is z_t = Pi_disc(z_t - alpha w_t): the disc condition for any alpha > 0.
                 wa = _row_w(indptr, indices, data, q, z, a)
                 wb = _row_w(indptr, indices, data, q, z, b)
-                va = z[a] - wa
-                vb = z[b] - wb
-                norm = np.sqrt(va * va + vb * vb)
-                if norm > radius:
-                    va *= radius / norm
-                    vb *= radius / norm
-                worst = max(worst, np.sqrt((z[a] - va) ** 2 + (z[b] - vb) ** 2))
+                worst = max(worst, _disc_residual(z[a], z[b], wa, wb, radius))
                 z[a] = z[a] - omega * step[u] * wa
                 z[b] = z[b] - omega * step[u] * wb
                 norm = np.sqrt(z[a] * z[a] + z[b] * z[b])
@@ -369,16 +393,11 @@ def natural_residual(
         a = unit_a[u]
         b = unit_b[u]
         if b < 0:
-            w = _row_w(indptr, indices, data, q, z, a)
-            lo_a, hi_a = _bounds(a, lo, hi, owner, mu_row, z)
-            worst = max(worst, abs(z[a] - min(max(z[a] - w, lo_a), hi_a)))
+            res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, a)[3]
+            worst = max(worst, res)
         else:
-            va = z[a] - _row_w(indptr, indices, data, q, z, a)
-            vb = z[b] - _row_w(indptr, indices, data, q, z, b)
+            wa = _row_w(indptr, indices, data, q, z, a)
+            wb = _row_w(indptr, indices, data, q, z, b)
             radius = mu_row[a] * max(z[owner[a]], 0.0)
-            norm = np.sqrt(va * va + vb * vb)
-            if norm > radius:
-                va *= radius / norm
-                vb *= radius / norm
-            worst = max(worst, np.sqrt((z[a] - va) ** 2 + (z[b] - vb) ** 2))
+            worst = max(worst, _disc_residual(z[a], z[b], wa, wb, radius))
     return worst

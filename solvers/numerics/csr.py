@@ -1,9 +1,13 @@
-"""Products of a CSR matrix given by its arrays, compiled: ``A x`` and ``A' x``.
+"""Products of a CSR matrix given by its arrays, compiled: ``A x`` and ``A' x``, and the
+search of a sorted index range.
 
 The interior point (:mod:`solvers.backends.fc_ipm`), proximal ADMM
 (:mod:`solvers.backends.fc_padmm`) and the IPM backend's Newton steps keep their
 sparse matrices as CSR arrays ``(indptr, indices, data)`` inside compiled loops;
-these are the two products they share.
+these are the two products they share.  :func:`find_sorted` finds an entry among a
+row's (or column's) sorted indices: the block Cholesky's and the IPM's patterns
+(:mod:`solvers.backends.block_cholesky`, :mod:`solvers.backends.ipm_patterns`) and the
+symmetry test of :mod:`solvers.numerics.fc_kernels`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,18 @@ COMPILE_SECONDS: float | None = None
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
+
+
+@njit(cache=True)
+def find_sorted(a: IVec, lo: int, hi: int, x: int) -> int:
+    """Position of ``x`` in the sorted ``a[lo:hi]`` (where it is, or would be inserted)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True)

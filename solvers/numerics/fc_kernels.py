@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from solvers.jit import njit
+from solvers.numerics.csr import find_sorted
 from solvers.numerics.fc_local import ccp_local, coulomb_local, local_residual, project, support
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -314,13 +315,7 @@ def csr_symmetric(indptr: IVec, indices: IVec, data: Vec, tol: float) -> bool:
     for i in range(n):
         for k in range(indptr[i], indptr[i + 1]):
             j = indices[k]
-            lo, hi = indptr[j], indptr[j + 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if indices[mid] < i:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = find_sorted(indices, indptr[j], indptr[j + 1], i)
             other = data[lo] if lo < indptr[j + 1] and indices[lo] == i else 0.0
             if abs(data[k] - other) > tol:
                 return False

@@ -106,6 +106,34 @@ def feasible_start(
 
 
 @njit(cache=True)
+def admm_z_step(
+    cones: Cones, x: Vec, y: Vec, c: float, rho: float, z: Vec, zold: Vec, xy: Vec
+) -> tuple[float, float, float, float]:
+    """The second half of an ADMM iteration on ``r = z``, ``z`` in the cones, written once
+    for :func:`admm` and the proximal ADMM of :mod:`solvers.backends.fc_padmm`:
+    ``z = P_K(x + y / c)`` and ``y += c (x - z)``, with ``c = 1`` for a scaled multiplier
+    and ``c = rho`` for an unscaled one (``zold``, ``xy``: scratch, ``zold`` left holding
+    the previous ``z``).  Returns the squares of the primal residual ``||x - z||``, of the
+    dual residual ``rho ||z - z_old||``, of ``||z||`` and of ``||y||``."""
+    n = x.shape[0]
+    for i in range(n):
+        zold[i] = z[i]
+        xy[i] = x[i] + y[i] / c
+    project_cones(cones, xy, z)
+    prim = 0.0
+    dual = 0.0
+    zn = 0.0
+    yn = 0.0
+    for i in range(n):
+        y[i] += c * (x[i] - z[i])
+        prim += (x[i] - z[i]) ** 2
+        dual += (rho * (z[i] - zold[i])) ** 2
+        zn += z[i] * z[i]
+        yn += y[i] * y[i]
+    return prim, dual, zn, yn
+
+
+@njit(cache=True)
 def apgd(
     indptr: IVec, indices: IVec, data: Vec, q: Vec, law: int, cones: Cones, r: Vec,
     tol: float, max_iter: int,
@@ -256,16 +284,7 @@ def admm(
         for i in range(n):
             rhs[i] = rho * (z[i] - lam[i]) - qs[i]
         _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
-        for i in range(n):
-            zold[i] = z[i]
-            xl[i] = x[i] + lam[i]
-        project_cones(cones, xl, z)
-        prim = 0.0
-        dual = 0.0
-        for i in range(n):
-            lam[i] += x[i] - z[i]
-            prim += (x[i] - z[i]) ** 2
-            dual += (rho * (z[i] - zold[i])) ** 2
+        prim, dual, _, _ = admm_z_step(cones, x, lam, 1.0, rho, z, zold, xl)
         prim = math.sqrt(prim)
         dual = math.sqrt(dual)
         matvec(indptr, indices, data, z, q, u)

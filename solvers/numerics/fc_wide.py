@@ -74,6 +74,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from solvers.jit import njit
+from solvers.numerics.dense import cholesky_solve
 from solvers.numerics.fc_kernels import (
     _add_bound_rows,
     _project_bounds,
@@ -367,15 +368,8 @@ def ccp_elliptic(mr: Vec, s: int, d: int, A: Vec, b: Vec, r: Vec) -> bool:
     # unconstrained minimiser w0 = -Â^-1 b̂
     w = np.empty(p)
     for i in range(p):
-        acc = -bh[i]
-        for k in range(i):
-            acc -= Lc[i, k] * w[k]
-        w[i] = acc / Lc[i, i]
-    for i in range(p - 1, -1, -1):
-        acc = w[i]
-        for k in range(i + 1, p):
-            acc -= Lc[k, i] * w[k]
-        w[i] = acc / Lc[i, i]
+        w[i] = -bh[i]
+    cholesky_solve(Lc, w, w)
     nt = 0.0
     for i in range(1, p):
         nt += w[i] * w[i]
