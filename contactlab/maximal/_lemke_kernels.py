@@ -1,4 +1,5 @@
-"""Compiled kernel of the maximal Stewart--Trinkle step by Lemke (:mod:`contactlab.maximal.lemke_step`).
+"""Compiled kernel of the maximal Stewart--Trinkle step by Lemke
+(:mod:`contactlab.maximal.lemke_step`).
 
 One call, :func:`lemke_step`, takes a step of free rigid bodies from their contacts: the
 free momentum and the contact rows of the box-friction compiled step
@@ -24,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab.maximal._pile_kernels import (
+    I_ANGULAR,
     I_COMP,
     I_CONE,
     I_DISSIPATION,
-    I_ANGULAR,
     I_DUAL,
     I_KINETIC,
     I_LINEAR,
