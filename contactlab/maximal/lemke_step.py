@@ -119,8 +119,10 @@ class LemkeContactStep(FreeBodyStep):
         k = model.options["directions"] or formulation.scene.contact.directions
         self.directions = int(k)
         self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))
-        #: the last step's message of Lemke's method (the general backend's wording)
+        #: the last step's message of Lemke's method (the general backend's wording) and
+        #: its LCP's solution ``[lambda_N; beta; s]`` (the model's unknowns, NaN on a ray)
         self.last_message = ""
+        self.last_solution = np.zeros(0)
 
     def _carries(self, memory: Any) -> bool:
         return False  # Lemke's method takes no warm start
@@ -135,7 +137,7 @@ class LemkeContactStep(FreeBodyStep):
         cap = model.options["max_iter"]
         s = self.settings
         assembled = time.perf_counter()
-        phi, E, z, friction, info, _ = K.lemke_step(
+        phi, E, z, friction, info, x = K.lemke_step(
             self._mdiag, state.E, np.ascontiguousarray(state.phi, dtype=float), self._gravity,
             h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
             contacts.normal, contacts.distance, contacts.mu, self._feedback.beta(h),
@@ -145,6 +147,7 @@ class LemkeContactStep(FreeBodyStep):
         solved = time.perf_counter()
         lemke_info = info[K.I_LEMKE :]
         self.last_message = LK.message(lemke_info)
+        self.last_solution = x
         code = int(info[K.I_STATUS])
         if code == K.RAY:
             raise sim._failure(
