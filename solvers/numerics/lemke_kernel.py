@@ -193,10 +193,18 @@ def _refresh(A, basis, q_eff, T, b):  # noqa: ANN001, ANN202
     lo, hi = _lu(lu, perm)
     if not (np.all(np.isfinite(lu)) and lo > 1e-14 * hi):
         return False
-    x = np.empty((n, A.shape[1] + 1))
-    x[:, : A.shape[1]] = A
-    x[:, A.shape[1]] = q_eff
-    _lu_solve(lu, perm, x)
+    # the solves with many right-hand sides by LAPACK (blocked); the factors above decide
+    # only whether the basis is singular, as the backend's ``lu_factor`` does
+    basis_matrix = np.empty((n, n))
+    for r in range(n):
+        for i in range(n):
+            basis_matrix[r, i] = A[r, basis[i]]
+    rhs = np.empty((n, A.shape[1] + 1))
+    rhs[:, : A.shape[1]] = A
+    rhs[:, A.shape[1]] = q_eff
+    x = np.linalg.solve(basis_matrix, rhs)
+    if not np.all(np.isfinite(x)):
+        return False
     T[:, :] = x[:, : A.shape[1]]
     b[:] = x[:, A.shape[1]]
     return True
