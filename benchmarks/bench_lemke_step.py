@@ -81,7 +81,8 @@ def lemke_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int
         f"on every {every}-th of those poses, in the same process.",
         "",
         "| boxes | phase | steps | not optimal | contacts | LCP size | pivots | ms / step "
-        "| µs / contact | general ms / step | general / compiled | MuJoCo ms / step | compiled / MuJoCo |",
+        "| µs / contact | general ms / step | general / compiled | MuJoCo ms / step "
+        "| compiled / MuJoCo |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
         "| ---: |",
     ]
