@@ -273,7 +273,7 @@ class MaximalFormulation(Formulation):
         from contactlab.maximal.cone_step import cone_step_for
         from contactlab.maximal.lemke_step import lemke_step_for
 
-        step = compiled_step_for(self, model, collide)
+        step: Any = compiled_step_for(self, model, collide)
         step = step if step is not None else cone_step_for(self, model, collide)
         return step if step is not None else lemke_step_for(self, model, collide)
 

@@ -99,13 +99,14 @@ def test_sliding_cube_follows_the_pyramid_law() -> None:
 def test_steps_of_a_pile_solve_the_general_lcp_and_equal_its_steps() -> None:
     fast, general = _pair(get_scenario("box-pile").build(n=4, seed=0))
     captured: list[Any] = []
-    run = general.model.run
+    model: Any = general.model
+    run = model.run
 
     def capture(problem: Any, warm: Any = None) -> Any:
         captured.append(problem)
         return run(problem, warm)
 
-    general.model.run = capture  # type: ignore[method-assign]
+    model.run = capture
     state = fast.initial_state()
     solved = 0
     for i in range(200):
@@ -117,7 +118,7 @@ def test_steps_of_a_pile_solve_the_general_lcp_and_equal_its_steps() -> None:
         assert _gap(a, b) <= AGREE, i
         if captured and captured[0].n:
             lcp = captured[0]
-            x = fast.compiled.last_solution
+            x = fast.compiled.last_solution  # type: ignore[union-attr]
             assert x.shape == lcp.q.shape
             w = lcp.M @ x + lcp.q
             scale = max(1.0, float(np.abs(lcp.q).max()))

@@ -18,6 +18,7 @@ Facts:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,7 +35,12 @@ STATUS = {LK.OPTIMAL: "optimal", LK.MAX_ITERATIONS: "max_iterations", LK.RAY: "r
 
 
 def _kernel(M: np.ndarray, q: np.ndarray, **kw: object) -> tuple[np.ndarray, np.ndarray]:
-    settings = {"zero_rtol": 1e-11, "pivot_tol": 1e-12, "max_iter": 50 * q.size, "restarts": True}
+    settings: dict[str, Any] = {
+        "zero_rtol": 1e-11,
+        "pivot_tol": 1e-12,
+        "max_iter": 50 * q.size,
+        "restarts": True,
+    }
     settings.update(kw)
     return LK.lemke_lcp(
         np.ascontiguousarray(M),
