@@ -145,7 +145,7 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
     ``mdiag`` (nb, 6) the diagonal mass, ``E`` (nb, 4, 4), ``phi`` (nb, 6) the state;
     contacts on bodies ``a`` and ``b`` (``-1``: the world), normals from B toward A;
     ``beta`` and ``max_corr`` the penetration feedback; ``dirs`` (k, 2) the pyramid's
-    directions; ``max_iter`` the pivot cap of each walk (``<= 0``: ``50 m``).
+    directions; ``max_iter`` the pivot cap of each walk (``< 0``: ``50 m``).
 
     Returns the new twists (nb, 6), the new transforms, the impulses on the rows ``[N; T]``
     (``nc + 2 nc``: the pyramid impulses summed into the tangent basis), the friction
@@ -171,7 +171,7 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
         d = dist[i]
         rhs[i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
     Ml, q = lcp_matrix(J, DJ, a, b, rhs, mu, dirs, f, dinv)
-    cap = max_iter if max_iter > 0 else 50 * max(m, 1)
+    cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
     x, lk = LK.lemke_lcp(Ml, q, zero_rtol, pivot_tol, cap, restarts)
     info[I_SIZE] = m
     for p in range(m):

@@ -142,7 +142,7 @@ class LemkeContactStep(FreeBodyStep):
             h, MIDPOINT_ITERATIONS, contacts.body_a, contacts.body_b, contacts.point,
             contacts.normal, contacts.distance, contacts.mu, self._feedback.beta(h),
             self._feedback.max_correction, self._dirs, s["zero_rtol"], s["pivot_tol"],
-            0 if cap is None else int(cap), s["restarts"], sim.slip_threshold,
+            -1 if cap is None else int(cap), s["restarts"], sim.slip_threshold,
         )  # fmt: skip
         solved = time.perf_counter()
         lemke_info = info[K.I_LEMKE :]
