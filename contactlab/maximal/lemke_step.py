@@ -34,6 +34,7 @@ goes to the general path, which says so.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.maximal import _lemke_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.maximal.compiled_step import FreeBodyStep
+from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.runs import StepRecord
 from contactlab.scene import State
 from solvers.numerics import lemke_kernel as LK
@@ -170,6 +172,13 @@ class LemkeContactStep(FreeBodyStep):
             record.metrics["status"] = "optimal_inaccurate"
             if sim.strict:
                 raise sim._strict_failure(index, state.t, record.metrics, record.solution)
+        # the model's report: the LCP's slack, the sliding speed per contact
+        nc = len(contacts)
+        sliding = x[nc * (self.directions + 1) :].copy()
+        compiled: Any = record  # a CompiledRecord: its solution built now, with the report
+        compiled._solution = replace(
+            record.solution, report=StewartTrinkleReport(sliding_speed=sliding)
+        )
         return new_state, record
 
 
