@@ -13,9 +13,11 @@ the solution, the final basic values re-solved from the data, and the restarts w
 ``zero_rtol`` times 10, 1/10 and 100 after a ray.  The backend's docstring gives the
 reasons and the measurements behind each rule.
 
-The operations are the backend's, in its order; the rank-one updates of the tableau and
-the LU factorisations are loops here where the backend calls BLAS and LAPACK, so the two
-agree to rounding, not bit for bit.  The function returns codes; the message is built by
+The operations are the backend's, in its order; the rank-one updates of the tableau, the
+LU that judges whether a basis is singular (partial pivoting, as LAPACK's ``getrf``) and
+the final re-solve are loops here where the backend calls BLAS and LAPACK (a re-solve's
+many right-hand sides go to LAPACK through ``np.linalg.solve``), so the two agree to
+rounding, not bit for bit.  The function returns codes; the message is built by
 :func:`message`.
 """
 
