@@ -172,7 +172,9 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
         rhs[i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
     Ml, q = lcp_matrix(J, DJ, a, b, rhs, mu, dirs, f, dinv)
     cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
-    x, lk = LK.lemke_lcp(Ml, q, zero_rtol, pivot_tol, cap, restarts)
+    x = np.empty(m)
+    lk = np.empty(LK.N_INFO)
+    LK.lemke_lcp(Ml, q, zero_rtol, pivot_tol, cap, restarts, x, lk)
     info[I_SIZE] = m
     for p in range(m):
         info[I_QSCALE] = max(info[I_QSCALE], abs(q[p]))

@@ -406,21 +406,24 @@ def _walk(M, q, zero_rtol, pivot_tol, max_iter, ray_tol, out):  # noqa: ANN001, 
 
 
 @njit(cache=True)
-def lemke_lcp(M, q, zero_rtol, pivot_tol, max_iter, restarts):  # noqa: ANN001, ANN201
+def lemke_lcp(M, q, zero_rtol, pivot_tol, max_iter, restarts, z_out, info):  # noqa: ANN001, ANN201, PLR0913
     """Solve ``0 <= z ⟂ M z + q >= 0`` (``M`` dense (n, n)) by Lemke's method with the
     backend's rules and restarts (module docstring).  ``max_iter`` caps each walk's pivots.
 
-    Returns ``z`` (NaN on a ray) and ``info`` (the entries ``I_*``: status, pivots of every
-    walk, of the walk kept, its end, its re-solves of the tableau, the restart (0: the
-    first walk) and its ``zero_rtol``, ``z0`` at the end, whether the final basic values
-    were re-solved from the data).
+    Writes ``z`` into ``z_out`` (n,) (NaN on a ray) and ``info`` (:data:`N_INFO`,): the
+    entries ``I_*``: status, pivots of every walk, of the walk kept, its end, its re-solves
+    of the tableau, the restart (0: the first walk) and its ``zero_rtol``, ``z0`` at the
+    end, whether the final basic values were re-solved from the data.  (Outputs, not
+    returned arrays: the kernel is called from Python and from the compiled step, and an
+    array returned by a kernel that a cached caller has linked in could not be boxed.)
     """
     n = q.shape[0]
-    info = np.zeros(N_INFO)
+    info[:] = 0.0
     if np.all(q >= 0.0):
         info[I_STATUS] = OPTIMAL
         info[I_END] = END_TRIVIAL
-        return np.zeros(n), info
+        z_out[:] = 0.0
+        return
     ladder = np.empty(4)
     ladder[0] = zero_rtol
     count = 1
@@ -478,7 +481,28 @@ def lemke_lcp(M, q, zero_rtol, pivot_tol, max_iter, restarts):  # noqa: ANN001, 
     info[I_RTOL] = ladder[last_attempt]
     info[I_Z0] = last_out[2]
     info[I_REFINED] = last_out[3]
-    return last_z, info
+    z_out[:] = last_z
+
+
+def solve_dense(
+    M: np.ndarray,
+    q: np.ndarray,
+    zero_rtol: float = 1e-11,
+    pivot_tol: float = 1e-12,
+    max_iter: int | None = None,
+    restarts: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lemke_lcp` on ``(M, q)`` with the backend's defaults (``max_iter``: ``50 n``):
+    ``(z, info)``."""
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    z = np.empty(q.shape[0])
+    info = np.empty(N_INFO)
+    cap = 50 * max(q.shape[0], 1) if max_iter is None else int(max_iter)
+    lemke_lcp(
+        np.ascontiguousarray(M, dtype=np.float64), q, float(zero_rtol), float(pivot_tol), cap,
+        bool(restarts), z, info,
+    )  # fmt: skip
+    return z, info
 
 
 def message(info: np.ndarray) -> str:
@@ -506,4 +530,4 @@ def message(info: np.ndarray) -> str:
     return text
 
 
-__all__ = ["COMPILE_SECONDS", "RAY", "lemke_lcp", "message", "natural_residual"]
+__all__ = ["COMPILE_SECONDS", "RAY", "lemke_lcp", "message", "natural_residual", "solve_dense"]

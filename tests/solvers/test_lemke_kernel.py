@@ -34,22 +34,8 @@ CASES = ["box_slide_rest", "box_pile", "mass_ratio_stack"]
 STATUS = {LK.OPTIMAL: "optimal", LK.MAX_ITERATIONS: "max_iterations", LK.RAY: "ray_termination"}
 
 
-def _kernel(M: np.ndarray, q: np.ndarray, **kw: object) -> tuple[np.ndarray, np.ndarray]:
-    settings: dict[str, Any] = {
-        "zero_rtol": 1e-11,
-        "pivot_tol": 1e-12,
-        "max_iter": 50 * q.size,
-        "restarts": True,
-    }
-    settings.update(kw)
-    return LK.lemke_lcp(
-        np.ascontiguousarray(M),
-        np.ascontiguousarray(q),
-        settings["zero_rtol"],
-        settings["pivot_tol"],
-        settings["max_iter"],
-        settings["restarts"],
-    )
+def _kernel(M: np.ndarray, q: np.ndarray, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+    return LK.solve_dense(M, q, **kw)
 
 
 @pytest.mark.parametrize("name", CASES)
