@@ -64,6 +64,12 @@ Sections (``results/benchmarks/contact_speed.md``):
     after another in this process (each measured on ``--separate`` of them, default 8, and
     multiplied by ``--copies``): steps per second of all copies.
 
+``lemke``
+    Stewart--Trinkle by ``lemke`` (the compiled maximal step,
+    :mod:`contactlab.maximal.lemke_step`) on ``box-pile`` of ``--lemke-sizes`` cubes
+    (default 20 and 50) from the drop and at rest, against the general layers' step and
+    MuJoCo on the same poses (:mod:`benchmarks.bench_lemke_step`).
+
 Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``
 (``--only pgs`` writes the ``pgs`` section alone into ``--out``).
 Times are wall clock on a shared machine: the load average before and after is recorded.
@@ -712,7 +718,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fom-drop-steps", type=int, default=40)
     ap.add_argument("--fom-rest-steps", type=int, default=10)
     ap.add_argument("--fom-max-iter", type=int, default=None)
-    ap.add_argument("--only", choices=("coulomb", "cone", "fom", "pgs", "batch"))
+    ap.add_argument("--lemke-sizes", default="20,50")
+    ap.add_argument("--lemke-drop-steps", type=int, default=60)
+    ap.add_argument("--lemke-rest-steps", type=int, default=4)
+    ap.add_argument("--lemke-every", type=int, default=4)
+    ap.add_argument("--only", choices=("coulomb", "cone", "fom", "pgs", "batch", "lemke"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     parts = ["# Contact stepping speed\n", "Written by `benchmarks/bench_contact_speed.py`.\n"]
@@ -748,8 +758,27 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.only in (None, "batch"):
         parts.append(batch_section(args.copies, args.batch_steps, args.separate))
+    if args.only in (None, "lemke"):
+        from benchmarks.bench_lemke_step import lemke_section
+
+        parts.append(
+            lemke_section(
+                [int(x) for x in args.lemke_sizes.split(",")],
+                args.lemke_drop_steps,
+                args.lemke_rest_steps,
+                args.lemke_every,
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    heads = {"pgs": PGS_HEAD, "batch": BATCH_HEAD, "cone": CONE_HEAD, "fom": FOM_HEAD}
+    from benchmarks.bench_lemke_step import LEMKE_HEAD
+
+    heads = {
+        "pgs": PGS_HEAD,
+        "batch": BATCH_HEAD,
+        "cone": CONE_HEAD,
+        "fom": FOM_HEAD,
+        "lemke": LEMKE_HEAD,
+    }
     if args.only in heads and args.out.exists():
         # the other sections stay: the section replaces its previous versions
         old = args.out.read_text().split("\n## ")

@@ -271,11 +271,13 @@ class MaximalFormulation(Formulation):
             return None
         from contactlab.maximal.compiled_step import compiled_step_for
         from contactlab.maximal.cone_step import cone_step_for
+        from contactlab.maximal.lemke_step import lemke_step_for
 
-        step = compiled_step_for(self, model, collide)
+        step: Any = compiled_step_for(self, model, collide)
         if self.sleep is not None:  # sleeping islands: the pile step only
             return step
-        return step if step is not None else cone_step_for(self, model, collide)
+        step = step if step is not None else cone_step_for(self, model, collide)
+        return step if step is not None else lemke_step_for(self, model, collide)
 
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         E, phi = state.E, state.phi
