@@ -820,6 +820,59 @@ def _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq):  # noqa: ANN00
 
 
 @njit(cache=True)
+def _bias(parent, X, Sb, Sbd, ndof, dof0, qdot):  # noqa: ANN001, ANN202
+    """``Jdot qdot`` (n, 6), the second output of :func:`_kernels.jacobian_products` at
+    ``x = qdot``, with the same operations in the same order, without a temporary per
+    node: ``y_i = Sb_i qdot + X_i y_p``,
+    ``z_i = Sbd_i qdot + (X_i z_p - ad(Sb_i qdot) X_i y_p)``."""
+    n = parent.shape[0]
+    y = np.zeros((n, 6))
+    z = np.zeros((n, 6))
+    s = np.empty(6)
+    xy = np.empty(6)
+    xz = np.empty(6)
+    for i in range(n):
+        for r in range(6):
+            a = 0.0
+            b = 0.0
+            for c in range(ndof[i]):
+                a += Sb[i, r, c] * qdot[dof0[i] + c]
+                b += Sbd[i, r, c] * qdot[dof0[i] + c]
+            s[r] = a
+            y[i, r] = a
+            z[i, r] = b
+        p = parent[i]
+        if p >= 0:
+            for r in range(6):
+                a = 0.0
+                b = 0.0
+                for c in range(6):
+                    a += X[i, r, c] * y[p, c]
+                    b += X[i, r, c] * z[p, c]
+                xy[r] = a
+                xz[r] = b
+            # ad(s) xy = (w x xy_w, n x xy_w + w x xy_n), s = (w, n)
+            a0 = s[1] * xy[2] - s[2] * xy[1]
+            a1 = s[2] * xy[0] - s[0] * xy[2]
+            a2 = s[0] * xy[1] - s[1] * xy[0]
+            b0 = s[4] * xy[2] - s[5] * xy[1]
+            b1 = s[5] * xy[0] - s[3] * xy[2]
+            b2 = s[3] * xy[1] - s[4] * xy[0]
+            c0 = s[1] * xy[5] - s[2] * xy[4]
+            c1 = s[2] * xy[3] - s[0] * xy[5]
+            c2 = s[0] * xy[4] - s[1] * xy[3]
+            z[i, 0] += xz[0] - a0
+            z[i, 1] += xz[1] - a1
+            z[i, 2] += xz[2] - a2
+            z[i, 3] += xz[3] - (b0 + c0)
+            z[i, 4] += xz[4] - (b1 + c1)
+            z[i, 5] += xz[5] - (b2 + c2)
+            for r in range(6):
+                y[i, r] += xy[r]
+    return z
+
+
+@njit(cache=True)
 def _cholesky(A, L):  # noqa: ANN001, ANN202
     """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
     n = A.shape[0]
@@ -879,8 +932,10 @@ def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
     row6[5] = sign * m2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"reassoc", "contract"})
 def _row_dot(C, r, v):  # noqa: ANN001, ANN202
+    """``C_r . v``, its terms summed in the order the vector units take (reassociated:
+    the same sum to rounding, without a chain of dependent additions)."""
     acc = 0.0
     for a in range(v.shape[0]):
         acc += C[r, a] * v[a]
@@ -931,7 +986,6 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
     operations per row when the rows are fewer than the coordinates they move; without it
     ``w`` is read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after each update."""
     nq = v.shape[0]
-    m = z.shape[0]
     delassus = W.shape[0] > 0
     worst = 0.0
     for _ in range(sweeps):
@@ -944,9 +998,7 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
                 z[a] = 0.0
             else:
                 if delassus:
-                    w = q_w[a]
-                    for r in range(m):
-                        w += W[a, r] * z[r]
+                    w = q_w[a] + _row_dot(W, a, z)
                 else:
                     w = _row_dot(C, a, v) - b[a]
                 residual, dz = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
@@ -1027,7 +1079,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     else:
         E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
-    _, bias = _kernels.jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, qdot)
+    bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
     M = np.zeros((nq, nq))
     f = np.zeros(nq)
@@ -1211,8 +1263,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         q_w = np.empty(m)
         for a in range(m):
             q_w[a] = _row_dot(C, a, u_free) - b[a]
-            for r in range(m):
-                W[a, r] = _row_dot(C, a, Kr[r])
+            for r in range(a, m):  # W is symmetric: the upper triangle, mirrored
+                w_ar = _row_dot(C, a, Kr[r])
+                W[a, r] = w_ar
+                W[r, a] = w_ar
     else:
         W = np.empty((0, 0))
         q_w = np.empty(0)
