@@ -873,45 +873,75 @@ def _bias(parent, X, Sb, Sbd, ndof, dof0, qdot):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _cholesky(A, L):  # noqa: ANN001, ANN202
-    """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
+def _dof_parents(parent, ndof, dof0, nq):  # noqa: ANN001, ANN202
+    """Each coordinate's parent in the tree of coordinates: the one before it on its
+    joint, else the last of the nearest ancestor joint that has coordinates (-1 at the
+    root).  ``M_ij`` is zero unless one of ``i``, ``j`` is an ancestor of the other.
+    A numbering in which a parent does not come first gives the chain ``k - 1`` (every
+    coordinate an ancestor of the later ones: a dense factor)."""
+    lam = np.empty(nq, dtype=np.int64)
+    ok = True
+    for i in range(parent.shape[0]):
+        p = parent[i]
+        while p >= 0 and ndof[p] == 0:
+            p = parent[p]
+        last = dof0[p] + ndof[p] - 1 if p >= 0 else -1
+        for c in range(ndof[i]):
+            k = dof0[i] + c
+            lam[k] = last if c == 0 else k - 1
+            ok = ok and lam[k] < k
+    if not ok:
+        for k in range(nq):
+            lam[k] = k - 1
+    return lam
+
+
+@njit(cache=True)
+def _ltl(A, lam):  # noqa: ANN001, ANN202
+    """``A = L^T L`` in place (Featherstone's LTL factor, *Rigid Body Dynamics
+    Algorithms* 6.5): ``L`` lower triangular, ``L_ki`` non-zero only for ``i`` an
+    ancestor of ``k`` in the coordinates' tree ``lam`` (:func:`_dof_parents`), so the
+    factor has no fill-in and the solves touch the ancestors only.  ``A`` (symmetric)
+    holds ``L`` in its lower triangle on return; ``False`` when ``A`` is not positive
+    definite."""
     n = A.shape[0]
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
+    for k in range(n - 1, -1, -1):
+        if not A[k, k] > 0.0:
             return False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-        for i in range(j):
-            L[i, j] = 0.0
+        d = np.sqrt(A[k, k])
+        A[k, k] = d
+        i = lam[k]
+        while i >= 0:
+            A[k, i] /= d
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            a = A[k, i]
+            j = i
+            while j >= 0:
+                A[i, j] -= a * A[k, j]
+                j = lam[j]
+            i = lam[i]
     return True
 
 
 @njit(cache=True)
-def _forward(L, b):  # noqa: ANN001, ANN202
+def _ltl_solve(L, lam, x):  # noqa: ANN001, ANN202
+    """``x = (L^T L)^-1 x`` in place: ``L^T y = x`` from the leaves up, then ``L x = y``
+    from the root down, each over the ancestors."""
     n = L.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-
-
-@njit(cache=True)
-def _backward(L, b):  # noqa: ANN001, ANN202
-    n = L.shape[0]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+    for k in range(n - 1, -1, -1):
+        x[k] /= L[k, k]
+        i = lam[k]
+        while i >= 0:
+            x[i] -= L[k, i] * x[k]
+            i = lam[i]
+    for k in range(n):
+        i = lam[k]
+        while i >= 0:
+            x[k] -= L[k, i] * x[i]
+            i = lam[i]
+        x[k] /= L[k, k]
 
 
 @njit(cache=True)
@@ -1137,7 +1167,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
         for b in range(a + 1, nq):
             M[b, a] = M[a, b]
-    L = np.empty((nq, nq))
+    lam = _dof_parents(parent, ndof, dof0, nq)
+    L = M.copy()
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     m = 3 * nc + ml
@@ -1146,11 +1177,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     gap = np.zeros(nc)
     slip = np.zeros(2 * nc)
     res = np.zeros(4)
-    if not _cholesky(M, L):
+    if not _ltl(L, lam):
         return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
     u_free = f.copy()
-    _forward(L, u_free)
-    _backward(L, u_free)
+    _ltl_solve(L, lam, u_free)
     # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
     t1, t2 = _tangent_basis(normal)
     C = np.zeros((m, nq))
@@ -1187,27 +1217,31 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     # rows are shorter than those of C and K together (few rows, many coordinates)
     # all rows at once, coordinate by coordinate: the inner loops run along the rows
     # (contiguous), each row summed in the order of a triangular solve of its own
+    # (M = L^T L, :func:`_ltl`: L^T Y = C^T from the leaves up, diag W = |Y_r|^2, then
+    # L K = Y from the root down, each coordinate updated from its ancestors only)
     Kt = np.ascontiguousarray(C.T)
     diag = np.zeros(m)
-    for i in range(nq):
-        for k in range(i):
-            lik = L[i, k]
-            if lik != 0.0:
-                for r in range(m):
-                    Kt[i, r] -= lik * Kt[k, r]
-        d = L[i, i]
+    for k in range(nq - 1, -1, -1):
+        d = L[k, k]
         for r in range(m):
-            Kt[i, r] /= d
-            diag[r] += Kt[i, r] * Kt[i, r]
-    for i in range(nq - 1, -1, -1):
-        for k in range(i + 1, nq):
+            Kt[k, r] /= d
+            diag[r] += Kt[k, r] * Kt[k, r]
+        i = lam[k]
+        while i >= 0:
             lki = L[k, i]
-            if lki != 0.0:
-                for r in range(m):
-                    Kt[i, r] -= lki * Kt[k, r]
-        d = L[i, i]
+            for r in range(m):
+                Kt[i, r] -= lki * Kt[k, r]
+            i = lam[i]
+    for k in range(nq):
+        i = lam[k]
+        while i >= 0:
+            lki = L[k, i]
+            for r in range(m):
+                Kt[k, r] -= lki * Kt[i, r]
+            i = lam[i]
+        d = L[k, k]
         for r in range(m):
-            Kt[i, r] /= d
+            Kt[k, r] /= d
     Kr = np.ascontiguousarray(Kt.T)
     # -- rows in height order: per contact its normal and tangent rows, lowest first ----
     up = np.argsort(point[:, 2], kind="mergesort")
