@@ -14,8 +14,9 @@ Two calls per step over flat arrays:
   with the box-friction LCP solved by projected Gauss--Seidel
   (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
   free momentum (``coriolis="rotated_linear"``, joint springs and dampers
-  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the Cholesky factor
-  of ``M`` reused for ``M^-1 C^T`` and the free velocity, the sweeps in height order
+  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the tree factor
+  ``M = L^T L`` (:func:`_ltl`, no fill-in) reused for ``M^-1 C^T`` and the free
+  velocity, the sweeps in height order
   from the carried-over impulses (on the velocity, or on ``W = C M^-1 C^T`` when the
   rows are fewer than twice the coordinates), the velocity, the exponential
   update of free joints and the state metrics of the new state.
