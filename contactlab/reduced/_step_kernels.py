@@ -14,8 +14,9 @@ Two calls per step over flat arrays:
   with the box-friction LCP solved by projected Gauss--Seidel
   (:mod:`solvers.backends.pgs`): joint maps, kinematics, ``M_r`` and the
   free momentum (``coriolis="rotated_linear"``, joint springs and dampers
-  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the Cholesky factor
-  of ``M`` reused for ``M^-1 C^T`` and the free velocity, the sweeps in height order
+  implicit), contact rows ``N = N_m J`` and ``T = T_m J``, the tree factor
+  ``M = L^T L`` (:func:`_ltl`, no fill-in) reused for ``M^-1 C^T`` and the free
+  velocity, the sweeps in height order
   from the carried-over impulses (on the velocity, or on ``W = C M^-1 C^T`` when the
   rows are fewer than twice the coordinates), the velocity, the exponential
   update of free joints and the state metrics of the new state.
@@ -820,45 +821,128 @@ def _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq):  # noqa: ANN00
 
 
 @njit(cache=True)
-def _cholesky(A, L):  # noqa: ANN001, ANN202
-    """Lower factor ``L L^T = A``; ``False`` when ``A`` is not positive definite."""
+def _bias(parent, X, Sb, Sbd, ndof, dof0, qdot):  # noqa: ANN001, ANN202
+    """``Jdot qdot`` (n, 6), the second output of :func:`_kernels.jacobian_products` at
+    ``x = qdot``, with the same operations in the same order, without a temporary per
+    node: ``y_i = Sb_i qdot + X_i y_p``,
+    ``z_i = Sbd_i qdot + (X_i z_p - ad(Sb_i qdot) X_i y_p)``."""
+    n = parent.shape[0]
+    y = np.zeros((n, 6))
+    z = np.zeros((n, 6))
+    s = np.empty(6)
+    xy = np.empty(6)
+    xz = np.empty(6)
+    for i in range(n):
+        for r in range(6):
+            a = 0.0
+            b = 0.0
+            for c in range(ndof[i]):
+                a += Sb[i, r, c] * qdot[dof0[i] + c]
+                b += Sbd[i, r, c] * qdot[dof0[i] + c]
+            s[r] = a
+            y[i, r] = a
+            z[i, r] = b
+        p = parent[i]
+        if p >= 0:
+            for r in range(6):
+                a = 0.0
+                b = 0.0
+                for c in range(6):
+                    a += X[i, r, c] * y[p, c]
+                    b += X[i, r, c] * z[p, c]
+                xy[r] = a
+                xz[r] = b
+            # ad(s) xy = (w x xy_w, n x xy_w + w x xy_n), s = (w, n)
+            a0 = s[1] * xy[2] - s[2] * xy[1]
+            a1 = s[2] * xy[0] - s[0] * xy[2]
+            a2 = s[0] * xy[1] - s[1] * xy[0]
+            b0 = s[4] * xy[2] - s[5] * xy[1]
+            b1 = s[5] * xy[0] - s[3] * xy[2]
+            b2 = s[3] * xy[1] - s[4] * xy[0]
+            c0 = s[1] * xy[5] - s[2] * xy[4]
+            c1 = s[2] * xy[3] - s[0] * xy[5]
+            c2 = s[0] * xy[4] - s[1] * xy[3]
+            z[i, 0] += xz[0] - a0
+            z[i, 1] += xz[1] - a1
+            z[i, 2] += xz[2] - a2
+            z[i, 3] += xz[3] - (b0 + c0)
+            z[i, 4] += xz[4] - (b1 + c1)
+            z[i, 5] += xz[5] - (b2 + c2)
+            for r in range(6):
+                y[i, r] += xy[r]
+    return z
+
+
+@njit(cache=True)
+def _dof_parents(parent, ndof, dof0, nq):  # noqa: ANN001, ANN202
+    """Each coordinate's parent in the tree of coordinates: the one before it on its
+    joint, else the last of the nearest ancestor joint that has coordinates (-1 at the
+    root).  ``M_ij`` is zero unless one of ``i``, ``j`` is an ancestor of the other.
+    A numbering in which a parent does not come first gives the chain ``k - 1`` (every
+    coordinate an ancestor of the later ones: a dense factor)."""
+    lam = np.empty(nq, dtype=np.int64)
+    ok = True
+    for i in range(parent.shape[0]):
+        p = parent[i]
+        while p >= 0 and ndof[p] == 0:
+            p = parent[p]
+        last = dof0[p] + ndof[p] - 1 if p >= 0 else -1
+        for c in range(ndof[i]):
+            k = dof0[i] + c
+            lam[k] = last if c == 0 else k - 1
+            ok = ok and lam[k] < k
+    if not ok:
+        for k in range(nq):
+            lam[k] = k - 1
+    return lam
+
+
+@njit(cache=True)
+def _ltl(A, lam):  # noqa: ANN001, ANN202
+    """``A = L^T L`` in place (Featherstone's LTL factor, *Rigid Body Dynamics
+    Algorithms* 6.5): ``L`` lower triangular, ``L_ki`` non-zero only for ``i`` an
+    ancestor of ``k`` in the coordinates' tree ``lam`` (:func:`_dof_parents`), so the
+    factor has no fill-in and the solves touch the ancestors only.  ``A`` (symmetric)
+    holds ``L`` in its lower triangle on return; ``False`` when ``A`` is not positive
+    definite."""
     n = A.shape[0]
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
+    for k in range(n - 1, -1, -1):
+        if not A[k, k] > 0.0:
             return False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-        for i in range(j):
-            L[i, j] = 0.0
+        d = np.sqrt(A[k, k])
+        A[k, k] = d
+        i = lam[k]
+        while i >= 0:
+            A[k, i] /= d
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            a = A[k, i]
+            j = i
+            while j >= 0:
+                A[i, j] -= a * A[k, j]
+                j = lam[j]
+            i = lam[i]
     return True
 
 
 @njit(cache=True)
-def _forward(L, b):  # noqa: ANN001, ANN202
+def _ltl_solve(L, lam, x):  # noqa: ANN001, ANN202
+    """``x = (L^T L)^-1 x`` in place: ``L^T y = x`` from the leaves up, then ``L x = y``
+    from the root down, each over the ancestors."""
     n = L.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-
-
-@njit(cache=True)
-def _backward(L, b):  # noqa: ANN001, ANN202
-    n = L.shape[0]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+    for k in range(n - 1, -1, -1):
+        x[k] /= L[k, k]
+        i = lam[k]
+        while i >= 0:
+            x[i] -= L[k, i] * x[k]
+            i = lam[i]
+    for k in range(n):
+        i = lam[k]
+        while i >= 0:
+            x[k] -= L[k, i] * x[i]
+            i = lam[i]
+        x[k] /= L[k, k]
 
 
 @njit(cache=True)
@@ -879,8 +963,10 @@ def _wrench_row(E, k, point, d, sign, row6):  # noqa: ANN001, ANN202
     row6[5] = sign * m2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"reassoc", "contract"})
 def _row_dot(C, r, v):  # noqa: ANN001, ANN202
+    """``C_r . v``, its terms summed in the order the vector units take (reassociated:
+    the same sum to rounding, without a chain of dependent additions)."""
     acc = 0.0
     for a in range(v.shape[0]):
         acc += C[r, a] * v[a]
@@ -931,7 +1017,6 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
     operations per row when the rows are fewer than the coordinates they move; without it
     ``w`` is read as ``C_r v - b_r`` and ``v`` moved by ``K_r dz`` after each update."""
     nq = v.shape[0]
-    m = z.shape[0]
     delassus = W.shape[0] > 0
     worst = 0.0
     for _ in range(sweeps):
@@ -944,9 +1029,7 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
                 z[a] = 0.0
             else:
                 if delassus:
-                    w = q_w[a]
-                    for r in range(m):
-                        w += W[a, r] * z[r]
+                    w = q_w[a] + _row_dot(W, a, z)
                 else:
                     w = _row_dot(C, a, v) - b[a]
                 residual, dz = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
@@ -1027,7 +1110,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     else:
         E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
-    _, bias = _kernels.jacobian_products(parent, X, Sb, Sbd, ndof, dof0, qdot, qdot)
+    bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
     M = np.zeros((nq, nq))
     f = np.zeros(nq)
@@ -1085,7 +1168,8 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
         for b in range(a + 1, nq):
             M[b, a] = M[a, b]
-    L = np.empty((nq, nq))
+    lam = _dof_parents(parent, ndof, dof0, nq)
+    L = M.copy()
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     m = 3 * nc + ml
@@ -1094,11 +1178,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     gap = np.zeros(nc)
     slip = np.zeros(2 * nc)
     res = np.zeros(4)
-    if not _cholesky(M, L):
+    if not _ltl(L, lam):
         return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
     u_free = f.copy()
-    _forward(L, u_free)
-    _backward(L, u_free)
+    _ltl_solve(L, lam, u_free)
     # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
     t1, t2 = _tangent_basis(normal)
     C = np.zeros((m, nq))
@@ -1135,27 +1218,31 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     # rows are shorter than those of C and K together (few rows, many coordinates)
     # all rows at once, coordinate by coordinate: the inner loops run along the rows
     # (contiguous), each row summed in the order of a triangular solve of its own
+    # (M = L^T L, :func:`_ltl`: L^T Y = C^T from the leaves up, diag W = |Y_r|^2, then
+    # L K = Y from the root down, each coordinate updated from its ancestors only)
     Kt = np.ascontiguousarray(C.T)
     diag = np.zeros(m)
-    for i in range(nq):
-        for k in range(i):
-            lik = L[i, k]
-            if lik != 0.0:
-                for r in range(m):
-                    Kt[i, r] -= lik * Kt[k, r]
-        d = L[i, i]
+    for k in range(nq - 1, -1, -1):
+        d = L[k, k]
         for r in range(m):
-            Kt[i, r] /= d
-            diag[r] += Kt[i, r] * Kt[i, r]
-    for i in range(nq - 1, -1, -1):
-        for k in range(i + 1, nq):
+            Kt[k, r] /= d
+            diag[r] += Kt[k, r] * Kt[k, r]
+        i = lam[k]
+        while i >= 0:
             lki = L[k, i]
-            if lki != 0.0:
-                for r in range(m):
-                    Kt[i, r] -= lki * Kt[k, r]
-        d = L[i, i]
+            for r in range(m):
+                Kt[i, r] -= lki * Kt[k, r]
+            i = lam[i]
+    for k in range(nq):
+        i = lam[k]
+        while i >= 0:
+            lki = L[k, i]
+            for r in range(m):
+                Kt[k, r] -= lki * Kt[i, r]
+            i = lam[i]
+        d = L[k, k]
         for r in range(m):
-            Kt[i, r] /= d
+            Kt[k, r] /= d
     Kr = np.ascontiguousarray(Kt.T)
     # -- rows in height order: per contact its normal and tangent rows, lowest first ----
     up = np.argsort(point[:, 2], kind="mergesort")
@@ -1211,8 +1298,10 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         q_w = np.empty(m)
         for a in range(m):
             q_w[a] = _row_dot(C, a, u_free) - b[a]
-            for r in range(m):
-                W[a, r] = _row_dot(C, a, Kr[r])
+            for r in range(a, m):  # W is symmetric: the upper triangle, mirrored
+                w_ar = _row_dot(C, a, Kr[r])
+                W[a, r] = w_ar
+                W[r, a] = w_ar
     else:
         W = np.empty((0, 0))
         q_w = np.empty(0)

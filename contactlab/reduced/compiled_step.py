@@ -12,7 +12,7 @@ whole step on a quadruped.
 flat arrays (:mod:`contactlab.reduced._step_kernels`): the contacts of the
 robot's shapes with the ground planes and with each other, with their identities,
 then the kinematics, ``M_r`` and the
-free momentum, the contact rows, the Cholesky factor of ``M`` reused for
+free momentum, the contact rows, the tree factor ``M = L^T L`` reused for
 ``C M^-1 C^T`` and the free velocity, the projected Gauss--Seidel sweeps, the
 velocity and the position update.  Joint springs and dampers (PD drives) are
 implicit as in the formulation; applied joint torques (``Scene.joint_torque``,

@@ -420,3 +420,68 @@ def test_runs_equal_the_general_runs(name: str, steps: int) -> None:
     assert sa["n_contacts"].min() > 0
     for key in ("kinetic_energy", "potential_energy", "total_energy"):
         np.testing.assert_allclose(sa[key], sb[key], rtol=0, atol=1e-9)
+
+
+def test_bias_equals_the_jacobian_products() -> None:
+    """The step's bias ``Jdot qdot`` (one pass, no temporaries) is the second output of
+    :func:`contactlab.reduced._kernels.jacobian_products` at ``x = qdot``: the same
+    operations in the same order, so equal to rounding (1e-13 of the largest entry), on
+    the hand-built tree at random states and with a non-zero ``Sdot`` as well."""
+    from contactlab.reduced import _kernels
+    from contactlab.reduced import _step_kernels as K
+
+    sim = Simulator(_tree_scene(), "reduced", "box-friction", "pgs", dt=1e-3)
+    assert sim.compiled is not None
+    tree = sim.compiled._tree
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0 = tree
+    rng = np.random.default_rng(7)
+    nq = sim.compiled._nq
+    for _ in range(5):
+        q, qdot = rng.uniform(-2.0, 2.0, nq), rng.uniform(-5.0, 5.0, nq)
+        _, X, Sb, Sbd, _ = K._tree_kinematics(*tree, q, qdot)
+        for Sd in (Sbd, rng.normal(size=Sbd.shape)):
+            ours = K._bias(parent, X, Sb, Sd, ndof, dof0, qdot)
+            _, theirs = _kernels.jacobian_products(parent, X, Sb, Sd, ndof, dof0, qdot, qdot)
+            assert np.abs(theirs).max() > 0.0
+            np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-13 * np.abs(theirs).max())
+
+
+def test_tree_factor_of_the_mass_matrix() -> None:
+    """``M = L^T L`` over the coordinates' tree (:func:`_ltl`): for ``M`` built from a
+    factor with the tree's pattern (non-zero only towards ancestors) the factor comes back
+    (the ``L^T L`` factor with a positive diagonal is unique) and ``M^-1 b`` is numpy's,
+    to rounding (1e-12: ``M`` is well conditioned here, cond < 1e3); ``L`` has no entry
+    outside the pattern (no fill-in); a matrix that is not positive definite is refused."""
+    from contactlab.reduced import _step_kernels as K
+
+    sim = Simulator(_tree_scene(), "reduced", "box-friction", "pgs", dt=1e-3)
+    assert sim.compiled is not None
+    _, _, parent, _, _, _, ndof, dof0 = sim.compiled._tree
+    nq = sim.compiled._nq
+    lam = K._dof_parents(parent, ndof, dof0, nq)
+    related = np.eye(nq, dtype=bool)  # related[k, i]: i is k or an ancestor of k
+    for k in range(nq):
+        i = lam[k]
+        while i >= 0:
+            assert i < k
+            related[k, i] = True
+            i = lam[i]
+    assert not related.all()  # the tree has branches: a sparse pattern
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        L_true = np.where(related, rng.uniform(-0.5, 0.5, (nq, nq)), 0.0)
+        L_true[np.diag_indices(nq)] = rng.uniform(1.0, 2.0, nq)
+        M = L_true.T @ L_true
+        assert np.linalg.cond(M) < 1e3
+        L = M.copy()
+        assert K._ltl(L, lam)
+        factor = np.where(related, L, 0.0)
+        np.testing.assert_allclose(factor, L_true, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(factor.T @ factor, M, rtol=0, atol=1e-12 * np.abs(M).max())
+        b = rng.normal(size=nq)
+        x = b.copy()
+        K._ltl_solve(L, lam, x)
+        np.testing.assert_allclose(x, np.linalg.solve(M, b), rtol=0, atol=1e-12)
+    indefinite = M.copy()
+    indefinite[0, 0] = -1.0
+    assert not K._ltl(indefinite, lam)
