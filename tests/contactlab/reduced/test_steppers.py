@@ -201,8 +201,9 @@ def test_midpoint_substeps_keep_the_energy_through_a_pass_near_a_singular_chart(
     from that configuration.  Over 0.2 s at h = 2 ms with substep_angle 0.05 the midpoint
     rule keeps ``|E(t) - E(0)|`` within 1e-3 of the rod's potential drop ``m g L / 2``
     (measured 4.9e-4 at spin 1, 1.4e-4 at spin 0.1) and its triple jump within 1e-4
-    (5.1e-5, 1.1e-5); halving the angle cuts the error by more than 3 (measured 4.3 and
-    3.8; 15 and 8.3): the substep rule bounds the velocity's relative change,
+    (3.0e-6, 4.2e-7; 5.1e-5 and 1.1e-5 when it bounded the velocity's relative change by
+    ``sqrt(angle)``); halving the angle cuts the error by more than 3 (measured 4.3 and
+    3.8; 18 and 15): the substep rule bounds the velocity's relative change,
     ``hs |qddot| / |qdot| = hs |qdot| / theta``, as well as the angle, so the substeps'
     angle shrinks with ``theta``.  Bounding the angle alone left the midpoint rule 2.6e-3
     and 4.1e-3 of the drop, growing as the pass nears the singular configuration (the
