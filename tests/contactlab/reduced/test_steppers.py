@@ -262,6 +262,20 @@ def test_dop853_refuses_contacts_and_unknown_integrators_are_named() -> None:
     assert set(INTEGRATORS) >= {"implicit-euler", *SECOND_ORDER, "dop853"}
 
 
+def test_substep_angle_defaults_and_bad_values() -> None:
+    """``midpoint4`` takes substeps of 0.025 rad unless told otherwise, ``midpoint`` one
+    step; ``inf`` asks for one step; a non-positive or non-numeric angle is one clear error
+    that names the option."""
+    scene = chain(2)
+    assert make_formulation("reduced", scene, integrator="midpoint4").substep_angle == 0.025
+    assert make_formulation("reduced", scene, integrator="midpoint").substep_angle is None
+    one = make_formulation("reduced", scene, integrator="midpoint4", substep_angle=float("inf"))
+    assert one.substep_angle is None
+    for bad in (0.0, -0.1, "fine", float("nan")):
+        with pytest.raises(ConfigurationError, match="substep_angle must be a positive angle"):
+            make_formulation("reduced", scene, integrator="midpoint4", substep_angle=bad)
+
+
 def test_command_line_runs_a_reduced_scene_with_dop853(tmp_path) -> None:  # noqa: ANN001
     """`contactlab run ... --integrator dop853 --formulation-option rtol=1e-10`: the
     spherical double pendulum keeps its energy to 1e-7 of its scale over 0.2 s (the
