@@ -75,8 +75,9 @@ class ReducedFormulation(Formulation):
     rtol, atol : tolerances of the "dop853" integrator.
     substep_angle : [rad] "midpoint" without contacts or constraints, and
         "midpoint4": split each step so that no coordinate moves more than this
-        and the velocity changes by at most this fraction of the speed (its
-        square root for "midpoint4") per substep (``None``, default: one step).
+        and the velocity changes by at most this fraction of the speed per
+        substep; unset: 0.025 for "midpoint4", one step for "midpoint"
+        (:data:`~contactlab.reduced.steppers.DEFAULT_SUBSTEP_ANGLE`); ``inf``: one step.
     compiled : take the compiled contact step (:mod:`contactlab.reduced.compiled_step`)
         when the scene, the model and the solver are in its scope (default); ``False``
         steps through the general layers.
@@ -120,7 +121,7 @@ class ReducedFormulation(Formulation):
         self.dry_friction = dry_friction(scene, self.tree)
         self.integrator = steppers.check_integrator(integrator)
         self.rtol, self.atol = float(rtol), float(atol)
-        self.substep_angle = None if substep_angle is None else float(substep_angle)
+        self.substep_angle = steppers.substep_angle_option(integrator, substep_angle)
         if integrator != steppers.DEFAULT and not self.group_integration:
             raise ConfigurationError(
                 f"formulation {self.name!r} steps with the linearly-implicit integrator only, "

@@ -201,8 +201,9 @@ def test_midpoint_substeps_keep_the_energy_through_a_pass_near_a_singular_chart(
     from that configuration.  Over 0.2 s at h = 2 ms with substep_angle 0.05 the midpoint
     rule keeps ``|E(t) - E(0)|`` within 1e-3 of the rod's potential drop ``m g L / 2``
     (measured 4.9e-4 at spin 1, 1.4e-4 at spin 0.1) and its triple jump within 1e-4
-    (5.1e-5, 1.1e-5); halving the angle cuts the error by more than 3 (measured 4.3 and
-    3.8; 15 and 8.3): the substep rule bounds the velocity's relative change,
+    (3.0e-6, 4.2e-7; 5.1e-5 and 1.1e-5 when it bounded the velocity's relative change by
+    ``sqrt(angle)``); halving the angle cuts the error by more than 3 (measured 4.3 and
+    3.8; 18 and 15): the substep rule bounds the velocity's relative change,
     ``hs |qddot| / |qdot| = hs |qdot| / theta``, as well as the angle, so the substeps'
     angle shrinks with ``theta``.  Bounding the angle alone left the midpoint rule 2.6e-3
     and 4.1e-3 of the drop, growing as the pass nears the singular configuration (the
@@ -259,6 +260,20 @@ def test_dop853_refuses_contacts_and_unknown_integrators_are_named() -> None:
     with pytest.raises(ConfigurationError, match="dop853.*contacts"):
         form.stepper.free_step(state, kin, 1e-3, True)
     assert set(INTEGRATORS) >= {"implicit-euler", *SECOND_ORDER, "dop853"}
+
+
+def test_substep_angle_defaults_and_bad_values() -> None:
+    """``midpoint4`` takes substeps of 0.025 rad unless told otherwise, ``midpoint`` one
+    step; ``inf`` asks for one step; a non-positive or non-numeric angle is one clear error
+    that names the option."""
+    scene = chain(2)
+    assert make_formulation("reduced", scene, integrator="midpoint4").substep_angle == 0.025
+    assert make_formulation("reduced", scene, integrator="midpoint").substep_angle is None
+    one = make_formulation("reduced", scene, integrator="midpoint4", substep_angle=float("inf"))
+    assert one.substep_angle is None
+    for bad in (0.0, -0.1, "fine", float("nan")):
+        with pytest.raises(ConfigurationError, match="substep_angle must be a positive angle"):
+            make_formulation("reduced", scene, integrator="midpoint4", substep_angle=bad)
 
 
 def test_command_line_runs_a_reduced_scene_with_dop853(tmp_path) -> None:  # noqa: ANN001
