@@ -2,19 +2,26 @@
 
 A ``box-pile`` of ``--boxes`` cubes (default 200) dropped at t = 0 and stepped by the
 default model and solver (box friction, ``pgs``; h = 5 ms) for ``--duration`` seconds
-(default 3: the fall, the landing, the pile at rest), three ways through
-:func:`contactlab.runspec.build_simulator`, as ``contactlab run`` builds them:
+(default 3: the fall, the landing, the pile at rest), four ways, each a
+:class:`~contactlab.runspec.RunSpec` built by :func:`contactlab.runspec.build_simulator`
+and run by :meth:`~contactlab.simulator.Simulator.run` (as ``contactlab run box-pile
+--set n=200 --duration 3 [--formulation-option sleep=true] [--formulation-option
+compiled=false]`` runs it):
 
-- ``default``: the user's default (the compiled maximal contact step, nothing sleeps);
-- ``general``: the general layers (``compiled=False``), nothing sleeps;
-- ``sleep``: ``sleep=true`` (which takes the general layers: the compiled step does not
-  carry sleeping).
+- ``compiled``: the user's default (the compiled pile step, solved island by island),
+  nothing sleeps;
+- ``compiled sleep``: ``sleep=true``, which the compiled pile step carries;
+- ``general``: the general layers (``compiled=false``), nothing sleeps;
+- ``general sleep``: the general layers with ``sleep=true``.
 
-Per route and phase (``--rest-from`` splits the run, default 2 s): the median step's
-thread CPU time, the contacts posed, the sleeping bodies at the end, capped steps; and the
-largest distance between a cube's final position with and without sleeping.
+Per route and phase (``--rest-from`` splits the run, default 2 s): the median and mean
+step's thread CPU time (measured between the run's per-step callbacks, so the run loop's
+own work per step, its table and trajectory, is counted), the contacts posed, the capped
+steps (status not ``optimal``); the sleeping bodies over time; and the largest distance
+between a cube's final position with and without sleeping, on each route and across them.
 
-Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
+Every route runs once on an 8-cube pile first, so that no step's time holds the
+kernels' compilation. Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
 ``results/benchmarks/sleeping.md``. Times are thread CPU time on a shared machine: the load
 average before and after is recorded.
 """
@@ -31,57 +38,83 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "sleeping.md"
-ROUTES = {
-    "default": {},
+DT = 0.005
+ROUTES: dict[str, dict[str, Any]] = {
+    "compiled": {},
+    "compiled sleep": {"sleep": True},
     "general": {"compiled": False},
-    "sleep": {"sleep": True},
+    "general sleep": {"compiled": False, "sleep": True},
+}
+#: the command line of each route (besides the scene, step and duration)
+FLAGS = {
+    "compiled": "",
+    "compiled sleep": " --formulation-option sleep=true",
+    "general": " --formulation-option compiled=false",
+    "general sleep": " --formulation-option compiled=false --formulation-option sleep=true",
 }
 
 
 def run_route(boxes: int, duration: float, options: dict[str, Any]) -> dict[str, Any]:
+    """One run of the pile with formulation ``options``: per-step thread CPU and the table."""
     from contactlab.runspec import RunSpec, build_simulator
 
     spec = RunSpec(
         scenario="box-pile",
         params={"n": boxes},
-        dt=0.005,
+        dt=DT,
         duration=duration,
         formulation_options=options,
     )
     sim = build_simulator(spec)
-    state = sim.initial_state()
-    steps = int(round(duration / 0.005))
-    cpu = np.zeros(steps)
-    contacts = np.zeros(steps, dtype=int)
-    capped = np.zeros(steps, dtype=bool)
-    sleeping = np.zeros(steps, dtype=int)
-    for i in range(steps):
-        t0 = time.thread_time()
-        state, record = sim.step(state, i)
-        cpu[i] = time.thread_time() - t0
-        contacts[i] = record.metrics["n_contacts"]
-        capped[i] = record.metrics["status"] != "optimal"
-        sleeping[i] = record.metrics.get("sleeping_bodies", 0)
+    stamps: list[float] = []
+
+    def tick(state: Any, record: Any) -> bool:
+        stamps.append(time.thread_time())
+        return False
+
+    stamps.append(time.thread_time())
+    run = sim.run(duration=duration, callback=tick)
+    table = run.steps
+    sleeping = (
+        table["sleeping_bodies"].to_numpy(dtype=int)
+        if "sleeping_bodies" in table
+        else np.zeros(len(table), dtype=int)
+    )
     return {
-        "cpu": cpu,
-        "contacts": contacts,
-        "capped": capped,
+        "step": type(sim.compiled).__name__ if sim.compiled is not None else "general layers",
+        "cpu": np.diff(np.asarray(stamps)),
+        "contacts": table["n_contacts"].to_numpy(dtype=int),
+        "capped": (table["status"] != "optimal").to_numpy(),
         "sleeping": sleeping,
-        "final": state.E[:, :3, 3].copy(),
+        "final": np.asarray(run.trajectory["position"][-1]).copy(),
+        "status": run.status,
     }
 
 
+def first_time(mask: np.ndarray) -> str:
+    """The end time of the first step where ``mask`` holds, or ``never``."""
+    hit = np.flatnonzero(mask)
+    return f"{DT * (hit[0] + 1):.3f} s" if hit.size else "never"
+
+
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--boxes", type=int, default=200)
     p.add_argument("--duration", type=float, default=3.0)
     p.add_argument("--rest-from", type=float, default=2.0)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
+    # every route once on a small pile first: the kernels' compilation (or loading from
+    # the cache) is not a step's time
+    for opts in ROUTES.values():
+        run_route(8, 0.5, opts)
     load0 = os.getloadavg()[0]
-    runs = {name: run_route(args.boxes, args.duration, opts) for name, opts in ROUTES.items()}
+    runs: dict[str, dict[str, Any]] = {}
+    for name, opts in ROUTES.items():
+        runs[name] = run_route(args.boxes, args.duration, opts)
+        print(f"{name}: {runs[name]['cpu'].sum():.1f} s CPU", flush=True)
     load1 = os.getloadavg()[0]
-    split = int(round(args.rest_from / 0.005))
+    split = int(round(args.rest_from / DT))
     lines = [
         "# Sleeping islands",
         "",
@@ -89,12 +122,13 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"`box-pile` of {args.boxes} cubes dropped at t = 0, box friction by `pgs` (the "
         f"default), h = 5 ms, {args.duration:g} s; phases split at {args.rest_from:g} s. "
+        "Each route is a `RunSpec` run by `Simulator.run`, as `contactlab run` runs it. "
         f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). Times are "
-        "thread CPU time per step.",
+        "thread CPU time per step, measured between the run's per-step callbacks.",
         "",
-        "| route | phase | steps | median ms | mean ms | contacts posed (median) | "
+        "| route | step | phase | steps | median ms | mean ms | contacts posed (median) | "
         "sleeping bodies at the end | capped steps |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, r in runs.items():
         for phase, sl in (
@@ -103,17 +137,59 @@ def main(argv: list[str] | None = None) -> None:
         ):
             cpu = r["cpu"][sl]
             lines.append(
-                f"| {name} | {phase} | {cpu.size} | {1e3 * np.median(cpu):.2f} | "
+                f"| {name} | {r['step']} | {phase} | {cpu.size} | {1e3 * np.median(cpu):.2f} | "
                 f"{1e3 * cpu.mean():.2f} | {int(np.median(r['contacts'][sl]))} | "
                 f"{int(r['sleeping'][sl][-1])} | {int(r['capped'][sl].sum())} |"
             )
-    moved = np.abs(runs["sleep"]["final"] - runs["general"]["final"]).max()
+    n = len(runs["compiled"]["cpu"])
+    marks = [k for k in range(int(round(0.5 / DT)) - 1, n, int(round(0.5 / DT)))]
     lines += [
         "",
-        f"Largest distance between a cube's final position with and without sleeping "
-        f"(general layers both): {moved:.2e} m.",
+        "Sleeping bodies over time (at the end of the step ending at t):",
         "",
-        f"Command: `python -m benchmarks.bench_sleeping --boxes {args.boxes} --duration "
+        "| route | " + " | ".join(f"{DT * (k + 1):g} s" for k in marks) + " | first asleep "
+        "| all asleep |",
+        "| --- | " + " | ".join("---:" for _ in marks) + " | ---: | ---: |",
+    ]
+    for name in ("compiled sleep", "general sleep"):
+        s = runs[name]["sleeping"]
+        lines.append(
+            f"| {name} | "
+            + " | ".join(str(int(s[k])) for k in marks)
+            + f" | {first_time(s > 0)} | {first_time(s == args.boxes)} |"
+        )
+
+    def apart(a: str, b: str) -> float:
+        return float(np.linalg.norm(runs[a]["final"] - runs[b]["final"], axis=1).max())
+
+    lines += [
+        "",
+        "Largest distance between a cube's final positions:",
+        "",
+        "| runs | distance [m] |",
+        "| --- | ---: |",
+        f"| compiled sleep and compiled (with and without sleeping) | "
+        f"{apart('compiled sleep', 'compiled'):.2e} |",
+        f"| general sleep and general (with and without sleeping) | "
+        f"{apart('general sleep', 'general'):.2e} |",
+        f"| compiled and general (without sleeping) | {apart('compiled', 'general'):.2e} |",
+        f"| compiled sleep and general sleep | {apart('compiled sleep', 'general sleep'):.2e} |",
+        "",
+        "Run statuses: "
+        + ", ".join(f"{name} {r['status']}" for name, r in runs.items())
+        + ". Total thread CPU: "
+        + ", ".join(f"{name} {r['cpu'].sum():.1f} s" for name, r in runs.items())
+        + ".",
+        "",
+        "Commands (one per route): "
+        + "; ".join(
+            f"`contactlab run box-pile --set n={args.boxes} --duration {args.duration:g}"
+            f"{FLAGS[name]}`"
+            for name in runs
+        )
+        + ".",
+        "",
+        f"Benchmark: `python -m benchmarks.bench_sleeping --boxes {args.boxes} --duration "
         f"{args.duration:g}`.",
         "",
     ]
