@@ -21,7 +21,7 @@ steps (status not ``optimal``); the sleeping bodies over time; and the largest d
 between a cube's final position with and without sleeping, on each route and across them.
 
 Every route runs once on an 8-cube pile first, so that no step's time holds the
-kernels' compilation. Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
+kernels' compilation. ``--routes`` runs some of the routes (comma-separated names). Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
 ``results/benchmarks/sleeping.md``. Times are thread CPU time on a shared machine: the load
 average before and after is recorded.
 """
@@ -103,15 +103,24 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--duration", type=float, default=3.0)
     p.add_argument("--rest-from", type=float, default=2.0)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--routes",
+        default=",".join(ROUTES),
+        help="comma-separated routes to run (default all: " + ", ".join(ROUTES) + ")",
+    )
     args = p.parse_args(argv)
+    chosen = [r.strip() for r in args.routes.split(",") if r.strip()]
+    unknown = [r for r in chosen if r not in ROUTES]
+    if unknown or not chosen:
+        p.error(f"unknown route(s) {unknown}; choose among {', '.join(ROUTES)}")
     # every route once on a small pile first: the kernels' compilation (or loading from
     # the cache) is not a step's time
-    for opts in ROUTES.values():
-        run_route(8, 0.5, opts)
+    for name in chosen:
+        run_route(8, 0.5, ROUTES[name])
     load0 = os.getloadavg()[0]
     runs: dict[str, dict[str, Any]] = {}
-    for name, opts in ROUTES.items():
-        runs[name] = run_route(args.boxes, args.duration, opts)
+    for name in chosen:
+        runs[name] = run_route(args.boxes, args.duration, ROUTES[name])
         print(f"{name}: {runs[name]['cpu'].sum():.1f} s CPU", flush=True)
     load1 = os.getloadavg()[0]
     split = int(round(args.rest_from / DT))
@@ -141,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{1e3 * cpu.mean():.2f} | {int(np.median(r['contacts'][sl]))} | "
                 f"{int(r['sleeping'][sl][-1])} | {int(r['capped'][sl].sum())} |"
             )
-    n = len(runs["compiled"]["cpu"])
+    n = len(next(iter(runs.values()))["cpu"])
     marks = [k for k in range(int(round(0.5 / DT)) - 1, n, int(round(0.5 / DT)))]
     lines += [
         "",
@@ -151,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         "| all asleep |",
         "| --- | " + " | ".join("---:" for _ in marks) + " | ---: | ---: |",
     ]
-    for name in ("compiled sleep", "general sleep"):
+    for name in [r for r in ("compiled sleep", "general sleep") if r in runs]:
         s = runs[name]["sleeping"]
         lines.append(
             f"| {name} | "
@@ -162,18 +171,25 @@ def main(argv: list[str] | None = None) -> None:
     def apart(a: str, b: str) -> float:
         return float(np.linalg.norm(runs[a]["final"] - runs[b]["final"], axis=1).max())
 
+    pairs = [
+        ("compiled sleep", "compiled", "with and without sleeping"),
+        ("general sleep", "general", "with and without sleeping"),
+        ("compiled", "general", "without sleeping"),
+        ("compiled sleep", "general sleep", "with sleeping"),
+    ]
     lines += [
         "",
         "Largest distance between a cube's final positions:",
         "",
         "| runs | distance [m] |",
         "| --- | ---: |",
-        f"| compiled sleep and compiled (with and without sleeping) | "
-        f"{apart('compiled sleep', 'compiled'):.2e} |",
-        f"| general sleep and general (with and without sleeping) | "
-        f"{apart('general sleep', 'general'):.2e} |",
-        f"| compiled and general (without sleeping) | {apart('compiled', 'general'):.2e} |",
-        f"| compiled sleep and general sleep | {apart('compiled sleep', 'general sleep'):.2e} |",
+    ]
+    lines += [
+        f"| {a} and {b} ({what}) | {apart(a, b):.2e} |"
+        for a, b, what in pairs
+        if a in runs and b in runs
+    ]
+    lines += [
         "",
         "Run statuses: "
         + ", ".join(f"{name} {r['status']}" for name, r in runs.items())
@@ -190,7 +206,9 @@ def main(argv: list[str] | None = None) -> None:
         + ".",
         "",
         f"Benchmark: `python -m benchmarks.bench_sleeping --boxes {args.boxes} --duration "
-        f"{args.duration:g}`.",
+        f"{args.duration:g}"
+        + ("" if len(runs) == len(ROUTES) else f" --routes '{','.join(runs)}'")
+        + "`.",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
