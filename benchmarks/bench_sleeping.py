@@ -21,7 +21,9 @@ steps (status not ``optimal``); the sleeping bodies over time; and the largest d
 between a cube's final position with and without sleeping, on each route and across them.
 
 Every route runs once on an 8-cube pile first, so that no step's time holds the
-kernels' compilation. ``--routes`` runs some of the routes (comma-separated names). Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
+kernels' compilation. ``--routes`` runs some of the routes (comma-separated names).
+
+Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
 ``results/benchmarks/sleeping.md``. Times are thread CPU time on a shared machine: the load
 average before and after is recorded.
 """
