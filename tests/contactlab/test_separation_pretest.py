@@ -9,6 +9,8 @@ links find with the directions kept from step to step are those found without th
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,7 @@ def _rotation(rng: np.random.Generator) -> np.ndarray:
     return q if np.linalg.det(q) > 0 else -q
 
 
-def _humanoid_step() -> object:
+def _humanoid_step() -> Simulator:
     from contactlab.scenario import get_scenario
 
     sim = Simulator(get_scenario("humanoid-topple").build(), "reduced", "box-friction", "pgs")
@@ -40,7 +42,7 @@ def _humanoid_step() -> object:
     return sim
 
 
-def _shape_data(cs: object) -> tuple:
+def _shape_data(cs: Any) -> tuple:
     (_, kind, _, size, hull, _, _, hv, hvs, _, _, _, _, hns, hnb, *_rest) = cs._shape_args  # type: ignore[attr-defined]
     return kind, size, hull, hv, hvs, hns, hnb
 
@@ -146,7 +148,7 @@ def test_kept_directions_leave_the_contacts_unchanged() -> None:
     from the previous steps are those found with none kept (every pair measured): the
     pre-test only drops pairs that have no contact."""
     sim = _humanoid_step()
-    cs = sim.compiled
+    cs: Any = sim.compiled
     state = sim.initial_state()
     skipped = 0
     for i in range(150):
@@ -163,6 +165,6 @@ def test_kept_directions_leave_the_contacts_unchanged() -> None:
     assert skipped > 0
 
 
-def _fresh_track(cs: object) -> tuple:
+def _fresh_track(cs: Any) -> tuple:
     old = cs._no_track  # type: ignore[attr-defined]
     return old.pair, old.point, old.ids, old.next_id, cs._radius2  # type: ignore[attr-defined]
