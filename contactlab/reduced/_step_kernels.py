@@ -439,11 +439,129 @@ def _boxes_apart(W, a, b, box_c, box_h, gap):  # noqa: ANN001, ANN202
     return False
 
 
+#: what a separation proven along a cached direction must exceed besides the gap asked for:
+#: far above the rounding of the support values (about 1e-15 m on a robot's scale)
+SEPARATION_EPS = 1e-9
+
+
+@njit(cache=True)
+def _extent(W, s, kind, size, hull, hull_v, hull_vs, u):  # noqa: ANN001, ANN202
+    """The largest and the smallest ``u . (x - o)`` over shape ``s`` (pose ``W[s]``, origin
+    ``o``; the whole shape: a sphere's or capsule's radius included), and ``u`` in the
+    shape's frame."""
+    l0 = W[s, 0, 0] * u[0] + W[s, 1, 0] * u[1] + W[s, 2, 0] * u[2]
+    l1 = W[s, 0, 1] * u[0] + W[s, 1, 1] * u[1] + W[s, 2, 1] * u[2]
+    l2 = W[s, 0, 2] * u[0] + W[s, 1, 2] * u[1] + W[s, 2, 2] * u[2]
+    if kind == MESH:
+        hi, lo = -np.inf, np.inf
+        for v in range(hull_vs[hull], hull_vs[hull + 1]):
+            x = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2
+            hi = max(hi, x)
+            lo = min(lo, x)
+        return hi, lo, l0, l1, l2
+    if kind == SPHERE:
+        e = size[0]
+    elif kind == CAPSULE:
+        e = size[1] * abs(l2) + size[0]
+    elif kind == CYLINDER:
+        e = size[1] * abs(l2) + size[0] * np.sqrt(min(max(1.0 - l2 * l2, 0.0), 1.0))
+    else:
+        e = size[0] * abs(l0) + size[1] * abs(l1) + size[2] * abs(l2)
+    return e, -e, l0, l1, l2
+
+
+@njit(cache=True)
+def _reach(W, s, kind, size, hull, hull_v, hull_vs, radius, u, kept_l, kept_value):  # noqa: ANN001, ANN202
+    """An upper bound on ``u . (x - o)`` over shape ``s`` (:func:`_extent`'s largest value;
+    exact but for a hull's): a hull's from its value ``kept_value`` along the direction
+    ``kept_l`` in its frame, plus the change of the direction in its frame times the
+    hull's radius about its origin (``|max l'.v - max l.v| <= |l' - l| max |v|``)."""
+    if kind != MESH:
+        return _extent(W, s, kind, size, hull, hull_v, hull_vs, u)[0]
+    d2 = 0.0
+    for i in range(3):
+        li = W[s, 0, i] * u[0] + W[s, 1, i] * u[1] + W[s, 2, i] * u[2]
+        d2 += (li - kept_l[i]) ** 2
+    return kept_value + np.sqrt(d2) * radius
+
+
+@njit(cache=True)
+def _separated(  # noqa: ANN201, PLR0913
+    W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs, sep_dir, sep_loc, sep_val, k, gap,
+):  # fmt: skip
+    """Whether shapes ``a`` and ``b`` are proven more than ``gap`` apart along the direction
+    ``u = sep_dir[k]`` kept for candidate pair ``k`` (zero when none is kept), ``b``
+    beyond ``a``: ``min u.y`` over ``b`` less ``max u.x`` over ``a`` bounds their distance
+    from below.  Hulls' extents are bounded (:func:`_reach`) from those kept with the
+    direction (``sep_loc[k]``, ``sep_val[k]``: ``u`` in ``a``'s frame and ``-u`` in ``b``'s,
+    with the extents along them); the other kinds' are exact."""
+    u = sep_dir[k]
+    if u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0:
+        return False
+    w = -u
+    ha = _reach(
+        W, a, s_kind[a], s_size[a], s_hull[a], hull_v, hull_vs, s_radius[a], u,
+        sep_loc[k, 0], sep_val[k, 0],
+    )  # fmt: skip
+    hb = _reach(
+        W, b, s_kind[b], s_size[b], s_hull[b], hull_v, hull_vs, s_radius[b], w,
+        sep_loc[k, 1], sep_val[k, 1],
+    )  # fmt: skip
+    pa = W[a, 0, 3] * u[0] + W[a, 1, 3] * u[1] + W[a, 2, 3] * u[2]
+    pb = W[b, 0, 3] * u[0] + W[b, 1, 3] * u[1] + W[b, 2, 3] * u[2]
+    return (pb - hb) - (pa + ha) > gap + SEPARATION_EPS
+
+
+@njit(cache=True)
+def _keep_direction(  # noqa: ANN201, PLR0913
+    W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, v, sep_dir, sep_loc, sep_val, k,
+):  # fmt: skip
+    """Keep for candidate pair ``k`` the direction of ``v`` (any length; none when it is
+    zero), oriented so that ``b`` lies farthest beyond ``a`` along it, with the shapes'
+    extents along it (:func:`_separated`)."""
+    n2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    if not (n2 > 1e-300 and np.isfinite(n2)):
+        for i in range(3):
+            sep_dir[k, i] = 0.0
+        return
+    r = 1.0 / np.sqrt(n2)
+    u = np.empty(3)
+    for i in range(3):
+        u[i] = v[i] * r
+    a_hi, a_lo, a0, a1, a2 = _extent(W, a, s_kind[a], s_size[a], s_hull[a], hull_v, hull_vs, u)
+    b_hi, b_lo, b0, b1, b2 = _extent(W, b, s_kind[b], s_size[b], s_hull[b], hull_v, hull_vs, u)
+    pa = W[a, 0, 3] * u[0] + W[a, 1, 3] * u[1] + W[a, 2, 3] * u[2]
+    pb = W[b, 0, 3] * u[0] + W[b, 1, 3] * u[1] + W[b, 2, 3] * u[2]
+    if (pb + b_lo) - (pa + a_hi) >= (pa + a_lo) - (pb + b_hi):  # b beyond a along u
+        sign, ea, eb = 1.0, a_hi, -b_lo
+    else:
+        sign, ea, eb = -1.0, -a_lo, b_hi
+    for i, (x, y) in enumerate(((a0, b0), (a1, b1), (a2, b2))):
+        sep_dir[k, i] = sign * u[i]
+        sep_loc[k, 0, i] = sign * x
+        sep_loc[k, 1, i] = -sign * y
+    sep_val[k, 0] = ea
+    sep_val[k, 1] = eb
+
+
+@njit(cache=True)
+def _hull_of(kind, h, hull_v, hull_vs, hull_ns, hull_nb):  # noqa: ANN001, ANN202
+    """The hull argument of :func:`signed_distance_v` for a shape of ``kind`` (hull ``h``),
+    as :func:`contactlab.collision.hulls._mesh_pair` builds it."""
+    if kind == MESH:
+        return (
+            hull_v[hull_vs[h] : hull_vs[h + 1]],
+            hull_ns[hull_vs[h] : hull_vs[h + 1] + 1],
+            hull_nb,
+        )
+    return no_hull()
+
+
 @njit(cache=True)
 def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
+    pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val,
 ):  # fmt: skip
     """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
     static shapes) with the planes ``n . x <= off`` and with each other, as
@@ -510,24 +628,57 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             continue
         ka, kb = s_kind[a], s_kind[b]
         lo_k, hi_k = min(ka, kb), max(ka, kb)
-        if (
-            hi_k == MESH
-            or (lo_k == SPHERE and (hi_k == SPHERE or hi_k == BOX))
-            or (lo_k == BOX and hi_k == BOX)
-        ):
+        if hi_k == MESH:
+            # no contact when the pair is proven farther apart than the margin along the
+            # direction kept from an earlier step, or when the narrow phase's own distance
+            # (the call :func:`_mesh_pair` makes, with its arguments) says so
+            if _separated(
+                W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs,
+                sep_dir, sep_loc, sep_val, k, margin,
+            ):  # fmt: skip
+                continue
+            a0, b0 = a, b
+            if ka > kb:
+                a, b, ka, kb = b, a, kb, ka
+            HA = _hull_of(ka, s_hull[a], hull_v, hull_vs, hull_ns, hull_nb)
+            HB = _hull_of(kb, s_hull[b], hull_v, hull_vs, hull_ns, hull_nb)
+            ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
+            rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
+            found, d, nv, _, _ = signed_distance_v(
+                ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], HA,
+                kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], HB, margin + ra + rb,
+            )  # fmt: skip
+            _keep_direction(
+                W, a0, b0, s_kind, s_size, s_hull, hull_v, hull_vs, nv, sep_dir, sep_loc, sep_val, k
+            )
+            if not found or d - ra - rb >= margin:
+                continue
+            cand[m_c] = k
+            code[m_c] = lo_k * 8 + hi_k
+            m_c += 1
+            continue
+        if (lo_k == SPHERE and (hi_k == SPHERE or hi_k == BOX)) or (lo_k == BOX and hi_k == BOX):
             cand[m_c] = k
             code[m_c] = lo_k * 8 + hi_k
             m_c += 1
             continue
         if fallback:
             continue
+        if _separated(
+            W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs,
+            sep_dir, sep_loc, sep_val, k, margin + SLACK,
+        ):  # fmt: skip
+            continue
         ra = s_size[a, 0] if (ka == CAPSULE or ka == SPHERE) else 0.0
         rb = s_size[b, 0] if (kb == CAPSULE or kb == SPHERE) else 0.0
         cutoff = margin + ra + rb + SLACK
-        found, d, _, _, _ = signed_distance_v(
+        found, d, nv, _, _ = signed_distance_v(
             ka, W[a, :3, :3].copy(), W[a, :3, 3].copy(), s_size[a], no_hull(),
             kb, W[b, :3, :3].copy(), W[b, :3, 3].copy(), s_size[b], no_hull(), cutoff,
         )  # fmt: skip
+        _keep_direction(
+            W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, nv, sep_dir, sep_loc, sep_val, k
+        )
         if found and d - ra - rb < margin + SLACK:
             fallback = True
     npl = pl_n.shape[0]
@@ -736,7 +887,7 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
     pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
     t_body, t_local, t_material, plane_local, plane_material, mu_table,
-    old_pair, old_point, old_ids, start, radius2,
+    old_pair, old_point, old_ids, start, radius2, sep_dir, sep_loc, sep_val,
 ):  # fmt: skip
     """:func:`step_contacts`, then the columns of the step's
     :class:`~contactlab.collision.contacts.ContactSet` (bodies, shapes within their bodies
@@ -750,7 +901,7 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-        pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
+        pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val,
     )  # fmt: skip
     nc = sa.shape[0]
     body_a = np.empty(nc, dtype=np.int64)

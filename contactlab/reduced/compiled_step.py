@@ -268,6 +268,11 @@ class CompiledContactStep:
             box_c,
             box_h,
         )
+        #: per candidate pair, a direction along which it was last found apart (zero: none)
+        #: and the shapes' extents along it: a pair proven farther apart than the margin
+        #: along it skips the distance computation (the same contacts)
+        npair = self._near[0].size
+        self._separation = (np.zeros((npair, 3)), np.zeros((npair, 2, 3)), np.zeros((npair, 2)))
         # shapes that meet the planes: dynamic, on bodies not excluded from the world
         body = np.where(tab.body < 0, nb, tab.body)
         planes = (tab.body >= 0) & ~np.isin(body * (nb + 1) + nb, excluded)
@@ -296,6 +301,7 @@ class CompiledContactStep:
         self._no_ids = np.zeros(0, dtype=np.int64)
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
+        self._no_old = (self._no_ids, self._no_normal, self._no_friction)
         #: the row blocks of the impulses (box_rows: no G rows, the limit rows last)
         self._slices = B.RowBlocks(self._limits[0].size)
         self._table_args = (
@@ -308,6 +314,15 @@ class CompiledContactStep:
         )
         self._no_track = identity.identify(None, None)
         self._radius2 = float(identity.MATCH_RADIUS**2)
+        # the kernels' arguments that stay from step to step, gathered once: a step passes
+        # them on without unpacking the groups again
+        self._contact_args = (*self._shape_args, self.margin, *self._near, *self._table_args)
+        self._step_head = (
+            *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
+        )  # fmt: skip
+        self._bodies = (self._node_of_body, self._body_of_node)
+        #: the solver status of the kernel's codes (else a numerical error)
+        self._statuses = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
@@ -325,9 +340,8 @@ class CompiledContactStep:
             body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
             ids, origin, next_id, wide,
         ) = K.tracked_contacts(
-            E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._shape_args,
-            self.margin, *self._near, *self._table_args,
-            old.pair, old.point, old.ids, old.next_id, self._radius2,
+            E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._contact_args,
+            old.pair, old.point, old.ids, old.next_id, self._radius2, *self._separation,
         )  # fmt: skip
         if fallback:
             from contactlab.collision import collide
@@ -357,7 +371,7 @@ class CompiledContactStep:
         if carry:
             old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
         else:
-            old = (self._no_ids, self._no_normal, self._no_friction)
+            old = self._no_old
         beta = self._feedback.beta(h)
         model: Any = self.model
         cap = model.options["max_iter"]
@@ -376,19 +390,20 @@ class CompiledContactStep:
                 old_limit = np.ascontiguousarray(memory.z[part], dtype=float)
         assembled = time.perf_counter()
         q_new, v_new, v, E, phi, z, friction, info = K.full_step(
-            *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
-            state.q, state.qdot, h, tau, self._node_of_body, self._body_of_node,
-            contacts.body_a, contacts.body_b, contacts.point, contacts.normal,
-            contacts.distance, contacts.mu, beta, self._feedback.max_correction, carry, *old,
+            *self._step_head, state.q, state.qdot, h, tau, *self._bodies,
+            contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
+            contacts.mu, beta, self._feedback.max_correction, carry, *old,
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold, self._kin,
         )  # fmt: skip
         solved = time.perf_counter()
         f = info.tolist()
         code = int(f[K.I_STATUS])
-        if code in (K.NOT_SPD, K.DECOUPLED):
-            return None  # the general path's closed forms and messages
-        status = B.usable_status(sim, index, state.t, code, K)
+        status = self._statuses.get(code)
+        if status is None:
+            if code in (K.NOT_SPD, K.DECOUPLED):
+                return None  # the general path's closed forms and messages
+            status = B.usable_status(sim, index, state.t, code, K)  # raises the failure
         if not f[K.I_FINITE]:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
