@@ -55,7 +55,6 @@ from contactlab.se3 import _SMALL_ANGLE
 from solvers.backends.pgs_kernel import local_contact_solve
 from solvers.islands import pair_labels
 from solvers.jit import njit
-from solvers.numerics import lemke_kernel as LK
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -686,9 +685,8 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
     singular (the sweeps then drift along its null space) it still ends at a vertex of the
     solution set.  Writes ``z`` (rows per contact: normal, two tangents; projected onto
     the bounds) and returns whether the walk ended with a solution (the natural map of
-    the standard LCP within ``tol``, else the backend's walk
-    :func:`solvers.numerics.lemke_kernel.lemke_lcp` with its re-solves is taken) and
-    its pivots."""
+    the standard LCP within ``tol``; a walk that rounding on a degenerate basis led astray
+    is not taken again) and its pivots."""
     m3 = z.shape[0]
     nc = m3 // 3
     nt = 2 * nc
@@ -734,12 +732,7 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
             worst = max(worst, abs(x_out[p] - max(x_out[p] - y, 0.0)))
         solved = worst <= tol
     if not solved:
-        # the walk met rounding it could not carry: the backend's walk with its re-solves
-        info = np.empty(LK.N_INFO)
-        LK.lemke_lcp(M, Q, 1e-11, 1e-12, 50 * n7, True, x_out, info)
-        pivots += int(info[LK.I_PIVOTS])
-        if int(info[LK.I_STATUS]) != LK.OPTIMAL or not np.all(np.isfinite(x_out)):
-            return False, pivots
+        return False, pivots
     for i in range(nc):  # onto the bounds (the pivots' rounding)
         zn = max(x_out[i], 0.0)
         z[3 * i] = zn
