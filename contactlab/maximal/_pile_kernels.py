@@ -73,6 +73,11 @@ DECOUPLED_DIAG = 1e-24
 PLAIN_SWEEPS = 128
 #: sweeps and at most products with ``W`` of one round of the subspace finish
 SM_SWEEPS, SM_PRODUCTS = 16, 120
+#: an island of at most this many rows that the subspace finish has not solved within
+#: :data:`DENSE_AFTER` sweeps and products is solved once by Lemke's method on its dense
+#: ``W`` (:func:`_dense_finish`, counted as one product with ``W``), kept if its natural-map
+#: residual is within the tolerance
+DENSE_ROWS, DENSE_AFTER = 300, 1024
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
@@ -536,18 +541,225 @@ def _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res):  # noqa: ANN00
 
 
 @njit(cache=True)
+def _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, nk):  # noqa: ANN001, ANN202
+    """``W = C M^-1 C^T`` (m3, m3) of an island's rows, summed over the bodies the two
+    rows share (the world, slot ``nk``, joins nothing), and ``q = C M^-1 f - b``."""
+    m3 = rhs.shape[0]
+    W = np.zeros((m3, m3))
+    for r in range(m3):
+        for s in range(r, m3):
+            acc = 0.0
+            for sr in range(2):
+                pr = ca[r] if sr == 0 else cb[r]
+                if pr >= nk:
+                    continue
+                for ss in range(2):
+                    ps = ca[s] if ss == 0 else cb[s]
+                    if ps != pr:
+                        continue
+                    for k in range(6):
+                        acc += J[r, 6 * sr + k] * DJ[s, 6 * ss + k]
+            W[r, s] = acc
+            W[s, r] = acc
+    u = np.zeros(nk + 6)
+    for k in range(nk):
+        u[k] = dinv[k] * f[k]
+    q = np.empty(m3)
+    for r in range(m3):
+        q[r] = _row_dot(J, ca, cb, u, r) - rhs[r]
+    return W, q
+
+
+@njit(cache=True)
+def _lemke(M, q, x, max_pivots):  # noqa: ANN001, ANN202, PLR0912, PLR0915
+    """Lemke's complementary pivoting for ``0 <= x _|_ M x + q >= 0`` (``M`` dense (n, n))
+    on the tableau ``B^-1 [I, -M, -1 | q]`` with the covering vector ``1``: the minimum
+    ratio test with ties broken lexicographically on ``B^-1`` (no cycling on degenerate
+    bases), pivots below ``1e-11`` of the entering column's largest refused and basic
+    values within ``1e-11 max |q|`` below zero set to zero.  No re-solves of the tableau
+    (:func:`solvers.numerics.lemke_kernel.lemke_lcp` has them, at many times the cost):
+    writes ``x`` and returns whether the walk reached a solution (not a ray nor the pivot
+    cap) and its pivots; the caller judges the answer by its residual."""
+    n = q.shape[0]
+    x[:] = 0.0
+    if np.all(q >= 0.0):
+        return True, 0
+    w = 2 * n + 1
+    T = np.zeros((n, w))
+    for i in range(n):
+        T[i, i] = 1.0
+        for j in range(n):
+            T[i, n + j] = -M[i, j]
+        T[i, 2 * n] = -1.0
+    bv = q.copy()
+    zero = 0.0
+    for i in range(n):
+        zero = max(zero, abs(q[i]))
+    zero *= 1e-11
+    basis = np.arange(n)
+    ties = np.empty(n, dtype=np.int64)
+    r = 0
+    for i in range(n):
+        if bv[i] < bv[r]:
+            r = i
+    entering = 2 * n
+    pivots = 0
+    done = False
+    while pivots < max_pivots:
+        # pivot on (r, entering)
+        piv = T[r, entering]
+        for j in range(w):
+            T[r, j] /= piv
+        bv[r] /= piv
+        for i in range(n):
+            if i == r:
+                continue
+            g = T[i, entering]
+            if g != 0.0:
+                for j in range(w):
+                    T[i, j] -= g * T[r, j]
+                bv[i] -= g * bv[r]
+                if bv[i] < 0.0 and bv[i] >= -zero:
+                    bv[i] = 0.0  # rounding on a degenerate basis
+        leaving = basis[r]
+        basis[r] = entering
+        pivots += 1
+        if leaving == 2 * n:
+            done = True
+            break
+        entering = leaving + n if leaving < n else leaving - n
+        big = 0.0
+        for i in range(n):
+            big = max(big, abs(T[i, entering]))
+        floor = 1e-11 * big
+        best = np.inf
+        for i in range(n):
+            if T[i, entering] > floor:
+                best = min(best, max(bv[i], 0.0) / T[i, entering])
+        if best == np.inf:
+            break  # a ray
+        nt = 0
+        for i in range(n):
+            c = T[i, entering]
+            if c > floor and max(bv[i], 0.0) / c <= best + 1e-12 * (1.0 + best):
+                ties[nt] = i
+                nt += 1
+        # z0 leaves whenever it may; else lexicographic minimum over the rows of B^-1
+        r = -1
+        for t in range(nt):
+            if basis[ties[t]] == 2 * n:
+                r = ties[t]
+        if r < 0:
+            col = 0
+            while nt > 1 and col < n:
+                low = np.inf
+                for t in range(nt):
+                    i = ties[t]
+                    low = min(low, T[i, col] / T[i, entering])
+                keep = 0
+                for t in range(nt):
+                    i = ties[t]
+                    if T[i, col] / T[i, entering] <= low + 1e-13 * (1.0 + abs(low)):
+                        ties[keep] = i
+                        keep += 1
+                nt = keep
+                col += 1
+            r = ties[0]
+    if not done:
+        return False, pivots
+    for k in range(n):
+        c = basis[k]
+        if n <= c < 2 * n:
+            x[c - n] = max(bv[k], 0.0)
+    return True, pivots
+
+
+@njit(cache=True)
+def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, ANN202
+    """An island's box-friction LCP solved by Lemke's method on its dense ``W``
+    (:func:`_dense_delassus`; :func:`_lemke`), written as a standard LCP
+    ``0 <= x _|_ M x + Q >= 0`` in ``x = (z_n, b+, b-, lam)`` (per contact its normal row,
+    per tangent row ``z_t = b+ - b-``, ``0 <= b+ _|_ w_t + lam``, ``0 <= b- _|_ -w_t + lam``,
+    ``0 <= lam _|_ mu z_n - b+ - b-``).
+    Complementary pivoting needs no unique solution: where redundant contacts make ``W``
+    singular (the sweeps then drift along its null space) it still ends at a vertex of the
+    solution set.  Writes ``z`` (rows per contact: normal, two tangents; projected onto
+    the bounds) and returns whether the walk ended with a solution (the natural map of
+    the standard LCP within ``tol``; a walk that rounding on a degenerate basis led astray
+    is not taken again) and its pivots."""
+    m3 = z.shape[0]
+    nc = m3 // 3
+    nt = 2 * nc
+    W, q = _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, dinv.shape[0])
+    n7 = 7 * nc
+    M = np.zeros((n7, n7))
+    Q = np.zeros(n7)
+    # the rows of x's blocks in W: normal i -> 3 i, tangent j = 2 i + d - 1 -> 3 i + d
+    ridx = np.empty(nc + nt, dtype=np.int64)
+    for i in range(nc):
+        ridx[i] = 3 * i
+        ridx[nc + 2 * i] = 3 * i + 1
+        ridx[nc + 2 * i + 1] = 3 * i + 2
+    bp, bm, bl = nc, nc + nt, nc + 2 * nt
+    for x in range(nc + nt):
+        r = ridx[x]
+        sgn_rows = 1 if x < nc else 2
+        for g in range(sgn_rows):
+            row = x if g == 0 else bm + (x - nc)
+            sg = 1.0 if g == 0 else -1.0
+            for y in range(nc):
+                M[row, y] = sg * W[r, ridx[y]]
+            for y in range(nt):
+                wv = sg * W[r, ridx[nc + y]]
+                M[row, bp + y] = wv
+                M[row, bm + y] = -wv
+            Q[row] = sg * q[r]
+            if x >= nc:
+                M[row, bl + (x - nc)] = 1.0
+    for y in range(nt):
+        i = y // 2
+        M[bl + y, i] = mu3[3 * i + 1]
+        M[bl + y, bp + y] = -1.0
+        M[bl + y, bm + y] = -1.0
+    x_out = np.empty(n7)
+    solved, pivots = _lemke(M, Q, x_out, 10 * n7)
+    if solved and np.all(np.isfinite(x_out)):
+        worst = 0.0
+        for p in range(n7):
+            y = Q[p]
+            for k in range(n7):
+                y += M[p, k] * x_out[k]
+            worst = max(worst, abs(x_out[p] - max(x_out[p] - y, 0.0)))
+        solved = worst <= tol
+    if not solved:
+        return False, pivots
+    for i in range(nc):  # onto the bounds (the pivots' rounding)
+        zn = max(x_out[i], 0.0)
+        z[3 * i] = zn
+        hi = mu3[3 * i + 1] * zn
+        for d in range(2):
+            zt = x_out[bp + 2 * i + d] - x_out[bm + 2 * i + d]
+            z[3 * i + 1 + d] = min(max(zt, -hi), hi)
+    return True, pivots
+
+
+@njit(cache=True)
 def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, budget, tol):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel with subspace minimization from ``z`` (``v`` its twists):
     rounds of :data:`SM_SWEEPS` sweeps then one :func:`_subspace`, each round ending with
     the exact natural-map residual, until it is within ``tol`` or ``budget`` sweeps and
-    products with ``W`` are spent.  ``z`` and ``v`` end at the best iterate met; returns
-    its residual and the work done (sweeps plus products)."""
+    products with ``W`` are spent; an island of at most :data:`DENSE_ROWS` rows not solved
+    within :data:`DENSE_AFTER` of them is solved once by :func:`_dense_finish` (counted as
+    one product), its impulses kept if the exact natural-map residual says they are the
+    best met.  ``z`` and ``v`` end at the best iterate met; returns its residual and the
+    work done (sweeps plus products)."""
     m3 = z.shape[0]
     work = np.zeros((7, max(m3, v.shape[0])))
     best = z.copy()
     best_res = _natural(J, ca, cb, rhs, v, z, mu3)
     used = 0
     z0 = np.empty(m3)
+    dense = True
     while best_res > tol and used < budget:
         _sweeps(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, v, z, omega, SM_SWEEPS)
         used += SM_SWEEPS
@@ -563,6 +775,19 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
         residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
         if not np.isfinite(residual):
             break
+        if dense and best_res > tol and used >= DENSE_AFTER and m3 <= DENSE_ROWS:
+            # the sweeps drift along the null space of W: a direct finish on its dense W
+            dense = False
+            z[:] = best
+            solved, _ = _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol)
+            used += 1
+            if not solved:
+                z[:] = best
+            residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+            if not np.isfinite(residual):
+                break
+            z[:] = best
+            _velocity(J, ca, cb, f, dinv, z, v)
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return best_res, used
