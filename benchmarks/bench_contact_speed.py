@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "contact_speed.md"
 TOL = 1e-6
@@ -246,11 +248,17 @@ def _cone_phase(
     return rows
 
 
+def _capped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    """The steps of ``rows`` that did not end ``optimal`` and their largest residual."""
+    capped = [r for r in rows if r["status"] != "optimal"]
+    return capped, max((r["residual"] for r in capped), default=0.0)
+
+
 def cone_section(
     sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
 ) -> str:
     """The compiled disc-cone step against MuJoCo on the same poses (module docstring)."""
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     lines = [
         f"## {CONE_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
         f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
@@ -266,10 +274,7 @@ def cone_section(
     ]
     for label, model, opts in CONE_MODELS:
         for n in sizes:
-            for phase, layout, steps in (
-                ("drop", "drop", drop_steps),
-                ("rest", "stacked", rest_steps),
-            ):
+            for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                 rows = [
                     r
                     for r in _cone_phase(n, layout, model, opts, steps, every, cap)
@@ -277,8 +282,7 @@ def cone_section(
                 ]
                 if not rows:
                     continue
-                capped = [r for r in rows if r["status"] != "optimal"]
-                worst = max((r["residual"] for r in capped), default=0.0)
+                capped, worst = _capped(rows)
                 us = np.array([1e6 * r["cpu"] / r["contacts"] for r in rows])
                 mj = [r for r in rows if "mujoco" in r]
                 mj_us = (
@@ -295,8 +299,7 @@ def cone_section(
                     f"| {1e3 * np.median([r['cpu'] for r in rows]):.2f} | {ours:.1f} "
                     f"| {mj_us:.1f} | {ours / mj_us:.1f} |"
                 )
-    load1 = os.getloadavg()[0]
-    lines += ["", f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared)."]
+    lines += ["", harness.load_span(load0)]
     return "\n".join(lines) + "\n"
 
 
@@ -353,7 +356,7 @@ def fom_section(
 ) -> str:
     """The compiled first-order cone steps against MuJoCo on the same poses (module
     docstring)."""
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     lines = [
         f"## {FOM_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
         f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
@@ -374,10 +377,7 @@ def fom_section(
         options = dict(opts) if cap is None else {**opts, "max_iter": cap}
         for solver in ("apgd", "admm"):
             for n in sizes:
-                for phase, layout, steps in (
-                    ("drop", "drop", drop_steps),
-                    ("rest", "stacked", rest_steps),
-                ):
+                for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                     rows = [
                         r
                         for r in _fom_phase(n, layout, model, options, solver, steps, every)
@@ -385,8 +385,7 @@ def fom_section(
                     ]
                     if not rows:
                         continue
-                    capped = [r for r in rows if r["status"] != "optimal"]
-                    worst = max((r["residual"] for r in capped), default=0.0)
+                    capped, worst = _capped(rows)
                     cpu = np.array([r["cpu"] for r in rows])
                     per = 1e6 * np.sum(cpu) / np.sum([r["contacts"] for r in rows])
                     sampled = [r for r in rows if "nsgs" in r]
@@ -412,10 +411,9 @@ def fom_section(
                         f"| {np.median([r['iterations'] for r in rows]):.0f} "
                         f"| {1e3 * np.median(cpu):.2f} | {per:.1f} | {same} | {mj_cells} |"
                     )
-    load1 = os.getloadavg()[0]
     lines += [
         "",
-        f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). "
+        f"{harness.load_span(load0)} "
         "`µs / contact`: all the phase's step time over all its contacts. `sampled`: every "
         f"{every}-th step with contacts, stepped also by the compiled `nsgs` step (from the "
         "same state and warm start) and by MuJoCo (its own contacts); `× MuJoCo per "
