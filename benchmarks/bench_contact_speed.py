@@ -217,7 +217,7 @@ def _cone_phase(
     """Step ``box-pile`` (``n`` cubes, ``layout``) by the compiled disc-cone step of
     ``model`` / ``nsgs`` from t = 0; per step its thread CPU time, contacts, sweeps and
     status, and MuJoCo's step on every ``every``-th pose with contacts."""
-    from benchmarks.bench_friction import mujoco_step
+    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -240,10 +240,7 @@ def _cone_phase(
             "status": m["status"], "residual": m["solver_residual"],
         }  # fmt: skip
         if m["n_contacts"] > 0 and i % every == 0:
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
+            mujoco_sample(scene, before, row)
         rows.append(row)
     return rows
 
@@ -314,7 +311,7 @@ def _fom_phase(
     ``model`` / ``solver`` from t = 0; per step its thread CPU time, contacts, iterations
     and status, and on every ``every``-th pose with contacts the compiled ``nsgs`` step's
     thread CPU time from the same state and MuJoCo's step."""
-    from benchmarks.bench_friction import mujoco_step
+    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -343,10 +340,7 @@ def _fom_phase(
             t0 = time.thread_time()
             nsgs.step(before, i)
             row["nsgs"] = time.thread_time() - t0
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
+            mujoco_sample(scene, before, row)
         rows.append(row)
     return rows
 

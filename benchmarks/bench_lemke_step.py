@@ -30,7 +30,7 @@ def _phase(n: int, layout: str, steps: int, every: int) -> list[dict[str, Any]]:
     """Step ``box-pile`` by the compiled Lemke step; per step with contacts its CPU time,
     contacts, LCP size, pivots and status, and the general route's and MuJoCo's CPU time
     on every ``every``-th such pose."""
-    from benchmarks.bench_friction import mujoco_step
+    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.lemke_step import LemkeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -60,10 +60,7 @@ def _phase(n: int, layout: str, steps: int, every: int) -> list[dict[str, Any]]:
             t0 = time.thread_time()
             general.step(before, i)
             row["general"] = time.thread_time() - t0
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
+            mujoco_sample(scene, before, row)
         seen += 1
         rows.append(row)
     return rows
