@@ -68,7 +68,7 @@ from contactlab.maximal._step_parts import (
     solve_status,
 )
 from solvers.jit import njit
-from solvers.numerics.fc_kernels import _project_all, _shift, cg_step, natural_map
+from solvers.numerics.fc_kernels import _project_all, _shift, cg_start, cg_step, natural_map
 from solvers.numerics.fc_methods import (
     admm_balance,
     admm_z_end,
@@ -157,6 +157,27 @@ def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out, slots):  # noqa: ANN001,
 
 
 @njit(cache=True)
+def _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm):  # noqa: ANN001, ANN202, PLR0913
+    """Where :func:`_apgd` and :func:`_admm` start
+    (:func:`solvers.numerics.fc_methods.feasible_start` with ``W x`` through the rows): the
+    warm start ``r`` projected onto the cones, its velocity ``u``, the free velocity ``qs``
+    with De Saxcé's shift at ``u`` (``q`` itself for the CCP) and the natural-map residual
+    of ``law`` there."""
+    n = q.shape[0]
+    nc = n // 3
+    dirs = np.zeros((0, 2))
+    lo = np.zeros(0)
+    x = np.empty(n)
+    _project_all(0, mu, dirs, lo, nc, r, x)
+    u = np.empty(n)
+    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
+    qs = q.copy()
+    if law == 1:
+        _shift(0, mu, dirs, nc, q, u, qs)
+    return x, u, qs, natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
+
+
+@njit(cache=True)
 def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
     """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` with
     ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
@@ -166,15 +187,7 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa
     lo = np.zeros(0)
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
-    # the feasible start: the warm start projected, its velocity, the shifted free velocity
-    x = np.empty(n)
-    _project_all(0, mu, dirs, lo, nc, r, x)
-    u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
-    qs = q.copy()
-    if law == 1:
-        _shift(0, mu, dirs, nc, q, u, qs)
-    res = natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
+    x, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
     gx = np.empty(n)
     for i in range(n):
         gx[i] = u[i] + (qs[i] - q[i])
@@ -239,11 +252,7 @@ def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter, slots):  # noqa: ANN001, AN
     v = np.zeros(dinv.shape[0] + 6)
     Ax = np.empty(n)
     _product(J, ca, cb, zero_f, dinv, zero_b, x, v, Ax, slots)
-    res = np.empty(n)
-    for i in range(n):
-        res[i] = rhs[i] - Ax[i] - rho * x[i]
-    p = res.copy()
-    rs = np.sum(res * res)
+    res, p, rs = cg_start(rho, rhs, x, Ax)
     Ap = np.empty(n)
     for _ in range(max_iter):
         if math.sqrt(rs) <= tol:
@@ -264,14 +273,7 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
     lo = np.zeros(0)
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    _project_all(0, mu, dirs, lo, nc, r, z)
-    u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
-    qs = q.copy()
-    if law == 1:
-        _shift(0, mu, dirs, nc, q, u, qs)
-    res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
+    z, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
     x = z.copy()
     lam = np.zeros(n)
     us = np.empty(n)

@@ -270,6 +270,17 @@ def _project_bounds(row_lo: Vec, first: int, x: Vec, out: Vec) -> None:
 
 
 @njit(cache=True)
+def cg_start(rho: float, rhs: Vec, x: Vec, Ax: Vec) -> tuple[Vec, Vec, float]:
+    """Conjugate gradients' start on ``(W + rho I) x = rhs`` given ``Ax = W x``: the
+    residual, the first direction (a copy of it) and its squared norm."""
+    n = x.shape[0]
+    res = np.empty(n)
+    for i in range(n):
+        res[i] = rhs[i] - Ax[i] - rho * x[i]
+    return res, res.copy(), np.sum(res * res)
+
+
+@njit(cache=True)
 def cg_step(rho: float, x: Vec, res: Vec, p: Vec, Ap: Vec, rs: float) -> tuple[float, bool]:
     """One step of conjugate gradients on ``(W + rho I) x = b`` given ``Ap = W p``: ``x``,
     the residual ``res`` and the direction ``p`` moved; returns the new ``||res||^2`` and
@@ -307,11 +318,7 @@ def _cg(
     zero = np.zeros(n)
     Ax = np.empty(n)
     matvec(indptr, indices, data, x, zero, Ax)
-    res = np.empty(n)
-    for i in range(n):
-        res[i] = rhs[i] - Ax[i] - rho * x[i]
-    p = res.copy()
-    rs = np.sum(res * res)
+    res, p, rs = cg_start(rho, rhs, x, Ax)
     Ap = np.empty(n)
     for _ in range(max_iter):
         if math.sqrt(rs) <= tol:
