@@ -211,13 +211,42 @@ CONE_MODELS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
+def _timed_steps(
+    sim: Any, scene: Any, state: Any, steps: int, every: int, count: str, also: Any = None
+) -> list[dict[str, Any]]:
+    """Step ``sim`` ``steps`` times from ``state``; per step its thread CPU time, contacts,
+    iterations (under the key ``count``), status and residual, and on every ``every``-th
+    step with contacts the step of ``also`` (if given) from the same state, its thread CPU
+    time as ``nsgs``, and MuJoCo's step (:func:`benchmarks.bench_friction.mujoco_sample`)."""
+    from benchmarks.bench_friction import mujoco_sample
+
+    rows: list[dict[str, Any]] = []
+    for i in range(steps):
+        before = state
+        t0 = time.thread_time()
+        state, record = sim.step(state, i)
+        cpu = time.thread_time() - t0
+        m = record.metrics
+        row = {
+            "cpu": cpu, "contacts": m["n_contacts"], count: m["iterations"],
+            "status": m["status"], "residual": m["solver_residual"],
+        }  # fmt: skip
+        if m["n_contacts"] > 0 and i % every == 0:
+            if also is not None:
+                t0 = time.thread_time()
+                also.step(before, i)
+                row["nsgs"] = time.thread_time() - t0
+            mujoco_sample(scene, before, row)
+        rows.append(row)
+    return rows
+
+
 def _cone_phase(
     n: int, layout: str, model: str, opts: dict[str, Any], steps: int, every: int, cap: int | None
 ) -> list[dict[str, Any]]:
     """Step ``box-pile`` (``n`` cubes, ``layout``) by the compiled disc-cone step of
     ``model`` / ``nsgs`` from t = 0; per step its thread CPU time, contacts, sweeps and
     status, and MuJoCo's step on every ``every``-th pose with contacts."""
-    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -228,21 +257,7 @@ def _cone_phase(
     assert isinstance(sim.compiled, ConeContactStep), "the compiled disc-cone step"
     state = sim.initial_state()
     sim.step(state, 0)  # kernels loaded
-    rows: list[dict[str, Any]] = []
-    for i in range(steps):
-        before = state
-        t0 = time.thread_time()
-        state, record = sim.step(state, i)
-        cpu = time.thread_time() - t0
-        m = record.metrics
-        row = {
-            "cpu": cpu, "contacts": m["n_contacts"], "sweeps": m["iterations"],
-            "status": m["status"], "residual": m["solver_residual"],
-        }  # fmt: skip
-        if m["n_contacts"] > 0 and i % every == 0:
-            mujoco_sample(scene, before, row)
-        rows.append(row)
-    return rows
+    return _timed_steps(sim, scene, state, steps, every, "sweeps")
 
 
 def _capped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
@@ -311,7 +326,6 @@ def _fom_phase(
     ``model`` / ``solver`` from t = 0; per step its thread CPU time, contacts, iterations
     and status, and on every ``every``-th pose with contacts the compiled ``nsgs`` step's
     thread CPU time from the same state and MuJoCo's step."""
-    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -324,25 +338,7 @@ def _fom_phase(
     pair = get_scenario("box-pile").build(n=2, layout="stacked")
     for s in (solver, "nsgs"):
         Simulator(pair, "maximal", model, s, model_options=opts).run(steps=2)
-    state = sim.initial_state()
-    rows: list[dict[str, Any]] = []
-    for i in range(steps):
-        before = state
-        t0 = time.thread_time()
-        state, record = sim.step(state, i)
-        cpu = time.thread_time() - t0
-        m = record.metrics
-        row = {
-            "cpu": cpu, "contacts": m["n_contacts"], "iterations": m["iterations"],
-            "status": m["status"], "residual": m["solver_residual"],
-        }  # fmt: skip
-        if m["n_contacts"] > 0 and i % every == 0:
-            t0 = time.thread_time()
-            nsgs.step(before, i)
-            row["nsgs"] = time.thread_time() - t0
-            mujoco_sample(scene, before, row)
-        rows.append(row)
-    return rows
+    return _timed_steps(sim, scene, sim.initial_state(), steps, every, "iterations", nsgs)
 
 
 def fom_section(
