@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "contact_speed.md"
 TOL = 1e-6
@@ -209,13 +211,42 @@ CONE_MODELS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
+def _timed_steps(
+    sim: Any, scene: Any, state: Any, steps: int, every: int, count: str, also: Any = None
+) -> list[dict[str, Any]]:
+    """Step ``sim`` ``steps`` times from ``state``; per step its thread CPU time, contacts,
+    iterations (under the key ``count``), status and residual, and on every ``every``-th
+    step with contacts the step of ``also`` (if given) from the same state, its thread CPU
+    time as ``nsgs``, and MuJoCo's step (:func:`benchmarks.bench_friction.mujoco_sample`)."""
+    from benchmarks.bench_friction import mujoco_sample
+
+    rows: list[dict[str, Any]] = []
+    for i in range(steps):
+        before = state
+        t0 = time.thread_time()
+        state, record = sim.step(state, i)
+        cpu = time.thread_time() - t0
+        m = record.metrics
+        row = {
+            "cpu": cpu, "contacts": m["n_contacts"], count: m["iterations"],
+            "status": m["status"], "residual": m["solver_residual"],
+        }  # fmt: skip
+        if m["n_contacts"] > 0 and i % every == 0:
+            if also is not None:
+                t0 = time.thread_time()
+                also.step(before, i)
+                row["nsgs"] = time.thread_time() - t0
+            mujoco_sample(scene, before, row)
+        rows.append(row)
+    return rows
+
+
 def _cone_phase(
     n: int, layout: str, model: str, opts: dict[str, Any], steps: int, every: int, cap: int | None
 ) -> list[dict[str, Any]]:
     """Step ``box-pile`` (``n`` cubes, ``layout``) by the compiled disc-cone step of
     ``model`` / ``nsgs`` from t = 0; per step its thread CPU time, contacts, sweeps and
     status, and MuJoCo's step on every ``every``-th pose with contacts."""
-    from benchmarks.bench_friction import mujoco_step
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -226,31 +257,20 @@ def _cone_phase(
     assert isinstance(sim.compiled, ConeContactStep), "the compiled disc-cone step"
     state = sim.initial_state()
     sim.step(state, 0)  # kernels loaded
-    rows: list[dict[str, Any]] = []
-    for i in range(steps):
-        before = state
-        t0 = time.thread_time()
-        state, record = sim.step(state, i)
-        cpu = time.thread_time() - t0
-        m = record.metrics
-        row = {
-            "cpu": cpu, "contacts": m["n_contacts"], "sweeps": m["iterations"],
-            "status": m["status"], "residual": m["solver_residual"],
-        }  # fmt: skip
-        if m["n_contacts"] > 0 and i % every == 0:
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
-        rows.append(row)
-    return rows
+    return _timed_steps(sim, scene, state, steps, every, "sweeps")
+
+
+def _capped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    """The steps of ``rows`` that did not end ``optimal`` and their largest residual."""
+    capped = [r for r in rows if r["status"] != "optimal"]
+    return capped, max((r["residual"] for r in capped), default=0.0)
 
 
 def cone_section(
     sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
 ) -> str:
     """The compiled disc-cone step against MuJoCo on the same poses (module docstring)."""
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     lines = [
         f"## {CONE_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
         f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
@@ -266,10 +286,7 @@ def cone_section(
     ]
     for label, model, opts in CONE_MODELS:
         for n in sizes:
-            for phase, layout, steps in (
-                ("drop", "drop", drop_steps),
-                ("rest", "stacked", rest_steps),
-            ):
+            for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                 rows = [
                     r
                     for r in _cone_phase(n, layout, model, opts, steps, every, cap)
@@ -277,8 +294,7 @@ def cone_section(
                 ]
                 if not rows:
                     continue
-                capped = [r for r in rows if r["status"] != "optimal"]
-                worst = max((r["residual"] for r in capped), default=0.0)
+                capped, worst = _capped(rows)
                 us = np.array([1e6 * r["cpu"] / r["contacts"] for r in rows])
                 mj = [r for r in rows if "mujoco" in r]
                 mj_us = (
@@ -295,8 +311,7 @@ def cone_section(
                     f"| {1e3 * np.median([r['cpu'] for r in rows]):.2f} | {ours:.1f} "
                     f"| {mj_us:.1f} | {ours / mj_us:.1f} |"
                 )
-    load1 = os.getloadavg()[0]
-    lines += ["", f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared)."]
+    lines += ["", harness.load_span(load0)]
     return "\n".join(lines) + "\n"
 
 
@@ -311,7 +326,6 @@ def _fom_phase(
     ``model`` / ``solver`` from t = 0; per step its thread CPU time, contacts, iterations
     and status, and on every ``every``-th pose with contacts the compiled ``nsgs`` step's
     thread CPU time from the same state and MuJoCo's step."""
-    from benchmarks.bench_friction import mujoco_step
     from contactlab.maximal.cone_step import ConeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -324,28 +338,7 @@ def _fom_phase(
     pair = get_scenario("box-pile").build(n=2, layout="stacked")
     for s in (solver, "nsgs"):
         Simulator(pair, "maximal", model, s, model_options=opts).run(steps=2)
-    state = sim.initial_state()
-    rows: list[dict[str, Any]] = []
-    for i in range(steps):
-        before = state
-        t0 = time.thread_time()
-        state, record = sim.step(state, i)
-        cpu = time.thread_time() - t0
-        m = record.metrics
-        row = {
-            "cpu": cpu, "contacts": m["n_contacts"], "iterations": m["iterations"],
-            "status": m["status"], "residual": m["solver_residual"],
-        }  # fmt: skip
-        if m["n_contacts"] > 0 and i % every == 0:
-            t0 = time.thread_time()
-            nsgs.step(before, i)
-            row["nsgs"] = time.thread_time() - t0
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
-        rows.append(row)
-    return rows
+    return _timed_steps(sim, scene, sim.initial_state(), steps, every, "iterations", nsgs)
 
 
 def fom_section(
@@ -353,7 +346,7 @@ def fom_section(
 ) -> str:
     """The compiled first-order cone steps against MuJoCo on the same poses (module
     docstring)."""
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     lines = [
         f"## {FOM_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
         f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, default tolerance 1e-6"
@@ -374,10 +367,7 @@ def fom_section(
         options = dict(opts) if cap is None else {**opts, "max_iter": cap}
         for solver in ("apgd", "admm"):
             for n in sizes:
-                for phase, layout, steps in (
-                    ("drop", "drop", drop_steps),
-                    ("rest", "stacked", rest_steps),
-                ):
+                for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                     rows = [
                         r
                         for r in _fom_phase(n, layout, model, options, solver, steps, every)
@@ -385,8 +375,7 @@ def fom_section(
                     ]
                     if not rows:
                         continue
-                    capped = [r for r in rows if r["status"] != "optimal"]
-                    worst = max((r["residual"] for r in capped), default=0.0)
+                    capped, worst = _capped(rows)
                     cpu = np.array([r["cpu"] for r in rows])
                     per = 1e6 * np.sum(cpu) / np.sum([r["contacts"] for r in rows])
                     sampled = [r for r in rows if "nsgs" in r]
@@ -412,10 +401,9 @@ def fom_section(
                         f"| {np.median([r['iterations'] for r in rows]):.0f} "
                         f"| {1e3 * np.median(cpu):.2f} | {per:.1f} | {same} | {mj_cells} |"
                     )
-    load1 = os.getloadavg()[0]
     lines += [
         "",
-        f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). "
+        f"{harness.load_span(load0)} "
         "`µs / contact`: all the phase's step time over all its contacts. `sampled`: every "
         f"{every}-th step with contacts, stepped also by the compiled `nsgs` step (from the "
         "same state and warm start) and by MuJoCo (its own contacts); `× MuJoCo per "

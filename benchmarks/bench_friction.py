@@ -478,6 +478,16 @@ def mujoco_step(scene: Any, state: State, h: float, steps: int) -> dict[str, flo
     return {"step_ms": 1e3 * float(np.median(times[2:])), "contacts": float(np.median(ncon[2:]))}
 
 
+def mujoco_sample(scene: Any, state: State, row: dict[str, Any]) -> None:
+    """MuJoCo's step of ``scene`` from ``state`` (:func:`mujoco_step`, one step) into ``row``:
+    its CPU time per step [s] as ``mujoco`` and its contacts as ``mujoco_contacts`` (nothing
+    without MuJoCo)."""
+    mj = mujoco_step(scene, state, scene.dt, 1)
+    if mj is not None:
+        row["mujoco"] = 1e-3 * mj["step_ms"]
+        row["mujoco_contacts"] = mj["contacts"]
+
+
 def siconos_times(files: list[Path]) -> list[dict[str, Any]] | None:
     """Siconos's fc3d NSGS on FCLIB files, through the system Python, or ``None``.
 

@@ -15,11 +15,12 @@ thread CPU time.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import numpy as np
+
+from benchmarks import harness
 
 #: the heading of the section (after "## ")
 LEMKE_HEAD = "Stewart–Trinkle / `lemke` (the compiled maximal step)"
@@ -29,7 +30,7 @@ def _phase(n: int, layout: str, steps: int, every: int) -> list[dict[str, Any]]:
     """Step ``box-pile`` by the compiled Lemke step; per step with contacts its CPU time,
     contacts, LCP size, pivots and status, and the general route's and MuJoCo's CPU time
     on every ``every``-th such pose."""
-    from benchmarks.bench_friction import mujoco_step
+    from benchmarks.bench_friction import mujoco_sample
     from contactlab.maximal.lemke_step import LemkeContactStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -59,10 +60,7 @@ def _phase(n: int, layout: str, steps: int, every: int) -> list[dict[str, Any]]:
             t0 = time.thread_time()
             general.step(before, i)
             row["general"] = time.thread_time() - t0
-            mj = mujoco_step(scene, before, scene.dt, 1)
-            if mj is not None:
-                row["mujoco"] = 1e-3 * mj["step_ms"]
-                row["mujoco_contacts"] = mj["contacts"]
+            mujoco_sample(scene, before, row)
         seen += 1
         rows.append(row)
     return rows
@@ -70,7 +68,7 @@ def _phase(n: int, layout: str, steps: int, every: int) -> list[dict[str, Any]]:
 
 def lemke_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int) -> str:
     """The section's text (module docstring)."""
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     lines = [
         f"## {LEMKE_HEAD}: box-pile from the drop ({drop_steps} steps from t = 0) and at "
         f"rest (layout `stacked`, {rest_steps} steps), h = 5 ms, k = 4",
@@ -87,7 +85,7 @@ def lemke_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int
         "| ---: |",
     ]
     for n in sizes:
-        for phase, layout, steps in (("drop", "drop", drop_steps), ("rest", "stacked", rest_steps)):
+        for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
             rows = _phase(n, layout, steps, every)
             if not rows:
                 continue
@@ -109,8 +107,7 @@ def lemke_section(sizes: list[int], drop_steps: int, rest_steps: int, every: int
                 f"| {np.median(ms):.2f} | {np.median(us):.1f} | {gen:.2f} | {speedup:.1f} "
                 f"| {mj_ms:.3f} | {vs_mj:.0f} |"
             )
-    load1 = os.getloadavg()[0]
-    lines += ["", f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared)."]
+    lines += ["", harness.load_span(load0)]
     return "\n".join(lines) + "\n"
 
 

@@ -36,15 +36,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from benchmarks import harness
 from contactlab.errors import StepFailure
 from contactlab.formulation import make_formulation
 from contactlab.problem import StepSolution
@@ -201,7 +200,7 @@ def main_drift(args: argparse.Namespace) -> None:
         args,
         rows,
         "Energy error of the reduced integrators at the scenes' own step",
-        "(shared machine: thread CPU time per step). Horizon T = "
+        "Thread CPU time per step. Horizon T = "
         f"{args.horizon:g} s at each scene's step h; largest `|E(t) - E(0)|` over the run "
         "(checked every step), when it occurred, and relative to `|E(0)|` (which depends on "
         "where gravity's zero is) and to the largest kinetic energy of the run (which does "
@@ -222,27 +221,22 @@ def _write(
 ) -> None:
     """``rows`` as ``<name>.csv`` and as a Markdown table of ``columns`` (heading, alignment,
     cell of a row) in ``<name>.md`` in ``args.out``, after the machine and its load average."""
-    df = pd.DataFrame(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / f"{args.name}.csv", index=False, float_format="%.6g")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         f"# {title}",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the "
-        f"end {intro}",
+        f"{harness.machine(load=True, at='end')}. {intro}",
         "",
         "| " + " | ".join(c[0] for c in columns) + " |",
         "| " + " | ".join(c[1] for c in columns) + " |",
     ]
+    df = pd.DataFrame(rows)
     for r in df.to_dict("records"):
         lines.append("| " + " | ".join(c[2](r) for c in columns) + " |")
-    (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    harness.write(args.out, args.name, df, lines, float_format="%.6g")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--scenes", nargs="*", default=list(SCENES))
     parser.add_argument("--integrators", nargs="*", default=list(INTEGRATORS))
     parser.add_argument("--factors", nargs="*", type=float, default=list(FACTORS))
@@ -250,7 +244,6 @@ def main(argv: list[str] | None = None) -> None:
         "--horizon", type=float, default=None, help="simulated time T [s] (0.5; 2 with --drift)"
     )
     parser.add_argument("--substep-angle", type=float, default=0.05)
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     parser.add_argument("--name", default=None)
     parser.add_argument(
         "--drift",
@@ -283,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         args,
         rows,
         "Energy drift of the reduced integrators against the step size",
-        f"(shared machine). Horizon T = {args.horizon:g} s; energy error "
+        f"Horizon T = {args.horizon:g} s; energy error "
         "`max_t |E(t) - E(0)| / max(|E(0)|, max_t KE)`; `failed` is the time at which the run "
         "stopped (Newton or solve failure, or an energy gain past ten times the initial "
         f"scale). `midpoint` with substep_angle {args.substep_angle:g} rad, `midpoint4` at its "

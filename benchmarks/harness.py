@@ -71,16 +71,29 @@ def load_average() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-def machine(load: bool = False) -> str:
+def machine(load: bool = False, at: str = "start") -> str:
     """``Machine: <processor>, Python <version>, numpy <version>``; with ``load``, the
-    number of cores and the load average now (the start of a run) after the processor."""
+    number of cores and the load average now (``at`` the start or the end of a run) after
+    the processor."""
     cpu = platform.processor() or platform.machine()
     shared = (
-        f", {os.cpu_count()} cores, load average {load_average():.1f} at the start (shared machine)"
+        f", {os.cpu_count()} cores, load average {load_average():.1f} at the {at} (shared machine)"
         if load
         else ""
     )
     return f"Machine: {cpu}{shared}, Python {platform.python_version()}, numpy {np.__version__}"
+
+
+def load_span(before: float) -> str:
+    """The sentence of a section timed on the shared machine: the load average ``before``
+    it and now, after it."""
+    return f"Load average {before:.2f} before, {load_average():.2f} after (2 cores, shared)."
+
+
+def pile_phases(drop_steps: int, rest_steps: int) -> tuple[tuple[str, str, int], ...]:
+    """The two phases of the box-pile benchmarks, ``(phase, layout, steps)``: from the drop
+    (layout ``drop``, ``drop_steps`` steps) and at rest (layout ``stacked``, ``rest_steps``)."""
+    return (("drop", "drop", drop_steps), ("rest", "stacked", rest_steps))
 
 
 def markdown_table(df: pd.DataFrame) -> str:

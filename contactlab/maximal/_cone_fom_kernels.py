@@ -32,10 +32,8 @@ import math
 
 import numpy as np
 
-from contactlab.maximal._cone_kernels import _contact_velocity
 from contactlab.maximal._pile_kernels import (
     DECOUPLED,
-    DECOUPLED_DIAG,
     I_ANGULAR,
     I_COMP,
     I_CONE,
@@ -57,15 +55,29 @@ from contactlab.maximal._pile_kernels import (
     N_INFO,
     NUMERICAL_ERROR,
     OPTIMAL,
-    _contact_metrics,
-    _rows,
-    _step_outputs,
     _velocity,
 )
-from contactlab.maximal.assembly import _midpoint_free_momentum
-from contactlab.models.delassus import carried_impulses
+from contactlab.maximal._step_parts import (
+    carried_start,
+    cone_outputs,
+    contact_velocity,
+    decoupled,
+    free_rows,
+    normal_rhs,
+    row_columns,
+    solve_status,
+)
 from solvers.jit import njit
-from solvers.numerics.fc_kernels import _project_all, _shift, natural_map
+from solvers.numerics.fc_kernels import _project_all, _shift, cg_start, cg_step, natural_map
+from solvers.numerics.fc_methods import (
+    admm_balance,
+    admm_z_end,
+    admm_z_start,
+    apgd_accepts,
+    apgd_lipschitz,
+    apgd_momentum,
+    apgd_value,
+)
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -132,7 +144,7 @@ def _product(J, ca, cb, f, dinv, rhs, x, v, out, slots):  # noqa: ANN001, ANN202
             v[s + k] *= dinv[s + k]
     u = np.empty(3)
     for i in range(x.shape[0] // 3):
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        contact_velocity(J, ca, cb, rhs, v, i, u)
         out[3 * i], out[3 * i + 1], out[3 * i + 2] = u[0], u[1], u[2]
 
 
@@ -145,6 +157,27 @@ def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out, slots):  # noqa: ANN001,
 
 
 @njit(cache=True)
+def _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm):  # noqa: ANN001, ANN202, PLR0913
+    """Where :func:`_apgd` and :func:`_admm` start
+    (:func:`solvers.numerics.fc_methods.feasible_start` with ``W x`` through the rows): the
+    warm start ``r`` projected onto the cones, its velocity ``u``, the free velocity ``qs``
+    with De Saxcé's shift at ``u`` (``q`` itself for the CCP) and the natural-map residual
+    of ``law`` there."""
+    n = q.shape[0]
+    nc = n // 3
+    dirs = np.zeros((0, 2))
+    lo = np.zeros(0)
+    x = np.empty(n)
+    _project_all(0, mu, dirs, lo, nc, r, x)
+    u = np.empty(n)
+    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
+    qs = q.copy()
+    if law == 1:
+        _shift(0, mu, dirs, nc, q, u, qs)
+    return x, u, qs, natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
+
+
+@njit(cache=True)
 def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
     """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` with
     ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
@@ -154,15 +187,7 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa
     lo = np.zeros(0)
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
-    # the feasible start: the warm start projected, its velocity, the shifted free velocity
-    x = np.empty(n)
-    _project_all(0, mu, dirs, lo, nc, r, x)
-    u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
-    qs = q.copy()
-    if law == 1:
-        _shift(0, mu, dirs, nc, q, u, qs)
-    res = natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
+    x, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
     gx = np.empty(n)
     for i in range(n):
         gx[i] = u[i] + (qs[i] - q[i])
@@ -175,12 +200,7 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa
     for i in range(n):
         probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
     _shifted(J, ca, cb, f, dinv, rhs, q, qs, probe, v, gp, slots)
-    num = 0.0
-    den = 0.0
-    for i in range(n):
-        num += (gp[i] - gx[i]) ** 2
-        den += (probe[i] - x[i]) ** 2
-    L = max(math.sqrt(num / den), 1e-12)
+    L = apgd_lipschitz(x, gx, probe, gp)
     y = x.copy()
     gy = gx.copy()
     xn = np.empty(n)
@@ -190,37 +210,16 @@ def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa
     it = 0
     while it < max_iter:
         it += 1
-        fy = 0.0
-        for i in range(n):
-            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
+        fy = apgd_value(y, gy, qs)
         while True:
             for i in range(n):
                 step[i] = y[i] - gy[i] / L
             _project_all(0, mu, dirs, lo, nc, step, xn)
             _shifted(J, ca, cb, f, dinv, rhs, q, qs, xn, v, gxn, slots)
-            fx = 0.0
-            bound = fy
-            for i in range(n):
-                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
-                d = xn[i] - y[i]
-                bound += gy[i] * d + 0.5 * L * d * d
-            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
+            if apgd_accepts(xn, gxn, y, gy, qs, fy, L):
                 break
             L *= 2.0
-        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
-        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
-        restart = 0.0
-        for i in range(n):
-            restart += gy[i] * (xn[i] - x[i])
-        if restart > 0.0:
-            beta = 0.0
-            theta_n = 1.0
-        for i in range(n):
-            y[i] = xn[i] + beta * (xn[i] - x[i])
-            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
-            x[i] = xn[i]
-            gx[i] = gxn[i]
-        theta = theta_n
+        theta = apgd_momentum(theta, x, gx, xn, gxn, y, gy)
         L *= 0.9
         if law == 0:
             res = natural_map(0, 0, mu, dirs, lo, nc, x, gx, qnorm)
@@ -253,30 +252,15 @@ def _cg(J, ca, cb, dinv, rho, rhs, x, tol, max_iter, slots):  # noqa: ANN001, AN
     v = np.zeros(dinv.shape[0] + 6)
     Ax = np.empty(n)
     _product(J, ca, cb, zero_f, dinv, zero_b, x, v, Ax, slots)
-    res = np.empty(n)
-    for i in range(n):
-        res[i] = rhs[i] - Ax[i] - rho * x[i]
-    p = res.copy()
-    rs = np.sum(res * res)
+    res, p, rs = cg_start(rho, rhs, x, Ax)
     Ap = np.empty(n)
     for _ in range(max_iter):
         if math.sqrt(rs) <= tol:
             break
         _product(J, ca, cb, zero_f, dinv, zero_b, p, v, Ap, slots)
-        pAp = 0.0
-        for i in range(n):
-            Ap[i] += rho * p[i]
-            pAp += p[i] * Ap[i]
-        if pAp <= 0.0:
+        rs, done = cg_step(rho, x, res, p, Ap, rs)
+        if done:
             break
-        alpha = rs / pAp
-        for i in range(n):
-            x[i] += alpha * p[i]
-            res[i] -= alpha * Ap[i]
-        rs_new = np.sum(res * res)
-        for i in range(n):
-            p[i] = res[i] + (rs_new / rs) * p[i]
-        rs = rs_new
 
 
 @njit(cache=True)
@@ -289,14 +273,7 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
     lo = np.zeros(0)
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
-    z = np.empty(n)
-    _project_all(0, mu, dirs, lo, nc, r, z)
-    u = np.empty(n)
-    _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
-    qs = q.copy()
-    if law == 1:
-        _shift(0, mu, dirs, nc, q, u, qs)
-    res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
+    z, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
     x = z.copy()
     lam = np.zeros(n)
     us = np.empty(n)
@@ -312,16 +289,9 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
         for i in range(n):
             b[i] = rho * (z[i] - lam[i]) - qs[i]
         _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20, slots)
-        for i in range(n):
-            zold[i] = z[i]
-            xl[i] = x[i] + lam[i]
+        admm_z_start(x, lam, 1.0, z, zold, xl)
         _project_all(0, mu, dirs, lo, nc, xl, z)
-        prim = 0.0
-        dual = 0.0
-        for i in range(n):
-            lam[i] += x[i] - z[i]
-            prim += (x[i] - z[i]) ** 2
-            dual += (rho * (z[i] - zold[i])) ** 2
+        prim, dual, _, _ = admm_z_end(x, lam, 1.0, rho, z, zold)
         prim = math.sqrt(prim)
         dual = math.sqrt(dual)
         _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
@@ -338,12 +308,7 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
             inner = natural_map(0, 0, mu, dirs, lo, nc, z, us, qnorm)
             if inner <= max(0.1 * res, 0.5 * tol):
                 _shift(0, mu, dirs, nc, q, u, qs)
-        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
-        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
-            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
-            rho *= factor
-            for i in range(n):
-                lam[i] /= factor
+        cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
     if not res <= best_res:
         r[:] = best
         return it, best_res
@@ -374,38 +339,25 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     nc = a.shape[0]
     m3 = 3 * nc
     info = np.zeros(N_INFO)
-    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
-    dinv = np.empty(n)
-    for k in range(nb):
-        for j in range(6):
-            dinv[6 * k + j] = 1.0 / mdiag[k, j]
-    J0, _, A, t1, t2 = _rows(a, b, E, point, normal, dinv)
-    dmax = 0.0
-    for i in range(nc):
-        for k in range(3):
-            dmax = max(dmax, A[i, 4 * k])
-    for i in range(nc):
-        for k in range(3):
-            if A[i, 4 * k] <= DECOUPLED_DIAG * dmax:
-                info[I_STATUS] = DECOUPLED
-                return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+    f, dinv, J0, _, A, t1, t2 = free_rows(
+        mdiag, E, phi, gravity, h, iterations, a, b, point, normal
+    )
+    if decoupled(A):
+        info[I_STATUS] = DECOUPLED
+        return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
     # the contacts in the general route's local order (lowest point up)
     up = np.argsort(point[:, 2], kind="mergesort")
     J = np.empty((m3, 12))
     rhs = np.zeros(m3)
-    ca = np.empty(m3, dtype=np.int64)
-    cb = np.empty(m3, dtype=np.int64)
+    ca, cb = row_columns(a, b, n, up)
     mu_l = np.empty(nc)
     wsum = 0.0
     for j in range(nc):
         i = up[j]
         mu_l[j] = mu[i]
-        d = dist[i]
-        rhs[3 * j] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+        rhs[3 * j] = normal_rhs(dist[i], h, beta, max_corr)
         for k in range(3):
             J[3 * j + k, :] = J0[3 * i + k, :]
-            ca[3 * j + k] = 6 * a[i]
-            cb[3 * j + k] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
             wsum += A[i, 4 * k]
     # the first twist slots of the bodies in contact (the products form no others)
     touched = np.zeros(nb, dtype=np.bool_)
@@ -421,23 +373,13 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     _product(J, ca, cb, f, dinv, rhs, z, v, q, slots)
     # warm start carried over from the recorded contacts
     if carry:
-        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
-        for j in range(nc):
-            i = up[j]
-            z[3 * j] = zn[i]
-            z[3 * j + 1] = zt[2 * i]
-            z[3 * j + 2] = zt[2 * i + 1]
+        carried_start(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2, up, z)
     if method == 0:
         it, residual = _apgd(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, tol, max_iter, slots)
     else:
         r0 = rho if rho > 0.0 else 1e-3 * (wsum / m3 if m3 > 0 else 1.0)
         it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu_l, law, z, r0, tol, max_iter, slots)
-    if not math.isfinite(residual):
-        status = NUMERICAL_ERROR
-    elif residual <= tol:
-        status = OPTIMAL
-    else:
-        status = MAX_ITERATIONS
+    status = solve_status(residual, tol)
     # back to the contacts' order: impulses, their twists
     zc = np.empty(m3)
     for j in range(nc):
@@ -445,20 +387,8 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         for k in range(3):
             zc[3 * i + k] = z[3 * j + k]
     _velocity(J, ca, cb, f, dinv, z, v)
-    # -- contact metrics (as contactlab.maximal._pile_kernels.contact_step) -------------
-    pen = 0.0
-    acc = np.zeros(5)  # normal complementarity and feasibility, cone, dissipation, sliding
-    u = np.empty(3)
-    for j in range(nc):
-        i = up[j]
-        _contact_velocity(J, ca, cb, rhs, v, j, u)
-        _contact_metrics(i, zc, u[0], u[1], u[2], mu, slip_threshold, acc)
-        pen = max(pen, -dist[i])
-    info[I_STATUS] = status
-    info[I_SWEEPS] = it
-    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = residual, 0.0, 0.0, residual
-    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
-    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
-    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, 0.0
-    phi_new, E_new, out, friction = _step_outputs(zc, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
+    phi_new, E_new, out, friction = cone_outputs(
+        J, ca, cb, rhs, v, up, zc, mu, dist, slip_threshold,
+        status, it, residual, t1, t2, mdiag, E, h, gravity, info,
+    )  # fmt: skip
     return phi_new, E_new, out, friction, info

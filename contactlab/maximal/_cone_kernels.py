@@ -53,7 +53,6 @@ import numpy as np
 
 from contactlab.maximal._pile_kernels import (
     DECOUPLED,
-    DECOUPLED_DIAG,
     I_ANGULAR,
     I_COMP,
     I_CONE,
@@ -75,14 +74,21 @@ from contactlab.maximal._pile_kernels import (
     N_INFO,
     NUMERICAL_ERROR,
     OPTIMAL,
-    _contact_metrics,
-    _rows,
-    _step_outputs,
+    _move,
     _velocity,
 )
-from contactlab.maximal.assembly import _midpoint_free_momentum
-from contactlab.models.delassus import carried_impulses
+from contactlab.maximal._step_parts import (
+    carried_start,
+    cone_outputs,
+    contact_velocity,
+    decoupled,
+    free_rows,
+    normal_rhs,
+    row_columns,
+    solve_status,
+)
 from solvers.jit import njit
+from solvers.numerics.fc_kernels import cone_gap
 from solvers.numerics.fc_local import coulomb_local
 from solvers.numerics.soc_local import soc_ccp_local
 
@@ -122,36 +128,6 @@ __all__ = [
 
 
 @njit(cache=True)
-def _contact_velocity(J, ca, cb, rhs, v, i, u):  # noqa: ANN001, ANN202
-    """``u = C_i v - b_i`` of contact ``i`` (its three rows)."""
-    for d in range(3):
-        r = 3 * i + d
-        pa, pb = ca[r], cb[r]
-        acc = 0.0
-        for k in range(6):
-            acc += J[r, k] * v[pa + k]
-        for k in range(6):
-            acc += J[r, 6 + k] * v[pb + k]
-        u[d] = acc - rhs[r]
-
-
-@njit(cache=True)
-def _project_gap(m, x0, x1, x2, r0, r1, r2):  # noqa: ANN001, ANN202, PLR0913
-    """``||r - P_K(x)||^2`` for the cone of friction coefficient ``m``."""
-    nt = math.sqrt(x1 * x1 + x2 * x2)
-    if nt <= m * x0:
-        p0, p1, p2 = x0, x1, x2
-    elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
-        p0 = p1 = p2 = 0.0
-    elif m == 0.0:
-        p0, p1, p2 = x0, 0.0, 0.0
-    else:
-        sc = (x0 + m * nt) / (1.0 + m * m)
-        p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
-    return (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
-
-
-@njit(cache=True)
 def _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm, fresh):  # noqa: ANN001, ANN202, PLR0913
     """The natural-map residual ``||r - P_K(r - û)||_2 / ||q||_2`` of the impulses ``z``
     with twists ``v``, ``û = u + (s, 0, 0)``: ``s = mu ||u_t||`` for ``law = 1``, else
@@ -162,17 +138,17 @@ def _natural(J, ca, cb, rhs, v, z, mu, law, shift, qnorm, fresh):  # noqa: ANN00
     acc_frozen = 0.0
     u = np.empty(3)
     for i in range(mu.shape[0]):
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        contact_velocity(J, ca, cb, rhs, v, i, u)
         m = mu[i]
         r0, r1, r2 = z[3 * i], z[3 * i + 1], z[3 * i + 2]
         x1 = r1 - u[1]
         x2 = r2 - u[2]
-        frozen = _project_gap(m, r0 - (u[0] + shift[i]), x1, x2, r0, r1, r2)
+        frozen = cone_gap(m, r0 - (u[0] + shift[i]), x1, x2, r0, r1, r2)
         acc_frozen += frozen
         if law == 1:
             s = m * math.sqrt(u[1] * u[1] + u[2] * u[2])
             fresh[i] = s
-            acc += _project_gap(m, r0 - (u[0] + s), x1, x2, r0, r1, r2)
+            acc += cone_gap(m, r0 - (u[0] + s), x1, x2, r0, r1, r2)
         else:
             acc += frozen
     scale = qnorm if qnorm > 2.220446049250313e-16 else 1.0
@@ -184,7 +160,7 @@ def _refresh_shift(J, ca, cb, rhs, v, mu, shift):  # noqa: ANN001, ANN202
     """``shift[i] = mu_i ||u_t,i||`` at the twists ``v``."""
     u = np.empty(3)
     for i in range(mu.shape[0]):
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        contact_velocity(J, ca, cb, rhs, v, i, u)
         shift[i] = mu[i] * math.sqrt(u[1] * u[1] + u[2] * u[2])
 
 
@@ -202,7 +178,7 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
     for j in range(up.shape[0]):
         i = up[j]
         r0 = 3 * i
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        contact_velocity(J, ca, cb, rhs, v, i, u)
         Ai = A3[i]
         for d in range(3):
             c[d] = u[d] - (Ai[d, 0] * z[r0] + Ai[d, 1] * z[r0 + 1] + Ai[d, 2] * z[r0 + 2])
@@ -218,11 +194,7 @@ def _sweep(J, DJ, A3, ca, cb, rhs, mu, up, v, z, shift, direct):  # noqa: ANN001
             dz = new[d] - z[r]
             if dz != 0.0:
                 z[r] = new[d]
-                pa, pb = ca[r], cb[r]
-                for k in range(6):
-                    v[pa + k] += DJ[r, k] * dz
-                for k in range(6):
-                    v[pb + k] += DJ[r, 6 + k] * dz
+                _move(DJ, ca, cb, v, r, dz)
 
 
 @njit(cache=True)
@@ -284,30 +256,18 @@ def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     nc = a.shape[0]
     m3 = 3 * nc
     info = np.zeros(N_INFO)
-    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
-    dinv = np.empty(n)
-    for k in range(nb):
-        for j in range(6):
-            dinv[6 * k + j] = 1.0 / mdiag[k, j]
-    J, DJ, A, t1, t2 = _rows(a, b, E, point, normal, dinv)
+    f, dinv, J, DJ, A, t1, t2 = free_rows(
+        mdiag, E, phi, gravity, h, iterations, a, b, point, normal
+    )
     A3 = A.reshape(nc, 3, 3)
     rhs = np.zeros(m3)
-    ca = np.empty(m3, dtype=np.int64)
-    cb = np.empty(m3, dtype=np.int64)
-    dmax = 0.0
     for i in range(nc):
-        d = dist[i]
-        rhs[3 * i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
-        for k in range(3):
-            r = 3 * i + k
-            dmax = max(dmax, A[i, 4 * k])
-            ca[r] = 6 * a[i]
-            cb[r] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
-    for i in range(nc):
-        for k in range(3):
-            if A[i, 4 * k] <= DECOUPLED_DIAG * dmax:
-                info[I_STATUS] = DECOUPLED
-                return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
+        rhs[3 * i] = normal_rhs(dist[i], h, beta, max_corr)
+    order = np.arange(nc)
+    ca, cb = row_columns(a, b, n, order)
+    if decoupled(A):
+        info[I_STATUS] = DECOUPLED
+        return phi.copy(), E.copy(), np.zeros(m3), np.zeros((nc, 3)), info
     up = np.argsort(point[:, 2], kind="mergesort")
     # ||q||_2 of the local problem: the contact velocities without impulses
     z = np.zeros(m3)
@@ -316,38 +276,18 @@ def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     qn = 0.0
     u = np.empty(3)
     for i in range(nc):
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
+        contact_velocity(J, ca, cb, rhs, v, i, u)
         qn += u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
     qnorm = math.sqrt(qn)
-    # warm start carried over from the recorded contacts
     if carry:
-        zn, zt = carried_impulses(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2)
-        for i in range(nc):
-            z[3 * i] = zn[i]
-            z[3 * i + 1] = zt[2 * i]
-            z[3 * i + 2] = zt[2 * i + 1]
+        carried_start(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2, order, z)
         _velocity(J, ca, cb, f, dinv, z, v)
     sweeps, residual = _nsgs(
         J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_iter, qnorm
     )
-    if not math.isfinite(residual):
-        status = NUMERICAL_ERROR
-    elif residual <= tol:
-        status = OPTIMAL
-    else:
-        status = MAX_ITERATIONS
-    # -- contact metrics (as contactlab.maximal._pile_kernels.contact_step) -------------
-    pen = 0.0
-    acc = np.zeros(5)  # normal complementarity and feasibility, cone, dissipation, sliding
-    for i in range(nc):
-        _contact_velocity(J, ca, cb, rhs, v, i, u)
-        _contact_metrics(i, z, u[0], u[1], u[2], mu, slip_threshold, acc)
-        pen = max(pen, -dist[i])
-    info[I_STATUS] = status
-    info[I_SWEEPS] = sweeps
-    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = residual, 0.0, 0.0, residual
-    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
-    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
-    info[I_SLIDING], info[I_PENETRATION], info[I_UNITS] = acc[4], pen, 0.0
-    phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
+    status = solve_status(residual, tol)
+    phi_new, E_new, out, friction = cone_outputs(
+        J, ca, cb, rhs, v, order, z, mu, dist, slip_threshold,
+        status, sweeps, residual, t1, t2, mdiag, E, h, gravity, info,
+    )  # fmt: skip
     return phi_new, E_new, out, friction, info

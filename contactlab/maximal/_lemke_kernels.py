@@ -43,11 +43,10 @@ from contactlab.maximal._pile_kernels import (
     I_SWEEPS,
     N_INFO,
     _contact_metrics,
-    _rows,
     _step_outputs,
     _velocity,
 )
-from contactlab.maximal.assembly import _midpoint_free_momentum
+from contactlab.maximal._step_parts import free_rows, normal_rhs, record_metrics, row_columns
 from solvers.jit import njit
 from solvers.numerics import lemke_kernel as LK
 
@@ -160,16 +159,12 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
     mc = nc * (1 + k)
     m = mc + nc
     info = np.zeros(N_STEP_INFO)
-    f = _midpoint_free_momentum(mdiag, phi, E, gravity, h, iterations)
-    dinv = np.empty(n)
-    for body in range(nb):
-        for j in range(6):
-            dinv[6 * body + j] = 1.0 / mdiag[body, j]
-    J, DJ, _, t1, t2 = _rows(a, b, E, point, normal, dinv)
+    f, dinv, J, DJ, _, t1, t2 = free_rows(
+        mdiag, E, phi, gravity, h, iterations, a, b, point, normal
+    )
     rhs = np.zeros(nc)
     for i in range(nc):
-        d = dist[i]
-        rhs[i] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+        rhs[i] = normal_rhs(dist[i], h, beta, max_corr)
     Ml, q = lcp_matrix(J, DJ, a, b, rhs, mu, dirs, f, dinv)
     cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
     x = np.empty(m)
@@ -192,12 +187,7 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
             bj = x[nc + i * k + j]
             z[3 * i + 1] += bj * dirs[j, 0]
             z[3 * i + 2] += bj * dirs[j, 1]
-    ca = np.empty(3 * nc, dtype=np.int64)
-    cb = np.empty(3 * nc, dtype=np.int64)
-    for i in range(nc):
-        for d in range(3):
-            ca[3 * i + d] = 6 * a[i]
-            cb[3 * i + d] = 6 * b[i] if b[i] >= 0 else n  # the world's zero slot
+    ca, cb = row_columns(a, b, n, np.arange(nc))
     v = np.empty(n + 6)
     _velocity(J, ca, cb, f, dinv, z, v)
     # -- the LCP's residuals (solvers.residuals.lcp_residuals, bounds [0, inf)) ----------
@@ -225,9 +215,7 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
         pen = max(pen, -dist[i])
     info[I_PRIMAL], info[I_DUAL], info[I_COMP] = primal, dual, comp
     info[I_NATURAL] = LK.natural_residual(Ml, q, x) if m else 0.0
-    info[I_NORMAL_COMP], info[I_NORMAL_FEAS] = acc[0], acc[1]
-    info[I_CONE], info[I_DISSIPATION] = acc[2], acc[3]
-    info[I_SLIDING], info[I_PENETRATION] = acc[4], pen
+    record_metrics(info, acc, pen)
     phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
     return phi_new, E_new, out, friction, info, x
 
@@ -236,14 +224,21 @@ __all__ = [
     "COMPILE_SECONDS",
     "I_ANGULAR",
     "I_COMP",
+    "I_CONE",
+    "I_DISSIPATION",
     "I_DUAL",
     "I_KINETIC",
     "I_LEMKE",
     "I_LINEAR",
+    "I_NATURAL",
+    "I_NORMAL_COMP",
+    "I_NORMAL_FEAS",
+    "I_PENETRATION",
     "I_POTENTIAL",
     "I_PRIMAL",
     "I_QSCALE",
     "I_SIZE",
+    "I_SLIDING",
     "I_STATUS",
     "I_SWEEPS",
     "MAX_ITERATIONS",

@@ -61,6 +61,7 @@ formulation's own :meth:`~MaximalFormulation.assemble`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -305,4 +306,18 @@ class CompiledContactStep(FreeBodyStep):
         return out
 
 
-__all__ = ["CompiledContactStep", "FreeBodyStep", "compiled_step_for", "scope"]
+def narrowed_scope(
+    formulation: Any, model: Any, collide: Any, model_test: Callable[[Any, Any], object]
+) -> str:
+    """Why a compiled step that takes the box-friction step's set-ups with models of its own
+    does not apply (empty when it does): :func:`scope`'s reasons but its model test, then
+    ``model_test(model, collide)`` (a string: why not; anything else: the model fits)."""
+    # the box-friction step's scope ends with its model test: "model" for any other model
+    why = scope(formulation, model, collide)
+    if why != "model":
+        return why or "model"
+    found = model_test(model, collide)
+    return found if isinstance(found, str) else ""
+
+
+__all__ = ["CompiledContactStep", "FreeBodyStep", "compiled_step_for", "narrowed_scope", "scope"]

@@ -52,7 +52,7 @@ import numpy as np
 from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep
+from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -107,14 +107,7 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the cone step does not apply to this set-up (empty when it does)."""
-    from contactlab.maximal.compiled_step import scope as box_scope
-
-    # the box-friction step's scope ends with its model test: "model" for any other model
-    why = box_scope(formulation, model, collide)
-    if why != "model":
-        return why or "model"
-    found = model_law(model, collide)
-    return found if isinstance(found, str) else ""
+    return narrowed_scope(formulation, model, collide, model_law)
 
 
 def cone_step_for(

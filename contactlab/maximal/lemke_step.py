@@ -42,7 +42,7 @@ import numpy as np
 from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.maximal import _lemke_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep
+from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -88,14 +88,7 @@ def model_settings(model: Any, collide: Any) -> dict[str, Any] | str:
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the Lemke step does not apply to this set-up (empty when it does)."""
-    from contactlab.maximal.compiled_step import scope as box_scope
-
-    # the box-friction step's scope ends with its model test: "model" for any other model
-    why = box_scope(formulation, model, collide)
-    if why != "model":
-        return why or "model"
-    found = model_settings(model, collide)
-    return found if isinstance(found, str) else ""
+    return narrowed_scope(formulation, model, collide, model_settings)
 
 
 def lemke_step_for(

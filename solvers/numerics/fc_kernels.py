@@ -61,6 +61,23 @@ def diagonal_blocks(indptr: IVec, indices: IVec, data: Vec, nc: int, n: int) -> 
 
 
 @njit(cache=True)
+def cone_gap(m: float, x0: float, x1: float, x2: float, r0: float, r1: float, r2: float) -> float:  # noqa: PLR0913
+    """``||r - P_K(x)||^2`` for the cone ``K`` of friction coefficient ``m``
+    (:func:`~solvers.numerics.fc_local.project`, kind 0, written on scalars)."""
+    nt = math.sqrt(x1 * x1 + x2 * x2)
+    if nt <= m * x0:
+        p0, p1, p2 = x0, x1, x2
+    elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
+        p0 = p1 = p2 = 0.0
+    elif m == 0.0:
+        p0, p1, p2 = x0, 0.0, 0.0
+    else:
+        sc = (x0 + m * nt) / (1.0 + m * m)
+        p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
+    return (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+
+
+@njit(cache=True)
 def natural_map(
     law: int, kind: int, mu: Vec, dirs: Vec, row_lo: Vec, nc: int, r: Vec, u: Vec, qnorm: float
 ) -> float:
@@ -78,21 +95,7 @@ def natural_map(
             u0, u1, u2 = u[3 * i], u[3 * i + 1], u[3 * i + 2]
             m = mu[i]
             shift = m * math.sqrt(u1 * u1 + u2 * u2) if law == 1 else 0.0
-            x0 = r0 - (u0 + shift)
-            x1 = r1 - u1
-            x2 = r2 - u2
-            # projection onto the cone (fc_local.project, kind 0)
-            nt = math.sqrt(x1 * x1 + x2 * x2)
-            if nt <= m * x0:
-                p0, p1, p2 = x0, x1, x2
-            elif m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
-                p0 = p1 = p2 = 0.0
-            elif m == 0.0:
-                p0, p1, p2 = x0, 0.0, 0.0
-            else:
-                sc = (x0 + m * nt) / (1.0 + m * m)
-                p0, p1, p2 = sc, m * sc * x1 / nt, m * sc * x2 / nt
-            acc += (r0 - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+            acc += cone_gap(m, r0 - (u0 + shift), r1 - u1, r2 - u2, r0, r1, r2)
     else:
         rr = np.empty(3)
         uu = np.empty(3)
@@ -267,6 +270,39 @@ def _project_bounds(row_lo: Vec, first: int, x: Vec, out: Vec) -> None:
 
 
 @njit(cache=True)
+def cg_start(rho: float, rhs: Vec, x: Vec, Ax: Vec) -> tuple[Vec, Vec, float]:
+    """Conjugate gradients' start on ``(W + rho I) x = rhs`` given ``Ax = W x``: the
+    residual, the first direction (a copy of it) and its squared norm."""
+    n = x.shape[0]
+    res = np.empty(n)
+    for i in range(n):
+        res[i] = rhs[i] - Ax[i] - rho * x[i]
+    return res, res.copy(), np.sum(res * res)
+
+
+@njit(cache=True)
+def cg_step(rho: float, x: Vec, res: Vec, p: Vec, Ap: Vec, rs: float) -> tuple[float, bool]:
+    """One step of conjugate gradients on ``(W + rho I) x = b`` given ``Ap = W p``: ``x``,
+    the residual ``res`` and the direction ``p`` moved; returns the new ``||res||^2`` and
+    whether the iteration stops (``p`` of no positive curvature: nothing moved)."""
+    n = x.shape[0]
+    pAp = 0.0
+    for i in range(n):
+        Ap[i] += rho * p[i]
+        pAp += p[i] * Ap[i]
+    if pAp <= 0.0:
+        return rs, True
+    alpha = rs / pAp
+    for i in range(n):
+        x[i] += alpha * p[i]
+        res[i] -= alpha * Ap[i]
+    rs_new = np.sum(res * res)
+    for i in range(n):
+        p[i] = res[i] + (rs_new / rs) * p[i]
+    return rs_new, False
+
+
+@njit(cache=True)
 def _cg(
     indptr: IVec,
     indices: IVec,
@@ -282,30 +318,15 @@ def _cg(
     zero = np.zeros(n)
     Ax = np.empty(n)
     matvec(indptr, indices, data, x, zero, Ax)
-    res = np.empty(n)
-    for i in range(n):
-        res[i] = rhs[i] - Ax[i] - rho * x[i]
-    p = res.copy()
-    rs = np.sum(res * res)
+    res, p, rs = cg_start(rho, rhs, x, Ax)
     Ap = np.empty(n)
     for _ in range(max_iter):
         if math.sqrt(rs) <= tol:
             break
         matvec(indptr, indices, data, p, zero, Ap)
-        pAp = 0.0
-        for i in range(n):
-            Ap[i] += rho * p[i]
-            pAp += p[i] * Ap[i]
-        if pAp <= 0.0:
+        rs, done = cg_step(rho, x, res, p, Ap, rs)
+        if done:
             break
-        alpha = rs / pAp
-        for i in range(n):
-            x[i] += alpha * p[i]
-            res[i] -= alpha * Ap[i]
-        rs_new = np.sum(res * res)
-        for i in range(n):
-            p[i] = res[i] + (rs_new / rs) * p[i]
-        rs = rs_new
 
 
 @njit(cache=True)

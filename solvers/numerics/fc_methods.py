@@ -115,22 +115,107 @@ def admm_z_step(
     and ``c = rho`` for an unscaled one (``zold``, ``xy``: scratch, ``zold`` left holding
     the previous ``z``).  Returns the squares of the primal residual ``||x - z||``, of the
     dual residual ``rho ||z - z_old||``, of ``||z||`` and of ``||y||``."""
-    n = x.shape[0]
-    for i in range(n):
+    admm_z_start(x, y, c, z, zold, xy)
+    project_cones(cones, xy, z)
+    return admm_z_end(x, y, c, rho, z, zold)
+
+
+@njit(cache=True)
+def admm_z_start(x: Vec, y: Vec, c: float, z: Vec, zold: Vec, xy: Vec) -> None:
+    """Before :func:`admm_z_step`'s projection: ``zold = z``, ``xy = x + y / c``."""
+    for i in range(x.shape[0]):
         zold[i] = z[i]
         xy[i] = x[i] + y[i] / c
-    project_cones(cones, xy, z)
+
+
+@njit(cache=True)
+def admm_z_end(
+    x: Vec, y: Vec, c: float, rho: float, z: Vec, zold: Vec
+) -> tuple[float, float, float, float]:
+    """After :func:`admm_z_step`'s projection ``z``: ``y += c (x - z)``; returns the squares
+    of ``||x - z||``, ``rho ||z - z_old||``, ``||z||`` and ``||y||``."""
     prim = 0.0
     dual = 0.0
     zn = 0.0
     yn = 0.0
-    for i in range(n):
+    for i in range(x.shape[0]):
         y[i] += c * (x[i] - z[i])
         prim += (x[i] - z[i]) ** 2
         dual += (rho * (z[i] - zold[i])) ** 2
         zn += z[i] * z[i]
         yn += y[i] * y[i]
     return prim, dual, zn, yn
+
+
+@njit(cache=True)
+def admm_balance(it: int, prim: float, dual: float, res: float, qnorm: float, rho: float,
+                 lam: Vec) -> tuple[float, float]:  # fmt: skip  # noqa: PLR0913
+    """After ADMM's iteration ``it`` (primal and dual residuals ``prim``, ``dual``, natural
+    map ``res``): the next conjugate gradients' tolerance and the penalty, balanced every 5
+    iterations (:func:`admm`), the scaled multiplier ``lam`` rescaled with it."""
+    cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
+    if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
+        factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
+        rho *= factor
+        for i in range(lam.shape[0]):
+            lam[i] /= factor
+    return cg_tol, rho
+
+
+@njit(cache=True)
+def apgd_lipschitz(x: Vec, gx: Vec, probe: Vec, gp: Vec) -> float:
+    """APGD's initial Lipschitz estimate ``||g(probe) - g(x)|| / ||probe - x||`` (at least
+    ``1e-12``)."""
+    num = 0.0
+    den = 0.0
+    for i in range(x.shape[0]):
+        num += (gp[i] - gx[i]) ** 2
+        den += (probe[i] - x[i]) ** 2
+    return max(math.sqrt(num / den), 1e-12)
+
+
+@njit(cache=True)
+def apgd_value(x: Vec, g: Vec, qs: Vec) -> float:
+    """``1/2 x'W x + qs'x`` from the gradient ``g = W x + qs``."""
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += 0.5 * x[i] * (g[i] - qs[i]) + qs[i] * x[i]
+    return acc
+
+
+@njit(cache=True)
+def apgd_accepts(xn: Vec, gxn: Vec, y: Vec, gy: Vec, qs: Vec, fy: float, L: float) -> bool:  # noqa: PLR0913
+    """Whether APGD's step from ``y`` (value ``fy``) to ``xn`` meets the quadratic upper bound
+    of Lipschitz constant ``L`` (or ``L`` has grown past ``1e300``)."""
+    fx = 0.0
+    bound = fy
+    for i in range(xn.shape[0]):
+        fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
+        d = xn[i] - y[i]
+        bound += gy[i] * d + 0.5 * L * d * d
+    return fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300
+
+
+@njit(cache=True)
+def apgd_momentum(theta: float, x: Vec, gx: Vec, xn: Vec, gxn: Vec, y: Vec, gy: Vec) -> float:  # noqa: PLR0913
+    """Nesterov's extrapolation after APGD's step to ``xn``: ``y``, ``gy`` extrapolated (the
+    momentum restarted when ``gy . (xn - x) > 0``), ``x``, ``gx`` moved to ``xn``, ``gxn``;
+    returns the next ``theta``."""
+    n = x.shape[0]
+    theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
+    beta = theta * (1.0 - theta) / (theta * theta + theta_n)
+    restart = 0.0
+    for i in range(n):
+        restart += gy[i] * (xn[i] - x[i])
+    if restart > 0.0:
+        beta = 0.0
+        theta_n = 1.0
+    for i in range(n):
+        y[i] = xn[i] + beta * (xn[i] - x[i])
+        gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
+        x[i] = xn[i]
+        gx[i] = gxn[i]
+    return theta_n
 
 
 @njit(cache=True)
@@ -173,12 +258,7 @@ def apgd(
     for i in range(n):
         probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
     matvec(indptr, indices, data, probe, qs, gp)
-    num = 0.0
-    den = 0.0
-    for i in range(n):
-        num += (gp[i] - gx[i]) ** 2
-        den += (probe[i] - x[i]) ** 2
-    L = max(math.sqrt(num / den), 1e-12)
+    L = apgd_lipschitz(x, gx, probe, gp)
     y = x.copy()
     gy = gx.copy()
     xn = np.empty(n)
@@ -188,37 +268,16 @@ def apgd(
     it = 0
     while it < max_iter:
         it += 1
-        fy = 0.0
-        for i in range(n):
-            fy += 0.5 * y[i] * (gy[i] - qs[i]) + qs[i] * y[i]
+        fy = apgd_value(y, gy, qs)
         while True:
             for i in range(n):
                 step[i] = y[i] - gy[i] / L
             project_cones(cones, step, xn)
             matvec(indptr, indices, data, xn, qs, gxn)
-            fx = 0.0
-            bound = fy
-            for i in range(n):
-                fx += 0.5 * xn[i] * (gxn[i] - qs[i]) + qs[i] * xn[i]
-                d = xn[i] - y[i]
-                bound += gy[i] * d + 0.5 * L * d * d
-            if fx <= bound + 1e-14 * (abs(fx) + abs(bound)) or L > 1e300:
+            if apgd_accepts(xn, gxn, y, gy, qs, fy, L):
                 break
             L *= 2.0
-        theta_n = 0.5 * (-theta * theta + theta * math.sqrt(theta * theta + 4.0))
-        beta = theta * (1.0 - theta) / (theta * theta + theta_n)
-        restart = 0.0
-        for i in range(n):
-            restart += gy[i] * (xn[i] - x[i])
-        if restart > 0.0:
-            beta = 0.0
-            theta_n = 1.0
-        for i in range(n):
-            y[i] = xn[i] + beta * (xn[i] - x[i])
-            gy[i] = gxn[i] + beta * (gxn[i] - gx[i])
-            x[i] = xn[i]
-            gx[i] = gxn[i]
-        theta = theta_n
+        theta = apgd_momentum(theta, x, gx, xn, gxn, y, gy)
         L *= 0.9
         if law == 0:
             res = natural_map_cones(cones, 0, x, gx, qnorm)
@@ -301,12 +360,7 @@ def admm(
             inner = natural_map_cones(cones, 0, z, us, qnorm)
             if inner <= max(0.1 * res, 0.5 * tol):
                 shift_cones(cones, q, u, qs)
-        cg_tol = max(1e-2 * min(prim + dual, res * (qnorm + 1e-30)), 1e-15 * (qnorm + 1.0))
-        if it % 5 == 0 and prim > 0.0 and dual > 0.0 and (prim > 10 * dual or dual > 10 * prim):
-            factor = min(max(math.sqrt(prim / dual), 0.1), 10.0)
-            rho *= factor
-            for i in range(n):
-                lam[i] /= factor
+        cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
     if not res <= best_res:
         r[:] = best
         return it, best_res, rho
