@@ -39,6 +39,12 @@ pytest.importorskip("numba")
 
 #: agreement of the compiled and general steps (poses and twists) [m, rad, m/s, rad/s]
 AGREE = 1e-10
+#: a landing pile's step: its LCP is degenerate (redundant corners), and the two walks end on
+#: points each within the backend's accuracy (natural map <= 1e-9 max(1, |q|), asserted
+#: below), chosen between the walk's point and the one re-solved from the data; the general
+#: route's re-solves go through LAPACK, whose rounding depends on the OpenBLAS kernel set
+#: (largest gap over the 200 steps 6e-11 with SkylakeX, 1.03e-10 with Sandybridge)
+PILE_AGREE = 1e-9
 
 
 def _pair(scene: Any, **kw: Any) -> tuple[Simulator, Simulator]:
@@ -115,7 +121,7 @@ def test_steps_of_a_pile_solve_the_general_lcp_and_equal_its_steps() -> None:
         b, rb = general.step(state, i)
         assert ra.metrics["status"] == rb.metrics["status"] == "optimal"
         assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
-        assert _gap(a, b) <= AGREE, i
+        assert _gap(a, b) <= PILE_AGREE, i
         if captured and captured[0].n:
             lcp = captured[0]
             x = fast.compiled.last_solution  # type: ignore[union-attr]
