@@ -4,8 +4,9 @@ Every kernel module imports ``njit`` from here instead of from numba, so that
 
 * the compiled machine code is cached in a user cache folder
   (``$NUMBA_CACHE_DIR`` when the user set it, else ``$XDG_CACHE_HOME`` or
-  ``~/.cache``, then ``contactlab/numba``; ``%LOCALAPPDATA%`` on Windows),
-  never in the source tree, and is compiled once per machine;
+  ``~/.cache``, then ``contactlab/numba/<digest of the kernels' sources>``;
+  ``%LOCALAPPDATA%`` on Windows), never in the source tree, and is compiled once per
+  machine and version of the kernels (:func:`kernel_fingerprint`);
 * the first compilation in a process prints one line on stderr saying that
   kernels are being compiled and roughly how long it takes, instead of a
   silent wait (``contactlab warmup`` compiles every kernel ahead);
@@ -35,6 +36,7 @@ program that imported numba itself earlier keeps numba's own setting.
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import os
 import sys
@@ -84,17 +86,41 @@ def kernel_modules(*packages: str) -> list[str]:
     return sorted(set(out))
 
 
+def kernel_fingerprint() -> str:
+    """A digest of the source of every module of ``solvers`` and ``contactlab`` that
+    mentions ``njit``: the name of the cache's subfolder.
+
+    numba checks a cached kernel against its own file only, while a kernel that calls
+    a kernel of another module holds that callee's compiled code: after an edit or an
+    upgrade of the callee's module the caller's cache entry would still run the old
+    callee.  A subfolder per version of the kernels' sources rules that out; kernels
+    compile again (on first use, or by ``contactlab warmup``) after any of them changes.
+    """
+    digest = hashlib.sha1()
+    root = Path(__file__).resolve().parent.parent
+    for package in ("solvers", "contactlab"):
+        for path in sorted((root / package).rglob("*.py")):
+            text = path.read_bytes()
+            if b"njit" in text:
+                digest.update(path.relative_to(root).as_posix().encode())
+                digest.update(text)
+    return digest.hexdigest()[:16]
+
+
 def cache_dir() -> Path:
-    """The folder numba caches compiled kernels in (see the module docstring)."""
+    """The folder numba caches compiled kernels in (see the module docstring): the user's
+    ``NUMBA_CACHE_DIR`` as given, else ``contactlab/numba/<kernel_fingerprint()>`` in the
+    user cache folder."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"])
     if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
         base = Path(os.environ["LOCALAPPDATA"])
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "contactlab" / "numba"
+    return base / "contactlab" / "numba" / _FINGERPRINT
 
 
+_FINGERPRINT = kernel_fingerprint()
 os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir()))
 
 from numba import njit as _numba_njit  # noqa: E402  (after NUMBA_CACHE_DIR is set)

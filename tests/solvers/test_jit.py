@@ -80,6 +80,8 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
         print(twice(1.5) + thrice(1.0))
     """)
     )
+    from solvers.jit import kernel_fingerprint
+
     env = _env(tmp_path)
     cold = _python([str(script)], env, tmp_path)
     assert cold.stdout.strip() == "6.0"
@@ -87,7 +89,8 @@ def test_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path
     # two kernels compiled, one line: the module's first compilation
     assert lines == [
         f"contactlab: compiling kernels of __main__ (first use, about 3 s; cached in "
-        f"{tmp_path / 'xdg' / 'contactlab' / 'numba'}; `contactlab warmup` compiles all ahead)"
+        f"{tmp_path / 'xdg' / 'contactlab' / 'numba' / kernel_fingerprint()}; "
+        "`contactlab warmup` compiles all ahead)"
     ]
     warm = _python([str(script)], env, tmp_path)
     assert warm.stdout.strip() == "6.0" and "compiling kernels" not in warm.stderr
@@ -115,3 +118,20 @@ def test_every_module_with_kernels_is_found_and_declares_its_compile_time() -> N
     assert set(kernel_modules("contactlab", "solvers")) == found
     assert {"contactlab.collision.boxes", "solvers.numerics.fc_kernels"} <= found
     assert declared == found
+
+
+def test_the_cache_folder_changes_with_every_kernel_module_source() -> None:
+    """numba checks a cached kernel against its own file only; the cache's subfolder is the
+    digest of every kernel module's source, so a change to a callee's module (which a caller's
+    cached code holds compiled in) moves every kernel to a new folder."""
+    import importlib.util
+
+    from solvers.jit import kernel_fingerprint, kernel_modules
+
+    modules = kernel_modules("solvers", "contactlab")
+    assert len(modules) > 20
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        assert b"njit" in Path(spec.origin).read_bytes(), name  # covered by the digest
+    assert len(kernel_fingerprint()) == 16
