@@ -1,0 +1,499 @@
+"""Compiled kernels of the reduced formulation's exact-cone contact step
+(:mod:`contactlab.reduced.cone_step`).
+
+One call, :func:`cone_full_step`, takes a step of
+:class:`~contactlab.reduced.formulation.ReducedFormulation` with the exact friction cone
+``K_i = {||r_t|| <= mu_i r_n}``: the tree kinematics, ``M_r + h D - h^2 K`` and the free
+momentum (the pieces and the arithmetic of :mod:`contactlab.reduced._step_kernels`), the
+rows ``C = [N; T; L]`` of :func:`~contactlab.models.box_friction.box_rows` (contact rows
+``N = N_m J``, ``T = T_m J``, then the joint limits' rows), the tree factor ``M = L^T L``
+and from it ``M^-1 C^T``, the Delassus matrix ``W = C M^-1 C^T`` and ``q = C M^-1 f - b``
+in the general route's local order (:func:`contactlab.models.fc_route.local_step`: each
+contact's normal and two tangent rows, contacts from the lowest point up, then the limit
+rows as scalar rows with ``r >= 0``), the warm start of the general route
+(:func:`contactlab.models.delassus.local_warm_start`), and the general backends' own
+solvers on it: block nonsmooth Gauss--Seidel (:func:`solvers.numerics.fc_kernels.nsgs`),
+the accelerated projected gradient (:func:`solvers.numerics.fc_methods.apgd`) or ADMM
+(:func:`solvers.numerics.fc_methods.admm`), with their stopping test (the natural-map
+residual relative to ``||q||``) and caps.  Then the velocity ``v = M^-1 (f + C^T z)``,
+the position update (:func:`~contactlab.reduced._step_kernels.advance`), the new state's
+body transforms and twists, and the step's measurements.
+
+Two laws: Anitescu--Hart's cone complementarity problem (``law = 0``) and Coulomb's law in
+De Saxcé's form (``law = 1``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contactlab.contact.rows import _tangent_basis
+from contactlab.models.delassus import friction_vectors, local_warm_start
+from contactlab.reduced._step_kernels import (
+    _bias,
+    _jacobian,
+    _ltl,
+    _ltl_solve,
+    _tree_kinematics,
+    _wrench_row,
+    advance,
+)
+from solvers.jit import njit
+from solvers.numerics.fc_kernels import nsgs
+from solvers.numerics.fc_methods import Cones, admm, apgd
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = None
+
+#: laws of :func:`cone_full_step`
+CCP, COULOMB = 0, 1
+#: methods of :func:`cone_full_step`
+NSGS, APGD, ADMM = 0, 1, 2
+#: statuses of :func:`cone_full_step` (:func:`solvers.backends.fc_base._status`'s)
+OPTIMAL, MAX_ITERATIONS, STALLED, NUMERICAL_ERROR, NOT_SPD, DECOUPLED = 0, 1, 2, 3, 4, 5
+
+#: entries of the ``info`` array of :func:`cone_full_step`
+(
+    I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
+    I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
+    I_PENETRATION, I_FINITE, I_LIMIT,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21, 22)  # fmt: skip
+N_INFO = 23
+
+
+@njit(cache=True)
+def _rotation(w, R):  # noqa: ANN001, ANN202
+    """``R = exp([w])`` (Rodrigues, series below ``|w| = 1e-3``)."""
+    t = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if t < 1e-3:
+        t2 = t * t
+        ca = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+        cb = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+    else:
+        ca = math.sin(t) / t
+        cb = (1.0 - math.cos(t)) / (t * t)
+    x, y, z = w[0], w[1], w[2]
+    n2 = x * x + y * y + z * z
+    R[0, 0] = 1.0 + cb * (x * x - n2)
+    R[1, 1] = 1.0 + cb * (y * y - n2)
+    R[2, 2] = 1.0 + cb * (z * z - n2)
+    R[0, 1] = -ca * z + cb * x * y
+    R[1, 0] = ca * z + cb * x * y
+    R[0, 2] = ca * y + cb * x * z
+    R[2, 0] = -ca * y + cb * x * z
+    R[1, 2] = -ca * x + cb * y * z
+    R[2, 1] = ca * x + cb * y * z
+
+
+@njit(cache=True)
+def _coordinate_parents(parent, ndof, dof0, nq):  # noqa: ANN001, ANN202
+    """Each coordinate's parent in the tree of coordinates (the one before it on its joint,
+    else the last of the nearest ancestor joint with coordinates; -1 at the root), the
+    chain ``k - 1`` when a parent does not come first: the ancestors of the factor
+    ``M = L^T L`` of :func:`contactlab.reduced._step_kernels._ltl`."""
+    lam = np.empty(nq, dtype=np.int64)
+    ok = True
+    for i in range(parent.shape[0]):
+        p = parent[i]
+        while p >= 0 and ndof[p] == 0:
+            p = parent[p]
+        last = dof0[p] + ndof[p] - 1 if p >= 0 else -1
+        for c in range(ndof[i]):
+            k = dof0[i] + c
+            lam[k] = last if c == 0 else k - 1
+            ok = ok and lam[k] < k
+    if not ok:
+        for k in range(nq):
+            lam[k] = k - 1
+    return lam
+
+
+@njit(cache=True)
+def _system(  # noqa: ANN201, PLR0913
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+):  # fmt: skip
+    """The node transforms, the Jacobian ``J_mr`` and ``M_r + h D - h^2 K`` with the free
+    momentum ``f`` of :meth:`ReducedFormulation.assemble` (``coriolis="rotated_linear"``,
+    joint springs and dampers implicit, the applied joint forces ``tau``)."""
+    n = kind.shape[0]
+    nq = q.shape[0]
+    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
+    bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
+    M = np.zeros((nq, nq))
+    f = np.zeros(nq)
+    p = np.empty(6)
+    Rt = np.empty((3, 3))
+    mw = np.empty(3)
+    for i in range(n):
+        r0 = 6 * i
+        ns = n_support[i]
+        for r in range(6):
+            m_r = inertia[i, r]
+            for u in range(ns):
+                cu = support[i, u]
+                x = m_r * J[r0 + r, cu]
+                if x == 0.0:
+                    continue
+                for v in range(u, ns):
+                    cv = support[i, v]
+                    M[cu, cv] += x * J[r0 + r, cv]
+        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
+        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
+        # angular: I w - h w x I w; linear: exp(-h [w]) m v
+        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
+        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
+        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
+        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
+        _rotation(mw, Rt)
+        for a in range(3):
+            p[3 + a] = 0.0
+            for b in range(3):
+                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
+        # gravity (0, R^T m g) minus the inertia times the bias acceleration Jdot qdot
+        for a in range(3):
+            g = 0.0
+            for b in range(3):
+                g += E[i, b, a] * gravity[b]
+            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * bias[i, 3 + a])
+            p[a] -= h * inertia[i, a] * bias[i, a]
+        for u in range(ns):
+            cu = support[i, u]
+            s = 0.0
+            for r in range(6):
+                s += J[r0 + r, cu] * p[r]
+            f[cu] += s
+    for a in range(nq):
+        f[a] += h * tau[a]
+        f[a] += armature[a] * qdot[a] + h * (
+            -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
+        )
+        f[a] += h * (damping[a] * qdot[a])
+        M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
+        for b in range(a + 1, nq):
+            M[b, a] = M[a, b]
+    return E, J, M, f
+
+
+@njit(cache=True)
+def _rows(  # noqa: ANN201, PLR0913
+    E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
+    lim_dof, lim_sign, lim_bound, t1, t2,
+):  # fmt: skip
+    """The rows ``C = [N; T; L]`` (m, nq) and their right-hand side ``b`` (contact ``k``'s
+    tangent rows ``nc + 2k``, ``nc + 2k + 1``; the limit rows
+    ``lim_sign e_dof . qdot+ >= lim_sign (lim_bound - q_dof) / h``)."""
+    nq = q.shape[0]
+    nc = dist.shape[0]
+    ml = lim_dof.shape[0]
+    m = 3 * nc + ml
+    C = np.zeros((m, nq))
+    dvec = np.empty(3)
+    row6 = np.empty(6)
+    for k in range(nc):
+        for side in range(2):
+            node = node_a[k] if side == 0 else node_b[k]
+            if node < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            r0 = 6 * node
+            for dd in range(3):
+                for i in range(3):
+                    dvec[i] = normal[k, i] if dd == 0 else (t1[k, i] if dd == 1 else t2[k, i])
+                _wrench_row(E, node, point[k], dvec, sign, row6)
+                row = k if dd == 0 else nc + 2 * k + dd - 1
+                for u in range(n_support[node]):
+                    cu = support[node, u]
+                    s = 0.0
+                    for r in range(6):
+                        s += row6[r] * J[r0 + r, cu]
+                    C[row, cu] += s
+    b = np.zeros(m)
+    for k in range(nc):
+        d = dist[k]
+        b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
+    for j in range(ml):
+        r = 3 * nc + j
+        C[r, lim_dof[j]] = lim_sign[j]
+        b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
+    return C, b
+
+
+@njit(cache=True)
+def _local_problem(C, Kr, b, u_free, order):  # noqa: ANN001, ANN202
+    """``W = C_o M^-1 C_o^T`` in CSR form (its nonzero entries) and ``q = C_o u_free - b_o``
+    of the rows in the local ``order`` (``Kr`` the rows of ``M^-1 C^T``)."""
+    m = order.shape[0]
+    nq = u_free.shape[0]
+    W = np.empty((m, m))
+    q = np.empty(m)
+    for i in range(m):
+        a = order[i]
+        s = -b[a]
+        for k in range(nq):
+            s += C[a, k] * u_free[k]
+        q[i] = s
+        for j in range(i, m):
+            c = order[j]
+            s = 0.0
+            for k in range(nq):
+                s += C[a, k] * Kr[c, k]
+            W[i, j] = s
+            W[j, i] = s
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    for i in range(m):
+        count = 0
+        for j in range(m):
+            if W[i, j] != 0.0:
+                count += 1
+        indptr[i + 1] = indptr[i] + count
+    indices = np.empty(indptr[m], dtype=np.int64)
+    data = np.empty(indptr[m])
+    for i in range(m):
+        k = indptr[i]
+        for j in range(m):
+            if W[i, j] != 0.0:
+                indices[k] = j
+                data[k] = W[i, j]
+                k += 1
+    return W, indptr, indices, data, q
+
+
+@njit(cache=True)
+def _measures(E, V, inertia, gravity):  # noqa: ANN001, ANN202
+    """The kinetic energy of the nodes at transforms ``E`` and twists ``V``, the gravity
+    energy ``-sum m g . p`` and the world linear and angular momenta."""
+    kinetic = 0.0
+    grav = 0.0
+    mom = np.zeros(6)
+    lin = np.empty(3)
+    for i in range(E.shape[0]):
+        for r in range(6):
+            kinetic += 0.5 * inertia[i, r] * V[i, r] * V[i, r]
+        for a in range(3):
+            grav -= inertia[i, 3] * E[i, a, 3] * gravity[a]
+        for a in range(3):
+            s = 0.0
+            t = 0.0
+            for c in range(3):
+                s += E[i, a, c] * V[i, 3 + c]
+                t += E[i, a, c] * inertia[i, c] * V[i, c]
+            lin[a] = inertia[i, 3] * s
+            mom[a] += lin[a]
+            mom[3 + a] += t
+        px, py, pz = E[i, 0, 3], E[i, 1, 3], E[i, 2, 3]
+        mom[3] += py * lin[2] - pz * lin[1]
+        mom[4] += pz * lin[0] - px * lin[2]
+        mom[5] += px * lin[1] - py * lin[0]
+    return kinetic, grav, mom
+
+
+@njit(cache=True)
+def _solve(indptr, indices, data, q, law, mu_local, row_lo, nc, r, method, direct, rho, tol, cap):  # noqa: ANN001, ANN202, PLR0913
+    """The general backend's solver on the local problem from ``r`` (in place):
+    ``(iterations, natural-map residual)``; ``rho <= 0`` ADMM's default penalty
+    (``1e-3`` times the mean diagonal of ``W``)."""
+    dirs = np.zeros((0, 2))
+    if method == NSGS:
+        return nsgs(indptr, indices, data, q, law, 0, mu_local, dirs, row_lo, nc, r, 1.0, tol, cap, direct)
+    cones = Cones(
+        0, 0, mu_local, dirs, 0, np.zeros(1, dtype=np.int64), np.zeros(1),
+        np.zeros(1, dtype=np.int64), row_lo, nc,
+    )  # fmt: skip
+    if method == APGD:
+        return apgd(indptr, indices, data, q, law, cones, r, tol, cap)
+    if rho <= 0.0:
+        m = q.shape[0]
+        acc = 0.0
+        for i in range(m):
+            for k in range(indptr[i], indptr[i + 1]):
+                if indices[k] == i:
+                    acc += data[k]
+        rho = 1e-3 * (acc / m) if m else 1.0
+    it, res, _ = admm(indptr, indices, data, q, law, cones, r, rho, tol, cap)
+    return it, res
+
+
+@njit(cache=True)
+def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+    node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_z, old_l, same_l,
+    law, method, direct, rho, tol, max_iter, slip_threshold,
+):  # fmt: skip
+    """One step (module docstring).  Arguments as
+    :func:`contactlab.reduced._step_kernels.full_step`'s, with the warm start of the
+    general route: ``old_z`` the recorded impulses, ``old_l`` the start of their limit
+    rows, copied when ``same_l`` (as many limit rows), the contacts' by identity when
+    ``carry``; ``law`` (:data:`CCP`, :data:`COULOMB`), ``method`` (:data:`NSGS`,
+    :data:`APGD`, :data:`ADMM`), ``direct`` (``nsgs``'s exact Coulomb local solver),
+    ``rho`` (ADMM's initial penalty, ``0``: its default) and ``max_iter`` the cap.
+
+    Returns ``q+``, ``qdot+``, the step's velocity ``v``, the new body transforms and
+    twists in scene order, the impulses ``z`` on the rows ``[N; T; L]``, the friction
+    impulses as world vectors and ``info`` (entries ``I_*``).
+    """
+    n = kind.shape[0]
+    nq = q.shape[0]
+    nc = dist.shape[0]
+    ml = lim_dof.shape[0]
+    m = 3 * nc + ml
+    info = np.zeros(N_INFO)
+    nb = body_of_node.shape[0]
+    E_s = np.zeros((nb, 4, 4))
+    phi_s = np.zeros((nb, 6))
+    z = np.zeros(m)
+    friction = np.zeros((nc, 3))
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    E, J, M, f = _system(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+    )  # fmt: skip
+    lam = _coordinate_parents(parent, ndof, dof0, nq)
+    L = M.copy()
+    if not _ltl(L, lam):
+        info[I_STATUS] = NOT_SPD
+        return q, qdot, qdot, E_s, phi_s, z, friction, info
+    u_free = f.copy()
+    _ltl_solve(L, lam, u_free)
+    t1, t2 = _tangent_basis(normal)
+    C, b = _rows(
+        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
+        lim_dof, lim_sign, lim_bound, t1, t2,
+    )  # fmt: skip
+    Kr = C.copy()
+    for r in range(m):
+        _ltl_solve(L, lam, Kr[r])
+    # the local order: per contact (lowest first) its normal and tangent rows, then limits
+    up = np.argsort(point[:, 2], kind="mergesort")
+    order = np.empty(m, dtype=np.int64)
+    mu_local = np.empty(nc)
+    for j in range(nc):
+        k = up[j]
+        order[3 * j] = k
+        order[3 * j + 1] = nc + 2 * k
+        order[3 * j + 2] = nc + 2 * k + 1
+        mu_local[j] = mu[k]
+    for r in range(3 * nc, m):
+        order[r] = r
+    row_lo = np.zeros(ml)
+    W, indptr, indices, data, q_loc = _local_problem(C, Kr, b, u_free, order)
+    dmax = 0.0
+    for r in range(m):
+        dmax = max(dmax, W[r, r])
+    for r in range(m):
+        if W[r, r] <= 1e-24 * dmax:  # a decoupled row: the general path's closed forms
+            info[I_STATUS] = DECOUPLED
+            return q, qdot, qdot, E_s, phi_s, z, friction, info
+    # -- the general route's warm start (models.box_rows.warm_local) -------------------
+    if carry:
+        order_ids = np.argsort(old_ids, kind="mergesort")
+    else:
+        order_ids = np.zeros(0, dtype=np.int64)
+    r_loc = local_warm_start(
+        old_z, 0, old_l, False, same_l, carry, old_ids, order_ids, old_normal, old_friction,
+        ids, origin, t1, t2, 0, ml, order,
+    )  # fmt: skip
+    iterations, residual = _solve(
+        indptr, indices, data, q_loc, law, mu_local, row_lo, nc, r_loc, method, direct, rho,
+        tol, max_iter,
+    )  # fmt: skip
+    if not math.isfinite(residual):
+        status = NUMERICAL_ERROR
+    elif residual <= tol:
+        status = OPTIMAL
+    elif iterations >= max_iter:
+        status = MAX_ITERATIONS
+    else:
+        status = STALLED
+    for i in range(m):
+        z[order[i]] = r_loc[i]
+    # v = M^-1 (f + C^T z)
+    v = u_free.copy()
+    for r in range(m):
+        if z[r] != 0.0:
+            for a in range(nq):
+                v[a] += Kr[r, a] * z[r]
+    q_new, v_new = advance(kind, q, v, h)
+    info[I_STATUS] = status
+    info[I_SWEEPS] = iterations
+    info[I_PRIMAL] = residual
+    info[I_NATURAL] = residual
+    E1, X1, Sb1, Sbd1, V1 = _tree_kinematics(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new
+    )
+    kinetic, grav, mom = _measures(E1, V1, inertia, gravity)
+    finite = True
+    for i in range(n):
+        E_s[body_of_node[i]] = E1[i]
+        phi_s[body_of_node[i]] = V1[i]
+        for r in range(6):
+            finite = finite and np.isfinite(V1[i, r])
+        for r in range(3):
+            for c in range(4):
+                finite = finite and np.isfinite(E1[i, r, c])
+    spring = 0.0
+    for a in range(nq):
+        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
+        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
+        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
+    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
+    for r in range(6):
+        info[I_MOMENTUM + r] = mom[r]
+    info[I_FINITE] = 1.0 if finite else 0.0
+    # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        gap = -b[k]
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(nq):
+            gap += C[k, a] * v[a]
+            s0 += C[nc + 2 * k, a] * v[a]
+            s1 += C[nc + 2 * k + 1, a] * v[a]
+        zn = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[k] * zn)
+        speed = math.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * zn) * s0 / speed
+            i1 = -(mu[k] * zn) * s1 / speed
+            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    worst = 0.0
+    for j in range(ml):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
+    friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
+    return q_new, v_new, v, E_s, phi_s, z, friction, info
+
+
+__all__ = [
+    "ADMM",
+    "APGD",
+    "CCP",
+    "COULOMB",
+    "DECOUPLED",
+    "MAX_ITERATIONS",
+    "NOT_SPD",
+    "NSGS",
+    "NUMERICAL_ERROR",
+    "OPTIMAL",
+    "STALLED",
+    "cone_full_step",
+]

@@ -1,0 +1,209 @@
+"""The compiled contact step of the reduced formulation with the exact friction cone.
+
+The exact Coulomb law (model ``coulomb``, De Saxcé's problem) and Anitescu--Hart with
+the exact cone (``anitescu-hart``, ``cone="soc"``) on a robot go, through the general
+layers, from the formulation's ``scipy.sparse`` rows to the local frictional-contact
+problem of :mod:`contactlab.models.fc_route` (``W = C M^-1 C^T`` by the factorised
+``M``) and the general backend.  :class:`ConeContactStep` takes the same step in one
+compiled call after the contacts (:func:`contactlab.reduced._cone_step_kernels.cone_full_step`):
+the kinematics, ``M_r`` and the free momentum, the rows ``[N; T; L]``, the tree factor
+``M = L^T L`` for ``M^-1 C^T``, ``W`` and ``q`` in the general route's local order (each
+contact's three rows from the lowest point up, then the joint limits' rows), the general
+route's warm start (the impulses recorded under ``fc:coulomb:soc`` or ``fc:ccp:soc``,
+carried over by contact identity, the limit impulses when the rows are as many), the
+general backend's own solver on it (:func:`solvers.numerics.fc_kernels.nsgs`,
+:func:`solvers.numerics.fc_methods.apgd` or :func:`solvers.numerics.fc_methods.admm`:
+the same iterations, stopping test and caps), the velocity and the position update.
+The contacts and their identities are those of the box-friction compiled step
+(:class:`~contactlab.reduced.compiled_step.CompiledContactStep`).  The two paths pose
+the same problem and solve it by the same method from the same start: their solutions
+agree to the solver's tolerance, and the two share their warm starts.
+
+It applies when the formulation and the scene are in the compiled step's scope (a tree of
+fixed, revolute, prismatic and free joints, joint limits as the only constraints, no
+force elements or restitution, planes as the only static shapes, the linearly implicit
+step) and the model is ``coulomb`` or ``anitescu-hart`` with ``cone="soc"``, without
+torsion or rolling and without islands, solved by ``nsgs`` (setting ``direct`` only),
+``apgd`` (no settings) or ``admm`` (setting ``rho`` only).  A step it cannot take (a
+decoupled row, a singular ``M``, joint torques of the wrong shape) returns ``None`` and
+the simulator takes the general path for that step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contactlab.contact import identity
+from contactlab.maximal.cone_step import ITERATION_CAPS, model_law
+from contactlab.metrics import USABLE_STATUSES
+from contactlab.models import compiled_box_step as B
+from contactlab.models.box_rows import ImpulseMemory
+from contactlab.reduced import _cone_step_kernels as K
+from contactlab.reduced import _kernels
+from contactlab.reduced.compiled_step import CompiledContactStep
+from contactlab.runs import StepRecord
+from contactlab.scene import State
+
+if TYPE_CHECKING:
+    from contactlab.models.base import ContactModel
+    from contactlab.reduced.formulation import ReducedFormulation
+    from contactlab.simulator import Simulator
+
+Array = np.ndarray
+
+#: the kernel's method of each solver
+METHODS = {"nsgs": K.NSGS, "apgd": K.APGD, "admm": K.ADMM}
+#: the solver status of each kernel code (a numerical error raises the simulator's failure)
+STATUSES = {
+    K.OPTIMAL: "optimal",
+    K.MAX_ITERATIONS: "max_iterations",
+    K.STALLED: "stalled",
+    K.NUMERICAL_ERROR: "numerical_error",
+}
+
+
+def scope(formulation: Any, model: Any, collide: Any) -> str:
+    """Why the reduced exact-cone step does not apply to this set-up (empty when it does)."""
+    from contactlab.joints.maps import CompositeJoint, TranslationalJoint
+    from contactlab.joints.spherical import SphericalExpJoint
+    from contactlab.reduced.constraints import JointLimit
+
+    f = formulation
+    if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
+        return "formulation options"
+    if any(type(c) is not JointLimit for c in f.constraints) or f.joint_layout is not None:
+        return "constraints other than joint limits, or joint friction"
+    scene = f.scene
+    if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
+        return "force elements or restitution"
+    found = model_law(model, collide)
+    if isinstance(found, str):
+        return found
+    tree = f.tree
+    for joint, code in zip(tree.joints, tree.codes, strict=True):
+        if code != _kernels.OTHER:
+            continue
+        free = (
+            type(joint) is CompositeJoint
+            and {type(joint.first), type(joint.second)} == {SphericalExpJoint, TranslationalJoint}
+            and getattr(
+                joint.first if type(joint.first) is SphericalExpJoint else joint.second,
+                "switch_angle",
+                0.0,
+            )
+            == np.pi
+        )
+        if not free:
+            return f"joint {type(joint).__name__}"
+    return ""
+
+
+def cone_step_for(
+    formulation: ReducedFormulation, model: ContactModel, collide: Any
+) -> ConeContactStep | None:
+    """The reduced exact-cone step of this set-up, or ``None`` when it is outside its scope."""
+    if collide is None or scope(formulation, model, collide):
+        return None
+    return ConeContactStep(formulation, model, collide)
+
+
+class ConeContactStep(CompiledContactStep):
+    """The step of a reduced formulation with the exact cone (module docstring)."""
+
+    def __init__(
+        self, formulation: ReducedFormulation, model: ContactModel, collide: Any
+    ) -> None:
+        found = model_law(model, collide)
+        assert not isinstance(found, str)
+        super().__init__(formulation, model)
+        law, direct = found
+        self.law = K.COULOMB if law == 1 else K.CCP
+        self.direct = bool(direct)
+        #: the general route's memory key of the warm start (fc_route.solve_as_fc)
+        self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
+        solver: Any = getattr(model, "solver", "nsgs")
+        self.solver = str(solver)
+        self.method = METHODS[self.solver]
+        settings = dict(model.options["solver_settings"] or {})
+        #: ADMM's initial penalty (``0``: the general backend's default)
+        self.rho = float(settings.get("rho", 0.0))
+        self._no_z = np.zeros(0)
+
+    def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
+        """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        h = sim.dt
+        start = time.perf_counter()
+        cache = state.cache
+        previous = cache.get(identity.CACHE_KEY)
+        contacts, track = self._tracked(state.E, previous)
+        if track is None:
+            track = identity.identify(contacts, previous)
+        collided = time.perf_counter()
+        memory = cache.get(self.key)
+        nc = len(contacts)
+        ml = self._limits[0].size
+        old_z, old_l, same_l = self._no_z, 0, False
+        carry = False
+        old = self._no_old
+        if isinstance(memory, ImpulseMemory):
+            old_z = np.ascontiguousarray(memory.z, dtype=float)
+            part = memory.slices.get("L")
+            if part is not None:
+                old_l, same_l = int(part.start), part.stop - part.start == ml
+            if nc > 0 and memory.ids is not None:
+                carry = True
+                old = (
+                    np.ascontiguousarray(memory.ids, dtype=np.int64),
+                    np.ascontiguousarray(memory.normal_impulse, dtype=float),
+                    np.ascontiguousarray(memory.friction, dtype=float),
+                )
+        model: Any = self.model
+        cap = model.options["max_iter"]
+        if self._torque is None:
+            tau = self._no_tau
+        else:
+            q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
+            tau = np.asarray(self._torque(state.t, q, qdot), dtype=float)
+            if tau.shape != (self._nq,):
+                return None  # the general path's broadcasting and messages
+            tau = np.ascontiguousarray(tau)
+        assembled = time.perf_counter()
+        q_new, v_new, v, E, phi, z, friction, info = K.cone_full_step(
+            *self._step_head, np.ascontiguousarray(state.q, dtype=float),
+            np.ascontiguousarray(state.qdot, dtype=float), h, tau, *self._bodies,
+            contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
+            contacts.mu, self._feedback.beta(h), self._feedback.max_correction, carry, *old,
+            np.ascontiguousarray(track.ids, dtype=np.int64),
+            np.ascontiguousarray(track.origin, dtype=np.int64),
+            *self._limits, old_z, old_l, same_l, self.law, self.method, self.direct, self.rho,
+            model.tol, ITERATION_CAPS[self.solver] if cap is None else int(cap),
+            sim.slip_threshold,
+        )  # fmt: skip
+        solved = time.perf_counter()
+        f = info.tolist()
+        code = int(f[K.I_STATUS])
+        if code in (K.NOT_SPD, K.DECOUPLED):
+            return None  # the general path's closed forms and messages
+        status = STATUSES[code]
+        if status not in USABLE_STATUSES:
+            raise sim._failure(index, state.t, f"solver status {status!r}")
+        if not f[K.I_FINITE]:
+            if not np.all(np.isfinite(v)):
+                raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
+            State(state.t + h, E, phi, q_new, v_new).check_finite()
+        cache = B.carried_cache(state, track, z, friction, self._slices(nc), self.key)
+        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
+        row = B.step_row(
+            f, K, index, float(new_state.t), h,
+            (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
+            f[K.I_MOMENTUM : K.I_MOMENTUM + 6], f[K.I_LIMIT], status, nc,
+            (start, collided, assembled, solved),
+        )  # fmt: skip
+        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
+        return new_state, record
+
+
+__all__ = ["METHODS", "ConeContactStep", "cone_step_for", "scope"]
