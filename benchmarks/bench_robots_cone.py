@@ -10,11 +10,11 @@ contacts, assembly, solve, integration, metrics), the general reduced path's ste
 (``compiled=False``) from the same state and warm start, and MuJoCo's ``mj_step`` from the
 same ``q``, ``qdot`` (the model of :mod:`benchmarks.mujoco_scene`, Newton solver, elliptic
 cones, its geoms' margin the scene's contact margin so that it holds the contacts
-contactlab holds at a pose; its solver starts cold at every pose).  Routes: Coulomb's law and Anitescu--Hart's
-cone problem (``cone="soc"``) by ``nsgs``, Coulomb's law by ``apgd``, at the default
-tolerance (natural map 1e-6 relative to ``||q||``).  The table gives the median over the
-poses, the largest difference of the next ``(q, qdot)`` between the compiled and the general
-step, and the load average.
+contactlab holds at a pose; its solver starts cold at every pose).  Routes: Coulomb's law
+and Anitescu--Hart's cone problem (``cone="soc"``) by ``nsgs``, Coulomb's law by ``apgd``,
+at the default tolerance (natural map 1e-6 relative to ``||q||``).  The table gives the
+median over the poses, the largest difference of the next ``(q, qdot)`` between the
+compiled and the general step, and the load average.
 
 Requirements: ``example-robot-data``, ``mujoco``.
 Run: ``python -m benchmarks.bench_robots_cone`` (about 5 minutes); writes
@@ -69,7 +69,9 @@ def _mujoco(scene: Any) -> tuple[Any, Any]:
     return model, mujoco.MjData(model)
 
 
-def measure(name: str, model: str, solver: str, opts: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def measure(
+    name: str, model: str, solver: str, opts: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
     """The per-step times of the three engines on the poses of one scene and route."""
     import mujoco
 
@@ -92,19 +94,15 @@ def measure(name: str, model: str, solver: str, opts: dict[str, Any], args: argp
             (a, ra), tf = _fastest(lambda s=state, k=i: fast.step(s, k), args.repeats)
             (b, _), tg = _fastest(lambda s=state, k=i: general.step(s, k), args.repeats)
 
-            def mj_step(s: Any = state) -> int:
+            best = np.inf
+            n_mj = 0
+            for _ in range(args.repeats):
                 mujoco.mj_resetData(mj_model, mj_data)
-                mujoco_state(scene, mj_model, mj_data, np.asarray(s.q), np.asarray(s.qdot))
+                mujoco_state(scene, mj_model, mj_data, np.asarray(state.q), np.asarray(state.qdot))
                 start = _clock()
                 mujoco.mj_step(mj_model, mj_data)
-                t_mj_once[0] = _clock() - start
-                return int(mj_data.ncon)
-
-            t_mj_once = [0.0]
-            best = np.inf
-            for _ in range(args.repeats):
-                n_mj = mj_step()
-                best = min(best, t_mj_once[0])
+                best = min(best, _clock() - start)
+                n_mj = int(mj_data.ncon)
             t_fast.append(tf)
             t_general.append(tg)
             t_mj.append(best)

@@ -299,7 +299,9 @@ def _solve(indptr, indices, data, q, law, mu_local, row_lo, nc, r, method, direc
     (``1e-3`` times the mean diagonal of ``W``)."""
     dirs = np.zeros((0, 2))
     if method == NSGS:
-        return nsgs(indptr, indices, data, q, law, 0, mu_local, dirs, row_lo, nc, r, 1.0, tol, cap, direct)
+        return nsgs(
+            indptr, indices, data, q, law, 0, mu_local, dirs, row_lo, nc, r, 1.0, tol, cap, direct
+        )
     cones = Cones(
         0, 0, mu_local, dirs, 0, np.zeros(1, dtype=np.int64), np.zeros(1),
         np.zeros(1, dtype=np.int64), row_lo, nc,

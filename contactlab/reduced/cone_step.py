@@ -113,9 +113,7 @@ def cone_step_for(
 class ConeContactStep(CompiledContactStep):
     """The step of a reduced formulation with the exact cone (module docstring)."""
 
-    def __init__(
-        self, formulation: ReducedFormulation, model: ContactModel, collide: Any
-    ) -> None:
+    def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
         found = model_law(model, collide)
         assert not isinstance(found, str)
         super().__init__(formulation, model)

@@ -217,5 +217,7 @@ def test_scope() -> None:
     assert compiled("coulomb", "ipm") is type(None)
     assert compiled("coulomb", "nsgs", solver_settings={"omega": 1.2}) is type(None)
     assert compiled("coulomb", "nsgs", torsion=0.01) is type(None)
-    general = Simulator(scene, "reduced", "coulomb", "nsgs", formulation_options={"compiled": False})
+    general = Simulator(
+        scene, "reduced", "coulomb", "nsgs", formulation_options={"compiled": False}
+    )
     assert general.compiled is None
