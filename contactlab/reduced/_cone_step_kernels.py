@@ -224,26 +224,64 @@ def _rows(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
-def _local_problem(C, Kr, b, u_free, order):  # noqa: ANN001, ANN202
+def _inverse_rows(L, lam, C):  # noqa: ANN001, ANN202
+    """``K^T = M^-1 C^T`` (nq, m) by the factor ``M = L^T L`` for all rows at once,
+    coordinate by coordinate (``L^T Y = C^T`` from the leaves up, then ``L K^T = Y`` from the
+    root down, each coordinate updated from its ancestors only), so that the inner loops
+    run along the rows (contiguous, independent)."""
+    nq = L.shape[0]
+    m = C.shape[0]
+    Kt = np.ascontiguousarray(C.T)
+    for k in range(nq - 1, -1, -1):
+        d = L[k, k]
+        for r in range(m):
+            Kt[k, r] /= d
+        i = lam[k]
+        while i >= 0:
+            lki = L[k, i]
+            for r in range(m):
+                Kt[i, r] -= lki * Kt[k, r]
+            i = lam[i]
+    for k in range(nq):
+        i = lam[k]
+        while i >= 0:
+            lki = L[k, i]
+            for r in range(m):
+                Kt[k, r] -= lki * Kt[i, r]
+            i = lam[i]
+        d = L[k, k]
+        for r in range(m):
+            Kt[k, r] /= d
+    return Kt
+
+
+@njit(cache=True)
+def _local_problem(C, Kt, b, u_free, order):  # noqa: ANN001, ANN202
     """``W = C_o M^-1 C_o^T`` in CSR form (its nonzero entries) and ``q = C_o u_free - b_o``
-    of the rows in the local ``order`` (``Kr`` the rows of ``M^-1 C^T``)."""
+    of the rows in the local ``order`` (``Kt = M^-1 C^T``).  A row of ``W`` is the sum of the
+    columns' rows of ``Kt`` weighted by the row's non-zero entries of ``C`` (the inner loop
+    along the row, contiguous); its upper triangle is mirrored, so ``W`` is symmetric."""
     m = order.shape[0]
     nq = u_free.shape[0]
-    W = np.empty((m, m))
+    Ko = np.empty((nq, m))
+    for k in range(nq):
+        for j in range(m):
+            Ko[k, j] = Kt[k, order[j]]
+    W = np.zeros((m, m))
     q = np.empty(m)
     for i in range(m):
         a = order[i]
         s = -b[a]
         for k in range(nq):
-            s += C[a, k] * u_free[k]
+            c = C[a, k]
+            if c == 0.0:
+                continue
+            s += c * u_free[k]
+            for j in range(i, m):
+                W[i, j] += c * Ko[k, j]
         q[i] = s
-        for j in range(i, m):
-            c = order[j]
-            s = 0.0
-            for k in range(nq):
-                s += C[a, k] * Kr[c, k]
-            W[i, j] = s
-            W[j, i] = s
+        for j in range(i + 1, m):
+            W[j, i] = W[i, j]
     indptr = np.zeros(m + 1, dtype=np.int64)
     for i in range(m):
         count = 0
@@ -373,9 +411,7 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
         lim_dof, lim_sign, lim_bound, t1, t2,
     )  # fmt: skip
-    Kr = C.copy()
-    for r in range(m):
-        _ltl_solve(L, lam, Kr[r])
+    Kt = _inverse_rows(L, lam, C)
     # the local order: per contact (lowest first) its normal and tangent rows, then limits
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)
@@ -389,7 +425,7 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for r in range(3 * nc, m):
         order[r] = r
     row_lo = np.zeros(ml)
-    W, indptr, indices, data, q_loc = _local_problem(C, Kr, b, u_free, order)
+    W, indptr, indices, data, q_loc = _local_problem(C, Kt, b, u_free, order)
     dmax = 0.0
     for r in range(m):
         dmax = max(dmax, W[r, r])
@@ -422,10 +458,11 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         z[order[i]] = r_loc[i]
     # v = M^-1 (f + C^T z)
     v = u_free.copy()
-    for r in range(m):
-        if z[r] != 0.0:
-            for a in range(nq):
-                v[a] += Kr[r, a] * z[r]
+    for a in range(nq):
+        acc = 0.0
+        for r in range(m):
+            acc += Kt[a, r] * z[r]
+        v[a] += acc
     q_new, v_new = advance(kind, q, v, h)
     info[I_STATUS] = status
     info[I_SWEEPS] = iterations
