@@ -95,15 +95,21 @@ def _state(rng: np.random.Generator, nb: int, scale: float) -> tuple:
     return E, phi, contacts, row
 
 
+def _draws(rng: np.random.Generator, count: int, with_E: float):
+    """``count`` random states after a step: ``(i, t, row, phi, contacts, E)``, the body
+    transforms given with probability ``with_E`` (else ``None``)."""
+    for i in range(count):
+        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
+        t = float(rng.uniform(0, 5))
+        yield i, t, row, phi, contacts, (E if rng.random() < with_E else None)
+
+
 @pytest.mark.parametrize("bounded", [True, False])
 def test_compiled_verdict_is_the_reference_on_random_states(bounded):
     rng = np.random.default_rng(7 if bounded else 8)
     guard = _guard(rng, bounded)
     seen = set()
-    for i in range(3000):
-        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
-        t = float(rng.uniform(0, 5))
-        given = E if rng.random() < 0.8 else None
+    for i, t, row, phi, contacts, given in _draws(rng, 3000, 0.8):
         code = guard.verdict(i, t, row, phi, contacts, given)
         seen.add(code)
         try:
@@ -129,10 +135,7 @@ def test_verdict_does_not_depend_on_the_contacts_layout():
     rng = np.random.default_rng(11)
     guard = _guard(rng, True)
     seen = set()
-    for i in range(3000):
-        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
-        t = float(rng.uniform(0, 5))
-        E = E if rng.random() < 0.5 else None
+    for i, t, row, phi, contacts, E in _draws(rng, 3000, 0.5):
         code = guard.verdict(i, t, row, phi, contacts, E)
         seen.add(code)
         wide = np.repeat(contacts.distance, 2)  # every other entry: a strided view
