@@ -207,16 +207,45 @@ _NO_JOINTS: tuple[Any, ...] = (
 _NO_E = np.zeros((0, 4, 4))
 
 
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_NO_FLOAT = np.zeros(0)
+_NO_INT = np.zeros(0, dtype=np.int64)
+
+
+def _flat(values: Any, dtype: np.dtype[Any]) -> Any:
+    """``values`` as a contiguous 1-D array of ``dtype`` (itself when it already is one)."""
+    if (
+        type(values) is np.ndarray
+        and values.dtype == dtype
+        and values.ndim == 1
+        and values.flags.c_contiguous
+    ):
+        return values
+    return np.ascontiguousarray(values, dtype=dtype).reshape(-1)
+
+
+def _contact_arrays(contacts: Any) -> tuple[Array, NDArray[np.int64], NDArray[np.int64]]:
+    """A contact set's distances and body indices as the compiled verdict takes them: empty
+    arrays without contacts, the world's index (-1) for a set without body indices."""
+    distance = getattr(contacts, "distance", None)
+    if distance is None:
+        return _NO_FLOAT, _NO_INT, _NO_INT
+    distance = _flat(distance, _F64)
+    n = distance.size
+    if n == 0:
+        return _NO_FLOAT, _NO_INT, _NO_INT
+    return (
+        distance,
+        _bodies(getattr(contacts, "body_a", None), n),
+        _bodies(getattr(contacts, "body_b", None), n),
+    )
+
+
 def _bodies(index: Any, n: int) -> NDArray[np.int64]:
     """A contact set's body indices as the compiled verdict takes them (the world's, -1,
     when the set has none)."""
-    if index is None:
-        return np.full(n, -1, dtype=np.int64)
-    return np.ascontiguousarray(index, dtype=np.int64).reshape(-1)
-
-
-_NO_FLOAT = np.zeros(0)
-_NO_INT = np.zeros(0, dtype=np.int64)
+    return np.full(n, -1, dtype=np.int64) if index is None else _flat(index, _I64)
 
 
 def joint_frames(scene: Scene, E: Array, radii: Array) -> JointFrames:
@@ -492,6 +521,9 @@ class DivergenceGuard:
         else:
             self._joint_args = _NO_JOINTS
         self._mass_gravity = bounds.gravity * float(bounds.masses.sum())
+        self._drift_bound = bounds.drift_bound
+        #: whether the speeds are bounded (not with an input of unknown supply)
+        self._speeds = bounds.energy_bound is not None
 
     def _fail(self, index: int, t: float, quantity: str, value: float, bound: float) -> None:
         raise DivergenceError(
@@ -502,6 +534,19 @@ class DivergenceGuard:
             value=value,
             bound=bound,
         )
+
+    def _gain_drift(self, row: dict[str, Any]) -> tuple[float, float]:
+        """The energy gain ``E(t) - E(0)`` [J] and the joint/loop drift of a step's metrics."""
+        energy = self.initial_energy
+        return float(row.get("total_energy", energy)) - energy, float(
+            row.get("constraint_error", 0.0)
+        )
+
+    def _budget(self, t: float) -> float:
+        """``2 K(t)`` [J] at time ``t``: twice the kinetic energy the speed bounds allow."""
+        b = self.bounds
+        fall = self._mass_gravity * (b.initial_speed * t + 0.5 * b.gravity * t * t)
+        return 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
 
     def check(
         self,
@@ -518,9 +563,8 @@ class DivergenceGuard:
         ``contacts`` the step's contact set (or ``None``) and ``E`` the (nb, 4, 4)
         body transforms (the joint separations are checked when given).
 
-        The verdict is the compiled kernel's (:func:`contactlab._guard_kernels.verdict`);
-        a broken state is checked again by :meth:`check_reference`, which raises the
-        error naming the bound.
+        The verdict is the compiled kernel's (:meth:`verdict`); a broken state is checked
+        again by :meth:`check_reference`, which raises the error naming the bound.
         """
         if self.verdict(index, t, row, phi, contacts, E) != GK.OK:
             self.check_reference(index, t, row, phi, contacts, E)
@@ -534,37 +578,25 @@ class DivergenceGuard:
         contacts: Any,
         E: Array | None = None,
     ) -> int:
-        """The compiled verdict on the state after step ``index`` (the arguments of
-        :meth:`check`): :data:`~contactlab._guard_kernels.OK` or the first bound broken."""
-        b = self.bounds
-        energy = self.initial_energy
-        gain = float(row.get("total_energy", energy)) - energy
-        drift = float(row.get("constraint_error", 0.0))
+        """The compiled verdict (:func:`contactlab._guard_kernels.verdict`) on the state
+        after step ``index`` (the arguments of :meth:`check`):
+        :data:`~contactlab._guard_kernels.OK` or the first bound broken."""
+        gain, drift = self._gain_drift(row)
         joints = self._joint_args if E is not None else _NO_JOINTS
         if E is None or joints is _NO_JOINTS:
             E = _NO_E
-        elif not (E.flags.c_contiguous and E.dtype == np.float64):
+        elif not (E.dtype == _F64 and E.flags.c_contiguous):
             E = np.ascontiguousarray(E, dtype=np.float64)
-        distance = getattr(contacts, "distance", None)
-        if distance is None or np.size(distance) == 0:
-            distance, body_a, body_b = _NO_FLOAT, _NO_INT, _NO_INT
-        else:
-            distance = np.ascontiguousarray(distance, dtype=np.float64).reshape(-1)
-            body_a = _bodies(getattr(contacts, "body_a", None), distance.size)
-            body_b = _bodies(getattr(contacts, "body_b", None), distance.size)
-        speeds = b.energy_bound is not None
-        budget = 0.0
-        if speeds:
-            fall = self._mass_gravity * (b.initial_speed * t + 0.5 * b.gravity * t * t)
-            budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
-        if not (phi.flags.c_contiguous and phi.dtype == np.float64):
+        distance, body_a, body_b = _contact_arrays(contacts)
+        speeds = self._speeds
+        if not (phi.dtype == _F64 and phi.flags.c_contiguous):
             phi = np.ascontiguousarray(phi, dtype=np.float64)
         return int(
             GK.verdict(
-                gain, self._energy_bound, drift, b.drift_bound, E, *joints,
+                gain, self._energy_bound, drift, self._drift_bound, E, *joints,
                 distance, body_a, body_b, self._radii, self._least_radius,
-                phi, speeds, budget, self._inv_mass, self._inv_inertia,
-                self._least_inv_mass, self._least_inv_inertia,
+                phi, speeds, self._budget(t) if speeds else 0.0, self._inv_mass,
+                self._inv_inertia, self._least_inv_mass, self._least_inv_inertia,
             )
         )  # fmt: skip
 
@@ -580,11 +612,9 @@ class DivergenceGuard:
         """:meth:`check` in numpy: the reference of the compiled verdict, and the
         message of the error it raises."""
         b = self.bounds
-        if b.energy_bound is not None:
-            gain = float(row.get("total_energy", self.initial_energy)) - self.initial_energy
-            if gain > b.energy_bound:
-                self._fail(index, t, "energy gain E(t) - E(0) [J]", gain, b.energy_bound)
-        drift = float(row.get("constraint_error", 0.0))
+        gain, drift = self._gain_drift(row)
+        if b.energy_bound is not None and gain > b.energy_bound:
+            self._fail(index, t, "energy gain E(t) - E(0) [J]", gain, b.energy_bound)
         if drift > b.drift_bound:
             self._fail(index, t, "joint/loop drift [m or rad]", drift, b.drift_bound)
         if E is not None and b.joints is not None and b.joints.names:
@@ -621,8 +651,7 @@ class DivergenceGuard:
         b = self.bounds
         if phi.shape[0] == 0:  # a scene without bodies moves nothing
             return
-        fall = b.gravity * float(b.masses.sum()) * (b.initial_speed * t + 0.5 * b.gravity * t * t)
-        budget = 2.0 * ((ENERGY_FACTOR + 1.0) * b.energy_scale + fall)
+        budget = self._budget(t)
         # squared speeds against squared bounds (sqrt(budget / m)): the same test, fewer
         # operations on the per-step path
         linear2 = np.einsum("ij,ij->i", phi[:, 3:], phi[:, 3:])

@@ -41,6 +41,8 @@ class StepTable:
         self._types: tuple[type, ...] | None = None
         self._numbers: list[tuple[int, NDArray[Any]]] = []
         self._others: list[tuple[int, list[Any]]] = []
+        #: the values of the last rows of the plan's keys and types, not yet in the columns
+        self._pending: list[tuple[Any, ...]] = []
 
     @classmethod
     def from_columns(
@@ -78,12 +80,18 @@ class StepTable:
             if types is not None:
                 values = tuple(row.values())
                 if tuple(map(type, values)) == types and tuple(row) == self._keys:
-                    self._append_known(values)
+                    pending = self._pending
+                    pending.append(values)
+                    self._n += 1
+                    if len(pending) >= BATCH:
+                        self._flush()
                     return
+            self._flush()
             if self._append_planned(row, plan):
                 if types is None:
                     self._types = tuple(map(type, row.values()))
                 return
+        self._flush()
         self._append(row)
         self._plan = None
         self._types = None
@@ -100,17 +108,23 @@ class StepTable:
             self._numbers = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind != _OTHER]
             self._others = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind == _OTHER]
 
-    def _append_known(self, values: tuple[Any, ...]) -> None:
-        """Write a row's ``values`` of the plan's keys and of the types of a row the plan
-        took (so each fits its column)."""
-        k = self._n
+    def _flush(self) -> None:
+        """Write the pending rows (values of the plan's keys, of the types of a row the plan
+        took, so each fits its column) into the columns."""
+        pending = self._pending
+        if not pending:
+            return
+        n = self._n
+        k = n - len(pending)
+        columns = tuple(zip(*pending))
         for j, column in self._numbers:
-            column[k] = values[j]
+            column[k:n] = columns[j]
+        interned = self._interned
         for j, values_of in self._others:
-            value = values[j]
-            hashable = type(value) is str or _hashable(value)
-            values_of.append(self._interned.setdefault(value, value) if hashable else value)
-        self._n = k + 1
+            for value in columns[j]:
+                hashable = type(value) is str or _hashable(value)
+                values_of.append(interned.setdefault(value, value) if hashable else value)
+        pending.clear()
 
     def _append_planned(self, row: Mapping[str, Any], plan: list[tuple[str, Any, int]]) -> bool:
         """Write ``row`` into the planned columns; ``False`` (nothing written) when its keys
@@ -178,6 +192,7 @@ class StepTable:
         self._n = k + 1
 
     def column(self, key: str) -> Any:
+        self._flush()
         if key in self._numeric:
             return self._numeric[key][: self._n]
         return self._other[key][: self._n]
@@ -187,6 +202,7 @@ class StepTable:
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(i)
+        self._flush()
         out: dict[str, Any] = {}
         for key in self._order:
             if key in self._numeric:
@@ -200,6 +216,7 @@ class StepTable:
         return (self[i] for i in range(self._n))
 
     def frame(self) -> pd.DataFrame:
+        self._flush()
         data: dict[str, Any] = {}
         for key in self._order:
             column = self.column(key)
@@ -209,6 +226,8 @@ class StepTable:
         return pd.DataFrame(data)
 
 
+#: rows kept as tuples before they are written into the columns (at most)
+BATCH = 64
 #: column kinds of the planned rows
 _FLOAT, _INT, _OTHER = 0, 1, 2
 #: value types a planned float column takes (bools are not numbers here)

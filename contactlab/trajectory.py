@@ -97,6 +97,7 @@ class TrajectoryRecorder:
 
     def __init__(self, formulation: Formulation, scene: Scene, state: State, n: int) -> None:
         self.formulation = formulation
+        self._maximal = formulation.maximal
         nb = scene.n_bodies
         self.names = np.array([b.name for b in scene.bodies], dtype=str)
         self.t = np.zeros(n + 1)
@@ -109,15 +110,15 @@ class TrajectoryRecorder:
 
     def add(self, state: State) -> None:
         k = self.count
-        E, phi = self.formulation.maximal(state)
+        E, phi = self._maximal(state)
         self.t[k] = state.t
         self.E[k] = E
         self.phi[k] = phi
         if self.q is not None and state.q is not None:
-            self.q[k] = np.ravel(state.q)
+            self.q[k] = np.asarray(state.q).reshape(-1)
         if self.qdot is not None and state.qdot is not None:
-            self.qdot[k] = np.ravel(state.qdot)
-        self.count += 1
+            self.qdot[k] = np.asarray(state.qdot).reshape(-1)
+        self.count = k + 1
 
     def arrays(self) -> dict[str, NDArray[Any]]:
         k = self.count

@@ -210,6 +210,7 @@ class CompiledContactStep:
             np.asarray(bounds, dtype=float),
         )
         self._nq = int(tree.nq)
+        self._has_limits = self._limits[0].size > 0
         self._no_tau = np.zeros(tree.nq)
         self._torque = formulation.joint_torque
         self._support = support
@@ -357,24 +358,22 @@ class CompiledContactStep:
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
+        clock = time.perf_counter
+        start = clock()
         h = sim.dt
-        start = time.perf_counter()
         cache = state.cache
         previous = cache.get(identity.CACHE_KEY)
         contacts, track = self._tracked(state.E, previous)
         if track is None:
             track = identity.identify(contacts, previous)
-        collided = time.perf_counter()
+        collided = clock()
         memory = cache.get(B.MEMORY_KEY)
-        nc = len(contacts)
-        carry = nc > 0 and getattr(memory, "ids", None) is not None
-        if carry:
+        nc = len(contacts.distance)
+        if nc and getattr(memory, "ids", None) is not None:
+            carry = True
             old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
         else:
-            old = self._no_old
-        beta = self._feedback.beta(h)
-        model: Any = self.model
-        cap = model.options["max_iter"]
+            carry, old = False, self._no_old
         if self._torque is None:
             tau = self._no_tau
         else:
@@ -384,11 +383,14 @@ class CompiledContactStep:
                 return None  # the general path's broadcasting and messages
             tau = np.ascontiguousarray(tau)
         old_limit = self._no_normal
-        if self._limits[0].size and isinstance(memory, ImpulseMemory):
+        if self._has_limits and isinstance(memory, ImpulseMemory):
             part = memory.slices.get("L")
             if part is not None:
                 old_limit = np.ascontiguousarray(memory.z[part], dtype=float)
-        assembled = time.perf_counter()
+        beta = self._feedback.beta(h)
+        model: Any = self.model
+        cap = model.options["max_iter"]
+        assembled = clock()
         q_new, v_new, v, E, phi, z, friction, info = K.full_step(
             *self._step_head, state.q, state.qdot, h, tau, *self._bodies,
             contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
@@ -396,7 +398,7 @@ class CompiledContactStep:
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold, self._kin,
         )  # fmt: skip
-        solved = time.perf_counter()
+        solved = clock()
         f = info.tolist()
         code = int(f[K.I_STATUS])
         status = self._statuses.get(code)
@@ -404,17 +406,18 @@ class CompiledContactStep:
             if code in (K.NOT_SPD, K.DECOUPLED):
                 return None  # the general path's closed forms and messages
             status = B.usable_status(sim, index, state.t, code, K)  # raises the failure
+        t = state.t + h
         if not f[K.I_FINITE]:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-            State(state.t + h, E, phi, q_new, v_new).check_finite()
-        cache = B.carried_cache(state, track, z, friction, self._slices(nc))
-        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
+            State(t, E, phi, q_new, v_new).check_finite()
+        new_state = State(
+            t, E, phi, q_new, v_new, B.carried_cache(state, track, z, friction, self._slices(nc))
+        )
+        m = K.I_MOMENTUM
         row = B.step_row(
-            f, K, index, float(new_state.t), h,
-            (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
-            f[K.I_MOMENTUM : K.I_MOMENTUM + 6], f[K.I_LIMIT], status, nc,
-            (start, collided, assembled, solved),
+            f, K, index, float(t), h, (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
+            f[m : m + 6], f[K.I_LIMIT], status, nc, (start, collided, assembled, solved),
         )  # fmt: skip
         record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
         return new_state, record

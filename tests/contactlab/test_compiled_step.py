@@ -422,6 +422,43 @@ def test_runs_equal_the_general_runs(name: str, steps: int) -> None:
         np.testing.assert_allclose(sa[key], sb[key], rtol=0, atol=1e-9)
 
 
+@robots
+def test_run_records_the_steps_it_takes() -> None:
+    """``Simulator.run`` on the compiled route records exactly the states and rows of the
+    steps it takes: its trajectory (time, coordinates, body transforms and twists) equals,
+    to the bit, the states of the same steps taken one by one with ``Simulator.step``, and
+    each row of its table the record of that step (timings aside). Nothing in a step is
+    random, so the run's bookkeeping (trajectory, step table, divergence guard) changes
+    nothing it records."""
+    from contactlab.scenario import get_scenario
+
+    scene = get_scenario("solo12-collapse").build()
+    sim = Simulator(scene, formulation="reduced", model="box-friction", solver="pgs")
+    assert sim.compiled is not None
+    steps = 25
+    run = sim.run(steps=steps)
+    assert run.status == "ok"
+    state = sim.initial_state()
+    states, rows = [state], []
+    for i in range(steps):
+        state, record = sim.step(state, i)
+        states.append(state)
+        rows.append(record.metrics)
+    traj = run.trajectory
+    assert np.array_equal(traj["t"], [s.t for s in states])
+    assert np.array_equal(traj["q"], np.stack([s.q for s in states]))
+    assert np.array_equal(traj["qdot"], np.stack([s.qdot for s in states]))
+    assert np.array_equal(traj["position"], np.stack([s.E[:, :3, 3] for s in states]))
+    assert np.array_equal(traj["rotation"], np.stack([s.E[:, :3, :3] for s in states]))
+    assert np.array_equal(traj["twist"], np.stack([s.phi for s in states]))
+    table = run.steps
+    assert len(table) == steps and min(r["n_contacts"] for r in rows) > 0
+    for key in rows[0]:
+        if key.endswith("_time_s"):
+            continue
+        assert list(table[key]) == [r[key] for r in rows], key
+
+
 def test_bias_equals_the_jacobian_products() -> None:
     """The step's bias ``Jdot qdot`` (one pass, no temporaries) is the second output of
     :func:`contactlab.reduced._kernels.jacobian_products` at ``x = qdot``: the same

@@ -95,15 +95,21 @@ def _state(rng: np.random.Generator, nb: int, scale: float) -> tuple:
     return E, phi, contacts, row
 
 
+def _draws(rng: np.random.Generator, count: int, with_E: float):
+    """``count`` random states after a step: ``(i, t, row, phi, contacts, E)``, the body
+    transforms given with probability ``with_E`` (else ``None``)."""
+    for i in range(count):
+        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
+        t = float(rng.uniform(0, 5))
+        yield i, t, row, phi, contacts, (E if rng.random() < with_E else None)
+
+
 @pytest.mark.parametrize("bounded", [True, False])
 def test_compiled_verdict_is_the_reference_on_random_states(bounded):
     rng = np.random.default_rng(7 if bounded else 8)
     guard = _guard(rng, bounded)
     seen = set()
-    for i in range(3000):
-        E, phi, contacts, row = _state(rng, 5, float(rng.choice([0.01, 0.1, 1.0])))
-        t = float(rng.uniform(0, 5))
-        given = E if rng.random() < 0.8 else None
+    for i, t, row, phi, contacts, given in _draws(rng, 3000, 0.8):
         code = guard.verdict(i, t, row, phi, contacts, given)
         seen.add(code)
         try:
@@ -121,3 +127,42 @@ def test_compiled_verdict_is_the_reference_on_random_states(bounded):
     if bounded:
         expected |= {GK.ENERGY, GK.LINEAR_SPEED, GK.ANGULAR_SPEED}
     assert seen == expected
+
+
+def test_verdict_does_not_depend_on_the_contacts_layout():
+    """Contacts given as lists, strided views or 32-bit body indices get the verdict of the
+    same contacts as contiguous float64 / int64 arrays (passed to the kernel as they are)."""
+    rng = np.random.default_rng(11)
+    guard = _guard(rng, True)
+    seen = set()
+    for i, t, row, phi, contacts, E in _draws(rng, 3000, 0.5):
+        code = guard.verdict(i, t, row, phi, contacts, E)
+        seen.add(code)
+        wide = np.repeat(contacts.distance, 2)  # every other entry: a strided view
+        layouts = (
+            SimpleNamespace(
+                distance=contacts.distance.tolist(),
+                body_a=contacts.body_a.tolist(),
+                body_b=contacts.body_b.tolist(),
+            ),
+            SimpleNamespace(
+                distance=wide[::2],
+                body_a=contacts.body_a.astype(np.int32),
+                body_b=contacts.body_b.astype(np.int32),
+            ),
+            SimpleNamespace(
+                distance=contacts.distance[:, None],
+                body_a=contacts.body_a[:, None],
+                body_b=contacts.body_b[:, None],
+            ),
+        )
+        for other in layouts:
+            assert guard.verdict(i, t, row, phi, other, E) == code
+        world = SimpleNamespace(distance=contacts.distance)  # no body indices: the world's
+        both = SimpleNamespace(
+            distance=contacts.distance,
+            body_a=np.full(contacts.distance.size, -1, dtype=np.int64),
+            body_b=np.full(contacts.distance.size, -1, dtype=np.int64),
+        )
+        assert guard.verdict(i, t, row, phi, world, E) == guard.verdict(i, t, row, phi, both, E)
+    assert {GK.OK, GK.PENETRATION} <= seen

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pandas.testing as pdt
 
-from contactlab.step_table import StepTable
+from contactlab.step_table import BATCH, StepTable
 
 
 def _rows() -> list[dict]:
@@ -87,3 +87,18 @@ def test_uniform_rows_keep_their_types() -> None:
     assert list(frame["status"]) == [r["status"] for r in rows]
     # the statuses are stored once per distinct value
     assert len({id(s) for s in table.column("status")}) == 2
+
+
+def test_rows_read_while_appended_equal_the_rows_frame() -> None:
+    """Many rows of one layout (held back and written into the columns in batches), read
+    back between appends, then rows of another layout: every read sees every row so far."""
+    base = _rows()
+    rows = [{**base[i % 40], "step": i} for i in range(3 * BATCH + 5)] + base[40:]
+    table = StepTable(8)
+    for i, r in enumerate(rows):
+        table.append(r)
+        if i % 37 == 0:  # a read between appends sees the rows so far
+            assert table[i] == {**table[i], **r}
+            assert list(table.column("status")) == [x["status"] for x in rows[: i + 1]]
+    assert len(table) == len(rows)
+    pdt.assert_frame_equal(table.frame(), _expected(rows))
