@@ -215,7 +215,7 @@ def _timed_steps(
     sim: Any, scene: Any, state: Any, steps: int, every: int, count: str, also: Any = None
 ) -> list[dict[str, Any]]:
     """Step ``sim`` ``steps`` times from ``state``; per step its thread CPU time, contacts,
-    iterations (under the key ``count``), status and residual, and on every ``every``-th
+    islands, iterations (under the key ``count``), status and residual, and on every ``every``-th
     step with contacts the step of ``also`` (if given) from the same state, its thread CPU
     time as ``nsgs``, and MuJoCo's step (:func:`benchmarks.bench_friction.mujoco_sample`)."""
     from benchmarks.bench_friction import mujoco_sample
@@ -230,6 +230,7 @@ def _timed_steps(
         row = {
             "cpu": cpu, "contacts": m["n_contacts"], count: m["iterations"],
             "status": m["status"], "residual": m["solver_residual"],
+            "islands": sim.compiled.last_times.get("islands", 1.0),
         }  # fmt: skip
         if m["n_contacts"] > 0 and i % every == 0:
             if also is not None:
@@ -281,8 +282,9 @@ def cone_section(
         f"{every}-th step with contacts), in the same process; steps with contacts only.",
         "",
         "| model | boxes | phase | steps | capped (largest residual) | contacts (median) "
-        "| median sweeps | median ms | µs / contact | MuJoCo µs / contact | × MuJoCo per contact |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| islands (median) | median sweeps | median ms | µs / contact | MuJoCo µs / contact "
+        "| × MuJoCo per contact |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, model, opts in CONE_MODELS:
         for n in sizes:
@@ -307,6 +309,7 @@ def cone_section(
                     f"| {label} | {n} | {phase} | {len(rows)} "
                     f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
                     f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                    f"| {np.median([r['islands'] for r in rows]):.0f} "
                     f"| {np.median([r['sweeps'] for r in rows]):.0f} "
                     f"| {1e3 * np.median([r['cpu'] for r in rows]):.2f} | {ours:.1f} "
                     f"| {mj_us:.1f} | {ours / mj_us:.1f} |"
@@ -358,10 +361,10 @@ def fom_section(
         f"{every}-th step with contacts), in the same process; steps with contacts only.",
         "",
         "| model | method | boxes | phase | steps | capped (largest residual) "
-        "| contacts (median) | median iterations | median ms | µs / contact "
+        "| contacts (median) | islands (median) | median iterations | median ms | µs / contact "
         "| sampled: ms | sampled: `nsgs` ms | MuJoCo µs / contact | × MuJoCo per contact |",
         "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: |",
+        "| ---: | ---: | ---: |",
     ]
     for label, model, opts in CONE_MODELS:
         options = dict(opts) if cap is None else {**opts, "max_iter": cap}
@@ -398,6 +401,7 @@ def fom_section(
                         f"| {label} | `{solver}` | {n} | {phase} | {len(rows)} "
                         f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
                         f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                        f"| {np.median([r['islands'] for r in rows]):.0f} "
                         f"| {np.median([r['iterations'] for r in rows]):.0f} "
                         f"| {1e3 * np.median(cpu):.2f} | {per:.1f} | {same} | {mj_cells} |"
                     )

@@ -86,7 +86,7 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     else:
         return "model"
     opts = model.options
-    if opts["cone"] != "soc" or spin_active(opts) or opts["islands"]:
+    if opts["cone"] != "soc" or spin_active(opts):
         return "model options"
     if model.solver not in SETTINGS:
         return f"solver {model.solver!r} (the compiled cone step takes nsgs, apgd, admm)"
@@ -137,6 +137,9 @@ class ConeContactStep(FreeBodyStep):
         settings = dict(model.options["solver_settings"] or {})
         #: ADMM's initial penalty (``0``: the general backend's default)
         self.rho = float(settings.get("rho", 0.0))
+        #: solve the step island by island, each with its own stopping test and cap
+        #: (``False``: the whole step's contacts as one problem, the general path's)
+        self.islands = True
 
     def _carries(self, memory: Any) -> bool:
         return isinstance(memory, ImpulseMemory) and memory.ids is not None
@@ -158,12 +161,12 @@ class ConeContactStep(FreeBodyStep):
                 np.ascontiguousarray(track.origin, dtype=np.int64),
                 self.law, self.method, model.tol,
                 ITERATION_CAPS[model.solver] if cap is None else int(cap), self.rho,
-                sim.slip_threshold,
+                sim.slip_threshold, self.islands,
             )  # fmt: skip
             if int(solution[4][F.I_STATUS]) == F.DECOUPLED:
                 return None
             solved = time.perf_counter()
-            return self._end(
+            return self._finish(
                 sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
             )
         assembled = time.perf_counter()
@@ -175,14 +178,32 @@ class ConeContactStep(FreeBodyStep):
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             self.law, self.direct, model.tol, SWEEP_CAP if cap is None else int(cap),
-            sim.slip_threshold,
+            sim.slip_threshold, self.islands,
         )  # fmt: skip
         if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        return self._end(
+        return self._finish(
             sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
+
+    def _finish(
+        self,
+        sim: Simulator,
+        state: State,
+        index: int,
+        contacts: Any,
+        track: Any,
+        solution: tuple[Array, Array, Array, Array, Array],
+        clock: tuple[float, float, float, float],
+    ) -> tuple[State, StepRecord]:
+        """:meth:`_end`, then the number of islands and the iterations weighted by rows in
+        :attr:`last_times` (``islands``, ``row_sweeps``)."""
+        out = self._end(sim, state, index, contacts, track, solution, clock)
+        info = solution[4]
+        self.last_times["islands"] = float(info[K.I_ISLANDS])
+        self.last_times["row_sweeps"] = float(info[K.I_WORK])
+        return out
 
 
 __all__ = [
