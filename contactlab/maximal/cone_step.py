@@ -29,17 +29,31 @@ and the iteration caps (20,000 and 5,000) of :func:`solvers.numerics.fc_methods.
 the diagonal inverse mass (``W`` never formed).  ``admm`` takes its ``rho`` setting (the
 initial penalty).
 
+Islands.  By default each step's contacts are grouped by the bodies they join
+(:func:`contactlab.maximal._pile_kernels.island_contacts`; the world joins nothing) and
+each island is solved alone, from arrays of its own (its rows in the step's height order
+restricted to it, its bodies' twists), with its own stopping test (the natural-map
+residual relative to its own ``||q_k||``), its own iteration cap, and for ``apgd`` and
+``admm`` its own step size and penalty: the general route's option ``islands``
+(:func:`solvers.islands.solve_islands`).  The islands share no row and
+``sum_k ||q_k||^2 = ||q||^2``, so every island within the tolerance is the whole step
+within it; the step reports the whole problem's residual, the largest island's
+iterations, and the number of islands and the iterations weighted by rows in
+``last_times`` (``islands``, ``row_sweeps``).  A single island is solved on the step's
+own arrays; ``islands = False`` on the step object solves the whole step as one problem.
+
 It applies when the scene and the formulation are in the box-friction compiled step's
 scope (:func:`contactlab.maximal.compiled_step.scope`: free bodies, the maximal
 formulation's default step, the scene's own collision) and the model is ``coulomb`` with
-``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling and
-without islands, solved by ``nsgs`` (settings: ``direct`` only, no ``omega``), ``apgd``
-(no settings) or ``admm`` (settings: ``rho`` only); any other setting keeps the general
-path (which reports the settings it does not know).  A step the kernel cannot take (a
-decoupled row) goes to the general path.  A step that reaches the iteration cap keeps the
-best iterate met (``nsgs``, ``admm``; ``apgd``'s last, as the general backend) and reports
-``max_iterations`` with its residual (under ``strict`` the simulator's failure, as every
-route).
+``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling (the
+model option ``islands`` taken as well), solved by ``nsgs`` (settings: ``direct`` only,
+no ``omega``), ``apgd`` (no settings) or ``admm`` (settings: ``rho`` only); any other
+setting keeps the general path (which reports the settings it does not know).  A step
+the kernel cannot take (a decoupled row) goes to the general path.  A step that reaches
+the iteration cap (an island at it) keeps the best iterate met (``nsgs``, ``admm``;
+``apgd``'s last, as the general backend) and, when the whole problem's residual is above
+the tolerance, reports ``max_iterations`` with it (under ``strict`` the simulator's
+failure, as every route).
 """
 
 from __future__ import annotations
