@@ -21,9 +21,9 @@ Sections (``results/benchmarks/contact_speed.md``):
     (layout ``stacked``, ``--cone-rest-steps`` steps), h = 5 ms, default tolerance (sweep
     cap ``--cone-max-iter``, default the route's 10,000): per model, size and phase the
     steps with contacts, the steps stopped at the cap (with the largest residual), median
-    contacts, sweeps, thread CPU time and µs per contact, and MuJoCo's (Newton, elliptic
-    cones; :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th
-    pose, in the same process.
+    contacts, islands, sweeps (the largest island's), thread CPU time and µs per contact,
+    and MuJoCo's (Newton, elliptic cones; :func:`bench_friction.mujoco_step`) µs per
+    contact on every ``--pose-every``-th pose, in the same process.
 
 ``fom``
     The compiled disc-cone step by first-order methods
@@ -31,12 +31,14 @@ Sections (``results/benchmarks/contact_speed.md``):
     ``cone="soc"`` by ``apgd`` and ``admm`` on ``box-pile`` of ``--fom-sizes`` cubes
     (default 20, 50, 200), from the drop (t = 0, ``--fom-drop-steps`` steps) and at rest
     (layout ``stacked``, ``--fom-rest-steps`` steps), h = 5 ms, default tolerance
-    (iteration cap ``--fom-max-iter``, default the routes' 20,000 and 5,000): per model,
+    (iteration cap ``--fom-max-iter``, default the routes' 20,000 and 5,000; methods
+    ``--fom-methods`` and models ``--fom-models``, default all): per model,
     method, size and phase the steps with contacts, the steps stopped at the cap (with the
-    largest residual), median contacts, iterations, thread CPU time and µs per contact,
-    the compiled ``nsgs`` step's median time on the same sampled poses and MuJoCo's
-    (Newton, elliptic cones; :func:`bench_friction.mujoco_step`) µs per contact on every
-    ``--pose-every``-th pose, in the same process.
+    largest residual), median contacts, islands, iterations (the largest island's),
+    thread CPU time and µs per contact, the compiled ``nsgs`` step's median time on the
+    same sampled poses and MuJoCo's (Newton, elliptic cones;
+    :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th pose,
+    in the same process.
 
 ``pgs``
     Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
@@ -345,7 +347,13 @@ def _fom_phase(
 
 
 def fom_section(
-    sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
+    sizes: list[int],
+    drop_steps: int,
+    rest_steps: int,
+    every: int,
+    cap: int | None,
+    methods: tuple[str, ...] = ("apgd", "admm"),
+    models: tuple[str, ...] = ("coulomb", "anitescu-hart"),
 ) -> str:
     """The compiled first-order cone steps against MuJoCo on the same poses (module
     docstring)."""
@@ -367,8 +375,10 @@ def fom_section(
         "| ---: | ---: | ---: |",
     ]
     for label, model, opts in CONE_MODELS:
+        if model not in models:
+            continue
         options = dict(opts) if cap is None else {**opts, "max_iter": cap}
-        for solver in ("apgd", "admm"):
+        for solver in methods:
             for n in sizes:
                 for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                     rows = [
@@ -710,6 +720,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fom-drop-steps", type=int, default=40)
     ap.add_argument("--fom-rest-steps", type=int, default=10)
     ap.add_argument("--fom-max-iter", type=int, default=None)
+    ap.add_argument("--fom-methods", default="apgd,admm")
+    ap.add_argument("--fom-models", default="coulomb,anitescu-hart")
     ap.add_argument("--lemke-sizes", default="20,50")
     ap.add_argument("--lemke-drop-steps", type=int, default=60)
     ap.add_argument("--lemke-rest-steps", type=int, default=4)
@@ -738,6 +750,8 @@ def main(argv: list[str] | None = None) -> None:
                 args.fom_rest_steps,
                 args.pose_every,
                 args.fom_max_iter,
+                tuple(args.fom_methods.split(",")),
+                tuple(args.fom_models.split(",")),
             )  # fmt: skip
         )
     if args.only in (None, "pgs"):

@@ -66,6 +66,7 @@ from contactlab.maximal._step_parts import (
     contact_velocity,
     decoupled,
     free_rows,
+    island_done,
     island_residual,
     island_rows,
     normal_rhs,
@@ -378,11 +379,8 @@ def _solve_islands(J, ca, cb, f, dinv, rhs, mu, A, a, b, up, law, method, z, tol
         pos[up[j]] = j
     slot = np.full(nb, -1, dtype=np.int64)
     no_dj = np.zeros((0, 12))
-    error = OPTIMAL
-    total = 0.0
+    acc = np.zeros(4)  # numerical error met, squared residuals, largest iterations, work
     whole = 0.0
-    most = 0
-    work = 0.0
     for k in range(count):
         c0, c1 = off[k], off[k + 1]
         m = c1 - c0
@@ -396,22 +394,10 @@ def _solve_islands(J, ca, cb, f, dinv, rhs, mu, A, a, b, up, law, method, z, tol
         it, res, qk = _solve(
             Jk, cak, cbk, fk, dk, rk, muk, Ak, law, method, zk, tol, max_iter, rho, slots
         )
-        for j in range(m):
-            for d in range(3):
-                z[3 * pick[j] + d] = zk[3 * j + d]
         whole += qk * qk
-        if not math.isfinite(res):
-            error = NUMERICAL_ERROR
-        else:
-            unscaled = res * (qk if qk > 2.220446049250313e-16 else 1.0)
-            total += unscaled * unscaled
-        most = max(most, it)
-        work += it * m / nc
-    qnorm = math.sqrt(whole)
-    status, residual = island_residual(
-        error, total, qnorm if qnorm > 2.220446049250313e-16 else 1.0, tol
-    )
-    return count, status, most, residual, work
+        island_done(z, zk, pick, res, qk, it, nc, acc)
+    status, residual = island_residual(acc, math.sqrt(whole), tol)
+    return count, status, int(acc[2]), residual, acc[3]
 
 
 @njit(cache=True)

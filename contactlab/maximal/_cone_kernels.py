@@ -86,6 +86,7 @@ from contactlab.maximal._step_parts import (
     contact_velocity,
     decoupled,
     free_rows,
+    island_done,
     island_residual,
     island_rows,
     normal_rhs,
@@ -266,10 +267,7 @@ def _nsgs_islands(J, DJ, A, ca, cb, rhs, mu, up, a, b, f, dinv, v, z, law, direc
         )  # fmt: skip
         return solve_status(residual, tol), sweeps, residual, float(sweeps), count
     slot = np.full(nb, -1, dtype=np.int64)
-    error = OPTIMAL
-    total = 0.0
-    most = 0
-    work = 0.0
+    acc = np.zeros(4)  # numerical error met, squared residuals, largest iterations, work
     for k in range(count):
         c0, c1 = off[k], off[k + 1]
         pick = members[c0:c1]
@@ -287,21 +285,10 @@ def _nsgs_islands(J, DJ, A, ca, cb, rhs, mu, up, a, b, f, dinv, v, z, law, direc
             Jk, DJk, Ak.reshape(m, 3, 3), cak, cbk, rk, muk, order[c0:c1], fk, dk, vk, zk,
             law, direct, tol, max_sweeps, qk,
         )  # fmt: skip
-        for j in range(m):
-            for d in range(3):
-                z[3 * pick[j] + d] = zk[3 * j + d]
-        if not math.isfinite(res):
-            error = NUMERICAL_ERROR
-        else:
-            unscaled = res * (qk if qk > 2.220446049250313e-16 else 1.0)
-            total += unscaled * unscaled
-        most = max(most, sw)
-        work += sw * m / nc
+        island_done(z, zk, pick, res, qk, sw, nc, acc)
     _velocity(J, ca, cb, f, dinv, z, v)
-    status, residual = island_residual(
-        error, total, qnorm if qnorm > 2.220446049250313e-16 else 1.0, tol
-    )
-    return status, most, residual, work, count
+    status, residual = island_residual(acc, qnorm, tol)
+    return status, int(acc[2]), residual, acc[3], count
 
 
 @njit(cache=True)

@@ -49,6 +49,10 @@ from solvers.jit import njit
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
 COMPILE_SECONDS: float | None = 4.0
 
+#: below this ``||q||_2`` the natural map is not scaled (that of
+#: :func:`solvers.numerics.fc_kernels.natural_map`)
+EPS = 2.220446049250313e-16
+
 
 @njit(cache=True)
 def free_rows(mdiag, E, phi, gravity, h, iterations, a, b, point, normal):  # noqa: ANN001, ANN201, PLR0913
@@ -227,15 +231,33 @@ def island_rows(pick, a, b, J, DJ, A, rhs, mu, z, f, dinv, slot):  # noqa: ANN00
 
 
 @njit(cache=True)
-def island_residual(count_status, worst_abs, scale, tol):  # noqa: ANN001, ANN201
-    """The whole step's status and natural-map residual from its islands': ``worst_abs``
-    the sum over the islands of their squared unscaled residuals ``||r_k - P_K(r_k -
-    û_k)||_2^2`` (the islands share no row, so it is the whole problem's), ``scale`` the
-    whole problem's ``||q||_2`` (1 when below the machine epsilon) and ``count_status``
-    ``NUMERICAL_ERROR`` if an island met one."""
-    residual = math.sqrt(worst_abs) / scale
-    if count_status == NUMERICAL_ERROR:
+def island_done(z, zk, pick, res, qk, iterations, nc, acc):  # noqa: ANN001, ANN201, PLR0913
+    """An island's solution back into the step: its impulses ``zk`` into the rows ``pick``
+    of ``z``, and into ``acc`` (4): whether a numerical error was met (``acc[0] = 1``), the
+    sum of the islands' squared unscaled natural-map residuals (``res`` is relative to the
+    island's ``||q_k||_2``, ``qk``; 1 below the machine epsilon), the largest island's
+    ``iterations`` and the iterations weighted by rows (of ``nc`` contacts in all)."""
+    m = pick.shape[0]
+    for j in range(m):
+        for d in range(3):
+            z[3 * pick[j] + d] = zk[3 * j + d]
+    if not math.isfinite(res):
+        acc[0] = 1.0
+    else:
+        unscaled = res * (qk if qk > EPS else 1.0)
+        acc[1] += unscaled * unscaled
+    acc[2] = max(acc[2], float(iterations))
+    acc[3] += iterations * m / nc
+
+
+@njit(cache=True)
+def island_residual(acc, qnorm, tol):  # noqa: ANN001, ANN201
+    """The whole step's status and natural-map residual from its islands' ``acc``
+    (:func:`island_done`): the islands share no row, so the sum of their squared unscaled
+    residuals is the whole problem's; ``qnorm`` the whole problem's ``||q||_2``."""
+    if acc[0] > 0.0:
         return NUMERICAL_ERROR, np.nan
+    residual = math.sqrt(acc[1]) / (qnorm if qnorm > EPS else 1.0)
     return solve_status(residual, tol), residual
 
 
@@ -246,6 +268,7 @@ __all__ = [
     "contact_velocity",
     "decoupled",
     "free_rows",
+    "island_done",
     "island_residual",
     "island_rows",
     "normal_rhs",
