@@ -21,9 +21,9 @@ Sections (``results/benchmarks/contact_speed.md``):
     (layout ``stacked``, ``--cone-rest-steps`` steps), h = 5 ms, default tolerance (sweep
     cap ``--cone-max-iter``, default the route's 10,000): per model, size and phase the
     steps with contacts, the steps stopped at the cap (with the largest residual), median
-    contacts, sweeps, thread CPU time and µs per contact, and MuJoCo's (Newton, elliptic
-    cones; :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th
-    pose, in the same process.
+    contacts, islands, sweeps (the largest island's), thread CPU time and µs per contact,
+    and MuJoCo's (Newton, elliptic cones; :func:`bench_friction.mujoco_step`) µs per
+    contact on every ``--pose-every``-th pose, in the same process.
 
 ``fom``
     The compiled disc-cone step by first-order methods
@@ -31,12 +31,14 @@ Sections (``results/benchmarks/contact_speed.md``):
     ``cone="soc"`` by ``apgd`` and ``admm`` on ``box-pile`` of ``--fom-sizes`` cubes
     (default 20, 50, 200), from the drop (t = 0, ``--fom-drop-steps`` steps) and at rest
     (layout ``stacked``, ``--fom-rest-steps`` steps), h = 5 ms, default tolerance
-    (iteration cap ``--fom-max-iter``, default the routes' 20,000 and 5,000): per model,
+    (iteration cap ``--fom-max-iter``, default the routes' 20,000 and 5,000; methods
+    ``--fom-methods`` and models ``--fom-models``, default all): per model,
     method, size and phase the steps with contacts, the steps stopped at the cap (with the
-    largest residual), median contacts, iterations, thread CPU time and µs per contact,
-    the compiled ``nsgs`` step's median time on the same sampled poses and MuJoCo's
-    (Newton, elliptic cones; :func:`bench_friction.mujoco_step`) µs per contact on every
-    ``--pose-every``-th pose, in the same process.
+    largest residual), median contacts, islands, iterations (the largest island's),
+    thread CPU time and µs per contact, the compiled ``nsgs`` step's median time on the
+    same sampled poses and MuJoCo's (Newton, elliptic cones;
+    :func:`bench_friction.mujoco_step`) µs per contact on every ``--pose-every``-th pose,
+    in the same process.
 
 ``pgs``
     Box friction solved by ``pgs`` (the default route of box piles: the compiled maximal
@@ -215,7 +217,7 @@ def _timed_steps(
     sim: Any, scene: Any, state: Any, steps: int, every: int, count: str, also: Any = None
 ) -> list[dict[str, Any]]:
     """Step ``sim`` ``steps`` times from ``state``; per step its thread CPU time, contacts,
-    iterations (under the key ``count``), status and residual, and on every ``every``-th
+    islands, iterations (under the key ``count``), status and residual, and on every ``every``-th
     step with contacts the step of ``also`` (if given) from the same state, its thread CPU
     time as ``nsgs``, and MuJoCo's step (:func:`benchmarks.bench_friction.mujoco_sample`)."""
     from benchmarks.bench_friction import mujoco_sample
@@ -230,6 +232,7 @@ def _timed_steps(
         row = {
             "cpu": cpu, "contacts": m["n_contacts"], count: m["iterations"],
             "status": m["status"], "residual": m["solver_residual"],
+            "islands": sim.compiled.last_times.get("islands", 1.0),
         }  # fmt: skip
         if m["n_contacts"] > 0 and i % every == 0:
             if also is not None:
@@ -281,8 +284,9 @@ def cone_section(
         f"{every}-th step with contacts), in the same process; steps with contacts only.",
         "",
         "| model | boxes | phase | steps | capped (largest residual) | contacts (median) "
-        "| median sweeps | median ms | µs / contact | MuJoCo µs / contact | × MuJoCo per contact |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| islands (median) | median sweeps | median ms | µs / contact | MuJoCo µs / contact "
+        "| × MuJoCo per contact |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, model, opts in CONE_MODELS:
         for n in sizes:
@@ -307,6 +311,7 @@ def cone_section(
                     f"| {label} | {n} | {phase} | {len(rows)} "
                     f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
                     f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                    f"| {np.median([r['islands'] for r in rows]):.0f} "
                     f"| {np.median([r['sweeps'] for r in rows]):.0f} "
                     f"| {1e3 * np.median([r['cpu'] for r in rows]):.2f} | {ours:.1f} "
                     f"| {mj_us:.1f} | {ours / mj_us:.1f} |"
@@ -342,7 +347,13 @@ def _fom_phase(
 
 
 def fom_section(
-    sizes: list[int], drop_steps: int, rest_steps: int, every: int, cap: int | None
+    sizes: list[int],
+    drop_steps: int,
+    rest_steps: int,
+    every: int,
+    cap: int | None,
+    methods: tuple[str, ...] = ("apgd", "admm"),
+    models: tuple[str, ...] = ("coulomb", "anitescu-hart"),
 ) -> str:
     """The compiled first-order cone steps against MuJoCo on the same poses (module
     docstring)."""
@@ -358,14 +369,16 @@ def fom_section(
         f"{every}-th step with contacts), in the same process; steps with contacts only.",
         "",
         "| model | method | boxes | phase | steps | capped (largest residual) "
-        "| contacts (median) | median iterations | median ms | µs / contact "
+        "| contacts (median) | islands (median) | median iterations | median ms | µs / contact "
         "| sampled: ms | sampled: `nsgs` ms | MuJoCo µs / contact | × MuJoCo per contact |",
         "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: |",
+        "| ---: | ---: | ---: |",
     ]
     for label, model, opts in CONE_MODELS:
+        if model not in models:
+            continue
         options = dict(opts) if cap is None else {**opts, "max_iter": cap}
-        for solver in ("apgd", "admm"):
+        for solver in methods:
             for n in sizes:
                 for phase, layout, steps in harness.pile_phases(drop_steps, rest_steps):
                     rows = [
@@ -398,6 +411,7 @@ def fom_section(
                         f"| {label} | `{solver}` | {n} | {phase} | {len(rows)} "
                         f"| {len(capped)}" + (f" ({worst:.1e})" if capped else "") + " "
                         f"| {np.median([r['contacts'] for r in rows]):.0f} "
+                        f"| {np.median([r['islands'] for r in rows]):.0f} "
                         f"| {np.median([r['iterations'] for r in rows]):.0f} "
                         f"| {1e3 * np.median(cpu):.2f} | {per:.1f} | {same} | {mj_cells} |"
                     )
@@ -706,6 +720,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fom-drop-steps", type=int, default=40)
     ap.add_argument("--fom-rest-steps", type=int, default=10)
     ap.add_argument("--fom-max-iter", type=int, default=None)
+    ap.add_argument("--fom-methods", default="apgd,admm")
+    ap.add_argument("--fom-models", default="coulomb,anitescu-hart")
     ap.add_argument("--lemke-sizes", default="20,50")
     ap.add_argument("--lemke-drop-steps", type=int, default=60)
     ap.add_argument("--lemke-rest-steps", type=int, default=4)
@@ -734,6 +750,8 @@ def main(argv: list[str] | None = None) -> None:
                 args.fom_rest_steps,
                 args.pose_every,
                 args.fom_max_iter,
+                tuple(args.fom_methods.split(",")),
+                tuple(args.fom_models.split(",")),
             )  # fmt: skip
         )
     if args.only in (None, "pgs"):

@@ -58,6 +58,7 @@ from contactlab.maximal._pile_kernels import (
     I_CONE,
     I_DISSIPATION,
     I_DUAL,
+    I_ISLANDS,
     I_KINETIC,
     I_LINEAR,
     I_NATURAL,
@@ -70,12 +71,14 @@ from contactlab.maximal._pile_kernels import (
     I_STATUS,
     I_SWEEPS,
     I_UNITS,
+    I_WORK,
     MAX_ITERATIONS,
     N_INFO,
     NUMERICAL_ERROR,
     OPTIMAL,
     _move,
     _velocity,
+    island_contacts,
 )
 from contactlab.maximal._step_parts import (
     carried_start,
@@ -83,6 +86,9 @@ from contactlab.maximal._step_parts import (
     contact_velocity,
     decoupled,
     free_rows,
+    island_done,
+    island_residual,
+    island_rows,
     normal_rhs,
     row_columns,
     solve_status,
@@ -107,6 +113,7 @@ __all__ = [
     "I_COMP",
     "I_DISSIPATION",
     "I_DUAL",
+    "I_ISLANDS",
     "I_KINETIC",
     "I_LINEAR",
     "I_ANGULAR",
@@ -120,6 +127,7 @@ __all__ = [
     "I_STATUS",
     "I_SWEEPS",
     "I_UNITS",
+    "I_WORK",
     "MAX_ITERATIONS",
     "NUMERICAL_ERROR",
     "OPTIMAL",
@@ -236,20 +244,70 @@ def _nsgs(J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_s
 
 
 @njit(cache=True)
+def _nsgs_islands(J, DJ, A, ca, cb, rhs, mu, up, a, b, f, dinv, v, z, law, direct, tol,
+                  max_sweeps, qsq, qnorm):  # fmt: skip  # noqa: ANN001, ANN202, PLR0913
+    """:func:`_nsgs` island by island (:func:`~contactlab.maximal._pile_kernels.island_contacts`):
+    each island's rows, bodies and twists in arrays of its own
+    (:func:`~contactlab.maximal._step_parts.island_rows`), solved with its own stopping
+    test, the natural-map residual relative to its own ``||q_k||_2`` (``qsq`` (nc) each
+    contact's ``||q_i||^2``), and its own sweep cap; its impulses written back into ``z``.
+    The islands share no row, so the squared unscaled residuals add up to the whole
+    problem's and ``sum_k ||q_k||^2 = ||q||^2``: every island within ``tol`` is the whole
+    step within it.  A single island is solved on the step's own arrays.  Returns the
+    step's status and residual (the whole problem's), the largest island's sweeps, the
+    sweeps weighted by rows and the number of islands; ``z`` and ``v`` end at the
+    islands' best iterates."""
+    nc = mu.shape[0]
+    nb = dinv.shape[0] // 6
+    count, off, members, order = island_contacts(a, b, nb, up)
+    if count <= 1:
+        sweeps, residual = _nsgs(
+            J, DJ, A.reshape(nc, 3, 3), ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol,
+            max_sweeps, qnorm,
+        )  # fmt: skip
+        return solve_status(residual, tol), sweeps, residual, float(sweeps), count
+    slot = np.full(nb, -1, dtype=np.int64)
+    acc = np.zeros(4)  # numerical error met, squared residuals, largest iterations, work
+    for k in range(count):
+        c0, c1 = off[k], off[k + 1]
+        pick = members[c0:c1]
+        Jk, DJk, Ak, rk, muk, zk, fk, dk, cak, cbk = island_rows(
+            pick, a, b, J, DJ, A, rhs, mu, z, f, dinv, slot
+        )
+        m = c1 - c0
+        qk = 0.0
+        for j in range(m):
+            qk += qsq[pick[j]]
+        qk = math.sqrt(qk)
+        vk = np.empty(fk.shape[0] + 6)
+        _velocity(Jk, cak, cbk, fk, dk, zk, vk)
+        sw, res = _nsgs(
+            Jk, DJk, Ak.reshape(m, 3, 3), cak, cbk, rk, muk, order[c0:c1], fk, dk, vk, zk,
+            law, direct, tol, max_sweeps, qk,
+        )  # fmt: skip
+        island_done(z, zk, pick, res, qk, sw, nc, acc)
+    _velocity(J, ca, cb, f, dinv, z, v)
+    status, residual = island_residual(acc, qnorm, tol)
+    return status, int(acc[2]), residual, acc[3], count
+
+
+@njit(cache=True)
 def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr,
     carry, old_ids, old_order, old_normal, old_friction, ids, origin,
-    law, direct, tol, max_iter, slip_threshold,
+    law, direct, tol, max_iter, slip_threshold, islands,
 ):  # fmt: skip
     """One step of free bodies with the exact friction cone by block NSGS (module docstring).
 
     Arguments as :func:`contactlab.maximal._pile_kernels.contact_step`'s, with ``law``
     (:data:`CCP` or :data:`COULOMB`), ``direct`` (Coulomb's shift rule) and ``max_iter``
-    the sweep cap.  Returns the new twists (nb, 6), the new transforms, the impulses ``z``
-    on the rows ``[N; T]``, the friction impulses as world vectors (nc, 3) and ``info``
-    (the entries ``I_*`` of :mod:`contactlab.maximal._pile_kernels`; ``I_NATURAL`` and
-    ``I_PRIMAL`` the natural-map residual, ``I_DUAL`` and ``I_COMP`` zero).
+    the sweep cap, ``islands`` whether each island is solved alone (:func:`_nsgs_islands`;
+    else the whole problem at once).  Returns the new twists (nb, 6), the new transforms,
+    the impulses ``z`` on the rows ``[N; T]``, the friction impulses as world vectors
+    (nc, 3) and ``info`` (the entries ``I_*`` of :mod:`contactlab.maximal._pile_kernels`;
+    ``I_NATURAL`` and ``I_PRIMAL`` the natural-map residual, ``I_DUAL`` and ``I_COMP``
+    zero, ``I_ISLANDS`` the islands and ``I_WORK`` the sweeps weighted by rows).
     """
     nb = mdiag.shape[0]
     n = 6 * nb
@@ -274,18 +332,28 @@ def cone_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     v = np.empty(n + 6)
     _velocity(J, ca, cb, f, dinv, z, v)
     qn = 0.0
+    qsq = np.empty(nc)
     u = np.empty(3)
     for i in range(nc):
         contact_velocity(J, ca, cb, rhs, v, i, u)
-        qn += u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
+        qsq[i] = u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
+        qn += qsq[i]
     qnorm = math.sqrt(qn)
     if carry:
         carried_start(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2, order, z)
         _velocity(J, ca, cb, f, dinv, z, v)
-    sweeps, residual = _nsgs(
-        J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_iter, qnorm
-    )
-    status = solve_status(residual, tol)
+    if islands:
+        status, sweeps, residual, work, count = _nsgs_islands(
+            J, DJ, A, ca, cb, rhs, mu, up, a, b, f, dinv, v, z, law, direct, tol, max_iter,
+            qsq, qnorm,
+        )  # fmt: skip
+    else:
+        sweeps, residual = _nsgs(
+            J, DJ, A3, ca, cb, rhs, mu, up, f, dinv, v, z, law, direct, tol, max_iter, qnorm
+        )
+        status = solve_status(residual, tol)
+        work, count = float(sweeps), 1 if nc > 0 else 0
+    info[I_ISLANDS], info[I_WORK] = count, work
     phi_new, E_new, out, friction = cone_outputs(
         J, ca, cb, rhs, v, order, z, mu, dist, slip_threshold,
         status, sweeps, residual, t1, t2, mdiag, E, h, gravity, info,

@@ -49,6 +49,10 @@ from solvers.jit import njit
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
 COMPILE_SECONDS: float | None = 4.0
 
+#: below this ``||q||_2`` the natural map is not scaled (that of
+#: :func:`solvers.numerics.fc_kernels.natural_map`)
+EPS = 2.220446049250313e-16
+
 
 @njit(cache=True)
 def free_rows(mdiag, E, phi, gravity, h, iterations, a, b, point, normal):  # noqa: ANN001, ANN201, PLR0913
@@ -169,6 +173,94 @@ def cone_outputs(  # noqa: ANN201, PLR0913
     return _step_outputs(z, t1, t2, v, 6 * nb, nb, E, h, mdiag, gravity, info)
 
 
+@njit(cache=True)
+def island_rows(pick, a, b, J, DJ, A, rhs, mu, z, f, dinv, slot):  # noqa: ANN001, ANN201, PLR0913
+    """The arrays of the island whose contacts are the rows ``pick`` (entry ``j`` of the
+    island stands for row ``pick[j]`` of the step's arrays, on bodies ``a[pick[j]]`` and
+    ``b[pick[j]]``): its rows ``J``, ``M^-1 J^T`` (``DJ``; skipped when it has no rows),
+    diagonal blocks ``A``, right-hand sides, friction coefficients and impulses ``z``, its
+    bodies (numbered in order of appearance, the world's zero slot last) with their free
+    momentum ``f`` and inverse mass ``dinv``, and the two first twist slots of each row.
+    The island's data are those of the same contacts in a scene of their own.  ``slot``
+    (nb, all ``-1``) is work space, left as given."""
+    m = pick.shape[0]
+    m3 = 3 * m
+    bodies = np.empty(2 * m, dtype=np.int64)
+    nbk = 0
+    for j in range(m):
+        i = pick[j]
+        for g in (a[i], b[i]):
+            if g >= 0 and slot[g] < 0:
+                slot[g] = nbk
+                bodies[nbk] = g
+                nbk += 1
+    nk = 6 * nbk
+    fk = np.empty(nk)
+    dk = np.empty(nk)
+    for q in range(nbk):
+        for d in range(6):
+            fk[6 * q + d] = f[6 * bodies[q] + d]
+            dk[6 * q + d] = dinv[6 * bodies[q] + d]
+    with_dj = DJ.shape[0] > 0
+    Jk = np.empty((m3, 12))
+    DJk = np.empty((m3 if with_dj else 0, 12))
+    Ak = np.empty((m, 9))
+    rk = np.empty(m3)
+    zk = np.empty(m3)
+    muk = np.empty(m)
+    cak = np.empty(m3, dtype=np.int64)
+    cbk = np.empty(m3, dtype=np.int64)
+    for j in range(m):
+        i = pick[j]
+        muk[j] = mu[i]
+        for e in range(9):
+            Ak[j, e] = A[i, e]
+        for d in range(3):
+            r, s = 3 * i + d, 3 * j + d
+            for e in range(12):
+                Jk[s, e] = J[r, e]
+            if with_dj:
+                for e in range(12):
+                    DJk[s, e] = DJ[r, e]
+            rk[s], zk[s] = rhs[r], z[r]
+            cak[s] = 6 * slot[a[i]]
+            cbk[s] = 6 * slot[b[i]] if b[i] >= 0 else nk  # the world's zero slot
+    for q in range(nbk):
+        slot[bodies[q]] = -1
+    return Jk, DJk, Ak, rk, muk, zk, fk, dk, cak, cbk
+
+
+@njit(cache=True)
+def island_done(z, zk, pick, res, qk, iterations, nc, acc):  # noqa: ANN001, ANN201, PLR0913
+    """An island's solution back into the step: its impulses ``zk`` into the rows ``pick``
+    of ``z``, and into ``acc`` (4): whether a numerical error was met (``acc[0] = 1``), the
+    sum of the islands' squared unscaled natural-map residuals (``res`` is relative to the
+    island's ``||q_k||_2``, ``qk``; 1 below the machine epsilon), the largest island's
+    ``iterations`` and the iterations weighted by rows (of ``nc`` contacts in all)."""
+    m = pick.shape[0]
+    for j in range(m):
+        for d in range(3):
+            z[3 * pick[j] + d] = zk[3 * j + d]
+    if not math.isfinite(res):
+        acc[0] = 1.0
+    else:
+        unscaled = res * (qk if qk > EPS else 1.0)
+        acc[1] += unscaled * unscaled
+    acc[2] = max(acc[2], float(iterations))
+    acc[3] += iterations * m / nc
+
+
+@njit(cache=True)
+def island_residual(acc, qnorm, tol):  # noqa: ANN001, ANN201
+    """The whole step's status and natural-map residual from its islands' ``acc``
+    (:func:`island_done`): the islands share no row, so the sum of their squared unscaled
+    residuals is the whole problem's; ``qnorm`` the whole problem's ``||q||_2``."""
+    if acc[0] > 0.0:
+        return NUMERICAL_ERROR, np.nan
+    residual = math.sqrt(acc[1]) / (qnorm if qnorm > EPS else 1.0)
+    return solve_status(residual, tol), residual
+
+
 __all__ = [
     "COMPILE_SECONDS",
     "carried_start",
@@ -176,6 +268,9 @@ __all__ = [
     "contact_velocity",
     "decoupled",
     "free_rows",
+    "island_done",
+    "island_residual",
+    "island_rows",
     "normal_rhs",
     "record_metrics",
     "row_columns",

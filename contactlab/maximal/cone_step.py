@@ -23,23 +23,38 @@ one-contact Coulomb problem exactly instead (the general ``nsgs``'s ``direct=Tru
 First-order methods.  With ``apgd`` or ``admm`` the same step (collision, rows, warm start,
 integration) solves the contacts' problem by the general backends' accelerated projected
 gradient or ADMM (:mod:`contactlab.maximal._cone_fom_kernels`): the iterations, step-size
-and penalty rules, De Saxcé's shift rule for Coulomb's law, the natural-map stopping test
+and penalty rules, De Saxcé's shift rule for Coulomb's law (APGD keeping its momentum
+over a refresh of the shift), the natural-map stopping test
 and the iteration caps (20,000 and 5,000) of :func:`solvers.numerics.fc_methods.apgd` and
 :func:`solvers.numerics.fc_methods.admm`, with ``W x`` read through the contact rows and
 the diagonal inverse mass (``W`` never formed).  ``admm`` takes its ``rho`` setting (the
 initial penalty).
 
+Islands.  By default each step's contacts are grouped by the bodies they join
+(:func:`contactlab.maximal._pile_kernels.island_contacts`; the world joins nothing) and
+each island is solved alone, from arrays of its own (its rows in the step's height order
+restricted to it, its bodies' twists), with its own stopping test (the natural-map
+residual relative to its own ``||q_k||``), its own iteration cap, and for ``apgd`` and
+``admm`` its own step size and penalty: the general route's option ``islands``
+(:func:`solvers.islands.solve_islands`).  The islands share no row and
+``sum_k ||q_k||^2 = ||q||^2``, so every island within the tolerance is the whole step
+within it; the step reports the whole problem's residual, the largest island's
+iterations, and the number of islands and the iterations weighted by rows in
+``last_times`` (``islands``, ``row_sweeps``).  A single island is solved on the step's
+own arrays; ``islands = False`` on the step object solves the whole step as one problem.
+
 It applies when the scene and the formulation are in the box-friction compiled step's
 scope (:func:`contactlab.maximal.compiled_step.scope`: free bodies, the maximal
 formulation's default step, the scene's own collision) and the model is ``coulomb`` with
-``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling and
-without islands, solved by ``nsgs`` (settings: ``direct`` only, no ``omega``), ``apgd``
-(no settings) or ``admm`` (settings: ``rho`` only); any other setting keeps the general
-path (which reports the settings it does not know).  A step the kernel cannot take (a
-decoupled row) goes to the general path.  A step that reaches the iteration cap keeps the
-best iterate met (``nsgs``, ``admm``; ``apgd``'s last, as the general backend) and reports
-``max_iterations`` with its residual (under ``strict`` the simulator's failure, as every
-route).
+``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling (the
+model option ``islands`` taken as well), solved by ``nsgs`` (settings: ``direct`` only,
+no ``omega``), ``apgd`` (no settings) or ``admm`` (settings: ``rho`` only); any other
+setting keeps the general path (which reports the settings it does not know).  A step
+the kernel cannot take (a decoupled row) goes to the general path.  A step that reaches
+the iteration cap (an island at it) keeps the best iterate met (``nsgs``, ``admm``;
+``apgd``'s last, as the general backend) and, when the whole problem's residual is above
+the tolerance, reports ``max_iterations`` with it (under ``strict`` the simulator's
+failure, as every route).
 """
 
 from __future__ import annotations
@@ -86,7 +101,7 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     else:
         return "model"
     opts = model.options
-    if opts["cone"] != "soc" or spin_active(opts) or opts["islands"]:
+    if opts["cone"] != "soc" or spin_active(opts):
         return "model options"
     if model.solver not in SETTINGS:
         return f"solver {model.solver!r} (the compiled cone step takes nsgs, apgd, admm)"
@@ -137,6 +152,9 @@ class ConeContactStep(FreeBodyStep):
         settings = dict(model.options["solver_settings"] or {})
         #: ADMM's initial penalty (``0``: the general backend's default)
         self.rho = float(settings.get("rho", 0.0))
+        #: solve the step island by island, each with its own stopping test and cap
+        #: (``False``: the whole step's contacts as one problem, the general path's)
+        self.islands = True
 
     def _carries(self, memory: Any) -> bool:
         return isinstance(memory, ImpulseMemory) and memory.ids is not None
@@ -158,12 +176,12 @@ class ConeContactStep(FreeBodyStep):
                 np.ascontiguousarray(track.origin, dtype=np.int64),
                 self.law, self.method, model.tol,
                 ITERATION_CAPS[model.solver] if cap is None else int(cap), self.rho,
-                sim.slip_threshold,
+                sim.slip_threshold, self.islands,
             )  # fmt: skip
             if int(solution[4][F.I_STATUS]) == F.DECOUPLED:
                 return None
             solved = time.perf_counter()
-            return self._end(
+            return self._finish(
                 sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
             )
         assembled = time.perf_counter()
@@ -175,14 +193,32 @@ class ConeContactStep(FreeBodyStep):
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             self.law, self.direct, model.tol, SWEEP_CAP if cap is None else int(cap),
-            sim.slip_threshold,
+            sim.slip_threshold, self.islands,
         )  # fmt: skip
         if int(solution[4][K.I_STATUS]) == K.DECOUPLED:
             return None  # the general path's closed forms and messages
         solved = time.perf_counter()
-        return self._end(
+        return self._finish(
             sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
         )
+
+    def _finish(
+        self,
+        sim: Simulator,
+        state: State,
+        index: int,
+        contacts: Any,
+        track: Any,
+        solution: tuple[Array, Array, Array, Array, Array],
+        clock: tuple[float, float, float, float],
+    ) -> tuple[State, StepRecord]:
+        """:meth:`_end`, then the number of islands and the iterations weighted by rows in
+        :attr:`last_times` (``islands``, ``row_sweeps``)."""
+        out = self._end(sim, state, index, contacts, track, solution, clock)
+        info = solution[4]
+        self.last_times["islands"] = float(info[K.I_ISLANDS])
+        self.last_times["row_sweeps"] = float(info[K.I_WORK])
+        return out
 
 
 __all__ = [

@@ -66,16 +66,23 @@ def _u(fc: Any, r: np.ndarray) -> np.ndarray:
     return np.asarray(fc.W @ r + fc.q)
 
 
+@pytest.mark.parametrize("islands", [False, True])
 @pytest.mark.parametrize(
     ("model", "opts"), [*LAWS, ("coulomb", {"solver_settings": {"direct": True}})]
 )
-def test_steps_equal_the_general_nsgs(model: str, opts: dict[str, Any]) -> None:
+def test_steps_equal_the_general_nsgs(model: str, opts: dict[str, Any], islands: bool) -> None:
     scene = get_scenario("box-pile").build(n=6, seed=1)
     # to 1e-9: two runs stopped at 1e-6 may stop a sweep apart (1e-5 m/s, measured)
     opts = {**opts, "solver_tol": 1e-9}
     fast = _sim(scene, model, opts)
-    general = _sim(scene, model, opts, formulation_options={"compiled": False})
+    # island by island (the compiled step's default) as the general route's option islands
+    # (solvers.islands.solve_islands: each island's problem alone, its own stopping test);
+    # the whole problem at once as the general route without it
+    general = _sim(
+        scene, model, {**opts, "islands": islands}, formulation_options={"compiled": False}
+    )
     assert fast.compiled is not None and general.compiled is None
+    fast.compiled.islands = islands
     state = fast.initial_state()
     compared = 0
     for i in range(90):
@@ -226,7 +233,8 @@ def test_scope_and_route() -> None:
     assert _sim(pile, "anitescu-hart", {"cone": "pyramid"}).compiled is None
     assert _sim(pile, "coulomb", {"cone": "box"}).compiled is None
     assert _sim(pile, "coulomb", {"torsion": 0.01}).compiled is None
-    assert _sim(pile, "coulomb", {"islands": True}).compiled is None
+    # the compiled step solves island by island, as the general route's option islands
+    assert type(_sim(pile, "coulomb", {"islands": True}).compiled).__name__ == "ConeContactStep"
     chain = get_scenario("chain-floor").build()
     assert _sim(chain, "coulomb", {}).compiled is None
 
