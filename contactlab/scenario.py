@@ -152,13 +152,16 @@ def complete_setup(
     formulation: str | None = None,
     model: str | None = None,
     solver: str | None = None,
+    model_options: Mapping[str, Any] | None = None,
 ) -> tuple[Setup, list[str]]:
     """The setup with the given names kept and the missing ones defaulted.
 
     Returns the setup and the names of the choices that were defaulted.  A
     model given without a solver gets the scene's default solver when that is
-    the scene's default model, else the first available backend that fits the
-    model (a direct KKT solve only when the scene has no inequality rows).
+    the scene's default model and its options leave it fitting, else the first
+    available backend that fits the model with its options (``model_options``:
+    ``anitescu-hart`` with ``cone="soc"`` poses cone problems that OSQP cannot take);
+    a direct KKT solve only when the scene has no inequality rows.
     """
     base = default_setup(scene, formulations, formulation)
     defaulted = [
@@ -169,13 +172,15 @@ def complete_setup(
     chosen_model = model or base.model
     chosen_solver = solver
     if chosen_solver is None:
-        if chosen_model == base.model:
+        if chosen_model == base.model and not model_options:
             chosen_solver = base.solver
         else:
             from contactlab.models.base import model_class
 
-            fits = model_class(chosen_model).compatible_solvers()
-            if base.solver != "kkt":
+            fits = model_class(chosen_model).compatible_solvers(**dict(model_options or {}))
+            if chosen_model == base.model and base.solver in fits:
+                fits = [base.solver]
+            elif base.solver != "kkt":
                 fits = [name for name in fits if name != "kkt"]
             chosen_solver = fits[0] if fits else base.solver
     return Setup(base.formulation, chosen_model, chosen_solver, base.reason), defaulted

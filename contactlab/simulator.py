@@ -154,6 +154,7 @@ class Simulator:
             formulation.name if isinstance(formulation, Formulation) else formulation,
             model.name if isinstance(model, ContactModel) else model,
             model.solver if isinstance(model, ContactModel) else solver,
+            model_options,
         )
         #: the choices taken from the scene's defaults, and why (recorded in summaries)
         self.defaults: dict[str, Any] = (

@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 from contactlab import cli
+from contactlab.models.base import model_class
 from contactlab.experiments.render import frame_indices
 from contactlab.scenario import can_collide, default_setup, load_scenarios
 
@@ -90,6 +91,29 @@ def test_given_choices_are_kept_and_not_recorded_as_defaults(tmp_path):
     summary = summary_of(folder)
     # anitescu-hart poses a QP with inequality rows: the first backend that fits, not kkt
     assert (summary["model"], summary["solver"]) == ("anitescu-hart", "osqp")
+    assert summary["defaults"]["defaulted"] == ["formulation", "solver"]
+
+
+def test_defaulted_solver_fits_the_model_options(tmp_path):
+    """A model given with options and no solver gets a backend that takes the problems
+    those options pose: Anitescu--Hart with the exact cone poses cone problems, which the
+    polyhedral default (OSQP) cannot take, so the first backend that fits the cone."""
+    folder = tmp_path / "run"
+    code = run(
+        folder,
+        "box-incline",
+        "--model",
+        "anitescu-hart",
+        "--model-option",
+        "cone=soc",
+        "--steps",
+        "2",
+    )
+    assert code == 0
+    summary = summary_of(folder)
+    fits = model_class("anitescu-hart").compatible_solvers(cone="soc")
+    assert "osqp" not in fits
+    assert summary["solver"] == fits[0]
     assert summary["defaults"]["defaulted"] == ["formulation", "solver"]
 
 
