@@ -83,6 +83,11 @@ DENSE_ROWS, DENSE_AFTER = 150, 1024
 #: ``lemke`` backend's ``zero_rtol`` and ``pivot_tol``, at most this many pivots per walk
 #: and variable of the standard LCP
 LEMKE_ZERO_RTOL, LEMKE_PIVOT_TOL, LEMKE_PIVOTS = 1e-11, 1e-12, 10
+#: an island of more than :data:`DENSE_ROWS` rows not solved within :data:`DENSE_AFTER` sweeps
+#: and products ends each further round of the subspace finish with one block of at most this
+#: many contacts, around the contact of the largest natural-map residual, solved by Lemke's
+#: method with the other impulses held (:func:`_block_finish`)
+BLOCK_CONTACTS = 40
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
@@ -576,10 +581,20 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
     solution set.  Writes ``z`` (rows per contact: normal, two tangents; projected onto
     the bounds) and returns whether the walk ended with a solution (the natural map of
     the standard LCP within ``tol``) and its pivots."""
+    W, q = _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, dinv.shape[0])
+    return _box_lemke(W, q, mu3, z, tol)
+
+
+@njit(cache=True)
+def _box_lemke(W, q, mu3, z, tol):  # noqa: ANN001, ANN202
+    """The box-friction LCP on a dense ``W`` (rows per contact: normal, two tangents) and
+    ``q`` as the standard LCP of :func:`_dense_finish`, solved by
+    :func:`solvers.numerics.lemke_kernel.lemke_lcp`; writes ``z`` (projected onto the bounds)
+    only when the walk ends at a solution whose natural map is within ``tol``.  Returns
+    whether it did and the pivots."""
     m3 = z.shape[0]
     nc = m3 // 3
     nt = 2 * nc
-    W, q = _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, dinv.shape[0])
     n7 = 7 * nc
     M = np.zeros((n7, n7))
     Q = np.zeros(n7)
@@ -631,6 +646,91 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
 
 
 @njit(cache=True)
+def _block_finish(J, DJ, ca, cb, rhs, mu3, dinv, v, z, tol):  # noqa: ANN001, ANN202, PLR0912, PLR0913
+    """One exact block of block Gauss--Seidel on an island too large for :func:`_dense_finish`:
+    the contact of the largest natural-map residual at ``z`` (``v`` its twists) and the
+    contacts reached from it through shared bodies (breadth first, the world joining
+    nothing), at most :data:`BLOCK_CONTACTS`, solved by :func:`_box_lemke` on their dense
+    ``W_BB`` with the other impulses held (``q_B = w_B - W_BB z_B``, ``w_B`` read from the
+    twists).  Writes the block's impulses into ``z`` (``v`` is then stale) when the walk
+    solves the block; returns whether it did."""
+    m3 = z.shape[0]
+    nc = m3 // 3
+    nk = dinv.shape[0]
+    worst, at = -1.0, 0
+    for r in range(m3):
+        w = _row_dot(J, ca, cb, v, r) - rhs[r]
+        lo, hi = _row_bounds(z, mu3, r)
+        e = abs(z[r] - min(max(z[r] - w, lo), hi))
+        if e > worst:
+            worst, at = e, r // 3
+    # the contacts of each body (CSR over the island's bodies)
+    nbk = nk // 6
+    start = np.zeros(nbk + 1, dtype=np.int64)
+    for i in range(nc):
+        for p in (ca[3 * i], cb[3 * i]):
+            if p < nk:
+                start[p // 6 + 1] += 1
+    for k in range(nbk):
+        start[k + 1] += start[k]
+    fill = start[:nbk].copy()
+    touch = np.empty(start[nbk], dtype=np.int64)
+    for i in range(nc):
+        for p in (ca[3 * i], cb[3 * i]):
+            if p < nk:
+                touch[fill[p // 6]] = i
+                fill[p // 6] += 1
+    chosen = np.empty(min(BLOCK_CONTACTS, nc), dtype=np.int64)
+    seen = np.zeros(nc, dtype=np.bool_)
+    chosen[0] = at
+    seen[at] = True
+    size = 1
+    head = 0
+    while head < size and size < chosen.shape[0]:
+        c = chosen[head]
+        head += 1
+        for p in (ca[3 * c], cb[3 * c]):
+            if p >= nk:
+                continue
+            for t in range(start[p // 6], start[p // 6 + 1]):
+                j = touch[t]
+                if not seen[j] and size < chosen.shape[0]:
+                    seen[j] = True
+                    chosen[size] = j
+                    size += 1
+    chosen = np.sort(chosen[:size])
+    mb = 3 * size
+    Jb = np.empty((mb, 12))
+    DJb = np.empty((mb, 12))
+    cab = np.empty(mb, dtype=np.int64)
+    cbb = np.empty(mb, dtype=np.int64)
+    rb = np.empty(mb)
+    mub = np.empty(mb)
+    zb = np.empty(mb)
+    wb = np.empty(mb)
+    for j in range(size):
+        for d in range(3):
+            r, s = 3 * chosen[j] + d, 3 * j + d
+            for e in range(12):
+                Jb[s, e] = J[r, e]
+                DJb[s, e] = DJ[r, e]
+            cab[s], cbb[s], rb[s], mub[s], zb[s] = ca[r], cb[r], rhs[r], mu3[r], z[r]
+            wb[s] = _row_dot(J, ca, cb, v, r) - rhs[r]
+    Wb, _ = _dense_delassus(Jb, DJb, cab, cbb, rb, np.zeros(nk), dinv, nk)
+    qb = wb.copy()
+    for s in range(mb):
+        for t in range(mb):
+            qb[s] -= Wb[s, t] * zb[t]
+    solved, _ = _box_lemke(Wb, qb, mub, zb, tol)
+    if not solved:
+        return False
+    for j in range(size):
+        for d in range(3):
+            z[3 * chosen[j] + d] = zb[3 * j + d]
+    return True
+
+
+@njit(cache=True)
 def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, budget, tol):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel with subspace minimization from ``z`` (``v`` its twists):
     rounds of :data:`SM_SWEEPS` sweeps then one :func:`_subspace`, each round ending with
@@ -675,6 +775,13 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
                 break
             z[:] = best
             _velocity(J, ca, cb, f, dinv, z, v)
+        elif best_res > tol and used >= DENSE_AFTER and m3 > DENSE_ROWS:
+            # too large for one dense walk: one exact block around the worst contact
+            if _block_finish(J, DJ, ca, cb, rhs, mu3, dinv, v, z, tol):
+                residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+                if not np.isfinite(residual):
+                    break
+            used += 1
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return best_res, used
