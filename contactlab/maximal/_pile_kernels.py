@@ -35,6 +35,14 @@ plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the f
 move the impulses of redundant contacts within the null space of ``W`` only as far as
 the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
 
+Direct finishes.  An island that the subspace finish has not solved within
+:data:`DENSE_AFTER` sweeps and products is solved by Lemke's method
+(:func:`solvers.numerics.lemke_kernel.lemke_lcp`, the ``lemke`` backend's walk): whole, on
+its dense ``W``, when it has at most :data:`DENSE_ROWS` rows (:func:`_dense_finish`), else
+one block of at most :data:`BLOCK_CONTACTS` contacts around its worst contact per round
+with the other impulses held (:func:`_block_finish`).  An answer is taken only if the
+natural map says so, and the exact residual keeps the best iterate.
+
 Islands.  With ``islands`` set, the contacts are grouped by the bodies they join
 (:func:`island_contacts`; the world joins nothing) and each group is solved alone by
 :func:`_solve_islands`, with its own stopping test (the same natural-map residual and
@@ -88,6 +96,9 @@ LEMKE_ZERO_RTOL, LEMKE_PIVOT_TOL, LEMKE_PIVOTS = 1e-11, 1e-12, 10
 #: many contacts, around the contact of the largest natural-map residual, solved by Lemke's
 #: method with the other impulses held (:func:`_block_finish`)
 BLOCK_CONTACTS = 40
+#: the blocks begin after this many sweeps and products (the subspace finish solves most
+#: large islands by then)
+BLOCK_AFTER = 4096
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
@@ -775,7 +786,7 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
                 break
             z[:] = best
             _velocity(J, ca, cb, f, dinv, z, v)
-        elif best_res > tol and used >= DENSE_AFTER and m3 > DENSE_ROWS:
+        elif best_res > tol and used >= BLOCK_AFTER and m3 > DENSE_ROWS:
             # too large for one dense walk: one exact block around the worst contact
             if _block_finish(J, DJ, ca, cb, rhs, mu3, dinv, v, z, tol):
                 residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
