@@ -252,3 +252,32 @@ def test_every_step_of_a_200_cube_100_step_drop_is_solved() -> None:
         assert natural <= tol + 1e-12 * abs(W).max() * np.abs(z).sum()
         checked += 1
     assert checked >= 75  # 81 steps with contacts measured
+
+
+def test_stored_large_island_is_solved_by_the_block_finish() -> None:
+    """An island of 321 rows (107 contacts) of the settling 200-cube drop (``box-pile``,
+    n = 200, seed 0, in its first second), above the dense finish's limit, with its warm
+    start: before the block finish its step stopped at the 10000 cap (natural map 8e-6);
+    with it the step is optimal and the natural map of the LCP, on ``W`` and ``q`` formed
+    here, is within the default tolerance."""
+    path = Path(__file__).parent / "data" / "drop200_island321.npz"
+    with np.load(path) as data:
+        d = {k: data[k] for k in data.files}
+    assert d["rhs"].shape[0] > K.DENSE_ROWS
+    W, q = _island_lcp(d)
+    z = d["z"].copy()
+    v = np.empty(d["dinv"].shape[0] + 6)
+    K._velocity(d["J"], d["ca"], d["cb"], d["f"], d["dinv"], z, v)
+    tol = 1e-6
+    status, _, residual = K._solve(
+        d["J"], d["DJ"], d["A"], d["ca"], d["cb"], d["rhs"], d["diag"], d["mu3"], d["unit"],
+        d["up"], d["f"], d["dinv"], v, z, 1.0, tol, 10000, 8, True,
+    )  # fmt: skip
+    assert status == K.OPTIMAL
+    assert residual <= tol
+    assert z[0::3].min() >= 0.0
+    bound = d["mu3"][0::3] * z[0::3]
+    for k in (1, 2):
+        assert np.all(np.abs(z[k::3]) <= bound * (1.0 + 1e-12))
+    # the kernel's residual and this one sum W z in different orders
+    assert _natural3(W, q, d["mu3"], z) <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
