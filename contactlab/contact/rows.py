@@ -259,17 +259,10 @@ def _within(body, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(cache=True)
-def _rows_csr(a, b, E, point, normal, index):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """CSR arrays of the normal rows N (nc, 6 nb) and tangent rows T (2 nc, 6 nb).
-
-    Row ``i`` of N (direction ``normal[i]``) and rows ``2i, 2i+1`` of T (the
-    tangents ``t1, t2`` of :func:`tangent_basis`) hold ``[x x m, m]`` on body
-    ``a[i]``'s six columns and its negative on body ``b[i]``'s (none when
-    ``b[i] = -1``, the world), with ``x`` the contact point and ``m`` the
-    direction in the body's frame, the lower body's columns first (sorted column
-    indices).  Index arrays of dtype ``index`` (np.int32 or np.int64).
-    """
-    nc = a.shape[0]
+def _contact_directions(normal):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per contact its normal and the tangents ``t1, t2`` of :func:`tangent_basis` as
+    ``dirs`` (nc, 3, 3) (``dirs[i, d]``: row ``d`` of contact ``i``), and ``t1, t2``."""
+    nc = normal.shape[0]
     t1, t2 = _tangent_basis(normal)
     dirs = np.empty((nc, 3, 3))
     for i in range(nc):
@@ -277,6 +270,51 @@ def _rows_csr(a, b, E, point, normal, index):  # type: ignore[no-untyped-def]  #
             dirs[i, 0, k] = normal[i, k]
             dirs[i, 1, k] = t1[i, k]
             dirs[i, 2, k] = t2[i, k]
+    return dirs, t1, t2
+
+
+@njit(cache=True)
+def _contact_block(a, b, E, point, dirs, i, x, m, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Contact ``i``'s normal and tangent rows into ``out`` (3, 12): ``[x x m, m]`` on body
+    ``a[i]``'s six columns, then its negative on body ``b[i]``'s (zero for the world,
+    ``b[i] = -1``), with ``x`` the contact point and ``m`` the row's direction in the
+    body's frame; ``x`` and ``m`` are work space (3,)."""
+    for side in range(2):
+        body = a[i] if side == 0 else b[i]
+        s = 6 * side
+        if body < 0:
+            for d in range(3):
+                for j in range(6):
+                    out[d, s + j] = 0.0
+            continue
+        sign = 1.0 if side == 0 else -1.0
+        for j in range(3):
+            x[j] = 0.0
+            for k in range(3):
+                x[j] += E[body, k, j] * (point[i, k] - E[body, k, 3])
+        for d in range(3):
+            _direction_in_body(dirs, E, i, d, body, m)
+            out[d, s + 0] = sign * (x[1] * m[2] - x[2] * m[1])
+            out[d, s + 1] = sign * (x[2] * m[0] - x[0] * m[2])
+            out[d, s + 2] = sign * (x[0] * m[1] - x[1] * m[0])
+            for j in range(3):
+                out[d, s + 3 + j] = sign * m[j]
+
+
+@njit(cache=True)
+def _rows_csr(a, b, E, point, normal, index):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """CSR arrays of the normal rows N (nc, 6 nb) and tangent rows T (2 nc, 6 nb).
+
+    Row ``i`` of N (direction ``normal[i]``) and rows ``2i, 2i+1`` of T (the
+    tangents ``t1, t2`` of :func:`tangent_basis`) hold ``[x x m, m]`` on body
+    ``a[i]``'s six columns and its negative on body ``b[i]``'s (none when
+    ``b[i] = -1``, the world), with ``x`` the contact point and ``m`` the
+    direction in the body's frame (:func:`_contact_block`, also the compiled pile
+    step's rows), the lower body's columns first (sorted column indices).  Index
+    arrays of dtype ``index`` (np.int32 or np.int64).
+    """
+    nc = a.shape[0]
+    dirs, _, _ = _contact_directions(normal)
     indptr_n = np.zeros(nc + 1, dtype=index)
     for i in range(nc):
         indptr_n[i + 1] = indptr_n[i] + (12 if b[i] >= 0 else 6)
@@ -285,28 +323,21 @@ def _rows_csr(a, b, E, point, normal, index):  # type: ignore[no-untyped-def]  #
     cols = np.empty(nnz, dtype=index)
     x = np.empty(3)
     m = np.empty(3)
+    block = np.empty((3, 12))
     for i in range(nc):
         pos = indptr_n[i]
         swap = b[i] >= 0 and b[i] < a[i]
+        _contact_block(a, b, E, point, dirs, i, x, m, block)
         for side in range(2):
             body = a[i] if side == 0 else b[i]
             if body < 0:
                 continue
-            sign = 1.0 if side == 0 else -1.0
             start = pos + (6 if (side == 0) == swap else 0)
-            for j in range(3):
-                x[j] = 0.0
-                for k in range(3):
-                    x[j] += E[body, k, j] * (point[i, k] - E[body, k, 3])
             for j in range(6):
                 cols[start + j] = 6 * body + j
             for d in range(3):
-                _direction_in_body(dirs, E, i, d, body, m)
-                data[d, start + 0] = sign * (x[1] * m[2] - x[2] * m[1])
-                data[d, start + 1] = sign * (x[2] * m[0] - x[0] * m[2])
-                data[d, start + 2] = sign * (x[0] * m[1] - x[1] * m[0])
-                for j in range(3):
-                    data[d, start + 3 + j] = sign * m[j]
+                for j in range(6):
+                    data[d, start + j] = block[d, 6 * side + j]
     indptr_t = np.zeros(2 * nc + 1, dtype=index)
     data_t = np.empty(2 * nnz)
     cols_t = np.empty(2 * nnz, dtype=index)

@@ -35,6 +35,14 @@ plain Gauss--Seidel; the best iterate met is kept.  Conjugate gradients on the f
 move the impulses of redundant contacts within the null space of ``W`` only as far as
 the equations need, where Gauss--Seidel drifts along it for thousands of sweeps.
 
+Direct finishes.  An island that the subspace finish has not solved within
+:data:`DENSE_AFTER` sweeps and products is solved by Lemke's method
+(:func:`solvers.numerics.lemke_kernel.lemke_lcp`, the ``lemke`` backend's walk): whole, on
+its dense ``W``, when it has at most :data:`DENSE_ROWS` rows (:func:`_dense_finish`), else
+one block of at most :data:`BLOCK_CONTACTS` contacts around its worst contact per round
+with the other impulses held (:func:`_block_finish`).  An answer is taken only if the
+natural map says so, and the exact residual keeps the best iterate.
+
 Islands.  With ``islands`` set, the contacts are grouped by the bodies they join
 (:func:`island_contacts`; the world joins nothing) and each group is solved alone by
 :func:`_solve_islands`, with its own stopping test (the same natural-map residual and
@@ -48,13 +56,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab.contact.rows import _direction_in_body, _tangent_basis
+from contactlab.contact.rows import _contact_block, _contact_directions
 from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.se3 import _SMALL_ANGLE
 from solvers.backends.pgs_kernel import local_contact_solve
 from solvers.islands import pair_labels
 from solvers.jit import njit
+from solvers.numerics import lemke_kernel as LK
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -77,7 +86,19 @@ SM_SWEEPS, SM_PRODUCTS = 16, 120
 #: :data:`DENSE_AFTER` sweeps and products is solved once by Lemke's method on its dense
 #: ``W`` (:func:`_dense_finish`, counted as one product with ``W``), kept if its natural-map
 #: residual is within the tolerance
-DENSE_ROWS, DENSE_AFTER = 300, 1024
+DENSE_ROWS, DENSE_AFTER = 150, 1024
+#: :func:`_dense_finish`'s Lemke walk (:func:`solvers.numerics.lemke_kernel.lemke_lcp`): the
+#: ``lemke`` backend's ``zero_rtol`` and ``pivot_tol``, at most this many pivots per walk
+#: and variable of the standard LCP
+LEMKE_ZERO_RTOL, LEMKE_PIVOT_TOL, LEMKE_PIVOTS = 1e-11, 1e-12, 10
+#: an island of more than :data:`DENSE_ROWS` rows not solved within :data:`DENSE_AFTER` sweeps
+#: and products ends each further round of the subspace finish with one block of at most this
+#: many contacts, around the contact of the largest natural-map residual, solved by Lemke's
+#: method with the other impulses held (:func:`_block_finish`)
+BLOCK_CONTACTS = 40
+#: the blocks begin after this many sweeps and products (the subspace finish solves most
+#: large islands by then)
+BLOCK_AFTER = 4096
 
 #: entries of the ``info`` array returned by :func:`contact_step`
 (
@@ -91,41 +112,29 @@ N_INFO = 23
 @njit(cache=True)
 def _rows(a, b, E, point, normal, dinv):  # noqa: ANN001, ANN202
     """Per contact ``i`` its rows ``r = 3 i + d`` in ``J`` (3 nc, 12): normal, ``t1``, ``t2``
-    (:func:`contactlab.contact.rows._rows_csr`'s rows) over body ``a``'s six columns then
-    body ``b``'s (negated; zero for the world), ``M^-1 J^T`` as ``DJ``, the 3x3 diagonal
+    (:func:`contactlab.contact.rows._contact_block`, the rows of
+    :func:`contactlab.contact.rows._rows_csr`) over body ``a``'s six columns then body
+    ``b``'s (negated; zero for the world), ``M^-1 J^T`` as ``DJ``, the 3x3 diagonal
     blocks ``A`` (nc, 9) of ``W`` and the tangents."""
     nc = a.shape[0]
-    t1, t2 = _tangent_basis(normal)
-    dirs = np.empty((nc, 3, 3))
-    for i in range(nc):
-        for k in range(3):
-            dirs[i, 0, k] = normal[i, k]
-            dirs[i, 1, k] = t1[i, k]
-            dirs[i, 2, k] = t2[i, k]
+    dirs, t1, t2 = _contact_directions(normal)
     J = np.zeros((3 * nc, 12))
     DJ = np.zeros((3 * nc, 12))
     A = np.zeros((nc, 9))
     x = np.empty(3)
     m = np.empty(3)
+    block = np.empty((3, 12))
     for i in range(nc):
+        _contact_block(a, b, E, point, dirs, i, x, m, block)
         for side in range(2):
             body = a[i] if side == 0 else b[i]
             if body < 0:
                 continue
-            sign = 1.0 if side == 0 else -1.0
             s = 6 * side
-            for j in range(3):
-                x[j] = 0.0
-                for k in range(3):
-                    x[j] += E[body, k, j] * (point[i, k] - E[body, k, 3])
             for d in range(3):
                 r = 3 * i + d
-                _direction_in_body(dirs, E, i, d, body, m)
-                J[r, s + 0] = sign * (x[1] * m[2] - x[2] * m[1])
-                J[r, s + 1] = sign * (x[2] * m[0] - x[0] * m[2])
-                J[r, s + 2] = sign * (x[0] * m[1] - x[1] * m[0])
-                for j in range(3):
-                    J[r, s + 3 + j] = sign * m[j]
+                for j in range(6):
+                    J[r, s + j] = block[d, s + j]
                 for j in range(6):
                     DJ[r, s + j] = dinv[6 * body + j] * J[r, s + j]
         # the block of W, summed over the columns from the lower body's up (as the
@@ -571,113 +580,10 @@ def _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, nk):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _lemke(M, q, x, max_pivots):  # noqa: ANN001, ANN202, PLR0912, PLR0915
-    """Lemke's complementary pivoting for ``0 <= x _|_ M x + q >= 0`` (``M`` dense (n, n))
-    on the tableau ``B^-1 [I, -M, -1 | q]`` with the covering vector ``1``: the minimum
-    ratio test with ties broken lexicographically on ``B^-1`` (no cycling on degenerate
-    bases), pivots below ``1e-11`` of the entering column's largest refused and basic
-    values within ``1e-11 max |q|`` below zero set to zero.  No re-solves of the tableau
-    (:func:`solvers.numerics.lemke_kernel.lemke_lcp` has them, at many times the cost):
-    writes ``x`` and returns whether the walk reached a solution (not a ray nor the pivot
-    cap) and its pivots; the caller judges the answer by its residual."""
-    n = q.shape[0]
-    x[:] = 0.0
-    if np.all(q >= 0.0):
-        return True, 0
-    w = 2 * n + 1
-    T = np.zeros((n, w))
-    for i in range(n):
-        T[i, i] = 1.0
-        for j in range(n):
-            T[i, n + j] = -M[i, j]
-        T[i, 2 * n] = -1.0
-    bv = q.copy()
-    zero = 0.0
-    for i in range(n):
-        zero = max(zero, abs(q[i]))
-    zero *= 1e-11
-    basis = np.arange(n)
-    ties = np.empty(n, dtype=np.int64)
-    r = 0
-    for i in range(n):
-        if bv[i] < bv[r]:
-            r = i
-    entering = 2 * n
-    pivots = 0
-    done = False
-    while pivots < max_pivots:
-        # pivot on (r, entering)
-        piv = T[r, entering]
-        for j in range(w):
-            T[r, j] /= piv
-        bv[r] /= piv
-        for i in range(n):
-            if i == r:
-                continue
-            g = T[i, entering]
-            if g != 0.0:
-                for j in range(w):
-                    T[i, j] -= g * T[r, j]
-                bv[i] -= g * bv[r]
-                if bv[i] < 0.0 and bv[i] >= -zero:
-                    bv[i] = 0.0  # rounding on a degenerate basis
-        leaving = basis[r]
-        basis[r] = entering
-        pivots += 1
-        if leaving == 2 * n:
-            done = True
-            break
-        entering = leaving + n if leaving < n else leaving - n
-        big = 0.0
-        for i in range(n):
-            big = max(big, abs(T[i, entering]))
-        floor = 1e-11 * big
-        best = np.inf
-        for i in range(n):
-            if T[i, entering] > floor:
-                best = min(best, max(bv[i], 0.0) / T[i, entering])
-        if best == np.inf:
-            break  # a ray
-        nt = 0
-        for i in range(n):
-            c = T[i, entering]
-            if c > floor and max(bv[i], 0.0) / c <= best + 1e-12 * (1.0 + best):
-                ties[nt] = i
-                nt += 1
-        # z0 leaves whenever it may; else lexicographic minimum over the rows of B^-1
-        r = -1
-        for t in range(nt):
-            if basis[ties[t]] == 2 * n:
-                r = ties[t]
-        if r < 0:
-            col = 0
-            while nt > 1 and col < n:
-                low = np.inf
-                for t in range(nt):
-                    i = ties[t]
-                    low = min(low, T[i, col] / T[i, entering])
-                keep = 0
-                for t in range(nt):
-                    i = ties[t]
-                    if T[i, col] / T[i, entering] <= low + 1e-13 * (1.0 + abs(low)):
-                        ties[keep] = i
-                        keep += 1
-                nt = keep
-                col += 1
-            r = ties[0]
-    if not done:
-        return False, pivots
-    for k in range(n):
-        c = basis[k]
-        if n <= c < 2 * n:
-            x[c - n] = max(bv[k], 0.0)
-    return True, pivots
-
-
-@njit(cache=True)
 def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, ANN202
     """An island's box-friction LCP solved by Lemke's method on its dense ``W``
-    (:func:`_dense_delassus`; :func:`_lemke`), written as a standard LCP
+    (:func:`_dense_delassus`; :func:`solvers.numerics.lemke_kernel.lemke_lcp`, the ``lemke``
+    backend's walk with its re-solves of the tableau and restarts), written as a standard LCP
     ``0 <= x _|_ M x + Q >= 0`` in ``x = (z_n, b+, b-, lam)`` (per contact its normal row,
     per tangent row ``z_t = b+ - b-``, ``0 <= b+ _|_ w_t + lam``, ``0 <= b- _|_ -w_t + lam``,
     ``0 <= lam _|_ mu z_n - b+ - b-``).
@@ -685,12 +591,21 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
     singular (the sweeps then drift along its null space) it still ends at a vertex of the
     solution set.  Writes ``z`` (rows per contact: normal, two tangents; projected onto
     the bounds) and returns whether the walk ended with a solution (the natural map of
-    the standard LCP within ``tol``; a walk that rounding on a degenerate basis led astray
-    is not taken again) and its pivots."""
+    the standard LCP within ``tol``) and its pivots."""
+    W, q = _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, dinv.shape[0])
+    return _box_lemke(W, q, mu3, z, tol)
+
+
+@njit(cache=True)
+def _box_lemke(W, q, mu3, z, tol):  # noqa: ANN001, ANN202
+    """The box-friction LCP on a dense ``W`` (rows per contact: normal, two tangents) and
+    ``q`` as the standard LCP of :func:`_dense_finish`, solved by
+    :func:`solvers.numerics.lemke_kernel.lemke_lcp`; writes ``z`` (projected onto the bounds)
+    only when the walk ends at a solution whose natural map is within ``tol``.  Returns
+    whether it did and the pivots."""
     m3 = z.shape[0]
     nc = m3 // 3
     nt = 2 * nc
-    W, q = _dense_delassus(J, DJ, ca, cb, rhs, f, dinv, dinv.shape[0])
     n7 = 7 * nc
     M = np.zeros((n7, n7))
     Q = np.zeros(n7)
@@ -722,15 +637,13 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
         M[bl + y, bp + y] = -1.0
         M[bl + y, bm + y] = -1.0
     x_out = np.empty(n7)
-    solved, pivots = _lemke(M, Q, x_out, 10 * n7)
-    if solved and np.all(np.isfinite(x_out)):
-        worst = 0.0
-        for p in range(n7):
-            y = Q[p]
-            for k in range(n7):
-                y += M[p, k] * x_out[k]
-            worst = max(worst, abs(x_out[p] - max(x_out[p] - y, 0.0)))
-        solved = worst <= tol
+    lk = np.empty(LK.N_INFO)
+    LK.lemke_lcp(M, Q, LEMKE_ZERO_RTOL, LEMKE_PIVOT_TOL, LEMKE_PIVOTS * n7, True, x_out, lk)
+    pivots = int(lk[LK.I_PIVOTS])
+    solved = int(lk[LK.I_STATUS]) == LK.OPTIMAL and np.all(np.isfinite(x_out))
+    if solved:
+        # the natural map of the standard LCP, min(x, M x + Q) (the kernel's measure)
+        solved = LK.natural_residual(M, Q, x_out) <= tol
     if not solved:
         return False, pivots
     for i in range(nc):  # onto the bounds (the pivots' rounding)
@@ -741,6 +654,91 @@ def _dense_finish(J, DJ, ca, cb, rhs, mu3, f, dinv, z, tol):  # noqa: ANN001, AN
             zt = x_out[bp + 2 * i + d] - x_out[bm + 2 * i + d]
             z[3 * i + 1 + d] = min(max(zt, -hi), hi)
     return True, pivots
+
+
+@njit(cache=True)
+def _block_finish(J, DJ, ca, cb, rhs, mu3, dinv, v, z, tol):  # noqa: ANN001, ANN202, PLR0912, PLR0913
+    """One exact block of block Gauss--Seidel on an island too large for :func:`_dense_finish`:
+    the contact of the largest natural-map residual at ``z`` (``v`` its twists) and the
+    contacts reached from it through shared bodies (breadth first, the world joining
+    nothing), at most :data:`BLOCK_CONTACTS`, solved by :func:`_box_lemke` on their dense
+    ``W_BB`` with the other impulses held (``q_B = w_B - W_BB z_B``, ``w_B`` read from the
+    twists).  Writes the block's impulses into ``z`` (``v`` is then stale) when the walk
+    solves the block; returns whether it did."""
+    m3 = z.shape[0]
+    nc = m3 // 3
+    nk = dinv.shape[0]
+    worst, at = -1.0, 0
+    for r in range(m3):
+        w = _row_dot(J, ca, cb, v, r) - rhs[r]
+        lo, hi = _row_bounds(z, mu3, r)
+        e = abs(z[r] - min(max(z[r] - w, lo), hi))
+        if e > worst:
+            worst, at = e, r // 3
+    # the contacts of each body (CSR over the island's bodies)
+    nbk = nk // 6
+    start = np.zeros(nbk + 1, dtype=np.int64)
+    for i in range(nc):
+        for p in (ca[3 * i], cb[3 * i]):
+            if p < nk:
+                start[p // 6 + 1] += 1
+    for k in range(nbk):
+        start[k + 1] += start[k]
+    fill = start[:nbk].copy()
+    touch = np.empty(start[nbk], dtype=np.int64)
+    for i in range(nc):
+        for p in (ca[3 * i], cb[3 * i]):
+            if p < nk:
+                touch[fill[p // 6]] = i
+                fill[p // 6] += 1
+    chosen = np.empty(min(BLOCK_CONTACTS, nc), dtype=np.int64)
+    seen = np.zeros(nc, dtype=np.bool_)
+    chosen[0] = at
+    seen[at] = True
+    size = 1
+    head = 0
+    while head < size and size < chosen.shape[0]:
+        c = chosen[head]
+        head += 1
+        for p in (ca[3 * c], cb[3 * c]):
+            if p >= nk:
+                continue
+            for t in range(start[p // 6], start[p // 6 + 1]):
+                j = touch[t]
+                if not seen[j] and size < chosen.shape[0]:
+                    seen[j] = True
+                    chosen[size] = j
+                    size += 1
+    chosen = np.sort(chosen[:size])
+    mb = 3 * size
+    Jb = np.empty((mb, 12))
+    DJb = np.empty((mb, 12))
+    cab = np.empty(mb, dtype=np.int64)
+    cbb = np.empty(mb, dtype=np.int64)
+    rb = np.empty(mb)
+    mub = np.empty(mb)
+    zb = np.empty(mb)
+    wb = np.empty(mb)
+    for j in range(size):
+        for d in range(3):
+            r, s = 3 * chosen[j] + d, 3 * j + d
+            for e in range(12):
+                Jb[s, e] = J[r, e]
+                DJb[s, e] = DJ[r, e]
+            cab[s], cbb[s], rb[s], mub[s], zb[s] = ca[r], cb[r], rhs[r], mu3[r], z[r]
+            wb[s] = _row_dot(J, ca, cb, v, r) - rhs[r]
+    Wb, _ = _dense_delassus(Jb, DJb, cab, cbb, rb, np.zeros(nk), dinv, nk)
+    qb = wb.copy()
+    for s in range(mb):
+        for t in range(mb):
+            qb[s] -= Wb[s, t] * zb[t]
+    solved, _ = _box_lemke(Wb, qb, mub, zb, tol)
+    if not solved:
+        return False
+    for j in range(size):
+        for d in range(3):
+            z[3 * chosen[j] + d] = zb[3 * j + d]
+    return True
 
 
 @njit(cache=True)
@@ -788,6 +786,13 @@ def _pgs_sm(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, f, dinv, v, z, omega, bu
                 break
             z[:] = best
             _velocity(J, ca, cb, f, dinv, z, v)
+        elif best_res > tol and used >= BLOCK_AFTER and m3 > DENSE_ROWS:
+            # too large for one dense walk: one exact block around the worst contact
+            if _block_finish(J, DJ, ca, cb, rhs, mu3, dinv, v, z, tol):
+                residual, best_res = _measure(J, ca, cb, rhs, mu3, f, dinv, v, z, best, best_res)
+                if not np.isfinite(residual):
+                    break
+            used += 1
     z[:] = best
     _velocity(J, ca, cb, f, dinv, z, v)
     return best_res, used

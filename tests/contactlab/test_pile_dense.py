@@ -19,6 +19,7 @@ Facts:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -146,3 +147,137 @@ def test_every_landing_step_of_a_50_cube_drop_is_solved_island_by_island() -> No
         assert natural <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
         checked += 1
     assert checked >= 30
+
+
+def _island_lcp(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``W = C M^-1 C^T`` and ``q = C M^-1 f - b`` of a stored island, formed here from its
+    rows as a dense matrix over the island's bodies (the world's slot ``6 nb`` dropped)."""
+    J, ca, cb, dinv = d["J"], d["ca"], d["cb"], d["dinv"]
+    n = dinv.shape[0]
+    C = np.zeros((J.shape[0], n + 6))
+    for r in range(J.shape[0]):
+        C[r, ca[r] : ca[r] + 6] += J[r, :6]
+        C[r, cb[r] : cb[r] + 6] += J[r, 6:]
+    C = C[:, :n]
+    W = C @ np.diag(dinv) @ C.T
+    q = C @ (dinv * d["f"]) - d["rhs"]
+    return W, q
+
+
+def _stored_island() -> dict[str, np.ndarray]:
+    """The largest island of a landing step of the 200-cube drop (``box-pile``, n = 200,
+    seed 0, within its first 100 steps): 45 contacts, 135 rows, ``W`` of rank 66; with its
+    warm start.  Gauss--Seidel and the subspace finish stop at the
+    10000-sweep cap on it (natural map 2.1e-6), and Lemke's method without re-solves of
+    its tableau went astray on a degenerate basis."""
+    path = Path(__file__).parent / "data" / "drop200_island135.npz"
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def test_stored_degenerate_island_is_solved_by_the_dense_finish() -> None:
+    d = _stored_island()
+    W, q = _island_lcp(d)
+    assert np.linalg.matrix_rank(W) < 3 * W.shape[0] // 4  # redundant contacts (66 of 135)
+    z = np.zeros(W.shape[0])
+    solved, _ = K._dense_finish(
+        d["J"], d["DJ"], d["ca"], d["cb"], d["rhs"], d["mu3"], d["f"], d["dinv"], z, 1e-6
+    )
+    assert solved
+    assert z[0::3].min() >= 0.0
+    bound = d["mu3"][0::3] * z[0::3]
+    for k in (1, 2):
+        assert np.all(np.abs(z[k::3]) <= bound * (1.0 + 1e-12))
+    # the walk's re-solves from the data bring it to the backend's accuracy, 1e-9 of the
+    # scale of q (measured 3e-12); W and q formed here sum in another order than the kernel
+    assert _natural3(W, q, d["mu3"], z) <= 1e-9 * max(1.0, np.abs(q).max())
+
+
+def test_stored_degenerate_island_is_solved_from_its_warm_start() -> None:
+    """The island's step (sweeps, subspace finish, dense finish) ends optimal, its natural
+    map within the default tolerance on ``W`` and ``q`` formed independently."""
+    d = _stored_island()
+    W, q = _island_lcp(d)
+    z = d["z"].copy()
+    v = np.empty(d["dinv"].shape[0] + 6)
+    K._velocity(d["J"], d["ca"], d["cb"], d["f"], d["dinv"], z, v)
+    tol = 1e-6
+    status, _, residual = K._solve(
+        d["J"], d["DJ"], d["A"], d["ca"], d["cb"], d["rhs"], d["diag"], d["mu3"], d["unit"],
+        d["up"], d["f"], d["dinv"], v, z, 1.0, tol, 10000, 8, True,
+    )  # fmt: skip
+    assert status == K.OPTIMAL
+    assert residual <= tol
+    # the kernel's residual and this one sum W z in different orders
+    assert _natural3(W, q, d["mu3"], z) <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
+
+
+def test_every_step_of_a_200_cube_100_step_drop_is_solved() -> None:
+    """Every step of the 200-cube drop over 100 steps (81 with contacts; landing), solved
+    island by island with the subspace and dense finishes, is optimal, with ``z_n >= 0``,
+    ``|z_t| <= mu z_n`` and the natural map of the general path's LCP (``W``, ``q`` from
+    ``BoxFriction``'s own rows, sparse) within the tolerance; before the dense finish took
+    the ``lemke`` backend's walk one step stopped at the sweep cap (three before the
+    dense finish)."""
+    scene = get_scenario("box-pile").build(n=200, seed=0)
+    sim = Simulator(scene, "maximal", "box-friction", "pgs")
+    assert sim.compiled is not None and sim.compiled.islands and sim.compiled.finish
+    model: Any = sim.model
+    tol = model.tol
+    state = sim.initial_state()
+    checked = 0
+    for i in range(100):
+        state, record = sim.step(state, i)
+        nc = record.metrics["n_contacts"]
+        if nc == 0:
+            continue
+        assert record.metrics["status"] == "optimal", i
+        problem, solution = record.problem, record.solution
+        rows = box_rows(problem)
+        minv = MassInverse(problem.M)
+        W = minv.delassus(rows.C)
+        q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
+        assert record.contacts is not None
+        mu = np.asarray(record.contacts.mu, dtype=float)
+        zn, zt = solution.lambda_N, solution.lambda_T
+        assert zn.min() >= 0.0
+        bound = np.repeat(mu * zn, 2)
+        assert np.all(np.abs(zt) <= bound * (1.0 + 1e-15))
+        z = np.concatenate([zn, zt])
+        w = W @ z + q
+        natural = max(
+            np.abs(zn - np.maximum(zn - w[:nc], 0.0)).max(),
+            np.abs(zt - np.clip(zt - w[nc:], -bound, bound)).max(),
+        )
+        assert natural <= tol + 1e-12 * abs(W).max() * np.abs(z).sum()
+        checked += 1
+    assert checked >= 75  # 81 steps with contacts measured
+
+
+def test_stored_large_island_is_solved_by_the_block_finish() -> None:
+    """An island of 321 rows (107 contacts) of the settling 200-cube drop (``box-pile``,
+    n = 200, seed 0, in its first second), above the dense finish's limit, with its warm
+    start: before the block finish its step stopped at the 10000 cap (natural map 8e-6);
+    with it the step is optimal and the natural map of the LCP, on ``W`` and ``q`` formed
+    here, is within the default tolerance."""
+    path = Path(__file__).parent / "data" / "drop200_island321.npz"
+    with np.load(path) as data:
+        d = {k: data[k] for k in data.files}
+    assert d["rhs"].shape[0] > K.DENSE_ROWS
+    W, q = _island_lcp(d)
+    z = d["z"].copy()
+    v = np.empty(d["dinv"].shape[0] + 6)
+    K._velocity(d["J"], d["ca"], d["cb"], d["f"], d["dinv"], z, v)
+    tol = 1e-6
+    status, _, residual = K._solve(
+        d["J"], d["DJ"], d["A"], d["ca"], d["cb"], d["rhs"], d["diag"], d["mu3"], d["unit"],
+        d["up"], d["f"], d["dinv"], v, z, 1.0, tol, 10000, 8, True,
+    )  # fmt: skip
+    assert status == K.OPTIMAL
+    assert residual <= tol
+    assert z[0::3].min() >= 0.0
+    bound = d["mu3"][0::3] * z[0::3]
+    for k in (1, 2):
+        assert np.all(np.abs(z[k::3]) <= bound * (1.0 + 1e-12))
+    # the kernel's residual and this one sum W z in different orders
+    assert _natural3(W, q, d["mu3"], z) <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
