@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
-from contactlab.collision.convex import no_hull, signed_distance_v
+from contactlab.collision.convex import HILL_CLIMB_VERTICES, no_hull, signed_distance_v
 from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.identity import _identify
@@ -513,6 +513,72 @@ def _separated(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def _hull_max(hull_v, hull_vs, hull_ns, hull_nb, h, l0, l1, l2):  # noqa: ANN001, ANN202
+    """``max v . l`` over the vertices ``v`` of hull ``h`` (in its frame): by climbing
+    along the hull's edges from its first vertex to a better neighbour while there is one
+    (as :func:`contactlab.collision.convex.support`: on a convex polytope a vertex no
+    neighbour improves on is a farthest one), every vertex scanned on a small hull."""
+    v0 = hull_vs[h]
+    nv = hull_vs[h + 1] - v0
+    if nv <= HILL_CLIMB_VERTICES or hull_nb.shape[0] == 0:
+        best = -np.inf
+        for v in range(v0, v0 + nv):
+            best = max(best, hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2)
+        return best
+    ib = 0
+    best = hull_v[v0, 0] * l0 + hull_v[v0, 1] * l1 + hull_v[v0, 2] * l2
+    moved = True
+    while moved:
+        moved = False
+        for e in range(hull_ns[v0 + ib], hull_ns[v0 + ib + 1]):
+            j = hull_nb[e]
+            x = hull_v[v0 + j, 0] * l0 + hull_v[v0 + j, 1] * l1 + hull_v[v0 + j, 2] * l2
+            if x > best:
+                best, ib, moved = x, j, True
+                break
+    return best
+
+
+@njit(cache=True)
+def _separated_exact(  # noqa: ANN201, PLR0913
+    W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
+    sep_dir, sep_loc, sep_val, k, gap,
+):  # fmt: skip
+    """:func:`_separated` with the hulls' extents along the kept direction measured
+    (:func:`_hull_max`) instead of bounded: whether shapes ``a`` and ``b`` are proven more
+    than ``gap`` apart along ``sep_dir[k]``.  When they are, the measured extents replace
+    the kept ones (the direction stays), so that the next steps' bounds start from them."""
+    u = sep_dir[k]
+    if u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0:
+        return False
+    ext = np.empty(2)
+    loc = np.empty((2, 3))
+    for side in range(2):
+        s = a if side == 0 else b
+        sg = 1.0 if side == 0 else -1.0  # a's extent along u, b's along -u
+        l0 = sg * (W[s, 0, 0] * u[0] + W[s, 1, 0] * u[1] + W[s, 2, 0] * u[2])
+        l1 = sg * (W[s, 0, 1] * u[0] + W[s, 1, 1] * u[1] + W[s, 2, 1] * u[2])
+        l2 = sg * (W[s, 0, 2] * u[0] + W[s, 1, 2] * u[1] + W[s, 2, 2] * u[2])
+        loc[side, 0], loc[side, 1], loc[side, 2] = l0, l1, l2
+        if s_kind[s] == MESH:
+            ext[side] = _hull_max(hull_v, hull_vs, hull_ns, hull_nb, s_hull[s], l0, l1, l2)
+        else:
+            w = np.empty(3)
+            for i in range(3):
+                w[i] = sg * u[i]
+            ext[side] = _extent(W, s, s_kind[s], s_size[s], s_hull[s], hull_v, hull_vs, w)[0]
+    pa = W[a, 0, 3] * u[0] + W[a, 1, 3] * u[1] + W[a, 2, 3] * u[2]
+    pb = W[b, 0, 3] * u[0] + W[b, 1, 3] * u[1] + W[b, 2, 3] * u[2]
+    if not (pb - ext[1]) - (pa + ext[0]) > gap + SEPARATION_EPS:
+        return False
+    for side in range(2):
+        for i in range(3):
+            sep_loc[k, side, i] = loc[side, i]
+        sep_val[k, side] = ext[side]
+    return True
+
+
+@njit(cache=True)
 def _keep_direction(  # noqa: ANN201, PLR0913
     W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, v, sep_dir, sep_loc, sep_val, k,
 ):  # fmt: skip
@@ -634,6 +700,9 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             # (the call :func:`_mesh_pair` makes, with its arguments) says so
             if _separated(
                 W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs,
+                sep_dir, sep_loc, sep_val, k, margin,
+            ) or _separated_exact(
+                W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
                 sep_dir, sep_loc, sep_val, k, margin,
             ):  # fmt: skip
                 continue
@@ -1202,6 +1271,75 @@ def _velocity(u_free, Kr, z, v):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _mass_momentum(J, bias, E, V, inertia, support, n_support, gravity, h, nq):  # noqa: ANN001, ANN202
+    """The bodies' terms of ``M_r`` (its upper triangle, ``sum_i J_i^T diag(m_i) J_i``
+    over each node's support) and of the free momentum (``J_i^T`` of the node's momentum
+    rotated over the step, gravity's impulse less the inertia times the bias acceleration
+    ``bias``, :meth:`ReducedFormulation.assemble`), at the Jacobian ``J``
+    (:func:`_jacobian`), transforms ``E`` and twists ``V``."""
+    n = n_support.shape[0]
+    M = np.zeros((nq, nq))
+    f = np.zeros(nq)
+    p = np.empty(6)
+    acc = np.empty(6)
+    Rt = np.empty((3, 3))
+    mw = np.empty(3)
+    most = 0
+    for i in range(n):
+        most = max(most, n_support[i])
+    Jc = np.empty((6, most))
+    mrow = np.empty(most)
+    for i in range(n):
+        r0 = 6 * i
+        ns = n_support[i]
+        # the node's Jacobian on its support, gathered; its term J_i^T diag(m_i) J_i of
+        # M by pairs of support coordinates, each entry summed over the six rows at once
+        for r in range(6):
+            for u in range(ns):
+                Jc[r, u] = J[r0 + r, support[i, u]]
+        for u in range(ns):
+            cu = support[i, u]
+            m_i = inertia[i]
+            x0, x1, x2 = m_i[0] * Jc[0, u], m_i[1] * Jc[1, u], m_i[2] * Jc[2, u]
+            x3, x4, x5 = m_i[3] * Jc[3, u], m_i[4] * Jc[4, u], m_i[5] * Jc[5, u]
+            for v in range(u, ns):
+                mrow[v] = (
+                    x0 * Jc[0, v] + x1 * Jc[1, v] + x2 * Jc[2, v]
+                    + x3 * Jc[3, v] + x4 * Jc[4, v] + x5 * Jc[5, v]
+                )  # fmt: skip
+            for v in range(u, ns):
+                M[cu, support[i, v]] += mrow[v]
+        # bias acceleration Jdot qdot of the node
+        for r in range(6):
+            acc[r] = bias[i, r]
+        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
+        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
+        # angular: I w - h w x I w; linear: exp(-h [w]) m v
+        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
+        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
+        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
+        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
+        _exp_so3(mw, Rt)
+        for a in range(3):
+            p[3 + a] = 0.0
+            for b in range(3):
+                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
+        # gravity (0, R^T m g) minus the inertia times the bias acceleration
+        for a in range(3):
+            g = 0.0
+            for b in range(3):
+                g += E[i, b, a] * gravity[b]
+            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
+            p[a] -= h * inertia[i, a] * acc[a]
+        for u in range(ns):
+            s = 0.0
+            for r in range(6):
+                s += Jc[r, u] * p[r]
+            f[support[i, u]] += s
+    return M, f
+
+
+@njit(cache=True)
 def _kept_kinematics(kin, q, qdot):  # noqa: ANN001, ANN202
     """Whether ``kin = (E, X, Sb, Sbd, V, q, qdot, valid)`` holds the kinematics at these
     ``q`` and ``qdot`` (the new state of the previous step, :func:`full_step`)."""
@@ -1263,53 +1401,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
     bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
-    M = np.zeros((nq, nq))
-    f = np.zeros(nq)
-    p = np.empty(6)
-    acc = np.empty(6)
-    Rt = np.empty((3, 3))
-    mw = np.empty(3)
-    for i in range(n):
-        r0 = 6 * i
-        ns = n_support[i]
-        for r in range(6):
-            m_r = inertia[i, r]
-            for u in range(ns):
-                cu = support[i, u]
-                x = m_r * J[r0 + r, cu]
-                if x == 0.0:
-                    continue
-                for v in range(u, ns):
-                    cv = support[i, v]
-                    M[cu, cv] += x * J[r0 + r, cv]
-        # bias acceleration Jdot qdot of the node
-        for r in range(6):
-            acc[r] = bias[i, r]
-        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
-        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
-        # angular: I w - h w x I w; linear: exp(-h [w]) m v
-        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
-        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
-        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
-        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
-        _exp_so3(mw, Rt)
-        for a in range(3):
-            p[3 + a] = 0.0
-            for b in range(3):
-                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
-        # gravity (0, R^T m g) minus the inertia times the bias acceleration
-        for a in range(3):
-            g = 0.0
-            for b in range(3):
-                g += E[i, b, a] * gravity[b]
-            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
-            p[a] -= h * inertia[i, a] * acc[a]
-        for u in range(ns):
-            cu = support[i, u]
-            s = 0.0
-            for r in range(6):
-                s += J[r0 + r, cu] * p[r]
-            f[cu] += s
+    M, f = _mass_momentum(J, bias, E, V, inertia, support, n_support, gravity, h, nq)
     for a in range(nq):
         f[a] += h * tau[a]
         f[a] += armature[a] * qdot[a] + h * (
