@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
-from contactlab.collision.convex import HILL_CLIMB_VERTICES, no_hull, signed_distance_v
+from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.identity import _identify
@@ -513,60 +513,28 @@ def _separated(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
-def _hull_max(hull_v, hull_vs, hull_ns, hull_nb, h, l0, l1, l2):  # noqa: ANN001, ANN202
-    """``max v . l`` over the vertices ``v`` of hull ``h`` (in its frame): by climbing
-    along the hull's edges from its first vertex to a better neighbour while there is one
-    (as :func:`contactlab.collision.convex.support`: on a convex polytope a vertex no
-    neighbour improves on is a farthest one), every vertex scanned on a small hull."""
-    v0 = hull_vs[h]
-    nv = hull_vs[h + 1] - v0
-    if nv <= HILL_CLIMB_VERTICES or hull_nb.shape[0] == 0:
-        best = -np.inf
-        for v in range(v0, v0 + nv):
-            best = max(best, hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2)
-        return best
-    ib = 0
-    best = hull_v[v0, 0] * l0 + hull_v[v0, 1] * l1 + hull_v[v0, 2] * l2
-    moved = True
-    while moved:
-        moved = False
-        for e in range(hull_ns[v0 + ib], hull_ns[v0 + ib + 1]):
-            j = hull_nb[e]
-            x = hull_v[v0 + j, 0] * l0 + hull_v[v0 + j, 1] * l1 + hull_v[v0 + j, 2] * l2
-            if x > best:
-                best, ib, moved = x, j, True
-                break
-    return best
-
-
-@njit(cache=True)
 def _separated_exact(  # noqa: ANN201, PLR0913
-    W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
-    sep_dir, sep_loc, sep_val, k, gap,
+    W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, sep_dir, sep_loc, sep_val, k, gap,
 ):  # fmt: skip
     """:func:`_separated` with the hulls' extents along the kept direction measured
-    (:func:`_hull_max`) instead of bounded: whether shapes ``a`` and ``b`` are proven more
-    than ``gap`` apart along ``sep_dir[k]``.  When they are, the measured extents replace
-    the kept ones (the direction stays), so that the next steps' bounds start from them."""
+    (:func:`_extent`, a scan of the vertices) instead of bounded: whether shapes ``a`` and
+    ``b`` are proven more than ``gap`` apart along ``sep_dir[k]``, before GJK is asked.
+    When they are, the measured extents replace the kept ones (the direction stays), so
+    that the next steps' bounds start from them."""
     u = sep_dir[k]
     if u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0:
         return False
     ext = np.empty(2)
     loc = np.empty((2, 3))
+    w = np.empty(3)
     for side in range(2):
         s = a if side == 0 else b
         sg = 1.0 if side == 0 else -1.0  # a's extent along u, b's along -u
-        l0 = sg * (W[s, 0, 0] * u[0] + W[s, 1, 0] * u[1] + W[s, 2, 0] * u[2])
-        l1 = sg * (W[s, 0, 1] * u[0] + W[s, 1, 1] * u[1] + W[s, 2, 1] * u[2])
-        l2 = sg * (W[s, 0, 2] * u[0] + W[s, 1, 2] * u[1] + W[s, 2, 2] * u[2])
+        for i in range(3):
+            w[i] = sg * u[i]
+        e, _, l0, l1, l2 = _extent(W, s, s_kind[s], s_size[s], s_hull[s], hull_v, hull_vs, w)
+        ext[side] = e
         loc[side, 0], loc[side, 1], loc[side, 2] = l0, l1, l2
-        if s_kind[s] == MESH:
-            ext[side] = _hull_max(hull_v, hull_vs, hull_ns, hull_nb, s_hull[s], l0, l1, l2)
-        else:
-            w = np.empty(3)
-            for i in range(3):
-                w[i] = sg * u[i]
-            ext[side] = _extent(W, s, s_kind[s], s_size[s], s_hull[s], hull_v, hull_vs, w)[0]
     pa = W[a, 0, 3] * u[0] + W[a, 1, 3] * u[1] + W[a, 2, 3] * u[2]
     pb = W[b, 0, 3] * u[0] + W[b, 1, 3] * u[1] + W[b, 2, 3] * u[2]
     if not (pb - ext[1]) - (pa + ext[0]) > gap + SEPARATION_EPS:
@@ -702,7 +670,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs,
                 sep_dir, sep_loc, sep_val, k, margin,
             ) or _separated_exact(
-                W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, hull_ns, hull_nb,
+                W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs,
                 sep_dir, sep_loc, sep_val, k, margin,
             ):  # fmt: skip
                 continue
@@ -1261,6 +1229,34 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
 
 
 @njit(cache=True)
+def _sweeps_delassus(W, q_w, w, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
+    """:func:`_sweeps` on the Delassus matrix ``W`` with ``w = W z + q_w`` kept up to date:
+    formed afresh from the impulses at the start, then moved by ``W_a dz`` (``W``
+    symmetric: row ``a`` is column ``a``) after each update of ``z_a``, so that a row reads
+    its ``w_a`` instead of summing ``W_a . z`` (the same values to rounding; the caller
+    judges convergence by the natural residual at velocities formed afresh)."""
+    m = z.shape[0]
+    for a in range(m):
+        w[a] = q_w[a] + _row_dot(W, a, z)
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for j in range(order.shape[0]):
+            a = order[j]
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                dz = -z[a]
+                z[a] = 0.0
+            else:
+                residual, dz = _project_row(a, w[a], z, diag, owner, mu_row, lo, hi, omega)
+                worst = max(worst, residual)
+            if dz != 0.0:
+                for k in range(m):
+                    w[k] += W[a, k] * dz
+    return worst
+
+
+@njit(cache=True)
 def _velocity(u_free, Kr, z, v):  # noqa: ANN001, ANN202
     """``v = u_free + K z`` (``K`` by rows ``Kr``), afresh from the impulses."""
     v[:] = u_free
@@ -1548,6 +1544,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     else:
         W = np.empty((0, 0))
         q_w = np.empty(0)
+    w_run = np.empty(q_w.shape[0])
     if residual <= tol:
         status = OPTIMAL
     else:
@@ -1556,9 +1553,14 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            estimate = _sweeps(
-                C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
-            )
+            if delassus:
+                estimate = _sweeps_delassus(
+                    W, q_w, w_run, diag, z, owner, mu_row, lo, hi, order, omega, chunk
+                )
+            else:
+                estimate = _sweeps(
+                    C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
+                )
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
                 # the velocity afresh from the impulses (no drift of the running updates)

@@ -3,10 +3,9 @@ independent computations.
 
 Facts: the step's ``M_r`` (summed over each node's support, by pairs of coordinates) is
 the composite-rigid-body algorithm's (:meth:`contactlab.reduced.model.Model.mass_matrix`)
-and the general path's ``J^T M J`` on the robots; a hull's largest value of ``l . v``
-found by climbing its edges is the largest over all its vertices; a pair the measured
-pre-test declares more than ``gap`` apart is more than ``gap`` apart by the GJK distance,
-and it declares every pair the bounded pre-test declares.
+and the general path's ``J^T M J`` on the robots; a pair the measured pre-test declares
+more than ``gap`` apart is more than ``gap`` apart by the GJK distance, and it declares
+every pair the bounded pre-test declares.
 """
 
 from __future__ import annotations
@@ -79,25 +78,6 @@ def test_mass_matrix_is_the_composite_rigid_body_algorithms(name: str) -> None:
         np.testing.assert_allclose(ours, general, rtol=0, atol=1e-12 * scale)
 
 
-@robots
-@pytest.mark.parametrize("name", ["solo12-stand", "humanoid-topple"])
-def test_hull_climb_finds_the_largest_value(name: str) -> None:
-    """Over random directions ``l``, the climb's ``max l . v`` over a hull's vertices is the
-    largest over all of them (to rounding, 1e-15 m on shapes of a decimetre's scale), on
-    every hull of the robot (hundreds to thousands of vertices)."""
-    sim = _sim(name)
-    _, _, _, _, hv, hvs, hns, hnb = _shape_data(sim.compiled)
-    rng = np.random.default_rng(2)
-    assert (np.diff(hvs) > 100).any()
-    for h in range(hvs.size - 1):
-        V = hv[hvs[h] : hvs[h + 1]]
-        for _ in range(200):
-            lv = rng.normal(size=3)
-            lv /= np.linalg.norm(lv)
-            top = K._hull_max(hv, hvs, hns, hnb, h, lv[0], lv[1], lv[2])
-            assert abs(top - (V @ lv).max()) <= 1e-15
-
-
 def _turned(rng: np.random.Generator, W: np.ndarray, angle: float) -> np.ndarray:
     from scipy.spatial.transform import Rotation
 
@@ -115,7 +95,8 @@ def test_measured_separations_hold(angle: float) -> None:
     """A direction kept for two of the humanoid's shapes at some poses (GJK's, as the step
     keeps it), then the shapes turned and moved by up to ``angle`` (rad, m): whenever the
     measured pre-test declares them more than ``gap`` apart, their GJK distance exceeds
-    ``gap``; it declares every pair the bounded pre-test declares, and more; the extents
+    ``gap``; it declares every pair the bounded pre-test declares, and more once the shapes
+    have turned by 0.1 rad; the extents
     it keeps are the shapes' largest values along the direction (:func:`_extent`)."""
     sim = _sim("humanoid-topple")
     kind, size, hull, radius, hv, hvs, hns, hnb = _shape_data(sim.compiled)
@@ -150,9 +131,7 @@ def test_measured_separations_hold(angle: float) -> None:
         for gap in (0.0, 0.005, 0.05):
             kept = tuple(x.copy() for x in sep)
             by_bound = K._separated(W1, a, b, kind, size, hull, radius, hv, hvs, *kept, 0, gap)
-            by_measure = K._separated_exact(
-                W1, a, b, kind, size, hull, hv, hvs, hns, hnb, *kept, 0, gap
-            )
+            by_measure = K._separated_exact(W1, a, b, kind, size, hull, hv, hvs, *kept, 0, gap)
             bounded += by_bound
             measured += by_measure
             assert by_measure or not by_bound
@@ -162,5 +141,7 @@ def test_measured_separations_hold(angle: float) -> None:
                 np.testing.assert_array_equal(kept[0][0], sep[0][0])  # the direction stays
                 ea = K._extent(W1, a, kind[a], size[a], hull[a], hv, hvs, u)[0]
                 eb = K._extent(W1, b, kind[b], size[b], hull[b], hv, hvs, -u)[0]
-                np.testing.assert_allclose(kept[2][0], [ea, eb], rtol=0, atol=1e-15)
-    assert measured > bounded > 100
+                np.testing.assert_array_equal(kept[2][0], [ea, eb])
+    assert measured >= bounded > 100
+    if angle >= 0.1:  # the bounds loosen as the shapes turn: the measure declares more
+        assert measured > bounded
