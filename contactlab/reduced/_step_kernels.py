@@ -513,6 +513,40 @@ def _separated(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def _separated_exact(  # noqa: ANN201, PLR0913
+    W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, sep_dir, sep_loc, sep_val, k, gap,
+):  # fmt: skip
+    """:func:`_separated` with the hulls' extents along the kept direction measured
+    (:func:`_extent`, a scan of the vertices) instead of bounded: whether shapes ``a`` and
+    ``b`` are proven more than ``gap`` apart along ``sep_dir[k]``, before GJK is asked.
+    When they are, the measured extents replace the kept ones (the direction stays), so
+    that the next steps' bounds start from them."""
+    u = sep_dir[k]
+    if u[0] == 0.0 and u[1] == 0.0 and u[2] == 0.0:
+        return False
+    ext = np.empty(2)
+    loc = np.empty((2, 3))
+    w = np.empty(3)
+    for side in range(2):
+        s = a if side == 0 else b
+        sg = 1.0 if side == 0 else -1.0  # a's extent along u, b's along -u
+        for i in range(3):
+            w[i] = sg * u[i]
+        e, _, l0, l1, l2 = _extent(W, s, s_kind[s], s_size[s], s_hull[s], hull_v, hull_vs, w)
+        ext[side] = e
+        loc[side, 0], loc[side, 1], loc[side, 2] = l0, l1, l2
+    pa = W[a, 0, 3] * u[0] + W[a, 1, 3] * u[1] + W[a, 2, 3] * u[2]
+    pb = W[b, 0, 3] * u[0] + W[b, 1, 3] * u[1] + W[b, 2, 3] * u[2]
+    if not (pb - ext[1]) - (pa + ext[0]) > gap + SEPARATION_EPS:
+        return False
+    for side in range(2):
+        for i in range(3):
+            sep_loc[k, side, i] = loc[side, i]
+        sep_val[k, side] = ext[side]
+    return True
+
+
+@njit(cache=True)
 def _keep_direction(  # noqa: ANN201, PLR0913
     W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs, v, sep_dir, sep_loc, sep_val, k,
 ):  # fmt: skip
@@ -634,6 +668,9 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             # (the call :func:`_mesh_pair` makes, with its arguments) says so
             if _separated(
                 W, a, b, s_kind, s_size, s_hull, s_radius, hull_v, hull_vs,
+                sep_dir, sep_loc, sep_val, k, margin,
+            ) or _separated_exact(
+                W, a, b, s_kind, s_size, s_hull, hull_v, hull_vs,
                 sep_dir, sep_loc, sep_val, k, margin,
             ):  # fmt: skip
                 continue
@@ -1192,6 +1229,34 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
 
 
 @njit(cache=True)
+def _sweeps_delassus(W, q_w, w, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
+    """:func:`_sweeps` on the Delassus matrix ``W`` with ``w = W z + q_w`` kept up to date:
+    formed afresh from the impulses at the start, then moved by ``W_a dz`` (``W``
+    symmetric: row ``a`` is column ``a``) after each update of ``z_a``, so that a row reads
+    its ``w_a`` instead of summing ``W_a . z`` (the same values to rounding; the caller
+    judges convergence by the natural residual at velocities formed afresh)."""
+    m = z.shape[0]
+    for a in range(m):
+        w[a] = q_w[a] + _row_dot(W, a, z)
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for j in range(order.shape[0]):
+            a = order[j]
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                dz = -z[a]
+                z[a] = 0.0
+            else:
+                residual, dz = _project_row(a, w[a], z, diag, owner, mu_row, lo, hi, omega)
+                worst = max(worst, residual)
+            if dz != 0.0:
+                for k in range(m):
+                    w[k] += W[a, k] * dz
+    return worst
+
+
+@njit(cache=True)
 def _velocity(u_free, Kr, z, v):  # noqa: ANN001, ANN202
     """``v = u_free + K z`` (``K`` by rows ``Kr``), afresh from the impulses."""
     v[:] = u_free
@@ -1199,6 +1264,75 @@ def _velocity(u_free, Kr, z, v):  # noqa: ANN001, ANN202
         if z[r] != 0.0:
             for a in range(v.shape[0]):
                 v[a] += Kr[r, a] * z[r]
+
+
+@njit(cache=True)
+def _mass_momentum(J, bias, E, V, inertia, support, n_support, gravity, h, nq):  # noqa: ANN001, ANN202
+    """The bodies' terms of ``M_r`` (its upper triangle, ``sum_i J_i^T diag(m_i) J_i``
+    over each node's support) and of the free momentum (``J_i^T`` of the node's momentum
+    rotated over the step, gravity's impulse less the inertia times the bias acceleration
+    ``bias``, :meth:`ReducedFormulation.assemble`), at the Jacobian ``J``
+    (:func:`_jacobian`), transforms ``E`` and twists ``V``."""
+    n = n_support.shape[0]
+    M = np.zeros((nq, nq))
+    f = np.zeros(nq)
+    p = np.empty(6)
+    acc = np.empty(6)
+    Rt = np.empty((3, 3))
+    mw = np.empty(3)
+    most = 0
+    for i in range(n):
+        most = max(most, n_support[i])
+    Jc = np.empty((6, most))
+    mrow = np.empty(most)
+    for i in range(n):
+        r0 = 6 * i
+        ns = n_support[i]
+        # the node's Jacobian on its support, gathered; its term J_i^T diag(m_i) J_i of
+        # M by pairs of support coordinates, each entry summed over the six rows at once
+        for r in range(6):
+            for u in range(ns):
+                Jc[r, u] = J[r0 + r, support[i, u]]
+        for u in range(ns):
+            cu = support[i, u]
+            m_i = inertia[i]
+            x0, x1, x2 = m_i[0] * Jc[0, u], m_i[1] * Jc[1, u], m_i[2] * Jc[2, u]
+            x3, x4, x5 = m_i[3] * Jc[3, u], m_i[4] * Jc[4, u], m_i[5] * Jc[5, u]
+            for v in range(u, ns):
+                mrow[v] = (
+                    x0 * Jc[0, v] + x1 * Jc[1, v] + x2 * Jc[2, v]
+                    + x3 * Jc[3, v] + x4 * Jc[4, v] + x5 * Jc[5, v]
+                )  # fmt: skip
+            for v in range(u, ns):
+                M[cu, support[i, v]] += mrow[v]
+        # bias acceleration Jdot qdot of the node
+        for r in range(6):
+            acc[r] = bias[i, r]
+        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
+        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
+        # angular: I w - h w x I w; linear: exp(-h [w]) m v
+        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
+        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
+        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
+        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
+        _exp_so3(mw, Rt)
+        for a in range(3):
+            p[3 + a] = 0.0
+            for b in range(3):
+                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
+        # gravity (0, R^T m g) minus the inertia times the bias acceleration
+        for a in range(3):
+            g = 0.0
+            for b in range(3):
+                g += E[i, b, a] * gravity[b]
+            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
+            p[a] -= h * inertia[i, a] * acc[a]
+        for u in range(ns):
+            s = 0.0
+            for r in range(6):
+                s += Jc[r, u] * p[r]
+            f[support[i, u]] += s
+    return M, f
 
 
 @njit(cache=True)
@@ -1263,53 +1397,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
     bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
     # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
-    M = np.zeros((nq, nq))
-    f = np.zeros(nq)
-    p = np.empty(6)
-    acc = np.empty(6)
-    Rt = np.empty((3, 3))
-    mw = np.empty(3)
-    for i in range(n):
-        r0 = 6 * i
-        ns = n_support[i]
-        for r in range(6):
-            m_r = inertia[i, r]
-            for u in range(ns):
-                cu = support[i, u]
-                x = m_r * J[r0 + r, cu]
-                if x == 0.0:
-                    continue
-                for v in range(u, ns):
-                    cv = support[i, v]
-                    M[cu, cv] += x * J[r0 + r, cv]
-        # bias acceleration Jdot qdot of the node
-        for r in range(6):
-            acc[r] = bias[i, r]
-        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
-        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
-        # angular: I w - h w x I w; linear: exp(-h [w]) m v
-        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
-        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
-        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
-        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
-        _exp_so3(mw, Rt)
-        for a in range(3):
-            p[3 + a] = 0.0
-            for b in range(3):
-                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
-        # gravity (0, R^T m g) minus the inertia times the bias acceleration
-        for a in range(3):
-            g = 0.0
-            for b in range(3):
-                g += E[i, b, a] * gravity[b]
-            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * acc[3 + a])
-            p[a] -= h * inertia[i, a] * acc[a]
-        for u in range(ns):
-            cu = support[i, u]
-            s = 0.0
-            for r in range(6):
-                s += J[r0 + r, cu] * p[r]
-            f[cu] += s
+    M, f = _mass_momentum(J, bias, E, V, inertia, support, n_support, gravity, h, nq)
     for a in range(nq):
         f[a] += h * tau[a]
         f[a] += armature[a] * qdot[a] + h * (
@@ -1456,6 +1544,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     else:
         W = np.empty((0, 0))
         q_w = np.empty(0)
+    w_run = np.empty(q_w.shape[0])
     if residual <= tol:
         status = OPTIMAL
     else:
@@ -1464,9 +1553,14 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                 status = MAX_ITERATIONS
                 break
             chunk = min(check_every, max_iter - sweeps)
-            estimate = _sweeps(
-                C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
-            )
+            if delassus:
+                estimate = _sweeps_delassus(
+                    W, q_w, w_run, diag, z, owner, mu_row, lo, hi, order, omega, chunk
+                )
+            else:
+                estimate = _sweeps(
+                    C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, chunk
+                )
             sweeps += chunk
             if estimate <= 10.0 * tol or sweeps >= max_iter or not np.isfinite(estimate):
                 # the velocity afresh from the impulses (no drift of the running updates)
