@@ -174,6 +174,8 @@ def _frictional_backends() -> None:
     # and by apgd and admm (contactlab.maximal._cone_fom_kernels)
     Simulator(scene, "maximal", "coulomb", "apgd").run(steps=2)
     Simulator(scene, "maximal", "coulomb", "admm").run(steps=2)
+    # the compiled Stewart-Trinkle step by Lemke's method (contactlab.maximal.lemke_step)
+    Simulator(scene, "maximal", "stewart-trinkle", "lemke").run(steps=2)
 
     W = np.eye(6) + 0.1 * np.ones((6, 6))
     q = np.array([-1.0, 0.3, 0.0, -0.5, 0.0, 0.2])
