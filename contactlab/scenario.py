@@ -72,7 +72,9 @@ JOINT_FRICTION = {"reduced": ("bisp", "pgs"), "maximal": ("joint-friction-sp", "
 #: where ``pgs`` (first in the table) and ``nsgs`` leave steps at their caps: a 50-cube
 #: ``box-pile`` drop, 100 steps of Coulomb, ``pgs`` 124 ms a step (30 capped), ``nsgs``
 #: 58 ms (34 capped), ``apgd`` 5.1 ms (none); Anitescu--Hart ``nsgs`` 31 ms (14 capped),
-#: ``apgd`` 2.6 ms (none) (docs/guide/contact-models.md, results/benchmarks/contact_speed.md).
+#: ``apgd`` 2.6 ms (none).  Its gap: on the planar chain in maximal coordinates
+#: (``chain-fall``) it leaves 14 of 40 Coulomb steps at its cap (``nsgs`` 27, ``pgs`` fails)
+#: (docs/guide/contact-models.md, results/benchmarks/contact_speed.md).
 EXACT_CONE_SOLVER = "apgd"
 #: the models that pose the exact-cone problem with :data:`EXACT_CONE_SOLVER` first
 EXACT_CONE_MODELS = ("coulomb", "anitescu-hart")
@@ -205,10 +207,12 @@ def _exact_cone(model: str, options: Mapping[str, Any] | None) -> bool:
     with ``cone="soc"``, its own default or given)."""
     if model not in EXACT_CONE_MODELS:
         return False
-    from contactlab.models.base import model_class
+    from contactlab.models.base import SolvingModel, model_class
 
-    merged = model_class(model).merged_options(**dict(options or {}))
-    return bool(merged.get("cone") == "soc")
+    cls = model_class(model)
+    if not issubclass(cls, SolvingModel):
+        return False
+    return bool(cls.merged_options(**dict(options or {})).get("cone") == "soc")
 
 
 #: errors of a builder that are re-raised naming the parameters given

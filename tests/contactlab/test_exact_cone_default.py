@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from contactlab.models import make_model
+from contactlab.models.base import SolvingModel
 from contactlab.scenario import EXACT_CONE_SOLVER, complete_setup, get_scenario
 from contactlab.simulator import Simulator
 
@@ -75,7 +76,9 @@ def _drop(model: str, options: dict[str, Any]) -> tuple[Any, list[str], list[flo
     scene = get_scenario("box-pile").build(n=20)
     sim = Simulator(scene, "maximal", model, dt=0.005, model_options=options)
     assert sim.model.solver == "apgd"
-    tol = make_model(model, "apgd", **options).tol
+    made = make_model(model, "apgd", **options)
+    assert isinstance(made, SolvingModel)
+    tol = made.tol
     statuses: list[str] = []
     residuals: list[float] = []
 
