@@ -72,6 +72,13 @@ Sections (``results/benchmarks/contact_speed.md``):
     (default 20 and 50) from the drop and at rest, against the general layers' step and
     MuJoCo on the same poses (:mod:`benchmarks.bench_lemke_step`).
 
+``default``
+    The measurement behind the exact-cone models' default backend
+    (``contactlab.scenario.EXACT_CONE_SOLVER``): ``coulomb`` and ``anitescu-hart`` with
+    ``cone="soc"`` by ``pgs``, ``nsgs`` and ``apgd`` on the scenes of ``DEFAULT_SCENES``
+    (piles, a stack, a chain in both formulations, a robot), at each scene's own step:
+    thread CPU time a step and the steps left unsolved.
+
 Run: ``python -m benchmarks.bench_contact_speed [--boxes 200 --steps 40] [--only coulomb]``
 (``--only pgs`` writes the ``pgs`` section alone into ``--out``).
 Times are wall clock on a shared machine: the load average before and after is recorded.
@@ -426,6 +433,74 @@ def fom_section(
     return "\n".join(lines) + "\n"
 
 
+#: the heading of the exact-cone default-backend section (after "## ")
+DEFAULT_HEAD = "Exact cone, default backend"
+#: the scenes of the default-backend section: (scenario, parameters, formulation, steps)
+DEFAULT_SCENES: tuple[tuple[str, dict[str, Any], str, int], ...] = (
+    ("box-pile", {"n": 20}, "maximal", 100),
+    ("box-pile", {"n": 50}, "maximal", 100),
+    ("box-stack", {}, "maximal", 100),
+    ("chain-fall", {}, "reduced", 40),
+    ("chain-fall", {}, "maximal", 40),
+    ("solo12-collapse", {}, "reduced", 40),
+)
+
+
+def _default_run(
+    scene: Any, form: str, model: str, opts: dict[str, Any], solver: str, steps: int
+) -> str:
+    """One cell of the default-backend table: thread CPU time a step and steps not solved."""
+    from contactlab.errors import ContactlabError
+    from contactlab.simulator import Simulator
+
+    try:
+        sim = Simulator(scene, form, model, solver, model_options=opts)
+    except ContactlabError:
+        return "—"
+    state = sim.initial_state()
+    sim.step(state, 0)  # kernels loaded
+    cpu, capped = 0.0, 0
+    for i in range(steps):
+        t0 = time.thread_time()
+        try:
+            state, record = sim.step(state, i)
+        except ContactlabError:
+            return f"fails at step {i}"
+        cpu += time.thread_time() - t0
+        capped += record.metrics["status"] != "optimal"
+    return f"{cpu / steps * 1e3:.2f} ms, {capped} capped"
+
+
+def default_section() -> str:
+    """Per exact-cone model (``coulomb``, ``anitescu-hart`` with ``cone="soc"``) and scene of
+    :data:`DEFAULT_SCENES`, each cone backend's thread CPU time a step and the steps it
+    leaves unsolved: the measurement behind ``contactlab.scenario.EXACT_CONE_SOLVER``."""
+    from contactlab.scenario import get_scenario
+
+    load0 = os.getloadavg()[0]
+    lines = []
+    for scen, params, form, steps in DEFAULT_SCENES:
+        scene = get_scenario(scen).build(**params)
+        label = f"`{scen}` {params or ''} ({form}), {steps} steps"
+        for name, model, opts in CONE_MODELS:
+            cells = [
+                _default_run(scene, form, model, opts, solver, steps)
+                for solver in ("pgs", "nsgs", "apgd")
+            ]
+            lines.append(f"| {label} | {name} | " + " | ".join(cells) + " |")
+    load1 = os.getloadavg()[0]
+    return "\n".join(
+        [
+            f"## {DEFAULT_HEAD}: thread CPU time a step and steps left unsolved, per exact-cone "
+            f"backend (load average {load0:.1f} -> {load1:.1f})\n",
+            "| scene | model | `pgs` | `nsgs` | `apgd` |",
+            "|---|---|---|---|---|",
+            *lines,
+            "",
+        ]
+    )
+
+
 def _pgs_phase(n: int, layout: str, steps: int, every: int, settle: float = 0.0) -> dict[str, Any]:
     """Step ``box-pile`` (``n`` cubes, ``layout``) by the default route, after ``settle``
     seconds untimed; per step its thread CPU time, contacts, sweeps, status and time
@@ -726,7 +801,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lemke-drop-steps", type=int, default=60)
     ap.add_argument("--lemke-rest-steps", type=int, default=4)
     ap.add_argument("--lemke-every", type=int, default=4)
-    ap.add_argument("--only", choices=("coulomb", "cone", "fom", "pgs", "batch", "lemke"))
+    ap.add_argument(
+        "--only", choices=("coulomb", "cone", "fom", "default", "pgs", "batch", "lemke")
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     parts = ["# Contact stepping speed\n", "Written by `benchmarks/bench_contact_speed.py`.\n"]
@@ -754,6 +831,8 @@ def main(argv: list[str] | None = None) -> None:
                 tuple(args.fom_models.split(",")),
             )  # fmt: skip
         )
+    if args.only in (None, "default"):
+        parts.append(default_section())
     if args.only in (None, "pgs"):
         sizes = [int(x) for x in args.pgs_sizes.split(",")]
         landed = [int(x) for x in args.landed_sizes.split(",") if x]
@@ -783,6 +862,7 @@ def main(argv: list[str] | None = None) -> None:
         "batch": BATCH_HEAD,
         "cone": CONE_HEAD,
         "fom": FOM_HEAD,
+        "default": DEFAULT_HEAD,
         "lemke": LEMKE_HEAD,
     }
     if args.only in heads and args.out.exists():

@@ -65,6 +65,19 @@ ROBOT_CONTACTS = ("box-friction", "pgs")
 LIMITS = ("frictionless", "pgs")
 #: ... for a scene with joint friction, per formulation.
 JOINT_FRICTION = {"reduced": ("bisp", "pgs"), "maximal": ("joint-friction-sp", "pgs")}
+#: The backend a model with the exact friction cone (``coulomb`` and ``anitescu-hart`` with
+#: ``cone="soc"``) gets when named without a solver: accelerated projected gradient, which
+#: the compiled exact-cone steps take in both formulations.  On the shipped contact scenes it
+#: solves every step within the default tolerance and is the fastest of the cone backends,
+#: where ``pgs`` (first in the table) and ``nsgs`` leave steps at their caps: a 50-cube
+#: ``box-pile`` drop, 100 steps of Coulomb, ``pgs`` 124 ms a step (30 capped), ``nsgs``
+#: 58 ms (34 capped), ``apgd`` 5.1 ms (none); Anitescu--Hart ``nsgs`` 31 ms (14 capped),
+#: ``apgd`` 2.6 ms (none).  Its gap: on the planar chain in maximal coordinates
+#: (``chain-fall``) it leaves 14 of 40 Coulomb steps at its cap (``nsgs`` 27, ``pgs`` fails)
+#: (docs/guide/contact-models.md, results/benchmarks/contact_speed.md).
+EXACT_CONE_SOLVER = "apgd"
+#: the models that pose the exact-cone problem with :data:`EXACT_CONE_SOLVER` first
+EXACT_CONE_MODELS = ("coulomb", "anitescu-hart")
 
 
 def conserves_energy(scene: Scene) -> bool:
@@ -160,8 +173,9 @@ def complete_setup(
     model given without a solver gets the scene's default solver when that is
     the scene's default model and its options leave it fitting, else the first
     available backend that fits the model with its options (``model_options``:
-    ``anitescu-hart`` with ``cone="soc"`` poses cone problems that OSQP cannot take);
-    a direct KKT solve only when the scene has no inequality rows.
+    ``anitescu-hart`` with ``cone="soc"`` poses cone problems that OSQP cannot take),
+    :data:`EXACT_CONE_SOLVER` for a model posing the exact-cone problem; a direct KKT
+    solve only when the scene has no inequality rows.
     """
     base = default_setup(scene, formulations, formulation)
     defaulted = [
@@ -182,8 +196,23 @@ def complete_setup(
                 fits = [base.solver]
             elif base.solver != "kkt":
                 fits = [name for name in fits if name != "kkt"]
+            if EXACT_CONE_SOLVER in fits and _exact_cone(chosen_model, model_options):
+                fits = [EXACT_CONE_SOLVER]
             chosen_solver = fits[0] if fits else base.solver
     return Setup(base.formulation, chosen_model, chosen_solver, base.reason), defaulted
+
+
+def _exact_cone(model: str, options: Mapping[str, Any] | None) -> bool:
+    """Whether ``model`` with ``options`` poses the exact-cone problem (:data:`EXACT_CONE_MODELS`
+    with ``cone="soc"``, its own default or given)."""
+    if model not in EXACT_CONE_MODELS:
+        return False
+    from contactlab.models.base import SolvingModel, model_class
+
+    cls = model_class(model)
+    if not issubclass(cls, SolvingModel):
+        return False
+    return bool(cls.merged_options(**dict(options or {})).get("cone") == "soc")
 
 
 #: errors of a builder that are re-raised naming the parameters given
