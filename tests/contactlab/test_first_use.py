@@ -21,8 +21,8 @@ import pytest
 from PIL import Image
 
 from contactlab import cli
-from contactlab.models.base import model_class
 from contactlab.experiments.render import frame_indices
+from contactlab.models.base import model_class
 from contactlab.scenario import can_collide, default_setup, load_scenarios
 
 SCENARIOS = load_scenarios()
