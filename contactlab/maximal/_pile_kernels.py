@@ -40,8 +40,9 @@ Direct finishes.  An island that the subspace finish has not solved within
 (:func:`solvers.numerics.lemke_kernel.lemke_lcp`, the ``lemke`` backend's walk): whole, on
 its dense ``W``, when it has at most :data:`DENSE_ROWS` rows (:func:`_dense_finish`), else
 one block of at most :data:`BLOCK_CONTACTS` contacts around its worst contact per round
-with the other impulses held (:func:`_block_finish`, :data:`BLOCKS` disjoint blocks a round).  An answer is taken only if the
-natural map says so, and the exact residual keeps the best iterate.
+with the other impulses held (:func:`_block_finish`; :data:`BLOCKS` disjoint blocks a
+round).  An answer is taken only if the natural map says so, and the exact residual keeps
+the best iterate.
 
 Islands.  With ``islands`` set, the contacts are grouped by the bodies they join
 (:func:`island_contacts`; the world joins nothing) and each group is solved alone by

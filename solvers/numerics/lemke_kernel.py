@@ -17,8 +17,8 @@ The operations are the backend's, in its order; the rank-one updates of the tabl
 LU that judges whether a basis is singular (partial pivoting, as LAPACK's ``getrf``) and
 the re-solves are loops here where the backend calls BLAS and LAPACK (a re-solve's many
 right-hand sides are solved on the factors that judged the basis, not handed to a threaded
-LAPACK), so the two agree to rounding, not bit for bit.  The function returns codes; the message is built by
-:func:`message`.
+LAPACK), so the two agree to rounding, not bit for bit.  The function returns codes; the
+message is built by :func:`message`.
 """
 
 from __future__ import annotations
