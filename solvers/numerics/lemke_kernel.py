@@ -15,10 +15,10 @@ reasons and the measurements behind each rule.
 
 The operations are the backend's, in its order; the rank-one updates of the tableau, the
 LU that judges whether a basis is singular (partial pivoting, as LAPACK's ``getrf``) and
-the final re-solve are loops here where the backend calls BLAS and LAPACK (a re-solve's
-many right-hand sides go to LAPACK through ``np.linalg.solve``), so the two agree to
-rounding, not bit for bit.  The function returns codes; the message is built by
-:func:`message`.
+the re-solves are loops here where the backend calls BLAS and LAPACK (a re-solve's many
+right-hand sides are solved on the factors that judged the basis, not handed to a threaded
+LAPACK), so the two agree to rounding, not bit for bit.  The function returns codes; the
+message is built by :func:`message`.
 """
 
 from __future__ import annotations
@@ -195,16 +195,14 @@ def _refresh(A, basis, q_eff, T, b):  # noqa: ANN001, ANN202
     lo, hi = _lu(lu, perm)
     if not (np.all(np.isfinite(lu)) and lo > 1e-14 * hi):
         return False
-    # the solves with many right-hand sides by LAPACK (blocked); the factors above decide
-    # only whether the basis is singular, as the backend's ``lu_factor`` does
-    basis_matrix = np.empty((n, n))
-    for r in range(n):
-        for i in range(n):
-            basis_matrix[r, i] = A[r, basis[i]]
-    rhs = np.empty((n, A.shape[1] + 1))
-    rhs[:, : A.shape[1]] = A
-    rhs[:, A.shape[1]] = q_eff
-    x = np.linalg.solve(basis_matrix, rhs)
+    # the solves with many right-hand sides on the same factors, in place: no second
+    # factorization, and no call into a threaded BLAS, whose threads on a busy machine
+    # cost many times the arithmetic (a 315-row re-solve: 9 ms on one thread, 175 ms
+    # with two at a load of 8)
+    x = np.empty((n, A.shape[1] + 1))
+    x[:, : A.shape[1]] = A
+    x[:, A.shape[1]] = q_eff
+    _lu_solve(lu, perm, x)
     if not np.all(np.isfinite(x)):
         return False
     T[:, :] = x[:, : A.shape[1]]

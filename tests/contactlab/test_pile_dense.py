@@ -281,3 +281,54 @@ def test_stored_large_island_is_solved_by_the_block_finish() -> None:
         assert np.all(np.abs(z[k::3]) <= bound * (1.0 + 1e-12))
     # the kernel's residual and this one sum W z in different orders
     assert _natural3(W, q, d["mu3"], z) <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
+
+
+def test_block_finish_solves_the_worst_contact_and_keeps_the_twists() -> None:
+    """One call of the block finish on the stored 321-row island at its warm start
+    (natural map 8e-6 at the worst contact): the block around the worst contact is solved
+    with the other impulses held, so afterwards that contact's rows are within the
+    tolerance on ``W`` and ``q`` formed here (every other row of its block too, with the
+    impulses outside the block unchanged), and the twists the kernel moved block by block
+    are ``M^-1 (f + C^T z)`` of the new impulses."""
+    path = Path(__file__).parent / "data" / "drop200_island321.npz"
+    with np.load(path) as data:
+        d = {k: data[k] for k in data.files}
+    W, q = _island_lcp(d)
+    mu3 = d["mu3"]
+    z0 = d["z"].copy()
+
+    def contact_residuals(z: np.ndarray) -> np.ndarray:
+        w = W @ z + q
+        zn = z[0::3]
+        out = np.abs(zn - np.maximum(zn - w[0::3], 0.0))
+        bound = mu3[0::3] * np.maximum(zn, 0.0)
+        for k in (1, 2):
+            zt = z[k::3]
+            out = np.maximum(out, np.abs(zt - np.clip(zt - w[k::3], -bound, bound)))
+        return out
+
+    before = contact_residuals(z0)
+    worst = int(np.argmax(before))
+    tol = 1e-6
+    assert before[worst] > 5.0 * tol
+    z = z0.copy()
+    v = np.empty(d["dinv"].shape[0] + 6)
+    K._velocity(d["J"], d["ca"], d["cb"], d["f"], d["dinv"], z, v)
+    solved = K._block_finish(d["J"], d["DJ"], d["ca"], d["cb"], d["rhs"], mu3, d["dinv"], v, z, tol)
+    assert solved >= 1
+    after = contact_residuals(z)
+    slack = 1e-12 * np.abs(W).max() * np.abs(z).sum()  # summation order
+    assert after[worst] <= tol + slack
+    moved = np.flatnonzero(np.any((z != z0).reshape(-1, 3), axis=1))
+    assert worst in moved or before[worst] <= tol
+    assert len(moved) <= K.BLOCKS * K.BLOCK_CONTACTS
+    if K.BLOCKS == 1:  # later blocks may share bodies with an earlier one
+        assert np.all(after[moved] <= tol + slack)
+    # the twists: v = M^-1 (f + C^T z), formed densely here
+    n = d["dinv"].shape[0]
+    C = np.zeros((z.shape[0], n + 6))
+    for r in range(z.shape[0]):
+        C[r, d["ca"][r] : d["ca"][r] + 6] += d["J"][r, :6]
+        C[r, d["cb"][r] : d["cb"][r] + 6] += d["J"][r, 6:]
+    v_ref = d["dinv"] * (d["f"] + C[:, :n].T @ z)
+    assert np.allclose(v[:n], v_ref, rtol=1e-12, atol=1e-12 * np.abs(v_ref).max())
