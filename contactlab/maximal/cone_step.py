@@ -46,8 +46,9 @@ own arrays; ``islands = False`` on the step object solves the whole step as one 
 It applies when the scene and the formulation are in the box-friction compiled step's
 scope (:func:`contactlab.maximal.compiled_step.scope`: free bodies, the maximal
 formulation's default step, the scene's own collision) and the model is ``coulomb`` with
-``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling (the
-model option ``islands`` taken as well), solved by ``nsgs`` (settings: ``direct`` only,
+``cone="soc"`` or ``anitescu-hart`` with ``cone="soc"``, without torsion or rolling and
+without the model option ``islands`` (it keeps the general route's ``solve_islands``, on
+which the batched runner steps its copies), solved by ``nsgs`` (settings: ``direct`` only,
 no ``omega``), ``apgd`` (no settings) or ``admm`` (settings: ``rho`` only); any other
 setting keeps the general path (which reports the settings it does not know).  A step
 the kernel cannot take (a decoupled row) goes to the general path.  A step that reaches
@@ -101,7 +102,10 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     else:
         return "model"
     opts = model.options
-    if opts["cone"] != "soc" or spin_active(opts):
+    # the model option islands keeps the general route's solve_islands: the batched runner
+    # steps copies on it (a merged scene with its own collision), and a copy equals its
+    # separate run with that option bit for bit only if both take the same route
+    if opts["cone"] != "soc" or spin_active(opts) or opts["islands"]:
         return "model options"
     if model.solver not in SETTINGS:
         return f"solver {model.solver!r} (the compiled cone step takes nsgs, apgd, admm)"
