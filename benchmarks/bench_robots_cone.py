@@ -16,6 +16,12 @@ at the default tolerance (natural map 1e-6 relative to ``||q||``).  The table gi
 median over the poses, the largest difference of the next ``(q, qdot)`` between the
 compiled and the general step, and the load average.
 
+With ``--lemke`` it measures instead Stewart--Trinkle by ``lemke`` (the compiled step of
+:mod:`contactlab.reduced.lemke_step`, the scene's pyramid) against the general path and
+MuJoCo with pyramidal cones, on the same kind of poses (its compiled run gives them), and
+writes that section of ``robots_cone.md`` (the part from its heading on) and
+``robots_cone_lemke.csv``.
+
 Requirements: ``example-robot-data``, ``mujoco``.
 Run: ``python -m benchmarks.bench_robots_cone`` (about 5 minutes); writes
 ``results/benchmarks/robots_cone.md`` and ``robots_cone.csv``.
@@ -46,6 +52,10 @@ ROUTES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("anitescu-hart", "nsgs", {"cone": "soc"}),
     ("coulomb", "apgd", {}),
 )
+#: the Lemke section's routes (``--lemke``)
+LEMKE_ROUTES: tuple[tuple[str, str, dict[str, Any]], ...] = (("stewart-trinkle", "lemke", {}),)
+#: the heading of the Lemke section of robots_cone.md
+LEMKE_HEADING = "## Stewart--Trinkle by Lemke: the reduced compiled step"
 
 
 def _fastest(fn: Any, repeats: int) -> tuple[Any, float]:
@@ -57,12 +67,12 @@ def _fastest(fn: Any, repeats: int) -> tuple[Any, float]:
     return out, best
 
 
-def _mujoco(scene: Any) -> tuple[Any, Any]:
+def _mujoco(scene: Any, cone: str = "elliptic") -> tuple[Any, Any]:
     import mujoco
 
     from benchmarks.mujoco_scene import mujoco_model
 
-    model, _ = mujoco_model(scene, cone="elliptic")
+    model, _ = mujoco_model(scene, cone=cone)
     # MuJoCo's contacts within the scene's contact margin, as contactlab's: from a pose at
     # rest on the ground (distances about zero) both engines then hold the same contacts
     model.geom_margin[:] = float(scene.contact.margin)
@@ -77,6 +87,7 @@ def measure(
 
     from benchmarks.mujoco_scene import mujoco_state
     from contactlab.reduced.cone_step import ConeContactStep
+    from contactlab.reduced.lemke_step import LemkeReducedStep
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
 
@@ -84,8 +95,10 @@ def measure(
     kw: dict[str, Any] = {"formulation": "reduced", "model": model, "solver": solver}
     fast = Simulator(scene, model_options=opts, **kw)
     general = Simulator(scene, model_options=opts, formulation_options={"compiled": False}, **kw)
-    assert type(fast.compiled) is ConeContactStep and general.compiled is None
-    mj_model, mj_data = _mujoco(scene)
+    lemke = solver == "lemke"
+    step_type = LemkeReducedStep if lemke else ConeContactStep
+    assert type(fast.compiled) is step_type and general.compiled is None
+    mj_model, mj_data = _mujoco(scene, "pyramidal" if lemke else "elliptic")
     state = fast.initial_state()
     general.step(state, 0)  # compiles and warms both routes
     t_fast, t_general, t_mj, diff, contacts, mj_contacts = [], [], [], [], [], []
@@ -125,7 +138,7 @@ def measure(
         "contacts": float(np.median(contacts)),
         "compiled_ms": med(t_fast),
         "general_ms": med(t_general),
-        "mujoco_elliptic_ms": med(t_mj),
+        "mujoco_ms": med(t_mj),
         "mujoco_contacts": float(np.median(mj_contacts)),
         "speedup": float(np.median(t_general)) / float(np.median(t_fast)),
         "vs_mujoco": float(np.median(t_fast)) / float(np.median(t_mj)),
@@ -140,18 +153,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timings per pose (fastest kept)")
     parser.add_argument("--scenes", default=",".join(SCENES), help="comma-separated scenes")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
+    parser.add_argument(
+        "--lemke", action="store_true", help="the Stewart--Trinkle section by lemke instead"
+    )
     args = parser.parse_args(argv)
     import mujoco
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
     for name in [s.strip() for s in args.scenes.split(",") if s.strip()]:
-        for model, solver, opts in ROUTES:
+        for model, solver, opts in LEMKE_ROUTES if args.lemke else ROUTES:
             print(f"{name} {model} {solver}", flush=True)
             rows.append(measure(name, model, solver, opts, args))
     end_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     df = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.lemke:
+        _lemke_section(df, rows, args, load, end_load, mujoco.__version__)
+        return
+    df = df.rename(columns={"mujoco_ms": "mujoco_elliptic_ms"})
     df.to_csv(args.out / "robots_cone.csv", index=False, float_format="%.6g")
     lines = [
         "# Robots with the exact friction cone: the reduced compiled step",
@@ -178,11 +198,54 @@ def main(argv: list[str] | None = None) -> None:
     for r in rows:
         lines.append(
             f"| {r['scene']} | {r['route']} | {r['poses']} | {r['contacts']:.0f} | "
-            f"{r['compiled_ms']:.3f} | {r['general_ms']:.3f} | {r['mujoco_elliptic_ms']:.3f} | "
+            f"{r['compiled_ms']:.3f} | {r['general_ms']:.3f} | {r['mujoco_ms']:.3f} | "
             f"{r['mujoco_contacts']:.0f} | {r['speedup']:.1f}x | {r['vs_mujoco']:.1f}x | "
             f"{r['max_diff']:.1e} |"
         )
-    (args.out / "robots_cone.md").write_text("\n".join(lines) + "\n")
+    md = args.out / "robots_cone.md"
+    old = md.read_text() if md.exists() else ""
+    kept = old[old.index(LEMKE_HEADING) :] if LEMKE_HEADING in old else ""
+    md.write_text("\n".join(lines) + "\n" + ("\n" + kept if kept else ""))
+    print("\n".join(lines))
+
+
+def _lemke_section(  # noqa: PLR0913
+    df: Any, rows: list[dict[str, Any]], args: Any, load: float, end_load: float, version: str
+) -> None:
+    """Write the Lemke section of robots_cone.md (replacing an earlier one) and its csv."""
+    df = df.rename(columns={"mujoco_ms": "mujoco_pyramidal_ms"})
+    df.to_csv(args.out / "robots_cone_lemke.csv", index=False, float_format="%.6g")
+    lines = [
+        LEMKE_HEADING,
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+        f"average {load:.1f} at the start and {end_load:.1f} at the end (shared machine), "
+        f"MuJoCo {version}. Generated by `benchmarks/bench_robots_cone.py --lemke` "
+        f"(--steps {args.steps} --every {args.every} --repeats {args.repeats}).",
+        "",
+        "Per-step CPU time (this thread) from the same poses, median over the poses: the "
+        "compiled Stewart--Trinkle step by Lemke (`contactlab.reduced.lemke_step`, the "
+        "scene's pyramid), the general reduced path (`compiled=False`) from the same state, "
+        "and MuJoCo's `mj_step` (Newton, pyramidal cones, cold start at each pose). "
+        "`max diff` is the largest difference of the next `(q, qdot)` between the compiled "
+        "and the general step.",
+        "",
+        "| scene | route | poses | contacts | compiled [ms/step] | general [ms/step] | "
+        "MuJoCo pyramidal [ms/step] | MuJoCo contacts | general / compiled | "
+        "compiled / MuJoCo | max diff |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scene']} | {r['route']} | {r['poses']} | {r['contacts']:.0f} | "
+            f"{r['compiled_ms']:.3f} | {r['general_ms']:.3f} | {r['mujoco_ms']:.3f} | "
+            f"{r['mujoco_contacts']:.0f} | {r['speedup']:.1f}x | {r['vs_mujoco']:.1f}x | "
+            f"{r['max_diff']:.1e} |"
+        )
+    md = args.out / "robots_cone.md"
+    old = md.read_text() if md.exists() else ""
+    head = old[: old.index(LEMKE_HEADING)] if LEMKE_HEADING in old else old
+    md.write_text(head.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

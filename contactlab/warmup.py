@@ -365,8 +365,8 @@ def _batched_piles() -> None:
 
 def _robot_steps() -> None:
     """A box on a free joint with a sphere on a hinge, on the ground, in reduced
-    coordinates with box friction by PGS and with the exact cone by NSGS: the compiled
-    contact steps."""
+    coordinates with box friction by PGS, with the exact cone by NSGS and Stewart--Trinkle
+    by Lemke: the compiled contact steps."""
     from contactlab.bodies import body_from_shape
     from contactlab.scene import JointSpec
     from contactlab.shapes import Box, Plane, Sphere
@@ -385,6 +385,8 @@ def _robot_steps() -> None:
     Simulator(scene, "reduced", "box-friction", "pgs").run(steps=2)
     # the exact-cone compiled step (contactlab.reduced.cone_step; one kernel for its methods)
     Simulator(scene, "reduced", "coulomb", "nsgs").run(steps=2)
+    # the Stewart--Trinkle compiled step by Lemke (contactlab.reduced.lemke_step)
+    Simulator(scene, "reduced", "stewart-trinkle", "lemke").run(steps=2)
 
 
 #: The warm-up steps, by label (module-level functions: they run in worker processes).

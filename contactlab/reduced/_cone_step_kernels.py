@@ -3,11 +3,14 @@
 
 One call, :func:`cone_full_step`, takes a step of
 :class:`~contactlab.reduced.formulation.ReducedFormulation` with the exact friction cone
-``K_i = {||r_t|| <= mu_i r_n}``: the tree kinematics, ``M_r + h D - h^2 K`` and the free
-momentum (the pieces and the arithmetic of :mod:`contactlab.reduced._step_kernels`), the
-rows ``C = [N; T; L]`` of :func:`~contactlab.models.box_friction.box_rows` (contact rows
-``N = N_m J``, ``T = T_m J``, then the joint limits' rows), the tree factor ``M = L^T L``
-and from it ``M^-1 C^T``, the Delassus matrix ``W = C M^-1 C^T`` and ``q = C M^-1 f - b``
+``K_i = {||r_t|| <= mu_i r_n}``.  Its prologue is the box step's own
+(:func:`contactlab.reduced._step_kernels.contact_step`'s functions): the tree kinematics,
+``M_r + h D - h^2 K`` and the free momentum (``_system``), the tree factor ``M = L^T L``
+and the free velocity (``_ltl``, ``_ltl_solve``), the rows ``C = [N; T; L]`` of
+:func:`~contactlab.models.box_friction.box_rows` (``_contact_rows``: contact rows
+``N = N_m J``, ``T = T_m J``, then the joint limits' rows) and ``M^-1 C^T``
+(``_inverse_rows``).  Then the Delassus matrix ``W = C M^-1 C^T`` and
+``q = C M^-1 f - b``
 in the general route's local order (:func:`contactlab.models.fc_route.local_step`: each
 contact's normal and two tangent rows, contacts from the lowest point up, then the limit
 rows as scalar rows with ``r >= 0``), the warm start of the general route
@@ -32,12 +35,13 @@ import numpy as np
 from contactlab.contact.rows import _tangent_basis
 from contactlab.models.delassus import friction_vectors, local_warm_start
 from contactlab.reduced._step_kernels import (
-    _bias,
-    _jacobian,
+    _contact_rows,
+    _dof_parents,
+    _inverse_rows,
     _ltl,
     _ltl_solve,
+    _system,
     _tree_kinematics,
-    _wrench_row,
     advance,
 )
 from solvers.jit import njit
@@ -62,197 +66,6 @@ OPTIMAL, MAX_ITERATIONS, STALLED, NUMERICAL_ERROR, NOT_SPD, DECOUPLED = 0, 1, 2,
     I_PENETRATION, I_FINITE, I_LIMIT,
 ) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21, 22)  # fmt: skip
 N_INFO = 23
-
-
-@njit(cache=True)
-def _rotation(w, R):  # noqa: ANN001, ANN202
-    """``R = exp([w])`` (Rodrigues, series below ``|w| = 1e-3``)."""
-    t = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-    if t < 1e-3:
-        t2 = t * t
-        ca = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
-        cb = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
-    else:
-        ca = math.sin(t) / t
-        cb = (1.0 - math.cos(t)) / (t * t)
-    x, y, z = w[0], w[1], w[2]
-    n2 = x * x + y * y + z * z
-    R[0, 0] = 1.0 + cb * (x * x - n2)
-    R[1, 1] = 1.0 + cb * (y * y - n2)
-    R[2, 2] = 1.0 + cb * (z * z - n2)
-    R[0, 1] = -ca * z + cb * x * y
-    R[1, 0] = ca * z + cb * x * y
-    R[0, 2] = ca * y + cb * x * z
-    R[2, 0] = -ca * y + cb * x * z
-    R[1, 2] = -ca * x + cb * y * z
-    R[2, 1] = ca * x + cb * y * z
-
-
-@njit(cache=True)
-def _coordinate_parents(parent, ndof, dof0, nq):  # noqa: ANN001, ANN202
-    """Each coordinate's parent in the tree of coordinates (the one before it on its joint,
-    else the last of the nearest ancestor joint with coordinates; -1 at the root), the
-    chain ``k - 1`` when a parent does not come first: the ancestors of the factor
-    ``M = L^T L`` of :func:`contactlab.reduced._step_kernels._ltl`."""
-    lam = np.empty(nq, dtype=np.int64)
-    ok = True
-    for i in range(parent.shape[0]):
-        p = parent[i]
-        while p >= 0 and ndof[p] == 0:
-            p = parent[p]
-        last = dof0[p] + ndof[p] - 1 if p >= 0 else -1
-        for c in range(ndof[i]):
-            k = dof0[i] + c
-            lam[k] = last if c == 0 else k - 1
-            ok = ok and lam[k] < k
-    if not ok:
-        for k in range(nq):
-            lam[k] = k - 1
-    return lam
-
-
-@njit(cache=True)
-def _system(  # noqa: ANN201, PLR0913
-    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
-):  # fmt: skip
-    """The node transforms, the Jacobian ``J_mr`` and ``M_r + h D - h^2 K`` with the free
-    momentum ``f`` of :meth:`ReducedFormulation.assemble` (``coriolis="rotated_linear"``,
-    joint springs and dampers implicit, the applied joint forces ``tau``)."""
-    n = kind.shape[0]
-    nq = q.shape[0]
-    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
-    J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
-    bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
-    M = np.zeros((nq, nq))
-    f = np.zeros(nq)
-    p = np.empty(6)
-    Rt = np.empty((3, 3))
-    mw = np.empty(3)
-    for i in range(n):
-        r0 = 6 * i
-        ns = n_support[i]
-        for r in range(6):
-            m_r = inertia[i, r]
-            for u in range(ns):
-                cu = support[i, u]
-                x = m_r * J[r0 + r, cu]
-                if x == 0.0:
-                    continue
-                for v in range(u, ns):
-                    cv = support[i, v]
-                    M[cu, cv] += x * J[r0 + r, cv]
-        w0, w1, w2 = V[i, 0], V[i, 1], V[i, 2]
-        Iw0, Iw1, Iw2 = inertia[i, 0] * w0, inertia[i, 1] * w1, inertia[i, 2] * w2
-        # angular: I w - h w x I w; linear: exp(-h [w]) m v
-        p[0] = Iw0 - h * (w1 * Iw2 - w2 * Iw1)
-        p[1] = Iw1 - h * (w2 * Iw0 - w0 * Iw2)
-        p[2] = Iw2 - h * (w0 * Iw1 - w1 * Iw0)
-        mw[0], mw[1], mw[2] = -h * w0, -h * w1, -h * w2
-        _rotation(mw, Rt)
-        for a in range(3):
-            p[3 + a] = 0.0
-            for b in range(3):
-                p[3 + a] += Rt[a, b] * inertia[i, 3 + b] * V[i, 3 + b]
-        # gravity (0, R^T m g) minus the inertia times the bias acceleration Jdot qdot
-        for a in range(3):
-            g = 0.0
-            for b in range(3):
-                g += E[i, b, a] * gravity[b]
-            p[3 + a] += h * (inertia[i, 3 + a] * g - inertia[i, 3 + a] * bias[i, 3 + a])
-            p[a] -= h * inertia[i, a] * bias[i, a]
-        for u in range(ns):
-            cu = support[i, u]
-            s = 0.0
-            for r in range(6):
-                s += J[r0 + r, cu] * p[r]
-            f[cu] += s
-    for a in range(nq):
-        f[a] += h * tau[a]
-        f[a] += armature[a] * qdot[a] + h * (
-            -stiffness[a] * (q[a] - rest[a]) - damping[a] * qdot[a]
-        )
-        f[a] += h * (damping[a] * qdot[a])
-        M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
-        for b in range(a + 1, nq):
-            M[b, a] = M[a, b]
-    return E, J, M, f
-
-
-@njit(cache=True)
-def _rows(  # noqa: ANN201, PLR0913
-    E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
-    lim_dof, lim_sign, lim_bound, t1, t2,
-):  # fmt: skip
-    """The rows ``C = [N; T; L]`` (m, nq) and their right-hand side ``b`` (contact ``k``'s
-    tangent rows ``nc + 2k``, ``nc + 2k + 1``; the limit rows
-    ``lim_sign e_dof . qdot+ >= lim_sign (lim_bound - q_dof) / h``)."""
-    nq = q.shape[0]
-    nc = dist.shape[0]
-    ml = lim_dof.shape[0]
-    m = 3 * nc + ml
-    C = np.zeros((m, nq))
-    dvec = np.empty(3)
-    row6 = np.empty(6)
-    for k in range(nc):
-        for side in range(2):
-            node = node_a[k] if side == 0 else node_b[k]
-            if node < 0:
-                continue
-            sign = 1.0 if side == 0 else -1.0
-            r0 = 6 * node
-            for dd in range(3):
-                for i in range(3):
-                    dvec[i] = normal[k, i] if dd == 0 else (t1[k, i] if dd == 1 else t2[k, i])
-                _wrench_row(E, node, point[k], dvec, sign, row6)
-                row = k if dd == 0 else nc + 2 * k + dd - 1
-                for u in range(n_support[node]):
-                    cu = support[node, u]
-                    s = 0.0
-                    for r in range(6):
-                        s += row6[r] * J[r0 + r, cu]
-                    C[row, cu] += s
-    b = np.zeros(m)
-    for k in range(nc):
-        d = dist[k]
-        b[k] = -d / h if d > 0.0 else min(beta * (-d), max_corr)
-    for j in range(ml):
-        r = 3 * nc + j
-        C[r, lim_dof[j]] = lim_sign[j]
-        b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
-    return C, b
-
-
-@njit(cache=True)
-def _inverse_rows(L, lam, C):  # noqa: ANN001, ANN202
-    """``K^T = M^-1 C^T`` (nq, m) by the factor ``M = L^T L`` for all rows at once,
-    coordinate by coordinate (``L^T Y = C^T`` from the leaves up, then ``L K^T = Y`` from the
-    root down, each coordinate updated from its ancestors only), so that the inner loops
-    run along the rows (contiguous, independent)."""
-    nq = L.shape[0]
-    m = C.shape[0]
-    Kt = np.ascontiguousarray(C.T)
-    for k in range(nq - 1, -1, -1):
-        d = L[k, k]
-        for r in range(m):
-            Kt[k, r] /= d
-        i = lam[k]
-        while i >= 0:
-            lki = L[k, i]
-            for r in range(m):
-                Kt[i, r] -= lki * Kt[k, r]
-            i = lam[i]
-    for k in range(nq):
-        i = lam[k]
-        while i >= 0:
-            lki = L[k, i]
-            for r in range(m):
-                Kt[k, r] -= lki * Kt[i, r]
-            i = lam[i]
-        d = L[k, k]
-        for r in range(m):
-            Kt[k, r] /= d
-    return Kt
 
 
 @njit(cache=True)
@@ -395,11 +208,17 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     for k in range(nc):
         node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
         node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    # the box step's prologue (contactlab.reduced._step_kernels.contact_step): no kept
+    # kinematics, so they are computed at (q, qdot)
+    none = (
+        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
+        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
+    )  # fmt: skip
     E, J, M, f = _system(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
     )  # fmt: skip
-    lam = _coordinate_parents(parent, ndof, dof0, nq)
+    lam = _dof_parents(parent, ndof, dof0, nq)
     L = M.copy()
     if not _ltl(L, lam):
         info[I_STATUS] = NOT_SPD
@@ -407,11 +226,11 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     u_free = f.copy()
     _ltl_solve(L, lam, u_free)
     t1, t2 = _tangent_basis(normal)
-    C, b = _rows(
+    C, b = _contact_rows(
         E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
         lim_dof, lim_sign, lim_bound, t1, t2,
     )  # fmt: skip
-    Kt = _inverse_rows(L, lam, C)
+    Kt, _ = _inverse_rows(L, lam, C)
     # the local order: per contact (lowest first) its normal and tangent rows, then limits
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)

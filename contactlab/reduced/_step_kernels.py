@@ -1366,28 +1366,15 @@ def _keep_kinematics(kin, E, X, Sb, Sbd, V, q, qdot):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+def _system(  # noqa: ANN201, PLR0913
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
-    c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
-    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
-    lim_dof, lim_sign, lim_bound, old_limit,
-    tol, max_iter, omega, check_every, kin,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau, kin,
 ):  # fmt: skip
-    """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
-    and ``c_node_b`` (-1 for the world), normals from B toward A.  ``tau`` (nq,) the
-    applied joint forces of the step; the limit rows ``lim_sign e_dof . qdot+ >=
-    lim_sign (lim_bound - q_dof) / h`` (:class:`~contactlab.reduced.constraints.JointLimit`:
-    sign +1 a lower bound, -1 an upper one) follow the contact rows, warm-started from
-    ``old_limit`` when it has as many rows.  ``kin`` the kinematics of the previous step's new state
-    (:func:`_kept_kinematics`), used when they are at ``(q, qdot)``.
-
-    Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
-    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
-    rows ``[N; T]``, the friction impulses as world vectors, ``N v - c`` and ``T v`` at
-    the new velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
-    complementarity) and the natural-map residual.
-    """
+    """The node transforms ``E``, the Jacobian ``J_mr`` and ``M = M_r + h D - h^2 K`` (full,
+    symmetric) with the free momentum ``f`` of :meth:`ReducedFormulation.assemble`
+    (``coriolis="rotated_linear"``, joint springs and dampers implicit, the applied joint
+    forces ``tau``); the kinematics from ``kin`` when it holds those at ``(q, qdot)``
+    (:func:`_kept_kinematics`)."""
     n = kind.shape[0]
     nq = q.shape[0]
     if _kept_kinematics(kin, q, qdot) and kin[0].shape[0] == n:
@@ -1396,7 +1383,6 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
     J = _jacobian(parent, X, Sb, ndof, dof0, support, n_support, nq)
     bias = _bias(parent, X, Sb, Sbd, ndof, dof0, qdot)
-    # -- M_r + h D - h^2 K and the free momentum (ReducedFormulation.assemble) ------------
     M, f = _mass_momentum(J, bias, E, V, inertia, support, n_support, gravity, h, nq)
     for a in range(nq):
         f[a] += h * tau[a]
@@ -1407,22 +1393,22 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         M[a, a] += armature[a] + h * damping[a] + h * h * stiffness[a]
         for b in range(a + 1, nq):
             M[b, a] = M[a, b]
-    lam = _dof_parents(parent, ndof, dof0, nq)
-    L = M.copy()
+    return E, J, M, f
+
+
+@njit(cache=True)
+def _contact_rows(  # noqa: ANN201, PLR0913
+    E, J, support, n_support, q, h, c_node_a, c_node_b, point, normal, dist, beta, max_corr,
+    lim_dof, lim_sign, lim_bound, t1, t2,
+):  # fmt: skip
+    """The rows ``C = [N; T; L]`` (m, nq) and their right-hand side ``b``: contact ``k``'s
+    normal row ``k`` and tangent rows ``nc + 2k``, ``nc + 2k + 1`` (directions ``normal``,
+    ``t1``, ``t2`` at ``point``, nodes ``c_node_a`` / ``c_node_b``, -1 the world), then the
+    limit rows ``lim_sign e_dof . qdot+ >= lim_sign (lim_bound - q_dof) / h``."""
+    nq = q.shape[0]
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     m = 3 * nc + ml
-    z = np.zeros(m)
-    friction = np.zeros((nc, 3))
-    gap = np.zeros(nc)
-    slip = np.zeros(2 * nc)
-    res = np.zeros(4)
-    if not _ltl(L, lam):
-        return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
-    u_free = f.copy()
-    _ltl_solve(L, lam, u_free)
-    # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
-    t1, t2 = _tangent_basis(normal)
     C = np.zeros((m, nq))
     dvec = np.empty(3)
     row6 = np.empty(6)
@@ -1452,13 +1438,18 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         r = 3 * nc + j
         C[r, lim_dof[j]] = lim_sign[j]
         b[r] = lim_sign[j] * (lim_bound[j] - q[lim_dof[j]]) / h
-    # -- K = M^-1 C^T by the factor: a row of W z is C_r v with v = M^-1 (f + C^T z) kept
-    # up to date (the same LCP, w = W z + q = C v - b); W = C K is formed only when its
-    # rows are shorter than those of C and K together (few rows, many coordinates)
-    # all rows at once, coordinate by coordinate: the inner loops run along the rows
-    # (contiguous), each row summed in the order of a triangular solve of its own
-    # (M = L^T L, :func:`_ltl`: L^T Y = C^T from the leaves up, diag W = |Y_r|^2, then
-    # L K = Y from the root down, each coordinate updated from its ancestors only)
+    return C, b
+
+
+@njit(cache=True)
+def _inverse_rows(L, lam, C):  # noqa: ANN001, ANN202
+    """``K^T = M^-1 C^T`` (nq, m) by the factor ``M = L^T L`` (:func:`_ltl`) and the
+    diagonal of ``W = C M^-1 C^T`` (``|Y_r|^2``), all rows at once, coordinate by
+    coordinate: the inner loops run along the rows (contiguous), each row summed in the
+    order of a triangular solve of its own (``L^T Y = C^T`` from the leaves up, then
+    ``L K^T = Y`` from the root down, each coordinate updated from its ancestors only)."""
+    nq = L.shape[0]
+    m = C.shape[0]
     Kt = np.ascontiguousarray(C.T)
     diag = np.zeros(m)
     for k in range(nq - 1, -1, -1):
@@ -1482,6 +1473,65 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         d = L[k, k]
         for r in range(m):
             Kt[k, r] /= d
+    return Kt, diag
+
+
+@njit(cache=True)
+def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+    c_node_a, c_node_b, point, normal, dist, mu, beta, max_corr,
+    carry, old_ids, old_order, old_normal, old_friction, ids, origin,
+    lim_dof, lim_sign, lim_bound, old_limit,
+    tol, max_iter, omega, check_every, kin,
+):  # fmt: skip
+    """One step (module docstring).  Nodes in tree order; contacts on nodes ``c_node_a``
+    and ``c_node_b`` (-1 for the world), normals from B toward A.  ``tau`` (nq,) the
+    applied joint forces of the step; the limit rows ``lim_sign e_dof . qdot+ >=
+    lim_sign (lim_bound - q_dof) / h`` (:class:`~contactlab.reduced.constraints.JointLimit`:
+    sign +1 a lower bound, -1 an upper one) follow the contact rows, warm-started from
+    ``old_limit`` when it has as many rows.  ``kin`` the kinematics of the previous step's new state
+    (:func:`_kept_kinematics`), used when they are at ``(q, qdot)``.
+
+    Returns ``q+``, ``qdot+``, the step's velocity ``v`` (``qdot+`` but for the free
+    joints' coordinate rates, re-mapped to their new chart), the impulses ``z`` on the
+    rows ``[N; T]``, the friction impulses as world vectors, ``N v - c`` and ``T v`` at
+    the new velocities, the status code, the sweeps, the three LCP residuals (primal, dual,
+    complementarity) and the natural-map residual.
+    """
+    nq = q.shape[0]
+    E, J, M, f = _system(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, kin,
+    )  # fmt: skip
+    lam = _dof_parents(parent, ndof, dof0, nq)
+    L = M.copy()
+    nc = dist.shape[0]
+    ml = lim_dof.shape[0]
+    m = 3 * nc + ml
+    z = np.zeros(m)
+    friction = np.zeros((nc, 3))
+    gap = np.zeros(nc)
+    slip = np.zeros(2 * nc)
+    res = np.zeros(4)
+    if not _ltl(L, lam):
+        return q, qdot, qdot, z, friction, gap, slip, NOT_SPD, 0, res
+    u_free = f.copy()
+    _ltl_solve(L, lam, u_free)
+    # -- contact rows C = [N; T] (nc + 2 nc, nq) and right-hand side ---------------------
+    t1, t2 = _tangent_basis(normal)
+    C, b = _contact_rows(
+        E, J, support, n_support, q, h, c_node_a, c_node_b, point, normal, dist, beta,
+        max_corr, lim_dof, lim_sign, lim_bound, t1, t2,
+    )  # fmt: skip
+    # -- K = M^-1 C^T by the factor: a row of W z is C_r v with v = M^-1 (f + C^T z) kept
+    # up to date (the same LCP, w = W z + q = C v - b); W = C K is formed only when its
+    # rows are shorter than those of C and K together (few rows, many coordinates)
+    # all rows at once, coordinate by coordinate: the inner loops run along the rows
+    # (contiguous), each row summed in the order of a triangular solve of its own
+    # (M = L^T L, :func:`_ltl`: L^T Y = C^T from the leaves up, diag W = |Y_r|^2, then
+    # L K = Y from the root down, each coordinate updated from its ancestors only)
+    Kt, diag = _inverse_rows(L, lam, C)
     Kr = np.ascontiguousarray(Kt.T)
     # -- rows in height order: per contact its normal and tangent rows, lowest first ----
     up = np.argsort(point[:, 2], kind="mergesort")

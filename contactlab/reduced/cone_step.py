@@ -67,6 +67,14 @@ STATUSES = {
 
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the reduced exact-cone step does not apply to this set-up (empty when it does)."""
+    found = model_law(model, collide)
+    return formulation_scope(formulation, "" if not isinstance(found, str) else found)
+
+
+def formulation_scope(formulation: Any, model_reason: str = "") -> str:
+    """Why the formulation and the scene are outside the compiled steps' scope (module
+    docstring; empty when they are in it), ``model_reason`` (why the model is not taken)
+    reported after the formulation's and the scene's reasons."""
     from contactlab.joints.maps import CompositeJoint, TranslationalJoint
     from contactlab.joints.spherical import SphericalExpJoint
     from contactlab.reduced.constraints import JointLimit
@@ -79,9 +87,8 @@ def scope(formulation: Any, model: Any, collide: Any) -> str:
     scene = f.scene
     if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
         return "force elements or restitution"
-    found = model_law(model, collide)
-    if isinstance(found, str):
-        return found
+    if model_reason:
+        return model_reason
     tree = f.tree
     for joint, code in zip(tree.joints, tree.codes, strict=True):
         if code != _kernels.OTHER:
@@ -204,4 +211,4 @@ class ConeContactStep(CompiledContactStep):
         return new_state, record
 
 
-__all__ = ["METHODS", "ConeContactStep", "cone_step_for", "scope"]
+__all__ = ["METHODS", "ConeContactStep", "cone_step_for", "formulation_scope", "scope"]

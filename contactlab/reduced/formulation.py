@@ -166,8 +166,13 @@ class ReducedFormulation(Formulation):
             return None
         from contactlab.reduced.compiled_step import compiled_step_for
         from contactlab.reduced.cone_step import cone_step_for
+        from contactlab.reduced.lemke_step import lemke_step_for
 
-        return cone_step_for(self, model, collide) or compiled_step_for(self, model, collide)
+        return (
+            cone_step_for(self, model, collide)
+            or lemke_step_for(self, model, collide)
+            or compiled_step_for(self, model, collide)
+        )
 
     def assemble(self, state: State, h: float, contacts: ContactSet | None = None) -> StepProblem:
         tree = self.tree

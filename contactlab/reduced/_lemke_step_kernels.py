@@ -1,0 +1,285 @@
+"""Compiled kernel of the reduced formulation's Stewart--Trinkle step by Lemke
+(:mod:`contactlab.reduced.lemke_step`).
+
+One call, :func:`lemke_full_step`, takes a step of
+:class:`~contactlab.reduced.formulation.ReducedFormulation` with the friction pyramid of
+:class:`contactlab.models.stewart_trinkle.StewartTrinkle`.  Its prologue is the box step's
+own (:func:`contactlab.reduced._step_kernels.contact_step`'s functions): the kinematics,
+``M = M_r + h D - h^2 K`` and the free momentum ``f`` (``_system``), the tree factor
+``M = L^T L`` (``_ltl``), the rows ``[N; T; L]`` and their right-hand side
+(``_contact_rows``) and ``M^-1 C^T`` (``_inverse_rows``).  The pyramid rows
+``d_ij = cos(a_j) t_i1 + sin(a_j) t_i2`` follow from the tangent rows, giving the model's
+rows ``C = [N; D; L]`` (``D`` contact by contact) and the LCP
+
+.. math::
+
+    \\begin{pmatrix} C M^{-1} C^T & \\bar E \\\\ \\bar E_\\mu & 0 \\end{pmatrix}, \\qquad
+    \\begin{pmatrix} C M^{-1} f - b \\\\ 0 \\end{pmatrix}
+
+over ``[lambda_N; beta; lambda_L; s]``, solved by Lemke's method of
+:mod:`solvers.numerics.lemke_kernel` (the general backend's rules and settings).  Then the
+velocity ``v = M^-1 (f + C^T lambda)``, the LCP's residuals as the solver layer measures
+them (:func:`solvers.residuals.lcp_residuals`), the position update, the new state's body
+transforms and twists and the step's measurements.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contactlab.contact.rows import _tangent_basis
+from contactlab.models.delassus import friction_vectors
+from contactlab.reduced._cone_step_kernels import _measures
+from contactlab.reduced._step_kernels import (
+    _contact_rows,
+    _dof_parents,
+    _inverse_rows,
+    _ltl,
+    _ltl_solve,
+    _system,
+    _tree_kinematics,
+    advance,
+)
+from solvers.jit import njit
+from solvers.numerics import lemke_kernel as LK
+
+#: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
+#: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
+COMPILE_SECONDS: float | None = 20.0
+
+#: statuses of :func:`lemke_full_step`: Lemke's (:func:`~solvers.numerics.lemke_kernel.lemke_lcp`),
+#: then the steps it does not take (the general path's closed forms and messages)
+OPTIMAL, MAX_ITERATIONS, RAY = LK.OPTIMAL, LK.MAX_ITERATIONS, LK.RAY
+NOT_SPD, DECOUPLED = 4, 5
+
+#: entries of the ``info`` array of :func:`lemke_full_step` (those of the cone step's
+#: kernel), then the LCP's size, its ``max |q|`` and Lemke's ``info``
+(
+    I_STATUS, I_SWEEPS, I_PRIMAL, I_DUAL, I_COMP, I_NATURAL, I_KINETIC, I_GRAVITY, I_SPRING,
+    I_MOMENTUM, I_NORMAL_COMP, I_NORMAL_FEAS, I_CONE, I_DISSIPATION, I_SLIDING,
+    I_PENETRATION, I_FINITE, I_LIMIT,
+) = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 20, 21, 22)  # fmt: skip
+I_SIZE, I_QSCALE, I_LEMKE = 23, 24, 25
+N_INFO = I_LEMKE + LK.N_INFO
+
+
+@njit(cache=True)
+def pyramid_lcp(C, Kt, b, u_free, mu, dirs, nc, ml):  # noqa: ANN001, ANN201, PLR0913
+    """The Stewart--Trinkle LCP ``(A, q)`` (dense) and the model's rows ``Cp = [N; D; L]``
+    with ``Kp = M^-1 Cp^T`` (nq, mr), from the rows ``C = [N; T; L]``, ``Kt = M^-1 C^T``,
+    the right-hand side ``b``, the free velocity ``u_free``, friction ``mu`` and the
+    pyramid's directions ``dirs`` (k, 2) in the ``(t1, t2)`` basis."""
+    nq = u_free.shape[0]
+    k = dirs.shape[0]
+    mr = nc * (1 + k) + ml
+    m = mr + nc
+    Cp = np.zeros((mr, nq))
+    Kp = np.zeros((nq, mr))
+    bp = np.zeros(mr)
+    for i in range(nc):
+        for a in range(nq):
+            Cp[i, a] = C[i, a]
+            Kp[a, i] = Kt[a, i]
+        bp[i] = b[i]
+        t1, t2 = nc + 2 * i, nc + 2 * i + 1
+        for j in range(k):
+            p = nc + i * k + j
+            c, s = dirs[j, 0], dirs[j, 1]
+            for a in range(nq):
+                Cp[p, a] = c * C[t1, a] + s * C[t2, a]
+                Kp[a, p] = c * Kt[a, t1] + s * Kt[a, t2]
+    for j in range(ml):
+        p = nc * (1 + k) + j
+        for a in range(nq):
+            Cp[p, a] = C[3 * nc + j, a]
+            Kp[a, p] = Kt[a, 3 * nc + j]
+        bp[p] = b[3 * nc + j]
+    A = np.zeros((m, m))
+    q = np.zeros(m)
+    for p in range(mr):
+        s = -bp[p]
+        for a in range(nq):
+            c = Cp[p, a]
+            if c == 0.0:
+                continue
+            s += c * u_free[a]
+            for r in range(p, mr):
+                A[p, r] += c * Kp[a, r]
+        q[p] = s
+        for r in range(p + 1, mr):
+            A[r, p] = A[p, r]
+    for i in range(nc):
+        # the coupling of the slack: w_D += E s, w_s = mu lambda_N - E^T beta
+        for j in range(k):
+            p = nc + i * k + j
+            A[p, mr + i] = 1.0
+            A[mr + i, p] = -1.0
+        A[mr + i, i] = mu[i]
+    return A, q, Cp, Kp, bp
+
+
+@njit(cache=True)
+def lemke_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+    node_of_body, body_of_node, body_a, body_b, point, normal, dist, mu, beta, max_corr,
+    lim_dof, lim_sign, lim_bound, dirs, zero_rtol, pivot_tol, max_iter, restarts,
+    slip_threshold,
+):  # fmt: skip
+    """One Stewart--Trinkle step by Lemke's method (module docstring).  Arguments as
+    :func:`contactlab.reduced._cone_step_kernels.cone_full_step`'s, with the pyramid's
+    directions ``dirs`` (k, 2) and Lemke's settings (``max_iter < 0``: ``50 m``).
+
+    Returns ``q+``, ``qdot+``, the step's velocity ``v``, the new body transforms and
+    twists in scene order, the impulses ``z`` on the rows ``[N; T; L]`` (the pyramid's
+    summed into the tangent basis), the friction impulses as world vectors, ``info``
+    (entries ``I_*``) and the LCP's solution ``[lambda_N; beta; lambda_L; s]``.
+    """
+    n = kind.shape[0]
+    nq = q.shape[0]
+    nc = dist.shape[0]
+    ml = lim_dof.shape[0]
+    k = dirs.shape[0]
+    mr = nc * (1 + k) + ml
+    m = mr + nc
+    info = np.zeros(N_INFO)
+    nb = body_of_node.shape[0]
+    E_s = np.zeros((nb, 4, 4))
+    phi_s = np.zeros((nb, 6))
+    z = np.zeros(3 * nc + ml)
+    friction = np.zeros((nc, 3))
+    x = np.zeros(m)
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for c in range(nc):
+        node_a[c] = node_of_body[body_a[c]] if body_a[c] >= 0 else -1
+        node_b[c] = node_of_body[body_b[c]] if body_b[c] >= 0 else -1
+    # -- the box step's prologue (no kept kinematics: computed at (q, qdot)) -------------
+    none = (
+        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
+        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
+    )  # fmt: skip
+    E, J, M, f = _system(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+    )  # fmt: skip
+    lam = _dof_parents(parent, ndof, dof0, nq)
+    L = M.copy()
+    if not _ltl(L, lam):
+        info[I_STATUS] = NOT_SPD
+        return q, qdot, qdot, E_s, phi_s, z, friction, info, x
+    u_free = f.copy()
+    _ltl_solve(L, lam, u_free)
+    t1, t2 = _tangent_basis(normal)
+    C, b = _contact_rows(
+        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
+        lim_dof, lim_sign, lim_bound, t1, t2,
+    )  # fmt: skip
+    Kt, _ = _inverse_rows(L, lam, C)
+    # -- the model's LCP and Lemke's method ----------------------------------------------
+    A, q_lcp, Cp, Kp, bp = pyramid_lcp(C, Kt, b, u_free, mu, dirs, nc, ml)
+    cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
+    lk = np.empty(LK.N_INFO)
+    LK.lemke_lcp(A, q_lcp, zero_rtol, pivot_tol, cap, restarts, x, lk)
+    info[I_SIZE] = m
+    for p in range(m):
+        info[I_QSCALE] = max(info[I_QSCALE], abs(q_lcp[p]))
+    info[I_LEMKE : I_LEMKE + LK.N_INFO] = lk
+    status = int(lk[LK.I_STATUS])
+    info[I_STATUS] = status
+    info[I_SWEEPS] = lk[LK.I_PIVOTS]
+    if status == RAY:
+        return q, qdot, qdot, E_s, phi_s, z, friction, info, x
+    # v = M^-1 (f + Cp^T lambda)
+    v = u_free.copy()
+    for a in range(nq):
+        acc = 0.0
+        for r in range(mr):
+            acc += Kp[a, r] * x[r]
+        v[a] += acc
+    # -- the LCP's residuals (solvers.residuals.lcp_residuals, bounds [0, inf)) ----------
+    primal = dual = comp = 0.0
+    for p in range(m):
+        w = q_lcp[p]
+        for r in range(m):
+            w += A[p, r] * x[r]
+        primal = max(primal, -x[p])
+        wp, wm = max(w, 0.0), max(-w, 0.0)
+        dual = max(dual, wm)
+        comp = max(comp, min(abs(x[p]), wp), wm)
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP] = primal, dual, comp
+    info[I_NATURAL] = LK.natural_residual(A, q_lcp, x) if m else 0.0
+    # the impulses on [N; T; L]: the pyramid's summed into (t1, t2)
+    for i in range(nc):
+        z[i] = x[i]
+        for j in range(k):
+            bj = x[nc + i * k + j]
+            z[nc + 2 * i] += bj * dirs[j, 0]
+            z[nc + 2 * i + 1] += bj * dirs[j, 1]
+    for j in range(ml):
+        z[3 * nc + j] = x[nc * (1 + k) + j]
+    q_new, v_new = advance(kind, q, v, h)
+    E1, _, _, _, V1 = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new)
+    kinetic, grav, mom = _measures(E1, V1, inertia, gravity)
+    finite = True
+    for i in range(n):
+        E_s[body_of_node[i]] = E1[i]
+        phi_s[body_of_node[i]] = V1[i]
+        for r in range(6):
+            finite = finite and np.isfinite(V1[i, r])
+        for r in range(3):
+            for c in range(4):
+                finite = finite and np.isfinite(E1[i, r, c])
+    spring = 0.0
+    for a in range(nq):
+        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
+        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
+        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
+    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
+    for r in range(6):
+        info[I_MOMENTUM + r] = mom[r]
+    info[I_FINITE] = 1.0 if finite else 0.0
+    # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
+    pen = 0.0
+    for i in range(nc):
+        pen = max(pen, -dist[i])
+        gap = -b[i]
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(nq):
+            gap += C[i, a] * v[a]
+            s0 += C[nc + 2 * i, a] * v[a]
+            s1 += C[nc + 2 * i + 1, a] * v[a]
+        zn = z[i]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
+        l0, l1 = z[nc + 2 * i], z[nc + 2 * i + 1]
+        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[i] * zn)
+        speed = math.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[i] * zn) * s0 / speed
+            i1 = -(mu[i] * zn) * s1 / speed
+            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    worst = 0.0
+    for j in range(ml):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
+    friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
+    return q_new, v_new, v, E_s, phi_s, z, friction, info, x
+
+
+__all__ = [
+    "COMPILE_SECONDS",
+    "DECOUPLED",
+    "MAX_ITERATIONS",
+    "NOT_SPD",
+    "OPTIMAL",
+    "RAY",
+    "lemke_full_step",
+    "pyramid_lcp",
+]
