@@ -591,11 +591,81 @@ def _hull_of(kind, h, hull_v, hull_vs, hull_ns, hull_nb):  # noqa: ANN001, ANN20
     return no_hull()
 
 
+#: a hull's vertices within the margin of a plane are looked for among those found within
+#: ``margin + KEEP_BAND`` of it at a reference pose, while the hull has moved along the
+#: plane's normal by less than ``KEEP_BAND`` since (:func:`_hull_plane_points`) [m]
+KEEP_BAND = 2e-3
+#: the header of a row of ``plane_keep`` (count + 1, the direction, offset,
+#: radius and margin kept)
+KEEP_HEAD = 7
+
+
+@njit(cache=True)
+def _hull_plane_points(  # noqa: ANN201, PLR0913
+    W, s, h, l0, l1, l2, base, nrm, margin, hull_v, hull_vs, centre, kept, CP, CD,
+):  # fmt: skip
+    """The vertices of hull ``h`` (shape ``s``, pose ``W[s]``) within ``margin`` of a plane,
+    in vertex order: their points (halfway to the plane) into ``CP`` and distances
+    ``v . l + base`` into ``CD``; returns their number.
+
+    ``kept`` (``KEEP_HEAD`` + the hull's vertex count) carries from step to step the
+    vertices found within ``margin + KEEP_BAND`` at a reference pose: the count plus one
+    (zero: none kept), the plane's normal ``l_0`` in the hull's frame, the offset
+    ``c . l_0 + base_0`` of the hull's box centre ``c``, the hull's radius ``r`` about
+    it and the margin, then the vertices.  A vertex's distance changes since by
+    ``(v - c) . (l - l_0) + (c . l + base - c . l_0 - base_0)``, at most
+    ``r |l - l_0| + |c . l + base - c . l_0 - base_0|``: while that stays below
+    ``KEEP_BAND``, no vertex left out comes within the margin and the kept ones are
+    scanned (the same distances, by the same expression, in the same order); otherwise
+    every vertex is, and the kept set starts again from the pose."""
+    c0, c1, c2 = centre[0], centre[1], centre[2]
+    base_c = c0 * l0 + c1 * l1 + c2 * l2 + base
+    m = 0
+    if kept[0] > 0.0 and kept[6] == margin:
+        d0, d1, d2 = l0 - kept[1], l1 - kept[2], l2 - kept[3]
+        drift = kept[5] * np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) + abs(base_c - kept[4])
+        if drift + SEPARATION_EPS < KEEP_BAND:
+            for j in range(int(kept[0]) - 1):
+                v = int(kept[KEEP_HEAD + j])
+                dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
+                if dist < margin:
+                    for i in range(3):
+                        xi = W[s, i, 3] + W[s, i, 0] * hull_v[v, 0]
+                        xi += W[s, i, 1] * hull_v[v, 1] + W[s, i, 2] * hull_v[v, 2]
+                        CP[m, i] = xi - 0.5 * dist * nrm[i]
+                    CD[m] = dist
+                    m += 1
+            return m
+    n = 0
+    r2 = 0.0
+    reach = margin + KEEP_BAND
+    for v in range(hull_vs[h], hull_vs[h + 1]):
+        e0, e1, e2 = hull_v[v, 0] - c0, hull_v[v, 1] - c1, hull_v[v, 2] - c2
+        r2 = max(r2, e0 * e0 + e1 * e1 + e2 * e2)
+        dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
+        if dist < reach:
+            kept[KEEP_HEAD + n] = v
+            n += 1
+        if dist < margin:
+            for i in range(3):
+                xi = W[s, i, 3] + W[s, i, 0] * hull_v[v, 0]
+                xi += W[s, i, 1] * hull_v[v, 1] + W[s, i, 2] * hull_v[v, 2]
+                CP[m, i] = xi - 0.5 * dist * nrm[i]
+            CD[m] = dist
+            m += 1
+    kept[0] = n + 1.0
+    kept[1], kept[2], kept[3] = l0, l1, l2
+    kept[4] = base_c
+    kept[5] = np.sqrt(r2) * (1.0 + 1e-12)
+    kept[6] = margin
+    return m
+
+
 @njit(cache=True)
 def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val,
+    pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
     """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
     static shapes) with the planes ``n . x <= off`` and with each other, as
@@ -793,16 +863,10 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                     base = W[s, 0, 3] * nrm[0] + W[s, 1, 3] * nrm[1] + W[s, 2, 3] * nrm[2] - off
                     if base - s_radius[s] >= margin + SLACK:  # every vertex above the margin
                         continue
-                    m = 0
-                    for v in range(hull_vs[h], hull_vs[h + 1]):
-                        dist = hull_v[v, 0] * l0 + hull_v[v, 1] * l1 + hull_v[v, 2] * l2 + base
-                        if dist < margin:
-                            for i in range(3):
-                                xi = W[s, i, 3] + W[s, i, 0] * hull_v[v, 0]
-                                xi += W[s, i, 1] * hull_v[v, 1] + W[s, i, 2] * hull_v[v, 2]
-                                CP[m, i] = xi - 0.5 * dist * nrm[i]
-                            CD[m] = dist
-                            m += 1
+                    m = _hull_plane_points(
+                        W, s, h, l0, l1, l2, base, nrm, margin, hull_v, hull_vs, box_c[s],
+                        plane_keep[s, p], CP, CD,
+                    )  # fmt: skip
                     cnt = _reduce(CP, CD, m, nrm, keep)
                     for j in range(cnt):
                         for i in range(3):
@@ -924,7 +988,7 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
     pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
     t_body, t_local, t_material, plane_local, plane_material, mu_table,
-    old_pair, old_point, old_ids, start, radius2, sep_dir, sep_loc, sep_val,
+    old_pair, old_point, old_ids, start, radius2, sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
     """:func:`step_contacts`, then the columns of the step's
     :class:`~contactlab.collision.contacts.ContactSet` (bodies, shapes within their bodies
@@ -938,7 +1002,7 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-        pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val,
+        pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
     )  # fmt: skip
     nc = sa.shape[0]
     body_a = np.empty(nc, dtype=np.int64)

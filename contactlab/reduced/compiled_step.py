@@ -273,7 +273,16 @@ class CompiledContactStep:
         #: and the shapes' extents along it: a pair proven farther apart than the margin
         #: along it skips the distance computation (the same contacts)
         npair = self._near[0].size
-        self._separation = (np.zeros((npair, 3)), np.zeros((npair, 2, 3)), np.zeros((npair, 2)))
+        #: per shape and plane, the hull's vertices near the plane at a reference pose
+        #: (:func:`K._hull_plane_points`: the same contacts from fewer vertices)
+        n_planes = np.asarray(tab.plane_normal).reshape(-1, 3).shape[0]
+        most = int(np.diff(tab.hulls.vertex_start).max(initial=0))
+        self._separation = (
+            np.zeros((npair, 3)),
+            np.zeros((npair, 2, 3)),
+            np.zeros((npair, 2)),
+            np.zeros((tab.n_shapes, n_planes, K.KEEP_HEAD + most)),
+        )
         # shapes that meet the planes: dynamic, on bodies not excluded from the world
         body = np.where(tab.body < 0, nb, tab.body)
         planes = (tab.body >= 0) & ~np.isin(body * (nb + 1) + nb, excluded)
