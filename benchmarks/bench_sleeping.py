@@ -24,22 +24,21 @@ Every route runs once on an 8-cube pile first, so that no step's time holds the
 kernels' compilation. ``--routes`` runs some of the routes (comma-separated names).
 
 Run: ``python -m benchmarks.bench_sleeping [--boxes 200 --duration 3]``; writes
-``results/benchmarks/sleeping.md``. Times are thread CPU time on a shared machine: the load
-average before and after is recorded.
+``results/benchmarks/sleeping.md`` and ``sleeping.csv`` (a row per route and phase;
+``--out`` another folder, :mod:`benchmarks.harness`). Times are thread CPU time on a
+shared machine: the load average before and after is recorded.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "benchmarks" / "sleeping.md"
+from benchmarks import harness
+
 DT = 0.005
 ROUTES: dict[str, dict[str, Any]] = {
     "compiled": {},
@@ -100,11 +99,10 @@ def first_time(mask: np.ndarray) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p = harness.parser(__doc__)
     p.add_argument("--boxes", type=int, default=200)
     p.add_argument("--duration", type=float, default=3.0)
     p.add_argument("--rest-from", type=float, default=2.0)
-    p.add_argument("--out", type=Path, default=OUT)
     p.add_argument(
         "--routes",
         default=",".join(ROUTES),
@@ -119,12 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     # the cache) is not a step's time
     for name in chosen:
         run_route(8, 0.5, ROUTES[name])
-    load0 = os.getloadavg()[0]
+    load0 = harness.load_average()
     runs: dict[str, dict[str, Any]] = {}
     for name in chosen:
         runs[name] = run_route(args.boxes, args.duration, ROUTES[name])
         print(f"{name}: {runs[name]['cpu'].sum():.1f} s CPU", flush=True)
-    load1 = os.getloadavg()[0]
+    span = harness.load_span(load0)
     split = int(round(args.rest_from / DT))
     lines = [
         "# Sleeping islands",
@@ -134,23 +132,36 @@ def main(argv: list[str] | None = None) -> None:
         f"`box-pile` of {args.boxes} cubes dropped at t = 0, box friction by `pgs` (the "
         f"default), h = 5 ms, {args.duration:g} s; phases split at {args.rest_from:g} s. "
         "Each route is a `RunSpec` run by `Simulator.run`, as `contactlab run` runs it. "
-        f"Load average {load0:.2f} before, {load1:.2f} after (2 cores, shared). Times are "
+        f"{span} Times are "
         "thread CPU time per step, measured between the run's per-step callbacks.",
         "",
         "| route | step | phase | steps | median ms | mean ms | contacts posed (median) | "
         "sleeping bodies at the end | capped steps |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    rows = []
     for name, r in runs.items():
         for phase, sl in (
             (f"0–{args.rest_from:g} s", slice(0, split)),
             (f"{args.rest_from:g}–{args.duration:g} s", slice(split, None)),
         ):
             cpu = r["cpu"][sl]
+            row = {
+                "route": name,
+                "step": r["step"],
+                "phase": phase,
+                "steps": cpu.size,
+                "median_ms": 1e3 * np.median(cpu),
+                "mean_ms": 1e3 * cpu.mean(),
+                "contacts_median": int(np.median(r["contacts"][sl])),
+                "sleeping_at_end": int(r["sleeping"][sl][-1]),
+                "capped_steps": int(r["capped"][sl].sum()),
+            }
+            rows.append(row)
             lines.append(
-                f"| {name} | {r['step']} | {phase} | {cpu.size} | {1e3 * np.median(cpu):.2f} | "
-                f"{1e3 * cpu.mean():.2f} | {int(np.median(r['contacts'][sl]))} | "
-                f"{int(r['sleeping'][sl][-1])} | {int(r['capped'][sl].sum())} |"
+                f"| {name} | {r['step']} | {phase} | {cpu.size} | {row['median_ms']:.2f} | "
+                f"{row['mean_ms']:.2f} | {row['contacts_median']} | "
+                f"{row['sleeping_at_end']} | {row['capped_steps']} |"
             )
     n = len(next(iter(runs.values()))["cpu"])
     marks = [k for k in range(int(round(0.5 / DT)) - 1, n, int(round(0.5 / DT)))]
@@ -211,11 +222,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.duration:g}"
         + ("" if len(runs) == len(ROUTES) else f" --routes '{','.join(runs)}'")
         + "`.",
-        "",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print("\n".join(lines))
+    harness.write(args.out, "sleeping", pd.DataFrame(rows), lines)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab.contact.rows import _contact_block, _contact_directions
+from contactlab.maximal._island_rows import island_rows
 from contactlab.maximal.assembly import _midpoint_free_momentum
 from contactlab.models.delassus import carried_impulses, friction_vectors
 from contactlab.se3 import _SMALL_ANGLE
@@ -979,50 +980,21 @@ def _solve_islands(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z,
     worst = 0.0
     work = 0.0
     slot = np.full(nb, -1, dtype=np.int64)
-    bodies = np.empty(nb, dtype=np.int64)
     for k in range(count):
         c0, c1 = off[k], off[k + 1]
         m = c1 - c0
-        # the island's bodies, numbered in order of appearance
-        nbk = 0
-        for j in range(c0, c1):
-            i = members[j]
-            for g in (a[i], b[i]):
-                if g >= 0 and slot[g] < 0:
-                    slot[g] = nbk
-                    bodies[nbk] = g
-                    nbk += 1
-        nk = 6 * nbk
-        fk = np.empty(nk)
-        dk = np.empty(nk)
-        for q in range(nbk):
-            for d in range(6):
-                fk[6 * q + d] = f[6 * bodies[q] + d]
-                dk[6 * q + d] = dinv[6 * bodies[q] + d]
-        m3 = 3 * m
-        Jk = np.empty((m3, 12))
-        DJk = np.empty((m3, 12))
-        Ak = np.empty((m, 9))
-        rk = np.empty(m3)
-        gk = np.empty(m3)
-        uk = np.empty(m3)
-        zk = np.empty(m3)
-        cak = np.empty(m3, dtype=np.int64)
-        cbk = np.empty(m3, dtype=np.int64)
+        Jk, DJk, Ak, rk, _, zk, fk, dk, cak, cbk = island_rows(
+            members[c0:c1], a, b, J, DJ, A, rhs, mu3[1::3], z, f, dinv, slot
+        )
+        nk = fk.shape[0]
+        gk = np.empty(3 * m)
+        uk = np.empty(3 * m)
         unk = np.empty(m, dtype=np.bool_)
         for j in range(m):
             i = members[c0 + j]
             unk[j] = unit[i]
-            for e in range(9):
-                Ak[j, e] = A[i, e]
             for d in range(3):
-                r, s = 3 * i + d, 3 * j + d
-                for e in range(12):
-                    Jk[s, e] = J[r, e]
-                    DJk[s, e] = DJ[r, e]
-                rk[s], gk[s], uk[s], zk[s] = rhs[r], diag[r], mu3[r], z[r]
-                cak[s] = 6 * slot[a[i]]
-                cbk[s] = 6 * slot[b[i]] if b[i] >= 0 else nk
+                gk[3 * j + d], uk[3 * j + d] = diag[3 * i + d], mu3[3 * i + d]
         vk = np.empty(nk + 6)
         _velocity(Jk, cak, cbk, fk, dk, zk, vk)
         st, sw, res = _solve(
@@ -1033,8 +1005,6 @@ def _solve_islands(J, DJ, A, ca, cb, rhs, diag, mu3, unit, up, a, b, f, dinv, z,
             i = members[c0 + j]
             for d in range(3):
                 z[3 * i + d] = zk[3 * j + d]
-        for q in range(nbk):
-            slot[bodies[q]] = -1
         if st == NUMERICAL_ERROR or not np.isfinite(res):
             status = NUMERICAL_ERROR
             worst = np.nan

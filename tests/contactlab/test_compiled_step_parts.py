@@ -15,31 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.reduced import _step_kernels as K
-from contactlab.simulator import Simulator
 
-
-def _robots_installed() -> bool:
-    from scenarios.robots import ROBOTS
-
-    return ROBOTS is not None
-
-
-robots = pytest.mark.skipif(not _robots_installed(), reason="example-robot-data not installed")
-
-
-def _sim(name: str) -> Simulator:
-    from contactlab.scenario import get_scenario
-
-    sim = Simulator(get_scenario(name).build(), "reduced", "box-friction", "pgs")
-    assert sim.compiled is not None
-    return sim
-
-
-def _shape_data(cs: Any) -> tuple:
-    (_, kind, _, size, hull, radius, _, hv, hvs, _, _, _, _, hns, hnb, *_rest) = cs._shape_args
-    return kind, size, hull, radius, hv, hvs, hns, hnb
+try:
+    from compiled_shapes import reduced_step, robots, shape_data, shape_distance, turned
+except ImportError:  # tests/contactlab imported as a package
+    from .compiled_shapes import reduced_step, robots, shape_data, shape_distance, turned
 
 
 @robots
@@ -52,7 +33,7 @@ def test_mass_matrix_is_the_composite_rigid_body_algorithms(name: str) -> None:
     from contactlab.reduced.kinematics import forward_kinematics
     from contactlab.reduced.model import Model
 
-    sim = _sim(name)
+    sim = reduced_step(name)
     cs: Any = sim.compiled
     tree = sim.formulation.tree  # type: ignore[attr-defined]
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0 = cs._tree
@@ -78,17 +59,6 @@ def test_mass_matrix_is_the_composite_rigid_body_algorithms(name: str) -> None:
         np.testing.assert_allclose(ours, general, rtol=0, atol=1e-12 * scale)
 
 
-def _turned(rng: np.random.Generator, W: np.ndarray, angle: float) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    out = W.copy()
-    for s in range(W.shape[0]):
-        turn = Rotation.from_rotvec(rng.uniform(-angle, angle, size=3)).as_matrix()
-        out[s, :3, :3] = turn @ W[s, :3, :3]
-        out[s, :3, 3] += rng.uniform(-angle, angle, size=3)
-    return out
-
-
 @robots
 @pytest.mark.parametrize("angle", [0.01, 0.1, 0.3])
 def test_measured_separations_hold(angle: float) -> None:
@@ -98,35 +68,22 @@ def test_measured_separations_hold(angle: float) -> None:
     ``gap``; it declares every pair the bounded pre-test declares, and more once the shapes
     have turned by 0.1 rad; the extents
     it keeps are the shapes' largest values along the direction (:func:`_extent`)."""
-    sim = _sim("humanoid-topple")
-    kind, size, hull, radius, hv, hvs, hns, hnb = _shape_data(sim.compiled)
+    sim = reduced_step("humanoid-topple")
+    kind, size, hull, radius, hv, hvs, hns, hnb = shape_data(sim.compiled)
     rng = np.random.default_rng(5)
     ns = kind.size
     bounded = measured = 0
 
-    def distance(W: np.ndarray, a: int, b: int) -> tuple[bool, float, np.ndarray]:
-        H = [
-            (hv[hvs[hull[s]] : hvs[hull[s] + 1]], hns[hvs[hull[s]] : hvs[hull[s] + 1] + 1], hnb)
-            if kind[s] == K.MESH
-            else no_hull()
-            for s in (a, b)
-        ]
-        cores = sum(size[s, 0] if kind[s] in (K.SPHERE, K.CAPSULE) else 0.0 for s in (a, b))
-        found, d, v, _, _ = signed_distance_v(
-            kind[a], W[a, :3, :3].copy(), W[a, :3, 3].copy(), size[a], H[0],
-            kind[b], W[b, :3, :3].copy(), W[b, :3, 3].copy(), size[b], H[1], np.inf,
-        )  # fmt: skip
-        return found, d - cores, v
-
+    distance = shape_distance(sim.compiled)
     for _ in range(300):
         a, b = (int(x) for x in rng.choice(ns, size=2, replace=False))
         W = np.tile(np.eye(4), (ns, 1, 1))
-        W[:, :3, :3] = _turned(rng, W, np.pi)[:, :3, :3]
+        W[:, :3, :3] = turned(rng, W, np.pi)[:, :3, :3]
         W[:, :3, 3] = rng.normal(size=(ns, 3)) * 0.3
         _, _, v = distance(W, a, b)
         sep = (np.zeros((1, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2)))
         K._keep_direction(W, a, b, kind, size, hull, hv, hvs, v, *sep, 0)
-        W1 = _turned(rng, W, angle)
+        W1 = turned(rng, W, angle)
         found, d, _ = distance(W1, a, b)
         for gap in (0.0, 0.005, 0.05):
             kept = tuple(x.copy() for x in sep)

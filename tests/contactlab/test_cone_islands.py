@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_pile_islands import piles  # the two far-apart 6-box piles
 
 from contactlab.models.fc_route import local_step
 from contactlab.scenario import get_scenario
@@ -63,8 +62,8 @@ def trajectory(scene: Scene, model: str, opts: dict[str, Any], solver: str) -> t
 
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize(("model", "opts", "law"), LAWS)
-def test_two_far_apart_piles_step_as_they_do_alone(model, opts, law, solver) -> None:  # noqa: ANN001
-    a, b, both = piles()
+def test_two_far_apart_piles_step_as_they_do_alone(model, opts, law, solver, far_piles) -> None:  # noqa: ANN001
+    a, b, both = far_piles()  # the two far-apart 6-box piles (conftest)
     ta, _ = trajectory(a, model, opts, solver)
     tb, _ = trajectory(b, model, opts, solver)
     tab, most = trajectory(both, model, opts, solver)

@@ -25,7 +25,7 @@ Facts:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,25 +40,10 @@ from contactlab.scenario import get_scenario
 from contactlab.scene import Scene
 from contactlab.simulator import Simulator
 
+FarPiles = Callable[..., tuple[Scene, Scene, Scene]]  # conftest.far_apart_piles
+
 pytest.importorskip("numba")
 STEPS = 100
-
-
-def piles() -> tuple[Scene, Scene, Scene]:
-    """Pile A (6 boxes), pile B (6 boxes, 10 m along x) and both in one scene."""
-    a = get_scenario("box-pile").build(n=6, seed=1)
-    b0 = get_scenario("box-pile").build(n=6, seed=2)
-    assert a.initial_E is not None and b0.initial_E is not None
-    Eb = b0.initial_E.copy()
-    Eb[:, 0, 3] += 10.0
-    b = replace(b0, bodies=tuple(replace(x, name=f"b-{x.name}") for x in b0.bodies), initial_E=Eb)
-    both = replace(
-        a,
-        bodies=a.bodies + b.bodies,
-        initial_E=np.concatenate([a.initial_E, Eb]),
-        initial_phi=np.zeros((12, 6)),
-    )
-    return a, b, both
 
 
 def trajectory(scene: Scene, islands: bool, option: bool = False) -> tuple[np.ndarray, int]:
@@ -78,8 +63,8 @@ def trajectory(scene: Scene, islands: bool, option: bool = False) -> tuple[np.nd
     return np.array(out), most
 
 
-def test_two_far_apart_piles_step_as_they_do_alone() -> None:
-    a, b, both = piles()
+def test_two_far_apart_piles_step_as_they_do_alone(far_piles: FarPiles) -> None:
+    a, b, both = far_piles()
     (ta, _), (tb, _) = trajectory(a, True), trajectory(b, True)
     tab, most = trajectory(both, True, option=True)
     assert np.max(np.abs(ta[-1, :, :3, 3] - ta[0, :, :3, 3])) > 0.2  # the boxes fell and landed

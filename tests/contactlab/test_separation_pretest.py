@@ -14,37 +14,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contactlab.collision.convex import no_hull, signed_distance_v
 from contactlab.reduced import _step_kernels as K
-from contactlab.simulator import Simulator
 
-
-def _robots_installed() -> bool:
-    from scenarios.robots import ROBOTS
-
-    return ROBOTS is not None
-
-
-robots = pytest.mark.skipif(not _robots_installed(), reason="example-robot-data not installed")
+try:
+    from compiled_shapes import reduced_step, robots, shape_data, shape_distance, turned
+except ImportError:  # tests/contactlab imported as a package
+    from .compiled_shapes import reduced_step, robots, shape_data, shape_distance, turned
 
 
 def _rotation(rng: np.random.Generator) -> np.ndarray:
     q, r = np.linalg.qr(rng.normal(size=(3, 3)))
     q = q * np.sign(np.diag(r))
     return q if np.linalg.det(q) > 0 else -q
-
-
-def _humanoid_step() -> Simulator:
-    from contactlab.scenario import get_scenario
-
-    sim = Simulator(get_scenario("humanoid-topple").build(), "reduced", "box-friction", "pgs")
-    assert sim.compiled is not None
-    return sim
-
-
-def _shape_data(cs: Any) -> tuple:
-    (_, kind, _, size, hull, _, _, hv, hvs, _, _, _, _, hns, hnb, *_rest) = cs._shape_args  # type: ignore[attr-defined]
-    return kind, size, hull, hv, hvs, hns, hnb
 
 
 def _poses(rng: np.random.Generator, ns: int, spread: float) -> np.ndarray:
@@ -55,26 +36,14 @@ def _poses(rng: np.random.Generator, ns: int, spread: float) -> np.ndarray:
     return W
 
 
-def _turned(rng: np.random.Generator, W: np.ndarray, angle: float) -> np.ndarray:
-    """``W`` with each shape turned by up to ``angle`` and moved by up to ``angle`` m."""
-    from scipy.spatial.transform import Rotation
-
-    out = W.copy()
-    for s in range(W.shape[0]):
-        turn = Rotation.from_rotvec(rng.uniform(-angle, angle, size=3)).as_matrix()
-        out[s, :3, :3] = turn @ W[s, :3, :3]
-        out[s, :3, 3] += rng.uniform(-angle, angle, size=3)
-    return out
-
-
 @robots
 def test_extents_are_the_shapes_extremes() -> None:
     """A hull's extents along a direction are the largest and smallest ``u . (x - o)``
     over its vertices (to rounding, 1e-12 m on shapes of a metre's scale); a sphere's and a
     cylinder's are their closed forms, never exceeded by dense samples of their surfaces
     and reached by them to 1e-6 m (the samples' spacing)."""
-    sim = _humanoid_step()
-    kind, size, hull, hv, hvs, hns, hnb = _shape_data(sim.compiled)
+    sim = reduced_step("humanoid-topple")
+    kind, size, hull, _, hv, hvs, _, _ = shape_data(sim.compiled)
     rng = np.random.default_rng(3)
     ns = kind.size
     t = np.linspace(0, 2 * np.pi, 20001)
@@ -106,34 +75,20 @@ def test_declared_separations_hold(angle: float) -> None:
     step keeps it), then the shapes turned and moved by up to ``angle`` (rad, m): whenever
     the pre-test declares them more than ``gap`` apart, their GJK distance (surfaces,
     radii included) exceeds ``gap``.  Most far pairs are declared apart."""
-    sim = _humanoid_step()
-    kind, size, hull, hv, hvs, hns, hnb = _shape_data(sim.compiled)
-    radius = sim.compiled._shape_args[5]  # type: ignore[union-attr]
+    sim = reduced_step("humanoid-topple")
+    kind, size, hull, radius, hv, hvs, hns, hnb = shape_data(sim.compiled)
     rng = np.random.default_rng(5)
     ns = kind.size
     declared = 0
     sep = (np.zeros((1, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2)))
 
-    def distance(W: np.ndarray, a: int, b: int) -> tuple[bool, float, np.ndarray]:
-        H = [
-            (hv[hvs[hull[s]] : hvs[hull[s] + 1]], hns[hvs[hull[s]] : hvs[hull[s] + 1] + 1], hnb)
-            if kind[s] == K.MESH
-            else no_hull()
-            for s in (a, b)
-        ]
-        cores = sum(size[s, 0] if kind[s] in (K.SPHERE, K.CAPSULE) else 0.0 for s in (a, b))
-        found, d, v, _, _ = signed_distance_v(
-            kind[a], W[a, :3, :3].copy(), W[a, :3, 3].copy(), size[a], H[0],
-            kind[b], W[b, :3, :3].copy(), W[b, :3, 3].copy(), size[b], H[1], np.inf,
-        )  # fmt: skip
-        return found, d - cores, v
-
+    distance = shape_distance(sim.compiled)
     for _ in range(300):
         a, b = (int(x) for x in rng.choice(ns, size=2, replace=False))
         W = _poses(rng, ns, 0.3)
         _, _, v = distance(W, a, b)
         K._keep_direction(W, a, b, kind, size, hull, hv, hvs, v, *sep, 0)
-        W1 = _turned(rng, W, angle)
+        W1 = turned(rng, W, angle)
         found, d, _ = distance(W1, a, b)
         for gap in (0.0, 0.005, 0.05):
             if K._separated(W1, a, b, kind, size, hull, radius, hv, hvs, *sep, 0, gap):
@@ -147,7 +102,7 @@ def test_kept_directions_leave_the_contacts_unchanged() -> None:
     """Along 150 steps of the humanoid's fall, the contacts found with the directions kept
     from the previous steps are those found with none kept (every pair measured): the
     pre-test only drops pairs that have no contact."""
-    sim = _humanoid_step()
+    sim = reduced_step("humanoid-topple")
     cs: Any = sim.compiled
     state = sim.initial_state()
     skipped = 0

@@ -17,6 +17,7 @@ Facts:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +28,8 @@ from contactlab.maximal.sleeping import Sleep
 from contactlab.scenario import get_scenario
 from contactlab.scene import Scene
 from contactlab.simulator import Simulator
+
+FarPiles = Callable[..., tuple[Scene, Scene, Scene]]  # conftest.far_apart_piles
 
 pytest.importorskip("numba")
 
@@ -74,18 +77,8 @@ def test_a_sleeping_island_is_held_where_it_fell_asleep() -> None:
     assert np.abs(awake[-1, :, :3, 3] - held[-1, :, :3, 3]).max() < 1e-4
 
 
-def test_a_sleeping_island_leaves_the_others_alone() -> None:
-    a = get_scenario("box-pile").build(n=3, seed=1)
-    b0 = get_scenario("box-pile").build(n=3, seed=2)
-    Eb = b0.initial_E.copy()
-    Eb[:, 0, 3] += 10.0
-    Eb[:, 2, 3] += 8.0  # pile B lands after pile A sleeps
-    both = replace(
-        a,
-        bodies=a.bodies + tuple(replace(x, name=f"b-{x.name}") for x in b0.bodies),
-        initial_E=np.concatenate([a.initial_E, Eb]),
-        initial_phi=np.zeros((6, 6)),
-    )
+def test_a_sleeping_island_leaves_the_others_alone(far_piles: FarPiles) -> None:
+    _, _, both = far_piles(3, lift=8.0)  # pile B lands after pile A sleeps
     options = {"islands": True}
     awake, _ = run(both, 330, False, "coulomb", "nsgs", options)
     held, sleeps = run(both, 330, True, "coulomb", "nsgs", options)

@@ -11,37 +11,22 @@ and 8 cm after 150 steps).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from contactlab.errors import ConfigurationError
-from contactlab.scenario import get_scenario
 from contactlab.scene import Scene
 from contactlab.simulator import Simulator
 from solvers import FrictionalContact
 from solvers.islands import island_labels, split
 
+FarPiles = Callable[..., tuple[Scene, Scene, Scene]]  # conftest.far_apart_piles
+
 pytest.importorskip("numba")
 STEPS = 100
-
-
-def piles() -> tuple[Scene, Scene, Scene]:
-    """Pile A (6 boxes), pile B (6 boxes, 10 m along x) and both in one scene."""
-    a = get_scenario("box-pile").build(n=6, seed=1)
-    b0 = get_scenario("box-pile").build(n=6, seed=2)
-    Eb = b0.initial_E.copy()
-    Eb[:, 0, 3] += 10.0
-    b = replace(b0, bodies=tuple(replace(x, name=f"b-{x.name}") for x in b0.bodies), initial_E=Eb)
-    both = replace(
-        a,
-        bodies=a.bodies + b.bodies,
-        initial_E=np.concatenate([a.initial_E, Eb]),
-        initial_phi=np.zeros((12, 6)),
-    )
-    return a, b, both
 
 
 def trajectory(scene: Scene, solver: str, islands: bool) -> np.ndarray:
@@ -55,8 +40,8 @@ def trajectory(scene: Scene, solver: str, islands: bool) -> np.ndarray:
 
 
 @pytest.mark.parametrize("solver", ["nsgs", "padmm"])
-def test_two_far_apart_piles_step_as_they_do_alone(solver: str) -> None:
-    a, b, both = piles()
+def test_two_far_apart_piles_step_as_they_do_alone(solver: str, far_piles: FarPiles) -> None:
+    a, b, both = far_piles()
     ta, tb, tab = (trajectory(s, solver, True) for s in (a, b, both))
     assert np.max(np.abs(ta[-1, :, :3, 3] - ta[0, :, :3, 3])) > 0.2  # the boxes fell and landed
     assert np.max(np.abs(tab[:, :6] - ta)) <= 1e-12
@@ -90,7 +75,7 @@ def test_labels_are_the_connected_components() -> None:
         assert list(parts[1][1].row_lo) == [-np.inf]
 
 
-def test_the_option_must_be_a_bool() -> None:
-    a, _, _ = piles()
+def test_the_option_must_be_a_bool(far_piles: FarPiles) -> None:
+    a, _, _ = far_piles()
     with pytest.raises(ConfigurationError, match="islands"):
         Simulator(a, "maximal", "coulomb", "nsgs", model_options={"islands": "yes"})
