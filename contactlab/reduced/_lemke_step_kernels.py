@@ -25,13 +25,10 @@ transforms and twists and the step's measurements.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from contactlab.contact.rows import _tangent_basis
-from contactlab.models.delassus import friction_vectors
-from contactlab.reduced._cone_step_kernels import _measures
+from contactlab.reduced._cone_step_kernels import step_end
 from contactlab.reduced._step_kernels import (
     _contact_rows,
     _dof_parents,
@@ -39,8 +36,6 @@ from contactlab.reduced._step_kernels import (
     _ltl,
     _ltl_solve,
     _system,
-    _tree_kinematics,
-    advance,
 )
 from solvers.jit import njit
 from solvers.numerics import lemke_kernel as LK
@@ -137,7 +132,6 @@ def lemke_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     summed into the tangent basis), the friction impulses as world vectors, ``info``
     (entries ``I_*``) and the LCP's solution ``[lambda_N; beta; lambda_L; s]``.
     """
-    n = kind.shape[0]
     nq = q.shape[0]
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
@@ -220,56 +214,11 @@ def lemke_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             z[nc + 2 * i + 1] += bj * dirs[j, 1]
     for j in range(ml):
         z[3 * nc + j] = x[nc * (1 + k) + j]
-    q_new, v_new = advance(kind, q, v, h)
-    E1, _, _, _, V1 = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new)
-    kinetic, grav, mom = _measures(E1, V1, inertia, gravity)
-    finite = True
-    for i in range(n):
-        E_s[body_of_node[i]] = E1[i]
-        phi_s[body_of_node[i]] = V1[i]
-        for r in range(6):
-            finite = finite and np.isfinite(V1[i, r])
-        for r in range(3):
-            for c in range(4):
-                finite = finite and np.isfinite(E1[i, r, c])
-    spring = 0.0
-    for a in range(nq):
-        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
-        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
-        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
-    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
-    for r in range(6):
-        info[I_MOMENTUM + r] = mom[r]
-    info[I_FINITE] = 1.0 if finite else 0.0
-    # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
-    pen = 0.0
-    for i in range(nc):
-        pen = max(pen, -dist[i])
-        gap = -b[i]
-        s0 = 0.0
-        s1 = 0.0
-        for a in range(nq):
-            gap += C[i, a] * v[a]
-            s0 += C[nc + 2 * i, a] * v[a]
-            s1 += C[nc + 2 * i + 1, a] * v[a]
-        zn = z[i]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
-        l0, l1 = z[nc + 2 * i], z[nc + 2 * i + 1]
-        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[i] * zn)
-        speed = math.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[i] * zn) * s0 / speed
-            i1 = -(mu[i] * zn) * s1 / speed
-            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    worst = 0.0
-    for j in range(ml):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
-    friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
+    q_new, v_new, friction = step_end(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, v, h, inertia, gravity,
+        body_of_node, E_s, phi_s, armature, stiffness, rest, dist, b, C, z, mu,
+        slip_threshold, lim_sign, lim_dof, lim_bound, t1, t2, info,
+    )  # fmt: skip
     return q_new, v_new, v, E_s, phi_s, z, friction, info, x
 
 
