@@ -94,6 +94,32 @@ def _problem(seed: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _assert_solves_general_lcp(record: Any, tol: float) -> None:
+    """The step's impulses meet ``z_n >= 0``, ``|z_t| <= mu z_n`` and the natural map of the
+    general path's LCP (``W``, ``q`` from ``BoxFriction``'s own rows, sparse) within
+    ``tol``, up to the summation order of ``W z``."""
+    problem, solution = record.problem, record.solution
+    nc = record.metrics["n_contacts"]
+    rows = box_rows(problem)
+    minv = MassInverse(problem.M)
+    W = minv.delassus(rows.C)
+    q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
+    assert record.contacts is not None
+    mu = np.asarray(record.contacts.mu, dtype=float)
+    zn, zt = solution.lambda_N, solution.lambda_T
+    assert zn.min() >= 0.0
+    bound = np.repeat(mu * zn, 2)
+    assert np.all(np.abs(zt) <= bound * (1.0 + 1e-15))
+    z = np.concatenate([zn, zt])
+    w = W @ z + q
+    natural = max(
+        np.abs(zn - np.maximum(zn - w[:nc], 0.0)).max(),
+        np.abs(zt - np.clip(zt - w[nc:], -bound, bound)).max(),
+    )
+    # the kernel's residual and this one sum W z in different orders
+    assert natural <= tol + 1e-12 * abs(W).max() * np.abs(z).sum()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_dense_finish_solves_box_friction_with_redundant_contacts(seed: int) -> None:
     p = _problem(seed)
@@ -125,26 +151,8 @@ def test_every_landing_step_of_a_50_cube_drop_is_solved_island_by_island() -> No
         nc = record.metrics["n_contacts"]
         if nc == 0:
             continue
-        assert record.metrics["status"] == "optimal"
-        problem, solution = record.problem, record.solution
-        rows = box_rows(problem)
-        minv = MassInverse(problem.M)
-        W = minv.delassus(rows.C).toarray()
-        q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
-        assert record.contacts is not None
-        mu = np.asarray(record.contacts.mu, dtype=float)
-        zn, zt = solution.lambda_N, solution.lambda_T
-        assert zn.min() >= 0.0
-        assert np.all(np.abs(zt) <= np.repeat(mu * zn, 2) * (1.0 + 1e-15))
-        z = np.concatenate([zn, zt])
-        w = W @ z + q
-        bound = np.repeat(mu * zn, 2)
-        natural = max(
-            np.abs(zn - np.maximum(zn - w[:nc], 0.0)).max(),
-            np.abs(zt - np.clip(zt - w[nc:], -bound, bound)).max(),
-        )
-        # the kernel's residual and this one sum W z in different orders
-        assert natural <= tol + 1e-12 * np.abs(W).max() * np.abs(z).sum()
+        assert record.metrics["status"] == "optimal", i
+        _assert_solves_general_lcp(record, tol)
         checked += 1
     assert checked >= 30
 
@@ -232,24 +240,7 @@ def test_every_step_of_a_200_cube_100_step_drop_is_solved() -> None:
         if nc == 0:
             continue
         assert record.metrics["status"] == "optimal", i
-        problem, solution = record.problem, record.solution
-        rows = box_rows(problem)
-        minv = MassInverse(problem.M)
-        W = minv.delassus(rows.C)
-        q = np.asarray(rows.C @ minv.vec(problem.f)) - rows.b
-        assert record.contacts is not None
-        mu = np.asarray(record.contacts.mu, dtype=float)
-        zn, zt = solution.lambda_N, solution.lambda_T
-        assert zn.min() >= 0.0
-        bound = np.repeat(mu * zn, 2)
-        assert np.all(np.abs(zt) <= bound * (1.0 + 1e-15))
-        z = np.concatenate([zn, zt])
-        w = W @ z + q
-        natural = max(
-            np.abs(zn - np.maximum(zn - w[:nc], 0.0)).max(),
-            np.abs(zt - np.clip(zt - w[nc:], -bound, bound)).max(),
-        )
-        assert natural <= tol + 1e-12 * abs(W).max() * np.abs(z).sum()
+        _assert_solves_general_lcp(record, tol)
         checked += 1
     assert checked >= 75  # 81 steps with contacts measured
 
