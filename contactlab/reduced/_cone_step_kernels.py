@@ -215,6 +215,71 @@ def step_end(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def step_system(  # noqa: ANN201, PLR0913
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+):  # fmt: skip
+    """The box step's prologue (:func:`contactlab.reduced._step_kernels.contact_step`'s
+    functions) without kept kinematics, so computed at ``(q, qdot)``: the kinematics ``E``,
+    ``J``, the tree factor ``M = L^T L`` (``lam`` the parents of the degrees of freedom) of
+    ``M = M_r + h D - h^2 K`` and the free velocity ``u_free = M^-1 f``.  Returns ``(ok, E,
+    J, L, lam, u_free)``; ``ok`` is ``False`` when ``M`` is not positive definite (then
+    ``u_free`` is ``f``)."""
+    none = (
+        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
+        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
+    )  # fmt: skip
+    E, J, M, f = _system(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+    )  # fmt: skip
+    lam = _dof_parents(parent, ndof, dof0, q.shape[0])
+    L = M.copy()
+    ok = _ltl(L, lam)
+    u_free = f.copy()
+    if ok:
+        _ltl_solve(L, lam, u_free)
+    return ok, E, J, L, lam, u_free
+
+
+@njit(cache=True)
+def step_rows(  # noqa: ANN201, PLR0913
+    E, J, L, lam, support, n_support, q, h, node_of_body, body_a, body_b, point, normal,
+    dist, beta, max_corr, lim_dof, lim_sign, lim_bound,
+):  # fmt: skip
+    """The contacts' tangent basis ``(t1, t2)``, the rows ``C = [N; T; L]`` and their
+    right-hand side ``b`` (``_contact_rows``) and ``Kt = M^-1 C^T`` (``_inverse_rows``),
+    after :func:`step_system`; contacts on bodies ``body_a``, ``body_b`` (``-1``: the
+    world), mapped to tree nodes by ``node_of_body``."""
+    nc = dist.shape[0]
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    t1, t2 = _tangent_basis(normal)
+    C, b = _contact_rows(
+        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
+        lim_dof, lim_sign, lim_bound, t1, t2,
+    )  # fmt: skip
+    Kt, _ = _inverse_rows(L, lam, C)
+    return t1, t2, C, b, Kt
+
+
+@njit(cache=True)
+def step_velocity(u_free, K, z):  # noqa: ANN001, ANN201
+    """The step's velocity ``v = M^-1 (f + C^T z) = u_free + K z`` with ``K = M^-1 C^T``
+    (nq, r) and the impulses ``z`` on the ``r`` rows (entries beyond ``r`` not used)."""
+    v = u_free.copy()
+    for a in range(u_free.shape[0]):
+        acc = 0.0
+        for r in range(K.shape[1]):
+            acc += K[a, r] * z[r]
+        v[a] += acc
+    return v
+
+
+@njit(cache=True)
 def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
     stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
@@ -235,7 +300,6 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     twists in scene order, the impulses ``z`` on the rows ``[N; T; L]``, the friction
     impulses as world vectors and ``info`` (entries ``I_*``).
     """
-    nq = q.shape[0]
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     m = 3 * nc + ml
@@ -245,34 +309,17 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     phi_s = np.zeros((nb, 6))
     z = np.zeros(m)
     friction = np.zeros((nc, 3))
-    node_a = np.empty(nc, dtype=np.int64)
-    node_b = np.empty(nc, dtype=np.int64)
-    for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
-        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
-    # the box step's prologue (contactlab.reduced._step_kernels.contact_step): no kept
-    # kinematics, so they are computed at (q, qdot)
-    none = (
-        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
-        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
-    )  # fmt: skip
-    E, J, M, f = _system(
+    ok, E, J, L, lam, u_free = step_system(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     )  # fmt: skip
-    lam = _dof_parents(parent, ndof, dof0, nq)
-    L = M.copy()
-    if not _ltl(L, lam):
+    if not ok:
         info[I_STATUS] = NOT_SPD
         return q, qdot, qdot, E_s, phi_s, z, friction, info
-    u_free = f.copy()
-    _ltl_solve(L, lam, u_free)
-    t1, t2 = _tangent_basis(normal)
-    C, b = _contact_rows(
-        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
-        lim_dof, lim_sign, lim_bound, t1, t2,
+    t1, t2, C, b, Kt = step_rows(
+        E, J, L, lam, support, n_support, q, h, node_of_body, body_a, body_b, point, normal,
+        dist, beta, max_corr, lim_dof, lim_sign, lim_bound,
     )  # fmt: skip
-    Kt, _ = _inverse_rows(L, lam, C)
     # the local order: per contact (lowest first) its normal and tangent rows, then limits
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)
@@ -317,13 +364,7 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         status = STALLED
     for i in range(m):
         z[order[i]] = r_loc[i]
-    # v = M^-1 (f + C^T z)
-    v = u_free.copy()
-    for a in range(nq):
-        acc = 0.0
-        for r in range(m):
-            acc += Kt[a, r] * z[r]
-        v[a] += acc
+    v = step_velocity(u_free, Kt, z)
     info[I_STATUS] = status
     info[I_SWEEPS] = iterations
     info[I_PRIMAL] = residual
@@ -349,4 +390,7 @@ __all__ = [
     "OPTIMAL",
     "STALLED",
     "cone_full_step",
+    "step_rows",
+    "step_system",
+    "step_velocity",
 ]
