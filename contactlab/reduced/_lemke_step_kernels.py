@@ -28,7 +28,13 @@ from __future__ import annotations
 import numpy as np
 
 from contactlab.maximal._lemke_kernels import lcp_residuals, solve_step_lcp
-from contactlab.reduced._cone_step_kernels import step_end, step_rows, step_system, step_velocity
+from contactlab.reduced._cone_step_kernels import (
+    delassus_rows,
+    step_end,
+    step_rows,
+    step_system,
+    step_velocity,
+)
 from solvers.jit import njit
 from solvers.numerics import lemke_kernel as LK
 
@@ -85,18 +91,7 @@ def pyramid_lcp(C, Kt, b, u_free, mu, dirs, nc, ml):  # noqa: ANN001, ANN201, PL
         bp[p] = b[3 * nc + j]
     A = np.zeros((m, m))
     q = np.zeros(m)
-    for p in range(mr):
-        s = -bp[p]
-        for a in range(nq):
-            c = Cp[p, a]
-            if c == 0.0:
-                continue
-            s += c * u_free[a]
-            for r in range(p, mr):
-                A[p, r] += c * Kp[a, r]
-        q[p] = s
-        for r in range(p + 1, mr):
-            A[r, p] = A[p, r]
+    delassus_rows(Cp, Kp, bp, u_free, np.arange(mr), A, q)
     for i in range(nc):
         # the coupling of the slack: w_D += E s, w_s = mu lambda_N - E^T beta
         for j in range(k):
