@@ -134,6 +134,41 @@ def lcp_matrix(J, DJ, a, b, rhs, mu, dirs, f, dinv):  # noqa: ANN001, ANN201, PL
 
 
 @njit(cache=True)
+def solve_step_lcp(A, q, zero_rtol, pivot_tol, max_iter, restarts, x, info, at):  # noqa: ANN001, ANN201, PLR0913
+    """Lemke's method (:func:`~solvers.numerics.lemke_kernel.lemke_lcp`) on a step's LCP
+    ``(A, q)`` (dense (m, m)), its solution into ``x``; ``max_iter`` the pivot cap of each
+    walk (``< 0``: ``50 m``).  Writes the LCP's size into ``info[at]``, its ``max |q|``
+    into ``info[at + 1]`` and Lemke's ``info`` from ``info[at + 2]``; returns the status."""
+    m = q.shape[0]
+    cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
+    lk = np.empty(LK.N_INFO)
+    LK.lemke_lcp(A, q, zero_rtol, pivot_tol, cap, restarts, x, lk)
+    info[at] = m
+    for p in range(m):
+        info[at + 1] = max(info[at + 1], abs(q[p]))
+    info[at + 2 : at + 2 + LK.N_INFO] = lk
+    return int(lk[LK.I_STATUS])
+
+
+@njit(cache=True)
+def lcp_residuals(A, q, x):  # noqa: ANN001, ANN201
+    """The LCP's residuals as the solver layer measures them
+    (:func:`solvers.residuals.lcp_residuals`, bounds ``[0, inf)``) at ``x``: primal, dual,
+    complementarity and the natural map's."""
+    m = q.shape[0]
+    primal = dual = comp = 0.0
+    for p in range(m):
+        w = q[p]
+        for r in range(m):
+            w += A[p, r] * x[r]
+        primal = max(primal, -x[p])
+        wp, wm = max(w, 0.0), max(-w, 0.0)
+        dual = max(dual, wm)
+        comp = max(comp, min(abs(x[p]), wp), wm)
+    return primal, dual, comp, LK.natural_residual(A, q, x) if m else 0.0
+
+
+@njit(cache=True)
 def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
     mdiag, E, phi, gravity, h, iterations,
     a, b, point, normal, dist, mu, beta, max_corr, dirs,
@@ -166,17 +201,10 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
     for i in range(nc):
         rhs[i] = normal_rhs(dist[i], h, beta, max_corr)
     Ml, q = lcp_matrix(J, DJ, a, b, rhs, mu, dirs, f, dinv)
-    cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
     x = np.empty(m)
-    lk = np.empty(LK.N_INFO)
-    LK.lemke_lcp(Ml, q, zero_rtol, pivot_tol, cap, restarts, x, lk)
-    info[I_SIZE] = m
-    for p in range(m):
-        info[I_QSCALE] = max(info[I_QSCALE], abs(q[p]))
-    info[I_LEMKE : I_LEMKE + LK.N_INFO] = lk
-    status = int(lk[LK.I_STATUS])
+    status = solve_step_lcp(Ml, q, zero_rtol, pivot_tol, max_iter, restarts, x, info, I_SIZE)
     info[I_STATUS] = status
-    info[I_SWEEPS] = lk[LK.I_PIVOTS]
+    info[I_SWEEPS] = info[I_LEMKE + LK.I_PIVOTS]
     if status == RAY:
         return phi.copy(), E.copy(), np.zeros(3 * nc), np.zeros((nc, 3)), info, x
     # the impulses per contact: normal, then the pyramid's summed into (t1, t2)
@@ -190,16 +218,6 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
     ca, cb = row_columns(a, b, n, np.arange(nc))
     v = np.empty(n + 6)
     _velocity(J, ca, cb, f, dinv, z, v)
-    # -- the LCP's residuals (solvers.residuals.lcp_residuals, bounds [0, inf)) ----------
-    primal = dual = comp = 0.0
-    for p in range(m):
-        w = q[p]
-        for r in range(m):
-            w += Ml[p, r] * x[r]
-        primal = max(primal, -x[p])
-        wp, wm = max(w, 0.0), max(-w, 0.0)
-        dual = max(dual, wm)
-        comp = max(comp, min(abs(x[p]), wp), wm)
     # -- contact metrics ----------------------------------------------------------------
     acc = np.zeros(5)
     pen = 0.0
@@ -213,8 +231,7 @@ def lemke_step(  # noqa: ANN201, PLR0913, PLR0915
         u[0] -= rhs[i]
         _contact_metrics(i, z, u[0], u[1], u[2], mu, slip_threshold, acc)
         pen = max(pen, -dist[i])
-    info[I_PRIMAL], info[I_DUAL], info[I_COMP] = primal, dual, comp
-    info[I_NATURAL] = LK.natural_residual(Ml, q, x) if m else 0.0
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = lcp_residuals(Ml, q, x)
     record_metrics(info, acc, pen)
     phi_new, E_new, out, friction = _step_outputs(z, t1, t2, v, n, nb, E, h, mdiag, gravity, info)
     return phi_new, E_new, out, friction, info, x
@@ -245,5 +262,7 @@ __all__ = [
     "OPTIMAL",
     "RAY",
     "lcp_matrix",
+    "lcp_residuals",
     "lemke_step",
+    "solve_step_lcp",
 ]

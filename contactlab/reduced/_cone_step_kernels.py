@@ -70,11 +70,32 @@ N_INFO = 23
 
 
 @njit(cache=True)
+def delassus_rows(C, K, b, u_free, order, W, q):  # noqa: ANN001, ANN201, PLR0913
+    """Into ``W[:n, :n]`` and ``q[:n]`` (``n`` rows, ``W`` zero there): ``W = C_o M^-1 C_o^T``
+    and ``q = C_o u_free - b_o`` of the rows ``C_o`` of ``C`` in ``order``, with ``K`` the
+    columns of ``M^-1 C_o^T`` in that order.  A row of ``W`` is the sum of ``K``'s rows
+    weighted by the row's non-zero entries of ``C`` (the inner loop along the row,
+    contiguous); its upper triangle is mirrored, so ``W`` is symmetric."""
+    n = order.shape[0]
+    for i in range(n):
+        a = order[i]
+        s = -b[a]
+        for k in range(u_free.shape[0]):
+            c = C[a, k]
+            if c == 0.0:
+                continue
+            s += c * u_free[k]
+            for j in range(i, n):
+                W[i, j] += c * K[k, j]
+        q[i] = s
+        for j in range(i + 1, n):
+            W[j, i] = W[i, j]
+
+
+@njit(cache=True)
 def _local_problem(C, Kt, b, u_free, order):  # noqa: ANN001, ANN202
     """``W = C_o M^-1 C_o^T`` in CSR form (its nonzero entries) and ``q = C_o u_free - b_o``
-    of the rows in the local ``order`` (``Kt = M^-1 C^T``).  A row of ``W`` is the sum of the
-    columns' rows of ``Kt`` weighted by the row's non-zero entries of ``C`` (the inner loop
-    along the row, contiguous); its upper triangle is mirrored, so ``W`` is symmetric."""
+    of the rows in the local ``order`` (``Kt = M^-1 C^T``; :func:`delassus_rows`)."""
     m = order.shape[0]
     nq = u_free.shape[0]
     Ko = np.empty((nq, m))
@@ -83,19 +104,7 @@ def _local_problem(C, Kt, b, u_free, order):  # noqa: ANN001, ANN202
             Ko[k, j] = Kt[k, order[j]]
     W = np.zeros((m, m))
     q = np.empty(m)
-    for i in range(m):
-        a = order[i]
-        s = -b[a]
-        for k in range(nq):
-            c = C[a, k]
-            if c == 0.0:
-                continue
-            s += c * u_free[k]
-            for j in range(i, m):
-                W[i, j] += c * Ko[k, j]
-        q[i] = s
-        for j in range(i + 1, m):
-            W[j, i] = W[i, j]
+    delassus_rows(C, Ko, b, u_free, order, W, q)
     indptr = np.zeros(m + 1, dtype=np.int64)
     for i in range(m):
         count = 0
@@ -235,7 +244,6 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     twists in scene order, the impulses ``z`` on the rows ``[N; T; L]``, the friction
     impulses as world vectors and ``info`` (entries ``I_*``).
     """
-    nq = q.shape[0]
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     m = 3 * nc + ml
@@ -245,34 +253,17 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     phi_s = np.zeros((nb, 6))
     z = np.zeros(m)
     friction = np.zeros((nc, 3))
-    node_a = np.empty(nc, dtype=np.int64)
-    node_b = np.empty(nc, dtype=np.int64)
-    for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
-        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
-    # the box step's prologue (contactlab.reduced._step_kernels.contact_step): no kept
-    # kinematics, so they are computed at (q, qdot)
-    none = (
-        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
-        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
-    )  # fmt: skip
-    E, J, M, f = _system(
+    ok, E, J, L, lam, u_free = step_system(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     )  # fmt: skip
-    lam = _dof_parents(parent, ndof, dof0, nq)
-    L = M.copy()
-    if not _ltl(L, lam):
+    if not ok:
         info[I_STATUS] = NOT_SPD
         return q, qdot, qdot, E_s, phi_s, z, friction, info
-    u_free = f.copy()
-    _ltl_solve(L, lam, u_free)
-    t1, t2 = _tangent_basis(normal)
-    C, b = _contact_rows(
-        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
-        lim_dof, lim_sign, lim_bound, t1, t2,
+    t1, t2, C, b, Kt = step_rows(
+        E, J, L, lam, support, n_support, q, h, node_of_body, body_a, body_b, point, normal,
+        dist, beta, max_corr, lim_dof, lim_sign, lim_bound,
     )  # fmt: skip
-    Kt, _ = _inverse_rows(L, lam, C)
     # the local order: per contact (lowest first) its normal and tangent rows, then limits
     up = np.argsort(point[:, 2], kind="mergesort")
     order = np.empty(m, dtype=np.int64)
@@ -317,13 +308,7 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         status = STALLED
     for i in range(m):
         z[order[i]] = r_loc[i]
-    # v = M^-1 (f + C^T z)
-    v = u_free.copy()
-    for a in range(nq):
-        acc = 0.0
-        for r in range(m):
-            acc += Kt[a, r] * z[r]
-        v[a] += acc
+    v = step_velocity(u_free, Kt, z)
     info[I_STATUS] = status
     info[I_SWEEPS] = iterations
     info[I_PRIMAL] = residual
@@ -334,6 +319,71 @@ def cone_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         slip_threshold, lim_sign, lim_dof, lim_bound, t1, t2, info,
     )  # fmt: skip
     return q_new, v_new, v, E_s, phi_s, z, friction, info
+
+
+@njit(cache=True)
+def step_system(  # noqa: ANN201, PLR0913
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+    stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
+):  # fmt: skip
+    """The box step's prologue (:func:`contactlab.reduced._step_kernels.contact_step`'s
+    functions) without kept kinematics, so computed at ``(q, qdot)``: the kinematics ``E``,
+    ``J``, the tree factor ``M = L^T L`` (``lam`` the parents of the degrees of freedom) of
+    ``M = M_r + h D - h^2 K`` and the free velocity ``u_free = M^-1 f``.  Returns ``(ok, E,
+    J, L, lam, u_free)``; ``ok`` is ``False`` when ``M`` is not positive definite (then
+    ``u_free`` is ``f``)."""
+    none = (
+        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
+        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
+    )  # fmt: skip
+    E, J, M, f = _system(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+    )  # fmt: skip
+    lam = _dof_parents(parent, ndof, dof0, q.shape[0])
+    L = M.copy()
+    ok = _ltl(L, lam)
+    u_free = f.copy()
+    if ok:
+        _ltl_solve(L, lam, u_free)
+    return ok, E, J, L, lam, u_free
+
+
+@njit(cache=True)
+def step_rows(  # noqa: ANN201, PLR0913
+    E, J, L, lam, support, n_support, q, h, node_of_body, body_a, body_b, point, normal,
+    dist, beta, max_corr, lim_dof, lim_sign, lim_bound,
+):  # fmt: skip
+    """The contacts' tangent basis ``(t1, t2)``, the rows ``C = [N; T; L]`` and their
+    right-hand side ``b`` (``_contact_rows``) and ``Kt = M^-1 C^T`` (``_inverse_rows``),
+    after :func:`step_system`; contacts on bodies ``body_a``, ``body_b`` (``-1``: the
+    world), mapped to tree nodes by ``node_of_body``."""
+    nc = dist.shape[0]
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    t1, t2 = _tangent_basis(normal)
+    C, b = _contact_rows(
+        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
+        lim_dof, lim_sign, lim_bound, t1, t2,
+    )  # fmt: skip
+    Kt, _ = _inverse_rows(L, lam, C)
+    return t1, t2, C, b, Kt
+
+
+@njit(cache=True)
+def step_velocity(u_free, K, z):  # noqa: ANN001, ANN201
+    """The step's velocity ``v = M^-1 (f + C^T z) = u_free + K z`` with ``K = M^-1 C^T``
+    (nq, r) and the impulses ``z`` on the ``r`` rows (entries beyond ``r`` not used)."""
+    v = u_free.copy()
+    for a in range(u_free.shape[0]):
+        acc = 0.0
+        for r in range(K.shape[1]):
+            acc += K[a, r] * z[r]
+        v[a] += acc
+    return v
 
 
 __all__ = [
@@ -349,4 +399,8 @@ __all__ = [
     "OPTIMAL",
     "STALLED",
     "cone_full_step",
+    "delassus_rows",
+    "step_rows",
+    "step_system",
+    "step_velocity",
 ]

@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactlab.contact.rows import _tangent_basis
-from contactlab.reduced._cone_step_kernels import step_end
-from contactlab.reduced._step_kernels import (
-    _contact_rows,
-    _dof_parents,
-    _inverse_rows,
-    _ltl,
-    _ltl_solve,
-    _system,
+from contactlab.maximal._lemke_kernels import lcp_residuals, solve_step_lcp
+from contactlab.reduced._cone_step_kernels import (
+    delassus_rows,
+    step_end,
+    step_rows,
+    step_system,
+    step_velocity,
 )
 from solvers.jit import njit
 from solvers.numerics import lemke_kernel as LK
@@ -93,18 +91,7 @@ def pyramid_lcp(C, Kt, b, u_free, mu, dirs, nc, ml):  # noqa: ANN001, ANN201, PL
         bp[p] = b[3 * nc + j]
     A = np.zeros((m, m))
     q = np.zeros(m)
-    for p in range(mr):
-        s = -bp[p]
-        for a in range(nq):
-            c = Cp[p, a]
-            if c == 0.0:
-                continue
-            s += c * u_free[a]
-            for r in range(p, mr):
-                A[p, r] += c * Kp[a, r]
-        q[p] = s
-        for r in range(p + 1, mr):
-            A[r, p] = A[p, r]
+    delassus_rows(Cp, Kp, bp, u_free, np.arange(mr), A, q)
     for i in range(nc):
         # the coupling of the slack: w_D += E s, w_s = mu lambda_N - E^T beta
         for j in range(k):
@@ -132,7 +119,6 @@ def lemke_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     summed into the tangent basis), the friction impulses as world vectors, ``info``
     (entries ``I_*``) and the LCP's solution ``[lambda_N; beta; lambda_L; s]``.
     """
-    nq = q.shape[0]
     nc = dist.shape[0]
     ml = lim_dof.shape[0]
     k = dirs.shape[0]
@@ -145,66 +131,28 @@ def lemke_full_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     z = np.zeros(3 * nc + ml)
     friction = np.zeros((nc, 3))
     x = np.zeros(m)
-    node_a = np.empty(nc, dtype=np.int64)
-    node_b = np.empty(nc, dtype=np.int64)
-    for c in range(nc):
-        node_a[c] = node_of_body[body_a[c]] if body_a[c] >= 0 else -1
-        node_b[c] = node_of_body[body_b[c]] if body_b[c] >= 0 else -1
     # -- the box step's prologue (no kept kinematics: computed at (q, qdot)) -------------
-    none = (
-        np.zeros((0, 4, 4)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
-        np.zeros((0, 6)), np.zeros(0), np.zeros(0), np.zeros(1, dtype=np.int64),
-    )  # fmt: skip
-    E, J, M, f = _system(
+    ok, E, J, L, lam, u_free = step_system(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
-        stiffness, damping, rest, armature, gravity, q, qdot, h, tau, none,
+        stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
     )  # fmt: skip
-    lam = _dof_parents(parent, ndof, dof0, nq)
-    L = M.copy()
-    if not _ltl(L, lam):
+    if not ok:
         info[I_STATUS] = NOT_SPD
         return q, qdot, qdot, E_s, phi_s, z, friction, info, x
-    u_free = f.copy()
-    _ltl_solve(L, lam, u_free)
-    t1, t2 = _tangent_basis(normal)
-    C, b = _contact_rows(
-        E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,
-        lim_dof, lim_sign, lim_bound, t1, t2,
+    t1, t2, C, b, Kt = step_rows(
+        E, J, L, lam, support, n_support, q, h, node_of_body, body_a, body_b, point, normal,
+        dist, beta, max_corr, lim_dof, lim_sign, lim_bound,
     )  # fmt: skip
-    Kt, _ = _inverse_rows(L, lam, C)
     # -- the model's LCP and Lemke's method ----------------------------------------------
     A, q_lcp, Cp, Kp, bp = pyramid_lcp(C, Kt, b, u_free, mu, dirs, nc, ml)
-    cap = max_iter if max_iter >= 0 else 50 * max(m, 1)
-    lk = np.empty(LK.N_INFO)
-    LK.lemke_lcp(A, q_lcp, zero_rtol, pivot_tol, cap, restarts, x, lk)
-    info[I_SIZE] = m
-    for p in range(m):
-        info[I_QSCALE] = max(info[I_QSCALE], abs(q_lcp[p]))
-    info[I_LEMKE : I_LEMKE + LK.N_INFO] = lk
-    status = int(lk[LK.I_STATUS])
+    status = solve_step_lcp(A, q_lcp, zero_rtol, pivot_tol, max_iter, restarts, x, info, I_SIZE)
     info[I_STATUS] = status
-    info[I_SWEEPS] = lk[LK.I_PIVOTS]
+    info[I_SWEEPS] = info[I_LEMKE + LK.I_PIVOTS]
     if status == RAY:
         return q, qdot, qdot, E_s, phi_s, z, friction, info, x
-    # v = M^-1 (f + Cp^T lambda)
-    v = u_free.copy()
-    for a in range(nq):
-        acc = 0.0
-        for r in range(mr):
-            acc += Kp[a, r] * x[r]
-        v[a] += acc
-    # -- the LCP's residuals (solvers.residuals.lcp_residuals, bounds [0, inf)) ----------
-    primal = dual = comp = 0.0
-    for p in range(m):
-        w = q_lcp[p]
-        for r in range(m):
-            w += A[p, r] * x[r]
-        primal = max(primal, -x[p])
-        wp, wm = max(w, 0.0), max(-w, 0.0)
-        dual = max(dual, wm)
-        comp = max(comp, min(abs(x[p]), wp), wm)
-    info[I_PRIMAL], info[I_DUAL], info[I_COMP] = primal, dual, comp
-    info[I_NATURAL] = LK.natural_residual(A, q_lcp, x) if m else 0.0
+    v = step_velocity(u_free, Kp, x)  # M^-1 (f + Cp^T lambda)
+    # the LCP's residuals as the solver layer measures them
+    info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = lcp_residuals(A, q_lcp, x)
     # the impulses on [N; T; L]: the pyramid's summed into (t1, t2)
     for i in range(nc):
         z[i] = x[i]

@@ -36,14 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contactlab.contact import identity
 from contactlab.maximal.cone_step import ITERATION_CAPS, model_law
 from contactlab.metrics import USABLE_STATUSES
 from contactlab.models import compiled_box_step as B
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.reduced import _cone_step_kernels as K
 from contactlab.reduced import _kernels
-from contactlab.reduced.compiled_step import CompiledContactStep
+from contactlab.reduced._compiled_route import RouteStep
 from contactlab.runs import StepRecord
 from contactlab.scene import State
 
@@ -117,7 +116,7 @@ def cone_step_for(
     return ConeContactStep(formulation, model, collide)
 
 
-class ConeContactStep(CompiledContactStep):
+class ConeContactStep(RouteStep):
     """The step of a reduced formulation with the exact cone (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
@@ -139,15 +138,10 @@ class ConeContactStep(CompiledContactStep):
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
-        h = sim.dt
         start = time.perf_counter()
-        cache = state.cache
-        previous = cache.get(identity.CACHE_KEY)
-        contacts, track = self._tracked(state.E, previous)
-        if track is None:
-            track = identity.identify(contacts, previous)
+        contacts, track = self._contacts(state)
         collided = time.perf_counter()
-        memory = cache.get(self.key)
+        memory = state.cache.get(self.key)
         nc = len(contacts)
         ml = self._limits[0].size
         old_z, old_l, same_l = self._no_z, 0, False
@@ -167,20 +161,12 @@ class ConeContactStep(CompiledContactStep):
                 )
         model: Any = self.model
         cap = model.options["max_iter"]
-        if self._torque is None:
-            tau = self._no_tau
-        else:
-            q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
-            tau = np.asarray(self._torque(state.t, q, qdot), dtype=float)
-            if tau.shape != (self._nq,):
-                return None  # the general path's broadcasting and messages
-            tau = np.ascontiguousarray(tau)
+        tau = self._joint_torques(state)
+        if tau is None:
+            return None  # the general path's broadcasting and messages
         assembled = time.perf_counter()
         q_new, v_new, v, E, phi, z, friction, info = K.cone_full_step(
-            *self._step_head, np.ascontiguousarray(state.q, dtype=float),
-            np.ascontiguousarray(state.qdot, dtype=float), h, tau, *self._bodies,
-            contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
-            contacts.mu, self._feedback.beta(h), self._feedback.max_correction, carry, *old,
+            *self._kernel_head(state, sim.dt, tau, contacts), carry, *old,
             np.ascontiguousarray(track.ids, dtype=np.int64),
             np.ascontiguousarray(track.origin, dtype=np.int64),
             *self._limits, old_z, old_l, same_l, self.law, self.method, self.direct, self.rho,
@@ -195,20 +181,11 @@ class ConeContactStep(CompiledContactStep):
         status = STATUSES[code]
         if status not in USABLE_STATUSES:
             raise sim._failure(index, state.t, f"solver status {status!r}")
-        if not f[K.I_FINITE]:
-            if not np.all(np.isfinite(v)):
-                raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-            State(state.t + h, E, phi, q_new, v_new).check_finite()
+        out = (q_new, v_new, v, E, phi)
+        self._check_finite(sim, state, index, f, K, status, out)
         cache = B.carried_cache(state, track, z, friction, self._slices(nc), self.key)
-        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
-        row = B.step_row(
-            f, K, index, float(new_state.t), h,
-            (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
-            f[K.I_MOMENTUM : K.I_MOMENTUM + 6], f[K.I_LIMIT], status, nc,
-            (start, collided, assembled, solved),
-        )  # fmt: skip
-        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
-        return new_state, record
+        times = (start, collided, assembled, solved)
+        return self._record(sim, state, index, f, K, status, out, z, cache, contacts, track, times)
 
 
 __all__ = ["METHODS", "ConeContactStep", "cone_step_for", "formulation_scope", "scope"]

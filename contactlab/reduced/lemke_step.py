@@ -41,10 +41,9 @@ from contactlab.contact import identity
 from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.maximal.lemke_step import ACCURACY, IMPLAUSIBLE_FACTOR, MAX_DENSE, model_settings
 from contactlab.memory import ModelMemory
-from contactlab.models import compiled_box_step as B
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.reduced import _lemke_step_kernels as K
-from contactlab.reduced.compiled_step import CompiledContactStep
+from contactlab.reduced._compiled_route import RouteStep
 from contactlab.reduced.cone_step import formulation_scope
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -74,7 +73,7 @@ def lemke_step_for(
     return LemkeReducedStep(formulation, model, collide)
 
 
-class LemkeReducedStep(CompiledContactStep):
+class LemkeReducedStep(RouteStep):
     """The Stewart--Trinkle step of a reduced formulation by ``lemke`` (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
@@ -92,34 +91,22 @@ class LemkeReducedStep(CompiledContactStep):
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
-        h = sim.dt
         start = time.perf_counter()
-        previous = state.cache.get(identity.CACHE_KEY)
-        contacts, track = self._tracked(state.E, previous)
-        if track is None:
-            track = identity.identify(contacts, previous)
+        contacts, track = self._contacts(state)
         collided = time.perf_counter()
         nc = len(contacts)
         ml = self._limits[0].size
         if nc * (self.directions + 2) + ml > MAX_DENSE:
             return None  # the general backend's limit and message
-        if self._torque is None:
-            tau = self._no_tau
-        else:
-            q, qdot = np.asarray(state.q, dtype=float), np.asarray(state.qdot, dtype=float)
-            tau = np.asarray(self._torque(state.t, q, qdot), dtype=float)
-            if tau.shape != (self._nq,):
-                return None  # the general path's broadcasting and messages
-            tau = np.ascontiguousarray(tau)
+        tau = self._joint_torques(state)
+        if tau is None:
+            return None  # the general path's broadcasting and messages
         model: Any = self.model
         cap = model.options["max_iter"]
         s = self.settings
         assembled = time.perf_counter()
-        q_new, v_new, v, E, phi, z, friction, info, x = K.lemke_full_step(
-            *self._step_head, np.ascontiguousarray(state.q, dtype=float),
-            np.ascontiguousarray(state.qdot, dtype=float), h, tau, *self._bodies,
-            contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
-            contacts.mu, self._feedback.beta(h), self._feedback.max_correction, *self._limits,
+        q_new, v_new, v, E, phi, z, _, info, x = K.lemke_full_step(
+            *self._kernel_head(state, sim.dt, tau, contacts), *self._limits,
             self._dirs, s["zero_rtol"], s["pivot_tol"], -1 if cap is None else int(cap),
             s["restarts"], sim.slip_threshold,
         )  # fmt: skip
@@ -143,22 +130,16 @@ class LemkeReducedStep(CompiledContactStep):
             raise sim._failure(index, state.t, "solver status 'numerical_error'")
         if code == K.OPTIMAL and residual > limit:
             status = "optimal_inaccurate"
-        if not f[K.I_FINITE]:
-            if not np.all(np.isfinite(v)):
-                raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
-            State(state.t + h, E, phi, q_new, v_new).check_finite()
+        out = (q_new, v_new, v, E, phi)
+        self._check_finite(sim, state, index, f, K, status, out)
         # as on the general path, no impulses are kept (Lemke takes no warm start)
         carried = {identity.CACHE_KEY: track}
         cache = state.cache
         cache = cache.merged(carried) if isinstance(cache, ModelMemory) else {**cache, **carried}
-        new_state = State(state.t + h, E, phi, q_new, v_new, cache)
-        row = B.step_row(
-            f, K, index, float(new_state.t), h,
-            (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
-            f[K.I_MOMENTUM : K.I_MOMENTUM + 6], f[K.I_LIMIT], status, nc,
-            (start, collided, assembled, solved),
-        )  # fmt: skip
-        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
+        times = (start, collided, assembled, solved)
+        new_state, record = self._record(
+            sim, state, index, f, K, status, out, z, cache, contacts, track, times
+        )
         # the model's report: the LCP's slack, the sliding speed per contact
         sliding = x[x.size - nc :].copy()
         record._solution = replace(record.solution, report=StewartTrinkleReport(sliding))

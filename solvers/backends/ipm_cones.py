@@ -82,37 +82,39 @@ def nt_scaling(bptr: IVec, s: Vec, z: Vec, wbar: Vec, eta: Vec, lam: Vec, theta:
 
 
 @njit(cache=True)
-def scale_inv(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
-    """``out = W^{-1} x`` per block (``W̄^{-1} = J W̄ J``)."""
+def _scale_blocks(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec, inverse: bool) -> None:
+    """``out = W x`` per block, or ``W^{-1} x`` when ``inverse``: ``W̄^{-1} = J W̄ J`` is
+    ``W̄`` with the vector part of ``w̄`` negated, and ``eta`` divides instead of
+    multiplying."""
     nb = bptr.shape[0] - 1
+    sign = -1.0 if inverse else 1.0
     for b in range(nb):
         i = bptr[b]
         if bptr[b + 1] - i == 1:
-            out[i] = x[i] / eta[b]
+            out[i] = x[i] / eta[b] if inverse else x[i] * eta[b]
             continue
-        w0, w1, w2 = wbar[i], -wbar[i + 1], -wbar[i + 2]
+        w0, w1, w2 = wbar[i], sign * wbar[i + 1], sign * wbar[i + 2]
         wx = w1 * x[i + 1] + w2 * x[i + 2]
         f = x[i] + wx / (1.0 + w0)
-        out[i] = (w0 * x[i] + wx) / eta[b]
-        out[i + 1] = (x[i + 1] + f * w1) / eta[b]
-        out[i + 2] = (x[i + 2] + f * w2) / eta[b]
+        y0 = w0 * x[i] + wx
+        y1 = x[i + 1] + f * w1
+        y2 = x[i + 2] + f * w2
+        if inverse:
+            out[i], out[i + 1], out[i + 2] = y0 / eta[b], y1 / eta[b], y2 / eta[b]
+        else:
+            out[i], out[i + 1], out[i + 2] = y0 * eta[b], y1 * eta[b], y2 * eta[b]
+
+
+@njit(cache=True)
+def scale_inv(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
+    """``out = W^{-1} x`` per block (``W̄^{-1} = J W̄ J``)."""
+    _scale_blocks(bptr, wbar, eta, x, out, True)
 
 
 @njit(cache=True)
 def scale(bptr: IVec, wbar: Vec, eta: Vec, x: Vec, out: Vec) -> None:
     """``out = W x`` per block."""
-    nb = bptr.shape[0] - 1
-    for b in range(nb):
-        i = bptr[b]
-        if bptr[b + 1] - i == 1:
-            out[i] = x[i] * eta[b]
-            continue
-        w0, w1, w2 = wbar[i], wbar[i + 1], wbar[i + 2]
-        wx = w1 * x[i + 1] + w2 * x[i + 2]
-        f = x[i] + wx / (1.0 + w0)
-        out[i] = (w0 * x[i] + wx) * eta[b]
-        out[i + 1] = (x[i + 1] + f * w1) * eta[b]
-        out[i + 2] = (x[i + 2] + f * w2) * eta[b]
+    _scale_blocks(bptr, wbar, eta, x, out, False)
 
 
 @njit(cache=True)

@@ -45,6 +45,10 @@ COMPILE_SECONDS: float | None = 4.0
 
 Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
+#: the bounded LCP the sweeps solve, as the sweeps pass it on: ``M`` in CSR (``indptr``,
+#: ``indices``, ``data``), ``q``, the fixed bounds ``lo`` and ``hi`` and, for a friction
+#: row, the row of its normal impulse ``owner`` (``-1``: fixed bounds) and ``mu_row``
+Problem = tuple[IVec, IVec, Vec, Vec, Vec, Vec, IVec, Vec]
 
 
 @njit(cache=True)
@@ -64,19 +68,9 @@ def _bounds(i: int, lo: Vec, hi: Vec, owner: IVec, mu_row: Vec, z: Vec) -> tuple
 
 
 @njit(cache=True)
-def _natural_row(
-    indptr: IVec,
-    indices: IVec,
-    data: Vec,
-    q: Vec,
-    lo: Vec,
-    hi: Vec,
-    owner: IVec,
-    mu_row: Vec,
-    z: Vec,
-    i: int,
-) -> tuple[float, float, float, float]:
+def _natural_row(lcp: Problem, z: Vec, i: int) -> tuple[float, float, float, float]:
     """Row ``i``'s ``w``, its bounds and its natural-map residual ``|z_i - Pi(z_i - w_i)|``."""
+    indptr, indices, data, q, lo, hi, owner, mu_row = lcp
     w = _row_w(indptr, indices, data, q, z, i)
     lo_i, hi_i = _bounds(i, lo, hi, owner, mu_row, z)
     return w, lo_i, hi_i, abs(z[i] - min(max(z[i] - w, lo_i), hi_i))
@@ -215,37 +209,17 @@ def local_contact_solve(A: Vec, r: Vec, m: int, mu: float, x: Vec, S: Vec, b: Ve
 
 
 @njit(cache=True)
-def _row_update(
-    indptr: IVec,
-    indices: IVec,
-    data: Vec,
-    diag: Vec,
-    q: Vec,
-    lo: Vec,
-    hi: Vec,
-    owner: IVec,
-    mu_row: Vec,
-    a: int,
-    z: Vec,
-    omega: float,
-) -> float:
+def _row_update(lcp: Problem, diag: Vec, a: int, z: Vec, omega: float) -> float:
     """One projected Gauss--Seidel step of row ``a``; returns its pre-update residual."""
-    wa, lo_a, hi_a, res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, a)
+    wa, lo_a, hi_a, res = _natural_row(lcp, z, a)
     z[a] = min(max(z[a] - omega * wa / diag[a], lo_a), hi_a)
     return res
 
 
 @njit(cache=True)
 def _contact_unit(
-    indptr: IVec,
-    indices: IVec,
-    data: Vec,
+    lcp: Problem,
     diag: Vec,
-    q: Vec,
-    lo: Vec,
-    hi: Vec,
-    owner: IVec,
-    mu_row: Vec,
     a: int,
     b: int,
     c: int,
@@ -262,13 +236,13 @@ def _contact_unit(
     m = 3 if c >= 0 else 2
     worst = 0.0
     for i in range(m):
-        w, _, _, res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, rows[i])
+        w, _, _, res = _natural_row(lcp, z, rows[i])
         worst = max(worst, res)
         r[i] = w
     for i in range(m):
         for j in range(m):
             r[i] -= A[3 * i + j] * z[rows[j]]
-    mu = mu_row[b]
+    mu = lcp[7][b]  # mu_row
     if local_contact_solve(A, r, m, mu, x, S, sb):
         zn = max(z[a] + omega * (x[0] - z[a]), 0.0)
         z[a] = zn
@@ -277,7 +251,7 @@ def _contact_unit(
             z[rows[i]] = min(max(zt, -mu * zn), mu * zn)
     else:
         for i in range(m):
-            _row_update(indptr, indices, data, diag, q, lo, hi, owner, mu_row, rows[i], z, omega)
+            _row_update(lcp, diag, rows[i], z, omega)
     return worst
 
 
@@ -309,6 +283,7 @@ def pgs_sweeps(
     ``unit_c`` or none), solved exactly on its block ``block[u]`` (:func:`contact_blocks`).
     Returns the largest pre-update natural-map residual of a unit in the last sweep.
     """
+    lcp = (indptr, indices, data, q, lo, hi, owner, mu_row)
     worst = 0.0
     r = np.zeros(3)
     x = np.zeros(3)
@@ -320,36 +295,14 @@ def pgs_sweeps(
             a = unit_a[u]
             b = unit_b[u]
             if unit_c[u] >= -1:
-                res = _contact_unit(
-                    indptr,
-                    indices,
-                    data,
-                    diag,
-                    q,
-                    lo,
-                    hi,
-                    owner,
-                    mu_row,
-                    a,
-                    b,
-                    unit_c[u],
-                    block[u],
-                    z,
-                    omega,
-                    r,
-                    x,
-                    S,
-                    sb,
-                )
+                res = _contact_unit(lcp, diag, a, b, unit_c[u], block[u], z, omega, r, x, S, sb)
                 worst = max(worst, res)
             elif b < 0:
                 if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
                     worst = max(worst, abs(z[a]))
                     z[a] = 0.0
                     continue
-                res = _row_update(
-                    indptr, indices, data, diag, q, lo, hi, owner, mu_row, a, z, omega
-                )
+                res = _row_update(lcp, diag, a, z, omega)
                 worst = max(worst, res)
             else:
                 radius = mu_row[a] * max(z[owner[a]], 0.0)
@@ -388,12 +341,13 @@ def natural_residual(
     z: Vec,
 ) -> float:
     """``max |z - Pi(z - w)|`` over units: zero exactly at an LCP solution."""
+    lcp = (indptr, indices, data, q, lo, hi, owner, mu_row)
     worst = 0.0
     for u in range(unit_a.shape[0]):
         a = unit_a[u]
         b = unit_b[u]
         if b < 0:
-            res = _natural_row(indptr, indices, data, q, lo, hi, owner, mu_row, z, a)[3]
+            res = _natural_row(lcp, z, a)[3]
             worst = max(worst, res)
         else:
             wa = _row_w(indptr, indices, data, q, z, a)

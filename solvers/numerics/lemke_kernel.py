@@ -1,24 +1,24 @@
-"""Lemke's method for the standard LCP in compiled code (:mod:`solvers.backends.lemke`'s rules).
+"""Lemke's method for the standard LCP in compiled code: the one walk of the ``lemke`` backend.
 
-:func:`lemke_lcp` takes the walk of :class:`solvers.backends.lemke.LemkeBackend` over a
-dense matrix in one compiled call: the tableau ``T = B^-1 [I, -M, -1]`` with the covering
-vector ``d = 1``, the lexicographic minimum-ratio rule with Harris's bound on the basic
-values and Harris's stability filter on the tied pivot entries, the clamp of basic values
-in ``[-zero_tol, 0)`` (carried into the effective right-hand side ``q_eff``), the end at
-``z0 <= zero_tol``, the re-solves of the tableau from the data (before a pivot entry below
-``1e-6`` of its column's largest, before a ray, after ``|B^-1|`` has fallen 1e3 below its
-peak and every ``max(32, n)`` pivots; a basis whose LU has a pivot below ``1e-14`` of the
-largest is not re-solved), a ray met with ``z0`` within the declared tolerance taken as
-the solution, the final basic values re-solved from the data, and the restarts with
-``zero_rtol`` times 10, 1/10 and 100 after a ray.  The backend's docstring gives the
-reasons and the measurements behind each rule.
+:func:`lemke_lcp` is the walk of :class:`solvers.backends.lemke.LemkeBackend` (which calls
+it) and of the compiled contact steps, over a dense matrix in one compiled call: the
+tableau ``T = B^-1 [I, -M, -1]`` with the covering vector ``d = 1``, the lexicographic
+minimum-ratio rule with Harris's bound on the basic values and Harris's stability filter
+on the tied pivot entries, the clamp of basic values in ``[-zero_tol, 0)`` (carried into
+the effective right-hand side ``q_eff``), the end at ``z0 <= zero_tol``, the re-solves of
+the tableau from the data (before a pivot entry below ``1e-6`` of its column's largest,
+before a ray, after ``|B^-1|`` has fallen 1e3 below its peak and every ``max(32, n)``
+pivots; a basis whose LU has a pivot below ``1e-14`` of the largest is not re-solved), a
+ray met with ``z0`` within the declared tolerance taken as the solution, the final basic
+values re-solved from the data, and the restarts with ``zero_rtol`` times 10, 1/10 and
+100 after a ray.  The backend's docstring gives the reasons and the measurements behind
+each rule.
 
-The operations are the backend's, in its order; the rank-one updates of the tableau, the
-LU that judges whether a basis is singular (partial pivoting, as LAPACK's ``getrf``) and
-the re-solves are loops here where the backend calls BLAS and LAPACK (a re-solve's many
-right-hand sides are solved on the factors that judged the basis, not handed to a threaded
-LAPACK), so the two agree to rounding, not bit for bit.  The function returns codes; the
-message is built by :func:`message`.
+The rank-one updates of the tableau, the LU that judges whether a basis is singular
+(partial pivoting, as LAPACK's ``getrf``) and the re-solves are loops (a re-solve's many
+right-hand sides are solved on the factors that judged the basis, not handed to a
+threaded LAPACK, whose threads on a busy machine cost many times the arithmetic).  The
+function returns codes; the backend's message is built by :func:`message`.
 """
 
 from __future__ import annotations
@@ -33,20 +33,25 @@ COMPILE_SECONDS: float | None = 15.0
 
 #: statuses of :func:`lemke_lcp`
 OPTIMAL, MAX_ITERATIONS, RAY = 0, 1, 4
+#: the solver layer's names of those statuses (the backend's ``RawSolution.status``)
+STATUS_NAMES = {OPTIMAL: "optimal", MAX_ITERATIONS: "max_iterations", RAY: "ray_termination"}
 #: how the walk that gave the answer ended
 END_TRIVIAL, END_LEFT, END_ZERO, END_RAY_WITHIN, END_RAY, END_CAP = range(6)
 #: entries of the ``info`` array of :func:`lemke_lcp`
 I_STATUS, I_PIVOTS, I_WALK_PIVOTS, I_END, I_REFRESHES, I_RESTART, I_RTOL, I_Z0, I_REFINED = range(9)
 N_INFO = 9
 
-#: smallest pivot entry among tied rows, relative to the largest tied entry (``_STABLE``)
+#: smallest pivot entry among tied rows, relative to the largest tied entry
 STABLE = 1e-6
 #: a chosen pivot entry below this fraction of its column's largest is checked on a
-#: re-solved tableau (``_SUSPECT``)
+#: tableau re-solved from the data before it is used
 SUSPECT = 1e-6
-#: fewest pivots between two periodic re-solves (``_REFRESH_EVERY``)
+#: fewest pivots between two periodic re-solves; the walk uses ``max(32, n)``: a re-solve
+#: costs about ``3 n^3`` flops, ``n`` rank-one updates about ``4 n^3``, so the periodic
+#: re-solves at most double the cost of a long walk
 REFRESH_EVERY = 32
-#: re-solve once ``|B^-1|`` has fallen this many times below its peak (``_RECOVERED``)
+#: re-solve once ``|B^-1|`` has fallen this many times below its peak since the last
+#: re-solve: the updates carry the peak's rounding, a fresh solve only the present basis's
 RECOVERED = 1e3
 #: the backend's declared accuracy (``LemkeBackend.tolerance``)
 ACCURACY = 1e-9
@@ -55,8 +60,7 @@ ACCURACY = 1e-9
 @njit(cache=True)
 def _lexmin_row(b, T, col, rows, nrows, zero_tol, prefer, cand):  # noqa: ANN001, ANN202
     """Row among ``rows[:nrows]`` minimising ``[b_i, B^-1_i] / col_i`` lexicographically,
-    with Harris's bound and stability filter (``solvers.backends.lemke._lexmin_row``);
-    ``cand`` is work space."""
+    with Harris's bound and stability filter; ``cand`` is work space."""
     n = b.shape[0]
     theta_max = np.inf
     for t in range(nrows):
@@ -212,7 +216,7 @@ def _refresh(A, basis, q_eff, T, b):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def natural_residual(M, q, z):  # noqa: ANN001, ANN201
-    """``max_i |min(z_i, (M z + q)_i)|`` (the backend's ``_lcp_residual``)."""
+    """``max_i |min(z_i, (M z + q)_i)|`` (the backend's acceptance test)."""
     n = q.shape[0]
     worst = 0.0
     for i in range(n):
@@ -256,13 +260,16 @@ def _refine(M, q, basis):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _walk(M, q, zero_rtol, pivot_tol, max_iter, ray_tol, out):  # noqa: ANN001, ANN202, PLR0912, PLR0915
-    """One complementary-pivoting walk (``solvers.backends.lemke._walk``).  Returns
-    ``(status, z, pivots)``; ``out`` receives the end (``END_*``), the re-solves, ``z0``'s
-    value at the end and whether the final basic values were re-solved from the data."""
+    """One complementary-pivoting walk.  Returns ``(status, z, pivots)``; ``out`` receives
+    the end (``END_*``), the re-solves, ``z0``'s value at the end and whether the final
+    basic values were re-solved from the data.  A secondary ray met with ``z0 <= ray_tol``
+    ends the walk at the current point, which solves the LCP to ``z0`` (``w = Mz + q + z0``)."""
     n = q.shape[0]
     q_scale = 0.0
     for i in range(n):
         q_scale = max(q_scale, abs(q[i]))
+    # Columns: w (0..n-1), z (n..2n-1), z0 (2n).  Tableau T = B^-1 A with A = [I, -M, -1],
+    # rhs b = B^-1 q_eff, where q_eff is q plus the rounding clamps made so far.
     w_cols = 2 * n + 1
     A = np.zeros((n, w_cols))
     for i in range(n):
@@ -279,12 +286,13 @@ def _walk(M, q, zero_rtol, pivot_tol, max_iter, ray_tol, out):  # noqa: ANN001, 
     rows = np.arange(n)
     cand = np.empty(n, dtype=np.int64)
     col = np.ones(n)
+    # first pivot: z0 enters at the lexicographically smallest row [q_i, B^-1_i]
     r = _lexmin_row(b, T, col, rows, n, zero_tol, -1, cand)
     z0_row = r
     it = 0
     since_refresh = 0
     refreshes = 0
-    peak = 1.0
+    peak = 1.0  # largest |B^-1| entry since the last re-solve
     refresh_every = max(REFRESH_EVERY, n)
     status = MAX_ITERATIONS
     end = END_CAP
@@ -328,6 +336,8 @@ def _walk(M, q, zero_rtol, pivot_tol, max_iter, ray_tol, out):  # noqa: ANN001, 
             z0_row = r
         entering = leaving + n if leaving < n else leaving - n
         if b[z0_row] <= zero_tol:
+            # z0 is basic at a rounding-level value: the current complementary point
+            # solves the LCP with w = Mz + q >= -z0 >= -zero_tol; no further pivot needed
             status, end = OPTIMAL, END_ZERO
             break
         scale = 1e-300
@@ -358,6 +368,8 @@ def _walk(M, q, zero_rtol, pivot_tol, max_iter, ray_tol, out):  # noqa: ANN001, 
                     rows[nrows] = i
                     nrows += 1
             r = -1 if nrows == 0 else _lexmin_row(b, T, col, rows, nrows, zero_tol, z0_row, cand)
+            # a ray, a small pivot entry or a long run of updates: re-solve the tableau
+            # from the data before trusting the choice (the backend's docstring)
             if (
                 r >= 0
                 and col[r] >= SUSPECT * scale
@@ -528,4 +540,12 @@ def message(info: np.ndarray) -> str:
     return text
 
 
-__all__ = ["COMPILE_SECONDS", "RAY", "lemke_lcp", "message", "natural_residual", "solve_dense"]
+__all__ = [
+    "COMPILE_SECONDS",
+    "RAY",
+    "STATUS_NAMES",
+    "lemke_lcp",
+    "message",
+    "natural_residual",
+    "solve_dense",
+]

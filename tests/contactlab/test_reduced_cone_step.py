@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from contactlab.reduced import cone_step
@@ -23,19 +22,12 @@ from contactlab.reduced.compiled_step import CompiledContactStep
 from contactlab.reduced.cone_step import ConeContactStep
 from contactlab.simulator import Simulator
 
+try:
+    from reduced_routes import AGREE, declining_run, diff, robots, side_by_side, small_tree
+except ImportError:  # tests/contactlab imported as a package
+    from .reduced_routes import AGREE, declining_run, diff, robots, side_by_side, small_tree
+
 pytest.importorskip("numba")
-
-#: agreement of the two trajectories (q and qdot) [rad, m, rad/s, m/s]
-AGREE = 1e-10
-
-
-def _robots_installed() -> bool:
-    from scenarios.robots import ROBOTS
-
-    return ROBOTS is not None
-
-
-robots = pytest.mark.skipif(not _robots_installed(), reason="example-robot-data not installed")
 
 
 def _opts(model: str, tol: float, **extra: Any) -> dict[str, Any]:
@@ -50,15 +42,6 @@ def _pair(scene: Any, model: str, solver: str, opts: dict[str, Any]) -> tuple[Si
     fast = Simulator(scene, model_options=opts, **args)
     general = Simulator(scene, model_options=opts, formulation_options={"compiled": False}, **args)
     return fast, general
-
-
-def _diff(a: Any, b: Any) -> float:
-    return float(
-        max(
-            np.abs(np.asarray(a.q) - np.asarray(b.q)).max(),
-            np.abs(np.asarray(a.qdot) - np.asarray(b.qdot)).max(),
-        )
-    )
 
 
 # the tolerances: 1e-13 by nsgs (at 1e-12 one route may stop a residual check before the
@@ -91,8 +74,8 @@ def test_solo12_trajectories_equal_the_general_path(model: str, solver: str, tol
         assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
         assert ra.metrics["status"] == "optimal"
         most = max(most, ra.metrics["n_contacts"])
-        worst = max(worst, _diff(a_next, b_next))
-        worst_step = max(worst_step, _diff(a_next, one))
+        worst = max(worst, diff(a_next, b_next))
+        worst_step = max(worst_step, diff(a_next, one))
         a, b = a_next, b_next
     assert most > 0
     assert worst <= AGREE
@@ -119,7 +102,7 @@ def test_humanoid_steps_equal_the_general_path() -> None:
         if i % 10 == 0 and ra.metrics["n_contacts"] > 0:
             b, rb = general.step(state, i)
             if ra.metrics["status"] == rb.metrics["status"] == "optimal":
-                worst = max(worst, _diff(a, b))
+                worst = max(worst, diff(a, b))
                 compared += 1
         state = a
     assert compared >= 5
@@ -130,27 +113,6 @@ def test_humanoid_steps_equal_the_general_path() -> None:
 STEPS_HUMANOID = 240
 
 
-def _small_scene() -> Any:
-    from contactlab import se3
-    from contactlab.bodies import body_from_shape
-    from contactlab.scene import JointSpec, Scene
-    from contactlab.shapes import Box, Plane, Sphere
-
-    base, _ = body_from_shape("base", Box(half_extents=np.array([0.1, 0.08, 0.05])), mass=1.0)
-    ball, _ = body_from_shape("ball", Sphere(radius=0.05), mass=0.2)
-    joints = (
-        JointSpec(
-            "root", "free", None, "base",
-            frame_parent=se3.make_transform(se3.exp_so3([0.1, 0.2, 0.0]), [0, 0, 0.12]),
-        ),
-        JointSpec(
-            "hinge", "revolute", "base", "ball", axis=[0.0, 1.0, 0.0],
-            frame_parent=se3.make_transform(None, [0.2, 0.0, 0.0]), stiffness=1.0, damping=0.1,
-        ),
-    )  # fmt: skip
-    return Scene("tilted-box-and-ball", (base, ball), joints=joints, static_shapes=(Plane(),))
-
-
 @pytest.mark.parametrize(
     ("model", "solver", "tol"), [("coulomb", "nsgs", 1e-12), ("anitescu-hart", "admm", 1e-13)]
 )
@@ -158,17 +120,9 @@ def test_small_tree_run_equals_the_general_path(model: str, solver: str, tol: fl
     """A box on a free joint with a sphere on a sprung hinge lands tilted and slides: the
     two runs agree to 1e-10 (also ADMM's default penalty, from ``W``'s mean diagonal; ADMM
     to 1e-13: at 1e-12 the runs are 1.2e-10 apart, measured)."""
-    fast, general = _pair(_small_scene(), model, solver, _opts(model, tol))
+    fast, general = _pair(small_tree(), model, solver, _opts(model, tol))
     assert type(fast.compiled) is ConeContactStep
-    a, b = fast.initial_state(), general.initial_state()
-    worst = 0.0
-    contacts = 0
-    for i in range(150):
-        a, ra = fast.step(a, i)
-        b, rb = general.step(b, i)
-        assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
-        contacts += ra.metrics["n_contacts"] > 0
-        worst = max(worst, _diff(a, b))
+    worst, contacts = side_by_side(fast, general, 150)
     assert contacts > 50
     assert worst <= AGREE
 
@@ -176,25 +130,11 @@ def test_small_tree_run_equals_the_general_path(model: str, solver: str, tol: fl
 def test_declined_steps_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """A step the kernel declines (its status ``DECOUPLED``) is the general path's step:
     the run equals the general run to rounding."""
-    fast, general = _pair(_small_scene(), "coulomb", "nsgs", _opts("coulomb", 1e-12))
-    kernel = cone_step.K.cone_full_step
-    calls = [0]
-
-    def declining(*args: Any) -> Any:
-        out = kernel(*args)
-        calls[0] += 1
-        if calls[0] % 2:  # every other step declined
-            out[7][cone_step.K.I_STATUS] = cone_step.K.DECOUPLED
-        return out
-
-    monkeypatch.setattr(cone_step.K, "cone_full_step", declining)
-    a, b = fast.initial_state(), general.initial_state()
-    worst = 0.0
-    for i in range(60):
-        a, _ = fast.step(a, i)
-        b, _ = general.step(b, i)
-        worst = max(worst, _diff(a, b))
-    assert calls[0] == 60
+    fast, general = _pair(small_tree(), "coulomb", "nsgs", _opts("coulomb", 1e-12))
+    calls, worst = declining_run(
+        monkeypatch, cone_step.K, "cone_full_step", cone_step.K.DECOUPLED, fast, general
+    )
+    assert calls == 60
     assert worst <= AGREE
 
 
@@ -202,7 +142,7 @@ def test_scope() -> None:
     """Taken for coulomb and anitescu-hart with the exact cone by nsgs, apgd or admm (their
     own settings only); box friction keeps the box-friction step; the pyramid, ``ipm``,
     unknown settings, torsion and the general layers keep the general path."""
-    scene = _small_scene()
+    scene = small_tree()
 
     def compiled(model: str, solver: str, **opts: Any) -> Any:
         sim = Simulator(scene, "reduced", model, solver, model_options=opts)

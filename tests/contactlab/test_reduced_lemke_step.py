@@ -22,19 +22,15 @@ from contactlab.reduced import lemke_step
 from contactlab.reduced.lemke_step import LemkeReducedStep
 from contactlab.simulator import Simulator
 
+try:
+    from reduced_routes import AGREE, declining_run, diff, robots, side_by_side, small_tree
+except ImportError:  # tests/contactlab imported as a package
+    from .reduced_routes import AGREE, declining_run, diff, robots, side_by_side, small_tree
+
 pytest.importorskip("numba")
 
-#: agreement of the two trajectories (q and qdot) [rad, m, rad/s, m/s]
-AGREE = 1e-10
-
-
-def _robots_installed() -> bool:
-    from scenarios.robots import ROBOTS
-
-    return ROBOTS is not None
-
-
-robots = pytest.mark.skipif(not _robots_installed(), reason="example-robot-data not installed")
+#: the small tree's initial twist: thrown sideways and spinning
+THROWN = [0.3, 0.0, 0.0, 0.3, 0.0, 0.0]
 
 
 def _pair(scene: Any, **opts: Any) -> tuple[Simulator, Simulator]:
@@ -44,15 +40,6 @@ def _pair(scene: Any, **opts: Any) -> tuple[Simulator, Simulator]:
         scene, solver="lemke", model_options=opts, formulation_options={"compiled": False}, **args
     )
     return fast, general
-
-
-def _diff(a: Any, b: Any) -> float:
-    return float(
-        max(
-            np.abs(np.asarray(a.q) - np.asarray(b.q)).max(),
-            np.abs(np.asarray(a.qdot) - np.asarray(b.qdot)).max(),
-        )
-    )
 
 
 @robots
@@ -74,7 +61,7 @@ def test_solo12_trajectories_equal_the_general_path() -> None:
         assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
         assert ra.metrics["status"] == rb.metrics["status"] == "optimal"
         most = max(most, ra.metrics["n_contacts"])
-        worst = max(worst, _diff(a, b))
+        worst = max(worst, diff(a, b))
         s_a = ra.solution.report.sliding_speed
         s_b = rb.solution.report.sliding_speed
         assert np.abs(s_a - s_b).max(initial=0.0) <= AGREE
@@ -82,43 +69,13 @@ def test_solo12_trajectories_equal_the_general_path() -> None:
     assert worst <= AGREE
 
 
-def _small_scene() -> Any:
-    from contactlab import se3
-    from contactlab.bodies import body_from_shape
-    from contactlab.scene import JointSpec, Scene
-    from contactlab.shapes import Box, Plane, Sphere
-
-    base, _ = body_from_shape("base", Box(half_extents=np.array([0.1, 0.08, 0.05])), mass=1.0)
-    ball, _ = body_from_shape("ball", Sphere(radius=0.05), mass=0.2)
-    joints = (
-        JointSpec(
-            "root", "free", None, "base",
-            frame_parent=se3.make_transform(se3.exp_so3([0.1, 0.2, 0.0]), [0, 0, 0.12]),
-            qdot0=[0.3, 0.0, 0.0, 0.3, 0.0, 0.0],
-        ),
-        JointSpec(
-            "hinge", "revolute", "base", "ball", axis=[0.0, 1.0, 0.0],
-            frame_parent=se3.make_transform(None, [0.2, 0.0, 0.0]), stiffness=1.0, damping=0.1,
-        ),
-    )  # fmt: skip
-    return Scene("tilted-box-and-ball", (base, ball), joints=joints, static_shapes=(Plane(),))
-
-
 def test_small_tree_run_equals_the_general_path() -> None:
     """A box on a free joint with a sphere on a sprung hinge, thrown, lands tilted and
     slides: the two runs agree to 1e-10 with 4 and with 8 pyramid directions."""
     for k in (4, 8):
-        fast, general = _pair(_small_scene(), directions=k)
+        fast, general = _pair(small_tree(THROWN), directions=k)
         assert type(fast.compiled) is LemkeReducedStep
-        a, b = fast.initial_state(), general.initial_state()
-        worst = 0.0
-        contacts = 0
-        for i in range(150):
-            a, ra = fast.step(a, i)
-            b, rb = general.step(b, i)
-            assert ra.metrics["n_contacts"] == rb.metrics["n_contacts"]
-            contacts += ra.metrics["n_contacts"] > 0
-            worst = max(worst, _diff(a, b))
+        worst, contacts = side_by_side(fast, general, 150)
         assert contacts > 50
         assert worst <= AGREE
 
@@ -131,7 +88,7 @@ def test_lcp_is_the_models_matrix() -> None:
 
     from solvers import LCP
 
-    fast, general = _pair(_small_scene())
+    fast, general = _pair(small_tree(THROWN))
     captured: list[Any] = []
     model: Any = general.model
     original = model.run
@@ -209,32 +166,18 @@ def _kernel_lcp(K: Any, args: tuple[Any, ...]) -> tuple[Any, Any]:
 def test_declined_steps_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """A step the kernel declines (its status ``NOT_SPD``) is the general path's step: the
     run equals the general run to 1e-10."""
-    fast, general = _pair(_small_scene())
-    kernel = lemke_step.K.lemke_full_step
-    calls = [0]
-
-    def declining(*args: Any) -> Any:
-        out = kernel(*args)
-        calls[0] += 1
-        if calls[0] % 2:  # every other step declined
-            out[7][lemke_step.K.I_STATUS] = lemke_step.K.NOT_SPD
-        return out
-
-    monkeypatch.setattr(lemke_step.K, "lemke_full_step", declining)
-    a, b = fast.initial_state(), general.initial_state()
-    worst = 0.0
-    for i in range(60):
-        a, _ = fast.step(a, i)
-        b, _ = general.step(b, i)
-        worst = max(worst, _diff(a, b))
-    assert calls[0] == 60
+    fast, general = _pair(small_tree(THROWN))
+    calls, worst = declining_run(
+        monkeypatch, lemke_step.K, "lemke_full_step", lemke_step.K.NOT_SPD, fast, general
+    )
+    assert calls == 60
     assert worst <= AGREE
 
 
 def test_scope() -> None:
     """Taken for stewart-trinkle by lemke (its own settings only); the frictional-contact
     route, unknown settings and the general layers keep the general path."""
-    scene = _small_scene()
+    scene = small_tree(THROWN)
 
     def compiled(model: str, solver: str, **opts: Any) -> Any:
         sim = Simulator(scene, "reduced", model, solver, model_options=opts)
