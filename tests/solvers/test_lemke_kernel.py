@@ -1,18 +1,22 @@
-"""The compiled Lemke method (:mod:`solvers.numerics.lemke_kernel`) against the backend.
+"""The compiled Lemke method (:mod:`solvers.numerics.lemke_kernel`).
+
+The ``lemke`` backend runs this walk; its result is checked here against independent
+references (the LCP's own conditions, brute-force enumeration of complementary bases,
+the physics of a resting cube), and the backend is checked to report the walk's outcome.
 
 Facts:
 
 * on the three captured degenerate contact LCPs of ``test_lemke_regressions.py`` (each
   once ended on a secondary ray) it finds a solution: ``z >= 0``, ``w = Mz + q >=
   -1e-12``, natural-map residual below the backend's declared accuracy 1e-9, the
-  resting cube's normal impulses summing to its weight times the step; it ends as the
-  backend does and its ``z`` is the backend's to that accuracy times ``max(1, |q|)``
-  (the two run the same rules; a basic value is fixed to ``zero_tol`` = 1e-11 of the
-  data's scale by the clamps, and the final values are re-solved from the data);
-* on LCPs with a P-matrix (a unique solution) it gives the backend's solution, which
-  solves the LCP, to 1e-10;
-* an infeasible LCP ends on a secondary ray for both; the pivot cap stops both with
-  ``max_iterations``; ``q >= 0`` gives ``z = 0`` without a pivot.
+  resting cube's normal impulses summing to its weight times the step; the backend
+  returns that ``z`` with status ``optimal`` and the walk's message;
+* on LCPs with a P-matrix (a unique solution) it gives the solution found by
+  enumerating every complementary basis (n <= 12), to 1e-10, and for larger n a point
+  meeting the LCP's conditions to 1e-10 (the unique solution);
+* an infeasible LCP ends on a secondary ray; the pivot cap stops the walk with
+  ``max_iterations``; ``q >= 0`` gives ``z = 0`` without a pivot; the backend reports
+  each of these statuses.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_lemke import enumerate_lcp
 
 from solvers import LCP, solve
 from solvers.numerics import lemke_kernel as LK
@@ -51,7 +56,7 @@ def test_solves_the_captured_degenerate_contact_lcps(name: str) -> None:
     ref = solve(LCP(sp.csr_matrix(M), q.copy()), "lemke")
     assert ref.status == "optimal"
     assert np.abs(z - ref.x).max() <= 1e-9 * max(1.0, np.abs(q).max())
-    # both end the same way (z0 leaving, reaching 0 or a ray within the tolerance)
+    # the backend reports the walk's ending (z0 leaving, reaching 0 or a ray within the tolerance)
     assert LK.message(info).split(" after")[0] == ref.message.split(" after")[0]
 
 
@@ -72,7 +77,7 @@ def test_first_walk_alone_solves_the_captured_lcps(name: str) -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_p_matrix_lcps_have_the_backends_unique_solution(seed: int) -> None:
+def test_p_matrix_lcps_have_their_unique_solution(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = 5 + 7 * seed
     A = rng.standard_normal((n, n))
@@ -83,8 +88,9 @@ def test_p_matrix_lcps_have_the_backends_unique_solution(seed: int) -> None:
     assert info[LK.I_STATUS] == LK.OPTIMAL
     w = M @ z + q
     assert z.min() >= 0.0 and w.min() >= -1e-10 and np.abs(z * w).max() < 1e-10
-    ref = solve(LCP(sp.csr_matrix(M), q), "lemke")
-    assert np.abs(z - ref.x).max() < 1e-10
+    if n <= 12:
+        (ref,) = enumerate_lcp(M, q)  # a P-matrix: exactly one complementary solution
+        assert np.abs(z - ref).max() < 1e-10
 
 
 def test_infeasible_lcp_ends_on_a_ray_as_the_backend() -> None:
