@@ -67,6 +67,7 @@ import numpy as np
 
 from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
+from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
 from contactlab.models.box_rows import ImpulseMemory
@@ -142,7 +143,7 @@ class ConeContactStep(FreeBodyStep):
     """The step of free bodies with the exact cone by ``nsgs``, ``apgd`` or ``admm`` (module
     docstring)."""
 
-    kernels = K
+    kernels = P
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
         found = model_law(model, collide)
