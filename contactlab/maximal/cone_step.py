@@ -24,7 +24,8 @@ First-order methods.  With ``apgd`` or ``admm`` the same step (collision, rows, 
 integration) solves the contacts' problem by the general backends' accelerated projected
 gradient or ADMM (:mod:`contactlab.maximal._cone_fom_kernels`): the iterations, step-size
 and penalty rules, De Saxcé's shift rule for Coulomb's law (APGD keeping its momentum
-over a refresh of the shift), the natural-map stopping test
+over a refresh of the shift and refreshing it once the shifted problem is solved as well
+as Coulomb's, where the general backend waits for a tenth), the natural-map stopping test
 and the iteration caps (20,000 and 5,000) of :func:`solvers.numerics.fc_methods.apgd` and
 :func:`solvers.numerics.fc_methods.admm`, with ``W x`` read through the contact rows and
 the diagonal inverse mass (``W`` never formed).  ``admm`` takes its ``rho`` setting (the
