@@ -9,7 +9,8 @@ the step-size and penalty rules, the stopping test (the natural-map residual rel
 ``||q||``) and the iterate returned are those of
 :func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
 the general route's local problem (:func:`contactlab.models.fc_route.local_step`), but
-that APGD keeps its momentum over a refresh of De Saxcé's shift (:func:`_apgd`); the
+that APGD keeps its momentum over a refresh of De Saxcé's shift and refreshes it once the
+shifted problem is solved as well as Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`); the
 cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
 (:mod:`solvers.numerics.fc_kernels`).
 
@@ -35,36 +36,18 @@ import numpy as np
 
 from contactlab.maximal._pile_kernels import (
     DECOUPLED,
-    I_ANGULAR,
-    I_COMP,
-    I_CONE,
-    I_DISSIPATION,
-    I_DUAL,
     I_ISLANDS,
-    I_KINETIC,
-    I_LINEAR,
-    I_NATURAL,
-    I_NORMAL_COMP,
-    I_NORMAL_FEAS,
-    I_PENETRATION,
-    I_POTENTIAL,
-    I_PRIMAL,
-    I_SLIDING,
     I_STATUS,
-    I_SWEEPS,
-    I_UNITS,
     I_WORK,
-    MAX_ITERATIONS,
     N_INFO,
-    NUMERICAL_ERROR,
     OPTIMAL,
+    _row_dot,
     _velocity,
     island_contacts,
 )
 from contactlab.maximal._step_parts import (
     carried_start,
     cone_outputs,
-    contact_velocity,
     decoupled,
     free_rows,
     island_done,
@@ -90,6 +73,14 @@ from solvers.numerics.fc_methods import (
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
 COMPILE_SECONDS: float | None = 13.0
 
+#: APGD refreshes De Saxcé's shift once the shifted cone problem's natural-map residual
+#: is at most this times Coulomb's (the general backends' rule takes a tenth: on the
+#: 200-cube drop 38 % fewer iterations with 1, and a 20-cube landing step that stalled
+#: at the 20,000-iteration cap at 1.8e-6 with a tenth converges in 2,279; at a tolerance of
+#: 1e-9 that drop leaves 8 steps at the cap, largest residual 1.1e-7, where a tenth left 4,
+#: largest 1.5e-6, with a third of the iterations)
+REFRESH = 1.0
+
 #: methods of :func:`cone_fom_step`
 APGD, ADMM = 0, 1
 #: laws of :func:`cone_fom_step` (those of :mod:`contactlab.maximal._cone_kernels`)
@@ -101,73 +92,14 @@ __all__ = [
     "CCP",
     "COULOMB",
     "DECOUPLED",
-    "I_ANGULAR",
-    "I_COMP",
-    "I_CONE",
-    "I_DISSIPATION",
-    "I_DUAL",
-    "I_ISLANDS",
-    "I_KINETIC",
-    "I_LINEAR",
-    "I_NATURAL",
-    "I_NORMAL_COMP",
-    "I_NORMAL_FEAS",
-    "I_PENETRATION",
-    "I_POTENTIAL",
-    "I_PRIMAL",
-    "I_SLIDING",
     "I_STATUS",
-    "I_SWEEPS",
-    "I_UNITS",
-    "I_WORK",
-    "MAX_ITERATIONS",
-    "NUMERICAL_ERROR",
-    "OPTIMAL",
     "cone_fom_step",
 ]
 
 
 @njit(cache=True)
-def _product(J, ca, cb, f, dinv, rhs, x, v, out, slots):  # noqa: ANN001, ANN202, PLR0913
-    """``out = J M^-1 (f + J^T x) - rhs`` (``W x + q``; ``W x`` with ``f = 0, rhs = 0``).
-
-    Only the twists of the bodies in contact (first slots ``slots``) are formed: the rows
-    read no others (``v``'s world slot, last, stays zero); each as
-    :func:`contactlab.maximal._pile_kernels._velocity` forms it."""
-    n = f.shape[0]
-    for s in slots:
-        for k in range(6):
-            v[s + k] = f[s + k]
-    for r in range(x.shape[0]):
-        zr = x[r]
-        if zr == 0.0:
-            continue
-        pa, pb = ca[r], cb[r]
-        for j in range(6):
-            v[pa + j] += J[r, j] * zr
-        if pb < n:
-            for j in range(6):
-                v[pb + j] += J[r, 6 + j] * zr
-    for s in slots:
-        for k in range(6):
-            v[s + k] *= dinv[s + k]
-    u = np.empty(3)
-    for i in range(x.shape[0] // 3):
-        contact_velocity(J, ca, cb, rhs, v, i, u)
-        out[3 * i], out[3 * i + 1], out[3 * i + 2] = u[0], u[1], u[2]
-
-
-@njit(cache=True)
-def _shifted(J, ca, cb, f, dinv, rhs, q, qs, x, v, out, slots):  # noqa: ANN001, ANN202, PLR0913
-    """``out = W x + qs`` (De Saxcé's shift ``qs - q`` on the normal rows)."""
-    _product(J, ca, cb, f, dinv, rhs, x, v, out, slots)
-    for r in range(0, x.shape[0], 3):
-        out[r] += qs[r] - q[r]
-
-
-@njit(cache=True)
 def _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm):  # noqa: ANN001, ANN202, PLR0913
-    """Where :func:`_apgd` and :func:`_admm` start
+    """Where :func:`_admm` starts
     (:func:`solvers.numerics.fc_methods.feasible_start` with ``W x`` through the rows): the
     warm start ``r`` projected onto the cones, its velocity ``u``, the free velocity ``qs``
     with De Saxcé's shift at ``u`` (``q`` itself for the CCP) and the natural-map residual
@@ -184,80 +116,6 @@ def _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm):  #
     if law == 1:
         _shift(0, mu, dirs, nc, q, u, qs)
     return x, u, qs, natural_map(law, 0, mu, dirs, lo, nc, x, u, qnorm)
-
-
-@njit(cache=True)
-def _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, r, tol, max_iter, slots):  # noqa: ANN001, ANN202, PLR0912, PLR0913, PLR0915
-    """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` with
-    ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place.
-
-    One difference: when De Saxcé's shift is refreshed (Coulomb's law) the general
-    backend restarts the momentum (``y = x``, ``theta = 1``); here the gradients at ``x``
-    and ``y`` move by the shift's change on the normal rows and the momentum is kept
-    (still restarted by the gradient test of :func:`~solvers.numerics.fc_methods.apgd_momentum`):
-    the same problem and stopping test, 18 % fewer iterations over a 200-cube drop."""
-    n = q.shape[0]
-    nc = n // 3
-    dirs = np.zeros((0, 2))
-    lo = np.zeros(0)
-    v = np.zeros(f.shape[0] + 6)
-    qnorm = math.sqrt(np.sum(q * q))
-    x, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
-    gx = np.empty(n)
-    for i in range(n):
-        gx[i] = u[i] + (qs[i] - q[i])
-    if res <= tol:
-        r[:] = x
-        return 0, res
-    # initial Lipschitz estimate from a probe step
-    probe = np.empty(n)
-    gp = np.empty(n)
-    for i in range(n):
-        probe[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
-    _shifted(J, ca, cb, f, dinv, rhs, q, qs, probe, v, gp, slots)
-    L = apgd_lipschitz(x, gx, probe, gp)
-    y = x.copy()
-    gy = gx.copy()
-    xn = np.empty(n)
-    gxn = np.empty(n)
-    step = np.empty(n)
-    theta = 1.0
-    it = 0
-    while it < max_iter:
-        it += 1
-        fy = apgd_value(y, gy, qs)
-        while True:
-            for i in range(n):
-                step[i] = y[i] - gy[i] / L
-            _project_all(0, mu, dirs, lo, nc, step, xn)
-            _shifted(J, ca, cb, f, dinv, rhs, q, qs, xn, v, gxn, slots)
-            if apgd_accepts(xn, gxn, y, gy, qs, fy, L):
-                break
-            L *= 2.0
-        theta = apgd_momentum(theta, x, gx, xn, gxn, y, gy)
-        L *= 0.9
-        if law == 0:
-            res = natural_map(0, 0, mu, dirs, lo, nc, x, gx, qnorm)
-        else:
-            for i in range(n):
-                u[i] = gx[i] - (qs[i] - q[i])
-            res = natural_map(1, 0, mu, dirs, lo, nc, x, u, qnorm)
-            if res > tol and math.isfinite(res):
-                inner = natural_map(0, 0, mu, dirs, lo, nc, x, gx, qnorm)
-                if inner <= max(0.1 * res, 0.5 * tol):
-                    # the new shift moves the gradients' normal rows by its change;
-                    # the momentum is kept (restarted by apgd_momentum's own test)
-                    for i in range(0, n, 3):
-                        gy[i] -= qs[i]
-                    _shift(0, mu, dirs, nc, q, u, qs)
-                    for i in range(n):
-                        gx[i] = u[i] + (qs[i] - q[i])
-                    for i in range(0, n, 3):
-                        gy[i] += qs[i]
-        if res <= tol or not math.isfinite(res):
-            break
-    r[:] = x
-    return it, res
 
 
 @njit(cache=True)
@@ -335,25 +193,239 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
 
 
 @njit(cache=True)
+def _soc(m, x0, x1, x2):  # noqa: ANN001, ANN202
+    """The projection of ``(x0, x1, x2)`` onto the cone of friction coefficient ``m``
+    (:func:`solvers.numerics.fc_local.project`, kind 0, written on scalars)."""
+    nt = math.sqrt(x1 * x1 + x2 * x2)
+    if nt <= m * x0:
+        return x0, x1, x2
+    if m * nt <= -x0 or (m == 0.0 and x0 <= 0.0):
+        return 0.0, 0.0, 0.0
+    if m == 0.0:
+        return x0, 0.0, 0.0
+    s = (x0 + m * nt) / (1.0 + m * m)
+    return s, m * s * x1 / nt, m * s * x2 / nt
+
+
+@njit(cache=True)
+def _product(J, ca, cb, f, dinv, rhs, x, v, out, slots):  # noqa: ANN001, ANN202, PLR0913
+    """``out = J M^-1 (f + J^T x) - rhs`` (``W x + q``; ``W x`` with ``f = 0, rhs = 0``),
+    allocating nothing.
+
+    Only the twists of the bodies in contact (first slots ``slots``) are formed: the rows
+    read no others (``v``'s world slot, last, stays zero); each as
+    :func:`contactlab.maximal._pile_kernels._velocity` forms it."""
+    n = f.shape[0]
+    for s in slots:
+        for k in range(6):
+            v[s + k] = f[s + k]
+    for r in range(x.shape[0]):
+        zr = x[r]
+        if zr == 0.0:
+            continue
+        pa, pb = ca[r], cb[r]
+        for j in range(6):
+            v[pa + j] += J[r, j] * zr
+        if pb < n:
+            for j in range(6):
+                v[pb + j] += J[r, 6 + j] * zr
+    for s in slots:
+        for k in range(6):
+            v[s + k] *= dinv[s + k]
+    for r in range(x.shape[0]):
+        out[r] = _row_dot(J, ca, cb, v, r) - rhs[r]
+
+
+@njit(cache=True)
+def _apgd_rows(J, ca, cb, f, dinv, rhs, mu, law, r, tol, max_iter, slots, v, ws, none):  # noqa: ANN001, ANN202, PLR0913, PLR0915
+    """:func:`solvers.numerics.fc_methods.apgd` on the cone problem ``u = W r + q`` of the
+    rows given, ``W x`` through the rows; returns ``(iterations, residual, ||q||_2)``,
+    ``r`` (the rows' impulses) in place.
+
+    ``ws`` is work space (nine times ``r``'s length), ``v`` the twists (the slots
+    ``slots`` written, the world's zero slot last), ``none`` an empty array (the natural
+    map's absent directions and bounds): nothing is allocated, and each cone projection
+    is fused with the step.  Two differences from the general backend, both for
+    Coulomb's law: when De Saxcé's shift is refreshed the gradients at ``x`` and ``y``
+    move by the shift's change on the normal rows and the momentum is kept (the general
+    backend restarts it; still restarted by the gradient test of
+    :func:`~solvers.numerics.fc_methods.apgd_momentum`: 18 % fewer iterations over a
+    200-cube drop), and the shift is refreshed once the shifted problem's residual is at
+    most :data:`REFRESH` times Coulomb's (the general backend: a tenth).  The same
+    problem and stopping test."""
+    n = r.shape[0]
+    nc = n // 3
+    dirs = none.reshape((0, 2))
+    q, qs, x, gx, y = ws[:n], ws[n : 2 * n], ws[2 * n : 3 * n], ws[3 * n : 4 * n], ws[4 * n : 5 * n]
+    gy, xn, gxn, u = ws[5 * n : 6 * n], ws[6 * n : 7 * n], ws[7 * n : 8 * n], ws[8 * n : 9 * n]
+    for i in range(n):
+        xn[i] = 0.0
+    _product(J, ca, cb, f, dinv, rhs, xn, v, q, slots)
+    qsq = 0.0
+    for i in range(n):
+        qsq += q[i] * q[i]
+    qnorm = math.sqrt(qsq)
+    # the feasible start (fc_methods.feasible_start)
+    for i in range(nc):
+        x[3 * i], x[3 * i + 1], x[3 * i + 2] = _soc(mu[i], r[3 * i], r[3 * i + 1], r[3 * i + 2])
+    _product(J, ca, cb, f, dinv, rhs, x, v, u, slots)
+    for i in range(n):
+        qs[i] = q[i]
+    if law == 1:
+        _shift(0, mu, dirs, nc, q, u, qs)
+    res = natural_map(law, 0, mu, dirs, none, nc, x, u, qnorm)
+    for i in range(n):
+        gx[i] = u[i] + (qs[i] - q[i])
+    if res <= tol:
+        r[:] = x
+        return 0, res, qnorm
+    # initial Lipschitz estimate from a probe step (xn, gxn: the probe and its gradient)
+    for i in range(n):
+        xn[i] = x[i] + 1e-3 * (1.0 + abs(x[i]))
+    _product(J, ca, cb, f, dinv, rhs, xn, v, gxn, slots)
+    for i in range(0, n, 3):
+        gxn[i] += qs[i] - q[i]
+    L = apgd_lipschitz(x, gx, xn, gxn)
+    for i in range(n):
+        y[i] = x[i]
+        gy[i] = gx[i]
+    theta = 1.0
+    it = 0
+    while it < max_iter:
+        it += 1
+        fy = apgd_value(y, gy, qs)
+        while True:
+            for i in range(nc):
+                k = 3 * i
+                xn[k], xn[k + 1], xn[k + 2] = _soc(
+                    mu[i], y[k] - gy[k] / L, y[k + 1] - gy[k + 1] / L, y[k + 2] - gy[k + 2] / L
+                )
+            _product(J, ca, cb, f, dinv, rhs, xn, v, gxn, slots)
+            for i in range(0, n, 3):
+                gxn[i] += qs[i] - q[i]
+            if apgd_accepts(xn, gxn, y, gy, qs, fy, L):
+                break
+            L *= 2.0
+        theta = apgd_momentum(theta, x, gx, xn, gxn, y, gy)
+        L *= 0.9
+        if law == 0:
+            res = natural_map(0, 0, mu, dirs, none, nc, x, gx, qnorm)
+        else:
+            for i in range(n):
+                u[i] = gx[i]
+            for i in range(0, n, 3):
+                u[i] = gx[i] - (qs[i] - q[i])
+            res = natural_map(1, 0, mu, dirs, none, nc, x, u, qnorm)
+            if res > tol and math.isfinite(res):
+                inner = natural_map(0, 0, mu, dirs, none, nc, x, gx, qnorm)
+                if inner <= max(REFRESH * res, 0.5 * tol):
+                    # the new shift moves the gradients' normal rows by its change;
+                    # the momentum is kept (restarted by apgd_momentum's own test)
+                    for i in range(0, n, 3):
+                        gy[i] -= qs[i]
+                    _shift(0, mu, dirs, nc, q, u, qs)
+                    for i in range(0, n, 3):
+                        gx[i] = u[i] + (qs[i] - q[i])
+                        gy[i] += qs[i]
+        if res <= tol or not math.isfinite(res):
+            break
+    r[:] = x
+    return it, res, qnorm
+
+
+@njit(cache=True)
+def _apgd_islands(J, ca, cb, f, dinv, rhs, mu, a, b, up, law, z, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913
+    """:func:`_solve_islands` by :func:`_apgd_rows` without copying the islands: the rows
+    are put island after island once (each island's in the step's height order restricted
+    to it), and each island is solved on its slice of them, its bodies' twists in the
+    step's twist vector (the islands share no body: each island's products read and write
+    only its own slots, with the same numbers as on arrays of its own).  Returns as
+    :func:`_solve_islands`."""
+    nc = mu.shape[0]
+    nb = dinv.shape[0] // 6
+    ia = np.empty(nc, dtype=np.int64)
+    ib = np.empty(nc, dtype=np.int64)
+    for j in range(nc):
+        ia[up[j]] = a[j]
+        ib[up[j]] = b[j]
+    count, off, members, order = island_contacts(ia, ib, nb, up)
+    if count <= 1:
+        return count, OPTIMAL, 0, 0.0, 0.0
+    pos = np.empty(nc, dtype=np.int64)
+    for j in range(nc):
+        pos[up[j]] = j
+    # the rows island after island
+    pick = np.empty(nc, dtype=np.int64)
+    for k in range(count):
+        for j in range(off[k], off[k + 1]):
+            pick[j] = pos[members[off[k] + order[j]]]
+    m3 = 3 * nc
+    Jp = np.empty((m3, 12))
+    cap = np.empty(m3, dtype=np.int64)
+    cbp = np.empty(m3, dtype=np.int64)
+    rp = np.empty(m3)
+    zp = np.empty(m3)
+    mup = np.empty(nc)
+    for j in range(nc):
+        i = pick[j]
+        mup[j] = mu[i]
+        for d in range(3):
+            Jp[3 * j + d, :] = J[3 * i + d, :]
+            cap[3 * j + d], cbp[3 * j + d] = ca[3 * i + d], cb[3 * i + d]
+            rp[3 * j + d], zp[3 * j + d] = rhs[3 * i + d], z[3 * i + d]
+    # each island's bodies' first twist slots, island after island
+    seen = np.full(nb, -1, dtype=np.int64)
+    slots = np.empty(2 * nc, dtype=np.int64)
+    soff = np.zeros(count + 1, dtype=np.int64)
+    ns = 0
+    for k in range(count):
+        for j in range(off[k], off[k + 1]):
+            for g in (a[pick[j]], b[pick[j]]):
+                if g >= 0 and seen[g] < 0:
+                    seen[g] = k
+                    slots[ns] = 6 * g
+                    ns += 1
+        soff[k + 1] = ns
+    v = np.zeros(dinv.shape[0] + 6)
+    ws = np.empty(9 * m3)
+    none = np.zeros(0)
+    acc = np.zeros(4)  # numerical error met, squared residuals, largest iterations, work
+    whole = 0.0
+    for k in range(count):
+        r0, r1 = 3 * off[k], 3 * off[k + 1]
+        zk = zp[r0:r1]
+        it, res, qk = _apgd_rows(
+            Jp[r0:r1], cap[r0:r1], cbp[r0:r1], f, dinv, rp[r0:r1], mup[off[k] : off[k + 1]],
+            law, zk, tol, max_iter, slots[soff[k] : soff[k + 1]], v, ws[9 * r0 : 9 * r1], none,
+        )  # fmt: skip
+        whole += qk * qk
+        island_done(z, zk, pick[off[k] : off[k + 1]], res, qk, it, nc, acc)
+    status, residual = island_residual(acc, math.sqrt(whole), tol)
+    return count, status, int(acc[2]), residual, acc[3]
+
+
+@njit(cache=True)
 def _solve(J, ca, cb, f, dinv, rhs, mu, A, law, method, z, tol, max_iter, rho, slots):  # noqa: ANN001, ANN202, PLR0913
-    """:func:`_apgd` or :func:`_admm` on the contacts of the rows ``J`` (in the general
+    """:func:`_apgd_rows` or :func:`_admm` on the contacts of the rows ``J`` (in the general
     route's local order; ``A`` their diagonal blocks of ``W``) from the impulses ``z``
     (solved in place); ``q`` formed here.  ADMM's initial penalty ``rho`` (``<= 0``:
     ``1e-3`` times the mean diagonal of these contacts' ``W``).  Returns
     ``(iterations, residual, ||q||_2)``."""
     m3 = rhs.shape[0]
     v = np.zeros(f.shape[0] + 6)
+    if method == 0:
+        ws = np.empty(9 * m3)
+        return _apgd_rows(
+            J, ca, cb, f, dinv, rhs, mu, law, z, tol, max_iter, slots, v, ws, np.zeros(0)
+        )
     q = np.empty(m3)
     _product(J, ca, cb, f, dinv, rhs, np.zeros(m3), v, q, slots)
-    if method == 0:
-        it, residual = _apgd(J, ca, cb, f, dinv, rhs, q, mu, law, z, tol, max_iter, slots)
-    else:
-        wsum = 0.0
-        for j in range(m3 // 3):
-            for k in range(3):
-                wsum += A[j, 4 * k]
-        r0 = rho if rho > 0.0 else 1e-3 * (wsum / m3 if m3 > 0 else 1.0)
-        it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu, law, z, r0, tol, max_iter, slots)
+    wsum = 0.0
+    for j in range(m3 // 3):
+        for k in range(3):
+            wsum += A[j, 4 * k]
+    r0 = rho if rho > 0.0 else 1e-3 * (wsum / m3 if m3 > 0 else 1.0)
+    it, residual = _admm(J, ca, cb, f, dinv, rhs, q, mu, law, z, r0, tol, max_iter, slots)
     return it, residual, math.sqrt(np.sum(q * q))
 
 
@@ -463,7 +535,11 @@ def cone_fom_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     if carry:
         carried_start(old_ids, old_order, old_normal, old_friction, ids, origin, t1, t2, up, z)
     count = 0
-    if islands:
+    if islands and method == APGD:
+        count, status, it, residual, work = _apgd_islands(
+            J, ca, cb, f, dinv, rhs, mu_l, a_l, b_l, up, law, z, tol, max_iter
+        )
+    elif islands:
         count, status, it, residual, work = _solve_islands(
             J, ca, cb, f, dinv, rhs, mu_l, A_l, a_l, b_l, up, law, method, z, tol, max_iter,
             rho,

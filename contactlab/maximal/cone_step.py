@@ -24,7 +24,8 @@ First-order methods.  With ``apgd`` or ``admm`` the same step (collision, rows, 
 integration) solves the contacts' problem by the general backends' accelerated projected
 gradient or ADMM (:mod:`contactlab.maximal._cone_fom_kernels`): the iterations, step-size
 and penalty rules, De Saxcé's shift rule for Coulomb's law (APGD keeping its momentum
-over a refresh of the shift), the natural-map stopping test
+over a refresh of the shift and refreshing it once the shifted problem is solved as well
+as Coulomb's, where the general backend waits for a tenth), the natural-map stopping test
 and the iteration caps (20,000 and 5,000) of :func:`solvers.numerics.fc_methods.apgd` and
 :func:`solvers.numerics.fc_methods.admm`, with ``W x`` read through the contact rows and
 the diagonal inverse mass (``W`` never formed).  ``admm`` takes its ``rho`` setting (the
@@ -67,6 +68,7 @@ import numpy as np
 
 from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
+from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
 from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
 from contactlab.models.box_rows import ImpulseMemory
@@ -142,7 +144,7 @@ class ConeContactStep(FreeBodyStep):
     """The step of free bodies with the exact cone by ``nsgs``, ``apgd`` or ``admm`` (module
     docstring)."""
 
-    kernels = K
+    kernels = P
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
         found = model_law(model, collide)

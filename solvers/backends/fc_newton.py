@@ -110,6 +110,21 @@ def scalar_piece(
 
 
 @njit(cache=True)
+def bound_pieces(
+    acc: float, row0: int, u0: int, x: Vec, u: Vec, rho: Vec, row_lo: Vec, phi: Vec,
+    beta: Vec, adiag: Vec,
+) -> float:  # fmt: skip
+    """:func:`scalar_piece` of every scalar row of a min-function (rows ``row0 + m`` of
+    ``x``, velocities ``u[u0 + m]``; a row without lower bound ``row_lo[m]`` is free)
+    added to ``acc``, one after another."""
+    for m in range(row_lo.shape[0]):
+        row = row0 + m
+        w = u[u0 + m]
+        acc += scalar_piece(row, x[row], w, rho[row], row_lo[m] == -np.inf, phi, beta, adiag)
+    return acc
+
+
+@njit(cache=True)
 def box_pieces(
     nc: int,
     mu: Vec,
@@ -148,10 +163,7 @@ def box_pieces(
                 adiag[t] = 1.0
                 aoff[2 * i + k] = -s * mu[i] if rn > 0.0 else 0.0
             acc += phi[t] * phi[t]
-    for m in range(row_lo.shape[0]):
-        j = 3 * nc + m
-        acc += scalar_piece(j, r[j], u[j], rho[j], row_lo[m] == -np.inf, phi, beta, adiag)
-    return 0.5 * acc
+    return 0.5 * bound_pieces(acc, 3 * nc, 3 * nc, r, u, rho, row_lo, phi, beta, adiag)
 
 
 @njit(cache=True)
@@ -533,11 +545,7 @@ def pyramid_pieces(
             else:
                 w = rem
             acc += scalar_piece(row, x[row], w, rho[row], False, phi, beta, adiag)
-    for b in range(row_lo.shape[0]):
-        row = m * nc + b
-        w = u[3 * nc + b]
-        acc += scalar_piece(row, x[row], w, rho[row], row_lo[b] == -np.inf, phi, beta, adiag)
-    return 0.5 * acc
+    return 0.5 * bound_pieces(acc, m * nc, 3 * nc, x, u, rho, row_lo, phi, beta, adiag)
 
 
 @njit(cache=True)

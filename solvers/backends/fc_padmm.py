@@ -120,17 +120,11 @@ def _refactor(
     d: Vec,
     base: Vec,
     diag_slot: IVec,
-    values: Vec,
-    first: IVec,
-    second: IVec,
-    lptr: IVec,
-    lrows: IVec,
-    rptr: IVec,
-    rcols: IVec,
-    rslot: IVec,
-    L: Vec,
+    blocks: tuple[Vec, IVec, IVec, IVec, IVec, IVec, IVec, IVec, Vec],
 ) -> bool:
-    """Factor ``W + σ I`` (dense) or ``σ D^{-1} + C'C`` (blocks); ``False`` if it fails."""
+    """Factor ``W + σ I`` (dense) or ``σ D^{-1} + C'C`` (blocks: ``blocks`` the values,
+    pattern, symbolic analysis and factor arrays of
+    :func:`~solvers.backends.block_cholesky.factor_shifted`); ``False`` if it fails."""
     if dense:
         n = Wd.shape[0]
         for i in range(n):
@@ -138,11 +132,12 @@ def _refactor(
                 Ld[i, j] = Wd[i, j]
             Ld[i, i] += sigma
         return cholesky(Ld, Ld)
+    values = blocks[0]
     for k in range(values.shape[0]):
         values[k] = base[k]
     for j in range(diag_slot.shape[0]):
         values[diag_slot[j]] += sigma / d[j]
-    used = factor_shifted(values, first, second, lptr, lrows, rptr, rcols, rslot, L, 0.0)
+    used = factor_shifted(*blocks, 0.0)
     return used >= 0.0
 
 
@@ -244,8 +239,8 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
     kappa_step = lmax / eta
     rho_lo, rho_hi = 1e-4 * lmax, 1e4 * lmax
     sigma = rho + eta
-    if not _refactor(dense, Wd, Ld, sigma, d, base, diag_slot, values, first, second,
-                     lptr, lrows, rptr, rcols, rslot, L):  # fmt: skip
+    blocks = (values, first, second, lptr, lrows, rptr, rcols, rslot, L)
+    if not _refactor(dense, Wd, Ld, sigma, d, base, diag_slot, blocks):
         r[:] = best
         return 0, best_res, rho, 3
     it = 0
@@ -300,8 +295,7 @@ def padmm(  # type: ignore[no-untyped-def]  # pragma: no cover
             if factor != 1.0 and rho_lo <= rho * factor <= rho_hi:
                 rho *= factor
                 sigma = rho + eta
-                if not _refactor(dense, Wd, Ld, sigma, d, base, diag_slot, values, first,
-                                 second, lptr, lrows, rptr, rcols, rslot, L):  # fmt: skip
+                if not _refactor(dense, Wd, Ld, sigma, d, base, diag_slot, blocks):
                     reason = 3
                     break
     r[:] = best
