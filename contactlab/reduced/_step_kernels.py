@@ -1261,18 +1261,6 @@ def _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega):  # noqa: ANN001, 
 
 
 @njit(cache=True)
-def _released_row(a, z, owner, mu_row):  # noqa: ANN001, ANN202
-    """Whether row ``a`` is a friction row whose contact carries no normal impulse
-    (``mu z_n <= 0``): then its impulse is set to zero; with the row's residual ``|z_a|``
-    and change ``dz`` (zeros for any other row, left to the projection)."""
-    if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
-        residual, dz = abs(z[a]), -z[a]
-        z[a] = 0.0
-        return True, residual, dz
-    return False, 0.0, 0.0
-
-
-@njit(cache=True)
 def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
     """Projected Gauss--Seidel sweeps over the rows in ``order``
     (:func:`solvers.backends.pgs_kernel.pgs_sweeps`, one row per unit); the largest
@@ -1287,14 +1275,17 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
         worst = 0.0
         for j in range(order.shape[0]):
             a = order[j]
-            released, residual, dz = _released_row(a, z, owner, mu_row)
-            if not released:
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                dz = -z[a]
+                z[a] = 0.0
+            else:
                 if delassus:
                     w = q_w[a] + _row_dot(W, a, z)
                 else:
                     w = _row_dot(C, a, v) - b[a]
                 residual, dz = _project_row(a, w, z, diag, owner, mu_row, lo, hi, omega)
-            worst = max(worst, residual)
+                worst = max(worst, residual)
             if dz != 0.0 and not delassus:
                 for k in range(nq):
                     v[k] += Kr[a, k] * dz
@@ -1316,10 +1307,13 @@ def _sweeps_delassus(W, q_w, w, diag, z, owner, mu_row, lo, hi, order, omega, sw
         worst = 0.0
         for j in range(order.shape[0]):
             a = order[j]
-            released, residual, dz = _released_row(a, z, owner, mu_row)
-            if not released:
+            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
+                worst = max(worst, abs(z[a]))
+                dz = -z[a]
+                z[a] = 0.0
+            else:
                 residual, dz = _project_row(a, w[a], z, diag, owner, mu_row, lo, hi, omega)
-            worst = max(worst, residual)
+                worst = max(worst, residual)
             if dz != 0.0:
                 for k in range(m):
                     w[k] += W[a, k] * dz
