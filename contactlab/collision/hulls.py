@@ -117,26 +117,34 @@ def _reduce(
     for i in range(1, m):
         if D[i] < D[i0]:
             i0 = i
+    # the points by coordinate (contiguous columns: the update of the gaps runs over whole
+    # vectors), each point's squared distance in the plane to the nearest one picked
+    # (-inf once picked), the same sums in the same order as point by point
+    X = np.empty(m)
+    Y = np.empty(m)
+    Z = np.empty(m)
     gap = np.empty(m)
+    for i in range(m):
+        X[i], Y[i], Z[i] = P[i, 0], P[i, 1], P[i, 2]
+        gap[i] = np.inf
+    n0, n1, n2 = n[0], n[1], n[2]
     count = 0
     cur = i0
-    for i in range(m):
-        gap[i] = np.inf
     while True:
         keep[count] = cur
         count += 1
-        gap[cur] = -1.0
+        gap[cur] = -np.inf
         if count == MAX_MESH_CONTACTS:
             break
+        x, y, z = X[cur], Y[cur], Z[cur]
+        for i in range(m):
+            e0, e1, e2 = X[i] - x, Y[i] - y, Z[i] - z
+            h = e0 * n0 + e1 * n1 + e2 * n2
+            q = e0 * e0 + e1 * e1 + e2 * e2 - h * h
+            g = gap[i]
+            gap[i] = q if q < g else g
         nxt, far = -1, 0.0
         for i in range(m):
-            if gap[i] < 0.0:
-                continue
-            e0, e1, e2 = P[i, 0] - P[cur, 0], P[i, 1] - P[cur, 1], P[i, 2] - P[cur, 2]
-            h = e0 * n[0] + e1 * n[1] + e2 * n[2]
-            q = e0 * e0 + e1 * e1 + e2 * e2 - h * h
-            if q < gap[i]:
-                gap[i] = q
             if gap[i] > far:
                 nxt, far = i, gap[i]
         if nxt < 0 or far <= 1e-24:
@@ -229,6 +237,23 @@ def _mesh_pair(
 
 
 @njit(cache=True)
+def mesh_scratch(max_face: int) -> tuple:
+    """The work arrays of :func:`_mesh_pair` for hulls of at most ``max_face`` vertices a
+    face: the two features, the clipped polygon and its buffer, the candidate points, their
+    distances and the indices kept."""
+    size = 2 * max(max_face, CYLINDER_RIM_SAMPLES) + 8
+    return (
+        np.zeros((size, 3)),
+        np.zeros((size, 3)),
+        np.zeros((size, 3)),
+        np.zeros((size, 3)),
+        np.zeros((size + 1, 3)),
+        np.zeros(size + 1),
+        np.zeros(size + 1, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
 def _mesh_kernel(
     kA: int,
     RA: np.ndarray,
@@ -254,14 +279,7 @@ def _mesh_kernel(
     """All pairs of one kind pair; ``R`` (m, 3, 3) rotations (columns = axes), ``P`` (m, 3)."""
     m = RA.shape[0]
     points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
-    size = 2 * max(max_face, CYLINDER_RIM_SAMPLES) + 8
-    FA = np.zeros((size, 3))
-    FB = np.zeros((size, 3))
-    poly = np.zeros((size, 3))
-    buf = np.zeros((size, 3))
-    CP = np.zeros((size + 1, 3))
-    CD = np.zeros(size + 1)
-    keep = np.zeros(size + 1, dtype=np.int64)
+    FA, FB, poly, buf, CP, CD, keep = mesh_scratch(max_face)
     for k in range(m):
         counts[k] = _mesh_pair(
             kA,

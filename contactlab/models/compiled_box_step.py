@@ -135,10 +135,9 @@ def carried_cache(
     impulses ``z`` (normal ones first) and ``friction`` (world vectors) as the model's
     warm start (under ``key``)."""
     nc = slices["N"].stop
-    memory = ImpulseMemory(
-        z, slices, track.ids if nc else None,
-        z[:nc].copy() if nc else None, friction if nc else None,
-    )  # fmt: skip
+    memory = ImpulseMemory(  # the normal impulses a view of z (neither is ever written)
+        z, slices, track.ids if nc else None, z[:nc] if nc else None, friction if nc else None
+    )
     cache = state.cache
     carried = {identity.CACHE_KEY: track, key: memory}
     if isinstance(cache, ModelMemory):  # one copy, already the state's kind of memory
@@ -185,30 +184,91 @@ def step_row(  # noqa: PLR0913
     after the collision, after the set-up and after the solve."""
     start, collided, assembled, solved = times
     kinetic, potential = energies
-    mom = [float(x) for x in momentum]
-    row: dict[str, Any] = {
+    m0, m1, m2, m3, m4, m5 = momentum
+    row: dict[str, Any] = {  # one literal, the columns in their order (kernel_columns')
         "step": index,
         "t": t,
         "h": h,
         "kinetic_energy": kinetic,
         "potential_energy": potential,
         "total_energy": kinetic + potential,
-        "linear_momentum_x": mom[0],
-        "linear_momentum_y": mom[1],
-        "linear_momentum_z": mom[2],
-        "angular_momentum_x": mom[3],
-        "angular_momentum_y": mom[4],
-        "angular_momentum_z": mom[5],
+        "linear_momentum_x": float(m0),
+        "linear_momentum_y": float(m1),
+        "linear_momentum_z": float(m2),
+        "angular_momentum_x": float(m3),
+        "angular_momentum_y": float(m4),
+        "angular_momentum_z": float(m5),
         "constraint_error": constraint_error,
         "status": status,
         "solve_time_s": solved - assembled,
         "model_setup_time_s": 0.0,
-        **kernel_columns(info, K, nc),
+        "iterations": int(info[K.I_SWEEPS]),
+        "outer_iterations": 0,
+        "n_contacts": nc,
+        "penetration": float(info[K.I_PENETRATION]),
+        "normal_complementarity": float(info[K.I_NORMAL_COMP]),
+        "normal_feasibility": float(info[K.I_NORMAL_FEAS]),
+        "cone_violation": float(info[K.I_CONE]),
+        "dissipation_violation": float(info[K.I_DISSIPATION]),
+        "n_sliding": float(info[K.I_SLIDING]),
+        "solver_residual": float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP])),
         "collision_time_s": collided - start,
         "assembly_time_s": assembled - collided,
     }
     row["step_time_s"] = time.perf_counter() - start
     return row
+
+
+_new = object.__new__
+
+
+def contact_set(  # noqa: PLR0913
+    point: Array,
+    normal: Array,
+    distance: Array,
+    body_a: Array,
+    body_b: Array,
+    shape_a: Array,
+    shape_b: Array,
+    mu: Array,
+) -> ContactSet:
+    """``ContactSet(point, normal, ...)`` from columns already in its layout, set as its
+    generated ``__init__`` sets them (the frozen class's ``__init__`` sets field by field
+    through ``object.__setattr__``: a third of a compiled robot step's Python)."""
+    contacts = _new(ContactSet)
+    contacts.__dict__.update(
+        point=point, normal=normal, distance=distance, body_a=body_a, body_b=body_b,
+        shape_a=shape_a, shape_b=shape_b, mu=mu,
+    )  # fmt: skip
+    return contacts
+
+
+def contact_track(
+    ids: Array, origin: Array, pair: Array, point: Array, next_id: int
+) -> identity.ContactTrack:
+    """``ContactTrack(ids, origin, pair, point, next_id)``, as :func:`contact_set` makes
+    its set."""
+    track = _new(identity.ContactTrack)
+    track.__dict__.update(ids=ids, origin=origin, pair=pair, point=point, next_id=next_id)
+    return track
+
+
+def new_state(  # noqa: PLR0913
+    t: float,
+    E: Array,
+    phi: Array,
+    q: Array | None,
+    qdot: Array | None,
+    cache: Mapping[str, Any],
+) -> State:
+    """``State(t, E, phi, q, qdot, cache)``, as :func:`contact_set` makes its set (the
+    ``cache`` made a :class:`~contactlab.memory.ModelMemory` as the state's
+    ``__post_init__`` makes it)."""
+    if not isinstance(cache, ModelMemory):
+        cache = ModelMemory(cache)
+    state = _new(State)
+    state.__dict__.update(t=t, E=E, phi=phi, q=q, qdot=qdot, cache=cache, sleep=None)
+    return state
 
 
 class CompiledRecord(StepRecord):
@@ -282,9 +342,12 @@ __all__ = [
     "Feedback",
     "RowBlocks",
     "carried_cache",
+    "contact_set",
+    "contact_track",
     "kernel_columns",
     "kernel_contacts",
     "model_scope",
+    "new_state",
     "record_step",
     "step_row",
     "usable_status",

@@ -33,17 +33,15 @@ import math
 import numpy as np
 
 from contactlab.contact.rows import _tangent_basis
-from contactlab.models.delassus import friction_vectors, local_warm_start
+from contactlab.models.delassus import local_warm_start
 from contactlab.reduced._step_kernels import (
-    _body_measures,
     _contact_rows,
     _dof_parents,
     _inverse_rows,
     _ltl,
     _ltl_solve,
     _system,
-    _tree_kinematics,
-    advance,
+    step_end,
 )
 from solvers.jit import njit
 from solvers.numerics.fc_kernels import nsgs
@@ -150,77 +148,6 @@ def _solve(indptr, indices, data, q, law, mu_local, row_lo, nc, r, method, direc
         rho = 1e-3 * (acc / m) if m else 1.0
     it, res, _ = admm(indptr, indices, data, q, law, cones, r, rho, tol, cap)
     return it, res
-
-
-@njit(cache=True)
-def step_end(  # noqa: ANN201, PLR0913
-    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, v, h, inertia, gravity,
-    body_of_node, E_s, phi_s, armature, stiffness, rest, dist, b, C, z, mu,
-    slip_threshold, lim_sign, lim_dof, lim_bound, t1, t2, info,
-):  # fmt: skip
-    """The end of a reduced contact step from its velocity ``v`` and impulses
-    ``z = [N; T; L]`` (the exact-cone and Lemke steps alike): the position update, the new
-    bodies' transforms and twists into ``E_s``, ``phi_s``, the energies, momenta and
-    finiteness, and the contact and limit metrics at ``v`` into ``info``
-    (:func:`contactlab.metrics.contact_metrics`'s).  Returns ``q_new``, ``v_new`` and the
-    friction impulses as vectors."""
-    n = kind.shape[0]
-    nq = q.shape[0]
-    nc = dist.shape[0]
-    ml = lim_dof.shape[0]
-    q_new, v_new = advance(kind, q, v, h)
-    E1, X1, Sb1, Sbd1, V1 = _tree_kinematics(
-        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new
-    )
-    kinetic, grav, mom = _body_measures(E1, V1, inertia, gravity)
-    finite = True
-    for i in range(n):
-        E_s[body_of_node[i]] = E1[i]
-        phi_s[body_of_node[i]] = V1[i]
-        for r in range(6):
-            finite = finite and np.isfinite(V1[i, r])
-        for r in range(3):
-            for c in range(4):
-                finite = finite and np.isfinite(E1[i, r, c])
-    spring = 0.0
-    for a in range(nq):
-        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
-        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
-        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
-    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
-    for r in range(6):
-        info[I_MOMENTUM + r] = mom[r]
-    info[I_FINITE] = 1.0 if finite else 0.0
-    # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
-    pen = 0.0
-    for k in range(nc):
-        pen = max(pen, -dist[k])
-        gap = -b[k]
-        s0 = 0.0
-        s1 = 0.0
-        for a in range(nq):
-            gap += C[k, a] * v[a]
-            s0 += C[nc + 2 * k, a] * v[a]
-            s1 += C[nc + 2 * k + 1, a] * v[a]
-        zn = z[k]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
-        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
-        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[k] * zn)
-        speed = math.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[k] * zn) * s0 / speed
-            i1 = -(mu[k] * zn) * s1 / speed
-            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    worst = 0.0
-    for j in range(ml):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
-    friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
-    return q_new, v_new, friction
 
 
 @njit(cache=True)

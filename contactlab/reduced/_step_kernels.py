@@ -30,11 +30,13 @@ translational joint, translation first (``FREE_TF``: ``Q = [[R(r), t]]``,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
-from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce
+from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce, mesh_scratch
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.identity import _identify
 from contactlab.contact.rows import _tangent_basis
@@ -881,14 +883,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     # -- shape pairs: by kind pair, then in candidate order --------------------------
     if m_c > 0:
         by_code = np.argsort(code[:m_c], kind="mergesort")
-        size = 2 * max(max_face, RIM) + 8
-        FA = np.zeros((size, 3))
-        FB = np.zeros((size, 3))
-        poly = np.zeros((size, 3))
-        buf = np.zeros((size, 3))
-        MCP = np.zeros((size + 1, 3))
-        MCD = np.zeros(size + 1)
-        mkeep = np.zeros(size + 1, dtype=np.int64)
+        FA, FB, poly, buf, MCP, MCD, mkeep = mesh_scratch(max_face)
         work = np.empty((9, 3))
         pts = np.zeros((max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS), 3))
         nms = np.zeros((max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS), 3))
@@ -996,20 +991,25 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     contacts' identities (:func:`contactlab.contact.identity.identify` against the previous
     track ``old_pair``, ``old_point``, ``old_ids``; every contact new when it is empty).
 
-    Returns ``body_a, body_b, shape_a, shape_b, mu, pair, point, normal, distance``, the
-    fallback flag of :func:`step_contacts`, then ``ids, origin, next_id`` and whether the
-    pairs' keys were too wide for one integer (the caller then identifies them itself)."""
+    Returns, packed in few arrays (the caller unpacks them by views): ``(point, normal)``
+    (2, nc, 3), ``(distance, mu)`` (2, nc), ``(body_a, body_b, shape_a, shape_b, ids,
+    origin)`` (6, nc), the pairs ``(nc, 4)``, then the fallback flag of
+    :func:`step_contacts`, ``next_id`` and whether the pairs' keys were too wide for one
+    integer (the caller then identifies them itself)."""
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
         pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
     )  # fmt: skip
     nc = sa.shape[0]
-    body_a = np.empty(nc, dtype=np.int64)
-    body_b = np.empty(nc, dtype=np.int64)
-    shape_a = np.empty(nc, dtype=np.int64)
-    shape_b = np.empty(nc, dtype=np.int64)
-    mu = np.empty(nc)
+    PN = np.empty((2, nc, 3))
+    PN[0] = point
+    PN[1] = normal
+    DM = np.empty((2, nc))
+    DM[0] = dist
+    mu = DM[1]
+    columns = np.empty((6, nc), dtype=np.int64)
+    body_a, body_b, shape_a, shape_b = columns[0], columns[1], columns[2], columns[3]
     pair = np.empty((nc, 4), dtype=np.int64)
     for k in range(nc):
         a = sa[k]
@@ -1028,8 +1028,8 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
         pair[k, 2], pair[k, 3] = shape_a[k], shape_b[k]
     wide = False
     next_id = start
-    ids = np.empty(nc, dtype=np.int64)
-    origin = np.full(nc, -1, dtype=np.int64)
+    ids, origin = columns[4], columns[5]
+    origin[:] = -1
     if old_ids.shape[0] == 0 or nc == 0:
         for k in range(nc):
             ids[k] = start + k
@@ -1038,12 +1038,12 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
         found = _identify(old_pair, old_point, old_ids, pair, point, start, radius2)
         if found is None:
             wide = True
+            ids[:] = start
         else:
-            ids, origin, next_id = found
-    return (
-        body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
-        ids, origin, next_id, wide,
-    )  # fmt: skip
+            found_ids, found_origin, next_id = found
+            ids[:] = found_ids
+            origin[:] = found_origin
+    return PN, DM, columns, pair, fallback, next_id, wide
 
 
 # ----------------------------------------------------------------------------
@@ -1811,6 +1811,90 @@ N_INFO = 23
 
 
 @njit(cache=True)
+def _state_measures(  # noqa: ANN201, PLR0913
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot, inertia, gravity,
+    body_of_node, E_s, phi_s, armature, stiffness, rest, info,
+):  # fmt: skip
+    """The kinematics of the state ``(q, qdot)``: its bodies' transforms and twists into
+    ``E_s``, ``phi_s`` (scene order), its kinetic (armature included), gravity and spring
+    energies, world momenta and finiteness into ``info`` (entries ``I_*``).  Returns the
+    kinematics ``E, X, Sb, Sbd, V`` (tree order)."""
+    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, qdot)
+    kinetic, grav, mom = _body_measures(E, V, inertia, gravity)
+    finite = True
+    for i in range(kind.shape[0]):
+        E_s[body_of_node[i]] = E[i]
+        phi_s[body_of_node[i]] = V[i]
+        for r in range(6):
+            finite = finite and np.isfinite(V[i, r])
+        for r in range(3):
+            for c in range(4):
+                finite = finite and np.isfinite(E[i, r, c])
+    spring = 0.0
+    for a in range(q.shape[0]):
+        kinetic += 0.5 * armature[a] * qdot[a] * qdot[a]
+        spring += 0.5 * stiffness[a] * (q[a] - rest[a]) * (q[a] - rest[a])
+        finite = finite and np.isfinite(q[a]) and np.isfinite(qdot[a])
+    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
+    for r in range(6):
+        info[I_MOMENTUM + r] = mom[r]
+    info[I_FINITE] = 1.0 if finite else 0.0
+    return E, X, Sb, Sbd, V
+
+
+@njit(cache=True)
+def step_end(  # noqa: ANN201, PLR0913
+    kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, v, h, inertia, gravity,
+    body_of_node, E_s, phi_s, armature, stiffness, rest, dist, b, C, z, mu,
+    slip_threshold, lim_sign, lim_dof, lim_bound, t1, t2, info,
+):  # fmt: skip
+    """The end of a reduced contact step from its velocity ``v`` and impulses
+    ``z = [N; T; L]`` (the exact-cone and Lemke steps alike): the position update, the new
+    bodies' transforms and twists into ``E_s``, ``phi_s``, the energies, momenta and
+    finiteness (:func:`_state_measures`), and the contact and limit metrics at ``v`` into
+    ``info`` (:func:`contactlab.metrics.contact_metrics`'s).  Returns ``q_new``, ``v_new``
+    and the friction impulses as vectors."""
+    nq = q.shape[0]
+    nc = dist.shape[0]
+    ml = lim_dof.shape[0]
+    q_new, v_new = advance(kind, q, v, h)
+    _state_measures(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity,
+        body_of_node, E_s, phi_s, armature, stiffness, rest, info,
+    )  # fmt: skip
+    # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        gap = -b[k]
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(nq):
+            gap += C[k, a] * v[a]
+            s0 += C[nc + 2 * k, a] * v[a]
+            s1 += C[nc + 2 * k + 1, a] * v[a]
+        zn = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[k] * zn)
+        speed = math.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * zn) * s0 / speed
+            i1 = -(mu[k] * zn) * s1 / speed
+            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    worst = 0.0
+    for j in range(ml):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
+    friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
+    return q_new, v_new, friction
+
+
+@njit(cache=True)
 def full_step(  # noqa: ANN201, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
     stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
@@ -1849,27 +1933,11 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         return q_new, v_new, v, E_s, phi_s, z, friction, info
     info[I_SWEEPS] = sweeps
     info[I_PRIMAL], info[I_DUAL], info[I_COMP], info[I_NATURAL] = res[0], res[1], res[2], res[3]
-    E, X, Sb, Sbd, V = _tree_kinematics(kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new)
+    E, X, Sb, Sbd, V = _state_measures(
+        kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity,
+        body_of_node, E_s, phi_s, armature, stiffness, rest, info,
+    )  # fmt: skip
     _keep_kinematics(kin, E, X, Sb, Sbd, V, q_new, v_new)
-    kinetic, grav, mom = _body_measures(E, V, inertia, gravity)
-    finite = True
-    for i in range(nb):
-        E_s[body_of_node[i]] = E[i]
-        phi_s[body_of_node[i]] = V[i]
-        for r in range(6):
-            finite = finite and np.isfinite(V[i, r])
-        for r in range(3):
-            for c in range(4):
-                finite = finite and np.isfinite(E[i, r, c])
-    spring = 0.0
-    for a in range(q_new.shape[0]):
-        kinetic += 0.5 * armature[a] * v_new[a] * v_new[a]
-        spring += 0.5 * stiffness[a] * (q_new[a] - rest[a]) * (q_new[a] - rest[a])
-        finite = finite and np.isfinite(q_new[a]) and np.isfinite(v_new[a])
-    info[I_KINETIC], info[I_GRAVITY], info[I_SPRING] = kinetic, grav, spring
-    for r in range(6):
-        info[I_MOMENTUM + r] = mom[r]
-    info[I_FINITE] = 1.0 if finite else 0.0
     pen = 0.0
     for k in range(nc):
         pen = max(pen, -dist[k])

@@ -308,6 +308,8 @@ class CompiledContactStep:
             f64(tab.plane_offset, dtype=float).reshape(-1),
         )
         self._feedback = B.Feedback(scene.contact)
+        #: the step size and the feedback's beta at it
+        self._beta = (np.nan, np.nan)
         self._no_ids = np.zeros(0, dtype=np.int64)
         self._no_normal = np.zeros(0)
         self._no_friction = np.zeros((0, 3))
@@ -346,10 +348,7 @@ class CompiledContactStep:
         """The contacts at ``E`` and their identities given the ``previous`` track (``None``
         with the general collider's contacts: the caller identifies them)."""
         old = self._no_track if previous is None else previous
-        (
-            body_a, body_b, shape_a, shape_b, mu, pair, point, normal, dist, fallback,
-            ids, origin, next_id, wide,
-        ) = K.tracked_contacts(
+        PN, DM, columns, pair, fallback, next_id, wide = K.tracked_contacts(
             E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._contact_args,
             old.pair, old.point, old.ids, old.next_id, self._radius2, *self._separation,
         )  # fmt: skip
@@ -359,10 +358,14 @@ class CompiledContactStep:
 
             general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
             return B.kernel_contacts(general), None
-        contacts = ContactSet(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
+        # the columns are contiguous views of the kernel's few arrays
+        point, normal = PN
+        dist, mu = DM
+        body_a, body_b, shape_a, shape_b, ids, origin = columns
+        contacts = B.contact_set(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
         if wide:  # pair keys too wide for one integer: the rows grouped by np.unique
             return contacts, identity.identify(contacts, previous)
-        return contacts, identity.ContactTrack(ids, origin, pair, point, int(next_id))
+        return contacts, B.contact_track(ids, origin, pair, point, next_id)
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
@@ -396,7 +399,9 @@ class CompiledContactStep:
             part = memory.slices.get("L")
             if part is not None:
                 old_limit = np.ascontiguousarray(memory.z[part], dtype=float)
-        beta = self._feedback.beta(h)
+        if h != self._beta[0]:
+            self._beta = (h, self._feedback.beta(h))
+        beta = self._beta[1]
         model: Any = self.model
         cap = model.options["max_iter"]
         assembled = clock()
@@ -420,7 +425,7 @@ class CompiledContactStep:
             if not np.all(np.isfinite(v)):
                 raise sim._failure(index, state.t, f"non-finite velocities (status {status!r})")
             State(t, E, phi, q_new, v_new).check_finite()
-        new_state = State(
+        new_state = B.new_state(
             t, E, phi, q_new, v_new, B.carried_cache(state, track, z, friction, self._slices(nc))
         )
         m = K.I_MOMENTUM
