@@ -350,19 +350,45 @@ def admm(
         res = natural_map_cones(cones, law, z, u, qnorm)
         if not math.isfinite(res):
             break
-        if res < best_res:
-            best_res = res
-            best[:] = z
-        if law == 1:
-            # outer fixed point on the shift once the shifted CCP is solved well enough
-            for i in range(n):
-                us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map_cones(cones, 0, z, us, qnorm)
-            if inner <= max(0.1 * res, 0.5 * tol):
-                shift_cones(cones, q, u, qs)
-        cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
+        best_res, cg_tol, rho = admm_after(
+            cones, law, it, prim, dual, res, best_res, best, z, u, q, qs, us, lam, rho, tol, qnorm
+        )
+    return it, admm_result(res, best_res, best, z, r), rho
+
+
+@njit(cache=True)
+def admm_after(
+    cones: Cones, law: int, it: int, prim: float, dual: float, res: float, best_res: float,
+    best: Vec, z: Vec, u: Vec, q: Vec, qs: Vec, us: Vec, lam: Vec, rho: float, tol: float,
+    qnorm: float,
+) -> tuple[float, float, float]:  # fmt: skip  # noqa: PLR0913
+    """The end of :func:`admm`'s iteration ``it`` once the natural map ``res`` at ``z``
+    (velocity ``u``) is finite, written once for :func:`admm` and the compiled exact-cone
+    step's ADMM: ``z`` kept in ``best`` if it is the best iterate yet, De Saxcé's shift
+    ``qs`` refreshed for Coulomb's law once the shifted CCP's own residual is at most a
+    tenth of ``res`` (``us``: scratch), the penalty balanced (:func:`admm_balance`).
+    Returns the best residual, the next conjugate gradients' tolerance and the penalty."""
+    if res < best_res:
+        best_res = res
+        best[:] = z
+    if law == 1:
+        # outer fixed point on the shift once the shifted CCP is solved well enough
+        for i in range(q.shape[0]):
+            us[i] = u[i] + (qs[i] - q[i])
+        inner = natural_map_cones(cones, 0, z, us, qnorm)
+        if inner <= max(0.1 * res, 0.5 * tol):
+            shift_cones(cones, q, u, qs)
+    cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
+    return best_res, cg_tol, rho
+
+
+@njit(cache=True)
+def admm_result(res: float, best_res: float, best: Vec, z: Vec, r: Vec) -> float:
+    """:func:`admm`'s answer written into ``r``: the last iterate ``z`` unless the best one
+    seen (``best``, residual ``best_res``) is better or the last residual is not a number;
+    returns its residual."""
     if not res <= best_res:
         r[:] = best
-        return it, best_res, rho
+        return best_res
     r[:] = z
-    return it, res, rho
+    return res
