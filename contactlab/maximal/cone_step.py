@@ -70,7 +70,12 @@ from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
 from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
+from contactlab.maximal.compiled_step import (
+    FreeBodyStep,
+    model_found,
+    narrowed_scope,
+    step_in_scope,
+)
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -135,9 +140,7 @@ def cone_step_for(
     formulation: MaximalFormulation, model: ContactModel, collide: Any
 ) -> ConeContactStep | None:
     """The cone step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return ConeContactStep(formulation, model, collide)
+    return step_in_scope(ConeContactStep, scope, formulation, model, collide)
 
 
 class ConeContactStep(FreeBodyStep):
@@ -147,10 +150,8 @@ class ConeContactStep(FreeBodyStep):
     kernels = P
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_law(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model, collide)
-        self.law, self.direct = found
+        self.law, self.direct = model_found(model_law(model, collide))
         self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
         solver: Any = getattr(model, "solver", "nsgs")
         #: the iterative method: ``-1`` block NSGS, else ``F.APGD`` or ``F.ADMM``

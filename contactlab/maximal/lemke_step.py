@@ -42,7 +42,12 @@ import numpy as np
 from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.maximal import _lemke_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
+from contactlab.maximal.compiled_step import (
+    FreeBodyStep,
+    model_found,
+    narrowed_scope,
+    step_in_scope,
+)
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -95,9 +100,7 @@ def lemke_step_for(
     formulation: MaximalFormulation, model: ContactModel, collide: Any
 ) -> LemkeContactStep | None:
     """The Lemke step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return LemkeContactStep(formulation, model, collide)
+    return step_in_scope(LemkeContactStep, scope, formulation, model, collide)
 
 
 class LemkeContactStep(FreeBodyStep):
@@ -107,10 +110,8 @@ class LemkeContactStep(FreeBodyStep):
     key = "stewart-trinkle:lemke"
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_settings(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model, collide)
-        self.settings = found
+        self.settings = model_found(model_settings(model, collide))
         k = model.options["directions"] or formulation.scene.contact.directions
         self.directions = int(k)
         self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from contactlab.maximal.compiled_step import model_found, step_in_scope
 from contactlab.maximal.cone_step import ITERATION_CAPS, model_law
 from contactlab.metrics import USABLE_STATUSES
 from contactlab.models import compiled_box_step as B
@@ -111,19 +112,15 @@ def cone_step_for(
     formulation: ReducedFormulation, model: ContactModel, collide: Any
 ) -> ConeContactStep | None:
     """The reduced exact-cone step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return ConeContactStep(formulation, model, collide)
+    return step_in_scope(ConeContactStep, scope, formulation, model, collide)
 
 
 class ConeContactStep(RouteStep):
     """The step of a reduced formulation with the exact cone (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_law(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model)
-        law, direct = found
+        law, direct = model_found(model_law(model, collide))
         self.law = K.COULOMB if law == 1 else K.CCP
         self.direct = bool(direct)
         #: the general route's memory key of the warm start (fc_route.solve_as_fc)

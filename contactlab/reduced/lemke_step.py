@@ -39,6 +39,7 @@ import numpy as np
 
 from contactlab.contact import identity
 from contactlab.contact.friction_cone import pyramid_directions
+from contactlab.maximal.compiled_step import model_found, step_in_scope
 from contactlab.maximal.lemke_step import ACCURACY, IMPLAUSIBLE_FACTOR, MAX_DENSE, model_settings
 from contactlab.memory import ModelMemory
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
@@ -68,19 +69,15 @@ def lemke_step_for(
     formulation: ReducedFormulation, model: ContactModel, collide: Any
 ) -> LemkeReducedStep | None:
     """The reduced Lemke step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return LemkeReducedStep(formulation, model, collide)
+    return step_in_scope(LemkeReducedStep, scope, formulation, model, collide)
 
 
 class LemkeReducedStep(RouteStep):
     """The Stewart--Trinkle step of a reduced formulation by ``lemke`` (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_settings(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model)
-        self.settings = found
+        self.settings = model_found(model_settings(model, collide))
         k = model.options["directions"] or formulation.scene.contact.directions
         self.directions = int(k)
         self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))
