@@ -62,7 +62,9 @@ from solvers.numerics.fc_kernels import _project_all, _shift, cg_start, cg_step,
 from solvers.numerics.fc_methods import (
     Cones,
     admm_after,
+    admm_arrays,
     admm_result,
+    admm_rhs,
     admm_z_step,
     apgd_accepts,
     apgd_lipschitz,
@@ -153,20 +155,11 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
     z, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
-    x = z.copy()
-    lam = np.zeros(n)
-    us = np.empty(n)
-    b = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    best = z.copy()
-    best_res = res
+    x, lam, us, b, zold, xl, best, best_res, cg_tol = admm_arrays(z, res, qnorm)
     it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
     while res > tol and it < max_iter:
         it += 1
-        for i in range(n):
-            b[i] = rho * (z[i] - lam[i]) - qs[i]
+        admm_rhs(rho, z, lam, qs, b)
         _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20, slots)
         prim, dual, _, _ = admm_z_step(cones, x, lam, 1.0, rho, z, zold, xl)
         prim = math.sqrt(prim)

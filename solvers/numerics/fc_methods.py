@@ -328,20 +328,11 @@ def admm(
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
     z, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
-    x = z.copy()
-    lam = np.zeros(n)
-    us = np.empty(n)
-    rhs = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    best = z.copy()
-    best_res = res
+    x, lam, us, rhs, zold, xl, best, best_res, cg_tol = admm_arrays(z, res, qnorm)
     it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
     while res > tol and it < max_iter:
         it += 1
-        for i in range(n):
-            rhs[i] = rho * (z[i] - lam[i]) - qs[i]
+        admm_rhs(rho, z, lam, qs, rhs)
         _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
         prim, dual, _, _ = admm_z_step(cones, x, lam, 1.0, rho, z, zold, xl)
         prim = math.sqrt(prim)
@@ -354,6 +345,28 @@ def admm(
             cones, law, it, prim, dual, res, best_res, best, z, u, q, qs, us, lam, rho, tol, qnorm
         )
     return it, admm_result(res, best_res, best, z, r), rho
+
+
+@njit(cache=True)
+def admm_arrays(
+    z: Vec, res: float, qnorm: float
+) -> tuple[Vec, Vec, Vec, Vec, Vec, Vec, Vec, float, float]:
+    """:func:`admm`'s arrays from its feasible start ``z`` (natural map ``res``): ``x``
+    (from ``z``), the scaled multiplier (zero), scratch for the shifted velocity, the
+    right-hand side, the previous ``z`` and ``x + lam``, the best iterate (``z``) and its
+    residual, and the first conjugate gradients' tolerance (``1e-3 ||q||``)."""
+    n = z.shape[0]
+    return (
+        z.copy(), np.zeros(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), z.copy(),
+        res, 1e-3 * (qnorm + 1e-30),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def admm_rhs(rho: float, z: Vec, lam: Vec, qs: Vec, out: Vec) -> None:
+    """The right-hand side of ADMM's ``x`` update: ``out = rho (z - lam) - q_s``."""
+    for i in range(z.shape[0]):
+        out[i] = rho * (z[i] - lam[i]) - qs[i]
 
 
 @njit(cache=True)
