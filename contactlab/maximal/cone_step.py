@@ -131,6 +131,16 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     return law, direct
 
 
+def cone_settings(model: Any, coulomb: bool) -> tuple[str, str, float]:
+    """What the exact-cone steps (free bodies and reduced) read from a model they took: the
+    general route's memory key of the warm start (:func:`contactlab.models.fc_route.solve_as_fc`;
+    ``coulomb``: Coulomb's law, else the CCP), the solver's name and ADMM's initial penalty
+    (``0``: the general backend's default)."""
+    key = f"fc:{'coulomb' if coulomb else 'ccp'}:soc"
+    settings = dict(model.options["solver_settings"] or {})
+    return key, str(getattr(model, "solver", "nsgs")), float(settings.get("rho", 0.0))
+
+
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the cone step does not apply to this set-up (empty when it does)."""
     return narrowed_scope(formulation, model, collide, model_law)
@@ -152,13 +162,9 @@ class ConeContactStep(FreeBodyStep):
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
         super().__init__(formulation, model, collide)
         self.law, self.direct = model_found(model_law(model, collide))
-        self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
-        solver: Any = getattr(model, "solver", "nsgs")
+        self.key, solver, self.rho = cone_settings(model, self.law == K.COULOMB)
         #: the iterative method: ``-1`` block NSGS, else ``F.APGD`` or ``F.ADMM``
         self.method = {"apgd": F.APGD, "admm": F.ADMM}.get(solver, -1)
-        settings = dict(model.options["solver_settings"] or {})
-        #: ADMM's initial penalty (``0``: the general backend's default)
-        self.rho = float(settings.get("rho", 0.0))
         #: solve the step island by island, each with its own stopping test and cap
         #: (``False``: the whole step's contacts as one problem, the general path's)
         self.islands = True
@@ -233,6 +239,7 @@ __all__ = [
     "SETTINGS",
     "SWEEP_CAP",
     "ConeContactStep",
+    "cone_settings",
     "cone_step_for",
     "model_law",
     "scope",

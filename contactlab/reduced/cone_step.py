@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contactlab.maximal.compiled_step import model_found, step_in_scope
-from contactlab.maximal.cone_step import ITERATION_CAPS, model_law
+from contactlab.maximal.cone_step import ITERATION_CAPS, cone_settings, model_law
 from contactlab.metrics import USABLE_STATUSES
 from contactlab.models import compiled_box_step as B
 from contactlab.models.box_rows import ImpulseMemory
@@ -123,14 +123,10 @@ class ConeContactStep(RouteStep):
         law, direct = model_found(model_law(model, collide))
         self.law = K.COULOMB if law == 1 else K.CCP
         self.direct = bool(direct)
-        #: the general route's memory key of the warm start (fc_route.solve_as_fc)
-        self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
-        solver: Any = getattr(model, "solver", "nsgs")
-        self.solver = str(solver)
+        #: the general route's memory key of the warm start, the solver, ADMM's initial
+        #: penalty (``0``: the general backend's default)
+        self.key, self.solver, self.rho = cone_settings(model, self.law == K.COULOMB)
         self.method = METHODS[self.solver]
-        settings = dict(model.options["solver_settings"] or {})
-        #: ADMM's initial penalty (``0``: the general backend's default)
-        self.rho = float(settings.get("rho", 0.0))
         self._no_z = np.zeros(0)
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
