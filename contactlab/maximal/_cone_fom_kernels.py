@@ -60,13 +60,17 @@ from contactlab.maximal._step_parts import (
 from solvers.jit import njit
 from solvers.numerics.fc_kernels import _project_all, _shift, cg_start, cg_step, natural_map
 from solvers.numerics.fc_methods import (
-    admm_balance,
-    admm_z_end,
-    admm_z_start,
+    Cones,
+    admm_after,
+    admm_arrays,
+    admm_result,
+    admm_rhs,
+    admm_z_step,
     apgd_accepts,
     apgd_lipschitz,
     apgd_momentum,
     apgd_value,
+    natural_map_cones,
 )
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
@@ -145,51 +149,29 @@ def _admm(J, ca, cb, f, dinv, rhs, q, mu, law, r, rho, tol, max_iter, slots):  #
     ``W x`` through the rows; returns ``(iterations, residual)``, ``r`` in place."""
     n = q.shape[0]
     nc = n // 3
-    dirs = np.zeros((0, 2))
     lo = np.zeros(0)
+    no_int = np.zeros(0, dtype=np.int64)
+    cones = Cones(0, 0, mu, np.zeros((0, 2)), 0, no_int, lo, no_int, lo, nc)
     v = np.zeros(f.shape[0] + 6)
     qnorm = math.sqrt(np.sum(q * q))
     z, u, qs, res = _feasible_start(J, ca, cb, f, dinv, rhs, q, mu, law, r, slots, v, qnorm)
-    x = z.copy()
-    lam = np.zeros(n)
-    us = np.empty(n)
-    b = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    best = z.copy()
-    best_res = res
+    x, lam, us, b, zold, xl, best, best_res, cg_tol = admm_arrays(z, res, qnorm)
     it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
     while res > tol and it < max_iter:
         it += 1
-        for i in range(n):
-            b[i] = rho * (z[i] - lam[i]) - qs[i]
+        admm_rhs(rho, z, lam, qs, b)
         _cg(J, ca, cb, dinv, rho, b, x, cg_tol, 4 * n + 20, slots)
-        admm_z_start(x, lam, 1.0, z, zold, xl)
-        _project_all(0, mu, dirs, lo, nc, xl, z)
-        prim, dual, _, _ = admm_z_end(x, lam, 1.0, rho, z, zold)
+        prim, dual, _, _ = admm_z_step(cones, x, lam, 1.0, rho, z, zold, xl)
         prim = math.sqrt(prim)
         dual = math.sqrt(dual)
         _product(J, ca, cb, f, dinv, rhs, z, v, u, slots)
-        res = natural_map(law, 0, mu, dirs, lo, nc, z, u, qnorm)
+        res = natural_map_cones(cones, law, z, u, qnorm)
         if not math.isfinite(res):
             break
-        if res < best_res:
-            best_res = res
-            best[:] = z
-        if law == 1:
-            # outer fixed point on the shift once the shifted CCP is solved well enough
-            for i in range(n):
-                us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map(0, 0, mu, dirs, lo, nc, z, us, qnorm)
-            if inner <= max(0.1 * res, 0.5 * tol):
-                _shift(0, mu, dirs, nc, q, u, qs)
-        cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
-    if not res <= best_res:
-        r[:] = best
-        return it, best_res
-    r[:] = z
-    return it, res
+        best_res, cg_tol, rho = admm_after(
+            cones, law, it, prim, dual, res, best_res, best, z, u, q, qs, us, lam, rho, tol, qnorm
+        )
+    return it, admm_result(res, best_res, best, z, r)
 
 
 @njit(cache=True)
@@ -334,6 +316,26 @@ def _apgd_rows(J, ca, cb, f, dinv, rhs, mu, law, r, tol, max_iter, slots, v, ws,
 
 
 @njit(cache=True)
+def _row_islands(a, b, up, nb):  # noqa: ANN001, ANN202
+    """The islands of the contacts whose row ``j`` stands for contact ``up[j]`` (bodies
+    ``a``, ``b`` in the rows' order; ``nb`` bodies), for :func:`_apgd_islands` and
+    :func:`_solve_islands`: :func:`~contactlab.maximal._pile_kernels.island_contacts`'
+    ``(count, off, members, order)`` in the contacts' own numbering, and ``pos``, each
+    contact's row (``pos[up[j]] = j``)."""
+    nc = up.shape[0]
+    ia = np.empty(nc, dtype=np.int64)
+    ib = np.empty(nc, dtype=np.int64)
+    for j in range(nc):
+        ia[up[j]] = a[j]
+        ib[up[j]] = b[j]
+    count, off, members, order = island_contacts(ia, ib, nb, up)
+    pos = np.empty(nc, dtype=np.int64)
+    for j in range(nc):
+        pos[up[j]] = j
+    return count, off, members, order, pos
+
+
+@njit(cache=True)
 def _apgd_islands(J, ca, cb, f, dinv, rhs, mu, a, b, up, law, z, tol, max_iter):  # noqa: ANN001, ANN202, PLR0913
     """:func:`_solve_islands` by :func:`_apgd_rows` without copying the islands: the rows
     are put island after island once (each island's in the step's height order restricted
@@ -343,17 +345,9 @@ def _apgd_islands(J, ca, cb, f, dinv, rhs, mu, a, b, up, law, z, tol, max_iter):
     :func:`_solve_islands`."""
     nc = mu.shape[0]
     nb = dinv.shape[0] // 6
-    ia = np.empty(nc, dtype=np.int64)
-    ib = np.empty(nc, dtype=np.int64)
-    for j in range(nc):
-        ia[up[j]] = a[j]
-        ib[up[j]] = b[j]
-    count, off, members, order = island_contacts(ia, ib, nb, up)
+    count, off, members, order, pos = _row_islands(a, b, up, nb)
     if count <= 1:
         return count, OPTIMAL, 0, 0.0, 0.0
-    pos = np.empty(nc, dtype=np.int64)
-    for j in range(nc):
-        pos[up[j]] = j
     # the rows island after island
     pick = np.empty(nc, dtype=np.int64)
     for k in range(count):
@@ -447,18 +441,9 @@ def _solve_islands(J, ca, cb, f, dinv, rhs, mu, A, a, b, up, law, method, z, tol
     island's iterations and the iterations weighted by rows."""
     nc = mu.shape[0]
     nb = dinv.shape[0] // 6
-    # the islands of the contacts in their own numbering, then in the rows' positions
-    ia = np.empty(nc, dtype=np.int64)
-    ib = np.empty(nc, dtype=np.int64)
-    for j in range(nc):
-        ia[up[j]] = a[j]
-        ib[up[j]] = b[j]
-    count, off, members, order = island_contacts(ia, ib, nb, up)
+    count, off, members, order, pos = _row_islands(a, b, up, nb)
     if count <= 1:
         return count, OPTIMAL, 0, 0.0, 0.0
-    pos = np.empty(nc, dtype=np.int64)
-    for j in range(nc):
-        pos[up[j]] = j
     slot = np.full(nb, -1, dtype=np.int64)
     no_dj = np.zeros((0, 12))
     acc = np.zeros(4)  # numerical error met, squared residuals, largest iterations, work

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -81,6 +81,8 @@ if TYPE_CHECKING:
     from contactlab.simulator import Simulator
 
 Array = np.ndarray
+Step = TypeVar("Step")
+Found = TypeVar("Found")
 
 
 def scene_bodies(formulation: Any) -> int:
@@ -320,4 +322,32 @@ def narrowed_scope(
     return found if isinstance(found, str) else ""
 
 
-__all__ = ["CompiledContactStep", "FreeBodyStep", "compiled_step_for", "narrowed_scope", "scope"]
+def step_in_scope(
+    step: Callable[[Any, Any, Any], Step], scope_of: Callable[[Any, Any, Any], str],
+    formulation: Any, model: Any, collide: Any,
+) -> Step | None:  # fmt: skip
+    """``step(formulation, model, collide)``, the compiled step of this set-up, or ``None``
+    when it is outside the step's scope (no collision function, or ``scope_of`` gives a
+    reason): the ``*_step_for`` factories of the compiled steps with a model test of their
+    own."""
+    if collide is None or scope_of(formulation, model, collide):
+        return None
+    return step(formulation, model, collide)
+
+
+def model_found(found: Found | str) -> Found:
+    """What a model test (:func:`narrowed_scope`'s ``model_test``) read from a model the
+    step's scope already took: never a reason (a string)."""
+    assert not isinstance(found, str)
+    return found
+
+
+__all__ = [
+    "CompiledContactStep",
+    "FreeBodyStep",
+    "compiled_step_for",
+    "model_found",
+    "narrowed_scope",
+    "scope",
+    "step_in_scope",
+]

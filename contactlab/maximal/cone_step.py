@@ -70,7 +70,12 @@ from contactlab.maximal import _cone_fom_kernels as F
 from contactlab.maximal import _cone_kernels as K
 from contactlab.maximal import _pile_kernels as P
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
+from contactlab.maximal.compiled_step import (
+    FreeBodyStep,
+    model_found,
+    narrowed_scope,
+    step_in_scope,
+)
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -126,6 +131,16 @@ def model_law(model: Any, collide: Any) -> tuple[int, bool] | str:
     return law, direct
 
 
+def cone_settings(model: Any, coulomb: bool) -> tuple[str, str, float]:
+    """What the exact-cone steps (free bodies and reduced) read from a model they took: the
+    general route's memory key of the warm start (:func:`contactlab.models.fc_route.solve_as_fc`;
+    ``coulomb``: Coulomb's law, else the CCP), the solver's name and ADMM's initial penalty
+    (``0``: the general backend's default)."""
+    key = f"fc:{'coulomb' if coulomb else 'ccp'}:soc"
+    settings = dict(model.options["solver_settings"] or {})
+    return key, str(getattr(model, "solver", "nsgs")), float(settings.get("rho", 0.0))
+
+
 def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the cone step does not apply to this set-up (empty when it does)."""
     return narrowed_scope(formulation, model, collide, model_law)
@@ -135,9 +150,7 @@ def cone_step_for(
     formulation: MaximalFormulation, model: ContactModel, collide: Any
 ) -> ConeContactStep | None:
     """The cone step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return ConeContactStep(formulation, model, collide)
+    return step_in_scope(ConeContactStep, scope, formulation, model, collide)
 
 
 class ConeContactStep(FreeBodyStep):
@@ -147,17 +160,11 @@ class ConeContactStep(FreeBodyStep):
     kernels = P
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_law(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model, collide)
-        self.law, self.direct = found
-        self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
-        solver: Any = getattr(model, "solver", "nsgs")
+        self.law, self.direct = model_found(model_law(model, collide))
+        self.key, solver, self.rho = cone_settings(model, self.law == K.COULOMB)
         #: the iterative method: ``-1`` block NSGS, else ``F.APGD`` or ``F.ADMM``
         self.method = {"apgd": F.APGD, "admm": F.ADMM}.get(solver, -1)
-        settings = dict(model.options["solver_settings"] or {})
-        #: ADMM's initial penalty (``0``: the general backend's default)
-        self.rho = float(settings.get("rho", 0.0))
         #: solve the step island by island, each with its own stopping test and cap
         #: (``False``: the whole step's contacts as one problem, the general path's)
         self.islands = True
@@ -232,6 +239,7 @@ __all__ = [
     "SETTINGS",
     "SWEEP_CAP",
     "ConeContactStep",
+    "cone_settings",
     "cone_step_for",
     "model_law",
     "scope",

@@ -42,7 +42,12 @@ import numpy as np
 from contactlab.contact.friction_cone import pyramid_directions
 from contactlab.maximal import _lemke_kernels as K
 from contactlab.maximal.assembly import MIDPOINT_ITERATIONS
-from contactlab.maximal.compiled_step import FreeBodyStep, narrowed_scope
+from contactlab.maximal.compiled_step import (
+    FreeBodyStep,
+    model_found,
+    narrowed_scope,
+    step_in_scope,
+)
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.runs import StepRecord
 from contactlab.scene import State
@@ -95,29 +100,71 @@ def lemke_step_for(
     formulation: MaximalFormulation, model: ContactModel, collide: Any
 ) -> LemkeContactStep | None:
     """The Lemke step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return LemkeContactStep(formulation, model, collide)
+    return step_in_scope(LemkeContactStep, scope, formulation, model, collide)
 
 
-class LemkeContactStep(FreeBodyStep):
-    """The Stewart--Trinkle step of free bodies by ``lemke`` (module docstring)."""
+class LemkeSetup:
+    """What the Stewart--Trinkle steps by Lemke's method share, on free bodies
+    (:class:`LemkeContactStep`) and in reduced coordinates
+    (:class:`contactlab.reduced.lemke_step.LemkeReducedStep`): the method's settings and the
+    friction pyramid read from the model, and the reading of a step's answer."""
+
+    #: the model's settings of Lemke's method (:func:`model_settings`)
+    settings: dict[str, Any]
+    #: the number of the friction pyramid's directions, and the directions
+    directions: int
+    _dirs: np.ndarray
+    #: the last step's message of Lemke's method (the general backend's wording) and its
+    #: LCP's solution (the model's unknowns, NaN on a ray)
+    last_message: str
+    last_solution: np.ndarray
+
+    def _read_model(self, formulation: Any, model: Any, collide: Any) -> None:
+        """The settings and the pyramid of a model the step's scope took."""
+        self.settings = model_found(model_settings(model, collide))
+        k = model.options["directions"] or formulation.scene.contact.directions
+        self.directions = int(k)
+        self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))
+        self.last_message = ""
+        self.last_solution = np.zeros(0)
+
+    def _read_answer(
+        self, sim: Simulator, state: State, index: int, info: np.ndarray, kernels: Any,
+        x: np.ndarray,
+    ) -> bool:  # fmt: skip
+        """The kernel's answer (``info`` in the layout of ``kernels``, the LCP's solution
+        ``x``) kept as the last message and solution; the simulator's failure on a ray or on
+        an optimal status whose residual is implausible (not finite, or above
+        :data:`IMPLAUSIBLE_FACTOR` times the tolerance, at least :data:`ACCURACY`, scaled
+        by the problem's size).  Returns whether an optimal answer is inaccurate (its residual
+        above that limit unscaled)."""
+        self.last_message = LK.message(info[kernels.I_LEMKE :])
+        self.last_solution = x
+        code = int(info[kernels.I_STATUS])
+        if code == kernels.RAY:
+            raise sim._failure(
+                index, state.t, f"solver status 'ray_termination' ({self.last_message})"
+            )
+        residual = float(max(info[kernels.I_PRIMAL], info[kernels.I_DUAL], info[kernels.I_COMP]))
+        model: Any = getattr(self, "model")  # noqa: B009
+        limit = IMPLAUSIBLE_FACTOR * max(float(model.tol), ACCURACY)
+        if code == kernels.OPTIMAL and not (
+            np.isfinite(residual) and residual <= limit * max(1.0, float(info[kernels.I_QSCALE]))
+        ):
+            raise sim._failure(index, state.t, "solver status 'numerical_error'")
+        return code == kernels.OPTIMAL and residual > limit
+
+
+class LemkeContactStep(LemkeSetup, FreeBodyStep):
+    """The Stewart--Trinkle step of free bodies by ``lemke`` (module docstring); its
+    :attr:`last_solution` is ``[lambda_N; beta; s]``."""
 
     kernels = K
     key = "stewart-trinkle:lemke"
 
     def __init__(self, formulation: MaximalFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_settings(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model, collide)
-        self.settings = found
-        k = model.options["directions"] or formulation.scene.contact.directions
-        self.directions = int(k)
-        self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))
-        #: the last step's message of Lemke's method (the general backend's wording) and
-        #: its LCP's solution ``[lambda_N; beta; s]`` (the model's unknowns, NaN on a ray)
-        self.last_message = ""
-        self.last_solution = np.zeros(0)
+        self._read_model(formulation, model, collide)
 
     def _carries(self, memory: Any) -> bool:
         return False  # Lemke's method takes no warm start
@@ -140,21 +187,7 @@ class LemkeContactStep(FreeBodyStep):
             -1 if cap is None else int(cap), s["restarts"], sim.slip_threshold,
         )  # fmt: skip
         solved = time.perf_counter()
-        lemke_info = info[K.I_LEMKE :]
-        self.last_message = LK.message(lemke_info)
-        self.last_solution = x
-        code = int(info[K.I_STATUS])
-        if code == K.RAY:
-            raise sim._failure(
-                index, state.t, f"solver status 'ray_termination' ({self.last_message})"
-            )
-        residual = float(max(info[K.I_PRIMAL], info[K.I_DUAL], info[K.I_COMP]))
-        limit = IMPLAUSIBLE_FACTOR * max(float(model.tol), ACCURACY)
-        inaccurate = code == K.OPTIMAL and residual > limit
-        if code == K.OPTIMAL and not (
-            np.isfinite(residual) and residual <= limit * max(1.0, float(info[K.I_QSCALE]))
-        ):
-            raise sim._failure(index, state.t, "solver status 'numerical_error'")
+        inaccurate = self._read_answer(sim, state, index, info, K, x)
         solution = (phi, E, z, friction, info)
         new_state, record = self._end(
             sim, state, index, contacts, track, solution, (start, collided, assembled, solved)
@@ -175,4 +208,4 @@ class LemkeContactStep(FreeBodyStep):
         return new_state, record
 
 
-__all__ = ["LemkeContactStep", "lemke_step_for", "model_settings", "scope"]
+__all__ = ["LemkeContactStep", "LemkeSetup", "lemke_step_for", "model_settings", "scope"]

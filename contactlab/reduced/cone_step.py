@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contactlab.maximal.cone_step import ITERATION_CAPS, model_law
+from contactlab.maximal.compiled_step import model_found, step_in_scope
+from contactlab.maximal.cone_step import ITERATION_CAPS, cone_settings, model_law
 from contactlab.metrics import USABLE_STATUSES
 from contactlab.models import compiled_box_step as B
 from contactlab.models.box_rows import ImpulseMemory
@@ -111,29 +112,21 @@ def cone_step_for(
     formulation: ReducedFormulation, model: ContactModel, collide: Any
 ) -> ConeContactStep | None:
     """The reduced exact-cone step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return ConeContactStep(formulation, model, collide)
+    return step_in_scope(ConeContactStep, scope, formulation, model, collide)
 
 
 class ConeContactStep(RouteStep):
     """The step of a reduced formulation with the exact cone (module docstring)."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_law(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model)
-        law, direct = found
+        law, direct = model_found(model_law(model, collide))
         self.law = K.COULOMB if law == 1 else K.CCP
         self.direct = bool(direct)
-        #: the general route's memory key of the warm start (fc_route.solve_as_fc)
-        self.key = f"fc:{'coulomb' if self.law == K.COULOMB else 'ccp'}:soc"
-        solver: Any = getattr(model, "solver", "nsgs")
-        self.solver = str(solver)
+        #: the general route's memory key of the warm start, the solver, ADMM's initial
+        #: penalty (``0``: the general backend's default)
+        self.key, self.solver, self.rho = cone_settings(model, self.law == K.COULOMB)
         self.method = METHODS[self.solver]
-        settings = dict(model.options["solver_settings"] or {})
-        #: ADMM's initial penalty (``0``: the general backend's default)
-        self.rho = float(settings.get("rho", 0.0))
         self._no_z = np.zeros(0)
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:

@@ -35,11 +35,9 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from contactlab.contact import identity
-from contactlab.contact.friction_cone import pyramid_directions
-from contactlab.maximal.lemke_step import ACCURACY, IMPLAUSIBLE_FACTOR, MAX_DENSE, model_settings
+from contactlab.maximal.compiled_step import step_in_scope
+from contactlab.maximal.lemke_step import MAX_DENSE, LemkeSetup, model_settings
 from contactlab.memory import ModelMemory
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.reduced import _lemke_step_kernels as K
@@ -47,7 +45,6 @@ from contactlab.reduced._compiled_route import RouteStep
 from contactlab.reduced.cone_step import formulation_scope
 from contactlab.runs import StepRecord
 from contactlab.scene import State
-from solvers.numerics import lemke_kernel as LK
 
 if TYPE_CHECKING:
     from contactlab.models.base import ContactModel
@@ -68,26 +65,16 @@ def lemke_step_for(
     formulation: ReducedFormulation, model: ContactModel, collide: Any
 ) -> LemkeReducedStep | None:
     """The reduced Lemke step of this set-up, or ``None`` when it is outside its scope."""
-    if collide is None or scope(formulation, model, collide):
-        return None
-    return LemkeReducedStep(formulation, model, collide)
+    return step_in_scope(LemkeReducedStep, scope, formulation, model, collide)
 
 
-class LemkeReducedStep(RouteStep):
-    """The Stewart--Trinkle step of a reduced formulation by ``lemke`` (module docstring)."""
+class LemkeReducedStep(LemkeSetup, RouteStep):
+    """The Stewart--Trinkle step of a reduced formulation by ``lemke`` (module docstring);
+    its :attr:`last_solution` is ``[lambda_N; beta; lambda_L; s]``."""
 
     def __init__(self, formulation: ReducedFormulation, model: ContactModel, collide: Any) -> None:
-        found = model_settings(model, collide)
-        assert not isinstance(found, str)
         super().__init__(formulation, model)
-        self.settings = found
-        k = model.options["directions"] or formulation.scene.contact.directions
-        self.directions = int(k)
-        self._dirs = np.ascontiguousarray(pyramid_directions(self.directions))
-        #: the last step's message of Lemke's method (the general backend's wording) and
-        #: its LCP's solution ``[lambda_N; beta; lambda_L; s]`` (NaN on a ray)
-        self.last_message = ""
-        self.last_solution = np.zeros(0)
+        self._read_model(formulation, model, collide)
 
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
         """One step of ``sim`` from ``state``; ``None`` when the general path must take it."""
@@ -115,21 +102,8 @@ class LemkeReducedStep(RouteStep):
         code = int(f[K.I_STATUS])
         if code in (K.NOT_SPD, K.DECOUPLED):
             return None  # the general path's closed forms and messages
-        self.last_message = LK.message(info[K.I_LEMKE :])
-        self.last_solution = x
-        if code == K.RAY:
-            raise sim._failure(
-                index, state.t, f"solver status 'ray_termination' ({self.last_message})"
-            )
-        status = STATUSES[code]
-        residual = max(f[K.I_PRIMAL], f[K.I_DUAL], f[K.I_COMP])
-        limit = IMPLAUSIBLE_FACTOR * max(float(model.tol), ACCURACY)
-        if code == K.OPTIMAL and not (
-            np.isfinite(residual) and residual <= limit * max(1.0, f[K.I_QSCALE])
-        ):
-            raise sim._failure(index, state.t, "solver status 'numerical_error'")
-        if code == K.OPTIMAL and residual > limit:
-            status = "optimal_inaccurate"
+        inaccurate = self._read_answer(sim, state, index, info, K, x)
+        status = "optimal_inaccurate" if inaccurate else STATUSES[code]
         out = (q_new, v_new, v, E, phi)
         self._check_finite(sim, state, index, f, K, status, out)
         # as on the general path, no impulses are kept (Lemke takes no warm start)

@@ -328,20 +328,11 @@ def admm(
     n = q.shape[0]
     qnorm = math.sqrt(np.sum(q * q))
     z, u, qs, res = feasible_start(indptr, indices, data, q, law, cones, r, qnorm)
-    x = z.copy()
-    lam = np.zeros(n)
-    us = np.empty(n)
-    rhs = np.empty(n)
-    zold = np.empty(n)
-    xl = np.empty(n)
-    best = z.copy()
-    best_res = res
+    x, lam, us, rhs, zold, xl, best, best_res, cg_tol = admm_arrays(z, res, qnorm)
     it = 0
-    cg_tol = 1e-3 * (qnorm + 1e-30)
     while res > tol and it < max_iter:
         it += 1
-        for i in range(n):
-            rhs[i] = rho * (z[i] - lam[i]) - qs[i]
+        admm_rhs(rho, z, lam, qs, rhs)
         _cg(indptr, indices, data, rho, rhs, x, cg_tol, 4 * n + 20)
         prim, dual, _, _ = admm_z_step(cones, x, lam, 1.0, rho, z, zold, xl)
         prim = math.sqrt(prim)
@@ -350,19 +341,67 @@ def admm(
         res = natural_map_cones(cones, law, z, u, qnorm)
         if not math.isfinite(res):
             break
-        if res < best_res:
-            best_res = res
-            best[:] = z
-        if law == 1:
-            # outer fixed point on the shift once the shifted CCP is solved well enough
-            for i in range(n):
-                us[i] = u[i] + (qs[i] - q[i])
-            inner = natural_map_cones(cones, 0, z, us, qnorm)
-            if inner <= max(0.1 * res, 0.5 * tol):
-                shift_cones(cones, q, u, qs)
-        cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
+        best_res, cg_tol, rho = admm_after(
+            cones, law, it, prim, dual, res, best_res, best, z, u, q, qs, us, lam, rho, tol, qnorm
+        )
+    return it, admm_result(res, best_res, best, z, r), rho
+
+
+@njit(cache=True)
+def admm_arrays(
+    z: Vec, res: float, qnorm: float
+) -> tuple[Vec, Vec, Vec, Vec, Vec, Vec, Vec, float, float]:
+    """:func:`admm`'s arrays from its feasible start ``z`` (natural map ``res``): ``x``
+    (from ``z``), the scaled multiplier (zero), scratch for the shifted velocity, the
+    right-hand side, the previous ``z`` and ``x + lam``, the best iterate (``z``) and its
+    residual, and the first conjugate gradients' tolerance (``1e-3 ||q||``)."""
+    n = z.shape[0]
+    return (
+        z.copy(), np.zeros(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), z.copy(),
+        res, 1e-3 * (qnorm + 1e-30),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def admm_rhs(rho: float, z: Vec, lam: Vec, qs: Vec, out: Vec) -> None:
+    """The right-hand side of ADMM's ``x`` update: ``out = rho (z - lam) - q_s``."""
+    for i in range(z.shape[0]):
+        out[i] = rho * (z[i] - lam[i]) - qs[i]
+
+
+@njit(cache=True)
+def admm_after(
+    cones: Cones, law: int, it: int, prim: float, dual: float, res: float, best_res: float,
+    best: Vec, z: Vec, u: Vec, q: Vec, qs: Vec, us: Vec, lam: Vec, rho: float, tol: float,
+    qnorm: float,
+) -> tuple[float, float, float]:  # fmt: skip  # noqa: PLR0913
+    """The end of :func:`admm`'s iteration ``it`` once the natural map ``res`` at ``z``
+    (velocity ``u``) is finite, written once for :func:`admm` and the compiled exact-cone
+    step's ADMM: ``z`` kept in ``best`` if it is the best iterate yet, De Saxcé's shift
+    ``qs`` refreshed for Coulomb's law once the shifted CCP's own residual is at most a
+    tenth of ``res`` (``us``: scratch), the penalty balanced (:func:`admm_balance`).
+    Returns the best residual, the next conjugate gradients' tolerance and the penalty."""
+    if res < best_res:
+        best_res = res
+        best[:] = z
+    if law == 1:
+        # outer fixed point on the shift once the shifted CCP is solved well enough
+        for i in range(q.shape[0]):
+            us[i] = u[i] + (qs[i] - q[i])
+        inner = natural_map_cones(cones, 0, z, us, qnorm)
+        if inner <= max(0.1 * res, 0.5 * tol):
+            shift_cones(cones, q, u, qs)
+    cg_tol, rho = admm_balance(it, prim, dual, res, qnorm, rho, lam)
+    return best_res, cg_tol, rho
+
+
+@njit(cache=True)
+def admm_result(res: float, best_res: float, best: Vec, z: Vec, r: Vec) -> float:
+    """:func:`admm`'s answer written into ``r``: the last iterate ``z`` unless the best one
+    seen (``best``, residual ``best_res``) is better or the last residual is not a number;
+    returns its residual."""
     if not res <= best_res:
         r[:] = best
-        return it, best_res, rho
+        return best_res
     r[:] = z
-    return it, res, rho
+    return res
