@@ -94,11 +94,20 @@ def scene_in_scope(scene: Any) -> bool:
 
 def _scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the compiled step does not apply (empty when it does)."""
+    why = B.model_scope(model, collide)
+    if not why and formulation.scene.contact.directions != 4:
+        why = "solver settings"
+    return formulation_scope(formulation, why)
+
+
+def formulation_scope(formulation: Any, model_reason: str = "") -> str:
+    """Why the formulation and the scene are outside the compiled steps' scope (empty
+    when they are in it), ``model_reason`` (why the model is not taken)
+    reported after the formulation's and the scene's reasons."""
     from contactlab.joints.maps import CompositeJoint, TranslationalJoint
     from contactlab.joints.spherical import SphericalExpJoint
     from contactlab.reduced.constraints import JointLimit
 
-    # the formulation asks only for itself: ReducedFormulation.compiled_step, exact type
     f = formulation
     if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
         return "formulation options"
@@ -107,11 +116,8 @@ def _scope(formulation: Any, model: Any, collide: Any) -> str:
     scene = f.scene
     if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
         return "force elements or restitution"
-    why = B.model_scope(model, collide)
-    if why:
-        return why
-    if scene.contact.directions != 4:
-        return "solver settings"
+    if model_reason:
+        return model_reason
     tree = f.tree
     for joint, code in zip(tree.joints, tree.codes, strict=True):
         if code != _kernels.OTHER:

@@ -42,8 +42,8 @@ from contactlab.metrics import USABLE_STATUSES
 from contactlab.models import compiled_box_step as B
 from contactlab.models.box_rows import ImpulseMemory
 from contactlab.reduced import _cone_step_kernels as K
-from contactlab.reduced import _kernels
 from contactlab.reduced._compiled_route import RouteStep
+from contactlab.reduced.compiled_step import formulation_scope
 from contactlab.runs import StepRecord
 from contactlab.scene import State
 
@@ -69,43 +69,6 @@ def scope(formulation: Any, model: Any, collide: Any) -> str:
     """Why the reduced exact-cone step does not apply to this set-up (empty when it does)."""
     found = model_law(model, collide)
     return formulation_scope(formulation, "" if not isinstance(found, str) else found)
-
-
-def formulation_scope(formulation: Any, model_reason: str = "") -> str:
-    """Why the formulation and the scene are outside the compiled steps' scope (module
-    docstring; empty when they are in it), ``model_reason`` (why the model is not taken)
-    reported after the formulation's and the scene's reasons."""
-    from contactlab.joints.maps import CompositeJoint, TranslationalJoint
-    from contactlab.joints.spherical import SphericalExpJoint
-    from contactlab.reduced.constraints import JointLimit
-
-    f = formulation
-    if not (f.implicit and f.coriolis == "rotated_linear" and f.group_integration):
-        return "formulation options"
-    if any(type(c) is not JointLimit for c in f.constraints) or f.joint_layout is not None:
-        return "constraints other than joint limits, or joint friction"
-    scene = f.scene
-    if scene.forces or scene.contact.restitution > 0.0 or scene.contact.restitution_pairs:
-        return "force elements or restitution"
-    if model_reason:
-        return model_reason
-    tree = f.tree
-    for joint, code in zip(tree.joints, tree.codes, strict=True):
-        if code != _kernels.OTHER:
-            continue
-        free = (
-            type(joint) is CompositeJoint
-            and {type(joint.first), type(joint.second)} == {SphericalExpJoint, TranslationalJoint}
-            and getattr(
-                joint.first if type(joint.first) is SphericalExpJoint else joint.second,
-                "switch_angle",
-                0.0,
-            )
-            == np.pi
-        )
-        if not free:
-            return f"joint {type(joint).__name__}"
-    return ""
 
 
 def cone_step_for(
@@ -181,4 +144,4 @@ class ConeContactStep(RouteStep):
         return self._record(sim, state, index, f, K, status, out, z, cache, contacts, track, times)
 
 
-__all__ = ["METHODS", "ConeContactStep", "cone_step_for", "formulation_scope", "scope"]
+__all__ = ["METHODS", "ConeContactStep", "cone_step_for", "scope"]

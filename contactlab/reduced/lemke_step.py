@@ -22,7 +22,7 @@ failed step; a walk that ends on a secondary ray fails the step with the general
 message; one stopped at the pivot cap reports ``max_iterations``.
 
 It applies when the formulation and the scene are in the compiled steps' scope
-(:func:`contactlab.reduced.cone_step.formulation_scope`) and the model is
+(:func:`contactlab.reduced.compiled_step.formulation_scope`) and the model is
 ``stewart-trinkle`` on its LCP route by ``lemke`` (settings among ``pivot_tol``,
 ``zero_rtol`` and ``restarts``, :func:`contactlab.maximal.lemke_step.model_settings`).  A
 step it cannot take (a singular ``M``, an LCP beyond the backend's dense limit, joint
@@ -42,7 +42,7 @@ from contactlab.memory import ModelMemory
 from contactlab.models.stewart_trinkle import StewartTrinkleReport
 from contactlab.reduced import _lemke_step_kernels as K
 from contactlab.reduced._compiled_route import RouteStep
-from contactlab.reduced.cone_step import formulation_scope
+from contactlab.reduced.compiled_step import formulation_scope
 from contactlab.runs import StepRecord
 from contactlab.scene import State
 
