@@ -41,6 +41,7 @@ from contactlab.reduced._step_kernels import (
     _ltl,
     _ltl_solve,
     _system,
+    contact_nodes,
     step_end,
 )
 from solvers.jit import njit
@@ -285,12 +286,7 @@ def step_rows(  # noqa: ANN201, PLR0913
     right-hand side ``b`` (``_contact_rows``) and ``Kt = M^-1 C^T`` (``_inverse_rows``),
     after :func:`step_system`; contacts on bodies ``body_a``, ``body_b`` (``-1``: the
     world), mapped to tree nodes by ``node_of_body``."""
-    nc = dist.shape[0]
-    node_a = np.empty(nc, dtype=np.int64)
-    node_b = np.empty(nc, dtype=np.int64)
-    for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
-        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    node_a, node_b = contact_nodes(body_a, body_b, node_of_body)
     t1, t2 = _tangent_basis(normal)
     C, b = _contact_rows(
         E, J, support, n_support, q, h, node_a, node_b, point, normal, dist, beta, max_corr,

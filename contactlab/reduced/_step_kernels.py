@@ -1895,6 +1895,18 @@ def step_end(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def contact_nodes(body_a, body_b, node_of_body):  # noqa: ANN001, ANN201
+    """The tree nodes of the contacts' bodies ``body_a``, ``body_b`` (``-1``: the world)."""
+    nc = body_a.shape[0]
+    node_a = np.empty(nc, dtype=np.int64)
+    node_b = np.empty(nc, dtype=np.int64)
+    for k in range(nc):
+        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
+        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    return node_a, node_b
+
+
+@njit(cache=True)
 def full_step(  # noqa: ANN201, PLR0913, PLR0915
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
     stiffness, damping, rest, armature, gravity, q, qdot, h, tau,
@@ -1910,11 +1922,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     penetration and whether the new state is finite).  ``kin`` keeps the kinematics of the
     new state for the next step (:func:`_kept_kinematics`)."""
     nc = dist.shape[0]
-    node_a = np.empty(nc, dtype=np.int64)
-    node_b = np.empty(nc, dtype=np.int64)
-    for k in range(nc):
-        node_a[k] = node_of_body[body_a[k]] if body_a[k] >= 0 else -1
-        node_b[k] = node_of_body[body_b[k]] if body_b[k] >= 0 else -1
+    node_a, node_b = contact_nodes(body_a, body_b, node_of_body)
     old_order = np.argsort(old_ids, kind="mergesort")
     q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, inertia, support, n_support,
