@@ -138,23 +138,29 @@ def test_dense_finish_solves_box_friction_with_redundant_contacts(seed: int) -> 
     assert _natural3(W, q, mu3, z) <= 1e-9 * scale
 
 
-def test_every_landing_step_of_a_50_cube_drop_is_solved_island_by_island() -> None:
-    scene = get_scenario("box-pile").build(n=50, seed=0)
+def _drop_steps_solved(n: int, steps: int) -> int:
+    """Steps the ``n``-cube box-pile drop by the compiled pile step (islands and finishes
+    on), asserts each step with contacts optimal and solving the general path's LCP
+    (:func:`_assert_solves_general_lcp`), and returns the number of such steps."""
+    scene = get_scenario("box-pile").build(n=n, seed=0)
     sim = Simulator(scene, "maximal", "box-friction", "pgs")
     assert sim.compiled is not None and sim.compiled.islands and sim.compiled.finish
     model: Any = sim.model
     tol = model.tol
     state = sim.initial_state()
     checked = 0
-    for i in range(60):
+    for i in range(steps):
         state, record = sim.step(state, i)
-        nc = record.metrics["n_contacts"]
-        if nc == 0:
+        if record.metrics["n_contacts"] == 0:
             continue
         assert record.metrics["status"] == "optimal", i
         _assert_solves_general_lcp(record, tol)
         checked += 1
-    assert checked >= 30
+    return checked
+
+
+def test_every_landing_step_of_a_50_cube_drop_is_solved_island_by_island() -> None:
+    assert _drop_steps_solved(n=50, steps=60) >= 30
 
 
 def _island_lcp(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -227,22 +233,7 @@ def test_every_step_of_a_200_cube_100_step_drop_is_solved() -> None:
     ``BoxFriction``'s own rows, sparse) within the tolerance; before the dense finish took
     the ``lemke`` backend's walk one step stopped at the sweep cap (three before the
     dense finish)."""
-    scene = get_scenario("box-pile").build(n=200, seed=0)
-    sim = Simulator(scene, "maximal", "box-friction", "pgs")
-    assert sim.compiled is not None and sim.compiled.islands and sim.compiled.finish
-    model: Any = sim.model
-    tol = model.tol
-    state = sim.initial_state()
-    checked = 0
-    for i in range(100):
-        state, record = sim.step(state, i)
-        nc = record.metrics["n_contacts"]
-        if nc == 0:
-            continue
-        assert record.metrics["status"] == "optimal", i
-        _assert_solves_general_lcp(record, tol)
-        checked += 1
-    assert checked >= 75  # 81 steps with contacts measured
+    assert _drop_steps_solved(n=200, steps=100) >= 75  # 81 steps with contacts measured
 
 
 def test_stored_large_island_is_solved_by_the_block_finish() -> None:
