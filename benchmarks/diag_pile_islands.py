@@ -15,6 +15,10 @@ which cost about one sweep each through the bodies' twists):
   bound-constrained QP with the friction bounds frozen at ``+-mu z_n`` of the round's
   start; rounds of 16 sweeps and at most 120 products after 128 plain sweeps, as the
   default finish;
+* ``frozen``: the frozen-bound QPs solved by MPRGP (to 1e-8, at most 3000 products each),
+  the bounds then moved to the new ``+-mu z_n``, after 128 plain sweeps;
+* ``staggered``: staggered projections, the normal QP (friction held) then the friction QP
+  (bounds ``+-mu z_n``), each by MPRGP to 1e-8, after 128 plain sweeps;
 * ``prox``: MPRGP on the proximal QPs ``min 1/2 z'(W + rho I) z + (q - rho z_k)'z`` with
   the bounds of ``z_k`` (``rho = 1e-3 max W_ii``; a fixed point is a solution of the
   box-friction LCP), after 128 plain sweeps;
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -231,8 +236,11 @@ def mprgp(W: np.ndarray, q: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.nd
     return x, used
 
 
-def proto_mprgp(d: Island, W: np.ndarray, q: np.ndarray) -> tuple[int, float]:
-    """PGS-SM with MPRGP on the frozen-bound QP as its subspace step."""
+def proto_mprgp(
+    d: Island, W: np.ndarray, q: np.ndarray, products: int = K.SM_PRODUCTS
+) -> tuple[int, float]:
+    """PGS-SM with MPRGP on the frozen-bound QP as its subspace step (at most
+    ``products`` products with ``W`` a round)."""
     z, mu3, tol = d["z"].copy(), d["mu3"], d["tol"]
     step = 1.9 / float(np.linalg.eigvalsh(W)[-1])
     sweeps(d, z, K.PLAIN_SWEEPS)
@@ -244,7 +252,7 @@ def proto_mprgp(d: Island, W: np.ndarray, q: np.ndarray) -> tuple[int, float]:
         if res <= tol:
             break
         lo, hi = bounds(z, mu3)
-        z, used = mprgp(W, q, z, lo, hi, 0.3 * tol, K.SM_PRODUCTS, step)
+        z, used = mprgp(W, q, z, lo, hi, 0.3 * tol, products, step)
         lo, hi = bounds(z, mu3)
         z = np.clip(z, lo, hi)
         work += used
@@ -295,8 +303,45 @@ def proto_pairs(d: Island, W: np.ndarray, q: np.ndarray, most: int = 2000) -> tu
     return done, res
 
 
+def proto_frozen(d: Island, W: np.ndarray, q: np.ndarray) -> tuple[int, float]:
+    """Frozen-bound QPs each solved by MPRGP (to 1e-8, at most 3000 products), the bounds
+    then moved to the new ``+-mu z_n``: the fixed-point iteration of the bounds."""
+    z, mu3, tol = d["z"].copy(), d["mu3"], d["tol"]
+    step = 1.9 / float(np.linalg.eigvalsh(W)[-1])
+    sweeps(d, z, K.PLAIN_SWEEPS)
+    work, res = K.PLAIN_SWEEPS, natural(W, q, z, mu3)
+    while res > tol and work < BUDGET:
+        lo, hi = bounds(z, mu3)
+        z, used = mprgp(W, q, z, lo, hi, 1e-8, 3000, step)
+        work += used
+        res = natural(W, q, z, mu3)
+    return work, res
+
+
+def proto_staggered(d: Island, W: np.ndarray, q: np.ndarray) -> tuple[int, float]:
+    """Staggered projections: the normal QP (``z_n >= 0``, friction held), then the
+    friction QP (bounds ``+-mu z_n``, normals held), each by MPRGP to 1e-8."""
+    z, mu3, tol = d["z"].copy(), d["mu3"], d["tol"]
+    sweeps(d, z, K.PLAIN_SWEEPS)
+    N = np.arange(0, z.size, 3)
+    T = np.setdiff1d(np.arange(z.size), N)
+    Wnn, Wtt, Wnt = W[np.ix_(N, N)], W[np.ix_(T, T)], W[np.ix_(N, T)]
+    sn = 1.9 / float(np.linalg.eigvalsh(Wnn)[-1])
+    st = 1.9 / float(np.linalg.eigvalsh(Wtt)[-1])
+    work, res = K.PLAIN_SWEEPS, natural(W, q, z, mu3)
+    while res > tol and work < BUDGET:
+        zero, inf = np.zeros(N.size), np.full(N.size, np.inf)
+        z[N], used_n = mprgp(Wnn, q[N] + Wnt @ z[T], z[N], zero, inf, 1e-8, 3000, sn)
+        hi = mu3[T] * np.repeat(np.maximum(z[N], 0.0), 2)
+        z[T], used_t = mprgp(Wtt, q[T] + Wnt.T @ z[N], z[T], -hi, hi, 1e-8, 3000, st)
+        work += used_n + used_t
+        res = natural(W, q, z, mu3)
+    return work, res
+
+
 PROTOTYPES: dict[str, Callable[[Island, np.ndarray, np.ndarray], tuple[int, float]]] = {
-    "mprgp": proto_mprgp, "prox": proto_prox, "pairs": proto_pairs,
+    "mprgp": proto_mprgp, "frozen": proto_frozen, "staggered": proto_staggered,
+    "prox": proto_prox, "pairs": proto_pairs,
 }  # fmt: skip
 
 
@@ -306,7 +351,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--min-work", type=int, default=1000)
     ap.add_argument("--only", nargs="*", default=list(PROTOTYPES), choices=list(PROTOTYPES))
+    ap.add_argument("--products", type=int, default=K.SM_PRODUCTS, help="of a round of mprgp")
     args = ap.parse_args(argv)
+    methods = dict(PROTOTYPES)
+    methods["mprgp"] = partial(proto_mprgp, products=args.products)
     calls = record_calls(args.boxes, args.steps)
     print("| step | island rows | rank of W | default: work, residual, CPU | "
           + " | ".join(f"{name}: work, residual" for name in args.only) + " |")  # fmt: skip
@@ -324,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
             totals["default"][0] += work
             totals["default"][1] += int(res > d["tol"])
             for name in args.only:
-                w_, r_ = PROTOTYPES[name](d, W, q)
+                w_, r_ = methods[name](d, W, q)
                 cells.append(f"{w_}, {r_:.1e}")
                 totals[name][0] += w_
                 totals[name][1] += int(r_ > d["tol"])
