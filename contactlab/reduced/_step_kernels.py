@@ -36,7 +36,7 @@ import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
-from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce, mesh_scratch
+from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, mesh_scratch, reduce_plane
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.identity import _identify
 from contactlab.contact.rows import _tangent_basis
@@ -50,7 +50,8 @@ COMPILE_SECONDS: float | None = None
 FIXED, REVOLUTE, PRISMATIC, FREE_TF, FREE_RF = 0, 1, 2, 3, 4
 #: shape kinds (as :mod:`contactlab.collision.shape_table`)
 SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
-#: most contacts of one hull with one plane (:data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
+#: most contacts of one hull with one plane (``ContactParams.hull_plane_points`` is at most
+#: :data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
 MAX_MESH = 8
 
 #: [m] added to the margin when deciding whether two shapes may touch (the narrow phases
@@ -667,7 +668,8 @@ def _hull_plane_points(  # noqa: ANN201, PLR0913
 def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
+    pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
+    sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
     """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
     static shapes) with the planes ``n . x <= off`` and with each other, as
@@ -676,9 +678,11 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     Plane contacts (shapes with ``s_planes``) first, ordered as :meth:`Collider._planes`
     orders them: by kind (sphere, capsule, box, cylinder, mesh), then plane, then shape (a
     capsule's first end spheres, then its second ones; a box's corners in ``(-1, 1)^3``
-    order).  Then the candidate pairs ``(near_a, near_b)`` (shape pairs on different bodies
-    that may collide, sorted) whose bounding spheres and world bounding boxes grown by
-    ``margin / 2`` (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
+    order; at most ``plane_points`` of a hull, picked by
+    :func:`contactlab.collision.hulls.reduce_plane`).  Then the candidate pairs
+    ``(near_a, near_b)`` (shape pairs on different bodies that may collide, sorted)
+    whose bounding spheres and world bounding boxes grown by ``margin / 2``
+    (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
     kind is the lower, grouped by kind pair in ascending order, through the collider's
     narrow phases (sphere--sphere, sphere--box, box--box, any kind against a mesh's hull),
     unless their bounding boxes (``box_c``, ``box_h``: centres and half extents in the
@@ -803,7 +807,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         elif kd == CYLINDER:
             cap += 2 * (1 + RIM)
         elif kd == MESH:
-            cap += MAX_MESH
+            cap += plane_points
     cap *= npl
     cap += m_c * max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS)
     P = np.empty((cap, 3))
@@ -869,7 +873,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                         W, s, h, l0, l1, l2, base, nrm, margin, hull_v, hull_vs, box_c[s],
                         plane_keep[s, p], CP, CD,
                     )  # fmt: skip
-                    cnt = _reduce(CP, CD, m, nrm, keep)
+                    cnt = reduce_plane(CP, CD, m, nrm, keep, plane_points)
                     for j in range(cnt):
                         for i in range(3):
                             P[c, i] = CP[keep[j], i]
@@ -981,7 +985,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
 def tracked_contacts(  # noqa: ANN201, PLR0913
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
+    pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
     t_body, t_local, t_material, plane_local, plane_material, mu_table,
     old_pair, old_point, old_ids, start, radius2, sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
@@ -999,7 +1003,8 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-        pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
+        pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
+        sep_dir, sep_loc, sep_val, plane_keep,
     )  # fmt: skip
     nc = sa.shape[0]
     PN = np.empty((2, nc, 3))
