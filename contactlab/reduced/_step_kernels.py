@@ -30,8 +30,6 @@ translational joint, translation first (``FREE_TF``: ``Q = [[R(r), t]]``,
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
@@ -1848,6 +1846,38 @@ def _state_measures(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def _contact_metrics(  # noqa: ANN201, PLR0913
+    dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info,
+):  # fmt: skip
+    """The contact metrics of :func:`contactlab.metrics.contact_metrics` from the contacts'
+    normal velocities ``gap`` and tangential velocities ``slip`` (two per contact) and
+    the impulses ``z = [N; T; ...]``, the penetration, and the joint limits' violation at
+    ``q_new`` (the constraint error), into ``info``."""
+    nc = dist.shape[0]
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        lam = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
+        s0, s1 = slip[2 * k], slip[2 * k + 1]
+        speed = np.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * lam) * s0 / speed
+            i1 = -(mu[k] * lam) * s1 / speed
+            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    worst = 0.0
+    for j in range(lim_dof.shape[0]):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
+
+
+@njit(cache=True)
 def step_end(  # noqa: ANN201, PLR0913
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, v, h, inertia, gravity,
     body_of_node, E_s, phi_s, armature, stiffness, rest, dist, b, C, z, mu,
@@ -1861,40 +1891,26 @@ def step_end(  # noqa: ANN201, PLR0913
     and the friction impulses as vectors."""
     nq = q.shape[0]
     nc = dist.shape[0]
-    ml = lim_dof.shape[0]
     q_new, v_new = advance(kind, q, v, h)
     _state_measures(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity,
         body_of_node, E_s, phi_s, armature, stiffness, rest, info,
     )  # fmt: skip
     # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
-    pen = 0.0
+    gap = np.empty(nc)
+    slip = np.empty(2 * nc)
     for k in range(nc):
-        pen = max(pen, -dist[k])
-        gap = -b[k]
+        g = -b[k]
         s0 = 0.0
         s1 = 0.0
         for a in range(nq):
-            gap += C[k, a] * v[a]
+            g += C[k, a] * v[a]
             s0 += C[nc + 2 * k, a] * v[a]
             s1 += C[nc + 2 * k + 1, a] * v[a]
-        zn = z[k]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
-        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
-        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[k] * zn)
-        speed = math.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[k] * zn) * s0 / speed
-            i1 = -(mu[k] * zn) * s1 / speed
-            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    worst = 0.0
-    for j in range(ml):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
+        gap[k], slip[2 * k], slip[2 * k + 1] = g, s0, s1
+    _contact_metrics(
+        dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info
+    )
     friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
     return q_new, v_new, friction
 
@@ -1926,7 +1942,6 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     momenta, the contact metrics of :func:`contactlab.metrics.contact_metrics`, the
     penetration and whether the new state is finite).  ``kin`` keeps the kinematics of the
     new state for the next step (:func:`_kept_kinematics`)."""
-    nc = dist.shape[0]
     node_a, node_b = contact_nodes(body_a, body_b, node_of_body)
     old_order = np.argsort(old_ids, kind="mergesort")
     q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
@@ -1951,26 +1966,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         body_of_node, E_s, phi_s, armature, stiffness, rest, info,
     )  # fmt: skip
     _keep_kinematics(kin, E, X, Sb, Sbd, V, q_new, v_new)
-    pen = 0.0
-    for k in range(nc):
-        pen = max(pen, -dist[k])
-        lam = z[k]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
-        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
-        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
-        s0, s1 = slip[2 * k], slip[2 * k + 1]
-        speed = np.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[k] * lam) * s0 / speed
-            i1 = -(mu[k] * lam) * s1 / speed
-            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    # the joint limits' violation at the new coordinates (the constraint error)
-    worst = 0.0
-    for j in range(lim_dof.shape[0]):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
+    _contact_metrics(
+        dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info
+    )
     return q_new, v_new, v, E_s, phi_s, z, friction, info
