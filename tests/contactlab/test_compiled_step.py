@@ -497,8 +497,8 @@ def test_run_records_the_steps_it_takes() -> None:
         rows.append(record.metrics)
     traj = run.trajectory
     assert np.array_equal(traj["t"], [s.t for s in states])
-    assert np.array_equal(traj["q"], np.stack([s.q for s in states]))
-    assert np.array_equal(traj["qdot"], np.stack([s.qdot for s in states]))
+    assert np.array_equal(traj["q"], np.stack([np.asarray(s.q) for s in states]))
+    assert np.array_equal(traj["qdot"], np.stack([np.asarray(s.qdot) for s in states]))
     assert np.array_equal(traj["position"], np.stack([s.E[:, :3, 3] for s in states]))
     assert np.array_equal(traj["rotation"], np.stack([s.E[:, :3, :3] for s in states]))
     assert np.array_equal(traj["twist"], np.stack([s.phi for s in states]))
