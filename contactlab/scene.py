@@ -294,6 +294,12 @@ class ContactParams:
         rises at most ``0.1^2 / (2 g) = 0.5 mm``, a tenth of the default
         margin, and the threshold is ten times the speed ``g h`` that one
         default step (1 ms) of gravity gives a contact closing after a rest.
+    hull_plane_points : most contacts a mesh (collided as its convex hull) keeps against
+        a plane, 1 to 8.  Up to 4 (default 4, MuJoCo's count for a plane against a convex
+        shape): the deepest vertex within the margin, then those spanning the largest
+        contact polygon, so a hull resting on a quadrilateral face keeps its four
+        corners; 5 to 8: the deepest and then farthest-point picks (8: the rule before
+        4 became the default).  See :mod:`contactlab.collision.hulls`.
     """
 
     margin: float = 0.005
@@ -305,8 +311,15 @@ class ContactParams:
     restitution: float = 0.0
     restitution_pairs: Mapping[tuple[str, str], float] = field(default_factory=dict)
     restitution_threshold: float = 0.1
+    hull_plane_points: int = 4
 
     def __post_init__(self) -> None:
+        k = self.hull_plane_points
+        if not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and 1 <= k <= 8):
+            raise ConfigurationError(
+                f"ContactParams.hull_plane_points must be a whole number from 1 to 8, got "
+                f"{k!r}; set it to 4 (the default) or 8 (the earlier rule)"
+            )
         _check_restitution("ContactParams.restitution", self.restitution)
         for pair, e in self.restitution_pairs.items():
             _check_restitution(f"ContactParams.restitution_pairs[{pair!r}]", e)

@@ -105,6 +105,8 @@ class Collider:
         self.scene = scene
         self.table = ShapeTable.from_scene(scene)
         self.margin = float(scene.contact.margin)
+        #: most contacts of a mesh hull against a plane (``ContactParams.hull_plane_points``)
+        self.hull_plane_points = int(scene.contact.hull_plane_points)
         if not (np.isfinite(self.margin) and self.margin >= 0.0):
             raise ConfigurationError(
                 f"scene {scene.name!r}: contact margin must be >= 0 [m], got {self.margin}"
@@ -258,8 +260,9 @@ class Collider:
             normal_p, offset_p = tab.plane_normal[p], tab.plane_offset[p]
             if kind == MESH:
                 pair, point, normal, dist = hulls.mesh_plane(
-                    W[s], tab.hull[s], tab.hulls, normal_p, offset_p, self.margin
-                )
+                    W[s], tab.hull[s], tab.hulls, normal_p, offset_p, self.margin,
+                    self.hull_plane_points,
+                )  # fmt: skip
             else:
                 pair, point, normal, dist = PLANE_FUNCTIONS[kind](
                     W[s], tab.size[s], normal_p, offset_p, self.margin

@@ -9,9 +9,18 @@ B against every other kind; the unit normal points from B toward A; the
 signed distance is negative on penetration; the point is the midpoint of the
 two surface points; contacts with ``distance < margin`` are kept).
 
-**Mesh–plane**: every hull vertex closer to the plane than the margin is a
-contact (the deepest point of a polytope is a vertex, so the distance is
-exact; a hull resting on a face gets that face's corners, as a box does).
+**Mesh–plane**: the hull vertices closer to the plane than the margin are the
+candidates (the deepest point of a polytope is a vertex, so the distance is
+exact).  At most ``points`` of them are kept
+(:attr:`contactlab.scene.ContactParams.hull_plane_points`, default
+:data:`HULL_PLANE_POINTS` = 4, MuJoCo's count for a plane against a convex
+shape): with 4 or fewer, the deepest, then the one farthest from it in the
+plane, then the one that spans the largest triangle with those two, then the one
+that makes the convex hull of the four largest (:func:`_reduce_polygon`), so a
+hull resting on a face keeps that face's four corners when it is a
+quadrilateral, and a rounded foot keeps its deepest vertex and three spread
+over the rim of its cap within the margin; with more (up to 8, the earlier
+rule), the deepest and then farthest-point picks (:func:`_reduce`).
 
 **Mesh against a solid** in three stages per pair, as the cylinder pairs
 (:mod:`~contactlab.collision.cylinders`):
@@ -60,6 +69,8 @@ IntArray = NDArray[np.int64]
 
 #: Contacts kept per pair (see the module docstring).
 MAX_MESH_CONTACTS = 8
+#: Contacts kept of a hull against a plane by default (``ContactParams.hull_plane_points``).
+HULL_PLANE_POINTS = 4
 _SPHERE, _CAPSULE, _MESH = SPHERE, CAPSULE, MESH
 
 
@@ -105,11 +116,12 @@ def _reduce(
     m: int,
     n: np.ndarray,
     keep: np.ndarray,
+    most: int = MAX_MESH_CONTACTS,
 ) -> int:
-    """Pick at most ``MAX_MESH_CONTACTS`` of the ``m`` points ``P`` (distances ``D``):
+    """Pick at most ``most`` of the ``m`` points ``P`` (distances ``D``):
     all when they fit, else the deepest, then repeatedly the one farthest in the
     plane normal to ``n`` from those picked.  Writes their indices to ``keep``."""
-    if m <= MAX_MESH_CONTACTS:
+    if m <= most:
         for i in range(m):
             keep[i] = i
         return m
@@ -134,7 +146,7 @@ def _reduce(
         keep[count] = cur
         count += 1
         gap[cur] = -np.inf
-        if count == MAX_MESH_CONTACTS:
+        if count == most:
             break
         x, y, z = X[cur], Y[cur], Z[cur]
         for i in range(m):
@@ -151,6 +163,101 @@ def _reduce(
             break
         cur = nxt
     return count
+
+
+@njit(cache=True)
+def _reduce_polygon(
+    P: np.ndarray,
+    D: np.ndarray,
+    m: int,
+    n: np.ndarray,
+    keep: np.ndarray,
+    most: int,
+) -> int:
+    """Pick at most ``most`` (1 to 4) of the ``m`` points ``P`` (distances ``D``) for a
+    large contact polygon in the plane normal to ``n``: all when they fit, else the
+    deepest ``p0``, the point farthest from it, the point spanning the largest triangle
+    with those two, and the point that makes the convex hull of the four largest.  A point
+    is taken only when it adds to the length or area by more than ``1e-9`` relative
+    (collinear or coincident points are not).  Writes their indices to ``keep``.
+
+    In-plane areas are ``n . (a x b)`` of the offsets from ``p0`` (their components along
+    ``n`` do not count); with ``x = [a, b]``, ``y = [b, c]``, ``z = [c, a]`` for the
+    kept offsets ``a``, ``b`` and a candidate ``c``, twice the area of the convex hull
+    of ``p0, a, b, c`` is the largest magnitude of ``x + y``, ``y + z``, ``z + x``
+    (the three quadrilaterals), ``x``, ``y``, ``z`` and ``x + y + z`` (the triangles
+    that hold the fourth point)."""
+    if m <= most:
+        for i in range(m):
+            keep[i] = i
+        return m
+    i0 = 0
+    for i in range(1, m):
+        if D[i] < D[i0]:
+            i0 = i
+    keep[0] = i0
+    if most == 1:
+        return 1
+    n0, n1, n2 = n[0], n[1], n[2]
+    x0, y0, z0 = P[i0, 0], P[i0, 1], P[i0, 2]
+    i1, far = -1, 1e-24
+    for i in range(m):
+        e0, e1, e2 = P[i, 0] - x0, P[i, 1] - y0, P[i, 2] - z0
+        h = e0 * n0 + e1 * n1 + e2 * n2
+        q = e0 * e0 + e1 * e1 + e2 * e2 - h * h
+        if q > far:
+            i1, far = i, q
+    if i1 < 0:
+        return 1
+    keep[1] = i1
+    if most == 2:
+        return 2
+    tol = 1e-9 * far
+    a0, a1, a2 = P[i1, 0] - x0, P[i1, 1] - y0, P[i1, 2] - z0
+    # n x a, so that [a, c] = n . (a x c) = (n x a) . c
+    u0, u1, u2 = n1 * a2 - n2 * a1, n2 * a0 - n0 * a2, n0 * a1 - n1 * a0
+    i2, best = -1, tol
+    for i in range(m):
+        t = abs(u0 * (P[i, 0] - x0) + u1 * (P[i, 1] - y0) + u2 * (P[i, 2] - z0))
+        if t > best:
+            i2, best = i, t
+    if i2 < 0:
+        return 2
+    keep[2] = i2
+    if most == 3:
+        return 3
+    b0, b1, b2 = P[i2, 0] - x0, P[i2, 1] - y0, P[i2, 2] - z0
+    x = u0 * b0 + u1 * b1 + u2 * b2
+    w0, w1, w2 = n1 * b2 - n2 * b1, n2 * b0 - n0 * b2, n0 * b1 - n1 * b0  # n x b
+    i3, best = -1, abs(x) + tol
+    for i in range(m):
+        c0, c1, c2 = P[i, 0] - x0, P[i, 1] - y0, P[i, 2] - z0
+        y = w0 * c0 + w1 * c1 + w2 * c2
+        z = -(u0 * c0 + u1 * c1 + u2 * c2)
+        t = max(abs(x + y), abs(y + z), abs(z + x), abs(y), abs(z), abs(x + y + z))
+        if t > best:
+            i3, best = i, t
+    if i3 < 0:
+        return 3
+    keep[3] = i3
+    return 4
+
+
+@njit(cache=True)
+def reduce_plane(
+    P: np.ndarray,
+    D: np.ndarray,
+    m: int,
+    n: np.ndarray,
+    keep: np.ndarray,
+    most: int,
+) -> int:
+    """The contacts kept of a hull's ``m`` candidates against a plane of normal ``n``
+    (see the module docstring): the polygon rule up to 4 points, farthest-point picks
+    beyond."""
+    if most <= 4:
+        return _reduce_polygon(P, D, m, n, keep, most)
+    return _reduce(P, D, m, n, keep, most)
 
 
 @njit(cache=True)
@@ -366,10 +473,12 @@ def _plane_kernel(
     n: np.ndarray,
     off: np.ndarray,
     margin: float,
+    slots: int,
 ) -> tuple:
-    """Hull vertices against half-spaces ``n . x <= off``, one (hull, plane) per row."""
+    """Hull vertices against half-spaces ``n . x <= off``, one (hull, plane) per row,
+    at most ``slots`` a row (:func:`reduce_plane`)."""
     m = R.shape[0]
-    points, normals, dists, counts = contact_slots(m, MAX_MESH_CONTACTS)
+    points, normals, dists, counts = contact_slots(m, slots)
     most = 0
     for h in range(VS.shape[0] - 1):
         most = max(most, VS[h + 1] - VS[h])
@@ -392,7 +501,7 @@ def _plane_kernel(
                     CP[c, i] = x - 0.5 * dist * n[k, i]
                 CD[c] = dist
                 c += 1
-        cnt = _reduce(CP, CD, c, n[k], keep)
+        cnt = reduce_plane(CP, CD, c, n[k], keep, slots)
         for j in range(cnt):
             points[k, j] = CP[keep[j]]
             normals[k, j] = n[k]
@@ -401,11 +510,21 @@ def _plane_kernel(
     return points, normals, dists, counts
 
 
-def mesh_plane(W: Array, h: IntArray, hulls: HullSet, n: Array, off: Array, margin: float) -> Raw:
-    """Mesh hulls (world poses ``W``, hull indices ``h``) against planes ``n . x <= off``."""
+def mesh_plane(
+    W: Array,
+    h: IntArray,
+    hulls: HullSet,
+    n: Array,
+    off: Array,
+    margin: float,
+    points: int = HULL_PLANE_POINTS,
+) -> Raw:
+    """Mesh hulls (world poses ``W``, hull indices ``h``) against planes ``n . x <= off``,
+    at most ``points`` contacts each (1 to :data:`MAX_MESH_CONTACTS`, see the module
+    docstring)."""
     if W.shape[0] == 0:
         return empty_raw()
-    points, normals, dists, counts = _plane_kernel(
+    pts, normals, dists, counts = _plane_kernel(
         np.ascontiguousarray(W[:, :3, :3]),
         np.ascontiguousarray(W[:, :3, 3]),
         np.ascontiguousarray(h, dtype=np.int64),
@@ -414,5 +533,6 @@ def mesh_plane(W: Array, h: IntArray, hulls: HullSet, n: Array, off: Array, marg
         np.ascontiguousarray(n, dtype=float),
         np.ascontiguousarray(off, dtype=float),
         float(margin),
+        int(points),
     )
-    return raw_from_slots(points, normals, dists, counts)
+    return raw_from_slots(pts, normals, dists, counts)

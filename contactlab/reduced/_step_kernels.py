@@ -30,13 +30,11 @@ translational joint, translation first (``FREE_TF``: ``Q = [[R(r), t]]``,
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from contactlab.collision.boxes import MAX_BOX_CONTACTS, _box_box_pair
 from contactlab.collision.convex import no_hull, signed_distance_v
-from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, _reduce, mesh_scratch
+from contactlab.collision.hulls import MAX_MESH_CONTACTS, _mesh_pair, mesh_scratch, reduce_plane
 from contactlab.collision.round_shapes import CYLINDER_RIM_SAMPLES
 from contactlab.contact.identity import _identify
 from contactlab.contact.rows import _tangent_basis
@@ -50,7 +48,8 @@ COMPILE_SECONDS: float | None = None
 FIXED, REVOLUTE, PRISMATIC, FREE_TF, FREE_RF = 0, 1, 2, 3, 4
 #: shape kinds (as :mod:`contactlab.collision.shape_table`)
 SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
-#: most contacts of one hull with one plane (:data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
+#: most contacts of one hull with one plane (``ContactParams.hull_plane_points`` is at most
+#: :data:`contactlab.collision.hulls.MAX_MESH_CONTACTS`)
 MAX_MESH = 8
 
 #: [m] added to the margin when deciding whether two shapes may touch (the narrow phases
@@ -667,7 +666,8 @@ def _hull_plane_points(  # noqa: ANN201, PLR0913
 def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
+    pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
+    sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
     """The contacts of the shapes (on bodies ``s_node`` of the transforms ``E``, -1 for
     static shapes) with the planes ``n . x <= off`` and with each other, as
@@ -676,9 +676,11 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
     Plane contacts (shapes with ``s_planes``) first, ordered as :meth:`Collider._planes`
     orders them: by kind (sphere, capsule, box, cylinder, mesh), then plane, then shape (a
     capsule's first end spheres, then its second ones; a box's corners in ``(-1, 1)^3``
-    order).  Then the candidate pairs ``(near_a, near_b)`` (shape pairs on different bodies
-    that may collide, sorted) whose bounding spheres and world bounding boxes grown by
-    ``margin / 2`` (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
+    order; at most ``plane_points`` of a hull, picked by
+    :func:`contactlab.collision.hulls.reduce_plane`).  Then the candidate pairs
+    ``(near_a, near_b)`` (shape pairs on different bodies that may collide, sorted)
+    whose bounding spheres and world bounding boxes grown by ``margin / 2``
+    (:meth:`ShapeTable.aabbs`) overlap, each oriented so that its first
     kind is the lower, grouped by kind pair in ascending order, through the collider's
     narrow phases (sphere--sphere, sphere--box, box--box, any kind against a mesh's hull),
     unless their bounding boxes (``box_c``, ``box_h``: centres and half extents in the
@@ -803,7 +805,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         elif kd == CYLINDER:
             cap += 2 * (1 + RIM)
         elif kd == MESH:
-            cap += MAX_MESH
+            cap += plane_points
     cap *= npl
     cap += m_c * max(MAX_BOX_CONTACTS, MAX_MESH_CONTACTS)
     P = np.empty((cap, 3))
@@ -869,7 +871,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
                         W, s, h, l0, l1, l2, base, nrm, margin, hull_v, hull_vs, box_c[s],
                         plane_keep[s, p], CP, CD,
                     )  # fmt: skip
-                    cnt = _reduce(CP, CD, m, nrm, keep)
+                    cnt = reduce_plane(CP, CD, m, nrm, keep, plane_points)
                     for j in range(cnt):
                         for i in range(3):
                             P[c, i] = CP[keep[j], i]
@@ -981,7 +983,7 @@ def step_contacts(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
 def tracked_contacts(  # noqa: ANN201, PLR0913
     E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
     hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-    pl_n, pl_off, margin, near_a, near_b, box_c, box_h,
+    pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
     t_body, t_local, t_material, plane_local, plane_material, mu_table,
     old_pair, old_point, old_ids, start, radius2, sep_dir, sep_loc, sep_val, plane_keep,
 ):  # fmt: skip
@@ -999,7 +1001,8 @@ def tracked_contacts(  # noqa: ANN201, PLR0913
     sa, sb, pl, point, normal, dist, fallback = step_contacts(
         E, s_node, s_kind, s_pose, s_size, s_hull, s_radius, s_planes,
         hull_v, hull_vs, hull_fn, hull_fs, hull_fv, hull_fvs, hull_ns, hull_nb, max_face,
-        pl_n, pl_off, margin, near_a, near_b, box_c, box_h, sep_dir, sep_loc, sep_val, plane_keep,
+        pl_n, pl_off, margin, plane_points, near_a, near_b, box_c, box_h,
+        sep_dir, sep_loc, sep_val, plane_keep,
     )  # fmt: skip
     nc = sa.shape[0]
     PN = np.empty((2, nc, 3))
@@ -1843,6 +1846,38 @@ def _state_measures(  # noqa: ANN201, PLR0913
 
 
 @njit(cache=True)
+def _contact_metrics(  # noqa: ANN201, PLR0913
+    dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info,
+):  # fmt: skip
+    """The contact metrics of :func:`contactlab.metrics.contact_metrics` from the contacts'
+    normal velocities ``gap`` and tangential velocities ``slip`` (two per contact) and
+    the impulses ``z = [N; T; ...]``, the penetration, and the joint limits' violation at
+    ``q_new`` (the constraint error), into ``info``."""
+    nc = dist.shape[0]
+    pen = 0.0
+    for k in range(nc):
+        pen = max(pen, -dist[k])
+        lam = z[k]
+        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
+        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
+        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
+        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
+        s0, s1 = slip[2 * k], slip[2 * k + 1]
+        speed = np.sqrt(s0 * s0 + s1 * s1)
+        if speed > slip_threshold:
+            info[I_SLIDING] += 1.0
+            i0 = -(mu[k] * lam) * s0 / speed
+            i1 = -(mu[k] * lam) * s1 / speed
+            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
+            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
+    info[I_PENETRATION] = pen
+    worst = 0.0
+    for j in range(lim_dof.shape[0]):
+        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
+    info[I_LIMIT] = worst
+
+
+@njit(cache=True)
 def step_end(  # noqa: ANN201, PLR0913
     kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q, v, h, inertia, gravity,
     body_of_node, E_s, phi_s, armature, stiffness, rest, dist, b, C, z, mu,
@@ -1856,40 +1891,26 @@ def step_end(  # noqa: ANN201, PLR0913
     and the friction impulses as vectors."""
     nq = q.shape[0]
     nc = dist.shape[0]
-    ml = lim_dof.shape[0]
     q_new, v_new = advance(kind, q, v, h)
     _state_measures(
         kind, axis, parent, Fp, Fci, AdFc, ndof, dof0, q_new, v_new, inertia, gravity,
         body_of_node, E_s, phi_s, armature, stiffness, rest, info,
     )  # fmt: skip
     # contact metrics at the step's velocity (contactlab.metrics.contact_metrics)
-    pen = 0.0
+    gap = np.empty(nc)
+    slip = np.empty(2 * nc)
     for k in range(nc):
-        pen = max(pen, -dist[k])
-        gap = -b[k]
+        g = -b[k]
         s0 = 0.0
         s1 = 0.0
         for a in range(nq):
-            gap += C[k, a] * v[a]
+            g += C[k, a] * v[a]
             s0 += C[nc + 2 * k, a] * v[a]
             s1 += C[nc + 2 * k + 1, a] * v[a]
-        zn = z[k]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(zn * gap))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap)
-        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
-        info[I_CONE] = max(info[I_CONE], math.sqrt(l0 * l0 + l1 * l1) - mu[k] * zn)
-        speed = math.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[k] * zn) * s0 / speed
-            i1 = -(mu[k] * zn) * s1 / speed
-            e = math.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    worst = 0.0
-    for j in range(ml):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
+        gap[k], slip[2 * k], slip[2 * k + 1] = g, s0, s1
+    _contact_metrics(
+        dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info
+    )
     friction = friction_vectors(z[nc : 3 * nc].copy(), t1, t2)
     return q_new, v_new, friction
 
@@ -1921,7 +1942,6 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
     momenta, the contact metrics of :func:`contactlab.metrics.contact_metrics`, the
     penetration and whether the new state is finite).  ``kin`` keeps the kinematics of the
     new state for the next step (:func:`_kept_kinematics`)."""
-    nc = dist.shape[0]
     node_a, node_b = contact_nodes(body_a, body_b, node_of_body)
     old_order = np.argsort(old_ids, kind="mergesort")
     q_new, v_new, v, z, friction, gap, slip, status, sweeps, res = contact_step(
@@ -1946,26 +1966,7 @@ def full_step(  # noqa: ANN201, PLR0913, PLR0915
         body_of_node, E_s, phi_s, armature, stiffness, rest, info,
     )  # fmt: skip
     _keep_kinematics(kin, E, X, Sb, Sbd, V, q_new, v_new)
-    pen = 0.0
-    for k in range(nc):
-        pen = max(pen, -dist[k])
-        lam = z[k]
-        info[I_NORMAL_COMP] = max(info[I_NORMAL_COMP], abs(lam * gap[k]))
-        info[I_NORMAL_FEAS] = max(info[I_NORMAL_FEAS], -gap[k])
-        l0, l1 = z[nc + 2 * k], z[nc + 2 * k + 1]
-        info[I_CONE] = max(info[I_CONE], np.sqrt(l0 * l0 + l1 * l1) - mu[k] * lam)
-        s0, s1 = slip[2 * k], slip[2 * k + 1]
-        speed = np.sqrt(s0 * s0 + s1 * s1)
-        if speed > slip_threshold:
-            info[I_SLIDING] += 1.0
-            i0 = -(mu[k] * lam) * s0 / speed
-            i1 = -(mu[k] * lam) * s1 / speed
-            e = np.sqrt((l0 - i0) ** 2 + (l1 - i1) ** 2)
-            info[I_DISSIPATION] = max(info[I_DISSIPATION], e)
-    info[I_PENETRATION] = pen
-    # the joint limits' violation at the new coordinates (the constraint error)
-    worst = 0.0
-    for j in range(lim_dof.shape[0]):
-        worst = max(worst, -lim_sign[j] * (q_new[lim_dof[j]] - lim_bound[j]))
-    info[I_LIMIT] = worst
+    _contact_metrics(
+        dist, gap, slip, z, mu, slip_threshold, q_new, lim_dof, lim_sign, lim_bound, info
+    )
     return q_new, v_new, v, E_s, phi_s, z, friction, info

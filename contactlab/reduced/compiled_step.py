@@ -334,7 +334,10 @@ class CompiledContactStep:
         self._radius2 = float(identity.MATCH_RADIUS**2)
         # the kernels' arguments that stay from step to step, gathered once: a step passes
         # them on without unpacking the groups again
-        self._contact_args = (*self._shape_args, self.margin, *self._near, *self._table_args)
+        self._contact_args = (
+            *self._shape_args, self.margin, int(scene.contact.hull_plane_points), *self._near,
+            *self._table_args,
+        )  # fmt: skip
         self._step_head = (
             *self._tree, self._inertia, self._support, self._count, *self._dofs, self._gravity,
         )  # fmt: skip
