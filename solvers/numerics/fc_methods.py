@@ -34,17 +34,16 @@ Vec = NDArray[np.float64]
 IVec = NDArray[np.int64]
 
 #: APGD refreshes De Saxcé's shift (Coulomb's law) once the shifted cone problem's
-#: natural-map residual is at most this times Coulomb's, keeping its momentum (:func:`apgd`;
-#: the compiled exact-cone step's rule, :mod:`contactlab.maximal._cone_fom_kernels`).
-#: Measured against a tenth with the momentum restarted: 38 % fewer iterations over a
-#: 200-cube drop and a 20-cube landing step converged in 2,279 iterations that stopped at
-#: the 20,000-iteration cap at 1.8e-6; on the planar chain in maximal coordinates
-#: (``chain-fall``, joints eliminated) 5 to 27 times fewer iterations on its resting steps
-#: and every step converged, where a tenth left one at the cap at 1.6e-6.  At a tolerance
-#: of 1e-9 the 20-cube drop leaves 8 steps at the cap, largest residual 1.1e-7, where a
-#: tenth left 4, largest 1.5e-6, with a third of the iterations: the rule is chosen for the
-#: default tolerance.
-APGD_REFRESH = 1.0
+#: natural-map residual is at most this times Coulomb's, keeping its momentum (:func:`apgd`).
+#: Measured against the rule before (a tenth, the momentum restarted) and the compiled
+#: free-body step's (1, :mod:`contactlab.maximal._cone_fom_kernels`), on the 40 steps of the
+#: planar chain in maximal coordinates (``chain-fall``, joints eliminated, tolerance 1e-6)
+#: and of ``solo12-stand`` (reduced, 1e-12), total iterations and steps left at the
+#: 20,000-iteration cap: a tenth with restart 56,076 (1 capped) and 2,410 (0); 1 with the
+#: momentum kept 8,496 (0) and 264,725 (5: refreshing as soon as the shifted problem is
+#: solved as well as Coulomb's stalls near a tight tolerance); a half 13,586 (0) and
+#: 2,320 (0); a tenth with the momentum kept 41,573 (0) and 1,974 (0).
+APGD_REFRESH = 0.5
 
 
 class Cones(NamedTuple):
