@@ -10,7 +10,7 @@ the step-size and penalty rules, the stopping test (the natural-map residual rel
 :func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
 the general route's local problem (:func:`contactlab.models.fc_route.local_step`), but
 that APGD refreshes De Saxcé's shift once the shifted problem is solved as well as
-Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: half as well); the
+Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: a tenth as well); the
 cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
 (:mod:`solvers.numerics.fc_kernels`).
 
@@ -82,7 +82,7 @@ COMPILE_SECONDS: float | None = 13.0
 #: fewer iterations with 1, and a 20-cube landing step that stalled at the
 #: 20,000-iteration cap at 1.8e-6 with a tenth converges in 2,279; at a tolerance of 1e-9
 #: that drop leaves 8 steps at the cap, largest residual 1.1e-7, where a tenth left 4,
-#: largest 1.5e-6, with a third of the iterations; the general backend takes half,
+#: largest 1.5e-6, with a third of the iterations; the general backend keeps a tenth,
 #: :data:`solvers.numerics.fc_methods.APGD_REFRESH`, for tight tolerances' sake)
 REFRESH = 1.0
 
@@ -230,7 +230,7 @@ def _apgd_rows(J, ca, cb, f, dinv, rhs, mu, law, r, tol, max_iter, slots, v, ws,
     map's absent directions and bounds): nothing is allocated, and each cone projection
     is fused with the step.  One difference from the general backend, for Coulomb's law:
     De Saxcé's shift is refreshed once the shifted problem's residual is at most
-    :data:`REFRESH` times Coulomb's (the general backend: half,
+    :data:`REFRESH` times Coulomb's (the general backend: a tenth,
     :data:`~solvers.numerics.fc_methods.APGD_REFRESH`); as there, the gradients at ``x``
     and ``y`` then move by the shift's change on the normal rows and the momentum is kept
     (restarted only by the gradient test of

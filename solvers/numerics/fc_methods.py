@@ -35,15 +35,16 @@ IVec = NDArray[np.int64]
 
 #: APGD refreshes De Saxcé's shift (Coulomb's law) once the shifted cone problem's
 #: natural-map residual is at most this times Coulomb's, keeping its momentum (:func:`apgd`).
-#: Measured against the rule before (a tenth, the momentum restarted) and the compiled
-#: free-body step's (1, :mod:`contactlab.maximal._cone_fom_kernels`), on the 40 steps of the
-#: planar chain in maximal coordinates (``chain-fall``, joints eliminated, tolerance 1e-6)
-#: and of ``solo12-stand`` (reduced, 1e-12), total iterations and steps left at the
-#: 20,000-iteration cap: a tenth with restart 56,076 (1 capped) and 2,410 (0); 1 with the
-#: momentum kept 8,496 (0) and 264,725 (5: refreshing as soon as the shifted problem is
-#: solved as well as Coulomb's stalls near a tight tolerance); a half 13,586 (0) and
-#: 2,320 (0); a tenth with the momentum kept 41,573 (0) and 1,974 (0).
-APGD_REFRESH = 0.5
+#: Measured on the 40 steps of the planar chain in maximal coordinates (``chain-fall``,
+#: joints eliminated, tolerance 1e-6) and of ``solo12-stand`` (reduced, 1e-12), total
+#: iterations and steps left at the 20,000-iteration cap: a tenth with the momentum
+#: restarted (the rule before) 56,076 (1 capped) and 2,410 (0); a tenth with the momentum
+#: kept 41,573 (0) and 1,974 (0); a half, kept, 13,586 (0) and 2,320 (0), but its
+#: solo12 run and the same run through the general route end 1e-10 apart (7.9e-13 with a
+#: tenth); 1 (the compiled free-body step's rule, :mod:`contactlab.maximal._cone_fom_kernels`)
+#: 8,496 (0) and 264,725 (5: refreshing as soon as the shifted problem is solved as well
+#: as Coulomb's stalls near a tight tolerance).
+APGD_REFRESH = 0.1
 
 
 class Cones(NamedTuple):
