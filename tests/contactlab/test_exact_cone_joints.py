@@ -14,7 +14,7 @@ a link).  Facts:
   the convex cone problem whose velocities are unique) have the same contact velocities to
   1e-6 m/s.  Coulomb's law is a fixed point, not a convex program: its steps are compared
   where both methods reach 1e-10 within 50,000 iterations (six of the seven sampled steps,
-  measured; the seventh, at rest on 20 redundant contacts, stops apgd at 1.2e-8).
+  measured; the seventh, at rest on 20 redundant contacts, stops apgd at 1.8e-8).
 """
 
 from __future__ import annotations
