@@ -32,12 +32,12 @@ caller keeps the free rows in its iteration.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numpy.typing import NDArray
 
 from solvers.jit import njit
+from solvers.numerics.dense import cholesky
 
 #: CPU seconds a cold compilation of this module's kernels takes (2-core 2026 machine;
 #: ``None``: not measured), for the first-use message of :mod:`solvers.jit`.
@@ -75,24 +75,16 @@ def split_rows(row_lo: Vec, first: int) -> tuple[IVec, IVec]:
 
 
 @njit(cache=True)
-def _cholesky(A: Mat, pivot_rtol: float) -> bool:
-    """``A = L L'`` in place (``L`` in the lower triangle, the upper one left as it was);
-    false when a pivot is at most ``pivot_rtol`` times its diagonal entry (a row dependent
-    on the rows before it, to that share)."""
-    n = A.shape[0]
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k]
-        if not d > pivot_rtol * A[j, j]:
+def _factor(A: Mat, pivot_rtol: float) -> bool:
+    """``A = L L'`` in place (:func:`solvers.numerics.dense.cholesky`, ``L`` in the lower
+    triangle); false when a pivot is at most ``pivot_rtol`` times its diagonal entry (a row
+    dependent on the rows before it, to that share)."""
+    diag = np.diag(A).copy()
+    if not cholesky(A, A):
+        return False
+    for j in range(diag.shape[0]):
+        if not A[j, j] * A[j, j] > pivot_rtol * diag[j]:
             return False
-        ljj = math.sqrt(d)
-        A[j, j] = ljj
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / ljj
     return True
 
 
@@ -160,7 +152,7 @@ def schur_free_rows(
             elif pos_j[c] >= 0:
                 Y[a, pos_j[c]] += data[e]
         Y[a, nj] = q[i]
-    if not _cholesky(A, pivot_rtol):
+    if not _factor(A, pivot_rtol):
         empty = np.zeros(0, np.int64)
         return (False, empty, empty, np.zeros(0), np.zeros(0), np.zeros((0, 0)),
                 np.zeros((0, 0)), empty)  # fmt: skip
