@@ -32,7 +32,6 @@ caller keeps the free rows in its iteration.
 
 from __future__ import annotations
 
-
 import numpy as np
 from numpy.typing import NDArray
 
