@@ -10,7 +10,7 @@ the step-size and penalty rules, the stopping test (the natural-map residual rel
 :func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
 the general route's local problem (:func:`contactlab.models.fc_route.local_step`), but
 that APGD refreshes De Saxcé's shift once the shifted problem is solved as well as
-Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: a tenth as well); the
+Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: solved to a tenth); the
 cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
 (:mod:`solvers.numerics.fc_kernels`).
 
