@@ -155,7 +155,7 @@ def _frictional_backends() -> None:
     """Each frictional-contact backend on a two-contact problem, both laws and cones, and a
     box stack stepped through the compiled local problem (:mod:`contactlab.models.delassus`)
     and by the compiled disc-cone step (:mod:`contactlab.maximal.cone_step`, ``nsgs``, ``apgd``
-    and ``admm``)."""
+    and ``admm``), and a problem with a joint row by ``apgd``."""
     import solvers
     from contactlab.scenario import get_scenario
     from contactlab.simulator import Simulator
@@ -187,6 +187,11 @@ def _frictional_backends() -> None:
                     solvers.solve(problem, name)
                 except (solvers.IncompatibleProblem, solvers.SolverNotFound):
                     continue  # a backend that does not take this law and cone
+    # a joint row, eliminated by apgd's Schur complement before it iterates
+    # (solvers.numerics.fc_schur)
+    Wj = np.eye(7) + 0.1 * np.ones((7, 7))
+    joint = FrictionalContact(Wj, np.append(q, 0.2), [0.5, 0.5], "ccp", "soc", row_lo=[-np.inf])
+    solvers.solve(joint, "apgd")
     # wide cones (torsional and rolling rows): both laws, both cones, the four backends
     from solvers.frictional_wide import wide_problem
 

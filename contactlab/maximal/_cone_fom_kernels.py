@@ -9,8 +9,8 @@ the step-size and penalty rules, the stopping test (the natural-map residual rel
 ``||q||``) and the iterate returned are those of
 :func:`solvers.numerics.fc_methods.apgd` and :func:`solvers.numerics.fc_methods.admm` on
 the general route's local problem (:func:`contactlab.models.fc_route.local_step`), but
-that APGD keeps its momentum over a refresh of De Saxcé's shift and refreshes it once the
-shifted problem is solved as well as Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`); the
+that APGD refreshes De Saxcé's shift once the shifted problem is solved as well as
+Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: solved to a tenth); the
 cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
 (:mod:`solvers.numerics.fc_kernels`).
 
@@ -78,11 +78,12 @@ from solvers.numerics.fc_methods import (
 COMPILE_SECONDS: float | None = 13.0
 
 #: APGD refreshes De Saxcé's shift once the shifted cone problem's natural-map residual
-#: is at most this times Coulomb's (the general backends' rule takes a tenth: on the
-#: 200-cube drop 38 % fewer iterations with 1, and a 20-cube landing step that stalled
-#: at the 20,000-iteration cap at 1.8e-6 with a tenth converges in 2,279; at a tolerance of
-#: 1e-9 that drop leaves 8 steps at the cap, largest residual 1.1e-7, where a tenth left 4,
-#: largest 1.5e-6, with a third of the iterations)
+#: is at most this times Coulomb's (measured against a tenth: on the 200-cube drop 38 %
+#: fewer iterations with 1, and a 20-cube landing step that stalled at the
+#: 20,000-iteration cap at 1.8e-6 with a tenth converges in 2,279; at a tolerance of 1e-9
+#: that drop leaves 8 steps at the cap, largest residual 1.1e-7, where a tenth left 4,
+#: largest 1.5e-6, with a third of the iterations; the general backend keeps a tenth,
+#: :data:`solvers.numerics.fc_methods.APGD_REFRESH`, for tight tolerances' sake)
 REFRESH = 1.0
 
 #: methods of :func:`cone_fom_step`
@@ -227,14 +228,14 @@ def _apgd_rows(J, ca, cb, f, dinv, rhs, mu, law, r, tol, max_iter, slots, v, ws,
     ``ws`` is work space (nine times ``r``'s length), ``v`` the twists (the slots
     ``slots`` written, the world's zero slot last), ``none`` an empty array (the natural
     map's absent directions and bounds): nothing is allocated, and each cone projection
-    is fused with the step.  Two differences from the general backend, both for
-    Coulomb's law: when De Saxcé's shift is refreshed the gradients at ``x`` and ``y``
-    move by the shift's change on the normal rows and the momentum is kept (the general
-    backend restarts it; still restarted by the gradient test of
+    is fused with the step.  One difference from the general backend, for Coulomb's law:
+    De Saxcé's shift is refreshed once the shifted problem's residual is at most
+    :data:`REFRESH` times Coulomb's (the general backend: a tenth,
+    :data:`~solvers.numerics.fc_methods.APGD_REFRESH`); as there, the gradients at ``x``
+    and ``y`` then move by the shift's change on the normal rows and the momentum is kept
+    (restarted only by the gradient test of
     :func:`~solvers.numerics.fc_methods.apgd_momentum`: 18 % fewer iterations over a
-    200-cube drop), and the shift is refreshed once the shifted problem's residual is at
-    most :data:`REFRESH` times Coulomb's (the general backend: a tenth).  The same
-    problem and stopping test."""
+    200-cube drop than a restart).  The same problem and stopping test."""
     n = r.shape[0]
     nc = n // 3
     dirs = none.reshape((0, 2))

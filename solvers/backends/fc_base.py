@@ -1,7 +1,7 @@
 """What the compiled frictional-contact backends share: the base class (capability flags,
-the check of the normal diagonal), the CSR arrays and warm start of a problem, the status of
-a run, and the rounding floor of the natural map (:mod:`solvers.backends.friction` lists
-the backends)."""
+the check of the normal diagonal), the CSR arrays and warm start of a problem, the
+elimination of its free rows (:class:`FreeRows`), the status of a run, and the rounding
+floor of the natural map (:mod:`solvers.backends.friction` lists the backends)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import numpy as np
 from solvers.backends.base import Backend, SolveOptions
 from solvers.errors import IncompatibleProblem, ProblemError
 from solvers.frictional import FrictionalContact
-from solvers.numerics.fc_methods import Cones
+from solvers.numerics.fc_kernels import matvec
+from solvers.numerics.fc_methods import Cones, natural_map_cones
+from solvers.numerics.fc_schur import recover_free, schur_free_rows, split_rows
 from solvers.result import RawSolution
 from solvers.tolerance import Tolerance
 
@@ -57,6 +59,82 @@ def _cones(problem: FrictionalContact) -> Cones:
     return Cones(
         wide, kind, problem.mu, problem.dirs, sep, off, mr, fam, problem.row_lo, problem.nc
     )
+
+
+class FreeRows:
+    """A problem's free scalar rows (``row_lo = -inf``: joints) eliminated by their Schur
+    complement (:mod:`solvers.numerics.fc_schur`): the kept rows' problem (``csr``, ``q``,
+    ``cones``, the same law), the tolerance that stops it where the whole problem is within
+    a given one, and the whole problem's impulses and natural map from its solution.
+
+    The kept rows' velocities are the whole problem's and the free rows' are zero, so the
+    natural map's numerator is the kept rows' own; only its scale differs (``||q||`` of
+    the whole problem, the residual every backend's ``tol`` refers to), which
+    :meth:`tol` carries over.
+    """
+
+    #: pivots of ``W_FF`` at most this share of their diagonal entry are taken as
+    #: dependent rows (a closed loop's redundant joint rows): the rows then stay in the
+    #: iteration (the elimination's rounding grows as ``1 / pivot``)
+    PIVOT_RTOL = 1e-10
+    #: the most free rows eliminated (a dense factorisation, ``nf^3 / 3`` products)
+    MAX_FREE = 2000
+
+    def __init__(self, problem: FrictionalContact, parts: tuple[Any, ...]) -> None:
+        self.problem = problem
+        free, keep, ptr, idx, val, qk, L, Y, J = parts
+        self.free, self.keep, self.L, self.Y, self.J = free, keep, L, Y, J
+        self.csr = (ptr, idx, val)
+        self.q = qk
+        self.cones = _cones(problem)._replace(row_lo=_kept_bounds(problem, keep))
+        self.qnorm = float(np.sqrt(np.dot(problem.q, problem.q)))
+        self.kept_qnorm = float(np.sqrt(np.dot(qk, qk)))
+
+    @classmethod
+    def of(cls, problem: FrictionalContact) -> FreeRows | None:
+        """The elimination of ``problem``'s free rows; ``None`` without free rows, with more
+        than :attr:`MAX_FREE`, or with dependent ones (the rows then stay in the iteration)."""
+        lo = problem.row_lo
+        nfree = int(np.count_nonzero(lo == -np.inf))
+        if nfree == 0 or nfree > cls.MAX_FREE:
+            return None
+        first = problem.n - lo.size
+        free, keep = split_rows(lo, first)
+        ok, *parts = schur_free_rows(*_csr(problem), problem.q, free, keep, cls.PIVOT_RTOL)
+        if not ok:
+            return None
+        return cls(problem, (free, keep, *parts))
+
+    def start(self, r: np.ndarray) -> np.ndarray:
+        """The kept rows' share of a warm start of the whole problem."""
+        return np.ascontiguousarray(r[self.keep])
+
+    def tol(self, tol: float) -> float:
+        """The kept rows' tolerance (relative to their own ``||q_K||``, the scale their
+        natural map is divided by) that stops them where the whole problem's natural map,
+        relative to its ``||q||``, is within ``tol``."""
+        return tol * _scale(self.qnorm) / _scale(self.kept_qnorm)
+
+    def whole(self, rk: np.ndarray, law: int) -> tuple[np.ndarray, float]:
+        """The whole problem's impulses from the kept rows' ``rk``, and their natural-map
+        residual of ``law`` (relative to ``||q||``), measured on ``W`` itself."""
+        p = self.problem
+        r = np.empty(p.n)
+        recover_free(self.L, self.Y, self.J, rk, self.free, self.keep, r)
+        u = np.empty(p.n)
+        matvec(*_csr(p), r, p.q, u)
+        return r, float(natural_map_cones(_cones(p), law, r, u, self.qnorm))
+
+
+def _scale(qnorm: float) -> float:
+    """The natural map's divisor for a free velocity of norm ``qnorm`` (1 below eps)."""
+    return qnorm if qnorm > 2.220446049250313e-16 else 1.0
+
+
+def _kept_bounds(problem: FrictionalContact, keep: np.ndarray) -> np.ndarray:
+    """The bounds of the kept scalar rows (``keep``: the kept rows, contacts first)."""
+    first = problem.n - problem.row_lo.size
+    return np.ascontiguousarray(problem.row_lo[keep[keep >= first] - first])
 
 
 def _no_settings(name: str, settings: dict[str, Any], known: tuple[str, ...]) -> None:
