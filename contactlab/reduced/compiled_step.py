@@ -344,6 +344,8 @@ class CompiledContactStep:
         self._bodies = (self._node_of_body, self._body_of_node)
         #: the solver status of the kernel's codes (else a numerical error)
         self._statuses = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
+        #: where the row's measurements sit in the kernel's info
+        self._at = B.RowIndex(K)
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
@@ -438,11 +440,11 @@ class CompiledContactStep:
             t, E, phi, q_new, v_new, B.carried_cache(state, track, z, friction, self._slices(nc))
         )
         m = K.I_MOMENTUM
-        row = B.step_row(
-            f, K, index, float(t), h, (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
+        values = B.row_values(
+            f, self._at, index, float(t), h, f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING],
             f[m : m + 6], f[K.I_LIMIT], status, nc, (start, collided, assembled, solved),
         )  # fmt: skip
-        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
+        record = B.record_row(sim, self.formulation, state, contacts, track, index, values, v, z)
         return new_state, record
 
 
