@@ -406,6 +406,7 @@ class Simulator:
         energy_at, drift_at = B.I_TOTAL_ENERGY, B.I_CONSTRAINT_ERROR
         guarded = self.divergence_guard and guard is not None
         verdict = guard.verdict if guarded else None  # type: ignore[union-attr]
+        lean = guard.verdict_of_arrays if guarded else None  # type: ignore[union-attr]
         twists, transforms = recorder.phi, None if joints_hold else recorder.E
         tick = bar.update if bar is not None else None
         report = progress if bar is None and callable(progress) else None
@@ -413,26 +414,30 @@ class Simulator:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 for i in range(n):
                     state, record = step(state, i)
-                    # a compiled step's row goes into the table as its values, its dict
-                    # built only if read (the guard reads two of its values)
+                    # a compiled step's row goes into the table as its values (its dict
+                    # built only when read); the guard takes the two values it reads and
+                    # the step's contact arrays as they are
                     values = record.unread_values() if type(record) is lazy else None
                     if values is None:
                         metrics = record.metrics
                         append(metrics)
                     else:
                         append_values(keys, values, types)
-                        metrics = {
-                            "total_energy": values[energy_at],
-                            "constraint_error": values[drift_at],
-                        }
                     add(state)
-                    if verdict is not None:
+                    if verdict is not None and lean is not None:
                         contacts = record.contacts
                         if contacts is None:
                             contacts = record.problem.contacts
                         phi = twists[i + 1]
                         frames = None if transforms is None else transforms[i + 1]
-                        if verdict(i, record.t, metrics, phi, contacts, frames) != GK_OK:
+                        if values is not None and frames is None and contacts is not None:
+                            broken = lean(
+                                record.t, values[energy_at], values[drift_at], phi,
+                                contacts.distance, contacts.body_a, contacts.body_b,
+                            )  # fmt: skip
+                        else:
+                            broken = verdict(i, record.t, record.metrics, phi, contacts, frames)
+                        if broken != GK_OK:
                             guard.check_reference(  # type: ignore[union-attr]
                                 i, record.t, record.metrics, phi, contacts, frames
                             )

@@ -369,10 +369,11 @@ class CompiledContactStep:
 
             general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
             return B.kernel_contacts(general), None
-        # the columns are contiguous views of the kernel's few arrays
-        point, normal = PN
-        dist, mu = DM
-        body_a, body_b, shape_a, shape_b, ids, origin = columns
+        # the columns are contiguous views of the kernel's few arrays (indexed: unpacking
+        # an array iterates it to an IndexError)
+        point, normal, dist, mu = PN[0], PN[1], DM[0], DM[1]
+        body_a, body_b, shape_a, shape_b = columns[0], columns[1], columns[2], columns[3]
+        ids, origin = columns[4], columns[5]
         contacts = B.contact_set(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
         if wide:  # pair keys too wide for one integer: the rows grouped by np.unique
             return contacts, identity.identify(contacts, previous)
