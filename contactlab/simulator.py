@@ -425,19 +425,22 @@ class Simulator:
                         append_values(keys, values, types)
                     add(state)
                     if verdict is not None and lean is not None:
-                        contacts = record.contacts
-                        if contacts is None:
-                            contacts = record.problem.contacts
                         phi = twists[i + 1]
                         frames = None if transforms is None else transforms[i + 1]
-                        if values is not None and frames is None and contacts is not None:
+                        if values is not None and frames is None:
                             broken = lean(
                                 record.t, values[energy_at], values[drift_at], phi,
-                                contacts.distance, contacts.body_a, contacts.body_b,
+                                *record.contact_arrays(),  # type: ignore[attr-defined]
                             )  # fmt: skip
                         else:
+                            contacts = record.contacts
+                            if contacts is None:
+                                contacts = record.problem.contacts
                             broken = verdict(i, record.t, record.metrics, phi, contacts, frames)
                         if broken != GK_OK:
+                            contacts = record.contacts
+                            if contacts is None:
+                                contacts = record.problem.contacts
                             guard.check_reference(  # type: ignore[union-attr]
                                 i, record.t, record.metrics, phi, contacts, frames
                             )

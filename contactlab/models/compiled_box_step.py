@@ -305,6 +305,13 @@ def contact_set(  # noqa: PLR0913
     return contacts
 
 
+def contact_columns(contacts: ContactSet) -> tuple[Array, ...]:
+    """The columns of ``contacts`` in the order of its fields (:func:`contact_set`'s
+    arguments)."""
+    c = contacts
+    return (c.point, c.normal, c.distance, c.body_a, c.body_b, c.shape_a, c.shape_b, c.mu)
+
+
 def contact_track(
     ids: Array, origin: Array, pair: Array, point: Array, next_id: int
 ) -> identity.ContactTrack:
@@ -381,14 +388,16 @@ class CompiledRecord(StepRecord):
 
 class RowRecord(CompiledRecord):
     """A :class:`CompiledRecord` whose ``metrics`` (the row of ``steps.csv``) is built as a
-    dict when first read, from the row's values in the order of :data:`ROW_KEYS`; a run
-    writes the values into its step table without the dict (:meth:`unread_values`)."""
+    dict when first read, from the row's values in the order of :data:`ROW_KEYS`, and its
+    ``contacts`` from their columns (:func:`contact_columns`' order); a run writes the
+    values into its step table without the dict (:meth:`unread_values`) and hands the
+    contact arrays to its divergence guard (:meth:`contact_arrays`)."""
 
     def __init__(  # noqa: PLR0913
         self,
         formulation: _Assembles,
         state: State,
-        contacts: ContactSet,
+        columns: tuple[Array, ...],
         track: Any,
         index: int,
         h: float,
@@ -399,10 +408,28 @@ class RowRecord(CompiledRecord):
         self.index, self.t, self.h = index, values[1], h
         self._values = values
         self._row: dict[str, Any] | None = None
-        self.contacts = contacts
+        self._columns = columns
+        self._contacts: ContactSet | None = None
         self._from = (formulation, state, track, v, z)
         self._problem = None
         self._solution = None
+
+    @property  # type: ignore[override]
+    def contacts(self) -> ContactSet:
+        contacts = self._contacts
+        if contacts is None:
+            contacts = self._contacts = contact_set(*self._columns)
+        return contacts
+
+    @contacts.setter
+    def contacts(self, contacts: ContactSet) -> None:
+        self._contacts = contacts
+        self._columns = contact_columns(contacts)
+
+    def contact_arrays(self) -> tuple[Array, Array, Array]:
+        """The contacts' distances and body indices (C-contiguous float64 and int64)."""
+        columns = self._columns
+        return columns[2], columns[3], columns[4]
 
     @property  # type: ignore[override]
     def metrics(self) -> dict[str, Any]:
@@ -425,15 +452,16 @@ def record_row(  # noqa: PLR0913
     sim: Simulator,
     formulation: _Assembles,
     state: State,
-    contacts: ContactSet,
+    columns: tuple[Array, ...],
     track: Any,
     index: int,
     values: tuple[Any, ...],
     v: Array,
     z: Array,
 ) -> RowRecord:
-    """:func:`record_step` of a row given by its values (:func:`row_values`)."""
-    record = RowRecord(formulation, state, contacts, track, index, sim.dt, values, v, z)
+    """:func:`record_step` of a row given by its values (:func:`row_values`) and of the
+    contacts given by their columns (:func:`contact_columns`)."""
+    record = RowRecord(formulation, state, columns, track, index, sim.dt, values, v, z)
     if sim.strict and values[I_STATUS] in M.UNCONVERGED_STATUSES:
         raise sim._strict_failure(index, state.t, record.metrics, record.solution)
     return record
@@ -471,6 +499,7 @@ __all__ = [
     "RowIndex",
     "RowRecord",
     "carried_cache",
+    "contact_columns",
     "contact_set",
     "contact_track",
     "kernel_columns",
