@@ -238,7 +238,6 @@ ROW_KEYS = (
 #: the types of the row's values (:func:`row_values` makes them so; ``step`` an ``int``
 #: when the step's index is, as a run's is)
 ROW_TYPES = (int, *[float] * 12, str, float, float, int, int, int, *[float] * 10)
-assert len(ROW_TYPES) == len(ROW_KEYS)
 #: positions in :data:`ROW_KEYS` of the values the divergence guard reads
 I_TOTAL_ENERGY = ROW_KEYS.index("total_energy")
 I_CONSTRAINT_ERROR = ROW_KEYS.index("constraint_error")
