@@ -600,6 +600,32 @@ class DivergenceGuard:
             )
         )  # fmt: skip
 
+    def verdict_of_arrays(
+        self,
+        t: float,
+        total_energy: float,
+        drift: float,
+        phi: Array,
+        distance: Array,
+        body_a: NDArray[np.int64],
+        body_b: NDArray[np.int64],
+    ) -> int:
+        """:meth:`verdict` without the joints' separations (``E`` not given) on a step's
+        total energy and joint/loop drift (its row's ``total_energy`` and
+        ``constraint_error``), twists ``phi`` and contact arrays already in the kernel's
+        layout (C-contiguous float64 ``phi`` and ``distance``, int64 body indices): the
+        same verdict without the row's and the contact set's conversions."""
+        speeds = self._speeds
+        return int(
+            GK.verdict(
+                total_energy - self.initial_energy, self._energy_bound, drift,
+                self._drift_bound, _NO_E, *_NO_JOINTS, distance, body_a, body_b,
+                self._radii, self._least_radius, phi, speeds,
+                self._budget(t) if speeds else 0.0, self._inv_mass, self._inv_inertia,
+                self._least_inv_mass, self._least_inv_inertia,
+            )
+        )  # fmt: skip
+
     def check_reference(
         self,
         index: int,

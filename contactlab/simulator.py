@@ -40,6 +40,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from contactlab import metrics as M
+from contactlab._guard_kernels import OK as GK_OK
 from contactlab.contact import identity
 from contactlab.contact_pairs import (
     collision_function,
@@ -68,6 +69,7 @@ from contactlab.formulation import (
     make_formulation,
 )
 from contactlab.memory import ModelMemory
+from contactlab.models import compiled_box_step as B
 from contactlab.models.base import ContactModel, check_solver, make_model
 from contactlab.problem import StepSolution
 from contactlab.progress import progress_bar
@@ -400,7 +402,11 @@ class Simulator:
         # precede the error the finiteness check and the guard raise for it.
         # the loop's callables and arrays looked up once
         step, append, add = self.step, rows.append, recorder.add
-        check = guard.check if self.divergence_guard and guard is not None else None
+        append_values, keys, types, lazy = rows.append_values, B.ROW_KEYS, B.ROW_TYPES, B.RowRecord
+        energy_at, drift_at = B.I_TOTAL_ENERGY, B.I_CONSTRAINT_ERROR
+        guarded = self.divergence_guard and guard is not None
+        verdict = guard.verdict if guarded else None  # type: ignore[union-attr]
+        lean = guard.verdict_of_arrays if guarded else None  # type: ignore[union-attr]
         twists, transforms = recorder.phi, None if joints_hold else recorder.E
         tick = bar.update if bar is not None else None
         report = progress if bar is None and callable(progress) else None
@@ -408,21 +414,36 @@ class Simulator:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 for i in range(n):
                     state, record = step(state, i)
-                    metrics = record.metrics
-                    append(metrics)
+                    # a compiled step's row goes into the table as its values (its dict
+                    # built only when read); the guard takes the two values it reads and
+                    # the step's contact arrays as they are
+                    values = record.unread_values() if type(record) is lazy else None
+                    if values is None:
+                        metrics = record.metrics
+                        append(metrics)
+                    else:
+                        append_values(keys, values, types)
                     add(state)
-                    if check is not None:
-                        contacts = record.contacts
-                        if contacts is None:
-                            contacts = record.problem.contacts
-                        check(
-                            i,
-                            record.t,
-                            metrics,
-                            twists[i + 1],
-                            contacts,
-                            None if transforms is None else transforms[i + 1],
-                        )
+                    if verdict is not None and lean is not None:
+                        phi = twists[i + 1]
+                        frames = None if transforms is None else transforms[i + 1]
+                        if values is not None and frames is None:
+                            broken = lean(
+                                record.t, values[energy_at], values[drift_at], phi,
+                                *record.contact_arrays(),  # type: ignore[attr-defined]
+                            )  # fmt: skip
+                        else:
+                            contacts = record.contacts
+                            if contacts is None:
+                                contacts = record.problem.contacts
+                            broken = verdict(i, record.t, record.metrics, phi, contacts, frames)
+                        if broken != GK_OK:
+                            contacts = record.contacts
+                            if contacts is None:
+                                contacts = record.problem.contacts
+                            guard.check_reference(  # type: ignore[union-attr]
+                                i, record.t, record.metrics, phi, contacts, frames
+                            )
                     if tick is not None:
                         tick(1)
                     elif report is not None:

@@ -108,6 +108,29 @@ class StepTable:
             self._numbers = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind != _OTHER]
             self._others = [(j, c) for j, (_, c, kind) in enumerate(self._plan) if kind == _OTHER]
 
+    def append_values(
+        self,
+        keys: tuple[str, ...],
+        values: tuple[Any, ...],
+        types: tuple[type, ...] | None = None,
+    ) -> None:
+        """Append the row ``dict(zip(keys, values))``; ``types`` the values' types when the
+        caller knows them (else they are looked up). When the keys and types are those of
+        the rows before, the values are kept as they are (no dict)."""
+        if self._n < self._room and (keys is self._keys or keys == self._keys):
+            if types is None:
+                types = tuple(map(type, values))
+            if types is self._types or types == self._types:
+                # the same tuples next time: compared by identity
+                self._keys, self._types = keys, types
+                pending = self._pending
+                pending.append(values)
+                self._n += 1
+                if len(pending) >= BATCH:
+                    self._flush()
+                return
+        self.append(dict(zip(keys, values, strict=True)))
+
     def _flush(self) -> None:
         """Write the pending rows (values of the plan's keys, of the types of a row the plan
         took, so each fits its column) into the columns."""

@@ -114,10 +114,15 @@ class TrajectoryRecorder:
         self.t[k] = state.t
         self.E[k] = E
         self.phi[k] = phi
-        if self.q is not None and state.q is not None:
-            self.q[k] = np.asarray(state.q).reshape(-1)
-        if self.qdot is not None and state.qdot is not None:
-            self.qdot[k] = np.asarray(state.qdot).reshape(-1)
+        q, qdot = state.q, state.qdot
+        if self.q is not None and q is not None:
+            self.q[k] = q if type(q) is np.ndarray and q.ndim == 1 else np.asarray(q).reshape(-1)
+        if self.qdot is not None and qdot is not None:
+            self.qdot[k] = (
+                qdot
+                if type(qdot) is np.ndarray and qdot.ndim == 1
+                else np.asarray(qdot).reshape(-1)
+            )
         self.count = k + 1
 
     def arrays(self) -> dict[str, NDArray[Any]]:

@@ -37,6 +37,8 @@ Array = np.ndarray
 #: the box-friction model's cache key of its recorded impulses (box cone)
 MEMORY_KEY = "box-friction:box"
 
+_new = object.__new__
+
 
 class _Assembles(Protocol):
     def assemble(self, state: State, h: float, contacts: ContactSet | None) -> StepProblem: ...
@@ -135,9 +137,13 @@ def carried_cache(
     impulses ``z`` (normal ones first) and ``friction`` (world vectors) as the model's
     warm start (under ``key``)."""
     nc = slices["N"].stop
-    memory = ImpulseMemory(  # the normal impulses a view of z (neither is ever written)
-        z, slices, track.ids if nc else None, z[:nc] if nc else None, friction if nc else None
-    )
+    # ImpulseMemory(z, slices, ids, normal, friction) set as contact_set sets its set; the
+    # normal impulses a view of z (neither is ever written)
+    memory = _new(ImpulseMemory)
+    memory.__dict__.update(
+        z=z, slices=slices, ids=track.ids if nc else None,
+        normal_impulse=z[:nc] if nc else None, friction=friction if nc else None,
+    )  # fmt: skip
     cache = state.cache
     carried = {identity.CACHE_KEY: track, key: memory}
     if isinstance(cache, ModelMemory):  # one copy, already the state's kind of memory
@@ -219,7 +225,62 @@ def step_row(  # noqa: PLR0913
     return row
 
 
-_new = object.__new__
+#: the columns of ``steps.csv`` a compiled step writes, in their order (:func:`step_row`'s)
+ROW_KEYS = (
+    "step", "t", "h", "kinetic_energy", "potential_energy", "total_energy",
+    "linear_momentum_x", "linear_momentum_y", "linear_momentum_z",
+    "angular_momentum_x", "angular_momentum_y", "angular_momentum_z",
+    "constraint_error", "status", "solve_time_s", "model_setup_time_s", "iterations",
+    "outer_iterations", "n_contacts", "penetration", "normal_complementarity",
+    "normal_feasibility", "cone_violation", "dissipation_violation", "n_sliding",
+    "solver_residual", "collision_time_s", "assembly_time_s", "step_time_s",
+)  # fmt: skip
+#: the types of the row's values (:func:`row_values` makes them so; ``step`` an ``int``
+#: when the step's index is, as a run's is)
+ROW_TYPES = (int, *[float] * 12, str, float, float, int, int, int, *[float] * 10)
+#: positions in :data:`ROW_KEYS` of the values the divergence guard reads
+I_TOTAL_ENERGY = ROW_KEYS.index("total_energy")
+I_CONSTRAINT_ERROR = ROW_KEYS.index("constraint_error")
+I_STATUS = ROW_KEYS.index("status")
+
+
+class RowIndex:
+    """The positions of a kernel module's measurements (``K.I_*``) in its ``info``, read
+    once, for :func:`row_values`."""
+
+    def __init__(self, K: Any) -> None:
+        self.at = (
+            K.I_SWEEPS, K.I_PENETRATION, K.I_NORMAL_COMP, K.I_NORMAL_FEAS, K.I_CONE,
+            K.I_DISSIPATION, K.I_SLIDING, K.I_PRIMAL, K.I_DUAL, K.I_COMP,
+        )  # fmt: skip
+
+
+def row_values(  # noqa: PLR0913
+    f: list[float],
+    at: RowIndex,
+    index: int,
+    t: float,
+    h: float,
+    kinetic: float,
+    potential: float,
+    momentum: Sequence[float],
+    constraint_error: float,
+    status: str,
+    nc: int,
+    times: tuple[float, float, float, float],
+) -> tuple[Any, ...]:
+    """The values of :func:`step_row`'s row, in the order of :data:`ROW_KEYS`, from the
+    kernel's measurements ``f`` (``info.tolist()``: Python floats) at the positions ``at``;
+    ``momentum`` Python floats. Its types are :func:`step_row`'s."""
+    start, collided, assembled, solved = times
+    sweeps, pen, ncomp, nfeas, cone, diss, sliding, primal, dual, comp = at.at
+    m0, m1, m2, m3, m4, m5 = momentum
+    return (
+        index, t, h, kinetic, potential, kinetic + potential, m0, m1, m2, m3, m4, m5,
+        constraint_error, status, solved - assembled, 0.0, int(f[sweeps]), 0, nc, f[pen],
+        f[ncomp], f[nfeas], f[cone], f[diss], f[sliding], max(f[primal], f[dual], f[comp]),
+        collided - start, assembled - collided, time.perf_counter() - start,
+    )  # fmt: skip
 
 
 def contact_set(  # noqa: PLR0913
@@ -241,6 +302,13 @@ def contact_set(  # noqa: PLR0913
         shape_a=shape_a, shape_b=shape_b, mu=mu,
     )  # fmt: skip
     return contacts
+
+
+def contact_columns(contacts: ContactSet) -> tuple[Array, ...]:
+    """The columns of ``contacts`` in the order of its fields (:func:`contact_set`'s
+    arguments)."""
+    c = contacts
+    return (c.point, c.normal, c.distance, c.body_a, c.body_b, c.shape_a, c.shape_b, c.mu)
 
 
 def contact_track(
@@ -317,6 +385,87 @@ class CompiledRecord(StepRecord):
         return self._solution
 
 
+class RowRecord(CompiledRecord):
+    """A :class:`CompiledRecord` whose ``metrics`` (the row of ``steps.csv``) is built as a
+    dict when first read, from the row's values in the order of :data:`ROW_KEYS`, and its
+    ``contacts`` from their columns (:func:`contact_columns`' order); a run writes the
+    values into its step table without the dict (:meth:`unread_values`) and hands the
+    contact arrays to its divergence guard (:meth:`contact_arrays`)."""
+
+    def __init__(  # noqa: PLR0913
+        self,
+        formulation: _Assembles,
+        state: State,
+        columns: tuple[Array, ...],
+        track: Any,
+        index: int,
+        h: float,
+        values: tuple[Any, ...],
+        v: Array,
+        z: Array,
+    ) -> None:
+        self.index, self.t, self.h = index, values[1], h
+        self._values = values
+        self._row: dict[str, Any] | None = None
+        self._columns = columns
+        self._contacts: ContactSet | None = None
+        self._from = (formulation, state, track, v, z)
+        self._problem = None
+        self._solution = None
+
+    @property  # type: ignore[override]
+    def contacts(self) -> ContactSet:
+        contacts = self._contacts
+        if contacts is None:
+            contacts = self._contacts = contact_set(*self._columns)
+        return contacts
+
+    @contacts.setter
+    def contacts(self, contacts: ContactSet) -> None:
+        self._contacts = contacts
+        self._columns = contact_columns(contacts)
+
+    def contact_arrays(self) -> tuple[Array, Array, Array]:
+        """The contacts' distances and body indices (C-contiguous float64 and int64)."""
+        columns = self._columns
+        return columns[2], columns[3], columns[4]
+
+    @property  # type: ignore[override]
+    def metrics(self) -> dict[str, Any]:
+        row = self._row
+        if row is None:
+            row = self._row = dict(zip(ROW_KEYS, self._values, strict=True))
+        return row
+
+    @metrics.setter
+    def metrics(self, row: dict[str, Any]) -> None:
+        self._row = row
+
+    def unread_values(self) -> tuple[Any, ...] | None:
+        """The row's values in the order of :data:`ROW_KEYS` while ``metrics`` was never
+        read (``None`` once it was: the dict, which a reader may have changed, is the row)."""
+        return self._values if self._row is None else None
+
+
+def record_row(  # noqa: PLR0913
+    sim: Simulator,
+    formulation: _Assembles,
+    state: State,
+    columns: tuple[Array, ...],
+    track: Any,
+    index: int,
+    values: tuple[Any, ...],
+    v: Array,
+    z: Array,
+) -> RowRecord:
+    """:func:`record_step` of a row given by its values (:func:`row_values`) and of the
+    contacts given by their columns (:func:`contact_columns`)."""
+    record = RowRecord(formulation, state, columns, track, index, sim.dt, values, v, z)
+    if sim.strict and values[I_STATUS] in M.UNCONVERGED_STATUSES:
+        raise sim._strict_failure(index, state.t, record.metrics, record.solution)
+    return record
+
+
 def record_step(  # noqa: PLR0913
     sim: Simulator,
     formulation: _Assembles,
@@ -338,17 +487,27 @@ def record_step(  # noqa: PLR0913
 
 __all__ = [
     "MEMORY_KEY",
+    "I_CONSTRAINT_ERROR",
+    "I_STATUS",
+    "I_TOTAL_ENERGY",
+    "ROW_KEYS",
+    "ROW_TYPES",
     "CompiledRecord",
     "Feedback",
     "RowBlocks",
+    "RowIndex",
+    "RowRecord",
     "carried_cache",
+    "contact_columns",
     "contact_set",
     "contact_track",
     "kernel_columns",
     "kernel_contacts",
     "model_scope",
     "new_state",
+    "record_row",
     "record_step",
+    "row_values",
     "step_row",
     "usable_status",
 ]

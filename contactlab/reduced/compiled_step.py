@@ -344,6 +344,8 @@ class CompiledContactStep:
         self._bodies = (self._node_of_body, self._body_of_node)
         #: the solver status of the kernel's codes (else a numerical error)
         self._statuses = {K.OPTIMAL: "optimal", K.MAX_ITERATIONS: "max_iterations"}
+        #: where the row's measurements sit in the kernel's info
+        self._at = B.RowIndex(K)
 
     # ------------------------------------------------------------------
     def contacts(self, E: Array) -> tuple[ContactSet, bool]:
@@ -356,6 +358,14 @@ class CompiledContactStep:
     def _tracked(self, E: Array, previous: Any) -> tuple[ContactSet, identity.ContactTrack | None]:
         """The contacts at ``E`` and their identities given the ``previous`` track (``None``
         with the general collider's contacts: the caller identifies them)."""
+        columns, track = self._columns(E, previous)
+        return B.contact_set(*columns), track
+
+    def _columns(
+        self, E: Array, previous: Any
+    ) -> tuple[tuple[Array, ...], identity.ContactTrack | None]:
+        """:meth:`_tracked` with the contacts as their columns, in the order of the fields
+        of :class:`ContactSet` (the set is made only when read)."""
         old = self._no_track if previous is None else previous
         PN, DM, columns, pair, fallback, next_id, wide = K.tracked_contacts(
             E if E.flags.c_contiguous else np.ascontiguousarray(E), *self._contact_args,
@@ -365,16 +375,17 @@ class CompiledContactStep:
             from contactlab.collision import collide
             from contactlab.contact_pairs import drop_jointed
 
-            general = drop_jointed(collide(self.scene, E), self.scene, self._excluded)
-            return B.kernel_contacts(general), None
-        # the columns are contiguous views of the kernel's few arrays
-        point, normal = PN
-        dist, mu = DM
-        body_a, body_b, shape_a, shape_b, ids, origin = columns
-        contacts = B.contact_set(point, normal, dist, body_a, body_b, shape_a, shape_b, mu)
+            general = B.kernel_contacts(
+                drop_jointed(collide(self.scene, E), self.scene, self._excluded)
+            )
+            return B.contact_columns(general), None
+        # the columns are contiguous views of the kernel's few arrays (indexed: unpacking
+        # an array iterates it to an IndexError)
+        point = PN[0]
+        found = (point, PN[1], DM[0], columns[0], columns[1], columns[2], columns[3], DM[1])
         if wide:  # pair keys too wide for one integer: the rows grouped by np.unique
-            return contacts, identity.identify(contacts, previous)
-        return contacts, B.contact_track(ids, origin, pair, point, next_id)
+            return found, identity.identify(B.contact_set(*found), previous)
+        return found, B.contact_track(columns[4], columns[5], pair, point, next_id)
 
     # ------------------------------------------------------------------
     def step(self, sim: Simulator, state: State, index: int) -> tuple[State, StepRecord] | None:
@@ -384,12 +395,13 @@ class CompiledContactStep:
         h = sim.dt
         cache = state.cache
         previous = cache.get(identity.CACHE_KEY)
-        contacts, track = self._tracked(state.E, previous)
+        found, track = self._columns(state.E, previous)
+        point, normal, distance, body_a, body_b, _, _, mu = found
         if track is None:
-            track = identity.identify(contacts, previous)
+            track = identity.identify(B.contact_set(*found), previous)
         collided = clock()
         memory = cache.get(B.MEMORY_KEY)
-        nc = len(contacts.distance)
+        nc = len(distance)
         if nc and getattr(memory, "ids", None) is not None:
             carry = True
             old = (memory.ids, memory.normal_impulse, memory.friction)  # type: ignore[union-attr]
@@ -416,8 +428,8 @@ class CompiledContactStep:
         assembled = clock()
         q_new, v_new, v, E, phi, z, friction, info = K.full_step(
             *self._step_head, state.q, state.qdot, h, tau, *self._bodies,
-            contacts.body_a, contacts.body_b, contacts.point, contacts.normal, contacts.distance,
-            contacts.mu, beta, self._feedback.max_correction, carry, *old,
+            body_a, body_b, point, normal, distance, mu, beta, self._feedback.max_correction,
+            carry, *old,
             track.ids, track.origin, *self._limits, old_limit,
             model.tol, 10000 if cap is None else cap, 1.0, 8, sim.slip_threshold, self._kin,
         )  # fmt: skip
@@ -438,11 +450,11 @@ class CompiledContactStep:
             t, E, phi, q_new, v_new, B.carried_cache(state, track, z, friction, self._slices(nc))
         )
         m = K.I_MOMENTUM
-        row = B.step_row(
-            f, K, index, float(t), h, (f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING]),
+        values = B.row_values(
+            f, self._at, index, float(t), h, f[K.I_KINETIC], f[K.I_GRAVITY] + f[K.I_SPRING],
             f[m : m + 6], f[K.I_LIMIT], status, nc, (start, collided, assembled, solved),
         )  # fmt: skip
-        record = B.record_step(sim, self.formulation, state, contacts, track, index, row, v, z)
+        record = B.record_row(sim, self.formulation, state, found, track, index, values, v, z)
         return new_state, record
 
 

@@ -502,6 +502,14 @@ def test_run_records_the_steps_it_takes() -> None:
     assert np.array_equal(traj["position"], np.stack([s.E[:, :3, 3] for s in states]))
     assert np.array_equal(traj["rotation"], np.stack([s.E[:, :3, :3] for s in states]))
     assert np.array_equal(traj["twist"], np.stack([s.phi for s in states]))
+    # the rows a run writes as values have the columns and value types of step_row's
+    from contactlab.models import compiled_box_step as B
+    from contactlab.reduced import _step_kernels as K
+
+    info = np.zeros(max(v for k, v in vars(K).items() if k.startswith("I_")) + 6)
+    row = B.step_row(info, K, 0, 0.0, 1e-3, (0.0, 0.0), [0.0] * 6, 0.0, "optimal", 1, (0.0,) * 4)
+    assert tuple(row) == B.ROW_KEYS == tuple(rows[0])
+    assert all(tuple(map(type, r.values())) == B.ROW_TYPES for r in rows)
     table = run.steps
     assert len(table) == steps and min(r["n_contacts"] for r in rows) > 0
     for key in rows[0]:

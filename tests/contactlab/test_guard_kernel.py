@@ -166,3 +166,21 @@ def test_verdict_does_not_depend_on_the_contacts_layout():
         )
         assert guard.verdict(i, t, row, phi, world, E) == guard.verdict(i, t, row, phi, both, E)
     assert {GK.OK, GK.PENETRATION} <= seen
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_verdict_of_arrays_is_the_verdict_without_transforms(bounded):
+    """The verdict a run takes on a compiled step (its row's total energy and drift, the
+    contact arrays as they are) is :meth:`verdict`'s on the same state without body
+    transforms, so the reference's."""
+    rng = np.random.default_rng(13 if bounded else 14)
+    guard = _guard(rng, bounded)
+    seen = set()
+    for i, t, row, phi, contacts, _ in _draws(rng, 2000, 0.0):
+        code = guard.verdict_of_arrays(
+            t, row["total_energy"], row["constraint_error"], phi,
+            contacts.distance, contacts.body_a, contacts.body_b,
+        )  # fmt: skip
+        assert code == guard.verdict(i, t, row, phi, contacts, None)
+        seen.add(code)
+    assert {GK.OK, GK.DRIFT, GK.PENETRATION} <= seen

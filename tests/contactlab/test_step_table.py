@@ -102,3 +102,22 @@ def test_rows_read_while_appended_equal_the_rows_frame() -> None:
             assert list(table.column("status")) == [x["status"] for x in rows[: i + 1]]
     assert len(table) == len(rows)
     pdt.assert_frame_equal(table.frame(), _expected(rows))
+
+
+def test_rows_appended_as_values_equal_the_rows_frame() -> None:
+    """Rows given as keys and values (a compiled step's row, with or without the values'
+    types, mixed with rows given as dicts, across layout changes) give the frame of the
+    rows as dicts."""
+    base = _rows()
+    rows = [{**base[i % 40], "step": i} for i in range(2 * BATCH + 3)] + base[40:]
+    table = StepTable(8)
+    for i, r in enumerate(rows):
+        keys, values = tuple(r), tuple(r.values())
+        if i % 5 == 0:
+            table.append(r)
+        elif i % 2:
+            table.append_values(keys, values, tuple(map(type, values)))
+        else:
+            table.append_values(keys, values)
+    assert len(table) == len(rows)
+    pdt.assert_frame_equal(table.frame(), _expected(rows))
