@@ -148,7 +148,9 @@ def test_a_capped_step_reports_its_residual(solver: str) -> None:
     assert type(sim.compiled).__name__ == "ConeContactStep"
     state, rec = sim.step(sim.initial_state(), 0)
     m = rec.metrics
-    assert m["status"] == "max_iterations" and m["iterations"] == 1
+    # APGD runs a Coulomb island left at the cap once more with the general backend's
+    # refresh rule (contactlab.maximal._cone_fom_kernels.REFRESH_RETRY): two runs of 1
+    assert m["status"] == "max_iterations" and m["iterations"] == (2 if solver == "apgd" else 1)
     fc, r, u = _velocities(rec, "coulomb")
     res = natural_map(1, 0, fc.mu, np.zeros((0, 2)), fc.row_lo, fc.nc, r, u,
                       float(np.linalg.norm(fc.q)))  # fmt: skip

@@ -18,7 +18,9 @@ Facts:
   drop its default run steps every step to within 1e-5 of ``||q||`` (measured: one step
   of 100 left at the 20,000-iteration cap at 1.8e-6, where ``pgs`` leaves 9 at its cap
   and ``nsgs`` 15, each at up to 7.7e-6), and any step it leaves unsolved is reported
-  ``max_iterations``.
+  ``max_iterations``; so on the 50-cube drop, where one landing step stopped at 2.0e-3
+  before an island left at the cap was solved again with the general backend's refresh
+  rule (``REFRESH_RETRY`` of :mod:`contactlab.maximal._cone_fom_kernels`).
 """
 
 from __future__ import annotations
@@ -71,9 +73,11 @@ def test_a_named_solver_is_kept() -> None:
     assert setup.solver == "nsgs" and "solver" not in defaulted
 
 
-def _drop(model: str, options: dict[str, Any]) -> tuple[Any, list[str], list[float], float]:
-    """The default run of ``model`` on a 20-cube drop: run, statuses, residuals, tolerance."""
-    scene = get_scenario("box-pile").build(n=20)
+def _drop(
+    model: str, options: dict[str, Any], n: int = 20
+) -> tuple[Any, list[str], list[float], float]:
+    """The default run of ``model`` on an ``n``-cube drop: run, statuses, residuals, tolerance."""
+    scene = get_scenario("box-pile").build(n=n)
     sim = Simulator(scene, "maximal", model, dt=0.005, model_options=options)
     assert sim.model.solver == "apgd"
     made = make_model(model, "apgd", **options)
@@ -99,8 +103,9 @@ def test_default_anitescu_hart_drop_solves_every_step() -> None:
     assert residuals and max(residuals) <= tol
 
 
-def test_default_coulomb_drop_stays_near_its_tolerance() -> None:
-    run, statuses, residuals, tol = _drop("coulomb", {})
+@pytest.mark.parametrize("n", [20, 50])
+def test_default_coulomb_drop_stays_near_its_tolerance(n: int) -> None:
+    run, statuses, residuals, tol = _drop("coulomb", {}, n)
     assert set(statuses) <= {"optimal", "max_iterations"}, sorted(set(statuses))
     assert residuals and max(residuals) <= 10 * tol
     assert (run.status == "ok") == (set(statuses) == {"optimal"})
