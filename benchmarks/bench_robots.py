@@ -316,19 +316,25 @@ def time_contactlab(
     from contactlab.runspec import build_simulator
 
     sim = build_simulator(name, {"duration": (steps + 1) * 1.0}, model=model, solver=solver)
-    state = sim.initial_state()
-    state, _ = sim.step(state, 0)
-    times, statuses, contacts = [], [], []
-    try:
-        for i in range(1, steps + 1):
-            start = _clock()
-            state, record = sim.step(state, i)
-            times.append(_clock() - start)
-            statuses.append(record.metrics["status"])
-            contacts.append(record.metrics["n_contacts"])
-    except Exception as err:  # a route that fails on the scene: report it
-        return {"route": "/".join(sim.names[1:]), "failed": _reason(err), "steps": len(times)}
-    t = np.array(times)
+    # the default route: the same steps three times from the start, the pass of the lowest
+    # median kept (as MuJoCo's fastest of five passes: a pass slowed as a whole by the
+    # machine is not the step's cost); the other routes one pass
+    t = np.full(1, np.inf)
+    for _ in range(3 if model is None else 1):
+        state = sim.initial_state()
+        state, _ = sim.step(state, 0)
+        times, statuses, contacts = [], [], []
+        try:
+            for i in range(1, steps + 1):
+                start = _clock()
+                state, record = sim.step(state, i)
+                times.append(_clock() - start)
+                statuses.append(record.metrics["status"])
+                contacts.append(record.metrics["n_contacts"])
+        except Exception as err:  # a route that fails on the scene: report it
+            return {"route": "/".join(sim.names[1:]), "failed": _reason(err), "steps": len(times)}
+        if np.median(times) < np.median(t):
+            t = np.array(times)
     # what a user's run costs (default route): Simulator.run of the same steps and of one
     # step, the fastest of three each; the difference per step is the run's cost of a step
     # (with its step table, trajectory and divergence guard), the one-step run its set-up
@@ -414,7 +420,8 @@ def section_step(args: argparse.Namespace) -> tuple[list[str], pd.DataFrame]:
         f"{args.steps} steps of each scene from its initial state (1 ms steps), both engines in "
         "this process, timed by this thread's CPU time (`time.thread_time`: what other "
         "processes on a shared machine take is not counted); contactlab's step time is the "
-        "median of its whole `Simulator.step`, "
+        "median of its whole `Simulator.step` (default route: the pass of the lowest median "
+        "of three from the start), "
         "its run time (default route) the cost per step of `Simulator.run` over the same "
         "steps (step table, trajectory and divergence guard included: what `contactlab run` "
         "costs), taken as the difference between runs of 200 steps and of one step, the "
