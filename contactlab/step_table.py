@@ -80,11 +80,7 @@ class StepTable:
             if types is not None:
                 values = tuple(row.values())
                 if tuple(map(type, values)) == types and tuple(row) == self._keys:
-                    pending = self._pending
-                    pending.append(values)
-                    self._n += 1
-                    if len(pending) >= BATCH:
-                        self._flush()
+                    self._push(values)
                     return
             self._flush()
             if self._append_planned(row, plan):
@@ -123,13 +119,17 @@ class StepTable:
             if types is self._types or types == self._types:
                 # the same tuples next time: compared by identity
                 self._keys, self._types = keys, types
-                pending = self._pending
-                pending.append(values)
-                self._n += 1
-                if len(pending) >= BATCH:
-                    self._flush()
+                self._push(values)
                 return
         self.append(dict(zip(keys, values, strict=True)))
+
+    def _push(self, values: tuple[Any, ...]) -> None:
+        """Keep a row of the plan's keys and types as its values, written by :meth:`_flush`."""
+        pending = self._pending
+        pending.append(values)
+        self._n += 1
+        if len(pending) >= BATCH:
+            self._flush()
 
     def _flush(self) -> None:
         """Write the pending rows (values of the plan's keys, of the types of a row the plan

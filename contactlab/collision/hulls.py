@@ -110,6 +110,22 @@ def _hull_face(
 
 
 @njit(cache=True)
+def _all_or_deepest(D: np.ndarray, m: int, most: int, keep: np.ndarray) -> tuple[int, int]:
+    """``(m, -1)`` with every index written to ``keep`` when the ``m`` points fit in
+    ``most``, else ``(0, i0)``: the deepest point (least distance ``D``), the first of
+    equals."""
+    if m <= most:
+        for i in range(m):
+            keep[i] = i
+        return m, -1
+    i0 = 0
+    for i in range(1, m):
+        if D[i] < D[i0]:
+            i0 = i
+    return 0, i0
+
+
+@njit(cache=True)
 def _reduce(
     P: np.ndarray,
     D: np.ndarray,
@@ -121,14 +137,9 @@ def _reduce(
     """Pick at most ``most`` of the ``m`` points ``P`` (distances ``D``):
     all when they fit, else the deepest, then repeatedly the one farthest in the
     plane normal to ``n`` from those picked.  Writes their indices to ``keep``."""
-    if m <= most:
-        for i in range(m):
-            keep[i] = i
-        return m
-    i0 = 0
-    for i in range(1, m):
-        if D[i] < D[i0]:
-            i0 = i
+    fit, i0 = _all_or_deepest(D, m, most, keep)
+    if i0 < 0:
+        return fit
     # the points by coordinate (contiguous columns: the update of the gaps runs over whole
     # vectors), each point's squared distance in the plane to the nearest one picked
     # (-inf once picked), the same sums in the same order as point by point
@@ -187,14 +198,9 @@ def _reduce_polygon(
     of ``p0, a, b, c`` is the largest magnitude of ``x + y``, ``y + z``, ``z + x``
     (the three quadrilaterals), ``x``, ``y``, ``z`` and ``x + y + z`` (the triangles
     that hold the fourth point)."""
-    if m <= most:
-        for i in range(m):
-            keep[i] = i
-        return m
-    i0 = 0
-    for i in range(1, m):
-        if D[i] < D[i0]:
-            i0 = i
+    fit, i0 = _all_or_deepest(D, m, most, keep)
+    if i0 < 0:
+        return fit
     keep[0] = i0
     if most == 1:
         return 1
