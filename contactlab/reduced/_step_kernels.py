@@ -1296,27 +1296,46 @@ def _sweeps(C, Kr, W, q_w, diag, b, v, z, owner, mu_row, lo, hi, order, omega, s
 
 
 @njit(cache=True)
-def _sweeps_delassus(W, q_w, w, diag, z, owner, mu_row, lo, hi, order, omega, sweeps):  # noqa: ANN001, ANN202, PLR0913
+def _sweeps_delassus(W, q_w, w, step, z, owner, mu_row, lo, hi, order, sweeps):  # noqa: ANN001, ANN202, PLR0913
     """:func:`_sweeps` on the Delassus matrix ``W`` with ``w = W z + q_w`` kept up to date:
     formed afresh from the impulses at the start, then moved by ``W_a dz`` (``W``
     symmetric: row ``a`` is column ``a``) after each update of ``z_a``, so that a row reads
     its ``w_a`` instead of summing ``W_a . z`` (the same values to rounding; the caller
-    judges convergence by the natural residual at velocities formed afresh)."""
+    judges convergence by the natural residual at velocities formed afresh).  ``step``
+    holds ``omega / W_aa`` per row, so that an update multiplies where it divided (the same
+    update to rounding, a division less on the chain of dependent rows); a friction row's
+    bound is read once, and the residuals are taken in the last sweep only (the one
+    returned)."""
     m = z.shape[0]
     for a in range(m):
         w[a] = q_w[a] + _row_dot(W, a, z)
     worst = 0.0
-    for _ in range(sweeps):
-        worst = 0.0
+    for s in range(sweeps):
+        last = s == sweeps - 1
         for j in range(order.shape[0]):
             a = order[j]
-            if owner[a] >= 0 and mu_row[a] * z[owner[a]] <= 0.0:
-                worst = max(worst, abs(z[a]))
-                dz = -z[a]
-                z[a] = 0.0
+            za = z[a]
+            o = owner[a]
+            if o >= 0:
+                hb = mu_row[a] * z[o]
+                if hb <= 0.0:
+                    if last:
+                        worst = max(worst, abs(za))
+                    dz = -za
+                    z[a] = 0.0
+                    if dz != 0.0:
+                        for k in range(m):
+                            w[k] += W[a, k] * dz
+                    continue
+                la = -hb
             else:
-                residual, dz = _project_row(a, w[a], z, diag, owner, mu_row, lo, hi, omega)
-                worst = max(worst, residual)
+                la, hb = lo[a], hi[a]
+            wa = w[a]
+            if last:
+                worst = max(worst, abs(za - min(max(za - wa, la), hb)))
+            zn = min(max(za - step[a] * wa, la), hb)
+            dz = zn - za
+            z[a] = zn
             if dz != 0.0:
                 for k in range(m):
                     w[k] += W[a, k] * dz
@@ -1662,6 +1681,9 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
         W = np.empty((0, 0))
         q_w = np.empty(0)
     w_run = np.empty(q_w.shape[0])
+    step = np.empty(q_w.shape[0])
+    for a in range(q_w.shape[0]):
+        step[a] = omega / diag[a]
     if residual <= tol:
         status = OPTIMAL
     else:
@@ -1672,7 +1694,7 @@ def contact_step(  # noqa: ANN201, PLR0912, PLR0913, PLR0915
             chunk = min(check_every, max_iter - sweeps)
             if delassus:
                 estimate = _sweeps_delassus(
-                    W, q_w, w_run, diag, z, owner, mu_row, lo, hi, order, omega, chunk
+                    W, q_w, w_run, step, z, owner, mu_row, lo, hi, order, chunk
                 )
             else:
                 estimate = _sweeps(
