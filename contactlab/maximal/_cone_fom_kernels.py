@@ -12,8 +12,8 @@ the general route's local problem (:func:`contactlab.models.fc_route.local_step`
 that APGD refreshes De Saxcé's shift once the shifted problem is solved as well as
 Coulomb's (:data:`REFRESH`, :func:`_apgd_rows`; the general backend: solved to a tenth),
 and an island left at the cap so is solved again with the general backend's rule
-(:data:`REFRESH_RETRY`, :func:`_apgd_coulomb`); the cone projections, De Saxcé's shift and the natural map are the solver layer's own kernels
-(:mod:`solvers.numerics.fc_kernels`).
+(:data:`REFRESH_RETRY`, :func:`_apgd_coulomb`); the cone projections, De Saxcé's shift
+and the natural map are the solver layer's own kernels (:mod:`solvers.numerics.fc_kernels`).
 
 ``W`` is never formed.  The rows ``J`` of the contacts (three per contact, 12 columns:
 the two bodies' twists) and the diagonal ``M^-1`` give ``W x + q = J M^-1 (f + J^T x) - b``
