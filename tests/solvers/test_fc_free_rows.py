@@ -1,5 +1,5 @@
 """The free scalar rows (joints) of a frictional-contact problem eliminated by their Schur
-complement before ``apgd``'s iterations (:mod:`solvers.numerics.fc_schur`,
+complement before ``apgd``'s and ``admm``'s iterations (:mod:`solvers.numerics.fc_schur`,
 :class:`solvers.backends.fc_base.FreeRows`).
 
 The problems are built as a step's: rows ``C = [contacts; bounded row; joints]`` acting on
@@ -13,7 +13,7 @@ Facts:
   ``max |W|``), a kept row no free row touches keeps its row of ``W``, and the impulses
   recovered from any kept ones give the free rows a zero velocity and the kept rows the
   Schur complement's velocity (to 1e-12 of the velocities' scale);
-* ``apgd`` with the free rows eliminated solves the problem: the CCP's velocities agree
+* ``apgd`` and ``admm`` with the free rows eliminated solve the problem: the CCP's velocities agree
   with Clarabel's (a convex QP over the cones, whose velocities are unique) and Coulomb's
   with the project's interior point's (an independent algorithm) to 1e-6 m/s at a
   natural-map residual of 1e-10, the joints' velocities within 1e-9 m/s;
@@ -90,8 +90,9 @@ def test_kept_rows_are_the_schur_complement() -> None:
     np.testing.assert_allclose(u[K], S @ rk + qk, rtol=0, atol=1e-12 * speed)
 
 
+@pytest.mark.parametrize("solver", ["apgd", "admm"])
 @pytest.mark.parametrize("law", ["ccp", "coulomb"])
-def test_apgd_with_joints_eliminated_agrees_with_an_interior_point(law: str) -> None:
+def test_joints_eliminated_agree_with_an_interior_point(law: str, solver: str) -> None:
     problem = jointed_problem(law)
     assert FreeRows.of(problem) is not None
     if law == "ccp":
@@ -101,7 +102,7 @@ def test_apgd_with_joints_eliminated_agrees_with_an_interior_point(law: str) -> 
         exact = solve(problem, "ipm", tol=1e-10)
         assert exact.status == "optimal", exact.message
         ref = exact.w
-    res = solve(problem, "apgd", tol=1e-10)
+    res = solve(problem, solver, tol=1e-10, max_iter=200000)
     assert res.status == "optimal", res.message
     assert "8 free rows eliminated" in res.message
     assert res.residuals["natural_map"] <= 1e-10
