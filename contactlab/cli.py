@@ -374,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)
     args.argv = arguments
+    interrupts.install()
     try:
         return int(args.handler(args))
     except _user_error_types() as err:

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from contactlab import interrupts
 from contactlab import metrics as M
 from contactlab._guard_kernels import OK as GK_OK
 from contactlab.contact import identity
@@ -413,6 +414,8 @@ class Simulator:
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 for i in range(n):
+                    if interrupts.PENDING:  # a Ctrl-C that other code swallowed
+                        raise KeyboardInterrupt
                     state, record = step(state, i)
                     # a compiled step's row goes into the table as its values (its dict
                     # built only when read); the guard takes the two values it reads and
